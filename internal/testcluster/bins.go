@@ -1,0 +1,75 @@
+package testcluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Versions of the cluster binaries, kept in step with the Makefile's tools target.
+const (
+	KubernetesVersion = "v1.37.2"
+	EtcdVersion       = "v3.7.3"
+)
+
+// Binaries locates the executables the cluster runs.
+type Binaries struct {
+	APIServer, Etcd, Scheduler, ControllerManager string
+}
+
+// ErrNoBinaries means the cluster binaries have not been built; `make tools` builds them.
+var ErrNoBinaries = errors.New("cluster binaries not found: run `make tools` (builds kube-apiserver " + KubernetesVersion + " and etcd " + EtcdVersion + " from Go modules)")
+
+// FindBinaries returns the binaries from $KUBE_BIN_DIR and $ETCD_BIN_DIR, or else from the
+// repository's bin/ directory (found by walking up from the working directory).
+func FindBinaries() (Binaries, error) {
+	kubeDir, etcdDir := os.Getenv("KUBE_BIN_DIR"), os.Getenv("ETCD_BIN_DIR")
+	if kubeDir == "" || etcdDir == "" {
+		root, err := repoRoot()
+		if err != nil {
+			return Binaries{}, err
+		}
+		if kubeDir == "" {
+			kubeDir = filepath.Join(root, "bin", "k8s-"+KubernetesVersion)
+		}
+		if etcdDir == "" {
+			etcdDir = filepath.Join(root, "bin", "etcd-"+EtcdVersion)
+		}
+	}
+	b := Binaries{
+		APIServer:         filepath.Join(kubeDir, "kube-apiserver"),
+		Scheduler:         filepath.Join(kubeDir, "kube-scheduler"),
+		ControllerManager: filepath.Join(kubeDir, "kube-controller-manager"),
+		Etcd:              filepath.Join(etcdDir, "etcd"),
+	}
+	for _, p := range []string{b.APIServer, b.Etcd} {
+		if _, err := os.Stat(p); err != nil {
+			return b, fmt.Errorf("%w (missing %s)", ErrNoBinaries, p)
+		}
+	}
+	return b, nil
+}
+
+// repoRoot walks up from the working directory to the directory holding go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find repository root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "Makefile")); err == nil && fileExists(filepath.Join(dir, "go.mod")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("find repository root: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

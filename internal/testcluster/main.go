@@ -1,0 +1,48 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Main starts a cluster for a test package, stores it in *c, runs the tests and stops it.
+// Without binaries it fails loudly, naming `make tools`; it never skips.
+func Main(m *testing.M, opts Options, c **Cluster) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	cluster, err := Start(ctx, opts)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "\n*** testcluster: cannot start the real API server: %v\n*** run `make tools` first (or `make test`, which builds them).\n\n", err)
+		return 1
+	}
+	*c = cluster
+	code := m.Run()
+	cluster.Stop()
+	return code
+}
+
+// Namespace creates a namespace with a random name for one test and deletes it when the test ends.
+func (c *Cluster) Namespace(t testing.TB) string {
+	t.Helper()
+	cs, err := c.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("t-%x", rand.Uint32())
+	ctx := context.Background()
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}

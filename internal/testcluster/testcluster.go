@@ -1,0 +1,361 @@
+// Package testcluster runs a real Kubernetes control plane — etcd and kube-apiserver, optionally
+// kube-scheduler and kube-controller-manager — built from their Go modules, on free loopback ports
+// in a temporary directory. Tests start one per package in TestMain; `make cluster-up` starts the
+// same cluster detached for people.
+package testcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// AdminToken authenticates as a member of system:masters; ReaderToken as user "auditor" with no
+// groups, for tests of least privilege.
+const (
+	AdminToken  = "admin-token-testcluster"
+	ReaderToken = "reader-token-testcluster"
+	ReaderUser  = "auditor"
+)
+
+// Options say what to run and where.
+type Options struct {
+	// Dir holds state, logs and the kubeconfig; empty means a new temporary directory, removed on Stop.
+	Dir string
+	// Scheduler and ControllerManager also start kube-scheduler and kube-controller-manager.
+	Scheduler, ControllerManager bool
+	// SkipCRDs leaves the upstream CRDs out (they are installed by default).
+	SkipCRDs bool
+	// Detach starts processes in their own session so they outlive the caller (make cluster-up).
+	Detach bool
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	// Dir is the state directory; Kubeconfig the path of an admin kubeconfig inside it.
+	Dir, Kubeconfig string
+	// Config is the admin REST config.
+	Config *rest.Config
+	// URL is the API server's https address.
+	URL string
+	// Started is how long the start took, CRDs included.
+	Started time.Duration
+
+	opts    Options
+	tempDir bool
+	procs   []*process
+	bins    Binaries
+}
+
+// State is what a detached cluster records in Dir/cluster.json.
+type State struct {
+	URL        string `json:"url"`
+	Kubeconfig string `json:"kubeconfig"`
+	Etcd       string `json:"etcd"`
+}
+
+// Start brings up the control plane and returns once /readyz answers and the CRDs are established.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	begin := time.Now()
+	bins, err := FindBinaries()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{opts: opts, bins: bins}
+	if opts.Dir == "" {
+		d, err := os.MkdirTemp("", "auditor-cluster-")
+		if err != nil {
+			return nil, fmt.Errorf("create cluster dir: %w", err)
+		}
+		c.Dir, c.tempDir = d, true
+		if !opts.Detach {
+			if err := startReaper(d); err != nil {
+				os.RemoveAll(d)
+				return nil, err
+			}
+		}
+	} else {
+		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create cluster dir: %w", err)
+		}
+		abs, err := filepath.Abs(opts.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("cluster dir: %w", err)
+		}
+		c.Dir = abs
+	}
+	if err := c.start(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	c.Started = time.Since(begin)
+	c.logf("cluster ready in %s: %s", c.Started.Round(100*time.Millisecond), c.URL)
+	return c, nil
+}
+
+func (c *Cluster) logf(format string, args ...any) {
+	if c.opts.Log != nil {
+		fmt.Fprintf(c.opts.Log, format+"\n", args...)
+	}
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	keys, err := writePKI(c.Dir)
+	if err != nil {
+		return err
+	}
+	tokens := fmt.Sprintf("%s,admin,admin-uid,system:masters\n%s,%s,auditor-uid\n", AdminToken, ReaderToken, ReaderUser)
+	tokenFile := filepath.Join(c.Dir, "tokens.csv")
+	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
+		return fmt.Errorf("write token file: %w", err)
+	}
+	ports, err := freePorts(5)
+	if err != nil {
+		return err
+	}
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	c.logf("starting etcd %s on %s", EtcdVersion, etcdURL)
+	etcd, err := startProcess(c.Dir, "etcd", c.bins.Etcd, []string{
+		"--name=default", "--data-dir=" + filepath.Join(c.Dir, "etcd-data"),
+		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--initial-advertise-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--initial-cluster=default=http://127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--unsafe-no-fsync", "--log-level=warn",
+	}, c.opts.Detach)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, etcd)
+	if err := waitHTTP(ctx, etcd, etcdURL+"/health", nil, 30*time.Second); err != nil {
+		return err
+	}
+	c.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	c.logf("starting kube-apiserver %s on %s", KubernetesVersion, c.URL)
+	api, err := startProcess(c.Dir, "kube-apiserver", c.bins.APIServer, []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[2]),
+		"--endpoint-reconciler-type=none",
+		"--tls-cert-file=" + keys.servingCert, "--tls-private-key-file=" + keys.servingKey,
+		"--client-ca-file=" + keys.caCert,
+		"--token-auth-file=" + tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + keys.saPub,
+		"--service-account-signing-key-file=" + keys.saKey,
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--allow-privileged=true",
+		"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
+		"--v=0",
+	}, c.opts.Detach)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, api)
+	caPEM, err := os.ReadFile(keys.caCert)
+	if err != nil {
+		return fmt.Errorf("read CA: %w", err)
+	}
+	c.Config = &rest.Config{Host: c.URL, BearerToken: AdminToken, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}, QPS: 200, Burst: 400}
+	if err := waitHTTP(ctx, api, c.URL+"/readyz", c.Config, 90*time.Second); err != nil {
+		return err
+	}
+	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, c.URL, caPEM, AdminToken); err != nil {
+		return err
+	}
+	if c.opts.ControllerManager {
+		if err := c.startControllerManager(keys, ports[3]); err != nil {
+			return err
+		}
+	}
+	if c.opts.Scheduler {
+		c.logf("starting kube-scheduler %s", KubernetesVersion)
+		p, err := startProcess(c.Dir, "kube-scheduler", c.bins.Scheduler, []string{
+			"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false",
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[4]),
+		}, c.opts.Detach)
+		if err != nil {
+			return err
+		}
+		c.procs = append(c.procs, p)
+	}
+	if !c.opts.SkipCRDs {
+		if err := InstallUpstreamCRDs(ctx, c.Config, c.opts.Log); err != nil {
+			return err
+		}
+	}
+	state, _ := json.MarshalIndent(State{URL: c.URL, Kubeconfig: c.Kubeconfig, Etcd: etcdURL}, "", "  ")
+	if err := os.WriteFile(filepath.Join(c.Dir, "cluster.json"), state, 0o644); err != nil {
+		return fmt.Errorf("write cluster state: %w", err)
+	}
+	return nil
+}
+
+func (c *Cluster) startControllerManager(keys pki, port int) error {
+	c.logf("starting kube-controller-manager %s", KubernetesVersion)
+	p, err := startProcess(c.Dir, "kube-controller-manager", c.bins.ControllerManager, []string{
+		"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false",
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--service-account-private-key-file=" + keys.saKey,
+		"--root-ca-file=" + keys.caCert,
+		"--use-service-account-credentials=false",
+		"--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-service-lb-controller,-route,-ttl",
+	}, c.opts.Detach)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, p)
+	return nil
+}
+
+// Stop ends every process (SIGTERM, then SIGKILL) and removes a temporary state directory.
+func (c *Cluster) Stop() {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		c.procs[i].stop(10 * time.Second)
+	}
+	c.procs = nil
+	if c.tempDir {
+		os.RemoveAll(c.Dir)
+	}
+}
+
+// Clientset returns a typed admin client.
+func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return nil, fmt.Errorf("typed client: %w", err)
+	}
+	return cs, nil
+}
+
+// Dynamic returns a dynamic admin client.
+func (c *Cluster) Dynamic() (*dynamic.DynamicClient, error) {
+	dc, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	return dc, nil
+}
+
+// Kubectl returns a kubectl command talking to this cluster.
+func (c *Cluster) Kubectl(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	return cmd
+}
+
+// Down stops a detached cluster started in dir by its pid files. It is a no-op when none runs.
+func Down(dir string) error {
+	for _, name := range []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
+		if err := stopPID(filepath.Join(dir, name+".pid"), 10*time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Running reports whether a detached cluster in dir is alive, and its state when it is.
+func Running(dir string) (State, bool) {
+	var st State
+	data, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
+	if err != nil || json.Unmarshal(data, &st) != nil {
+		return st, false
+	}
+	pid, err := os.ReadFile(filepath.Join(dir, "kube-apiserver.pid"))
+	if err != nil {
+		return st, false
+	}
+	n, err := strconv.Atoi(string(pid))
+	return st, err == nil && pidAlive(n)
+}
+
+// writeKubeconfig writes an admin kubeconfig with context "testcluster".
+func writeKubeconfig(path, server string, ca []byte, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["testcluster"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.AuthInfos[ReaderUser] = &clientcmdapi.AuthInfo{Token: ReaderToken}
+	cfg.Contexts["testcluster"] = &clientcmdapi.Context{Cluster: "testcluster", AuthInfo: "admin", Namespace: "default"}
+	cfg.Contexts["reader"] = &clientcmdapi.Context{Cluster: "testcluster", AuthInfo: ReaderUser, Namespace: "default"}
+	cfg.CurrentContext = "testcluster"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// waitHTTP polls url until it answers 200, the process exits, or the timeout passes.
+func waitHTTP(ctx context.Context, p *process, url string, cfg *rest.Config, timeout time.Duration) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	if cfg != nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(cfg.CAData)
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	}
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		if err := p.exited(); err != nil {
+			return err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("wait for %s: %w", p.name, err)
+		}
+		if cfg != nil {
+			req.Header.Set("Authorization", "Bearer "+cfg.BearerToken)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, body)
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s (%s); log tail:\n%s", p.name, timeout, last, tailFile(p.log.Name(), 15))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s: %w", p.name, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// startReaper starts a shell that waits for this process to end, however it ends (a panicking
+// test skips every deferred call), then kills the cluster's processes and removes dir.
+func startReaper(dir string) error {
+	script := `while kill -0 "$1" 2>/dev/null; do sleep 0.3; done
+for f in "$2"/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
+sleep 0.2; rm -rf "$2"`
+	cmd := exec.Command("/bin/sh", "-c", script, "reaper", strconv.Itoa(os.Getpid()), dir)
+	cmd.SysProcAttr = reaperAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start cluster reaper: %w", err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
+}
