@@ -1,0 +1,36 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newRenderCommand() *cobra.Command {
+	var src sourceFlags
+	var env string
+	cmd := &cobra.Command{
+		Use:   "render --env ENV [--repo DIR|URL] [--revision REV]",
+		Short: "Render an environment's overlay to a YAML stream, as Argo CD would",
+		Example: `  auditor render --env prod
+  auditor render --env dev --revision HEAD~1 | kubectl apply --dry-run=server -f -`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if env == "" {
+				return &exitError{code: 2, err: fmt.Errorf("--env is required")}
+			}
+			s, err := src.open()
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			res, err := s.Render(env)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			_, err = cmd.OutOrStdout().Write(res.YAML)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&env, "env", "", "environment (a directory under overlays/)")
+	src.add(cmd)
+	return cmd
+}

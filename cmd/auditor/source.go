@@ -1,0 +1,38 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/render"
+)
+
+// sourceFlags are the flags every command that reads the repository shares.
+type sourceFlags struct {
+	repo     string
+	revision string
+}
+
+func (f *sourceFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.repo, "repo", ".", "repository: a directory or a URL (file://, https://, ssh://)")
+	cmd.Flags().StringVar(&f.revision, "revision", "", "Git revision to read (default: the work tree for a directory, HEAD for a URL)")
+}
+
+// open returns the source to render: the work tree when no revision is asked of a directory,
+// otherwise the tree of the revision read from Git without a checkout.
+func (f *sourceFlags) open() (render.Source, error) {
+	if f.revision == "" && !strings.Contains(f.repo, "://") {
+		return render.FromDir(f.repo)
+	}
+	repo, err := gitrepo.Open(f.repo)
+	if err != nil {
+		return render.Source{}, err
+	}
+	snap, err := repo.Snapshot(f.revision)
+	if err != nil {
+		return render.Source{}, err
+	}
+	return render.FromSnapshot(snap)
+}

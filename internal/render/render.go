@@ -1,0 +1,193 @@
+// Package render builds what Git says an environment should run: it runs Kustomize (krusty) over
+// an overlay, from a work tree on disk or from a Git snapshot held in memory.
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+)
+
+// Result is one rendered environment.
+type Result struct {
+	// Env is the environment name; Path the overlay directory rendered (e.g. overlays/prod).
+	Env, Path string
+	// Revision is the commit rendered, empty for a work tree.
+	Revision string
+	// Objects in Kustomize's output order.
+	Objects []*unstructured.Unstructured
+	// YAML is the multi-document stream kustomize produced.
+	YAML []byte
+}
+
+// Source is a repository content to render from.
+type Source struct {
+	fs       filesys.FileSystem
+	root     string
+	revision string
+}
+
+// FromDir renders from a work tree on disk rooted at dir.
+func FromDir(dir string) (Source, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Source{}, fmt.Errorf("repository directory %s: %w", dir, err)
+	}
+	return Source{fs: filesys.MakeFsOnDisk(), root: abs}, nil
+}
+
+// FromSnapshot renders from a Git snapshot, in memory: no checkout, no temporary files.
+func FromSnapshot(s *gitrepo.Snapshot) (Source, error) {
+	fs := filesys.MakeFsInMemory()
+	for name, data := range s.Files {
+		if err := fs.WriteFile("/"+name, data); err != nil {
+			return Source{}, fmt.Errorf("load %s: %w", name, err)
+		}
+	}
+	return Source{fs: fs, root: "/", revision: s.Revision}, nil
+}
+
+// Revision is the commit the source was read from ("" for a work tree).
+func (s Source) Revision() string { return s.revision }
+
+// OverlayPath is where an environment's overlay lives in the repository.
+func OverlayPath(env string) string { return path.Join("overlays", env) }
+
+// Envs lists the environments: the directories under overlays/ holding a kustomization.
+func (s Source) Envs() ([]string, error) {
+	dir := filepath.Join(s.root, "overlays")
+	entries, err := s.fs.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list overlays: %w", err)
+	}
+	var envs []string
+	for _, e := range entries {
+		if s.fs.Exists(filepath.Join(dir, e, "kustomization.yaml")) {
+			envs = append(envs, e)
+		}
+	}
+	sort.Strings(envs)
+	return envs, nil
+}
+
+// Render runs kustomize over overlays/<env>.
+func (s Source) Render(env string) (*Result, error) {
+	if env == "" || strings.ContainsAny(env, `/\`) || env == "." || env == ".." {
+		return nil, fmt.Errorf("invalid environment name %q", env)
+	}
+	rel := OverlayPath(env)
+	dir := filepath.Join(s.root, rel)
+	if !s.fs.Exists(filepath.Join(dir, "kustomization.yaml")) {
+		envs, _ := s.Envs()
+		return nil, fmt.Errorf("render %s: no %s/kustomization.yaml (environments: %s)", env, rel, strings.Join(envs, ", "))
+	}
+	opts := krusty.MakeDefaultOptions()
+	m, err := krusty.MakeKustomizer(opts).Run(s.fs, dir)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", rel, s.explain(err, rel))
+	}
+	out, err := m.AsYaml()
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", rel, err)
+	}
+	res := &Result{Env: env, Path: rel, Revision: s.revision, YAML: out}
+	for _, r := range m.Resources() {
+		// Through JSON so numbers become int64, as the rest of client-go expects.
+		data, err := r.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("render %s: %s: %w", rel, r.CurId(), err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			return nil, fmt.Errorf("render %s: %s: %w", rel, r.CurId(), err)
+		}
+		res.Objects = append(res.Objects, u)
+	}
+	return res, nil
+}
+
+// explain improves kustomize's error for the commonest mistake, malformed YAML, whose message does
+// not always say which file: the repository's YAML files are parsed to find the file and line.
+func (s Source) explain(err error, overlay string) error {
+	if perr := s.findYAMLError(overlay); perr != nil {
+		return fmt.Errorf("%w (kustomize: %v)", perr, err)
+	}
+	return err
+}
+
+// YAMLError is a file that does not parse as YAML.
+type YAMLError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *YAMLError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// findYAMLError returns the first YAML file under base/, components/ or the overlay that fails to parse.
+func (s Source) findYAMLError(overlay string) error {
+	var found error
+	for _, top := range []string{overlay, "base", "components"} {
+		_ = s.fs.Walk(filepath.Join(s.root, top), func(p string, info os.FileInfo, err error) error {
+			if err != nil || found != nil || info.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+				return nil
+			}
+			data, rerr := s.fs.ReadFile(p)
+			if rerr != nil {
+				return nil
+			}
+			rel, _ := filepath.Rel(s.root, p)
+			found = checkYAML(filepath.ToSlash(rel), data)
+			return nil
+		})
+	}
+	return found
+}
+
+// checkYAML parses every document of a file, returning a *YAMLError with the parser's line.
+func checkYAML(name string, data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return yamlError(name, err)
+		}
+	}
+}
+
+// yamlError extracts "line N" from a yaml.v3 error message.
+func yamlError(name string, err error) *YAMLError {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	ye := &YAMLError{File: name, Msg: msg}
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		var line int
+		if _, serr := fmt.Sscanf(rest, "%d:", &line); serr == nil {
+			ye.Line = line
+			ye.Msg = strings.TrimSpace(rest[strings.Index(rest, ":")+1:])
+		}
+	}
+	return ye
+}
