@@ -15,7 +15,7 @@ progress() {
   local start=$SECONDS n=0 line
   while IFS= read -r line; do
     case "$line" in
-      *"cannot"*|*"error"*|*"undefined"*|*":"[0-9]*) echo "$line" ;;
+      "# "*|*.go:[0-9]*|go:*|*"cannot "*) echo "$line" ;;
       *) n=$((n+1)); if (( n % 200 == 0 )); then echo "    ... $n packages compiled, $((SECONDS-start))s elapsed"; fi ;;
     esac
   done

@@ -14,13 +14,16 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: testcluster up|down [--dir DIR] [--scheduler] [--controller-manager]")
+		fmt.Fprintln(os.Stderr, "usage: testcluster up|down|sync [--dir DIR] [--scheduler] [--controller-manager] [--env ENV --repo URL --revision REV]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	dir := fs.String("dir", ".cluster", "state directory")
 	sched := fs.Bool("scheduler", true, "also run kube-scheduler")
 	cm := fs.Bool("controller-manager", true, "also run kube-controller-manager")
+	env := fs.String("env", "prod", "sync: environment to sync")
+	repo := fs.String("repo", ".", "sync: repository directory or URL")
+	revision := fs.String("revision", "main", "sync: revision to sync")
 	_ = fs.Parse(os.Args[2:])
 	switch os.Args[1] {
 	case "up":
@@ -49,8 +52,13 @@ func main() {
 		}
 		os.RemoveAll(*dir)
 		fmt.Println("local cluster stopped")
+	case "sync":
+		if err := syncEnv(*dir, *env, *repo, *revision); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
 	default:
-		fmt.Fprintln(os.Stderr, "usage: testcluster up|down [--dir DIR]")
+		fmt.Fprintln(os.Stderr, "usage: testcluster up|down|sync [--dir DIR]")
 		os.Exit(2)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -33,9 +34,19 @@ type Snapshot struct {
 // or a URL (file://, https://, ssh://), which is cloned into memory.
 func Open(location string) (*Repo, error) {
 	if strings.Contains(location, "://") {
-		r, err := git.Clone(memory.NewStorage(), nil, &git.CloneOptions{URL: location, NoCheckout: true})
+		// Init + fetch rather than clone: a clone fails when the remote HEAD names a missing branch,
+		// as a fresh bare repository's does.
+		r, err := git.Init(memory.NewStorage(), nil)
 		if err != nil {
 			return nil, fmt.Errorf("clone %s: %w", location, err)
+		}
+		if _, err := r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{location}}); err != nil {
+			return nil, fmt.Errorf("clone %s: %w", location, err)
+		}
+		err = r.Fetch(&git.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{
+			"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}})
+		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+			return nil, fmt.Errorf("fetch %s: %w", location, err)
 		}
 		return &Repo{repo: r, location: location}, nil
 	}
@@ -50,6 +61,9 @@ func Open(location string) (*Repo, error) {
 func (r *Repo) Resolve(rev string) (string, error) {
 	if rev == "" {
 		rev = "HEAD"
+		if _, err := r.repo.Head(); err != nil { // a fetched repository has no HEAD: use main
+			rev = "main"
+		}
 	}
 	h, err := r.repo.ResolveRevision(plumbing.Revision(rev))
 	if err != nil {

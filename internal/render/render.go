@@ -89,11 +89,21 @@ func (s Source) Render(env string) (*Result, error) {
 		return nil, fmt.Errorf("invalid environment name %q", env)
 	}
 	rel := OverlayPath(env)
-	dir := filepath.Join(s.root, rel)
-	if !s.fs.Exists(filepath.Join(dir, "kustomization.yaml")) {
+	if !s.fs.Exists(filepath.Join(s.root, rel, "kustomization.yaml")) {
 		envs, _ := s.Envs()
 		return nil, fmt.Errorf("render %s: no %s/kustomization.yaml (environments: %s)", env, rel, strings.Join(envs, ", "))
 	}
+	res, err := s.RenderPath(rel)
+	if err != nil {
+		return nil, err
+	}
+	res.Env = env
+	return res, nil
+}
+
+// RenderPath runs kustomize over any kustomization directory of the repository (e.g. apps/prod).
+func (s Source) RenderPath(rel string) (*Result, error) {
+	dir := filepath.Join(s.root, rel)
 	opts := krusty.MakeDefaultOptions()
 	m, err := krusty.MakeKustomizer(opts).Run(s.fs, dir)
 	if err != nil {
@@ -103,7 +113,7 @@ func (s Source) Render(env string) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", rel, err)
 	}
-	res := &Result{Env: env, Path: rel, Revision: s.revision, YAML: out}
+	res := &Result{Path: rel, Revision: s.revision, YAML: out}
 	for _, r := range m.Resources() {
 		// Through JSON so numbers become int64, as the rest of client-go expects.
 		data, err := r.MarshalJSON()

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/testcluster"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// syncEnv plays Argo CD for the local cluster: renders env at revision, server-side applies it as
+// argocd-controller and records the Application's synced revision.
+func syncEnv(dir, env, repoURL, revision string) error {
+	st, ok := testcluster.Running(dir)
+	if !ok {
+		return fmt.Errorf("no local cluster runs in %s: `make cluster-up` first", dir)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", st.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("read kubeconfig: %w", err)
+	}
+	repo, err := gitrepo.Open(repoURL)
+	if err != nil {
+		return err
+	}
+	snap, err := repo.Snapshot(revision)
+	if err != nil {
+		return err
+	}
+	src, err := render.FromSnapshot(snap)
+	if err != nil {
+		return err
+	}
+	res, err := src.Render(env)
+	if err != nil {
+		return err
+	}
+	apps, err := src.RenderPath(path.Join("apps", env))
+	if err != nil {
+		return err
+	}
+	syncer, err := testcluster.NewSyncer(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := syncer.Sync(ctx, "llm-"+env, res.Objects, false); err != nil {
+		return err
+	}
+	for _, app := range apps.Objects {
+		if app.GetKind() == "Application" {
+			if err := syncer.RecordSync(ctx, app, repoURL, snap.Revision); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Printf("synced %s at %.12s: %d objects applied server-side as %s in %s\n", env, snap.Revision, len(res.Objects), testcluster.ArgoManager, time.Since(start).Round(time.Millisecond))
+	return nil
+}
