@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/live"
+)
+
+// kubeFlags are kubectl's connection flags.
+type kubeFlags struct {
+	kubeconfig, context string
+}
+
+func (f *kubeFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
+	cmd.Flags().StringVar(&f.context, "context", "", "kubeconfig context to use")
+}
+
+func (f *kubeFlags) config() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+type diffOptions struct {
+	src          sourceFlags
+	kube         kubeFlags
+	env, output  string
+	appNamespace string
+	applier      string
+	timeout      time.Duration
+}
+
+func newDiffCommand() *cobra.Command {
+	o := &diffOptions{}
+	cmd := &cobra.Command{
+		Use:   "diff --env ENV [--repo DIR|URL] [--revision REV] [--kubeconfig F] [--context C] [-o text|json]",
+		Short: "Compare what Git says with what runs; name every drifted field and who changed it",
+		Long: `diff renders the revision Argo CD synced (the Application's status.sync.revision; the branch
+head without one), compares it with the live objects field by field, and names the field manager,
+operation, subresource and time of every drifted field. Git ahead of the synced revision is
+reported as a pending sync, not as drift.
+
+Exit codes: 0 in sync, 1 drift, >1 error.`,
+		Example: `  auditor diff --env prod
+  auditor diff --env prod --repo file:///srv/git/platform.git -o json`,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), cmd.OutOrStdout()) },
+	}
+	cmd.Flags().StringVar(&o.env, "env", "", "environment (a directory under overlays/)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
+	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
+	o.src.add(cmd)
+	o.kube.add(cmd)
+	return cmd
+}
+
+func (o *diffOptions) run(ctx context.Context, w io.Writer) error {
+	if o.env == "" {
+		return &exitError{code: 2, err: fmt.Errorf("--env is required")}
+	}
+	if o.output != "text" && o.output != "json" {
+		return &exitError{code: 2, err: fmt.Errorf("unknown output format %q (want text or json)", o.output)}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	cfg, err := o.kube.config()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	repo, err := gitrepo.Open(o.src.repo)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	cache, err := live.New(ctx, cfg)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	a := audit.New(repo, cache)
+	a.AppNamespace = o.appNamespace
+	a.Options.Applier = o.applier
+	rep, err := a.Run(ctx, audit.Request{Env: o.env, Revision: o.src.revision})
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return &exitError{code: 2, err: err}
+		}
+	} else {
+		writeText(w, rep, time.Now())
+	}
+	if !rep.InSync {
+		return &exitError{code: 1, err: fmt.Errorf("drift")}
+	}
+	return nil
+}
+
+// writeText prints one line per drifted field: object, path, desired → live, manager, how long ago.
+func writeText(w io.Writer, rep *drift.Report, now time.Time) {
+	fmt.Fprintf(w, "env %s, revision %.12s", rep.Env, rep.Revision)
+	if rep.PendingSync {
+		fmt.Fprintf(w, " (pending sync: Git is at %.12s)", rep.HeadRevision)
+	}
+	fmt.Fprintln(w)
+	for _, o := range rep.Objects {
+		id := o.Kind + " " + o.Name
+		if o.Namespace != "" {
+			id = o.Kind + " " + o.Namespace + "/" + o.Name
+		}
+		switch o.Status {
+		case drift.Missing:
+			fmt.Fprintf(w, "%-8s %s: in Git, not in the cluster\n", o.Status, id)
+		case drift.Extra:
+			by := ""
+			if o.Creator != nil {
+				by = " — created by " + who(o.Creator.Manager, o.Creator.Operation, o.Creator.Subresource, o.Creator.Time, now)
+			}
+			fmt.Fprintf(w, "%-8s %s: in the cluster, not in Git%s\n", o.Status, id, by)
+		default:
+			fmt.Fprintf(w, "%-8s %s\n", o.Status, id)
+			for _, f := range o.Fields {
+				fmt.Fprintf(w, "           %-50s %s  %s → %s  by %s\n", f.Path, f.Change, short(f.Desired), short(f.Live),
+					who(f.Manager, f.Operation, f.Subresource, f.Time, now))
+			}
+		}
+	}
+	n, f := rep.Counts()
+	if n == 0 {
+		fmt.Fprintln(w, "in sync: no drift")
+		return
+	}
+	fmt.Fprintf(w, "%d objects drifted, %d fields\n", n, f)
+}
+
+func who(manager, op, sub, t string, now time.Time) string {
+	if manager == "" {
+		return "unknown manager"
+	}
+	s := manager + " (" + op
+	if sub != "" {
+		s += ", subresource " + sub
+	}
+	s += ")"
+	if ts, err := time.Parse(time.RFC3339, t); err == nil {
+		s += " " + ago(now.Sub(ts)) + " ago"
+	}
+	return s
+}
+
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+func short(v any) string {
+	if v == nil {
+		return "(none)"
+	}
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	default:
+		b, _ := json.Marshal(x)
+		s = string(b)
+	}
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+

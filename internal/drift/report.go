@@ -1,0 +1,75 @@
+package drift
+
+// Report is the result of one audit of one environment. Its JSON form is the documented,
+// stable output of `auditor diff -o json` and of the daemon's GET /api/v1/drift.
+type Report struct {
+	Env string `json:"env"`
+	// Revision is the Git commit the live state was compared with (the synced one).
+	Revision string `json:"revision"`
+	// InSync is true when no object drifted (a pending sync alone keeps it true).
+	InSync bool `json:"inSync"`
+	// PendingSync is true when Git's branch head is ahead of the synced revision.
+	PendingSync bool `json:"pendingSync"`
+	// HeadRevision is the branch head, set when it differs from Revision.
+	HeadRevision string   `json:"headRevision,omitempty"`
+	Objects      []Object `json:"objects"`
+}
+
+// Object statuses.
+const (
+	Modified = "Modified"
+	Missing  = "Missing"
+	Extra    = "Extra"
+)
+
+// Object is one drifted object.
+type Object struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	// Status is Modified, Missing or Extra.
+	Status string  `json:"status"`
+	Fields []Field `json:"fields"`
+	// Creator names who made an Extra object (its earliest managedFields entry).
+	Creator *Writer `json:"creator,omitempty"`
+	// ArgoCD is Argo CD's own verdict on the object, when computed.
+	ArgoCD *ArgoVerdict `json:"argocd,omitempty"`
+}
+
+// Field is one drifted field.
+type Field struct {
+	// Path like .spec.template.spec.containers[name=vllm].image.
+	Path    string `json:"path"`
+	Desired any    `json:"desired"`
+	Live    any    `json:"live"`
+	// Change is changed, added or removed.
+	Change string `json:"change"`
+	Writer
+}
+
+// Writer is a managedFields entry: who wrote, how, and when.
+type Writer struct {
+	Manager     string `json:"manager"`
+	Operation   string `json:"operation"`
+	Subresource string `json:"subresource"`
+	Time        string `json:"time"`
+}
+
+// ArgoVerdict is what Argo CD's diff says about an object, and why it disagrees with ours.
+type ArgoVerdict struct {
+	OutOfSync bool   `json:"outOfSync"`
+	Note      string `json:"note,omitempty"`
+}
+
+// Counts returns the number of drifted objects and fields.
+func (r *Report) Counts() (objects, fields int) {
+	for _, o := range r.Objects {
+		objects++
+		fields += len(o.Fields)
+		if len(o.Fields) == 0 {
+			fields++
+		}
+	}
+	return objects, fields
+}

@@ -1,0 +1,199 @@
+// Package live keeps an informer cache (list + watch) of the live objects the audit compares:
+// every kind the rendered revision holds, resolved through discovery, plus the kinds people
+// create by hand. It only reads: get, list, watch.
+package live
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Cache is a set of informers over dynamic resources.
+type Cache struct {
+	dyn       dynamic.Interface
+	disc      discovery.DiscoveryInterface
+	mapper    meta.ResettableRESTMapper
+	factory   dynamicinformer.DynamicSharedInformerFactory
+	mu        sync.RWMutex
+	informers map[schema.GroupVersionKind]cache.SharedIndexInformer
+	ctx       context.Context
+}
+
+// KindError says a kind of the rendered revision is not served by the cluster (typically its CRD
+// is not installed).
+type KindError struct {
+	GVK schema.GroupVersionKind
+	Err error
+}
+
+func (e *KindError) Error() string {
+	return fmt.Sprintf("kind %s (%s) is not served by the cluster: is its CRD installed? (%v)", e.GVK.Kind, e.GVK.GroupVersion(), e.Err)
+}
+
+func (e *KindError) Unwrap() error { return e.Err }
+
+// New connects to the cluster behind cfg and checks that it answers.
+func New(ctx context.Context, cfg *rest.Config) (*Cache, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	probe := rest.CopyConfig(cfg)
+	probe.Timeout = 10 * time.Second
+	pdc, err := discovery.NewDiscoveryClientForConfig(probe)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	if _, err := pdc.ServerVersion(); err != nil {
+		return nil, fmt.Errorf("cluster %s unreachable: %w", cfg.Host, err)
+	}
+	return &Cache{
+		dyn:       dyn,
+		disc:      dc,
+		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		factory:   dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
+		informers: map[schema.GroupVersionKind]cache.SharedIndexInformer{},
+		ctx:       ctx,
+	}, nil
+}
+
+// Mapping resolves a kind to its resource through discovery.
+func (c *Cache) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		c.mapper.Reset() // a CRD installed since the last discovery
+		if m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			return nil, &KindError{GVK: gvk, Err: err}
+		}
+	}
+	return m, nil
+}
+
+// Watch starts informers for the kinds (required ones fail with a *KindError when not served;
+// optional ones are skipped) and waits until their caches are synced.
+func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVersionKind) error {
+	var started []cache.InformerSynced
+	add := func(gvk schema.GroupVersionKind, must bool) error {
+		c.mu.RLock()
+		_, ok := c.informers[gvk]
+		c.mu.RUnlock()
+		if ok {
+			return nil
+		}
+		m, err := c.Mapping(gvk)
+		if err != nil {
+			if must {
+				return err
+			}
+			return nil
+		}
+		inf := c.factory.ForResource(m.Resource).Informer()
+		c.mu.Lock()
+		c.informers[gvk] = inf
+		c.mu.Unlock()
+		started = append(started, inf.HasSynced)
+		return nil
+	}
+	for _, gvk := range required {
+		if err := add(gvk, true); err != nil {
+			return err
+		}
+	}
+	for _, gvk := range optional {
+		if err := add(gvk, false); err != nil {
+			return err
+		}
+	}
+	c.factory.Start(c.ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), started...) {
+		return fmt.Errorf("live cache did not sync: %w", context.Cause(ctx))
+	}
+	return nil
+}
+
+// Informer returns the informer of a watched kind, for event handlers (the daemon).
+func (c *Cache) Informer(gvk schema.GroupVersionKind) (cache.SharedIndexInformer, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	inf, ok := c.informers[gvk]
+	return inf, ok
+}
+
+// Get returns a live object from the cache.
+func (c *Cache) Get(gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, bool) {
+	inf, ok := c.Informer(gvk)
+	if !ok {
+		return nil, false
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, exists, err := inf.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return nil, false
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	return u, ok
+}
+
+// List returns the cached objects of a kind in a namespace.
+func (c *Cache) List(gvk schema.GroupVersionKind, namespace string) []*unstructured.Unstructured {
+	inf, ok := c.Informer(gvk)
+	if !ok {
+		return nil
+	}
+	objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		return nil
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// GetDirect reads one object from the API server, bypassing the cache (the Argo CD Application).
+func (c *Cache) GetDirect(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	m, err := c.Mapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	var ri dynamic.ResourceInterface = c.dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = c.dyn.Resource(m.Resource).Namespace(namespace)
+	}
+	u, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get %s %s/%s: %w", gvk.Kind, namespace, name, err)
+	}
+	return u, nil
+}
