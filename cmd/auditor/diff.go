@@ -157,7 +157,7 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 
 func who(manager, op, sub, t string, now time.Time) string {
 	if manager == "" {
-		return "unknown manager"
+		return "unknown manager (a removal leaves no managedFields entry)"
 	}
 	s := manager + " (" + op
 	if sub != "" {

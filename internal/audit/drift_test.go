@@ -1,0 +1,272 @@
+package audit
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/llm-gitops/platform/internal/drift"
+)
+
+func TestFreshSyncIsInSync(t *testing.T) {
+	f := newFixture(t)
+	rep := f.audit()
+	if !rep.InSync || len(rep.Objects) != 0 || rep.PendingSync {
+		t.Fatalf("fresh sync of prod should be in sync:\n%s", dump(rep))
+	}
+	if rep.Revision != f.head {
+		t.Errorf("audited revision %s, want synced %s", rep.Revision, f.head)
+	}
+}
+
+func TestKubectlEditReplicas(t *testing.T) {
+	f := newFixture(t)
+	f.kubectlEdit(f.ns("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	rep := f.audit()
+	o := object(t, rep, "StatefulSet", "qdrant")
+	fl := field(t, rep, o, ".spec.replicas")
+	want := drift.Field{Path: ".spec.replicas", Desired: int64(1), Live: int64(3), Change: drift.Changed,
+		Writer: drift.Writer{Manager: "kubectl-edit", Operation: "Update", Time: fl.Time}}
+	if diff := cmp.Diff(want, fl); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if ts, err := time.Parse(time.RFC3339, fl.Time); err != nil || time.Since(ts) > 5*time.Minute {
+		t.Errorf("time %q is not a recent RFC 3339 time", fl.Time)
+	}
+	if o.Status != drift.Modified || rep.InSync {
+		t.Errorf("status %s inSync %v, want Modified, false", o.Status, rep.InSync)
+	}
+}
+
+func TestKubectlScaleIsSubresourceScale(t *testing.T) {
+	f := newFixture(t)
+	f.kubectl("-n", f.ns("rag"), "scale", "statefulset/qdrant", "--replicas=2")
+	rep := f.audit()
+	fl := field(t, rep, object(t, rep, "StatefulSet", "qdrant"), ".spec.replicas")
+	if fl.Manager != "kubectl" || fl.Subresource != "scale" || fl.Operation != "Update" || fl.Live != int64(2) {
+		t.Errorf("got manager %q subresource %q operation %q live %v, want kubectl/scale/Update/2", fl.Manager, fl.Subresource, fl.Operation, fl.Live)
+	}
+}
+
+func TestKubectlSetImage(t *testing.T) {
+	f := newFixture(t)
+	f.kubectl("-n", f.ns("api"), "set", "image", "deployment/rag-api", "api=registry.example.com/llm/rag-api:1.4.3")
+	rep := f.audit()
+	fl := field(t, rep, object(t, rep, "Deployment", "rag-api"), ".spec.template.spec.containers[name=api].image")
+	if fl.Manager != "kubectl-set" || fl.Change != drift.Changed || fl.Desired != "registry.example.com/llm/rag-api:1.4.2" || fl.Live != "registry.example.com/llm/rag-api:1.4.3" {
+		t.Errorf("got %+v", fl)
+	}
+}
+
+func TestKubectlSetEnvIsAdded(t *testing.T) {
+	f := newFixture(t)
+	f.kubectl("-n", f.ns("api"), "set", "env", "deployment/rag-api", "LOG_LEVEL=debug")
+	rep := f.audit()
+	fl := field(t, rep, object(t, rep, "Deployment", "rag-api"), ".spec.template.spec.containers[name=api].env[name=LOG_LEVEL]")
+	want := map[string]any{"name": "LOG_LEVEL", "value": "debug"}
+	if fl.Change != drift.Added || fl.Manager != "kubectl-set" || fl.Desired != nil || !cmp.Equal(fl.Live, want) {
+		t.Errorf("got %+v", fl)
+	}
+}
+
+func TestKubectlLabelAndAnnotateAreAdded(t *testing.T) {
+	f := newFixture(t)
+	f.kubectl("-n", f.ns("api"), "label", "deployment/rag-api", "team=search")
+	f.kubectl("-n", f.ns("api"), "annotate", "service/rag-api", "note=debugging")
+	rep := f.audit()
+	l := field(t, rep, object(t, rep, "Deployment", "rag-api"), ".metadata.labels.team")
+	if l.Change != drift.Added || l.Live != "search" || l.Manager != "kubectl-label" {
+		t.Errorf("label: got %+v", l)
+	}
+	a := field(t, rep, object(t, rep, "Service", "rag-api"), ".metadata.annotations.note")
+	if a.Change != drift.Added || a.Live != "debugging" || a.Manager != "kubectl-annotate" {
+		t.Errorf("annotation: got %+v", a)
+	}
+}
+
+func TestKubectlPatchRemovingTolerationIsRemoved(t *testing.T) {
+	f := newFixture(t)
+	f.kubectl("-n", f.ns("inference"), "patch", "deployment/vllm-llama", "--type=json",
+		`-p=[{"op":"remove","path":"/spec/template/spec/tolerations/0"}]`)
+	rep := f.audit()
+	o := object(t, rep, "Deployment", "vllm-llama")
+	var found bool
+	for _, fl := range o.Fields {
+		if strings.HasPrefix(fl.Path, ".spec.template.spec.tolerations") && fl.Change == drift.Removed {
+			found = true
+			// A removal leaves no managedFields entry (kubectl-patch owns nothing afterwards), so
+			// nobody can be named; the applier must not be blamed either.
+			if fl.Manager != "" {
+				t.Errorf("removed toleration attributed to %q, want unknown", fl.Manager)
+			}
+			if !strings.Contains(fmt.Sprint(fl.Desired), "key:nvidia.com/gpu") || fl.Live != nil {
+				t.Errorf("removed: desired %v live %v, want the nvidia.com/gpu toleration and nothing", fl.Desired, fl.Live)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no removed toleration:\n%s", dump(rep))
+	}
+}
+
+func TestKubectlDeleteServiceIsMissing(t *testing.T) {
+	f := newFixture(t)
+	f.kubectl("-n", f.ns("api"), "delete", "service", "rag-api")
+	rep := f.audit()
+	if o := object(t, rep, "Service", "rag-api"); o.Status != drift.Missing {
+		t.Errorf("status %s, want Missing", o.Status)
+	}
+}
+
+func TestKubectlCreateConfigMapIsExtra(t *testing.T) {
+	f := newFixture(t)
+	f.kubectl("-n", f.ns("api"), "create", "configmap", "hotfix", "--from-literal=k=v")
+	// Give the controller-manager time to create its own objects (kube-root-ca.crt, default SA,
+	// ReplicaSets, PVCs) in these namespaces: none of them may be reported.
+	time.Sleep(2 * time.Second)
+	rep := f.audit()
+	o := object(t, rep, "ConfigMap", "hotfix")
+	if o.Status != drift.Extra || o.Creator == nil || o.Creator.Manager != "kubectl-create" {
+		t.Errorf("got %+v", o)
+	}
+	for _, o := range rep.Objects {
+		if o.Status == drift.Extra && o.Name != "hotfix" {
+			t.Errorf("false Extra: %s %s/%s", o.Kind, o.Namespace, o.Name)
+		}
+	}
+}
+
+func TestReplicasOwnedByAutoscalerAreNotDrift(t *testing.T) {
+	f := newFixture(t)
+	cs, err := cluster.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// What the HPA controller (KEDA's HPA too) does: an update of the scale subresource as
+	// kube-controller-manager. qdrant has no ignoreDifferences: the owner alone must clear it.
+	scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "qdrant", Namespace: f.ns("rag")}, Spec: autoscalingv1.ScaleSpec{Replicas: 4}}
+	if _, err := cs.AppsV1().StatefulSets(f.ns("rag")).UpdateScale(ctx, "qdrant", scale, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+		t.Fatal(err)
+	}
+	// vllm-qwen is KEDA-scaled and its replicas are in the Application's ignoreDifferences:
+	// even a manual kubectl scale is not drift there, as Argo CD would not flag it either.
+	f.kubectl("-n", f.ns("inference"), "scale", "deployment/vllm-qwen", "--replicas=6")
+	rep := f.audit()
+	if !rep.InSync {
+		t.Fatalf("autoscaler-owned and ignored replicas reported as drift:\n%s", dump(rep))
+	}
+	// The same scale by a person on qdrant is drift.
+	f.kubectl("-n", f.ns("rag"), "scale", "statefulset/qdrant", "--replicas=5")
+	rep = f.audit()
+	field(t, rep, object(t, rep, "StatefulSet", "qdrant"), ".spec.replicas")
+}
+
+func TestQuantitySpellingsAreNotDrift(t *testing.T) {
+	f := newFixture(t)
+	f.edit("base/api/rag-api.yaml", `cpu: "1"`, `cpu: 1000m`)
+	f.edit("base/api/rag-api.yaml", "memory: 1Gi", "memory: 1024Mi")
+	f.sync(f.commit("spell quantities differently"))
+	rep := f.audit()
+	if !rep.InSync {
+		t.Fatalf("1000m vs 1 / 1024Mi vs 1Gi reported as drift:\n%s", dump(rep))
+	}
+}
+
+func TestCommitAheadIsPendingSyncNotDrift(t *testing.T) {
+	f := newFixture(t)
+	synced := f.head
+	f.edit("base/api/rag-api.yaml", "rag-api:1.4.2", "rag-api:1.5.0")
+	f.edit("overlays/prod/kustomization.yaml", "newTag: 1.4.2", "newTag: 1.5.0")
+	head := f.commit("rag-api 1.5.0")
+	rep := f.audit()
+	if !rep.InSync || !rep.PendingSync || rep.Revision != synced || rep.HeadRevision != head {
+		t.Fatalf("want in sync with pendingSync, revision %s, head %s; got:\n%s", synced, head, dump(rep))
+	}
+}
+
+func TestSecretEditedByHandIsReportedWithoutValues(t *testing.T) {
+	f := newFixture(t)
+	const gitValue, liveValue = "git-value-7f3a9c", "live-value-c0ffee"
+	if err := f.write("base/api/secret.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: rag-api-token
+  namespace: %s
+stringData:
+  token: %s
+`, f.ns("api"), gitValue)); err != nil {
+		t.Fatal(err)
+	}
+	f.edit("base/api/kustomization.yaml", "resources:", "resources:\n  - secret.yaml")
+	f.sync(f.commit("add a secret"))
+	if rep := f.audit(); !rep.InSync {
+		t.Fatalf("secret from stringData reported as drift:\n%s", dump(rep))
+	}
+	patch := fmt.Sprintf(`{"data":{"token":"%s"}}`, base64.StdEncoding.EncodeToString([]byte(liveValue)))
+	f.kubectl("-n", f.ns("api"), "patch", "secret", "rag-api-token", "-p", patch)
+	rep := f.audit()
+	fl := field(t, rep, object(t, rep, "Secret", "rag-api-token"), ".data.token")
+	if fl.Change != drift.Changed || fl.Manager != "kubectl-patch" || fl.Desired == fl.Live {
+		t.Errorf("got %+v", fl)
+	}
+	out, _ := json.Marshal(rep)
+	bin := buildAuditor(t)
+	cli, _ := runAuditor(t, bin, "diff", "--env", "prod", "--repo", f.dir, "--kubeconfig", cluster.Kubeconfig, "--app-namespace", "argocd")
+	for _, secret := range []string{gitValue, liveValue} {
+		for _, form := range []string{secret, base64.StdEncoding.EncodeToString([]byte(secret))} {
+			if strings.Contains(string(out), form) || strings.Contains(cli, form) {
+				t.Errorf("report carries a secret value (%q)", form)
+			}
+		}
+	}
+}
+
+// TestKubectlDiffOracle makes every kind of edit, then checks that `kubectl diff --server-side`
+// (as the applier) names the same differing objects as the auditor, leaving out Extra objects and
+// objects whose only drift is fields added by other managers, which a server-side apply keeps.
+func TestKubectlDiffOracle(t *testing.T) {
+	f := newFixture(t)
+	f.kubectlEdit(f.ns("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	f.kubectl("-n", f.ns("api"), "set", "image", "deployment/rag-api", "api=registry.example.com/llm/rag-api:1.4.3")
+	f.kubectl("-n", f.ns("inference"), "set", "env", "deployment/vllm-llama", "EXTRA=1")
+	f.kubectl("-n", f.ns("inference"), "label", "service/vllm-llama", "team=x")
+	f.kubectl("-n", f.ns("inference"), "patch", "deployment/vllm-qwen-canary", "--type=json",
+		`-p=[{"op":"remove","path":"/spec/template/spec/tolerations/0"}]`)
+	f.kubectl("-n", f.ns("rag"), "delete", "service", "qdrant")
+	f.kubectl("-n", f.ns("api"), "create", "configmap", "hotfix", "--from-literal=k=v")
+	rep := f.audit()
+
+	var ours []string
+	for _, o := range rep.Objects {
+		if o.Status == drift.Extra {
+			continue
+		}
+		onlyAdded := o.Status == drift.Modified
+		for _, fl := range o.Fields {
+			if fl.Change != drift.Added {
+				onlyAdded = false
+			}
+		}
+		if !onlyAdded {
+			ours = append(ours, o.Kind+"/"+o.Namespace+"/"+o.Name)
+		}
+	}
+	sort.Strings(ours)
+	theirs := kubectlDiffObjects(t, f)
+	if diff := cmp.Diff(theirs, ours); diff != "" {
+		t.Errorf("objects differ from kubectl diff --server-side (-kubectl +auditor):\n%s\nreport:\n%s", diff, dump(rep))
+	}
+	if len(ours) != 4 {
+		t.Errorf("want 4 objects changed or missing, got %v", ours)
+	}
+}
