@@ -201,4 +201,3 @@ func short(v any) string {
 	}
 	return s
 }
-
