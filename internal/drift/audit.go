@@ -155,6 +155,7 @@ func compare(desiredObj, liveObj *unstructured.Unstructured, opts Options) []Fie
 			fields = append(fields, newField(rawDiff{path: p, live: v, change: Added}, o))
 		}
 	}
+	sort.SliceStable(fields, func(i, j int) bool { return fields[i].Path < fields[j].Path })
 	if isSecret {
 		for i := range fields {
 			if strings.HasPrefix(fields[i].Path, ".data") || strings.HasPrefix(fields[i].Path, ".stringData") {

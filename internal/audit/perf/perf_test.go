@@ -1,0 +1,331 @@
+// Package perf holds the drift engine's benchmarks against a real API server: a full audit of
+// 1,000 and 10,000 live objects after cache sync, `kubectl diff --server-side` over the same
+// 1,000 objects in the same run, and the memory the watch cache takes at 10,000 objects.
+//
+//	make bench   or   go test -run '^$' -bench . -benchtime 5x ./internal/audit/perf
+package perf
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/testcluster"
+)
+
+var cluster *testcluster.Cluster
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		os.Exit(m.Run()) // no benchmark asked for: no cluster needed
+	}
+	os.Exit(testcluster.Main(m, testcluster.Options{SkipCRDs: true}, &cluster))
+}
+
+// corpus generates n desired objects across 10 namespaces: 40 % Deployments with a GPU pod
+// template, 30 % Services, 30 % ConfigMaps, named so that a prefix selects a stable subset.
+func corpus(prefix string, n int) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, n)
+	for i := range n {
+		ns := fmt.Sprintf("%s-ns-%d", prefix, i%10)
+		name := fmt.Sprintf("obj-%05d", i)
+		var doc string
+		switch i % 10 {
+		case 0, 1, 2, 3:
+			doc = fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s, namespace: %[2]s, labels: {app: %[1]s, app.kubernetes.io/part-of: llm-platform}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      tolerations: [{key: nvidia.com/gpu, operator: Equal, value: present, effect: NoSchedule}]
+      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: accelerator, operator: In, values: [l40s]}]}]}}}
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.0
+        args: [--served-model-name=%[1]s, --max-model-len=8192]
+        ports: [{containerPort: 8000, name: http}]
+        env: [{name: HF_HOME, value: /models}]
+        resources: {limits: {nvidia.com/gpu: "1", cpu: 4000m, memory: 32Gi}, requests: {nvidia.com/gpu: "1", cpu: "2", memory: 32768Mi}}
+`, name, ns)
+		case 4, 5, 6:
+			doc = fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  selector: {app: %[1]s}
+  ports: [{name: http, port: 8000, targetPort: http}]
+`, name, ns)
+		default:
+			doc = fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: %[1]s, namespace: %[2]s}
+data: {model: %[1]s, maxTokens: "8192"}
+`, name, ns)
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			panic(err)
+		}
+		u := &unstructured.Unstructured{}
+		data, _ := yaml.YAMLToJSON([]byte(doc))
+		_ = u.UnmarshalJSON(data)
+		out = append(out, u)
+	}
+	return out
+}
+
+var (
+	setupMu sync.Mutex
+	synced  = map[string]bool{}
+)
+
+// ensure applies the corpus as argocd-controller (8 workers) and drifts every 100th Deployment
+// with a scale by another manager, once per prefix.
+func ensure(b *testing.B, prefix string, objs []*unstructured.Unstructured) {
+	b.Helper()
+	setupMu.Lock()
+	defer setupMu.Unlock()
+	if synced[prefix] {
+		return
+	}
+	ctx := context.Background()
+	syncer, err := testcluster.NewSyncer(cluster.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var nss []*unstructured.Unstructured
+	for i := range 10 {
+		nss = append(nss, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+			"metadata": map[string]any{"name": fmt.Sprintf("%s-ns-%d", prefix, i)}}})
+	}
+	if err := syncer.Sync(ctx, "bench", nss, false); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	work := make(chan *unstructured.Unstructured)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := range work {
+				if err := syncer.Sync(ctx, "bench", []*unstructured.Unstructured{o}, false); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+	for i := 0; i < len(objs); i += 100 {
+		o := objs[i]
+		out, err := cluster.Kubectl(ctx, "-n", o.GetNamespace(), "scale", "deployment/"+o.GetName(), "--replicas=5").CombinedOutput()
+		if err != nil {
+			b.Fatalf("kubectl scale: %v\n%s", err, out)
+		}
+	}
+	b.Logf("created %d objects in %s", len(objs), time.Since(start).Round(time.Millisecond))
+	synced[prefix] = true
+}
+
+func syncedCache(b *testing.B) *live.Cache {
+	b.Helper()
+	ctx := context.Background()
+	cache, err := live.New(ctx, cluster.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kinds := []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}, {Version: "v1", Kind: "Service"}, {Version: "v1", Kind: "ConfigMap"}}
+	if err := cache.Watch(ctx, kinds, nil); err != nil {
+		b.Fatal(err)
+	}
+	return cache
+}
+
+func benchAudit(b *testing.B, n int) {
+	prefix := "b" + strconv.Itoa(n)
+	objs := corpus(prefix, n)
+	ensure(b, prefix, objs)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cache := syncedCache(b)
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	opts := drift.DefaultOptions()
+	opts.ExtraKinds = []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}, {Version: "v1", Kind: "Service"}, {Version: "v1", Kind: "ConfigMap"}}
+	var found int
+	b.ResetTimer()
+	for b.Loop() {
+		found = len(drift.Audit(objs, cache, opts))
+	}
+	b.StopTimer()
+	if want := (n + 99) / 100; found != want {
+		b.Fatalf("audit found %d drifted objects, want %d", found, want)
+	}
+	b.ReportMetric(float64(n), "objects")
+	b.ReportMetric(float64(after.HeapInuse-min(before.HeapInuse, after.HeapInuse))/(1<<20), "cache-heap-MiB")
+	b.ReportMetric(rssMiB(), "process-RSS-MiB")
+}
+
+// rssMiB reads the resident set size of this process.
+func rssMiB() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.Fields(v)[0])
+			return float64(kb) / 1024
+		}
+	}
+	return 0
+}
+
+func BenchmarkAudit1000(b *testing.B)  { benchAudit(b, 1000) }
+func BenchmarkAudit10000(b *testing.B) { benchAudit(b, 10000) }
+
+// BenchmarkKubectlDiff1000 runs `kubectl diff --server-side` as the applier over the same 1,000
+// objects and checks it names the same differing objects as the audit.
+func BenchmarkKubectlDiff1000(b *testing.B) {
+	objs := corpus("b1000", 1000)
+	ensure(b, "b1000", objs)
+	var stream []byte
+	for _, o := range objs {
+		o = o.DeepCopy()
+		ann := map[string]string{testcluster.TrackingAnnotation: fmt.Sprintf("bench:%s/%s:%s/%s", o.GroupVersionKind().Group, o.GetKind(), o.GetNamespace(), o.GetName())}
+		o.SetAnnotations(ann)
+		doc, _ := yaml.Marshal(o.Object)
+		stream = append(append(stream, "---\n"...), doc...)
+	}
+	file := filepath.Join(b.TempDir(), "objs.yaml")
+	if err := os.WriteFile(file, stream, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var names []string
+	for b.Loop() {
+		out, err := cluster.Kubectl(context.Background(), "diff", "--server-side", "--field-manager=argocd-controller", "--force-conflicts", "-f", file).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
+			b.Fatalf("kubectl diff: %v\n%s", err, out)
+		}
+		names = names[:0]
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, "diff -u -N") {
+				names = append(names, line)
+			}
+		}
+	}
+	b.StopTimer()
+	sort.Strings(names)
+	cache := syncedCache(b)
+	opts := drift.DefaultOptions()
+	opts.ExtraKinds = nil
+	if got, want := len(names), len(drift.Audit(objs, cache, opts)); got != want {
+		b.Fatalf("kubectl diff names %d objects, the audit %d", got, want)
+	}
+	b.ReportMetric(1000, "objects")
+}
+
+// BenchmarkWatchRSS10000 measures, in a fresh process, the resident memory of a live cache
+// watching the 10,000 objects (what the daemon holds), after sync and a GC.
+func BenchmarkWatchRSS10000(b *testing.B) {
+	objs := corpus("b10000", 10000)
+	ensure(b, "b10000", objs)
+	for b.Loop() {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestRSSChild$")
+		cmd.Env = append(os.Environ(), "PERF_RSS_KUBECONFIG="+cluster.Kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("child: %v\n%s", err, out)
+		}
+		var rss, hwm, n float64
+		if _, err := fmt.Sscanf(lastLine(string(out), "RSS "), "RSS %f HWM %f OBJECTS %f", &rss, &hwm, &n); err != nil {
+			b.Fatalf("child output: %v\n%s", err, out)
+		}
+		b.ReportMetric(rss, "RSS-MiB")
+		b.ReportMetric(hwm, "peak-RSS-MiB")
+		b.ReportMetric(n, "objects")
+	}
+}
+
+func lastLine(out, prefix string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestRSSChild is the child of BenchmarkWatchRSS10000; it does nothing in a normal test run.
+func TestRSSChild(t *testing.T) {
+	kc := os.Getenv("PERF_RSS_KUBECONFIG")
+	if kc == "" {
+		t.Skip("only run as the child of BenchmarkWatchRSS10000")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cache, err := live.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}, {Version: "v1", Kind: "Service"}, {Version: "v1", Kind: "ConfigMap"}}
+	if err := cache.Watch(ctx, kinds, nil); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := range 10 {
+		for _, k := range kinds {
+			n += len(cache.List(k, fmt.Sprintf("b10000-ns-%d", i)))
+		}
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	var hwm float64
+	data, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.Fields(v)[0])
+			hwm = float64(kb) / 1024
+		}
+	}
+	fmt.Printf("RSS %.1f HWM %.1f OBJECTS %d\n", rssMiB(), hwm, n)
+}
