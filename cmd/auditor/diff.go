@@ -130,6 +130,9 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 		if o.Namespace != "" {
 			id = o.Kind + " " + o.Namespace + "/" + o.Name
 		}
+		if o.ArgoCD != nil {
+			id += argoLabel(o.ArgoCD)
+		}
 		switch o.Status {
 		case drift.Missing:
 			fmt.Fprintf(w, "%-8s %s: in Git, not in the cluster\n", o.Status, id)
@@ -146,6 +149,9 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 					who(f.Manager, f.Operation, f.Subresource, f.Time, now))
 			}
 		}
+	}
+	for _, a := range rep.ArgoCDOnly {
+		fmt.Fprintf(w, "argo-cd  %s %s/%s: OutOfSync for Argo CD only — %s\n", a.Kind, a.Namespace, a.Name, a.Note)
 	}
 	n, f := rep.Counts()
 	if n == 0 {
@@ -200,4 +206,15 @@ func short(v any) string {
 		s = s[:57] + "..."
 	}
 	return s
+}
+
+func argoLabel(v *drift.ArgoVerdict) string {
+	state := "Synced"
+	if v.OutOfSync {
+		state = "OutOfSync"
+	}
+	if v.Note != "" {
+		return "  [Argo CD: " + state + "; " + v.Note + "]"
+	}
+	return "  [Argo CD: " + state + "]"
 }

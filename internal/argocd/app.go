@@ -5,6 +5,8 @@ package argocd
 import (
 	"fmt"
 
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -23,6 +25,7 @@ type App struct {
 	// SyncedRevision is status.sync.revision: the commit the cluster was last synced to.
 	SyncedRevision string
 	Ignore         []drift.IgnoreRule
+	rawIgnores     []v1alpha1.ResourceIgnoreDifferences
 }
 
 // FromUnstructured reads an Application object.
@@ -36,6 +39,10 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 	a.Path, _, _ = unstructured.NestedString(u.Object, "spec", "source", "path")
 	a.SyncedRevision, _, _ = unstructured.NestedString(u.Object, "status", "sync", "revision")
 	rules, _, _ := unstructured.NestedSlice(u.Object, "spec", "ignoreDifferences")
+	var err error
+	if a.rawIgnores, err = parseIgnores(rules); err != nil {
+		return nil, fmt.Errorf("application %s: ignoreDifferences: %w", a.Name, err)
+	}
 	for i, r := range rules {
 		m, ok := r.(map[string]any)
 		if !ok {

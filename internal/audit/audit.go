@@ -92,6 +92,11 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	if rep.Objects == nil {
 		rep.Objects = []drift.Object{}
 	}
+	if app != nil {
+		if err := a.argoVerdicts(ctx, app, res, rep); err != nil {
+			return nil, err
+		}
+	}
 	if head != desired {
 		rep.PendingSync = req.Revision == ""
 		rep.HeadRevision = head

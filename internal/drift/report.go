@@ -13,6 +13,17 @@ type Report struct {
 	// HeadRevision is the branch head, set when it differs from Revision.
 	HeadRevision string   `json:"headRevision,omitempty"`
 	Objects      []Object `json:"objects"`
+	// ArgoCDOnly lists objects Argo CD's diff calls OutOfSync where the auditor sees no drift.
+	ArgoCDOnly []ArgoOnly `json:"argocdOnly,omitempty"`
+}
+
+// ArgoOnly is an object only Argo CD's diff flags, with the reason the auditor does not.
+type ArgoOnly struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	Note       string `json:"note"`
 }
 
 // Object statuses.
