@@ -1,0 +1,300 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func fastConfig() DispatcherConfig {
+	return DispatcherConfig{BackoffBase: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Rate: -1, SendTimeout: 2 * time.Second, MaxRetryAfter: 50 * time.Millisecond}
+}
+
+func testMessages(n int) []Message {
+	var out []Message
+	for i := range n {
+		out = append(out, newMessage(KindDrift, "dev", fmt.Sprintf("drift %d", i), []Line{{Text: "x"}}, []string{fmt.Sprintf("key-%d", i)}, Options{}))
+	}
+	return out
+}
+
+// keyCounts counts delivered Slack payloads per title (one title per dedupe key here).
+func keyCounts(t *testing.T, bodies [][]byte) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, b := range bodies {
+		var p struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(b, &p); err != nil {
+			t.Fatal(err)
+		}
+		out[p.Text]++
+	}
+	return out
+}
+
+func slackTo(t *testing.T, rcv *receiver, timeout time.Duration) *SlackSink {
+	t.Helper()
+	s, err := NewSlackSink(SlackConfig{URLFile: secretFile(t, rcv.URL+"/hook/"+hookSecret), Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestDeliveryRetriesUntilExactlyOnce(t *testing.T) {
+	tests := []struct {
+		name   string
+		behave func(n int, w http.ResponseWriter) int
+	}{
+		{"500 then recover", func(n int, w http.ResponseWriter) int {
+			if n < 4 {
+				return http.StatusInternalServerError
+			}
+			return http.StatusOK
+		}},
+		{"429 with Retry-After", func(n int, w http.ResponseWriter) int {
+			if n%3 == 0 && n < 9 {
+				w.Header().Set("Retry-After", "1")
+				return http.StatusTooManyRequests
+			}
+			return http.StatusOK
+		}},
+		{"stall then recover", func(n int, w http.ResponseWriter) int {
+			if n < 2 {
+				return -1
+			}
+			return http.StatusOK
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rcv := newReceiver(t, tt.behave)
+			ob, err := OpenOutbox(t.TempDir(), 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := testMessages(6)
+			for _, m := range msgs {
+				if err := ob.Enqueue(m); err != nil {
+					t.Fatal(err)
+				}
+				if err := ob.Enqueue(m); err != nil { // same id: stored once
+					t.Fatal(err)
+				}
+			}
+			cfg := fastConfig()
+			cfg.SendTimeout = 100 * time.Millisecond
+			d := NewDispatcher(slackTo(t, rcv, 0), ob, cfg)
+			waitFor(t, 10*time.Second, "delivery", func() bool { return ob.Depth() == 0 })
+			d.Close()
+			counts := keyCounts(t, rcv.received())
+			for _, m := range msgs {
+				if counts[m.Title] != 1 {
+					t.Errorf("%s delivered %d times", m.Title, counts[m.Title])
+				}
+			}
+			if len(counts) != len(msgs) {
+				t.Errorf("delivered %v", counts)
+			}
+			if d.SinkFailures() == 0 {
+				t.Errorf("no failure counted")
+			}
+			if d.Sent() != uint64(len(msgs)) {
+				t.Errorf("sent = %d", d.Sent())
+			}
+		})
+	}
+}
+
+func TestOutboxSurvivesRestart(t *testing.T) {
+	// The receiver is down while the first dispatcher runs, and up (a new server: requests the
+	// first dispatcher abandoned cannot land there) for the second.
+	down := newReceiver(t, func(int, http.ResponseWriter) int { return http.StatusServiceUnavailable })
+	rcv := newReceiver(t, nil)
+	dir := t.TempDir()
+	ob, err := OpenOutbox(dir, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDispatcher(slackTo(t, down, 0), ob, fastConfig())
+	msgs := testMessages(3)
+	for _, m := range msgs {
+		if err := ob.Enqueue(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "a failure", func() bool { return d.SinkFailures() > 0 })
+	d.Close()
+	if ob.Depth() != 3 {
+		t.Fatalf("depth %d", ob.Depth())
+	}
+
+	ob2, err := OpenOutbox(dir, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ob2.Depth() != 3 {
+		t.Fatalf("reopened depth %d", ob2.Depth())
+	}
+	d2 := NewDispatcher(slackTo(t, rcv, 0), ob2, fastConfig())
+	waitFor(t, 5*time.Second, "delivery after restart", func() bool { return ob2.Depth() == 0 })
+	d2.Close()
+	got := keyCounts(t, rcv.received())
+	for _, m := range msgs {
+		if got[m.Title] != 1 {
+			t.Errorf("%s delivered %d times", m.Title, got[m.Title])
+		}
+	}
+
+	// Delivered keys are remembered across restarts: the same announcement is suppressed.
+	ob3, err := OpenOutbox(dir, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ob3.Announced(msgs[0]) {
+		t.Fatal("delivered message not remembered")
+	}
+	resolved := newMessage(KindResolved, "dev", "resolved 0", nil, msgs[0].Keys, Options{})
+	if ob3.Announced(resolved) {
+		t.Fatal("resolution considered announced")
+	}
+	d3 := NewDispatcher(slackTo(t, rcv, 0), ob3, fastConfig())
+	if err := ob3.Enqueue(msgs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := ob3.Enqueue(resolved); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "drain", func() bool { return ob3.Depth() == 0 })
+	d3.Close()
+	if d3.Suppressed() != 1 || d3.Sent() != 1 {
+		t.Errorf("suppressed %d sent %d, want 1 and 1", d3.Suppressed(), d3.Sent())
+	}
+}
+
+func TestOutboxBound(t *testing.T) {
+	ob, err := OpenOutbox(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := testMessages(5)
+	for _, m := range msgs {
+		if err := ob.Enqueue(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ob.Depth() != 3 || ob.Dropped() != 2 {
+		t.Fatalf("depth %d dropped %d", ob.Depth(), ob.Dropped())
+	}
+	p, ok, err := ob.Peek()
+	if err != nil || !ok || p.Message.ID != msgs[2].ID {
+		t.Fatalf("oldest kept = %v %v %v, want %s", p.Message.Title, ok, err, msgs[2].Title)
+	}
+}
+
+func TestPermanentRejectionDeadLetters(t *testing.T) {
+	rcv := newReceiver(t, func(n int, w http.ResponseWriter) int {
+		if n < 3 {
+			return http.StatusBadRequest
+		}
+		return http.StatusOK
+	})
+	ob, err := OpenOutbox(t.TempDir(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig()
+	cfg.MaxPermanentAttempts = 3
+	d := NewDispatcher(slackTo(t, rcv, 0), ob, cfg)
+	msgs := testMessages(2)
+	for _, m := range msgs {
+		if err := ob.Enqueue(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "drain", func() bool { return ob.Depth() == 0 })
+	d.Close()
+	if ob.DeadLettered() != 1 || d.Sent() != 1 {
+		t.Errorf("dead %d sent %d", ob.DeadLettered(), d.Sent())
+	}
+}
+
+func TestDispatcherRateLimit(t *testing.T) {
+	rcv := newReceiver(t, nil)
+	ob, err := OpenOutbox(t.TempDir(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig()
+	cfg.Rate, cfg.Burst = 20, 1 // one per 50ms
+	start := time.Now()
+	d := NewDispatcher(slackTo(t, rcv, 0), ob, cfg)
+	for _, m := range testMessages(5) {
+		if err := ob.Enqueue(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "drain", func() bool { return ob.Depth() == 0 })
+	d.Close()
+	if el := time.Since(start); el < 180*time.Millisecond {
+		t.Errorf("5 messages at 20/s took %v", el)
+	}
+}
+
+func TestDispatcherCloseNoLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	rcv := newReceiver(t, func(int, http.ResponseWriter) int { return -1 })
+	ob, err := OpenOutbox(t.TempDir(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig()
+	cfg.SendTimeout = time.Minute
+	d := NewDispatcher(slackTo(t, rcv, 0), ob, cfg)
+	_ = ob.Enqueue(testMessages(1)[0])
+	time.Sleep(20 * time.Millisecond) // let it block in Send
+	done := make(chan struct{})
+	go func() { d.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	if ob.Depth() != 1 {
+		t.Errorf("message lost on close: depth %d", ob.Depth())
+	}
+	rcv.CloseClientConnections()
+	waitFor(t, 2*time.Second, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before+2 })
+}
+
+func TestNotifierEndToEnd(t *testing.T) {
+	rcv := newReceiver(t, nil)
+	ob, err := OpenOutbox(t.TempDir(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDispatcher(slackTo(t, rcv, 0), ob, fastConfig())
+	defer d.Close()
+	n := NewNotifier(NotifierConfig{Window: 30 * time.Millisecond, Outboxes: []*Outbox{ob}})
+	defer n.Close()
+	if err := n.Observe(report("dev", rev, deployment(fLogLevel, fReplicas, fAnnot))); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Observe(report("dev", rev, deployment(fLogLevel, fReplicas, fAnnot))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "digest", func() bool { return len(rcv.received()) == 1 })
+	if err := n.Observe(report("dev", rev, deployment(fLogLevel, fReplicas))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "resolution", func() bool { return len(rcv.received()) == 2 })
+	counts := keyCounts(t, rcv.received())
+	if counts["3 new drifts in dev"] != 1 || counts[`Resolved in dev: Deployment llm/api .metadata.annotations["example.com/owner"]`] != 1 {
+		t.Errorf("got %v", counts)
+	}
+}

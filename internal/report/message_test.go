@@ -1,0 +1,172 @@
+package report
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llm-gitops/platform/internal/drift"
+)
+
+func testOptions() Options {
+	return Options{
+		ArgoCDURL: "https://argocd.example.com/",
+		Kustomization: func(env string) ([]byte, error) {
+			return os.ReadFile("testdata/kustomization.yaml")
+		},
+	}
+}
+
+func TestDriftMessageGolden(t *testing.T) {
+	obj := deployment(fLogLevel, fReplicas, fAnnot, fTol,
+		drift.Field{Path: ".spec.template.spec.containers[name=api].ports[containerPort=8080,port=<nil>]", Desired: map[string]any{"containerPort": int64(8080), "name": "http"}, Change: drift.Removed, Writer: kubectlEdit})
+	items := Items(report("dev", rev, obj))
+	var out strings.Builder
+	for _, it := range items {
+		out.WriteString("=== " + it.Key + "\n" + DriftMessage(it, testOptions()).PlainText())
+	}
+	golden(t, "drift-messages.golden.txt", []byte(out.String()))
+}
+
+func TestAdoptPatch(t *testing.T) {
+	obj := deployment(fLogLevel, fReplicas, fAnnot, fTol,
+		drift.Field{Path: ".spec.template.spec.containers[name=api].ports[containerPort=8080,port=<nil>]", Desired: map[string]any{"containerPort": int64(8080)}, Change: drift.Removed})
+	kust, err := os.ReadFile("testdata/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		kust []byte
+	}{
+		{"adopt-with-patches", kust},
+		{"adopt-no-patches", []byte("resources:\n  - ../../base\n")},
+		{"adopt-unknown-kustomization", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			diff, err := AdoptPatch("dev", obj, tt.kust)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.name+".golden.diff", []byte(diff))
+		})
+	}
+}
+
+func TestMissingAndExtraMessages(t *testing.T) {
+	missing := drift.Object{APIVersion: "v1", Kind: "Service", Namespace: "llm", Name: "rag", Status: drift.Missing}
+	extra := drift.Object{APIVersion: "v1", Kind: "ConfigMap", Namespace: "llm", Name: "tmp", Status: drift.Extra, Creator: &kubectlEdit}
+	pool := drift.Object{APIVersion: "karpenter.sh/v1", Kind: "NodePool", Name: "gpu", Status: drift.Missing}
+	tests := []struct {
+		obj       drift.Object
+		want, not []string
+	}{
+		{missing, []string{"argocd app sync llm-dev --resource :Service:llm/rag", "auditor render --env dev --revision " + rev}, []string{"kubectl delete", "Adopt"}},
+		{pool, []string{"argocd app sync llm-dev --resource karpenter.sh:NodePool:gpu"}, nil},
+		{extra, []string{"kubectl delete configmap -n llm tmp", "add the live object to Git", "Created by: kubectl-edit (Update)"}, []string{"argocd app sync"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.obj.Name, func(t *testing.T) {
+			items := Items(report("dev", rev, tt.obj))
+			if len(items) != 1 {
+				t.Fatalf("items = %d", len(items))
+			}
+			text := DriftMessage(items[0], Options{}).PlainText()
+			for _, w := range tt.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("missing %q in:\n%s", w, text)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(text, w) {
+					t.Errorf("unexpected %q in:\n%s", w, text)
+				}
+			}
+		})
+	}
+}
+
+func TestFold(t *testing.T) {
+	var fields []drift.Field
+	for _, p := range []string{".a", ".b", ".c", ".d", ".e"} {
+		fields = append(fields, drift.Field{Path: p, Desired: "x", Live: "y", Change: drift.Changed, Writer: kubectlEdit})
+	}
+	items := Items(report("dev", rev, deployment(fields...)))
+	opts := Options{MaxDigestItems: 3}
+	tests := []struct {
+		name            string
+		added, resolved []Item
+		wantKinds       []Kind
+		wantText        []string
+	}{
+		{"single drift", items[:1], nil, []Kind{KindDrift}, []string{"Drift in dev"}},
+		{"digest", items, nil, []Kind{KindDigest}, []string{"5 new drifts in dev", "• Deployment llm/api .c", "and 2 more", "argocd app sync llm-dev"}},
+		{"single resolved", nil, items[:1], []Kind{KindResolved}, []string{"Resolved in dev"}},
+		{"both", items[:2], items[2:], []Kind{KindDigest, KindResolved}, []string{"2 new drifts", "3 drifts resolved"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msgs := Fold("dev", tt.added, tt.resolved, opts)
+			var kinds []Kind
+			var text string
+			for _, m := range msgs {
+				kinds = append(kinds, m.Kind)
+				text += m.PlainText()
+			}
+			if len(kinds) != len(tt.wantKinds) {
+				t.Fatalf("kinds = %v, want %v", kinds, tt.wantKinds)
+			}
+			for i := range kinds {
+				if kinds[i] != tt.wantKinds[i] {
+					t.Errorf("kinds = %v, want %v", kinds, tt.wantKinds)
+				}
+			}
+			for _, w := range tt.wantText {
+				if !strings.Contains(text, w) {
+					t.Errorf("missing %q in:\n%s", w, text)
+				}
+			}
+		})
+	}
+}
+
+func TestFolderWindow(t *testing.T) {
+	got := make(chan []Message, 10)
+	f := NewFolder(50*time.Millisecond, Options{}, func(m []Message) { got <- m })
+	defer f.Close()
+	var fields []drift.Field
+	for _, p := range []string{".a", ".b", ".c"} {
+		fields = append(fields, drift.Field{Path: p, Desired: "x", Live: "y", Change: drift.Changed})
+	}
+	items := Items(report("dev", rev, deployment(fields...)))
+	prod := Items(report("prod", rev, deployment(fields[0])))
+	f.Add("dev", items[:1], nil)
+	f.Add("prod", prod, nil)
+	f.Add("dev", items[1:], nil)
+	f.Add("dev", nil, items[2:]) // appeared and went away within the window: cancels out
+	byEnv := map[string]Message{}
+	for range 2 {
+		select {
+		case ms := <-got:
+			if len(ms) != 1 {
+				t.Fatalf("want one message per env, got %d", len(ms))
+			}
+			byEnv[ms[0].Env] = ms[0]
+		case <-time.After(2 * time.Second):
+			t.Fatal("folder did not emit")
+		}
+	}
+	if m := byEnv["dev"]; m.Kind != KindDigest || len(m.Keys) != 2 {
+		t.Errorf("dev: kind %s keys %d, want digest of 2", m.Kind, len(m.Keys))
+	}
+	if m := byEnv["prod"]; m.Kind != KindDrift || len(m.Keys) != 1 {
+		t.Errorf("prod: kind %s keys %d, want one drift", m.Kind, len(m.Keys))
+	}
+	select {
+	case ms := <-got:
+		t.Errorf("unexpected extra emit %v", ms)
+	case <-time.After(80 * time.Millisecond):
+	}
+}

@@ -1,0 +1,332 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultOutboxMax bounds an Outbox when OpenOutbox is given no bound.
+const DefaultOutboxMax = 1000
+
+// maxDelivered bounds the remembered dedupe keys; the oldest are forgotten first.
+const maxDelivered = 20000
+
+const (
+	deliveredFile = "delivered.json"
+	msgPrefix     = "msg-"
+	deadDir       = "dead"
+)
+
+// Outbox is a bounded, durable queue of messages for one sink: a directory holding one JSON
+// file per pending message (written atomically: temp file, fsync, rename), so a new Outbox on
+// the same directory sees what an earlier one left. When more than max messages are pending
+// the oldest are dropped and counted (Dropped). It also remembers, in delivered.json, which
+// dedupe keys were announced and how, so a message repeating an announcement is suppressed.
+// An Outbox is safe for concurrent use; one Dispatcher should consume it.
+type Outbox struct {
+	dir string
+	max int
+
+	mu        sync.Mutex
+	files     []string // pending message files, oldest first
+	ids       map[string]string
+	seq       uint64
+	delivered map[string]deliveredEntry
+
+	dropped atomic.Uint64
+	dead    atomic.Uint64
+	notify  chan struct{}
+}
+
+// deliveredEntry is how a dedupe key was last announced.
+type deliveredEntry struct {
+	Kind string    `json:"kind"` // "drift" (drift, digest) or "resolved"
+	At   time.Time `json:"at"`
+}
+
+// Pending is a message waiting in an Outbox.
+type Pending struct {
+	Message Message
+	file    string
+}
+
+// OpenOutbox opens (creating it if needed) the outbox in dir, bounded to limit pending messages
+// (DefaultOutboxMax when limit <= 0).
+func OpenOutbox(dir string, limit int) (*Outbox, error) {
+	if limit <= 0 {
+		limit = DefaultOutboxMax
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("report: outbox: %w", err)
+	}
+	o := &Outbox{dir: dir, max: limit, ids: map[string]string{}, delivered: map[string]deliveredEntry{}, notify: make(chan struct{}, 1)}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("report: outbox: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, ".tmp-"):
+			_ = os.Remove(filepath.Join(dir, name)) // an interrupted write
+		case strings.HasPrefix(name, msgPrefix) && strings.HasSuffix(name, ".json"):
+			seq, id, ok := parseMsgName(name)
+			if !ok {
+				continue
+			}
+			o.files = append(o.files, name)
+			o.ids[id] = name
+			o.seq = max(o.seq, seq)
+		}
+	}
+	sort.Strings(o.files) // zero-padded sequence numbers sort in order
+	b, err := os.ReadFile(filepath.Join(dir, deliveredFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("report: outbox: %w", err)
+	default:
+		if err := json.Unmarshal(b, &o.delivered); err != nil {
+			return nil, fmt.Errorf("report: outbox: decode %s: %w", deliveredFile, err)
+		}
+	}
+	if len(o.files) > 0 {
+		o.signal()
+	}
+	return o, nil
+}
+
+// parseMsgName splits msg-<seq>-<id>.json.
+func parseMsgName(name string) (uint64, string, bool) {
+	rest := strings.TrimSuffix(strings.TrimPrefix(name, msgPrefix), ".json")
+	s, id, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, "", false
+	}
+	seq, err := strconv.ParseUint(s, 10, 64)
+	return seq, id, err == nil
+}
+
+// Dir returns the outbox directory.
+func (o *Outbox) Dir() string { return o.dir }
+
+// Enqueue stores m durably. A message whose ID is already pending is not stored twice. When
+// the bound is exceeded the oldest pending messages are dropped and counted.
+func (o *Outbox) Enqueue(m Message) error {
+	if m.ID == "" {
+		return errors.New("report: outbox: message without id")
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("report: outbox: encode: %w", err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.ids[m.ID]; ok {
+		return nil
+	}
+	o.seq = max(o.seq+1, uint64(time.Now().UnixNano()))
+	name := fmt.Sprintf("%s%020d-%s.json", msgPrefix, o.seq, m.ID)
+	if err := writeAtomic(o.dir, name, data); err != nil {
+		return fmt.Errorf("report: outbox: %w", err)
+	}
+	o.files = append(o.files, name)
+	o.ids[m.ID] = name
+	for len(o.files) > o.max {
+		old := o.files[0]
+		if err := os.Remove(filepath.Join(o.dir, old)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("report: outbox: drop oldest: %w", err)
+		}
+		o.forget(old)
+		o.dropped.Add(1)
+	}
+	o.signal()
+	return nil
+}
+
+// forget removes name from the index; o.mu is held.
+func (o *Outbox) forget(name string) {
+	for i, f := range o.files {
+		if f == name {
+			o.files = append(o.files[:i], o.files[i+1:]...)
+			break
+		}
+	}
+	if _, id, ok := parseMsgName(name); ok && o.ids[id] == name {
+		delete(o.ids, id)
+	}
+}
+
+func (o *Outbox) signal() {
+	select {
+	case o.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Ready returns a channel that receives when messages may be pending.
+func (o *Outbox) Ready() <-chan struct{} { return o.notify }
+
+// Peek returns the oldest pending message; ok is false when none is pending. An unreadable
+// file is moved to the dead/ subdirectory and skipped.
+func (o *Outbox) Peek() (p Pending, ok bool, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for len(o.files) > 0 {
+		name := o.files[0]
+		data, err := os.ReadFile(filepath.Join(o.dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			o.forget(name)
+			continue
+		}
+		if err != nil {
+			return Pending{}, false, fmt.Errorf("report: outbox: %w", err)
+		}
+		var m Message
+		if err := json.Unmarshal(data, &m); err != nil {
+			if err := o.moveDead(name); err != nil {
+				return Pending{}, false, err
+			}
+			continue
+		}
+		return Pending{Message: m, file: name}, true, nil
+	}
+	return Pending{}, false, nil
+}
+
+// Remove deletes a delivered (or suppressed) message.
+func (o *Outbox) Remove(p Pending) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := os.Remove(filepath.Join(o.dir, p.file)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("report: outbox: remove: %w", err)
+	}
+	o.forget(p.file)
+	return nil
+}
+
+// DeadLetter moves a message the sink keeps rejecting to the dead/ subdirectory, where it is
+// kept for inspection instead of blocking the queue.
+func (o *Outbox) DeadLetter(p Pending) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.moveDead(p.file)
+}
+
+// moveDead moves name to dead/; o.mu is held.
+func (o *Outbox) moveDead(name string) error {
+	if err := os.MkdirAll(filepath.Join(o.dir, deadDir), 0o700); err != nil {
+		return fmt.Errorf("report: outbox: %w", err)
+	}
+	if err := os.Rename(filepath.Join(o.dir, name), filepath.Join(o.dir, deadDir, name)); err != nil {
+		return fmt.Errorf("report: outbox: dead-letter: %w", err)
+	}
+	o.forget(name)
+	o.dead.Add(1)
+	return nil
+}
+
+// announceKind is what delivering a message of kind k announces about its keys.
+func announceKind(k Kind) string {
+	if k == KindResolved {
+		return string(KindResolved)
+	}
+	return string(KindDrift)
+}
+
+// Announced reports whether every dedupe key of m was already announced the way m would
+// announce it (a drift already reported, a resolution already reported). Messages without
+// keys are never considered announced.
+func (o *Outbox) Announced(m Message) bool {
+	if len(m.Keys) == 0 {
+		return false
+	}
+	kind := announceKind(m.Kind)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, k := range m.Keys {
+		if o.delivered[k].Kind != kind {
+			return false
+		}
+	}
+	return true
+}
+
+// MarkDelivered records m's keys as announced and persists the record.
+func (o *Outbox) MarkDelivered(m Message) error {
+	kind := announceKind(m.Kind)
+	now := time.Now().UTC()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, k := range m.Keys {
+		o.delivered[k] = deliveredEntry{Kind: kind, At: now}
+	}
+	if len(o.delivered) > maxDelivered {
+		keys := make([]string, 0, len(o.delivered))
+		for k := range o.delivered {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return o.delivered[keys[i]].At.Before(o.delivered[keys[j]].At) })
+		for _, k := range keys[:len(keys)-maxDelivered] {
+			delete(o.delivered, k)
+		}
+	}
+	data, err := json.Marshal(o.delivered)
+	if err != nil {
+		return fmt.Errorf("report: outbox: encode delivered: %w", err)
+	}
+	if err := writeAtomic(o.dir, deliveredFile, data); err != nil {
+		return fmt.Errorf("report: outbox: %w", err)
+	}
+	return nil
+}
+
+// Depth returns the number of pending messages.
+func (o *Outbox) Depth() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.files)
+}
+
+// Dropped returns how many messages were dropped because the bound was exceeded.
+func (o *Outbox) Dropped() uint64 { return o.dropped.Load() }
+
+// DeadLettered returns how many messages were moved to dead/.
+func (o *Outbox) DeadLettered() uint64 { return o.dead.Load() }
+
+// writeAtomic writes data to dir/name through a synced temp file and a rename.
+func writeAtomic(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // make the rename durable; best effort
+		_ = d.Close()
+	}
+	return nil
+}

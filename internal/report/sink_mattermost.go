@@ -1,0 +1,108 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// MattermostConfig configures a Mattermost incoming-webhook sink. The webhook URL is a secret:
+// it is read from URLFile or, when that is empty, from the environment variable URLEnv.
+type MattermostConfig struct {
+	URLFile  string `json:"urlFile,omitempty"`
+	URLEnv   string `json:"urlEnv,omitempty"`
+	Username string `json:"username,omitempty"`
+	IconURL  string `json:"iconURL,omitempty"`
+	// Timeout bounds one request; default 15s. Ignored when Client is set.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// Client overrides the HTTP client (tests).
+	Client *http.Client `json:"-"`
+}
+
+// MattermostSink posts markdown messages to a Mattermost incoming webhook (Slack-compatible
+// payload).
+type MattermostSink struct {
+	httpSink
+	url               string
+	username, iconURL string
+}
+
+// NewMattermostSink reads the webhook URL and returns the sink.
+func NewMattermostSink(cfg MattermostConfig) (*MattermostSink, error) {
+	u, err := ReadSecret("mattermost webhook URL", cfg.URLFile, cfg.URLEnv)
+	if err != nil {
+		return nil, err
+	}
+	s := &MattermostSink{httpSink: newHTTPSink("mattermost", cfg.Client, cfg.Timeout), url: u, username: cfg.Username, iconURL: cfg.IconURL}
+	s.secrets = []string{u}
+	return s, nil
+}
+
+// Name implements Sink.
+func (s *MattermostSink) Name() string { return s.name }
+
+// Send implements Sink.
+func (s *MattermostSink) Send(ctx context.Context, m Message) error {
+	body, err := json.Marshal(MattermostPayload(m, s.username, s.iconURL))
+	if err != nil {
+		return fmt.Errorf("mattermost: encode: %w", err)
+	}
+	_, err = s.post(ctx, s.url, body)
+	return err
+}
+
+// mattermostMax is below Mattermost's 16383-character post limit.
+const mattermostMax = 16000
+
+// MattermostPayload renders m as a Mattermost webhook payload: markdown text, and username and
+// icon_url when not empty.
+func MattermostPayload(m Message, username, iconURL string) map[string]any {
+	var b strings.Builder
+	b.WriteString("#### " + mdEscape(m.Title) + "\n")
+	for _, l := range m.Lines {
+		label := ""
+		if l.Label != "" {
+			label = "**" + mdEscape(l.Label) + ":**"
+		}
+		switch {
+		case l.Label == "Argo CD" && m.Link != "":
+			b.WriteString(label + " [" + mdEscape(m.Env) + "](" + m.Link + ")\n")
+		case l.Code:
+			fence := "```"
+			for strings.Contains(l.Text, fence) {
+				fence += "`"
+			}
+			if label != "" {
+				b.WriteString(label + "\n")
+			}
+			b.WriteString(fence + "\n" + l.Text + "\n" + fence + "\n")
+		case label != "":
+			b.WriteString(label + " " + mdEscape(l.Text) + "\n")
+		default:
+			b.WriteString(mdEscape(l.Text) + "\n")
+		}
+	}
+	p := map[string]any{"text": truncate(b.String(), mattermostMax)}
+	if username != "" {
+		p["username"] = username
+	}
+	if iconURL != "" {
+		p["icon_url"] = iconURL
+	}
+	return p
+}
+
+// mdEscape backslash-escapes the characters markdown would interpret in plain text.
+func mdEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune("\\`*_~[]<>|#", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,190 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/llm-gitops/platform/internal/drift"
+)
+
+// Item is one unit of drift: a drifted field of a Modified object, or a whole Missing or
+// Extra object (Field nil). Values are already masked (see MaskSecrets).
+type Item struct {
+	// Key is the dedupe key: env, object, field path, manager and desired revision.
+	Key      string `json:"key"`
+	Env      string `json:"env"`
+	Revision string `json:"revision"`
+	// Object is the drifted object with only this item's field (none for Missing/Extra).
+	Object drift.Object `json:"object"`
+}
+
+// Field returns the item's field, nil for a Missing or Extra object.
+func (it Item) Field() *drift.Field {
+	if len(it.Object.Fields) == 0 {
+		return nil
+	}
+	return &it.Object.Fields[0]
+}
+
+// identity is the key without the revision: the same drift seen against another revision.
+func (it Item) identity() string {
+	i := strings.LastIndex(it.Key, "|")
+	if i < 0 {
+		return it.Key
+	}
+	return it.Key[:i]
+}
+
+// ObjectRef renders apiVersion/kind/namespace/name of an object ("-" for no namespace).
+func ObjectRef(o drift.Object) string {
+	ns := o.Namespace
+	if ns == "" {
+		ns = "-"
+	}
+	return o.APIVersion + "/" + o.Kind + "/" + ns + "/" + o.Name
+}
+
+// ItemKey is the dedupe key of a drift: env, object, field path, manager, desired revision.
+func ItemKey(env string, o drift.Object, path, manager, revision string) string {
+	return strings.Join([]string{env, ObjectRef(o), path, manager, revision}, "|")
+}
+
+// Items splits a report into drift items, masked, sorted by key.
+func Items(r *drift.Report) []Item {
+	var out []Item
+	for _, o := range r.Objects {
+		o = MaskSecrets(o)
+		if o.Status != drift.Modified || len(o.Fields) == 0 {
+			obj := o
+			obj.Fields = nil
+			manager := ""
+			if o.Creator != nil {
+				manager = o.Creator.Manager
+			}
+			out = append(out, Item{Key: ItemKey(r.Env, o, "", manager, r.Revision), Env: r.Env, Revision: r.Revision, Object: obj})
+			continue
+		}
+		for _, f := range o.Fields {
+			obj := o
+			obj.Fields = []drift.Field{f}
+			out = append(out, Item{Key: ItemKey(r.Env, o, f.Path, f.Manager, r.Revision), Env: r.Env, Revision: r.Revision, Object: obj})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Tracker remembers the drift of the previous report per environment and turns each new report
+// into the drift that appeared and the drift that went away. It is safe for concurrent use and
+// its state round-trips through JSON (MarshalJSON/UnmarshalJSON) so a daemon can persist it.
+type Tracker struct {
+	mu   sync.Mutex
+	envs map[string]map[string]Item
+}
+
+// NewTracker returns a Tracker that has seen no report.
+func NewTracker() *Tracker {
+	return &Tracker{envs: map[string]map[string]Item{}}
+}
+
+// Observe records r as the current state of r.Env and returns the items not present in the
+// previous report of that env (added) and the previous items no longer present (resolved).
+// A drift whose only change is the desired revision is reported as added (its key changed) but
+// not as resolved, since it did not go away. Both slices are sorted by key.
+func (t *Tracker) Observe(r *drift.Report) (added, resolved []Item, err error) {
+	if r == nil {
+		return nil, nil, fmt.Errorf("report: observe: nil report")
+	}
+	cur := map[string]Item{}
+	ids := map[string]bool{}
+	for _, it := range Items(r) {
+		cur[it.Key] = it
+		ids[it.identity()] = true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.envs == nil {
+		t.envs = map[string]map[string]Item{}
+	}
+	prev := t.envs[r.Env]
+	for k, it := range cur {
+		if _, ok := prev[k]; !ok {
+			added = append(added, it)
+		}
+	}
+	for k, it := range prev {
+		if _, ok := cur[k]; !ok && !ids[it.identity()] {
+			resolved = append(resolved, it)
+		}
+	}
+	t.envs[r.Env] = cur
+	sortItems(added)
+	sortItems(resolved)
+	return added, resolved, nil
+}
+
+// Current returns the items of the last report seen for env, sorted by key.
+func (t *Tracker) Current(env string) []Item {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Item, 0, len(t.envs[env]))
+	for _, it := range t.envs[env] {
+		out = append(out, it)
+	}
+	sortItems(out)
+	return out
+}
+
+func sortItems(items []Item) {
+	sort.Slice(items, func(i, j int) bool { return items[i].Key < items[j].Key })
+}
+
+// trackerState is the JSON form of a Tracker.
+type trackerState struct {
+	Version int               `json:"version"`
+	Envs    map[string][]Item `json:"envs"`
+}
+
+// MarshalJSON encodes the tracker's state (items per env, sorted).
+func (t *Tracker) MarshalJSON() ([]byte, error) {
+	t.mu.Lock()
+	st := trackerState{Version: 1, Envs: map[string][]Item{}}
+	for env, m := range t.envs {
+		items := make([]Item, 0, len(m))
+		for _, it := range m {
+			items = append(items, it)
+		}
+		sortItems(items)
+		st.Envs[env] = items
+	}
+	t.mu.Unlock()
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("report: encode tracker: %w", err)
+	}
+	return b, nil
+}
+
+// UnmarshalJSON replaces the tracker's state by one encoded by MarshalJSON.
+func (t *Tracker) UnmarshalJSON(b []byte) error {
+	var st trackerState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("report: decode tracker: %w", err)
+	}
+	envs := map[string]map[string]Item{}
+	for env, items := range st.Envs {
+		m := map[string]Item{}
+		for _, it := range items {
+			it.Object = MaskSecrets(it.Object)
+			m[it.Key] = it
+		}
+		envs[env] = m
+	}
+	t.mu.Lock()
+	t.envs = envs
+	t.mu.Unlock()
+	return nil
+}

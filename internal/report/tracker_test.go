@@ -1,0 +1,140 @@
+package report
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/llm-gitops/platform/internal/drift"
+)
+
+func keysOf(items []Item) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Key)
+	}
+	return out
+}
+
+func TestTracker(t *testing.T) {
+	missing := drift.Object{APIVersion: "v1", Kind: "Service", Namespace: "llm", Name: "rag", Status: drift.Missing}
+	extra := drift.Object{APIVersion: "v1", Kind: "ConfigMap", Namespace: "llm", Name: "tmp", Status: drift.Extra, Creator: &kubectlEdit}
+	kLog := ItemKey("dev", deployment(), fLogLevel.Path, "kubectl-edit", rev)
+	kRep := ItemKey("dev", deployment(), ".spec.replicas", "kube-controller-manager", rev)
+	kMissing := "dev|v1/Service/llm/rag||" + "|" + rev
+	kExtra := "dev|v1/ConfigMap/llm/tmp||kubectl-edit|" + rev
+	rev2 := "feedfacefeedfacefeedfacefeedfacefeedface"
+	fLogOther := fLogLevel
+	fLogOther.Manager = "helm"
+
+	type step struct {
+		report          *drift.Report
+		added, resolved []string
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"first report: everything new", []step{
+			{report("dev", rev, deployment(fLogLevel, fReplicas), missing, extra), []string{kExtra, kLog, kRep, kMissing}, nil},
+		}},
+		{"same drift again: nothing", []step{
+			{report("dev", rev, deployment(fLogLevel)), []string{kLog}, nil},
+			{report("dev", rev, deployment(fLogLevel)), nil, nil},
+		}},
+		{"drift gone: resolved", []step{
+			{report("dev", rev, deployment(fLogLevel, fReplicas)), []string{kLog, kRep}, nil},
+			{report("dev", rev, deployment(fReplicas)), nil, []string{kLog}},
+			{report("dev", rev), nil, []string{kRep}},
+		}},
+		{"other manager: new key, old resolved", []step{
+			{report("dev", rev, deployment(fLogLevel)), []string{kLog}, nil},
+			{report("dev", rev, deployment(fLogOther)), []string{ItemKey("dev", deployment(), fLogLevel.Path, "helm", rev)}, []string{kLog}},
+		}},
+		{"new revision: new key, not resolved", []step{
+			{report("dev", rev, deployment(fLogLevel)), []string{kLog}, nil},
+			{report("dev", rev2, deployment(fLogLevel)), []string{ItemKey("dev", deployment(), fLogLevel.Path, "kubectl-edit", rev2)}, nil},
+		}},
+		{"envs are independent", []step{
+			{report("dev", rev, deployment(fLogLevel)), []string{kLog}, nil},
+			{report("prod", rev, deployment(fLogLevel)), []string{ItemKey("prod", deployment(), fLogLevel.Path, "kubectl-edit", rev)}, nil},
+			{report("dev", rev, deployment(fLogLevel)), nil, nil},
+		}},
+		{"flapping drift comes back", []step{
+			{report("dev", rev, deployment(fLogLevel)), []string{kLog}, nil},
+			{report("dev", rev), nil, []string{kLog}},
+			{report("dev", rev, deployment(fLogLevel)), []string{kLog}, nil},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := NewTracker()
+			for i, s := range tt.steps {
+				// persist and restore between steps, as the daemon does
+				b, err := json.Marshal(tr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr = NewTracker()
+				if err := json.Unmarshal(b, tr); err != nil {
+					t.Fatal(err)
+				}
+				added, resolved, err := tr.Observe(s.report)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := []string(nil)
+				if s.added != nil {
+					want = append(want, s.added...)
+				}
+				if diff := cmp.Diff(sorted(want), keysOf(added)); diff != "" {
+					t.Errorf("step %d added (-want +got):\n%s", i, diff)
+				}
+				if diff := cmp.Diff(sorted(s.resolved), keysOf(resolved)); diff != "" {
+					t.Errorf("step %d resolved (-want +got):\n%s", i, diff)
+				}
+			}
+		})
+	}
+}
+
+func sorted(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func TestTrackerMasksSecrets(t *testing.T) {
+	sec := drift.Object{APIVersion: "v1", Kind: "Secret", Namespace: "llm", Name: "creds", Status: drift.Modified, Fields: []drift.Field{
+		{Path: `.data["password"]`, Desired: "sha256:0123456789ab", Live: "aHVudGVyMg==", Change: drift.Changed, Writer: kubectlEdit},
+		{Path: ".stringData.token", Desired: "plain-token-value", Change: drift.Removed, Writer: kubectlEdit},
+		{Path: ".metadata.annotations", Live: map[string]any{lastApplied: `{"data":{"password":"aHVudGVyMg=="}}`, "ok": "visible"}, Change: drift.Added},
+	}}
+	tr := NewTracker()
+	added, _, err := tr.Observe(report("dev", rev, sec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(tr)
+	a, _ := json.Marshal(added)
+	for _, s := range []string{string(b), string(a)} {
+		for _, secret := range []string{"aHVudGVyMg==", "plain-token-value"} {
+			if strings.Contains(s, secret) {
+				t.Errorf("secret %q leaked: %s", secret, s)
+			}
+		}
+		if !strings.Contains(s, "sha256:0123456789ab") || !strings.Contains(s, "visible") {
+			t.Errorf("digest or non-secret value lost: %s", s)
+		}
+	}
+}
