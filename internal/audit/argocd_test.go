@@ -16,9 +16,9 @@ func TestArgoCDVerdictBesideOurs(t *testing.T) {
 	if len(rep.ArgoCDOnly) != 0 {
 		t.Fatalf("after a fresh sync Argo CD's diff flags objects:\n%s", dump(rep))
 	}
-	f.kubectlEdit(f.ns("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
-	f.kubectl("-n", f.ns("api"), "set", "env", "deployment/rag-api", "LOG_LEVEL=debug")
-	f.kubectl("-n", f.ns("api"), "create", "configmap", "hotfix", "--from-literal=k=v")
+	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	f.Kubectl("-n", f.NS("api"), "set", "env", "deployment/rag-api", "LOG_LEVEL=debug")
+	f.Kubectl("-n", f.NS("api"), "create", "configmap", "hotfix", "--from-literal=k=v")
 	rep = f.audit()
 	cases := []struct {
 		kind, name string
@@ -39,7 +39,7 @@ func TestArgoCDVerdictBesideOurs(t *testing.T) {
 		}
 	}
 	// Missing: Argo CD agrees.
-	f.kubectl("-n", f.ns("api"), "delete", "service", "rag-api")
+	f.Kubectl("-n", f.NS("api"), "delete", "service", "rag-api")
 	rep = f.audit()
 	if o := object(t, rep, "Service", "rag-api"); o.Status != drift.Missing || o.ArgoCD == nil || !o.ArgoCD.OutOfSync {
 		t.Errorf("missing service: %+v", o)

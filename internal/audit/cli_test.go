@@ -14,17 +14,17 @@ import (
 func TestCLIDiff(t *testing.T) {
 	f := newFixture(t)
 	bin := buildAuditor(t)
-	args := []string{"diff", "--env", "prod", "--repo", f.dir, "--kubeconfig", cluster.Kubeconfig}
+	args := []string{"diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig}
 	out, code := runAuditor(t, bin, args...)
 	if code != 0 || !strings.Contains(out, "in sync") {
 		t.Fatalf("in sync: exit %d\n%s", code, out)
 	}
-	f.kubectlEdit(f.ns("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
 	out, code = runAuditor(t, bin, args...)
 	if code != 1 {
 		t.Fatalf("drift: exit %d, want 1\n%s", code, out)
 	}
-	for _, want := range []string{"StatefulSet " + f.ns("rag") + "/qdrant", ".spec.replicas", "1 → 3", "kubectl-edit (Update)", "ago"} {
+	for _, want := range []string{"StatefulSet " + f.NS("rag") + "/qdrant", ".spec.replicas", "1 → 3", "kubectl-edit (Update)", "ago"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}
@@ -51,7 +51,7 @@ func TestCLIDiff(t *testing.T) {
 			t.Errorf("json field lacks %q: %v", k, fl)
 		}
 	}
-	if rep.Env != "prod" || rep.InSync || rep.Revision != f.head || obj["status"] != "Modified" {
+	if rep.Env != "prod" || rep.InSync || rep.Revision != f.Head || obj["status"] != "Modified" {
 		t.Errorf("unexpected report %+v", rep)
 	}
 }
@@ -65,24 +65,24 @@ func TestCLIBadInput(t *testing.T) {
 	if err := os.WriteFile(dead, []byte(strings.Replace(string(data), strings.TrimPrefix(cluster.URL, "https://"), "127.0.0.1:1", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, code := runAuditor(t, bin, "diff", "--env", "prod", "--repo", f.dir, "--kubeconfig", dead)
+	out, code := runAuditor(t, bin, "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", dead)
 	if code <= 1 || !strings.Contains(out, "unreachable") {
 		t.Errorf("unreachable cluster: exit %d\n%s", code, out)
 	}
 	// A kind whose CRD is not installed (Prometheus Operator's Probe is not among the test CRDs).
-	if err := f.write("base/monitoring/probe.yaml", "apiVersion: monitoring.coreos.com/v1\nkind: Probe\nmetadata:\n  name: blackbox\n  namespace: "+f.ns("monitoring")+"\nspec: {}\n"); err != nil {
+	if err := f.Write("base/monitoring/probe.yaml", "apiVersion: monitoring.coreos.com/v1\nkind: Probe\nmetadata:\n  name: blackbox\n  namespace: "+f.NS("monitoring")+"\nspec: {}\n"); err != nil {
 		t.Fatal(err)
 	}
-	f.edit("base/monitoring/kustomization.yaml", "resources:", "resources:\n  - probe.yaml")
-	f.commit("add a probe")
-	out, code = runAuditor(t, bin, "diff", "--env", "prod", "--repo", f.dir, "--kubeconfig", cluster.Kubeconfig, "--revision", "HEAD")
+	f.Edit("base/monitoring/kustomization.yaml", "resources:", "resources:\n  - probe.yaml")
+	f.Commit("add a probe")
+	out, code = runAuditor(t, bin, "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig, "--revision", "HEAD")
 	if code <= 1 || !strings.Contains(out, "Probe") || !strings.Contains(out, "CRD") {
 		t.Errorf("missing CRD: exit %d\n%s", code, out)
 	}
 	// A malformed overlay: the error names the file and line.
-	f.edit("overlays/prod/scaling.yaml", "kind:", "kind:\n  bad: [")
-	f.commit("break prod")
-	out, code = runAuditor(t, bin, "diff", "--env", "prod", "--repo", f.dir, "--kubeconfig", cluster.Kubeconfig, "--revision", "HEAD")
+	f.Edit("overlays/prod/scaling.yaml", "kind:", "kind:\n  bad: [")
+	f.Commit("break prod")
+	out, code = runAuditor(t, bin, "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig, "--revision", "HEAD")
 	if code <= 1 || !strings.Contains(out, "overlays/prod/scaling.yaml:") {
 		t.Errorf("malformed overlay: exit %d\n%s", code, out)
 	}

@@ -23,14 +23,14 @@ func TestFreshSyncIsInSync(t *testing.T) {
 	if !rep.InSync || len(rep.Objects) != 0 || rep.PendingSync {
 		t.Fatalf("fresh sync of prod should be in sync:\n%s", dump(rep))
 	}
-	if rep.Revision != f.head {
-		t.Errorf("audited revision %s, want synced %s", rep.Revision, f.head)
+	if rep.Revision != f.Head {
+		t.Errorf("audited revision %s, want synced %s", rep.Revision, f.Head)
 	}
 }
 
 func TestKubectlEditReplicas(t *testing.T) {
 	f := newFixture(t)
-	f.kubectlEdit(f.ns("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
 	rep := f.audit()
 	o := object(t, rep, "StatefulSet", "qdrant")
 	fl := field(t, rep, o, ".spec.replicas")
@@ -49,7 +49,7 @@ func TestKubectlEditReplicas(t *testing.T) {
 
 func TestKubectlScaleIsSubresourceScale(t *testing.T) {
 	f := newFixture(t)
-	f.kubectl("-n", f.ns("rag"), "scale", "statefulset/qdrant", "--replicas=2")
+	f.Kubectl("-n", f.NS("rag"), "scale", "statefulset/qdrant", "--replicas=2")
 	rep := f.audit()
 	fl := field(t, rep, object(t, rep, "StatefulSet", "qdrant"), ".spec.replicas")
 	if fl.Manager != "kubectl" || fl.Subresource != "scale" || fl.Operation != "Update" || fl.Live != int64(2) {
@@ -59,7 +59,7 @@ func TestKubectlScaleIsSubresourceScale(t *testing.T) {
 
 func TestKubectlSetImage(t *testing.T) {
 	f := newFixture(t)
-	f.kubectl("-n", f.ns("api"), "set", "image", "deployment/rag-api", "api=registry.example.com/llm/rag-api:1.4.3")
+	f.Kubectl("-n", f.NS("api"), "set", "image", "deployment/rag-api", "api=registry.example.com/llm/rag-api:1.4.3")
 	rep := f.audit()
 	fl := field(t, rep, object(t, rep, "Deployment", "rag-api"), ".spec.template.spec.containers[name=api].image")
 	if fl.Manager != "kubectl-set" || fl.Change != drift.Changed || fl.Desired != "registry.example.com/llm/rag-api:1.4.2" || fl.Live != "registry.example.com/llm/rag-api:1.4.3" {
@@ -69,7 +69,7 @@ func TestKubectlSetImage(t *testing.T) {
 
 func TestKubectlSetEnvIsAdded(t *testing.T) {
 	f := newFixture(t)
-	f.kubectl("-n", f.ns("api"), "set", "env", "deployment/rag-api", "LOG_LEVEL=debug")
+	f.Kubectl("-n", f.NS("api"), "set", "env", "deployment/rag-api", "LOG_LEVEL=debug")
 	rep := f.audit()
 	fl := field(t, rep, object(t, rep, "Deployment", "rag-api"), ".spec.template.spec.containers[name=api].env[name=LOG_LEVEL]")
 	want := map[string]any{"name": "LOG_LEVEL", "value": "debug"}
@@ -80,8 +80,8 @@ func TestKubectlSetEnvIsAdded(t *testing.T) {
 
 func TestKubectlLabelAndAnnotateAreAdded(t *testing.T) {
 	f := newFixture(t)
-	f.kubectl("-n", f.ns("api"), "label", "deployment/rag-api", "team=search")
-	f.kubectl("-n", f.ns("api"), "annotate", "service/rag-api", "note=debugging")
+	f.Kubectl("-n", f.NS("api"), "label", "deployment/rag-api", "team=search")
+	f.Kubectl("-n", f.NS("api"), "annotate", "service/rag-api", "note=debugging")
 	rep := f.audit()
 	l := field(t, rep, object(t, rep, "Deployment", "rag-api"), ".metadata.labels.team")
 	if l.Change != drift.Added || l.Live != "search" || l.Manager != "kubectl-label" {
@@ -95,7 +95,7 @@ func TestKubectlLabelAndAnnotateAreAdded(t *testing.T) {
 
 func TestKubectlPatchRemovingTolerationIsRemoved(t *testing.T) {
 	f := newFixture(t)
-	f.kubectl("-n", f.ns("inference"), "patch", "deployment/vllm-llama", "--type=json",
+	f.Kubectl("-n", f.NS("inference"), "patch", "deployment/vllm-llama", "--type=json",
 		`-p=[{"op":"remove","path":"/spec/template/spec/tolerations/0"}]`)
 	rep := f.audit()
 	o := object(t, rep, "Deployment", "vllm-llama")
@@ -120,7 +120,7 @@ func TestKubectlPatchRemovingTolerationIsRemoved(t *testing.T) {
 
 func TestKubectlDeleteServiceIsMissing(t *testing.T) {
 	f := newFixture(t)
-	f.kubectl("-n", f.ns("api"), "delete", "service", "rag-api")
+	f.Kubectl("-n", f.NS("api"), "delete", "service", "rag-api")
 	rep := f.audit()
 	if o := object(t, rep, "Service", "rag-api"); o.Status != drift.Missing {
 		t.Errorf("status %s, want Missing", o.Status)
@@ -129,7 +129,7 @@ func TestKubectlDeleteServiceIsMissing(t *testing.T) {
 
 func TestKubectlCreateConfigMapIsExtra(t *testing.T) {
 	f := newFixture(t)
-	f.kubectl("-n", f.ns("api"), "create", "configmap", "hotfix", "--from-literal=k=v")
+	f.Kubectl("-n", f.NS("api"), "create", "configmap", "hotfix", "--from-literal=k=v")
 	// Give the controller-manager time to create its own objects (kube-root-ca.crt, default SA,
 	// ReplicaSets, PVCs) in these namespaces: none of them may be reported.
 	time.Sleep(2 * time.Second)
@@ -154,28 +154,28 @@ func TestReplicasOwnedByAutoscalerAreNotDrift(t *testing.T) {
 	ctx := context.Background()
 	// What the HPA controller (KEDA's HPA too) does: an update of the scale subresource as
 	// kube-controller-manager. qdrant has no ignoreDifferences: the owner alone must clear it.
-	scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "qdrant", Namespace: f.ns("rag")}, Spec: autoscalingv1.ScaleSpec{Replicas: 4}}
-	if _, err := cs.AppsV1().StatefulSets(f.ns("rag")).UpdateScale(ctx, "qdrant", scale, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+	scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "qdrant", Namespace: f.NS("rag")}, Spec: autoscalingv1.ScaleSpec{Replicas: 4}}
+	if _, err := cs.AppsV1().StatefulSets(f.NS("rag")).UpdateScale(ctx, "qdrant", scale, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
 		t.Fatal(err)
 	}
 	// vllm-qwen is KEDA-scaled and its replicas are in the Application's ignoreDifferences:
 	// even a manual kubectl scale is not drift there, as Argo CD would not flag it either.
-	f.kubectl("-n", f.ns("inference"), "scale", "deployment/vllm-qwen", "--replicas=6")
+	f.Kubectl("-n", f.NS("inference"), "scale", "deployment/vllm-qwen", "--replicas=6")
 	rep := f.audit()
 	if !rep.InSync {
 		t.Fatalf("autoscaler-owned and ignored replicas reported as drift:\n%s", dump(rep))
 	}
 	// The same scale by a person on qdrant is drift.
-	f.kubectl("-n", f.ns("rag"), "scale", "statefulset/qdrant", "--replicas=5")
+	f.Kubectl("-n", f.NS("rag"), "scale", "statefulset/qdrant", "--replicas=5")
 	rep = f.audit()
 	field(t, rep, object(t, rep, "StatefulSet", "qdrant"), ".spec.replicas")
 }
 
 func TestQuantitySpellingsAreNotDrift(t *testing.T) {
 	f := newFixture(t)
-	f.edit("base/api/rag-api.yaml", `cpu: "1"`, `cpu: 1000m`)
-	f.edit("base/api/rag-api.yaml", "memory: 1Gi", "memory: 1024Mi")
-	f.sync(f.commit("spell quantities differently"))
+	f.Edit("base/api/rag-api.yaml", `cpu: "1"`, `cpu: 1000m`)
+	f.Edit("base/api/rag-api.yaml", "memory: 1Gi", "memory: 1024Mi")
+	f.Sync(f.Commit("spell quantities differently"))
 	rep := f.audit()
 	if !rep.InSync {
 		t.Fatalf("1000m vs 1 / 1024Mi vs 1Gi reported as drift:\n%s", dump(rep))
@@ -184,10 +184,10 @@ func TestQuantitySpellingsAreNotDrift(t *testing.T) {
 
 func TestCommitAheadIsPendingSyncNotDrift(t *testing.T) {
 	f := newFixture(t)
-	synced := f.head
-	f.edit("base/api/rag-api.yaml", "rag-api:1.4.2", "rag-api:1.5.0")
-	f.edit("overlays/prod/kustomization.yaml", "newTag: 1.4.2", "newTag: 1.5.0")
-	head := f.commit("rag-api 1.5.0")
+	synced := f.Head
+	f.Edit("base/api/rag-api.yaml", "rag-api:1.4.2", "rag-api:1.5.0")
+	f.Edit("overlays/prod/kustomization.yaml", "newTag: 1.4.2", "newTag: 1.5.0")
+	head := f.Commit("rag-api 1.5.0")
 	rep := f.audit()
 	if !rep.InSync || !rep.PendingSync || rep.Revision != synced || rep.HeadRevision != head {
 		t.Fatalf("want in sync with pendingSync, revision %s, head %s; got:\n%s", synced, head, dump(rep))
@@ -197,23 +197,23 @@ func TestCommitAheadIsPendingSyncNotDrift(t *testing.T) {
 func TestSecretEditedByHandIsReportedWithoutValues(t *testing.T) {
 	f := newFixture(t)
 	const gitValue, liveValue = "git-value-7f3a9c", "live-value-c0ffee"
-	if err := f.write("base/api/secret.yaml", fmt.Sprintf(`apiVersion: v1
+	if err := f.Write("base/api/secret.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Secret
 metadata:
   name: rag-api-token
   namespace: %s
 stringData:
   token: %s
-`, f.ns("api"), gitValue)); err != nil {
+`, f.NS("api"), gitValue)); err != nil {
 		t.Fatal(err)
 	}
-	f.edit("base/api/kustomization.yaml", "resources:", "resources:\n  - secret.yaml")
-	f.sync(f.commit("add a secret"))
+	f.Edit("base/api/kustomization.yaml", "resources:", "resources:\n  - secret.yaml")
+	f.Sync(f.Commit("add a secret"))
 	if rep := f.audit(); !rep.InSync {
 		t.Fatalf("secret from stringData reported as drift:\n%s", dump(rep))
 	}
 	patch := fmt.Sprintf(`{"data":{"token":"%s"}}`, base64.StdEncoding.EncodeToString([]byte(liveValue)))
-	f.kubectl("-n", f.ns("api"), "patch", "secret", "rag-api-token", "-p", patch)
+	f.Kubectl("-n", f.NS("api"), "patch", "secret", "rag-api-token", "-p", patch)
 	rep := f.audit()
 	fl := field(t, rep, object(t, rep, "Secret", "rag-api-token"), ".data.token")
 	if fl.Change != drift.Changed || fl.Manager != "kubectl-patch" || fl.Desired == fl.Live {
@@ -221,7 +221,7 @@ stringData:
 	}
 	out, _ := json.Marshal(rep)
 	bin := buildAuditor(t)
-	cli, _ := runAuditor(t, bin, "diff", "--env", "prod", "--repo", f.dir, "--kubeconfig", cluster.Kubeconfig, "--app-namespace", "argocd")
+	cli, _ := runAuditor(t, bin, "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig, "--app-namespace", "argocd")
 	for _, secret := range []string{gitValue, liveValue} {
 		for _, form := range []string{secret, base64.StdEncoding.EncodeToString([]byte(secret))} {
 			if strings.Contains(string(out), form) || strings.Contains(cli, form) {
@@ -236,14 +236,14 @@ stringData:
 // objects whose only drift is fields added by other managers, which a server-side apply keeps.
 func TestKubectlDiffOracle(t *testing.T) {
 	f := newFixture(t)
-	f.kubectlEdit(f.ns("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
-	f.kubectl("-n", f.ns("api"), "set", "image", "deployment/rag-api", "api=registry.example.com/llm/rag-api:1.4.3")
-	f.kubectl("-n", f.ns("inference"), "set", "env", "deployment/vllm-llama", "EXTRA=1")
-	f.kubectl("-n", f.ns("inference"), "label", "service/vllm-llama", "team=x")
-	f.kubectl("-n", f.ns("inference"), "patch", "deployment/vllm-qwen-canary", "--type=json",
+	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	f.Kubectl("-n", f.NS("api"), "set", "image", "deployment/rag-api", "api=registry.example.com/llm/rag-api:1.4.3")
+	f.Kubectl("-n", f.NS("inference"), "set", "env", "deployment/vllm-llama", "EXTRA=1")
+	f.Kubectl("-n", f.NS("inference"), "label", "service/vllm-llama", "team=x")
+	f.Kubectl("-n", f.NS("inference"), "patch", "deployment/vllm-qwen-canary", "--type=json",
 		`-p=[{"op":"remove","path":"/spec/template/spec/tolerations/0"}]`)
-	f.kubectl("-n", f.ns("rag"), "delete", "service", "qdrant")
-	f.kubectl("-n", f.ns("api"), "create", "configmap", "hotfix", "--from-literal=k=v")
+	f.Kubectl("-n", f.NS("rag"), "delete", "service", "qdrant")
+	f.Kubectl("-n", f.NS("api"), "create", "configmap", "hotfix", "--from-literal=k=v")
 	rep := f.audit()
 
 	var ours []string

@@ -21,7 +21,7 @@ var diffHeader = regexp.MustCompile(`(?m)^diff -u -N \S+/LIVE-\d+/(\S+) \S+/MERG
 // applier and returns the differing objects as Kind/namespace/name.
 func kubectlDiffObjects(t *testing.T, f *fixture) []string {
 	t.Helper()
-	res := f.rendered(f.head)
+	res := f.Rendered(f.Head)
 	// The objects as the applier sends them: with Argo CD's tracking annotation.
 	var stream []byte
 	for _, o := range res.Objects {
@@ -31,7 +31,7 @@ func kubectlDiffObjects(t *testing.T, f *fixture) []string {
 		if ann == nil {
 			ann = map[string]string{}
 		}
-		ann[testcluster.TrackingAnnotation] = f.app() + ":" + gvk.Group + "/" + gvk.Kind + ":" + o.GetNamespace() + "/" + o.GetName()
+		ann[testcluster.TrackingAnnotation] = f.App() + ":" + gvk.Group + "/" + gvk.Kind + ":" + o.GetNamespace() + "/" + o.GetName()
 		o.SetAnnotations(ann)
 		doc, err := yaml.Marshal(o.Object)
 		if err != nil {

@@ -1,0 +1,189 @@
+// Package testfixture gives integration tests their own copy of the platform: the project's
+// manifests in a Git repository of the test's own, every llm- name prefixed so tests do not see
+// each other's objects, synced to the real test cluster the way Argo CD does.
+package testfixture
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/testcluster"
+)
+
+// Platform is one test's copy of the platform: the project's manifests in a Git repository of its
+// own, with every llm- name (namespaces, priority classes, the Application) prefixed, so that
+// tests do not see each other's objects. It is synced to the test cluster as Argo CD would.
+type Platform struct {
+	t      testing.TB
+	cluster *testcluster.Cluster
+	// Prefix is put before every llm- name; Dir is the work tree of the fixture's Git repository; Head its last commit.
+	Prefix string
+	Dir    string
+	Head   string
+	syncer *testcluster.Syncer
+}
+
+var llmName = regexp.MustCompile(`\bllm-`)
+
+// New copies the project at root into a fresh Git repository and syncs prod to the cluster.
+func New(t testing.TB, c *testcluster.Cluster, root string) *Platform {
+	t.Helper()
+	f := &Platform{t: t, cluster: c, Prefix: fmt.Sprintf("t%04x", rand.Uint32()&0xffff), Dir: t.TempDir()}
+	for _, top := range []string{"base", "components", "overlays", "apps"} {
+		err := filepath.Walk(filepath.Join(root, top), func(p string, info os.FileInfo, err error) error {
+			if err != nil || info.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			data = llmName.ReplaceAll(data, []byte(f.Prefix+"-llm-"))
+			return f.Write(rel, string(data))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Git("init", "-q", "-b", "main")
+	f.Commit("platform")
+	var err error
+	if f.syncer, err = testcluster.NewSyncer(c.Config); err != nil {
+		t.Fatal(err)
+	}
+	f.Sync(f.Head)
+	return f
+}
+
+// Write writes a file of the repository (not committed).
+func (f *Platform) Write(rel, content string) error {
+	p := filepath.Join(f.Dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(content), 0o644)
+}
+
+// Git runs the git CLI in the repository.
+func (f *Platform) Git(args ...string) string {
+	f.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = f.Dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=dev", "GIT_AUTHOR_EMAIL=dev@example.com", "GIT_COMMITTER_NAME=dev", "GIT_COMMITTER_EMAIL=dev@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		f.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Commit records the work tree and returns the new head.
+func (f *Platform) Commit(msg string) string {
+	f.Git("add", "-A")
+	f.Git("commit", "-qm", msg)
+	f.Head = f.Git("rev-parse", "HEAD")
+	return f.Head
+}
+
+// Edit rewrites a file of the fixture's repository (old must occur).
+func (f *Platform) Edit(rel, old, new string) {
+	f.t.Helper()
+	p := filepath.Join(f.Dir, rel)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if !strings.Contains(string(data), old) {
+		f.t.Fatalf("%s does not contain %q", rel, old)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// NS names the fixture's namespace of a layer (inference, api, rag, ...).
+func (f *Platform) NS(layer string) string { return f.Prefix + "-llm-" + layer }
+
+// App is the name of the fixture's prod Application.
+func (f *Platform) App() string { return f.Prefix + "-llm-prod" }
+
+// Rendered renders prod at a revision.
+func (f *Platform) Rendered(rev string) *render.Result {
+	f.t.Helper()
+	repo, err := gitrepo.Open(f.Dir)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	snap, err := repo.Snapshot(rev)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	src, err := render.FromSnapshot(snap)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	res, err := src.Render("prod")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return res
+}
+
+// Sync applies prod at rev as Argo CD's server-side sync and records it in the Application.
+func (f *Platform) Sync(rev string) {
+	f.t.Helper()
+	ctx := context.Background()
+	res := f.Rendered(rev)
+	if err := f.syncer.Sync(ctx, f.App(), res.Objects, false); err != nil {
+		f.t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(f.Dir, "apps", "prod", "llm-prod.yaml"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var app map[string]any
+	if err := yaml.Unmarshal(data, &app); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.syncer.RecordSync(ctx, &unstructured.Unstructured{Object: app}, "file://"+f.Dir, rev); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// Kubectl runs the real kubectl against the test cluster.
+func (f *Platform) Kubectl(args ...string) string {
+	f.t.Helper()
+	out, err := f.cluster.Kubectl(context.Background(), args...).CombinedOutput()
+	if err != nil {
+		f.t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// KubectlEdit runs `kubectl edit` with a non-interactive editor applying a sed expression.
+func (f *Platform) KubectlEdit(ns, obj, sedExpr string) {
+	f.t.Helper()
+	script := filepath.Join(f.t.TempDir(), "editor.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nsed -i '"+sedExpr+"' \"$1\"\n"), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	cmd := f.cluster.Kubectl(context.Background(), "-n", ns, "edit", obj)
+	cmd.Env = append(cmd.Env, "EDITOR="+script)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "edited") {
+		f.t.Fatalf("kubectl edit %s: %v\n%s", obj, err, out)
+	}
+}
+
