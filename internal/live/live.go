@@ -136,6 +136,17 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 	return nil
 }
 
+// Kinds lists the watched kinds.
+func (c *Cache) Kinds() []schema.GroupVersionKind {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]schema.GroupVersionKind, 0, len(c.informers))
+	for gvk := range c.informers {
+		out = append(out, gvk)
+	}
+	return out
+}
+
 // Informer returns the informer of a watched kind, for event handlers (the daemon).
 func (c *Cache) Informer(gvk schema.GroupVersionKind) (cache.SharedIndexInformer, bool) {
 	c.mu.RLock()

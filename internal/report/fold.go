@@ -37,6 +37,9 @@ type Folder struct {
 	opts   Options
 	emit   func([]Message)
 
+	// leading sends the first items of a quiet env at once instead of after the window.
+	leading bool
+
 	mu      sync.Mutex
 	pending map[string]*foldBuf
 	closed  bool
@@ -71,6 +74,8 @@ func (f *Folder) Add(env string, added, resolved []Item) {
 	}
 	b := f.pending[env]
 	if b == nil {
+		// Leading edge: the first drift after a quiet window goes out at once (on-call wants it
+		// within a second); what follows within the window is folded into one digest.
 		b = &foldBuf{added: map[string]Item{}, resolved: map[string]Item{}}
 		f.pending[env] = b
 		f.wg.Add(1)
@@ -78,6 +83,12 @@ func (f *Folder) Add(env string, added, resolved []Item) {
 			defer f.wg.Done()
 			f.flushEnv(env, b)
 		})
+		if f.leading {
+			if msgs := Fold(env, added, resolved, f.opts); len(msgs) > 0 {
+				f.emit(msgs)
+			}
+			return
+		}
 	}
 	for _, it := range added {
 		if _, ok := b.resolved[it.Key]; ok {
@@ -129,6 +140,14 @@ func (f *Folder) Flush() {
 			f.emit(msgs)
 		}
 	}
+}
+
+// SetLeading makes the Folder send the first items after a quiet window immediately and fold
+// only those that follow within the window.
+func (f *Folder) SetLeading(on bool) {
+	f.mu.Lock()
+	f.leading = on
+	f.mu.Unlock()
 }
 
 // Close flushes what is pending, refuses further items and waits for running emits.

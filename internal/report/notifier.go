@@ -18,6 +18,8 @@ type NotifierConfig struct {
 	Options Options
 	// Outboxes receive every message, one outbox per sink.
 	Outboxes []*Outbox
+	// Leading sends the first drift after a quiet window at once (see Folder.SetLeading).
+	Leading bool
 	// Tracker holds the drift already seen; a new one when nil. Persist it with json.Marshal.
 	Tracker *Tracker
 	// Logger receives enqueue failures [discard].
@@ -46,6 +48,7 @@ func NewNotifier(cfg NotifierConfig) *Notifier {
 		n.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	n.folder = NewFolder(cfg.Window, cfg.Options, n.enqueue)
+	n.folder.SetLeading(cfg.Leading)
 	return n
 }
 

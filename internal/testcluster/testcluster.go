@@ -60,6 +60,7 @@ type Cluster struct {
 	Started time.Duration
 
 	opts    Options
+	apiArgs []string
 	tempDir bool
 	procs   []*process
 	bins    Binaries
@@ -150,7 +151,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
 	c.logf("starting kube-apiserver %s on %s", KubernetesVersion, c.URL)
-	api, err := startProcess(c.Dir, "kube-apiserver", c.bins.APIServer, []string{
+	c.apiArgs = []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[2]),
 		"--endpoint-reconciler-type=none",
@@ -165,7 +166,8 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--allow-privileged=true",
 		"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
 		"--v=0",
-	}, c.opts.Detach)
+	}
+	api, err := startProcess(c.Dir, "kube-apiserver", c.bins.APIServer, c.apiArgs, c.opts.Detach)
 	if err != nil {
 		return err
 	}
@@ -228,6 +230,25 @@ func (c *Cluster) startControllerManager(keys pki, port int) error {
 	}
 	c.procs = append(c.procs, p)
 	return waitHTTP(context.Background(), p, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz", nil, 60*time.Second)
+}
+
+// RestartAPIServer stops kube-apiserver (SIGTERM) and starts it again on the same port and etcd,
+// returning once it is ready: clients see their watches break and must re-list.
+func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) error {
+	for i, p := range c.procs {
+		if p.name != "kube-apiserver" {
+			continue
+		}
+		p.stop(10 * time.Second)
+		time.Sleep(down)
+		np, err := startProcess(c.Dir, "kube-apiserver", c.bins.APIServer, c.apiArgs, c.opts.Detach)
+		if err != nil {
+			return err
+		}
+		c.procs[i] = np
+		return waitHTTP(ctx, np, c.URL+"/readyz", c.Config, 90*time.Second)
+	}
+	return fmt.Errorf("restart kube-apiserver: not running")
 }
 
 // Stop ends every process (SIGTERM, then SIGKILL) and removes a temporary state directory.

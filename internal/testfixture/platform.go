@@ -26,7 +26,7 @@ import (
 // own, with every llm- name (namespaces, priority classes, the Application) prefixed, so that
 // tests do not see each other's objects. It is synced to the test cluster as Argo CD would.
 type Platform struct {
-	t      testing.TB
+	t       testing.TB
 	cluster *testcluster.Cluster
 	// Prefix is put before every llm- name; Dir is the work tree of the fixture's Git repository; Head its last commit.
 	Prefix string
@@ -186,4 +186,3 @@ func (f *Platform) KubectlEdit(ns, obj, sedExpr string) {
 		f.t.Fatalf("kubectl edit %s: %v\n%s", obj, err, out)
 	}
 }
-

@@ -1,0 +1,171 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/llm-gitops/platform/internal/report"
+)
+
+// Config is the daemon's configuration file (YAML). Secrets — webhook URLs, bot tokens, the Git
+// webhook secret — are never in it: it names files or environment variables that hold them.
+type Config struct {
+	// Repo is the GitOps repository: a URL (file://, https://, ssh://) or a local directory.
+	Repo string `json:"repo"`
+	// Envs are the environments to audit (directories under overlays/).
+	Envs []string `json:"envs"`
+	// Kubeconfig and Context select the cluster; empty Kubeconfig means in-cluster config when
+	// running in a pod, else the usual kubectl loading rules.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Context    string `json:"context,omitempty"`
+	// AppNamespace and AppNamePrefix locate each env's Argo CD Application (<prefix><env>).
+	AppNamespace  string `json:"appNamespace,omitempty"`
+	AppNamePrefix string `json:"appNamePrefix,omitempty"`
+	// ArgoCDURL, when set, links reports to the Argo CD UI.
+	ArgoCDURL string `json:"argocdURL,omitempty"`
+	// Listen is the HTTP address (default :8080).
+	Listen string `json:"listen,omitempty"`
+	// StateDir keeps the outboxes and the drift tracker across restarts.
+	StateDir string `json:"stateDir"`
+	// FetchInterval is how often Git is fetched (default 1m); a push webhook fetches at once.
+	FetchInterval Duration `json:"fetchInterval,omitempty"`
+	// Debounce groups watch events before a re-audit (default 50ms).
+	Debounce Duration `json:"debounce,omitempty"`
+	// FoldWindow folds drift that follows a first report into one digest (default 10s).
+	FoldWindow Duration `json:"foldWindow,omitempty"`
+	// Webhook authenticates POST /api/v1/git-webhook (GitHub HMAC or GitLab token).
+	Webhook WebhookConfig `json:"webhook,omitempty"`
+	// LeaderElection makes only one replica post.
+	LeaderElection LeaderElectionConfig `json:"leaderElection,omitempty"`
+	// Sinks are the chat destinations.
+	Sinks []SinkConfig `json:"sinks,omitempty"`
+	// Dispatch tunes delivery: backoff, rate limit.
+	Dispatch DispatchConfig `json:"dispatch,omitempty"`
+	// OutboxMax bounds each sink's on-disk outbox (default report.DefaultOutboxMax).
+	OutboxMax int `json:"outboxMax,omitempty"`
+}
+
+// WebhookConfig names where the shared secret is.
+type WebhookConfig struct {
+	SecretFile string `json:"secretFile,omitempty"`
+	SecretEnv  string `json:"secretEnv,omitempty"`
+}
+
+// LeaderElectionConfig configures the Lease lock.
+type LeaderElectionConfig struct {
+	Enabled   bool   `json:"enabled"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	// Identity defaults to $POD_NAME, else the host name and pid.
+	Identity      string   `json:"identity,omitempty"`
+	LeaseDuration Duration `json:"leaseDuration,omitempty"`
+	RenewDeadline Duration `json:"renewDeadline,omitempty"`
+	RetryPeriod   Duration `json:"retryPeriod,omitempty"`
+}
+
+// SinkConfig is one chat destination; exactly one of Slack, Mattermost, Telegram.
+type SinkConfig struct {
+	Name       string                   `json:"name"`
+	Slack      *report.SlackConfig      `json:"slack,omitempty"`
+	Mattermost *report.MattermostConfig `json:"mattermost,omitempty"`
+	Telegram   *report.TelegramConfig   `json:"telegram,omitempty"`
+}
+
+// DispatchConfig tunes every sink's dispatcher.
+type DispatchConfig struct {
+	BackoffBase Duration `json:"backoffBase,omitempty"`
+	BackoffMax  Duration `json:"backoffMax,omitempty"`
+	// Rate is messages per second per sink; Burst the bucket size.
+	Rate  float64 `json:"rate,omitempty"`
+	Burst int     `json:"burst,omitempty"`
+}
+
+// Duration is a time.Duration written as "30s", "1m".
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON reads "30s" (or a number of nanoseconds).
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err2 := json.Unmarshal(b, &n); err2 != nil {
+			return fmt.Errorf("duration: %w", err)
+		}
+		d.Duration = time.Duration(n)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+func (d Duration) or(def time.Duration) time.Duration {
+	if d.Duration <= 0 {
+		return def
+	}
+	return d.Duration
+}
+
+// LoadConfig reads and validates a configuration file.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return &c, nil
+}
+
+func (c *Config) validate() error {
+	if c.Repo == "" {
+		return fmt.Errorf("repo is required")
+	}
+	if len(c.Envs) == 0 {
+		return fmt.Errorf("envs: at least one environment is required")
+	}
+	if c.StateDir == "" {
+		return fmt.Errorf("stateDir is required (outboxes and drift state live there)")
+	}
+	seen := map[string]bool{}
+	for i, s := range c.Sinks {
+		n := 0
+		for _, set := range []bool{s.Slack != nil, s.Mattermost != nil, s.Telegram != nil} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return fmt.Errorf("sinks[%d] (%s): exactly one of slack, mattermost, telegram", i, s.Name)
+		}
+		if s.Name == "" || seen[s.Name] {
+			return fmt.Errorf("sinks[%d]: a unique name is required", i)
+		}
+		seen[s.Name] = true
+	}
+	if c.Listen == "" {
+		c.Listen = ":8080"
+	}
+	if c.AppNamespace == "" {
+		c.AppNamespace = "argocd"
+	}
+	if c.AppNamePrefix == "" {
+		c.AppNamePrefix = "llm-"
+	}
+	return nil
+}

@@ -1,0 +1,423 @@
+// Package daemon runs the drift engine continuously: it watches live objects and re-audits when
+// they change, fetches Git on an interval and on a push webhook, and hands new and resolved drift
+// to the chat sinks. Only the leader (a Lease) posts; every replica audits and serves HTTP.
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/report"
+)
+
+// Daemon is one running auditor.
+type Daemon struct {
+	cfg     *Config
+	rest    *rest.Config
+	log     *slog.Logger
+	metrics *metrics
+
+	mu        sync.RWMutex
+	repo      *gitrepo.Repo
+	cache     *live.Cache
+	reports   map[string]*drift.Report
+	errs      map[string]error
+	lastFetch time.Time
+	fetchErr  error
+	hooked    map[schema.GroupVersionKind]bool
+
+	tracker     *report.Tracker
+	notifier    *report.Notifier
+	dispatchers []*report.Dispatcher
+	secret      string
+
+	leader    atomic.Bool
+	decided   chan struct{} // closed once the first leader is known
+	ready     atomic.Bool
+	addr      string
+	listening chan struct{}
+	dirty     chan struct{}
+	fetch     chan struct{}
+}
+
+// New prepares a daemon: sinks, outboxes and the tracker state are opened; nothing runs yet.
+func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	d := &Daemon{cfg: cfg, rest: restCfg, log: log, metrics: newMetrics(), reports: map[string]*drift.Report{},
+		errs: map[string]error{}, hooked: map[schema.GroupVersionKind]bool{}, decided: make(chan struct{}),
+		dirty: make(chan struct{}, 1), fetch: make(chan struct{}, 1), listening: make(chan struct{})}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	if cfg.Webhook.SecretFile != "" || cfg.Webhook.SecretEnv != "" {
+		s, err := report.ReadSecret("git webhook secret", cfg.Webhook.SecretFile, cfg.Webhook.SecretEnv)
+		if err != nil {
+			return nil, err
+		}
+		d.secret = s
+	}
+	d.tracker = report.NewTracker()
+	if data, err := os.ReadFile(d.trackerFile()); err == nil {
+		if err := json.Unmarshal(data, d.tracker); err != nil {
+			return nil, fmt.Errorf("drift state %s: %w", d.trackerFile(), err)
+		}
+	}
+	var outboxes []*report.Outbox
+	for _, sc := range cfg.Sinks {
+		sink, err := newSink(sc)
+		if err != nil {
+			return nil, fmt.Errorf("sink %s: %w", sc.Name, err)
+		}
+		ob, err := report.OpenOutbox(filepath.Join(cfg.StateDir, "outbox", sc.Name), cfg.OutboxMax)
+		if err != nil {
+			return nil, fmt.Errorf("sink %s: %w", sc.Name, err)
+		}
+		outboxes = append(outboxes, ob)
+		disp := report.NewDispatcher(sink, ob, report.DispatcherConfig{BackoffBase: cfg.Dispatch.BackoffBase.Duration,
+			BackoffMax: cfg.Dispatch.BackoffMax.Duration, Rate: cfg.Dispatch.Rate, Burst: cfg.Dispatch.Burst, Logger: log})
+		d.dispatchers = append(d.dispatchers, disp)
+		d.metrics.sinkMetrics(sc.Name, disp)
+	}
+	opts := report.Options{ArgoCDURL: cfg.ArgoCDURL, AppName: func(env string) string { return cfg.AppNamePrefix + env }}
+	d.notifier = report.NewNotifier(report.NotifierConfig{Window: cfg.FoldWindow.or(10 * time.Second), Options: opts,
+		Outboxes: outboxes, Tracker: d.tracker, Logger: log, Leading: true})
+	return d, nil
+}
+
+func newSink(sc SinkConfig) (report.Sink, error) {
+	switch {
+	case sc.Slack != nil:
+		return report.NewSlackSink(*sc.Slack)
+	case sc.Mattermost != nil:
+		return report.NewMattermostSink(*sc.Mattermost)
+	default:
+		return report.NewTelegramSink(*sc.Telegram)
+	}
+}
+
+func (d *Daemon) trackerFile() string { return filepath.Join(d.cfg.StateDir, "drift-state.json") }
+
+// Run audits until ctx ends, then flushes and stops every goroutine it started.
+func (d *Daemon) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+		d.notifier.Close()
+		for _, disp := range d.dispatchers {
+			disp.Close()
+		}
+	}()
+	srvErr := make(chan error, 1)
+	wg.Add(1)
+	go func() { defer wg.Done(); srvErr <- d.serveHTTP(ctx) }()
+	if d.cfg.LeaderElection.Enabled {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.campaign(ctx) }()
+	} else {
+		d.setLeader(true)
+		close(d.decided)
+	}
+	if err := d.connect(ctx); err != nil {
+		return err
+	}
+	// The first audit waits for the first leader: a follower must not announce, and the leader
+	// must not take what it finds at start as already announced.
+	select {
+	case <-d.decided:
+	case <-ctx.Done():
+		return nil
+	}
+	fetchTicker := time.NewTicker(d.cfg.FetchInterval.or(time.Minute))
+	defer fetchTicker.Stop()
+	d.auditAll(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-srvErr:
+			return err
+		case <-d.dirty:
+			d.debounce(ctx)
+			d.auditAll(ctx)
+		case <-fetchTicker.C:
+			d.refreshRepo()
+			d.auditAll(ctx)
+		case <-d.fetch:
+			d.refreshRepo()
+			d.auditAll(ctx)
+		}
+	}
+}
+
+// connect opens the repository and the cluster, retrying while either is unreachable.
+func (d *Daemon) connect(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		err := d.tryConnect(ctx)
+		if err == nil {
+			return nil
+		}
+		d.log.Error("connect", "err", err, "attempt", attempt)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(min(time.Duration(attempt+1)*time.Second, 30*time.Second)):
+		}
+	}
+}
+
+func (d *Daemon) tryConnect(ctx context.Context) error {
+	if d.repo == nil {
+		repo, err := gitrepo.Open(d.cfg.Repo)
+		if err != nil {
+			return err
+		}
+		d.mu.Lock()
+		d.repo, d.lastFetch = repo, time.Now()
+		d.mu.Unlock()
+		d.metrics.gitLastFetch.SetToCurrentTime()
+	}
+	c, err := live.New(ctx, d.rest)
+	if err != nil {
+		return err
+	}
+	// Applications change when Argo CD syncs: a new synced revision is a reason to re-audit.
+	if err := c.Watch(ctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.cache = c
+	d.mu.Unlock()
+	return nil
+}
+
+// refreshRepo fetches Git; on failure the last good revision keeps being audited.
+func (d *Daemon) refreshRepo() {
+	repo, err := gitrepo.Open(d.cfg.Repo)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		d.fetchErr = err
+		d.metrics.gitFetchErrors.Inc()
+		d.log.Error("git fetch failed; auditing the last fetched revision", "err", err, "stale", time.Since(d.lastFetch).Round(time.Second))
+		return
+	}
+	d.repo, d.lastFetch, d.fetchErr = repo, time.Now(), nil
+	d.metrics.gitLastFetch.SetToCurrentTime()
+}
+
+func (d *Daemon) debounce(ctx context.Context) {
+	t := time.NewTimer(d.cfg.Debounce.or(50 * time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	select { // events that came during the wait are covered by this audit
+	case <-d.dirty:
+	default:
+	}
+}
+
+// auditAll audits every env; an env that fails keeps its last report and the others go on.
+func (d *Daemon) auditAll(ctx context.Context) {
+	d.mu.RLock()
+	repo, c := d.repo, d.cache
+	d.mu.RUnlock()
+	a := audit.New(repo, c)
+	a.AppNamespace = d.cfg.AppNamespace
+	a.AppName = func(env string) string { return d.cfg.AppNamePrefix + env }
+	allOK := true
+	for _, env := range d.cfg.Envs {
+		start := time.Now()
+		rep, err := a.Run(ctx, audit.Request{Env: env})
+		d.metrics.auditDuration.WithLabelValues(env).Observe(time.Since(start).Seconds())
+		d.mu.Lock()
+		d.errs[env] = err
+		if err == nil {
+			d.reports[env] = rep
+		}
+		d.mu.Unlock()
+		if err != nil {
+			allOK = false
+			d.metrics.auditErrors.WithLabelValues(env).Inc()
+			if ctx.Err() == nil {
+				d.log.Error("audit failed", "env", env, "err", err)
+			}
+			continue
+		}
+		d.metrics.lastSuccess.WithLabelValues(env).SetToCurrentTime()
+		d.metrics.observe(rep)
+		d.announce(rep)
+	}
+	d.hookInformers(c)
+	if allOK {
+		d.ready.Store(true)
+	}
+}
+
+// announce hands a report to the notifier (leader) or only records it (follower).
+func (d *Daemon) announce(rep *drift.Report) {
+	var err error
+	if d.leader.Load() {
+		err = d.notifier.Observe(rep)
+	} else {
+		_, _, err = d.tracker.Observe(rep)
+	}
+	if err != nil {
+		d.log.Error("track drift", "env", rep.Env, "err", err)
+		return
+	}
+	data, err := json.Marshal(d.tracker)
+	if err == nil {
+		err = writeFileAtomic(d.trackerFile(), data)
+	}
+	if err != nil {
+		d.log.Error("save drift state", "err", err)
+	}
+}
+
+// hookInformers subscribes to every informer the audits started: any change re-audits.
+func (d *Daemon) hookInformers(c *live.Cache) {
+	kinds := append([]schema.GroupVersionKind{argocd.ApplicationGVK}, drift.DefaultExtraKinds...)
+	kinds = append(kinds, c.Kinds()...)
+	for _, gvk := range kinds {
+		if d.hooked[gvk] {
+			continue
+		}
+		inf, ok := c.Informer(gvk)
+		if !ok {
+			continue
+		}
+		d.hooked[gvk] = true
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { d.markDirty() },
+			UpdateFunc: func(any, any) { d.markDirty() },
+			DeleteFunc: func(any) { d.markDirty() },
+		})
+	}
+}
+
+func (d *Daemon) markDirty() {
+	select {
+	case d.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// TriggerFetch asks for a Git fetch and a re-audit (the push webhook).
+func (d *Daemon) TriggerFetch() {
+	select {
+	case d.fetch <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Daemon) setLeader(on bool) {
+	d.leader.Store(on)
+	if on {
+		d.metrics.leader.Set(1)
+	} else {
+		d.metrics.leader.Set(0)
+	}
+}
+
+// Status is the daemon's state for GET /api/v1/status.
+type Status struct {
+	Ready     bool              `json:"ready"`
+	Leader    bool              `json:"leader"`
+	Envs      []EnvStatus       `json:"envs"`
+	Git       GitStatus         `json:"git"`
+	Sinks     map[string]string `json:"sinks,omitempty"`
+	Timestamp time.Time         `json:"timestamp"`
+}
+
+// EnvStatus is one env's last audit.
+type EnvStatus struct {
+	Env      string `json:"env"`
+	Revision string `json:"revision,omitempty"`
+	InSync   bool   `json:"inSync"`
+	Drifted  int    `json:"driftedObjects"`
+	Error    string `json:"error,omitempty"`
+}
+
+// GitStatus says how fresh the audited Git state is.
+type GitStatus struct {
+	LastFetch    time.Time `json:"lastFetch"`
+	StaleSeconds float64   `json:"staleSeconds"`
+	Error        string    `json:"error,omitempty"`
+}
+
+func (d *Daemon) status() Status {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	st := Status{Ready: d.ready.Load(), Leader: d.leader.Load(), Timestamp: time.Now().UTC()}
+	for _, env := range d.cfg.Envs {
+		es := EnvStatus{Env: env}
+		if rep := d.reports[env]; rep != nil {
+			es.Revision, es.InSync, es.Drifted = rep.Revision, rep.InSync, len(rep.Objects)
+		}
+		if err := d.errs[env]; err != nil {
+			es.Error = err.Error()
+		}
+		st.Envs = append(st.Envs, es)
+	}
+	st.Git = GitStatus{LastFetch: d.lastFetch.UTC(), StaleSeconds: time.Since(d.lastFetch).Seconds()}
+	if d.fetchErr != nil {
+		st.Git.Error = d.fetchErr.Error()
+	}
+	sort.Slice(st.Envs, func(i, j int) bool { return st.Envs[i].Env < st.Envs[j].Env })
+	return st
+}
+
+// Report returns the last report of env.
+func (d *Daemon) Report(env string) (*drift.Report, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if rep, ok := d.reports[env]; ok {
+		return rep, nil
+	}
+	if err := d.errs[env]; err != nil {
+		return nil, err
+	}
+	return nil, errors.New("no audit yet")
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,219 @@
+package daemon
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestKubectlEditReachesEveryReceiverOnceThenResolves(t *testing.T) {
+	h := newHarness(t)
+	d := start(t, h.config(t.TempDir()))
+	time.Sleep(500 * time.Millisecond)
+	for _, r := range h.receivers {
+		if n := len(r.messages()); n != 0 {
+			t.Fatalf("%s got %d messages for an env in sync:\n%v", r.name, n, r.messages())
+		}
+	}
+	h.p.KubectlEdit(h.p.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	for _, r := range h.receivers {
+		msgs := r.waitMessages(t, 1, 10*time.Second)
+		for _, want := range []string{"qdrant", "spec.replicas", "kubectl-edit", "argocd app sync", "kubectl apply --server-side"} {
+			if !strings.Contains(msgs[0], want) {
+				t.Errorf("%s message lacks %q:\n%s", r.name, want, msgs[0])
+			}
+		}
+	}
+	// The report is also served as JSON, the same as `auditor diff -o json`.
+	code, body := d.get(t, "/api/v1/drift?env=prod")
+	if code != http.StatusOK || !strings.Contains(body, `"status": "Modified"`) || !strings.Contains(body, `"manager": "kubectl-edit"`) {
+		t.Errorf("GET /api/v1/drift: %d\n%s", code, body)
+	}
+	_, metrics := d.get(t, "/metrics")
+	if !strings.Contains(metrics, `auditor_drifted_objects{env="prod",kind="StatefulSet"} 1`) {
+		t.Errorf("metrics lack the drifted StatefulSet:\n%s", grep(metrics, "auditor_"))
+	}
+	// Undo by hand: one resolution notice per receiver.
+	time.Sleep(400 * time.Millisecond) // let the fold window close so the notice is not folded
+	h.p.KubectlEdit(h.p.NS("rag"), "statefulset/qdrant", `s/^  replicas: 3$/  replicas: 1/`)
+	for _, r := range h.receivers {
+		msgs := r.waitMessages(t, 2, 10*time.Second)
+		if !strings.Contains(strings.ToLower(msgs[1]), "resolved") {
+			t.Errorf("%s second message is not a resolution:\n%s", r.name, msgs[1])
+		}
+	}
+	time.Sleep(time.Second)
+	for _, r := range h.receivers {
+		if n := len(r.messages()); n != 2 {
+			t.Errorf("%s got %d messages, want exactly 2:\n%s", r.name, n, strings.Join(r.messages(), "\n---\n"))
+		}
+	}
+}
+
+func TestReceiverOutageAndRestartLoseNothing(t *testing.T) {
+	h := newHarness(t)
+	state := t.TempDir()
+	cfg := h.config(state)
+	slack := h.receivers[0]
+	slack.setFail(-1) // down
+	d := start(t, cfg)
+	h.p.Kubectl("-n", h.p.NS("api"), "set", "image", "deployment/rag-api", "api=registry.example.com/llm/rag-api:9.9.9")
+	h.receivers[1].waitMessages(t, 1, 10*time.Second) // the others get it at once
+	time.Sleep(500 * time.Millisecond)                // slack keeps failing and retrying
+	d.stop()
+	if n := len(slack.messages()); n != 0 {
+		t.Fatalf("slack was down but recorded %d messages", n)
+	}
+	slack.setFail(0) // back
+	start(t, h.config(state))
+	msgs := slack.waitMessages(t, 1, 10*time.Second)
+	if !strings.Contains(msgs[0], "9.9.9") {
+		t.Errorf("delivered message is not the queued drift:\n%s", msgs[0])
+	}
+	time.Sleep(time.Second)
+	for _, r := range h.receivers {
+		if n := len(r.messages()); n != 1 {
+			t.Errorf("%s got %d messages after the restart, want exactly 1 (no duplicate)", r.name, n)
+		}
+	}
+}
+
+func TestAPIServerRestartMidRun(t *testing.T) {
+	h := newHarness(t)
+	d := start(t, h.config(t.TempDir()))
+	if err := cluster.RestartAPIServer(context.Background(), 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// Right after the restart, before the daemon's watches are back, someone scales by hand.
+	h.p.Kubectl("-n", h.p.NS("rag"), "scale", "statefulset/qdrant", "--replicas=4")
+	msgs := h.receivers[1].waitMessages(t, 1, 30*time.Second)
+	if !strings.Contains(msgs[0], "qdrant") || !strings.Contains(msgs[0], "scale") {
+		t.Errorf("message after reconnect:\n%s\nlog:\n%s", msgs[0], d.log.String())
+	}
+}
+
+func TestSecretValueNeverLeaves(t *testing.T) {
+	h := newHarness(t)
+	const gitValue, liveValue = "git-s3cr3t-0d1e", "live-s3cr3t-9f8a"
+	if err := h.p.Write("base/api/secret.yaml", fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: api-key\n  namespace: %s\nstringData:\n  key: %s\n", h.p.NS("api"), gitValue)); err != nil {
+		t.Fatal(err)
+	}
+	h.p.Edit("base/api/kustomization.yaml", "resources:", "resources:\n  - secret.yaml")
+	h.p.Sync(h.p.Commit("add a secret"))
+	d := start(t, h.config(t.TempDir()))
+	h.p.Kubectl("-n", h.p.NS("api"), "patch", "secret", "api-key", "-p",
+		fmt.Sprintf(`{"data":{"key":"%s"}}`, base64.StdEncoding.EncodeToString([]byte(liveValue))))
+	for _, r := range h.receivers {
+		r.waitMessages(t, 1, 10*time.Second)
+	}
+	_, api := d.get(t, "/api/v1/drift?env=prod")
+	haystacks := []string{d.log.String(), api}
+	for _, r := range h.receivers {
+		haystacks = append(haystacks, r.messages()...)
+	}
+	for _, v := range []string{gitValue, liveValue} {
+		for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v))} {
+			for _, hay := range haystacks {
+				if strings.Contains(hay, form) {
+					t.Fatalf("secret value %q found in a payload, the API or the log", form)
+				}
+			}
+		}
+	}
+	if !strings.Contains(h.receivers[0].messages()[0], "api-key") {
+		t.Errorf("the Secret drift was not reported:\n%s", h.receivers[0].messages()[0])
+	}
+}
+
+func TestTwoDaemonsPostOneSetOfMessages(t *testing.T) {
+	h := newHarness(t)
+	mk := func(id string) *Config {
+		cfg := h.config(t.TempDir())
+		cfg.LeaderElection = LeaderElectionConfig{Enabled: true, Namespace: "default", Name: h.p.Prefix + "-auditor", Identity: id,
+			LeaseDuration: Duration{4 * time.Second}, RenewDeadline: Duration{3 * time.Second}, RetryPeriod: Duration{500 * time.Millisecond}}
+		return cfg
+	}
+	a := start(t, mk("replica-a"))
+	b := start(t, mk("replica-b"))
+	h.p.KubectlEdit(h.p.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 2/`)
+	h.receivers[0].waitMessages(t, 1, 15*time.Second)
+	time.Sleep(2 * time.Second)
+	if n := len(h.receivers[0].messages()); n != 1 {
+		t.Errorf("two replicas sent %d messages, want 1", n)
+	}
+	leaders := 0
+	for _, r := range []*running{a, b} {
+		if r.d.leader.Load() {
+			leaders++
+		}
+	}
+	if leaders != 1 {
+		t.Errorf("%d leaders, want 1", leaders)
+	}
+}
+
+func TestGitWebhookAuthAndFetch(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.config(t.TempDir())
+	cfg.Webhook = WebhookConfig{SecretFile: h.secretFile("webhook", "hook-secret")}
+	d := start(t, cfg)
+	post := func(sig string, body string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+d.d.Addr()+"/api/v1/git-webhook", strings.NewReader(body))
+		if sig != "" {
+			req.Header.Set("X-Hub-Signature-256", sig)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	body := `{"ref":"refs/heads/main"}`
+	mac := hmac.New(sha256.New, []byte("hook-secret"))
+	mac.Write([]byte(body))
+	good := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	if c := post("", body); c != http.StatusUnauthorized {
+		t.Errorf("unsigned webhook: %d, want 401", c)
+	}
+	if c := post("sha256=00", body); c != http.StatusUnauthorized {
+		t.Errorf("badly signed webhook: %d, want 401", c)
+	}
+	if c := post(good, strings.Repeat("x", 2<<20)); c != http.StatusRequestEntityTooLarge {
+		t.Errorf("2 MiB webhook: %d, want 413", c)
+	}
+	// A commit ahead of the synced revision shows up as pending sync after the webhook.
+	h.p.Edit("base/api/rag-api.yaml", "rag-api:1.4.2", "rag-api:1.5.0")
+	h.p.Edit("overlays/prod/kustomization.yaml", "newTag: 1.4.2", "newTag: 1.5.0")
+	head := h.p.Commit("rag-api 1.5.0")
+	if c := post(good, body); c != http.StatusAccepted {
+		t.Fatalf("signed webhook: %d, want 202", c)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		_, rep := d.get(t, "/api/v1/drift?env=prod")
+		if strings.Contains(rep, `"pendingSync": true`) && strings.Contains(rep, head) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, rep := d.get(t, "/api/v1/drift?env=prod")
+	t.Errorf("after the webhook the report does not show pending sync to %s:\n%s", head, rep)
+}
+
+func grep(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

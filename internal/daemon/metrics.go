@@ -1,0 +1,75 @@
+package daemon
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/report"
+)
+
+// metrics are the daemon's Prometheus series; a registry of its own keeps tests independent.
+type metrics struct {
+	reg            *prometheus.Registry
+	driftedObjects *prometheus.GaugeVec
+	driftedFields  *prometheus.GaugeVec
+	auditDuration  *prometheus.HistogramVec
+	lastSuccess    *prometheus.GaugeVec
+	auditErrors    *prometheus.CounterVec
+	gitLastFetch   prometheus.Gauge
+	gitFetchErrors prometheus.Counter
+	leader         prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		driftedObjects: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "auditor_drifted_objects",
+			Help: "Objects drifted from Git, per env and kind."}, []string{"env", "kind"}),
+		driftedFields: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "auditor_drifted_fields",
+			Help: "Drifted fields, per env and kind (a Missing or Extra object counts one)."}, []string{"env", "kind"}),
+		auditDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "auditor_audit_duration_seconds",
+			Help: "Duration of one audit of one env.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}, []string{"env"}),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "auditor_last_success_timestamp_seconds",
+			Help: "Unix time of the last successful audit, per env."}, []string{"env"}),
+		auditErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "auditor_audit_errors_total",
+			Help: "Audits that failed, per env."}, []string{"env"}),
+		gitLastFetch: prometheus.NewGauge(prometheus.GaugeOpts{Name: "auditor_git_last_fetch_success_timestamp_seconds",
+			Help: "Unix time of the last successful Git fetch."}),
+		gitFetchErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "auditor_git_fetch_errors_total",
+			Help: "Git fetches that failed (the last good revision keeps being audited)."}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "auditor_leader", Help: "1 when this replica posts reports."}),
+	}
+	m.reg.MustRegister(m.driftedObjects, m.driftedFields, m.auditDuration, m.lastSuccess, m.auditErrors,
+		m.gitLastFetch, m.gitFetchErrors, m.leader, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// sinkMetrics exposes a dispatcher's counters.
+func (m *metrics) sinkMetrics(name string, d *report.Dispatcher) {
+	l := prometheus.Labels{"sink": name}
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_sink_failures_total", Help: "Failed deliveries to a sink.", ConstLabels: l},
+			func() float64 { return float64(d.SinkFailures()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_sink_sent_total", Help: "Messages delivered to a sink.", ConstLabels: l},
+			func() float64 { return float64(d.Sent()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_outbox_depth", Help: "Messages waiting in a sink's outbox.", ConstLabels: l},
+			func() float64 { return float64(d.OutboxDepth()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_outbox_dropped_total", Help: "Messages dropped because the outbox was full.", ConstLabels: l},
+			func() float64 { return float64(d.Dropped()) }),
+	)
+}
+
+// observe records one env's report.
+func (m *metrics) observe(rep *drift.Report) {
+	m.driftedObjects.DeletePartialMatch(prometheus.Labels{"env": rep.Env})
+	m.driftedFields.DeletePartialMatch(prometheus.Labels{"env": rep.Env})
+	for _, o := range rep.Objects {
+		m.driftedObjects.WithLabelValues(rep.Env, o.Kind).Inc()
+		n := len(o.Fields)
+		if n == 0 {
+			n = 1
+		}
+		m.driftedFields.WithLabelValues(rep.Env, o.Kind).Add(float64(n))
+	}
+}

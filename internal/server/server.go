@@ -1,0 +1,115 @@
+// Package server is the daemon's HTTP face: health, readiness, Prometheus metrics, the drift
+// report as JSON, and the Git push webhook (HMAC-checked, size-limited).
+package server
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/llm-gitops/platform/internal/drift"
+)
+
+// MaxWebhookBody bounds a webhook request body.
+const MaxWebhookBody = 1 << 20
+
+// Backend is what the handlers read from and poke.
+type Backend interface {
+	// Ready is true after the first full audit.
+	Ready() bool
+	// Envs lists the audited environments.
+	Envs() []string
+	// Report returns the last report of an env.
+	Report(env string) (*drift.Report, error)
+	// Status is a JSON-able summary (staleness, errors, leader).
+	Status() any
+	// TriggerFetch fetches Git and re-audits.
+	TriggerFetch()
+}
+
+// New returns the handler. secret, when not empty, authenticates the webhook.
+func New(b Backend, reg *prometheus.Registry, secret string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !b.Ready() {
+			http.Error(w, "not ready: first audit not done", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.Status()) })
+	mux.HandleFunc("GET /api/v1/drift", func(w http.ResponseWriter, r *http.Request) {
+		env := r.URL.Query().Get("env")
+		envs := b.Envs()
+		if env == "" && len(envs) == 1 {
+			env = envs[0]
+		}
+		if env == "" {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "?env= is required", "envs": envs})
+			return
+		}
+		rep, err := b.Report(env)
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": err.Error(), "env": env})
+			return
+		}
+		writeJSON(w, http.StatusOK, rep)
+	})
+	mux.HandleFunc("POST /api/v1/git-webhook", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBody))
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		if err != nil {
+			http.Error(w, "read body", http.StatusBadRequest)
+			return
+		}
+		if secret != "" && !authentic(r, body, secret) {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		b.TriggerFetch()
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, "fetch scheduled\n")
+	})
+	return mux
+}
+
+// authentic checks GitHub's X-Hub-Signature-256 (HMAC-SHA256 of the body) or GitLab's
+// X-Gitlab-Token (the secret itself), in constant time.
+func authentic(r *http.Request, body []byte, secret string) bool {
+	if sig := r.Header.Get("X-Hub-Signature-256"); sig != "" {
+		got, err := hex.DecodeString(strings.TrimPrefix(sig, "sha256="))
+		if err != nil {
+			return false
+		}
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write(body)
+		return hmac.Equal(got, mac.Sum(nil))
+	}
+	if tok := r.Header.Get("X-Gitlab-Token"); tok != "" {
+		return subtle.ConstantTimeCompare([]byte(tok), []byte(secret)) == 1
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
