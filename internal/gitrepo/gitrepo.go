@@ -3,23 +3,25 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 // Repo is an opened Git repository, on disk or cloned into memory.
 type Repo struct {
 	repo     *git.Repository
 	location string
+	remote   bool                 // cloned into memory from location
+	auth     transport.AuthMethod // credentials for Fetch (nil: none)
 }
 
 // Snapshot is the content of a tree at one commit.
@@ -28,27 +30,15 @@ type Snapshot struct {
 	Revision string
 	// Files maps slash-separated paths to file contents (regular files only).
 	Files map[string][]byte
+
+	repo *git.Repository // for Log; nil in snapshots built by hand
 }
 
 // Open opens a repository: a local directory (any subdirectory of a work tree, or a bare repo),
 // or a URL (file://, https://, ssh://), which is cloned into memory.
 func Open(location string) (*Repo, error) {
 	if strings.Contains(location, "://") {
-		// Init + fetch rather than clone: a clone fails when the remote HEAD names a missing branch,
-		// as a fresh bare repository's does.
-		r, err := git.Init(memory.NewStorage(), nil)
-		if err != nil {
-			return nil, fmt.Errorf("clone %s: %w", location, err)
-		}
-		if _, err := r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{location}}); err != nil {
-			return nil, fmt.Errorf("clone %s: %w", location, err)
-		}
-		err = r.Fetch(&git.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{
-			"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}})
-		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-			return nil, fmt.Errorf("fetch %s: %w", location, err)
-		}
-		return &Repo{repo: r, location: location}, nil
+		return openURL(context.Background(), location, nil)
 	}
 	r, err := git.PlainOpenWithOptions(location, &git.PlainOpenOptions{DetectDotGit: true})
 	if err != nil {
@@ -82,7 +72,13 @@ func (r *Repo) Snapshot(rev string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	commit, err := r.repo.CommitObject(plumbing.NewHash(hash))
+	return snapshotOf(r.repo, plumbing.NewHash(hash))
+}
+
+// snapshotOf reads every regular file of the tree of commit hash.
+func snapshotOf(repo *git.Repository, h plumbing.Hash) (*Snapshot, error) {
+	hash := h.String()
+	commit, err := repo.CommitObject(h)
 	if err != nil {
 		return nil, fmt.Errorf("read commit %s: %w", hash, err)
 	}
@@ -90,7 +86,7 @@ func (r *Repo) Snapshot(rev string) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read tree of %s: %w", hash, err)
 	}
-	snap := &Snapshot{Revision: hash, Files: map[string][]byte{}}
+	snap := &Snapshot{Revision: hash, Files: map[string][]byte{}, repo: repo}
 	walker := object.NewTreeWalker(tree, true, nil)
 	defer walker.Close()
 	for {
@@ -104,7 +100,7 @@ func (r *Repo) Snapshot(rev string) (*Snapshot, error) {
 		if !entry.Mode.IsFile() || entry.Mode == filemode.Symlink {
 			continue
 		}
-		blob, err := r.repo.BlobObject(entry.Hash)
+		blob, err := repo.BlobObject(entry.Hash)
 		if err != nil {
 			return nil, fmt.Errorf("read %s at %s: %w", name, hash, err)
 		}

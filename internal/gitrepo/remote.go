@@ -1,0 +1,262 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/memory"
+	gossh "golang.org/x/crypto/ssh"
+)
+
+// RemoteConfig describes a remote repository the platform writes to. Secrets are read from files
+// (e.g. mounted Kubernetes secrets) at every operation, so rotated credentials are picked up.
+type RemoteConfig struct {
+	// URL of the repository: file://, https:// (or http://), ssh:// or scp-like user@host:path.
+	URL string
+
+	// Username for HTTP(S) basic auth ("git" when empty and PasswordFile is set).
+	Username string
+	// PasswordFile holds the HTTP(S) password or token; surrounding whitespace is trimmed.
+	PasswordFile string
+
+	// SSHKeyFile is a PEM/OpenSSH private key for ssh:// URLs.
+	SSHKeyFile string
+	// SSHKeyPassphraseFile optionally holds the key's passphrase.
+	SSHKeyPassphraseFile string
+	// SSHUser is the SSH user name ("git" when empty and the URL names none).
+	SSHUser string
+	// KnownHostsFile is the known_hosts file used to verify the server's host key.
+	KnownHostsFile string
+	// InsecureIgnoreHostKey disables host key verification (tests only).
+	InsecureIgnoreHostKey bool
+
+	// SignKeyFile optionally holds an OpenPGP private key (armored or binary) used to sign commits.
+	SignKeyFile string
+	// SignKeyPassphraseFile optionally holds the passphrase of the signing key.
+	SignKeyPassphraseFile string
+}
+
+// Remote writes commits to one remote repository. It keeps an in-memory clone between calls;
+// calls on one Remote are serialised.
+type Remote struct {
+	cfg  RemoteConfig
+	mu   sync.Mutex
+	repo *git.Repository
+}
+
+// AuthError reports that the remote refused the credentials (or required some). It is never
+// retried. Its text never contains secrets.
+type AuthError struct {
+	URL string // with any user info removed
+	Err error
+}
+
+func (e *AuthError) Error() string {
+	return fmt.Sprintf("authentication to %s failed: %v", e.URL, e.Err)
+}
+
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// NewRemote validates cfg and checks that the secret files it names are readable.
+func NewRemote(cfg RemoteConfig) (*Remote, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("remote: empty URL")
+	}
+	if _, err := transport.NewEndpoint(cfg.URL); err != nil {
+		return nil, fmt.Errorf("remote %s: %w", redactURL(cfg.URL), err)
+	}
+	r := &Remote{cfg: cfg}
+	if _, err := r.auth(); err != nil {
+		return nil, err
+	}
+	if _, err := r.signer(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// URL is the remote's URL without user info.
+func (r *Remote) URL() string { return redactURL(r.cfg.URL) }
+
+// Open clones the remote into memory with the remote's credentials; Repo.Fetch refreshes it.
+func (r *Remote) Open(ctx context.Context) (*Repo, error) {
+	auth, err := r.auth()
+	if err != nil {
+		return nil, err
+	}
+	return openURL(ctx, r.cfg.URL, auth)
+}
+
+func readSecret(path, what string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		// The error names the file, never its content.
+		return "", fmt.Errorf("read %s file: %w", what, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// auth builds the transport credentials from the configured files (nil for file:// or none).
+func (r *Remote) auth() (transport.AuthMethod, error) {
+	c := r.cfg
+	ep, err := transport.NewEndpoint(c.URL)
+	if err != nil {
+		return nil, fmt.Errorf("remote %s: %w", redactURL(c.URL), err)
+	}
+	switch ep.Protocol {
+	case "http", "https":
+		if c.PasswordFile == "" {
+			return nil, nil
+		}
+		pw, err := readSecret(c.PasswordFile, "password")
+		if err != nil {
+			return nil, err
+		}
+		user := c.Username
+		if user == "" {
+			user = "git"
+		}
+		return &githttp.BasicAuth{Username: user, Password: pw}, nil
+	case "ssh":
+		if c.SSHKeyFile == "" {
+			return nil, fmt.Errorf("remote %s: ssh URL needs SSHKeyFile", redactURL(c.URL))
+		}
+		var pass string
+		if c.SSHKeyPassphraseFile != "" {
+			if pass, err = readSecret(c.SSHKeyPassphraseFile, "ssh key passphrase"); err != nil {
+				return nil, err
+			}
+		}
+		user := c.SSHUser
+		if user == "" {
+			user = ep.User
+		}
+		if user == "" {
+			user = "git"
+		}
+		keys, err := gitssh.NewPublicKeysFromFile(user, c.SSHKeyFile, pass)
+		if err != nil {
+			return nil, fmt.Errorf("load ssh key %s: %w", c.SSHKeyFile, err)
+		}
+		switch {
+		case c.InsecureIgnoreHostKey:
+			keys.HostKeyCallback = gossh.InsecureIgnoreHostKey() //nolint:gosec // explicit opt-in
+		case c.KnownHostsFile != "":
+			cb, err := gitssh.NewKnownHostsCallback(c.KnownHostsFile)
+			if err != nil {
+				return nil, fmt.Errorf("load known_hosts %s: %w", c.KnownHostsFile, err)
+			}
+			keys.HostKeyCallback = cb
+		default:
+			return nil, fmt.Errorf("remote %s: ssh needs KnownHostsFile (or InsecureIgnoreHostKey)", redactURL(c.URL))
+		}
+		return keys, nil
+	default:
+		return nil, nil
+	}
+}
+
+// signer loads the OpenPGP signing key, or nil when none is configured.
+func (r *Remote) signer() (*openpgp.Entity, error) {
+	c := r.cfg
+	if c.SignKeyFile == "" {
+		return nil, nil
+	}
+	f, err := os.Open(c.SignKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("read signing key file: %w", err)
+	}
+	defer f.Close()
+	ring, err := openpgp.ReadArmoredKeyRing(f)
+	if err != nil {
+		if _, serr := f.Seek(0, 0); serr != nil {
+			return nil, fmt.Errorf("read signing key %s: %w", c.SignKeyFile, serr)
+		}
+		if ring, err = openpgp.ReadKeyRing(f); err != nil {
+			return nil, fmt.Errorf("read signing key %s: %w", c.SignKeyFile, err)
+		}
+	}
+	for _, e := range ring {
+		if e.PrivateKey == nil {
+			continue
+		}
+		if e.PrivateKey.Encrypted {
+			if c.SignKeyPassphraseFile == "" {
+				return nil, fmt.Errorf("signing key %s is encrypted and no passphrase file is set", c.SignKeyFile)
+			}
+			pass, err := readSecret(c.SignKeyPassphraseFile, "signing key passphrase")
+			if err != nil {
+				return nil, err
+			}
+			if err := e.DecryptPrivateKeys([]byte(pass)); err != nil {
+				return nil, fmt.Errorf("decrypt signing key %s: %w", c.SignKeyFile, err)
+			}
+		}
+		return e, nil
+	}
+	return nil, fmt.Errorf("signing key file %s holds no private key", c.SignKeyFile)
+}
+
+// redactURL removes user info (and so any password) from a URL.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = nil
+	return u.String()
+}
+
+// openURL clones a URL into memory (init + fetch).
+func openURL(ctx context.Context, location string, auth transport.AuthMethod) (*Repo, error) {
+	// Init + fetch rather than clone: a clone fails when the remote HEAD names a missing branch,
+	// as a fresh bare repository's does.
+	r, err := git.Init(memory.NewStorage(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("clone %s: %w", redactURL(location), err)
+	}
+	if _, err := r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{location}}); err != nil {
+		return nil, fmt.Errorf("clone %s: %w", redactURL(location), err)
+	}
+	repo := &Repo{repo: r, location: location, remote: true, auth: auth}
+	if err := repo.Fetch(ctx); err != nil {
+		return nil, err
+	}
+	return repo, nil
+}
+
+// Fetch updates a repository cloned from a URL (all branches and tags; branches deleted on
+// the remote are pruned). It is a no-op for a local directory.
+func (r *Repo) Fetch(ctx context.Context) error {
+	if !r.remote {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	err := r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: r.auth, Prune: true,
+		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}})
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return nil
+	case isAuthErr(err):
+		return &AuthError{URL: redactURL(r.location), Err: err}
+	default:
+		return fmt.Errorf("fetch %s: %w", redactURL(r.location), err)
+	}
+}
+
+func isAuthErr(err error) bool {
+	return errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed)
+}
