@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -116,12 +117,16 @@ func (d Duration) or(def time.Duration) time.Duration {
 	return d.Duration
 }
 
+var envRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+
 // LoadConfig reads and validates a configuration file.
 func LoadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
+	// ${VAR} (braces only) is taken from the environment: the same file serves every env.
+	data = envRef.ReplaceAllFunc(data, func(m []byte) []byte { return []byte(os.Getenv(string(m[2 : len(m)-1]))) })
 	var c Config
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
