@@ -199,3 +199,31 @@ func describe(v any) string {
 		return fmt.Sprint(x)
 	}
 }
+
+// FieldChange is a difference between two versions of an object's declared fields.
+type FieldChange struct {
+	Path   string `json:"path"`
+	From   any    `json:"from"`
+	To     any    `json:"to"`
+	Change string `json:"change"`
+}
+
+// CompareRendered compares two renderings of one object (e.g. at two Git revisions): fields
+// changed, added in to, or removed from from. Values are normalised as for live comparisons.
+func CompareRendered(from, to map[string]any) []FieldChange {
+	var out []FieldChange
+	for _, d := range compareObject(to, from) {
+		c := FieldChange{Path: d.path.String(), From: d.live, To: d.desired, Change: Changed}
+		if d.change == Removed { // declared in to, absent from from
+			c.Change, c.From = Added, nil
+		}
+		out = append(out, c)
+	}
+	for _, d := range compareObject(from, to) {
+		if d.change == Removed {
+			out = append(out, FieldChange{Path: d.path.String(), From: d.desired, Change: Removed})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llm-gitops/platform/internal/check"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+)
+
+func newCheckCommand() *cobra.Command {
+	var repoDir, base, head, output string
+	cmd := &cobra.Command{
+		Use:   "check --base REV [--head REV] [-o text|markdown|json]",
+		Short: "Check a change for production: rendered diff per env, admission policies, capacity invariants",
+		Long: `check renders every env at --base and --head, prints what changes in the rendered cluster
+state (prod first), evaluates the ValidatingAdmissionPolicies of policies/ offline with the API
+server's own CEL machinery, and checks the capacity invariants (KV cache fits the GPU, GPU
+workloads fit the GPU pool, startupProbe covers the cold start).
+
+Exit codes: 0 pass, 1 violations, >1 error.`,
+		Example: `  auditor check --base origin/main --head HEAD -o markdown > comment.md`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if base == "" {
+				return &exitError{code: 2, err: fmt.Errorf("--base is required")}
+			}
+			repo, err := gitrepo.Open(repoDir)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			res, err := check.Run(repo, base, head)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			w := cmd.OutOrStdout()
+			switch output {
+			case "json":
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(res); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+			case "markdown":
+				writeCheck(w, res, true)
+			case "text":
+				writeCheck(w, res, false)
+			default:
+				return &exitError{code: 2, err: fmt.Errorf("unknown output format %q (want text, markdown or json)", output)}
+			}
+			if !res.Passed {
+				return &exitError{code: 1, err: fmt.Errorf("violations")}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&repoDir, "repo", ".", "repository directory or URL")
+	cmd.Flags().StringVar(&base, "base", "", "base revision (e.g. origin/main)")
+	cmd.Flags().StringVar(&head, "head", "HEAD", "head revision")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, markdown or json")
+	return cmd
+}
+
+func writeCheck(w io.Writer, res *check.Result, md bool) {
+	h := func(level int, s string) {
+		if md {
+			fmt.Fprintf(w, "%s %s\n\n", strings.Repeat("#", level), s)
+		} else {
+			fmt.Fprintf(w, "== %s\n", s)
+		}
+	}
+	verdict := "PASS"
+	if !res.Passed {
+		verdict = "FAIL"
+	}
+	h(2, fmt.Sprintf("auditor check: %s (%.12s → %.12s)", verdict, res.Base, res.Head))
+	for _, e := range res.Envs {
+		h(3, fmt.Sprintf("%s: %d objects changed, %d violations", e.Env, len(e.Changes), len(e.Violations)))
+		for _, v := range e.Violations {
+			if md {
+				fmt.Fprintf(w, "- :x: **%s** `%s`: %s\n", v.Rule, v.Object, v.Message)
+			} else {
+				fmt.Fprintf(w, "  VIOLATION %s %s: %s\n", v.Rule, v.Object, v.Message)
+			}
+		}
+		if md && len(e.Changes) > 0 {
+			fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")
+		}
+		for _, c := range e.Changes {
+			obj := c.Kind + " " + c.Name
+			if c.Namespace != "" {
+				obj = c.Kind + " " + c.Namespace + "/" + c.Name
+			}
+			sign := map[string]string{"added": "+", "removed": "-", "changed": "~"}[c.Change]
+			fmt.Fprintf(w, "%s %s (%s)\n", sign, obj, c.Change)
+			for _, f := range c.Fields {
+				fmt.Fprintf(w, "    %s: %s → %s\n", f.Path, short(f.From), short(f.To))
+			}
+		}
+		if md && len(e.Changes) > 0 {
+			fmt.Fprintln(w, "```\n</details>")
+		}
+		fmt.Fprintln(w)
+	}
+}

@@ -1,0 +1,184 @@
+// Package check is what a pull request that changes production must pass: it renders every env at
+// two revisions, shows what changes in the rendered cluster state, evaluates the admission
+// policies of policies/ offline, and checks the capacity invariants of the seeds.
+package check
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/policy"
+	"github.com/llm-gitops/platform/internal/render"
+)
+
+// Result is the outcome of a check, per env (prod first).
+type Result struct {
+	Base string      `json:"base"`
+	Head string      `json:"head"`
+	Envs []EnvResult `json:"envs"`
+	// Passed is false when any env has a violation.
+	Passed bool `json:"passed"`
+}
+
+// EnvResult is one env's rendered diff and findings.
+type EnvResult struct {
+	Env        string      `json:"env"`
+	Changes    []Change    `json:"changes"`
+	Violations []Violation `json:"violations"`
+	Warnings   []Violation `json:"warnings,omitempty"`
+}
+
+// Change is an object added, removed or changed between base and head.
+type Change struct {
+	Kind      string              `json:"kind"`
+	Namespace string              `json:"namespace,omitempty"`
+	Name      string              `json:"name"`
+	Change    string              `json:"change"`
+	Fields    []drift.FieldChange `json:"fields,omitempty"`
+}
+
+// Violation is a broken rule: an admission policy, or a capacity invariant.
+type Violation struct {
+	Rule    string `json:"rule"`
+	Object  string `json:"object"`
+	Message string `json:"message"`
+}
+
+// Run checks head against base in repo. A revision that does not exist is an error naming it.
+func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
+	baseSrc, baseRev, err := source(repo, base)
+	if err != nil {
+		return nil, err
+	}
+	headSrc, headRev, err := source(repo, head)
+	if err != nil {
+		return nil, err
+	}
+	envs, err := headSrc.Envs()
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(envs, func(i, j int) bool { return envs[i] == "prod" && envs[j] != "prod" })
+	pols, err := loadPolicies(headSrc)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Base: baseRev, Head: headRev, Passed: true}
+	for _, env := range envs {
+		h, err := headSrc.Render(env)
+		if err != nil {
+			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
+		}
+		var baseObjs []*unstructured.Unstructured
+		if b, err := baseSrc.Render(env); err == nil {
+			baseObjs = b.Objects
+		}
+		er := EnvResult{Env: env, Changes: diffObjects(baseObjs, h.Objects), Violations: []Violation{}}
+		if er.Changes == nil {
+			er.Changes = []Change{}
+		}
+		if pols != nil {
+			er.Violations = append(er.Violations, evaluate(pols, h.Objects)...)
+		}
+		v, w := capacityInvariants(h.Objects)
+		er.Violations = append(er.Violations, v...)
+		er.Warnings = append(er.Warnings, w...)
+		if len(er.Violations) > 0 {
+			res.Passed = false
+		}
+		res.Envs = append(res.Envs, er)
+	}
+	return res, nil
+}
+
+func source(repo *gitrepo.Repo, rev string) (render.Source, string, error) {
+	snap, err := repo.Snapshot(rev)
+	if err != nil {
+		return render.Source{}, "", err
+	}
+	src, err := render.FromSnapshot(snap)
+	return src, snap.Revision, err
+}
+
+// loadPolicies renders policies/ at the head revision; nil when the revision has none.
+func loadPolicies(src render.Source) (*policy.Set, error) {
+	res, err := src.RenderPath("policies")
+	if err != nil {
+		return nil, nil //nolint:nilerr // a revision without policies/ checks capacity only
+	}
+	set, err := policy.New(res.Objects)
+	if err != nil {
+		return nil, fmt.Errorf("policies/: %w", err)
+	}
+	return set, nil
+}
+
+// evaluate runs every policy on every object, with the namespace labels the env renders.
+func evaluate(set *policy.Set, objs []*unstructured.Unstructured) []Violation {
+	nsLabels := map[string]map[string]string{}
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			nsLabels[o.GetName()] = o.GetLabels()
+		}
+	}
+	var out []Violation
+	for _, o := range objs {
+		for _, v := range set.Evaluate(o, nsLabels[o.GetNamespace()]) {
+			out = append(out, Violation{Rule: v.Policy, Object: v.Object, Message: v.Message})
+		}
+	}
+	return out
+}
+
+func id(o *unstructured.Unstructured) string {
+	if o.GetNamespace() == "" {
+		return o.GetKind() + " " + o.GetName()
+	}
+	return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+}
+
+// diffObjects lists objects added, removed or changed from base to head.
+func diffObjects(base, head []*unstructured.Unstructured) []Change {
+	key := func(o *unstructured.Unstructured) string {
+		return o.GroupVersionKind().GroupKind().String() + "/" + o.GetNamespace() + "/" + o.GetName()
+	}
+	before := map[string]*unstructured.Unstructured{}
+	for _, o := range base {
+		before[key(o)] = o
+	}
+	var out []Change
+	seen := map[string]bool{}
+	for _, o := range head {
+		k := key(o)
+		seen[k] = true
+		c := Change{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
+		b, ok := before[k]
+		switch {
+		case !ok:
+			c.Change = "added"
+		default:
+			c.Fields = drift.CompareRendered(b.Object, o.Object)
+			if len(c.Fields) == 0 {
+				continue
+			}
+			c.Change = "changed"
+		}
+		out = append(out, c)
+	}
+	for _, o := range base {
+		if !seen[key(o)] {
+			out = append(out, Change{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName(), Change: "removed"})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name
+	})
+	return out
+}
