@@ -106,9 +106,12 @@ func source(repo *gitrepo.Repo, rev string) (render.Source, string, error) {
 
 // loadPolicies renders policies/ at the head revision; nil when the revision has none.
 func loadPolicies(src render.Source) (*policy.Set, error) {
+	if !src.Has("policies/kustomization.yaml") {
+		return nil, nil // a revision without policies/ checks capacity only
+	}
 	res, err := src.RenderPath("policies")
 	if err != nil {
-		return nil, nil //nolint:nilerr // a revision without policies/ checks capacity only
+		return nil, err
 	}
 	set, err := policy.New(res.Objects)
 	if err != nil {

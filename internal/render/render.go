@@ -60,6 +60,9 @@ func FromSnapshot(s *gitrepo.Snapshot) (Source, error) {
 	return Source{fs: fs, root: "/", revision: s.Revision}, nil
 }
 
+// Has reports whether the repository holds a file (slash-separated path).
+func (s Source) Has(rel string) bool { return s.fs.Exists(filepath.Join(s.root, rel)) }
+
 // Revision is the commit the source was read from ("" for a work tree).
 func (s Source) Revision() string { return s.revision }
 

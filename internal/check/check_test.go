@@ -1,0 +1,124 @@
+package check
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+)
+
+// repoCopy puts the project's manifests and policies in a fresh Git repository and commits them.
+func repoCopy(t *testing.T) (string, func(msg string), func(rel, old, new string)) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, top := range []string{"base", "components", "overlays", "policies"} {
+		err := filepath.Walk(filepath.Join("../..", top), func(p string, info os.FileInfo, err error) error {
+			if err != nil || info.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel("../..", p)
+			if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, rel), data, 0o644)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	commit := func(msg string) { git("add", "-A"); git("commit", "-qm", msg) }
+	edit := func(rel, old, new string) {
+		p := filepath.Join(dir, rel)
+		data, _ := os.ReadFile(p)
+		if !strings.Contains(string(data), old) {
+			t.Fatalf("%s lacks %q", rel, old)
+		}
+		_ = os.WriteFile(p, []byte(strings.Replace(string(data), old, new, 1)), 0o644)
+	}
+	commit("platform")
+	return dir, commit, edit
+}
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name  string
+		file  string
+		old   string
+		new   string
+		rules []string // expected violated rules in prod; none = pass
+	}{
+		{"image bump passes", "overlays/prod/kustomization.yaml", "newTag: 1.4.2", "newTag: 1.4.3", nil},
+		{"latest image fails", "overlays/prod/kustomization.yaml", "newTag: 1.4.2", "newTag: latest", []string{"llm-images-pinned"}},
+		{"more sequences than the KV cache holds", "base/vllm/llama.yaml", "--max-num-seqs=12", "--max-num-seqs=64", []string{"capacity-kv-cache"}},
+		{"more replicas than the GPU pool", "overlays/prod/scaling.yaml", "maxReplicaCount: 8", "maxReplicaCount: 12", []string{"capacity-gpu-pool-limit"}},
+		{"probe budget below the cold start", "base/vllm/qwen.yaml", "failureThreshold: 36", "failureThreshold: 10", []string{"capacity-startup-probe"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, commit, edit := repoCopy(t)
+			edit(tc.file, tc.old, tc.new)
+			commit(tc.name)
+			repo, err := gitrepo.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Run(repo, "HEAD~1", "HEAD")
+			if err != nil {
+				t.Fatal(err)
+			}
+			prod := res.Envs[0]
+			if prod.Env != "prod" {
+				t.Fatalf("first env %s, want prod", prod.Env)
+			}
+			if len(prod.Changes) == 0 {
+				t.Errorf("no rendered change shown for %s", tc.file)
+			}
+			var got []string
+			for _, v := range prod.Violations {
+				got = append(got, v.Rule)
+			}
+			for _, want := range tc.rules {
+				if !strings.Contains(strings.Join(got, " "), want) {
+					t.Errorf("violations %v lack %s", got, want)
+				}
+			}
+			if len(tc.rules) == 0 && (len(got) > 0 || !res.Passed) {
+				t.Errorf("want pass, got violations %v", prod.Violations)
+			}
+			if len(tc.rules) > 0 && res.Passed {
+				t.Errorf("want fail")
+			}
+		})
+	}
+}
+
+func TestCheckBadInput(t *testing.T) {
+	dir, commit, edit := repoCopy(t)
+	repo, _ := gitrepo.Open(dir)
+	if _, err := Run(repo, "no-such-rev", "HEAD"); err == nil || !strings.Contains(err.Error(), "no-such-rev") {
+		t.Errorf("unknown revision: %v", err)
+	}
+	edit("policies/images-pinned.yaml", "- expression: variables.unpinned.size() == 0", "- expression: variables.unpinned.size( == 0")
+	commit("break a policy")
+	repo, _ = gitrepo.Open(dir)
+	_, err := Run(repo, "HEAD~1", "HEAD")
+	if err == nil || !strings.Contains(err.Error(), "llm-images-pinned") {
+		t.Errorf("unparsable CEL: error %v should name the policy", err)
+	}
+}
