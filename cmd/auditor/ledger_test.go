@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llm-gitops/platform/internal/ledger"
+)
+
+// ledgerRepo is a bare repository with the project's manifests, and a CLI work tree of it.
+type ledgerRepo struct {
+	t          *testing.T
+	bare, work string
+	n          int
+}
+
+func (l *ledgerRepo) git(date time.Time, args ...string) string {
+	l.t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"}, args...)...)
+	cmd.Dir = l.work
+	cmd.Env = append(os.Environ(), "HOME="+l.work, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=Alice", "GIT_AUTHOR_EMAIL=alice@example.com",
+		"GIT_COMMITTER_NAME=Alice", "GIT_COMMITTER_EMAIL=alice@example.com",
+		"GIT_AUTHOR_DATE="+date.Format(time.RFC3339), "GIT_COMMITTER_DATE="+date.Format(time.RFC3339))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		l.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+var ledgerT0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// commit commits the work tree at ledgerT0 + n hours and pushes; it returns the sha.
+func (l *ledgerRepo) commit(msg string) string {
+	l.t.Helper()
+	when := ledgerT0.Add(time.Duration(l.n) * time.Hour)
+	if l.n > 0 {
+		l.git(when, "pull", "-q", "--ff-only", "origin", "main")
+	}
+	l.git(when, "add", "-A")
+	l.git(when, "commit", "-q", "-m", msg)
+	l.git(when, "push", "-q", "origin", "HEAD:refs/heads/main")
+	l.n++
+	return l.git(when, "rev-parse", "HEAD")
+}
+
+func newLedgerRepo(t *testing.T) *ledgerRepo {
+	dir := t.TempDir()
+	l := &ledgerRepo{t: t, bare: filepath.Join(dir, "platform.git"), work: filepath.Join(dir, "work")}
+	if err := os.MkdirAll(l.work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l.git(ledgerT0, "init", "-q", "--bare", "-b", "main", l.bare)
+	l.git(ledgerT0, "init", "-q", "-b", "main", ".")
+	l.git(ledgerT0, "remote", "add", "origin", l.bare)
+	for _, top := range []string{"base", "components", "overlays"} {
+		err := filepath.Walk(filepath.Join("..", "..", top), func(p string, info os.FileInfo, err error) error {
+			if err != nil || info.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(filepath.Join("..", ".."), p)
+			dst := filepath.Join(l.work, rel)
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(dst, data, 0o644)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.commit("platform")
+	return l
+}
+
+func (l *ledgerRepo) setCanary(stable, canary string) {
+	l.t.Helper()
+	p := filepath.Join(l.work, "overlays/prod/canary/route-split.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	s := strings.Replace(string(b), "weight: 90", "weight: "+stable, 1)
+	s = strings.Replace(s, "weight: 10", "weight: "+canary, 1)
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+func runCmd(t *testing.T, cmd *cobra.Command, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestLedgerAndRollbackCommands(t *testing.T) {
+	l := newLedgerRepo(t)
+	url := "file://" + l.bare
+
+	// rebuild --dry-run prints the records of the first commit and writes nothing.
+	out, err := runCmd(t, newLedgerCommand(), "rebuild", "--repo", url, "--env", "prod", "--dry-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ledger.Parse("stdout", []byte(out))
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	if out, err := runCmd(t, newLedgerCommand(), "list", "--repo", url, "-o", "json"); err != nil || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("list before any write: %v %q", err, out)
+	}
+
+	// rebuild writes; a second rebuild has nothing to change.
+	if out, err = runCmd(t, newLedgerCommand(), "rebuild", "--repo", url, "--env", "prod"); err != nil || !strings.Contains(out, "3 records, commit ") {
+		t.Fatalf("rebuild: %v %q", err, out)
+	}
+	if out, err = runCmd(t, newLedgerCommand(), "rebuild", "--repo", url, "--env", "prod"); err != nil || !strings.Contains(out, "up to date") {
+		t.Fatalf("rebuild again: %v %q", err, out)
+	}
+
+	l.setCanary("50", "50")
+	c2 := l.commit("prod: qwen canary 50%")
+	if out, err = runCmd(t, newLedgerCommand(), "sync", "--repo", url, "--env", "prod"); err != nil || !strings.Contains(out, "2 records appended") {
+		t.Fatalf("sync: %v %q", err, out)
+	}
+
+	// list: text, json, --model.
+	out, err = runCmd(t, newLedgerCommand(), "list", "--repo", url, "--env", "prod")
+	if err != nil || strings.Count(out, "\n") != 6 || !strings.Contains(out, "changed (share)") || !strings.Contains(out, "prod: qwen canary 50%") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	var list []ledger.Record
+	out, err = runCmd(t, newLedgerCommand(), "list", "--repo", url, "--model", "llama", "-o", "json")
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Deployment != "vllm-llama" {
+		t.Fatalf("list --model llama: %v\n%s", err, out)
+	}
+
+	// at: between the commits, and after.
+	var served ledger.Served
+	out, err = runCmd(t, newLedgerCommand(), "at", "--repo", url, "--env", "prod", "--time", "2025-03-01T09:30:00Z", "-o", "json")
+	if err != nil || json.Unmarshal([]byte(out), &served) != nil || len(served.Models) != 3 || served.Models[2].SharePercent != 10 {
+		t.Fatalf("at 09:30: %v\n%s", err, out)
+	}
+	out, err = runCmd(t, newLedgerCommand(), "at", "--repo", url, "--env", "prod", "--time", "2025-03-01 10:00")
+	if err != nil || !strings.Contains(out, "revision "+c2[:12]) || !strings.Contains(out, "vllm-qwen-canary  bb46c15  50%") {
+		t.Fatalf("at 10:00: %v\n%s", err, out)
+	}
+
+	// show by id (and by prefix), text and json.
+	out, err = runCmd(t, newLedgerCommand(), "show", "--repo", url, list[0].ID[:6])
+	if err != nil || !strings.Contains(out, "deployment: llm-inference/vllm-llama") || !strings.Contains(out, "share:      100 %") {
+		t.Fatalf("show: %v\n%s", err, out)
+	}
+	var one ledger.Record
+	if out, err = runCmd(t, newLedgerCommand(), "show", "--repo", url, list[0].ID, "-o", "json"); err != nil || json.Unmarshal([]byte(out), &one) != nil || one.ID != list[0].ID {
+		t.Fatalf("show json: %v\n%s", err, out)
+	}
+
+	// rollback of the 50 % step: a revert commit, then rollback records in the ledger.
+	var rb struct {
+		Revert  string          `json:"revert"`
+		Records []ledger.Record `json:"records"`
+	}
+	out, err = runCmd(t, newRollbackCommand(), c2, "--repo", url, "--env", "prod", "-o", "json")
+	if err != nil || json.Unmarshal([]byte(out), &rb) != nil || len(rb.Revert) != 40 || len(rb.Records) != 2 {
+		t.Fatalf("rollback: %v\n%s", err, out)
+	}
+	for _, r := range rb.Records {
+		if r.Kind != ledger.KindRollback || r.Reverts != c2 || r.Revision != rb.Revert {
+			t.Errorf("rollback record %+v", r)
+		}
+	}
+	// The work tree pulled sees the same ledger (read from a directory).
+	l.git(time.Now(), "pull", "-q", "--ff-only", "origin", "main")
+	out, err = runCmd(t, newLedgerCommand(), "list", "--repo", l.work, "--env", "prod")
+	if err != nil || strings.Count(out, "rollback/changed (share)") != 2 || !strings.Contains(out, "reverts "+c2[:12]) {
+		t.Fatalf("list after rollback: %v\n%s", err, out)
+	}
+	// Rebuild over the history agrees with the written ledger.
+	out, err = runCmd(t, newLedgerCommand(), "rebuild", "--repo", url, "--env", "prod", "--dry-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, _ := runCmd(t, newLedgerCommand(), "list", "--repo", url, "--env", "prod", "-o", "json")
+	var w []ledger.Record
+	if err := json.Unmarshal([]byte(written), &w); err != nil {
+		t.Fatal(err)
+	}
+	wl, _ := ledger.Marshal(ledger.Derived(w))
+	if out != string(wl) {
+		t.Fatalf("rebuild:\n%s\nledger:\n%s", out, wl)
+	}
+
+	// Rolling back the same commit again: already reverted... git refuses nothing, ours says NoChange.
+	if out, err = runCmd(t, newRollbackCommand(), c2, "--repo", url, "--env", "prod"); err != nil || !strings.Contains(out, "already reverted") {
+		t.Fatalf("second rollback: %v\n%s", err, out)
+	}
+
+	// Usage errors are exit code 2.
+	for _, args := range [][]string{
+		{"at", "--repo", url},
+		{"at", "--repo", url, "--env", "prod", "--time", "yesterday"},
+		{"show", "--repo", url, "nope"},
+		{"list", "--repo", url, "-o", "yaml"},
+		{"rebuild", "--repo", url},
+		{"frobnicate"},
+	} {
+		if _, err := runCmd(t, newLedgerCommand(), args...); exitCode(err) != 2 {
+			t.Errorf("ledger %v: %v (code %d)", args, err, exitCode(err))
+		}
+	}
+	if _, err := runCmd(t, newRollbackCommand(), "0000000000000000000000000000000000000000", "--repo", url); exitCode(err) != 2 {
+		t.Errorf("rollback of an unknown commit: %v", err)
+	}
+}

@@ -1,0 +1,150 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/render"
+)
+
+// WatchedPaths are the paths whose changes can change what env serves.
+func WatchedPaths(env string) []string {
+	return []string{render.OverlayPath(env), "base", "components"}
+}
+
+// StateAt renders env at rev and returns what it serves (empty when the overlay does not exist
+// at rev).
+func StateAt(repo *gitrepo.Repo, env, rev string) (State, error) {
+	snap, err := repo.Snapshot(rev)
+	if err != nil {
+		return nil, err
+	}
+	return stateOf(snap, env)
+}
+
+func stateOf(snap *gitrepo.Snapshot, env string) (State, error) {
+	if _, ok := snap.Files[render.OverlayPath(env)+"/kustomization.yaml"]; !ok {
+		return State{}, nil
+	}
+	src, err := render.FromSnapshot(snap)
+	if err != nil {
+		return nil, err
+	}
+	res, err := src.Render(env)
+	if err != nil {
+		return nil, fmt.Errorf("revision %s: %w", snap.Revision, err)
+	}
+	return ServedState(res.Objects), nil
+}
+
+// Rebuild reconstructs the ledger of env from history alone: the first-parent commits up to HEAD
+// (main for a clone) that touched overlays/<env>, base/ or components/, oldest first, each
+// rendered and its served state compared with the previous one. Reverts (by Remote.Revert or
+// the git CLI) give rollback records. SyncedAt and Metrics stay empty.
+func Rebuild(ctx context.Context, repo *gitrepo.Repo, env string) ([]Record, error) {
+	return Records(ctx, repo, env, "", "")
+}
+
+// Records returns the records of the commits after from (exclusive; "" = from the beginning)
+// up to to (inclusive; "" = HEAD or main), as Rebuild does. When from is not on to's first-parent
+// chain, the whole history up to to is used.
+func Records(ctx context.Context, repo *gitrepo.Repo, env, from, to string) ([]Record, error) {
+	head, err := repo.Resolve(to)
+	if err != nil {
+		return nil, err
+	}
+	all, err := repo.Log(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	byHash := make(map[string]gitrepo.Commit, len(all))
+	for _, c := range all {
+		byHash[c.Hash] = c
+	}
+	if from != "" {
+		if from, err = repo.Resolve(from); err != nil {
+			return nil, err
+		}
+	}
+	// First-parent chain, newest first, stopping at from.
+	var chain []gitrepo.Commit
+	found := from == ""
+	for h := head; h != ""; {
+		if h == from {
+			found = true
+			break
+		}
+		c, ok := byHash[h]
+		if !ok {
+			return nil, fmt.Errorf("commit %s missing from the history of %s", h, head)
+		}
+		chain = append(chain, c)
+		h = ""
+		if len(c.Parents) > 0 {
+			h = c.Parents[0]
+		}
+	}
+	prev := State{}
+	if !found { // from is not an ancestor: start over
+		from = ""
+	} else if from != "" {
+		if prev, err = StateAt(repo, env, from); err != nil {
+			return nil, err
+		}
+	}
+	touched, err := repo.Log(ctx, head, WatchedPaths(env)...)
+	if err != nil {
+		return nil, err
+	}
+	isTouched := make(map[string]bool, len(touched))
+	for _, c := range touched {
+		isTouched[c.Hash] = true
+	}
+	var out []Record
+	for i := len(chain) - 1; i >= 0; i-- {
+		c := chain[i]
+		// A merge is rendered too: git log lists it only when it differs from every parent, but
+		// on the first-parent chain it brings in its second parent's changes.
+		if !isTouched[c.Hash] && len(c.Parents) < 2 {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		next, err := StateAt(repo, env, c.Hash)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, commitRecords(env, c, prev, next)...)
+		prev = next
+	}
+	return out, nil
+}
+
+// commitRecords turns the change prev → next made by commit c into records.
+func commitRecords(env string, c gitrepo.Commit, prev, next State) []Record {
+	reverted, isRevert := gitrepo.IsRevert(c)
+	var out []Record
+	for _, d := range diffState(prev, next) {
+		s := d.s
+		r := Record{
+			Kind: d.kind, Changes: d.changes,
+			Env: env, Model: s.Model, Deployment: s.Deployment, Namespace: s.Namespace, Version: s.Version,
+			WeightsURI: s.WeightsURI, WeightsRevision: s.WeightsRevision, Image: s.Image,
+			SharePercent: s.SharePercent, Replicas: s.Replicas,
+			Revision: c.Hash, Overlay: render.OverlayPath(env),
+			Author: c.Author.Name + " <" + c.Author.Email + ">", Subject: c.Subject,
+			CommittedAt: c.Committer.When.UTC(),
+		}
+		if d.kind == KindRetired {
+			r.SharePercent, r.Replicas = 0, 0
+		}
+		if isRevert {
+			r.Effect, r.Kind, r.Reverts = d.kind, KindRollback, reverted
+		}
+		r.ID = ID(env, r.Model, r.Deployment, r.Version, r.Revision)
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,177 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Prometheus reads a metrics snapshot of a served version from the Prometheus HTTP API
+// (instant queries on /api/v1/query).
+type Prometheus struct {
+	// URL is the server's base URL, e.g. http://prometheus-operated.llm-monitoring.svc:9090.
+	URL string
+	// Window is the rate window (default 5m).
+	Window string
+	// Client defaults to a client with a 10 s timeout.
+	Client *http.Client
+	// Now gives the evaluation time (default time.Now).
+	Now func() time.Time
+}
+
+// Queries returns the PromQL of a snapshot of deployment serving model: the 0.5 and 0.95
+// quantiles of vllm:e2e_request_latency_seconds and vllm:time_to_first_token_seconds, and the
+// error rate, the fraction of finished requests vLLM counted as aborted:
+// sum(rate(vllm:request_success_total{finished_reason="abort"})) / sum(rate(vllm:request_success_total)).
+// Pods are selected by the Deployment's pod name pattern <deployment>-<hash>-<id>, so that
+// vllm-qwen does not match vllm-qwen-canary's pods.
+func (p *Prometheus) Queries(model, deployment string) map[string]string {
+	w := p.window()
+	sel := fmt.Sprintf(`model_name=%q, pod=~"%s-[a-z0-9]+-[a-z0-9]+"`, model, regexp.QuoteMeta(deployment))
+	q := func(quantile, metric string) string {
+		return fmt.Sprintf(`histogram_quantile(%s, sum by (le) (rate(%s_bucket{%s}[%s])))`, quantile, metric, sel, w)
+	}
+	return map[string]string{
+		"e2eP50":    q("0.5", "vllm:e2e_request_latency_seconds"),
+		"e2eP95":    q("0.95", "vllm:e2e_request_latency_seconds"),
+		"ttftP50":   q("0.5", "vllm:time_to_first_token_seconds"),
+		"ttftP95":   q("0.95", "vllm:time_to_first_token_seconds"),
+		"errorRate": fmt.Sprintf(`sum(rate(vllm:request_success_total{%s, finished_reason="abort"}[%s])) / sum(rate(vllm:request_success_total{%s}[%s]))`, sel, w, sel, w),
+	}
+}
+
+func (p *Prometheus) window() string {
+	if p.Window == "" {
+		return "5m"
+	}
+	return p.Window
+}
+
+// Snapshot runs the queries at the current time. A query with no data (or NaN, e.g. no
+// requests) leaves its field nil; an HTTP or API error fails the snapshot.
+func (p *Prometheus) Snapshot(ctx context.Context, model, deployment string) (*Metrics, error) {
+	now := time.Now
+	if p.Now != nil {
+		now = p.Now
+	}
+	m := &Metrics{Window: p.window(), At: now().UTC().Truncate(time.Second)}
+	qs := p.Queries(model, deployment)
+	for _, f := range []struct {
+		name string
+		dst  **float64
+	}{{"e2eP50", &m.E2EP50}, {"e2eP95", &m.E2EP95}, {"ttftP50", &m.TTFTP50}, {"ttftP95", &m.TTFTP95}, {"errorRate", &m.ErrorRate}} {
+		v, err := p.Query(ctx, qs[f.name], m.At)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.name, err)
+		}
+		*f.dst = v
+	}
+	return m, nil
+}
+
+// ForRecord adapts Snapshot to SyncRequest.Metrics.
+func (p *Prometheus) ForRecord(ctx context.Context, r Record) (*Metrics, error) {
+	return p.Snapshot(ctx, r.Model, r.Deployment)
+}
+
+// APIError is an error answer of the Prometheus API.
+type APIError struct {
+	Status    int
+	ErrorType string
+	Message   string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("prometheus: HTTP %d: %s: %s", e.Status, e.ErrorType, e.Message)
+}
+
+type apiResponse struct {
+	Status    string `json:"status"`
+	ErrorType string `json:"errorType"`
+	Error     string `json:"error"`
+	Data      struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	} `json:"data"`
+}
+
+// Query runs an instant query at t and returns its single value: a scalar, or the first sample
+// of a vector (nil for an empty vector or NaN).
+func (p *Prometheus) Query(ctx context.Context, query string, t time.Time) (*float64, error) {
+	base := strings.TrimRight(p.URL, "/")
+	form := url.Values{"query": {query}, "time": {strconv.FormatInt(t.Unix(), 10)}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?"+form.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	client := p.Client
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, fmt.Errorf("prometheus: read answer: %w", err)
+	}
+	var ar apiResponse
+	if err := json.Unmarshal(body, &ar); err != nil {
+		return nil, &APIError{Status: resp.StatusCode, ErrorType: "bad_response", Message: truncate(string(body), 200)}
+	}
+	if ar.Status != "success" || resp.StatusCode != http.StatusOK {
+		return nil, &APIError{Status: resp.StatusCode, ErrorType: ar.ErrorType, Message: ar.Error}
+	}
+	var sample []any
+	switch ar.Data.ResultType {
+	case "scalar":
+		if err := json.Unmarshal(ar.Data.Result, &sample); err != nil {
+			return nil, fmt.Errorf("prometheus: scalar: %w", err)
+		}
+	case "vector":
+		var vec []struct {
+			Value []any `json:"value"`
+		}
+		if err := json.Unmarshal(ar.Data.Result, &vec); err != nil {
+			return nil, fmt.Errorf("prometheus: vector: %w", err)
+		}
+		if len(vec) == 0 {
+			return nil, nil
+		}
+		sample = vec[0].Value
+	default:
+		return nil, fmt.Errorf("prometheus: unexpected result type %q", ar.Data.ResultType)
+	}
+	if len(sample) != 2 {
+		return nil, fmt.Errorf("prometheus: malformed sample %v", sample)
+	}
+	s, ok := sample[1].(string)
+	if !ok {
+		return nil, fmt.Errorf("prometheus: malformed sample value %v", sample[1])
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus: sample value %q: %w", s, err)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil, nil
+	}
+	return &v, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

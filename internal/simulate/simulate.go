@@ -1,0 +1,261 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/llm-gitops/platform/internal/testcluster"
+)
+
+// Report is the placement the scheduler chose.
+type Report struct {
+	Env        string       `json:"env"`
+	Pools      []PoolReport `json:"pools"`
+	Pending    []Pending    `json:"pending"`
+	Preempted  []string     `json:"preempted"`
+	Violations []Violation  `json:"violations"`
+}
+
+// PoolReport sums one pool.
+type PoolReport struct {
+	Pool     string   `json:"pool"`
+	Nodes    int      `json:"nodes"`
+	Pods     []string `json:"pods"`
+	GPUs     int64    `json:"gpus"`
+	GPUsUsed int64    `json:"gpusUsed"`
+}
+
+// Pending is a pod the scheduler could not place, with its reason.
+type Pending struct {
+	Pod    string `json:"pod"`
+	Reason string `json:"reason"`
+}
+
+// Violation is a pod in the wrong place.
+type Violation struct {
+	Rule    string `json:"rule"`
+	Pod     string `json:"pod"`
+	Node    string `json:"node"`
+	Message string `json:"message"`
+}
+
+// Options tune a simulation.
+type Options struct {
+	Env string
+	// Groups model the nodes; GroupsFromNodePools(objs) when nil.
+	Groups []NodeGroup
+	// Settle is how long placement must stay unchanged to be final (default 3s); Timeout bounds it all.
+	Settle, Timeout time.Duration
+	// RunCronJobs starts one Job from every CronJob, as if all fired now (default true via Run).
+	RunCronJobs bool
+}
+
+// Run applies objs to the cluster behind cfg (which must run kube-scheduler and
+// kube-controller-manager), waits for placement to settle, and reports it.
+func Run(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured, opts Options) (*Report, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 200, 400
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	if opts.Groups == nil {
+		opts.Groups = GroupsFromNodePools(objs)
+	}
+	if opts.Settle == 0 {
+		opts.Settle = 3 * time.Second
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 2 * time.Minute
+	}
+	ns := nodes(opts.Groups)
+	for _, n := range ns {
+		if err := createNode(ctx, cs, n); err != nil {
+			return nil, err
+		}
+	}
+	if err := createVolumes(ctx, cs, objs); err != nil {
+		return nil, err
+	}
+	syncer, err := testcluster.NewSyncer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncer.Sync(ctx, "simulate-"+opts.Env, objs, false); err != nil {
+		return nil, err
+	}
+	if opts.RunCronJobs {
+		if err := fireCronJobs(ctx, cs, objs); err != nil {
+			return nil, err
+		}
+	}
+	preempted, err := settle(ctx, cs, opts)
+	if err != nil {
+		return nil, err
+	}
+	return report(ctx, cs, objs, opts, ns, preempted)
+}
+
+func createNode(ctx context.Context, cs kubernetes.Interface, n *corev1.Node) error {
+	status, taints := n.Status, n.Spec.Taints
+	got, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		got, err = cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("create node %s: %w", n.Name, err)
+	}
+	got.Status = status
+	got, err = cs.CoreV1().Nodes().UpdateStatus(ctx, got, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("mark node %s ready: %w", n.Name, err)
+	}
+	// The API server taints every new node not-ready; the node lifecycle controller would lift it
+	// once the kubelet reports Ready. Neither runs here, so the simulated kubelet lifts it.
+	got.Spec.Taints = taints
+	if _, err := cs.CoreV1().Nodes().Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("untaint node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// createVolumes pre-binds a PersistentVolume to every claim the objects make (PVCs and
+// StatefulSet volumeClaimTemplates), since no storage provisioner runs.
+func createVolumes(ctx context.Context, cs kubernetes.Interface, objs []*unstructured.Unstructured) error {
+	type claim struct {
+		ns, name string
+		spec     map[string]any
+	}
+	var claims []claim
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "PersistentVolumeClaim":
+			spec, _, _ := unstructured.NestedMap(o.Object, "spec")
+			claims = append(claims, claim{o.GetNamespace(), o.GetName(), spec})
+		case "StatefulSet":
+			replicas, ok, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+			if !ok {
+				replicas = 1
+			}
+			tpls, _, _ := unstructured.NestedSlice(o.Object, "spec", "volumeClaimTemplates")
+			for _, t := range tpls {
+				tm := t.(map[string]any)
+				name, _, _ := unstructured.NestedString(tm, "metadata", "name")
+				spec, _, _ := unstructured.NestedMap(tm, "spec")
+				for i := range replicas {
+					claims = append(claims, claim{o.GetNamespace(), fmt.Sprintf("%s-%s-%d", name, o.GetName(), i), spec})
+				}
+			}
+		}
+	}
+	for _, c := range claims {
+		var spec corev1.PersistentVolumeClaimSpec
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(c.spec, &spec); err != nil {
+			return fmt.Errorf("claim %s/%s: %w", c.ns, c.name, err)
+		}
+		size := spec.Resources.Requests[corev1.ResourceStorage]
+		if size.IsZero() {
+			size = resource.MustParse("1Gi")
+		}
+		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "sim-" + c.ns + "-" + c.name}, Spec: corev1.PersistentVolumeSpec{
+			Capacity: corev1.ResourceList{corev1.ResourceStorage: size}, AccessModes: spec.AccessModes,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/simulated/" + c.ns + "/" + c.name}},
+			ClaimRef:               &corev1.ObjectReference{Namespace: c.ns, Name: c.name},
+		}}
+		if spec.StorageClassName != nil {
+			pv.Spec.StorageClassName = *spec.StorageClassName
+		}
+		if len(pv.Spec.AccessModes) == 0 {
+			pv.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+		}
+		if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create volume for %s/%s: %w", c.ns, c.name, err)
+		}
+	}
+	return nil
+}
+
+// fireCronJobs creates one Job from each CronJob's template, as `kubectl create job --from` does.
+func fireCronJobs(ctx context.Context, cs kubernetes.Interface, objs []*unstructured.Unstructured) error {
+	for _, o := range objs {
+		if o.GetKind() != "CronJob" {
+			continue
+		}
+		tpl, _, _ := unstructured.NestedMap(o.Object, "spec", "jobTemplate")
+		var jt batchv1.JobTemplateSpec
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tpl, &jt); err != nil {
+			return fmt.Errorf("cronjob %s: %w", o.GetName(), err)
+		}
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: o.GetName() + "-sim", Namespace: o.GetNamespace(), Labels: jt.Labels}, Spec: jt.Spec}
+		if _, err := cs.BatchV1().Jobs(o.GetNamespace()).Create(ctx, job, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("job from cronjob %s: %w", o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// settle plays the kubelet's part in pod deletion (a preempted pod is removed at once) and waits
+// until no pod changes node or state for opts.Settle. It returns the preempted pods.
+func settle(ctx context.Context, cs kubernetes.Interface, opts Options) ([]string, error) {
+	deadline := time.Now().Add(opts.Timeout)
+	preempted := map[string]bool{}
+	last, stableSince := "", time.Now()
+	for time.Now().Before(deadline) {
+		pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("list pods: %w", err)
+		}
+		var state []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				if p.Spec.NodeName != "" {
+					preempted[p.Namespace+"/"+p.Name] = true
+				}
+				zero := int64(0)
+				_ = cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+				continue
+			}
+			state = append(state, p.Namespace+"/"+p.Name+"@"+p.Spec.NodeName+":"+scheduledReason(&p))
+		}
+		sort.Strings(state)
+		cur := strings.Join(state, ",")
+		if cur != last {
+			last, stableSince = cur, time.Now()
+		} else if len(state) > 0 && time.Since(stableSince) >= opts.Settle {
+			out := make([]string, 0, len(preempted))
+			for p := range preempted {
+				out = append(out, p)
+			}
+			sort.Strings(out)
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil, fmt.Errorf("placement did not settle within %s", opts.Timeout)
+}
+
+func scheduledReason(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return string(c.Status) + "/" + c.Reason
+		}
+	}
+	return ""
+}

@@ -1,0 +1,218 @@
+package simulate
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/testcluster"
+)
+
+func TestMain(m *testing.M) {
+	// Every scenario starts a four-process cluster of its own: nodes are cluster-wide, so
+	// scenarios cannot share one. Fail loudly without binaries, as testcluster.Main does.
+	if _, err := testcluster.FindBinaries(); err != nil {
+		os.Stderr.WriteString("*** " + err.Error() + "\n")
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+func cluster(t *testing.T) *testcluster.Cluster {
+	t.Helper()
+	start := time.Now()
+	c, err := testcluster.Start(context.Background(), testcluster.Options{Scheduler: true, ControllerManager: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	t.Logf("four-process cluster started in %s", time.Since(start).Round(100*time.Millisecond))
+	return c
+}
+
+func prod(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	src, err := render.FromDir("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := src.Render("prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Objects
+}
+
+// edit changes the pod template of a workload.
+func edit(objs []*unstructured.Unstructured, name string, f func(pod map[string]any)) {
+	for _, o := range objs {
+		if o.GetName() == name && o.GetKind() == "Deployment" {
+			spec, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec")
+			f(spec)
+			_ = unstructured.SetNestedMap(o.Object, spec, "spec", "template", "spec")
+		}
+	}
+}
+
+func gpuGroups(cards map[string]int) []NodeGroup {
+	groups := []NodeGroup{
+		{Pool: "system", Count: 2, CPU: "8", Memory: "32Gi", Labels: map[string]string{"platform.llm/pool": "system"}},
+		{Pool: "cpu", Count: 3, CPU: "16", Memory: "64Gi", Labels: map[string]string{"platform.llm/pool": "cpu"}},
+	}
+	for card, n := range cards {
+		groups = append(groups, NodeGroup{Pool: "gpu", Count: n, CPU: "32", Memory: "256Gi", GPUs: 1,
+			Labels: map[string]string{"platform.llm/pool": "gpu", "accelerator": card},
+			Taints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}})
+	}
+	return groups
+}
+
+func run(t *testing.T, c *testcluster.Cluster, objs []*unstructured.Unstructured, groups []NodeGroup) *Report {
+	t.Helper()
+	start := time.Now()
+	rep, err := Run(context.Background(), c.Config, objs, Options{Env: "prod", Groups: groups, RunCronJobs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("simulation took %s", time.Since(start).Round(100*time.Millisecond))
+	return rep
+}
+
+func TestProdPlacesModelsOnTheirCardsOnly(t *testing.T) {
+	c := cluster(t)
+	rep := run(t, c, prod(t), nil) // nodes from the overlay's NodePools
+	if len(rep.Violations) != 0 {
+		t.Fatalf("violations: %+v", rep.Violations)
+	}
+	var gpu *PoolReport
+	for i := range rep.Pools {
+		if rep.Pools[i].Pool == "gpu" {
+			gpu = &rep.Pools[i]
+		}
+	}
+	if gpu == nil || gpu.GPUs != 16 {
+		t.Fatalf("gpu pool %+v, want 16 cards from the NodePool limit", gpu)
+	}
+	vllm := 0
+	for _, p := range gpu.Pods {
+		name := p[strings.Index(p, "/")+1:]
+		switch {
+		case strings.HasPrefix(name, "vllm-"):
+			vllm++
+		case strings.HasPrefix(name, "dcgm-exporter"), strings.HasPrefix(name, "night-transcription"), strings.HasPrefix(name, "reindex-corpus"):
+		default:
+			t.Errorf("%s landed on the GPU pool", p)
+		}
+	}
+	if vllm != 4 { // qwen 2, llama 1, canary 1
+		t.Errorf("%d vLLM pods on the GPU pool, want 4; pending: %+v", vllm, rep.Pending)
+	}
+	for _, p := range rep.Pending {
+		if strings.Contains(p.Pod, "vllm-") {
+			t.Errorf("vLLM pod pending: %+v", p)
+		}
+	}
+}
+
+func TestDroppedAffinityIsCaught(t *testing.T) {
+	c := cluster(t)
+	objs := prod(t)
+	edit(objs, "vllm-llama", func(pod map[string]any) { delete(pod, "affinity") })
+	// l40s cards for everyone else (qwen 2, canary 1, two night jobs), t4 beside them.
+	rep := run(t, c, objs, gpuGroups(map[string]int{"l40s": 5, "t4": 2}))
+	found := false
+	for _, v := range rep.Violations {
+		if strings.Contains(v.Pod, "vllm-llama") && v.Rule == "gpu-pod-on-wrong-card" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("llama without affinity not caught: violations %+v pools %+v", rep.Violations, rep.Pools)
+	}
+}
+
+func TestDroppedTolerationIsPendingOnTheTaint(t *testing.T) {
+	c := cluster(t)
+	objs := prod(t)
+	edit(objs, "vllm-llama", func(pod map[string]any) { delete(pod, "tolerations") })
+	rep := run(t, c, objs, nil)
+	for _, p := range rep.Pending {
+		if strings.Contains(p.Pod, "vllm-llama") {
+			if !strings.Contains(p.Reason, "untolerated taint") || !strings.Contains(p.Reason, "nvidia.com/gpu=present:NoSchedule") {
+				t.Errorf("pending for another reason: %s", p.Reason)
+			}
+			return
+		}
+	}
+	t.Fatalf("llama without toleration is not pending: %+v", rep)
+}
+
+func TestGPUShortagePreemptsBatchForInference(t *testing.T) {
+	c := cluster(t)
+	all := prod(t)
+	var batchFirst []*unstructured.Unstructured
+	for _, o := range all {
+		if !(o.GetKind() == "Deployment" && strings.HasPrefix(o.GetName(), "vllm-")) {
+			batchFirst = append(batchFirst, o)
+		}
+	}
+	groups := gpuGroups(map[string]int{"l40s": 3})
+	// The night jobs hold two of the three cards...
+	first := run(t, c, batchFirst, groups)
+	if used := gpuUsed(first); used != 2 {
+		t.Fatalf("batch placed on %d cards, want 2: %+v", used, first.Pools)
+	}
+	// ...then inference arrives (4 pods, priority llm-interactive) wanting more cards than exist:
+	// batch must yield its cards, and what still does not fit waits.
+	rep := run(t, c, all, groups)
+	if len(rep.Preempted) == 0 {
+		t.Fatalf("nothing preempted: %+v", rep)
+	}
+	for _, p := range rep.Preempted {
+		if !strings.Contains(p, "llm-batch/") {
+			t.Errorf("preempted %s, want only batch pods", p)
+		}
+	}
+	var gpu PoolReport
+	for _, p := range rep.Pools {
+		if p.Pool == "gpu" {
+			gpu = p
+		}
+	}
+	inference := 0
+	for _, p := range gpu.Pods {
+		if strings.Contains(p, "/vllm-") {
+			inference++
+		}
+	}
+	if inference != 3 || gpu.GPUsUsed != 3 {
+		t.Errorf("GPU pool holds %d inference pods on %d cards, want all 3 cards to inference: %+v", inference, gpu.GPUsUsed, gpu.Pods)
+	}
+	pendingVLLM := 0
+	for _, p := range rep.Pending {
+		if strings.Contains(p.Pod, "/vllm-") {
+			pendingVLLM++
+			if !strings.Contains(p.Reason, "Insufficient nvidia.com/gpu") {
+				t.Errorf("inference pending for another reason: %s", p.Reason)
+			}
+		}
+	}
+	if pendingVLLM != 1 {
+		t.Errorf("%d inference pods pending, want the 1 that has no card: %+v", pendingVLLM, rep.Pending)
+	}
+}
+
+func gpuUsed(r *Report) int64 {
+	for _, p := range r.Pools {
+		if p.Pool == "gpu" {
+			return p.GPUsUsed
+		}
+	}
+	return 0
+}
