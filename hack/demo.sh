@@ -56,4 +56,41 @@ if bin/auditor diff --help >/dev/null 2>&1; then
   echo "(exit code $code: 0 in sync, 1 drift, >1 error)"
 fi
 
+step "6. The daemon: auditor serve watches the cluster and posts drift to chat"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 18099)
+go build -o "$work/testcluster" ./cmd/testcluster
+"$work/testcluster" receive --listen "127.0.0.1:$port" > "$work/chat.log" 2>&1 &
+recv=$!
+printf 'http://127.0.0.1:%s/hooks/demo' "$port" > "$work/mm-url"
+cat > "$work/auditor.yaml" <<CFG
+repo: $repo
+envs: [prod]
+kubeconfig: $KUBECONFIG
+listen: 127.0.0.1:0
+stateDir: $work/state
+foldWindow: 2s
+sinks:
+  - name: oncall
+    mattermost: {urlFile: $work/mm-url}
+CFG
+bin/auditor serve --config "$work/auditor.yaml" > "$work/daemon.log" 2>&1 &
+daemon=$!
+trap 'kill $daemon $recv 2>/dev/null || true; cleanup' EXIT
+sleep 4
+echo "the daemon reported the drift already present (first message):"
+cat "$work/chat.log" | head -30
+echo
+echo '$ kubectl -n llm-inference annotate deployment/vllm-qwen-canary oncall/note="paused by hand"'
+kubectl -n llm-inference annotate deployment/vllm-qwen-canary oncall/note="paused by hand" >/dev/null
+sleep 3
+echo "chat now (a second message within a second of the edit):"
+tail -n +1 "$work/chat.log" | tail -25
+kill $daemon $recv 2>/dev/null || true
+wait $daemon $recv 2>/dev/null || true
+
+step "7. auditor check: what a pull request to prod would be told (HEAD~1 → HEAD of this repo)"
+set +e
+bin/auditor check --base HEAD~1 --head HEAD | grep -E '^==|VIOLATION' | head -12
+set -e
+
 step "Done; stopping the cluster"

@@ -16,7 +16,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newRenderCommand(), newDiffCommand(), newCapacityCommand(), newServeCommand(), newCheckCommand(), newSimulateCommand(), newLedgerCommand(), newRollbackCommand())
+	root.AddCommand(newVersionCommand(), newRenderCommand(), newDiffCommand(), newCapacityCommand(), newServeCommand(), newCheckCommand(), newSimulateCommand(), newLedgerCommand(), newRollbackCommand(), newScheduleCommand())
 	return root
 }
 

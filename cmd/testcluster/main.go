@@ -14,7 +14,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: testcluster up|down|sync [--dir DIR] [--scheduler] [--controller-manager] [--env ENV --repo URL --revision REV]")
+		fmt.Fprintln(os.Stderr, "usage: testcluster up|down|sync|receive [--dir DIR] [--scheduler] [--controller-manager] [--env ENV --repo URL --revision REV]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -24,6 +24,7 @@ func main() {
 	env := fs.String("env", "prod", "sync: environment to sync")
 	repo := fs.String("repo", ".", "sync: repository directory or URL")
 	revision := fs.String("revision", "main", "sync: revision to sync")
+	listen := fs.String("listen", "127.0.0.1:18099", "receive: address to listen on")
 	_ = fs.Parse(os.Args[2:])
 	switch os.Args[1] {
 	case "up":
@@ -52,6 +53,11 @@ func main() {
 		}
 		os.RemoveAll(*dir)
 		fmt.Println("local cluster stopped")
+	case "receive":
+		if err := receive(*listen); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
 	case "sync":
 		if err := syncEnv(*dir, *env, *repo, *revision); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
