@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -102,6 +103,28 @@ func (s Source) Render(env string) (*Result, error) {
 	}
 	res.Env = env
 	return res, nil
+}
+
+// RenderAll renders every environment concurrently (kustomize is CPU-bound; one goroutine per
+// env). Results come back in the order of envs; the first error is returned with its env.
+func (s Source) RenderAll(envs []string) ([]*Result, error) {
+	out := make([]*Result, len(envs))
+	errs := make([]error, len(envs))
+	var wg sync.WaitGroup
+	for i, env := range envs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = s.Render(env)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // RenderPath runs kustomize over any kustomization directory of the repository (e.g. apps/prod).

@@ -145,3 +145,19 @@ func BenchmarkRenderAllOverlays(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkRenderAllOverlaysConcurrently(b *testing.B) {
+	src, err := FromDir("../..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := src.RenderAll(envs); err != nil { // warm
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := src.RenderAll(envs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
