@@ -1,85 +1,36 @@
 package gitrepo
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/llm-gitops/platform/internal/gittest"
 )
 
-// gitEnv isolates the git CLI from the user's and system configuration.
-func gitEnv(home string) []string {
-	return append(os.Environ(),
-		"HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=Human", "GIT_AUTHOR_EMAIL=human@example.com",
-		"GIT_COMMITTER_NAME=Human", "GIT_COMMITTER_EMAIL=human@example.com",
-		"GIT_TERMINAL_PROMPT=0")
-}
-
-// gitOut runs the git CLI in dir and returns its trimmed output; it fails the test on error.
+// The git CLI helpers live in internal/gittest, shared with the other packages' Git tests.
 func gitOut(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	out, err := gitTry(dir, args...)
-	if err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
-	}
-	return out
+	return gittest.Run(t, dir, args...)
 }
 
-func gitTry(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", append([]string{"-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(dir)
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
+func gitTry(dir string, args ...string) (string, error) { return gittest.Try(dir, args...) }
 
-// newBare creates a bare repository (dir/<name>) whose main branch has one commit with files.
-// It returns the bare repository's path.
+func gitEnv(home string) []string { return gittest.Env(home) }
+
 func newBare(t testing.TB, dir, name string, files map[string]string) string {
 	t.Helper()
-	bare := filepath.Join(dir, name)
-	gitOut(t, dir, "init", "-q", "--bare", "-b", "main", bare)
-	work := filepath.Join(t.TempDir(), "seed")
-	gitOut(t, dir, "clone", "-q", bare, work)
-	writeFiles(t, work, files)
-	gitOut(t, work, "add", "-A")
-	gitOut(t, work, "commit", "-q", "-m", "initial")
-	gitOut(t, work, "push", "-q", "origin", "HEAD:refs/heads/main")
-	return bare
+	return gittest.NewBare(t, dir, name, files)
 }
 
 func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
-	for p, c := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gittest.WriteFiles(t, dir, files)
 }
 
-// clone makes a CLI work tree of bare.
-func clone(t testing.TB, bare string) string {
-	t.Helper()
-	work := filepath.Join(t.TempDir(), "w")
-	gitOut(t, filepath.Dir(bare), "clone", "-q", bare, work)
-	return work
-}
+func clone(t testing.TB, bare string) string { t.Helper(); return gittest.Clone(t, bare) }
 
-// fsck runs git fsck --strict on the repository and fails on any complaint.
-func fsck(t testing.TB, repo string) {
-	t.Helper()
-	out := gitOut(t, repo, "fsck", "--strict", "--no-dangling")
-	if out != "" {
-		t.Fatalf("git fsck --strict: %s", out)
-	}
-}
+func fsck(t testing.TB, repo string) { t.Helper(); gittest.Fsck(t, repo) }
 
 func fileRemote(t testing.TB, bare string) *Remote {
 	t.Helper()

@@ -3,40 +3,22 @@ package schedule
 import (
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/gittest"
 )
 
 // projectRoot is the repository root of this project (the tests run in internal/schedule).
 const projectRoot = "../.."
 
-func gitEnv(home string) []string {
-	return append(os.Environ(),
-		"HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=Human", "GIT_AUTHOR_EMAIL=human@example.com",
-		"GIT_COMMITTER_NAME=Human", "GIT_COMMITTER_EMAIL=human@example.com",
-		"GIT_TERMINAL_PROMPT=0")
-}
-
-func gitTry(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", append([]string{"-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(dir)
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
+func gitTry(dir string, args ...string) (string, error) { return gittest.Try(dir, args...) }
 
 func gitOut(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	out, err := gitTry(dir, args...)
-	if err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
-	}
-	return out
+	return gittest.Run(t, dir, args...)
 }
 
 // projectFiles reads base/, components/, overlays/ and clusters/ of the project.
@@ -79,44 +61,17 @@ func commentedScaling(t testing.TB, files map[string]string) {
 // newBare creates dir/name.git whose main branch has one commit with files.
 func newBare(t testing.TB, files map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	bare := filepath.Join(dir, "repo.git")
-	gitOut(t, dir, "init", "-q", "--bare", "-b", "main", bare)
-	work := filepath.Join(dir, "seed")
-	gitOut(t, dir, "clone", "-q", bare, work)
-	writeFiles(t, work, files)
-	gitOut(t, work, "add", "-A")
-	gitOut(t, work, "commit", "-q", "-m", "initial")
-	gitOut(t, work, "push", "-q", "origin", "HEAD:refs/heads/main")
-	return bare
+	return gittest.NewBare(t, t.TempDir(), "repo.git", files)
 }
 
 func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
-	for p, c := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gittest.WriteFiles(t, dir, files)
 }
 
-func clone(t testing.TB, bare string) string {
-	t.Helper()
-	work := filepath.Join(t.TempDir(), "w")
-	gitOut(t, filepath.Dir(bare), "clone", "-q", bare, work)
-	return work
-}
+func clone(t testing.TB, bare string) string { t.Helper(); return gittest.Clone(t, bare) }
 
-func fsck(t testing.TB, repo string) {
-	t.Helper()
-	if out := gitOut(t, repo, "fsck", "--strict", "--no-dangling"); out != "" {
-		t.Fatalf("git fsck --strict: %s", out)
-	}
-}
+func fsck(t testing.TB, repo string) { t.Helper(); gittest.Fsck(t, repo) }
 
 func fileRemote(t testing.TB, bare string) *gitrepo.Remote {
 	t.Helper()
