@@ -46,6 +46,8 @@ type Config struct {
 	Sinks []SinkConfig `json:"sinks,omitempty"`
 	// Dispatch tunes delivery: backoff, rate limit.
 	Dispatch DispatchConfig `json:"dispatch,omitempty"`
+	// Schedule fires clusters/<env>/schedule.yaml in-process (scale-ups as Git commits).
+	Schedule ScheduleConfig `json:"schedule,omitempty"`
 	// OutboxMax bounds each sink's on-disk outbox (default report.DefaultOutboxMax).
 	OutboxMax int `json:"outboxMax,omitempty"`
 }

@@ -44,6 +44,7 @@ type Daemon struct {
 	fetchErr  error
 	hooked    map[schema.GroupVersionKind]bool
 
+	outboxes    []*report.Outbox
 	tracker     *report.Tracker
 	notifier    *report.Notifier
 	dispatchers []*report.Dispatcher
@@ -98,6 +99,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		d.dispatchers = append(d.dispatchers, disp)
 		d.metrics.sinkMetrics(sc.Name, disp)
 	}
+	d.outboxes = outboxes
 	opts := report.Options{ArgoCDURL: cfg.ArgoCDURL, AppName: func(env string) string { return cfg.AppNamePrefix + env }}
 	d.notifier = report.NewNotifier(report.NotifierConfig{Window: cfg.FoldWindow.or(10 * time.Second), Options: opts,
 		Outboxes: outboxes, Tracker: d.tracker, Logger: log, Leading: true})
@@ -142,6 +144,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	if err := d.connect(ctx); err != nil {
 		return err
+	}
+	if d.cfg.Schedule.Enabled {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.runSchedules(ctx) }()
 	}
 	// The first audit waits for the first leader: a follower must not announce, and the leader
 	// must not take what it finds at start as already announced.

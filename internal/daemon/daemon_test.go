@@ -8,9 +8,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
 )
 
 func TestKubectlEditReachesEveryReceiverOnceThenResolves(t *testing.T) {
@@ -216,4 +220,54 @@ func grep(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestScheduledScaleUpIsCommittedByTheDaemon gives the daemon a schedule whose peak starts in
+// two minutes (so its firing, 14m36s before, is late but still useful) and checks the scale-up
+// lands in the bare repository exactly once, with its trailers.
+func TestScheduledScaleUpIsCommittedByTheDaemon(t *testing.T) {
+	h := newHarness(t)
+	peak := time.Now().UTC().Add(2 * time.Minute).Truncate(time.Minute)
+	sched := fmt.Sprintf(`leadTime:
+  argoSyncDelay: 3m
+  coldStart: {nodeProvisioning: 90s, imageSize: 10GB, pullBandwidth: 1Gbit/s, weightsSize: 16GB, downloadBandwidth: 1Gbit/s, loadBandwidth: 2GB/s, engineInit: 30s}
+  margin: 6m
+peaks:
+  - name: test-peak
+    recurrence:
+      dates: [%s]
+      at: "%s"
+      timeZone: UTC
+    duration: 1h
+    target: {path: overlays/prod/scaling.yaml, kind: ScaledObject, name: vllm-qwen, field: spec.minReplicaCount}
+    warm: 5
+`, peak.Format("2006-01-02"), peak.Format("15:04"))
+	if err := h.p.Write("clusters/prod/schedule.yaml", sched); err != nil {
+		t.Fatal(err)
+	}
+	h.p.Commit("schedule a peak")
+	bare := filepath.Join(t.TempDir(), "platform.git")
+	h.p.Git("clone", "-q", "--bare", h.p.Dir, bare)
+	cfg := h.config(t.TempDir())
+	cfg.Repo = "file://" + bare
+	cfg.Schedule = ScheduleConfig{Enabled: true, Remote: gitrepo.RemoteConfig{URL: "file://" + bare}}
+	start2 := time.Now()
+	d := start(t, cfg)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		out, _ := exec.Command("git", "--git-dir", bare, "log", "--format=%H %(trailers:key=Schedule-Id,valueonly,separator=)", "main").Output()
+		if n := strings.Count(string(out), "test-peak"); n > 0 {
+			if n != 1 {
+				t.Fatalf("%d scale-up commits, want 1:\n%s", n, out)
+			}
+			t.Logf("scale-up committed %s after the daemon started", time.Since(start2).Round(10*time.Millisecond))
+			show, _ := exec.Command("git", "--git-dir", bare, "show", "main", "--", "overlays/prod/scaling.yaml").Output()
+			if !strings.Contains(string(show), "+  minReplicaCount: 5") {
+				t.Errorf("commit does not raise minReplicaCount to 5:\n%s", show)
+			}
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("no scale-up commit after 30s; daemon log:\n%s", d.log.String())
 }
