@@ -270,3 +270,25 @@ func TestKubectlDiffOracle(t *testing.T) {
 		t.Errorf("want 4 objects changed or missing, got %v", ours)
 	}
 }
+
+// TestHTTPRouteWeightsChangedLive is the ledger's live check: canary shares changed by hand in
+// the cluster differ from the synced revision's, and are reported as such; the API server's
+// defaulted weight (1) on a route Git leaves unweighted is not.
+func TestHTTPRouteWeightsChangedLive(t *testing.T) {
+	f := newFixture(t)
+	f.Kubectl("-n", f.NS("inference"), "patch", "httproute", "qwen", "--type=json",
+		`-p=[{"op":"replace","path":"/spec/rules/0/backendRefs/0/weight","value":50},{"op":"replace","path":"/spec/rules/0/backendRefs/1/weight","value":50}]`)
+	rep := f.audit()
+	o := object(t, rep, "HTTPRoute", "qwen")
+	var paths []string
+	for _, fl := range o.Fields {
+		paths = append(paths, fl.Path+" "+fl.Change+" "+fl.Manager)
+	}
+	want := []string{
+		".spec.rules[0].backendRefs[name=vllm-qwen-canary].weight changed kubectl-patch",
+		".spec.rules[0].backendRefs[name=vllm-qwen].weight changed kubectl-patch",
+	}
+	if diff := cmp.Diff(want, paths); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}

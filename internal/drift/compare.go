@@ -105,6 +105,14 @@ func compareList(out []rawDiff, p path, d, l []any) []rawDiff {
 		}
 		return out
 	}
+	if len(d) == len(l) {
+		// Same length: item i is item i (an edited rule, a changed weight) — compare positionally
+		// so the report names the field, not the whole item.
+		for i := range d {
+			out = compareValue(out, p.indexed(i), d[i], l[i], true)
+		}
+		return out
+	}
 	used := make([]bool, len(l))
 	for i, it := range d {
 		found := false
