@@ -48,6 +48,8 @@ type Config struct {
 	Dispatch DispatchConfig `json:"dispatch,omitempty"`
 	// Schedule fires clusters/<env>/schedule.yaml in-process (scale-ups as Git commits).
 	Schedule ScheduleConfig `json:"schedule,omitempty"`
+	// Ledger keeps the model ledger in Git as revisions get synced.
+	Ledger LedgerConfig `json:"ledger,omitempty"`
 	// OutboxMax bounds each sink's on-disk outbox (default report.DefaultOutboxMax).
 	OutboxMax int `json:"outboxMax,omitempty"`
 }

@@ -44,6 +44,10 @@ type Daemon struct {
 	fetchErr  error
 	hooked    map[schema.GroupVersionKind]bool
 
+	ledgerSeen map[string]string // env -> revision whose ledger records are written
+	ledgerBusy map[string]bool
+	wg         sync.WaitGroup // background writes (ledger)
+
 	outboxes    []*report.Outbox
 	tracker     *report.Tracker
 	notifier    *report.Notifier
@@ -66,6 +70,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	}
 	d := &Daemon{cfg: cfg, rest: restCfg, log: log, metrics: newMetrics(), reports: map[string]*drift.Report{},
 		errs: map[string]error{}, hooked: map[schema.GroupVersionKind]bool{}, decided: make(chan struct{}),
+		ledgerSeen: map[string]string{}, ledgerBusy: map[string]bool{},
 		dirty: make(chan struct{}, 1), fetch: make(chan struct{}, 1), listening: make(chan struct{})}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
@@ -127,6 +132,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer func() {
 		cancel()
 		wg.Wait()
+		d.wg.Wait()
 		d.notifier.Close()
 		for _, disp := range d.dispatchers {
 			disp.Close()
@@ -277,6 +283,7 @@ func (d *Daemon) auditAll(ctx context.Context) {
 		d.metrics.lastSuccess.WithLabelValues(env).SetToCurrentTime()
 		d.metrics.observe(rep)
 		d.announce(rep)
+		d.recordSync(ctx, rep)
 	}
 	d.hookInformers(c)
 	if allOK {

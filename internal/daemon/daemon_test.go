@@ -271,3 +271,41 @@ peaks:
 	}
 	t.Fatalf("no scale-up commit after 30s; daemon log:\n%s", d.log.String())
 }
+
+// TestLedgerRecordsTheSyncedRevision runs the daemon with the ledger on: the synced revision's
+// served models are appended to clusters/prod/model-ledger.jsonl in the bare repository, stamped
+// with the time the daemon first saw the revision synced.
+func TestLedgerRecordsTheSyncedRevision(t *testing.T) {
+	h := newHarness(t)
+	bare := filepath.Join(t.TempDir(), "platform.git")
+	h.p.Git("clone", "-q", "--bare", h.p.Dir, bare)
+	cfg := h.config(t.TempDir())
+	cfg.Repo = "file://" + bare
+	cfg.Ledger = LedgerConfig{Enabled: true, Remote: gitrepo.RemoteConfig{URL: "file://" + bare}}
+	before := time.Now().UTC().Add(-time.Second)
+	d := start(t, cfg)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := exec.Command("git", "--git-dir", bare, "show", "main:clusters/prod/model-ledger.jsonl").Output()
+		if err == nil && len(out) > 0 {
+			text := string(out)
+			for _, want := range []string{`"model":"qwen"`, `"model":"llama"`, `"deployment":"vllm-qwen-canary"`, `"sharePercent":10`, `"syncedAt":"`} {
+				if !strings.Contains(text, want) {
+					t.Errorf("ledger lacks %s:\n%s", want, text)
+				}
+			}
+			i := strings.Index(text, `"syncedAt":"`) + len(`"syncedAt":"`)
+			stamp := text[i : i+strings.Index(text[i:], `"`)]
+			if ts, err := time.Parse(time.RFC3339Nano, stamp); err != nil || ts.Before(before) {
+				t.Errorf("syncedAt %q is not the time the daemon saw the sync (after %s)", stamp, before)
+			}
+			msg, _ := exec.Command("git", "--git-dir", bare, "log", "-1", "--format=%an%n%B", "main").Output()
+			if !strings.Contains(string(msg), "Synced-Revision: "+h.p.Head) {
+				t.Errorf("ledger commit lacks the Synced-Revision trailer:\n%s", msg)
+			}
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("no ledger after 60s; log:\n%s", d.log.String())
+}
