@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,10 +11,14 @@ import (
 
 	"github.com/llm-gitops/platform/internal/check"
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/simulate"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 func newCheckCommand() *cobra.Command {
 	var repoDir, base, head, output string
+	var simulateProd bool
 	cmd := &cobra.Command{
 		Use:   "check --base REV [--head REV] [-o text|markdown|json]",
 		Short: "Check a change for production: rendered diff per env, admission policies, capacity invariants",
@@ -35,6 +40,11 @@ Exit codes: 0 pass, 1 violations, >1 error.`,
 			res, err := check.Run(repo, base, head)
 			if err != nil {
 				return &exitError{code: 2, err: err}
+			}
+			if simulateProd {
+				if err := checkPlacement(repo, head, res); err != nil {
+					return &exitError{code: 2, err: err}
+				}
 			}
 			w := cmd.OutOrStdout()
 			switch output {
@@ -61,6 +71,7 @@ Exit codes: 0 pass, 1 violations, >1 error.`,
 	cmd.Flags().StringVar(&base, "base", "", "base revision (e.g. origin/main)")
 	cmd.Flags().StringVar(&head, "head", "HEAD", "head revision")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, markdown or json")
+	cmd.Flags().BoolVar(&simulateProd, "simulate", false, "also prove prod's placement with the real kube-scheduler (starts a local cluster; make tools)")
 	return cmd
 }
 
@@ -105,4 +116,37 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// checkPlacement runs the prod placement simulation at head on a fresh local cluster and adds
+// its violations to the result.
+func checkPlacement(repo *gitrepo.Repo, head string, res *check.Result) error {
+	snap, err := repo.Snapshot(head)
+	if err != nil {
+		return err
+	}
+	src, err := render.FromSnapshot(snap)
+	if err != nil {
+		return err
+	}
+	prod, err := src.Render("prod")
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	c, err := testcluster.Start(ctx, testcluster.Options{Scheduler: true, ControllerManager: true})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	rep, err := simulate.Run(ctx, c.Config, prod.Objects, simulate.Options{Env: "prod", RunCronJobs: true})
+	if err != nil {
+		return err
+	}
+	var vs []check.Violation
+	for _, v := range rep.Violations {
+		vs = append(vs, check.Violation{Rule: "placement-" + v.Rule, Object: v.Pod + " on " + v.Node, Message: v.Message})
+	}
+	res.AddPlacement("prod", vs)
+	return nil
 }

@@ -4,6 +4,7 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -11,8 +12,10 @@ import (
 
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/ledger"
 	"github.com/llm-gitops/platform/internal/policy"
 	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/schedule"
 )
 
 // Result is the outcome of a check, per env (prod first).
@@ -54,10 +57,11 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	headSrc, headRev, err := source(repo, head)
+	headSrc, headSnap, err := snapshot(repo, head)
 	if err != nil {
 		return nil, err
 	}
+	headRev := headSnap.Revision
 	envs, err := headSrc.Envs()
 	if err != nil {
 		return nil, err
@@ -84,6 +88,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		if pols != nil {
 			er.Violations = append(er.Violations, evaluate(pols, h.Objects)...)
 		}
+		er.Violations = append(er.Violations, dataFiles(headSnap, env)...)
 		v, w := capacityInvariants(h.Objects)
 		er.Violations = append(er.Violations, v...)
 		er.Warnings = append(er.Warnings, w...)
@@ -96,12 +101,35 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 }
 
 func source(repo *gitrepo.Repo, rev string) (render.Source, string, error) {
-	snap, err := repo.Snapshot(rev)
+	src, snap, err := snapshot(repo, rev)
 	if err != nil {
 		return render.Source{}, "", err
 	}
+	return src, snap.Revision, nil
+}
+
+func snapshot(repo *gitrepo.Repo, rev string) (render.Source, *gitrepo.Snapshot, error) {
+	snap, err := repo.Snapshot(rev)
+	if err != nil {
+		return render.Source{}, nil, err
+	}
 	src, err := render.FromSnapshot(snap)
-	return src, snap.Revision, err
+	return src, snap, err
+}
+
+// dataFiles validates the env's non-synced data at head: the schedule (cron, time zones, targets,
+// lead time against peak length) and the model ledger (every line parses), with file and line.
+func dataFiles(snap *gitrepo.Snapshot, env string) []Violation {
+	var out []Violation
+	if _, err := schedule.Load(snap, env); err != nil && !errors.Is(err, schedule.ErrNoSchedule) {
+		out = append(out, Violation{Rule: "schedule", Object: "clusters/" + env + "/schedule.yaml", Message: err.Error()})
+	}
+	if data, ok := snap.Files[ledger.Path(env)]; ok {
+		if _, err := ledger.Parse(ledger.Path(env), data); err != nil {
+			out = append(out, Violation{Rule: "ledger", Object: ledger.Path(env), Message: err.Error()})
+		}
+	}
+	return out
 }
 
 // loadPolicies renders policies/ at the head revision; nil when the revision has none.
@@ -184,4 +212,16 @@ func diffObjects(base, head []*unstructured.Unstructured) []Change {
 		return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name
 	})
 	return out
+}
+
+// AddPlacement adds a placement simulation's violations (see internal/simulate) to env's result.
+func (r *Result) AddPlacement(env string, violations []Violation) {
+	for i := range r.Envs {
+		if r.Envs[i].Env == env {
+			r.Envs[i].Violations = append(r.Envs[i].Violations, violations...)
+			if len(violations) > 0 {
+				r.Passed = false
+			}
+		}
+	}
 }

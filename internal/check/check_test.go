@@ -14,7 +14,7 @@ import (
 func repoCopy(t *testing.T) (string, func(msg string), func(rel, old, new string)) {
 	t.Helper()
 	dir := t.TempDir()
-	for _, top := range []string{"base", "components", "overlays", "policies"} {
+	for _, top := range []string{"base", "components", "overlays", "policies", "clusters"} {
 		err := filepath.Walk(filepath.Join("../..", top), func(p string, info os.FileInfo, err error) error {
 			if err != nil || info.IsDir() {
 				return err
@@ -105,6 +105,28 @@ func TestCheck(t *testing.T) {
 				t.Errorf("want fail")
 			}
 		})
+	}
+}
+
+func TestCheckValidatesScheduleAndLedger(t *testing.T) {
+	dir, commit, edit := repoCopy(t)
+	edit("clusters/prod/schedule.yaml", `cron: "0 9 * * 1-5"`, `cron: "0 9 * * MON-FRY"`)
+	if err := os.WriteFile(filepath.Join(dir, "clusters/prod/model-ledger.jsonl"), []byte("{not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	commit("break the schedule and the ledger")
+	repo, _ := gitrepo.Open(dir)
+	res, err := Run(repo, "HEAD~1", "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range res.Envs[0].Violations {
+		got = append(got, v.Rule+": "+v.Message)
+	}
+	all := strings.Join(got, "\n")
+	if !strings.Contains(all, "schedule: clusters/prod/schedule.yaml:") || !strings.Contains(all, "ledger: clusters/prod/model-ledger.jsonl:1") || res.Passed {
+		t.Errorf("want schedule and ledger violations with file:line, got:\n%s", all)
 	}
 }
 
