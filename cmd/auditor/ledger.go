@@ -89,6 +89,18 @@ func remoteFor(location string) (*gitrepo.Remote, error) {
 	return r, nil
 }
 
+// loadRecords validates -o and reads the ledgers of env (all envs when empty) at the repo's HEAD.
+func loadRecords(output, repoFlag, env string) ([]ledger.Record, error) {
+	if err := checkOutputFormat(output); err != nil {
+		return nil, err
+	}
+	repo, err := openLedgerRepo(repoFlag)
+	if err != nil {
+		return nil, err
+	}
+	return readLedgers(repo, env)
+}
+
 func newLedgerListCommand() *cobra.Command {
 	var repoFlag, env, model, output string
 	cmd := &cobra.Command{
@@ -96,14 +108,7 @@ func newLedgerListCommand() *cobra.Command {
 		Short: "List ledger records, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutputFormat(output); err != nil {
-				return err
-			}
-			repo, err := openLedgerRepo(repoFlag)
-			if err != nil {
-				return err
-			}
-			recs, err := readLedgers(repo, env)
+			recs, err := loadRecords(output, repoFlag, env)
 			if err != nil {
 				return err
 			}
@@ -234,14 +239,7 @@ func newLedgerShowCommand() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutputFormat(output); err != nil {
-				return err
-			}
-			repo, err := openLedgerRepo(repoFlag)
-			if err != nil {
-				return err
-			}
-			recs, err := readLedgers(repo, env)
+			recs, err := loadRecords(output, repoFlag, env)
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 
 	"github.com/spf13/cobra"
 )
@@ -15,16 +14,9 @@ func newRenderCommand() *cobra.Command {
 		Example: `  auditor render --env prod
   auditor render --env dev --revision HEAD~1 | kubectl apply --dry-run=server -f -`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if env == "" {
-				return &exitError{code: 2, err: fmt.Errorf("--env is required")}
-			}
-			s, err := src.open()
+			res, err := src.render(env)
 			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			res, err := s.Render(env)
-			if err != nil {
-				return &exitError{code: 2, err: err}
+				return err
 			}
 			_, err = cmd.OutOrStdout().Write(res.YAML)
 			return err

@@ -30,16 +30,9 @@ used and free, and violations (a non-GPU pod on a GPU node, a GPU pod on a CPU n
 
 Exit codes: 0 no violations, 1 violations, >1 error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if env == "" {
-				return &exitError{code: 2, err: fmt.Errorf("--env is required")}
-			}
-			s, err := src.open()
+			res, err := src.render(env)
 			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			res, err := s.Render(env)
-			if err != nil {
-				return &exitError{code: 2, err: err}
+				return err
 			}
 			opts := simulate.Options{Env: env, RunCronJobs: true}
 			if nodesFile != "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -35,4 +36,20 @@ func (f *sourceFlags) open() (render.Source, error) {
 		return render.Source{}, err
 	}
 	return render.FromSnapshot(snap)
+}
+
+// render renders env from the source the flags name; every failure is an exit-2 error.
+func (f *sourceFlags) render(env string) (*render.Result, error) {
+	if env == "" {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--env is required")}
+	}
+	s, err := f.open()
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	res, err := s.Render(env)
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	return res, nil
 }
