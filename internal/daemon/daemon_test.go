@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 func TestKubectlEditReachesEveryReceiverOnceThenResolves(t *testing.T) {
@@ -264,6 +266,24 @@ peaks:
 			show, _ := exec.Command("git", "--git-dir", bare, "show", "main", "--", "overlays/prod/scaling.yaml").Output()
 			if !strings.Contains(string(show), "+  minReplicaCount: 5") {
 				t.Errorf("commit does not raise minReplicaCount to 5:\n%s", show)
+			}
+			// What Argo CD would sync next: it renders and the real API server accepts it.
+			repo, err := gitrepo.Open("file://" + bare)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := repo.Snapshot("main")
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, _ := render.FromSnapshot(snap)
+			res, err := src.Render("prod")
+			if err != nil {
+				t.Fatalf("the scheduled commit does not render: %v", err)
+			}
+			syncer, _ := testcluster.NewSyncer(cluster.Config)
+			if err := syncer.Sync(context.Background(), h.p.App(), res.Objects, true); err != nil {
+				t.Errorf("the API server's dry-run rejects the scheduled commit: %v", err)
 			}
 			return
 		}
