@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/cgi"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -19,6 +17,8 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/llm-gitops/platform/internal/gittest"
 )
 
 func scaleChange(path, from, to string) ChangeFunc {
@@ -279,26 +279,9 @@ func TestUpdateRace(t *testing.T) {
 	}
 }
 
-// gitHTTPServer serves dir's repositories with git http-backend behind basic auth.
 func gitHTTPServer(t *testing.T, root, user, pass string) *httptest.Server {
 	t.Helper()
-	execPath := gitOut(t, root, "--exec-path")
-	backend := &cgi.Handler{
-		Path:       filepath.Join(execPath, "git-http-backend"),
-		Env:        []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root},
-		InheritEnv: []string{"PATH"},
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, p, ok := r.BasicAuth()
-		if !ok || u != user || p != pass {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		backend.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	return gittest.HTTPServer(t, root, user, pass)
 }
 
 func TestUpdateSmartHTTPAuth(t *testing.T) {

@@ -3,6 +3,9 @@
 package gittest
 
 import (
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,4 +85,28 @@ func Fsck(t testing.TB, repo string) {
 	if out := Run(t, repo, "fsck", "--strict", "--no-dangling"); out != "" {
 		t.Fatalf("git fsck --strict: %s", out)
 	}
+}
+
+// HTTPServer serves the repositories under root over Git's smart HTTP protocol — the real
+// `git http-backend` behind net/http/cgi — requiring HTTP basic auth user:pass. Pushing needs
+// `git config http.receivepack true` in the bare repository.
+func HTTPServer(t testing.TB, root, user, pass string) *httptest.Server {
+	t.Helper()
+	execPath := Run(t, root, "--exec-path")
+	backend := &cgi.Handler{
+		Path:       filepath.Join(execPath, "git-http-backend"),
+		Env:        []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root},
+		InheritEnv: []string{"PATH"},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if !ok || u != user || p != pass {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		backend.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/gittest"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
@@ -47,18 +49,42 @@ func scheduleCommits(t *testing.T, bare string) []gitrepo.Commit {
 	return out
 }
 
+// TestFireConcurrentPushesExactlyOnce races a firing against five people pushing with the git
+// CLI, over file:// and over smart HTTP with authentication (git http-backend behind net/http/cgi).
 func TestFireConcurrentPushesExactlyOnce(t *testing.T) {
+	for _, transport := range []string{"file", "smart-http"} {
+		t.Run(transport, func(t *testing.T) { testFireRace(t, transport) })
+	}
+}
+
+func testFireRace(t *testing.T, transport string) {
 	files := projectFiles(t)
 	commentedScaling(t, files)
 	bare := newBare(t, files)
 	s := loadProd(t, bare)
 	fire := futureFiring(t, s, "weekday-morning")
+	remote, cloneURL := fileRemote(t, bare), bare
+	if transport == "smart-http" {
+		gitOut(t, bare, "config", "http.receivepack", "true")
+		srv := gittest.HTTPServer(t, filepath.Dir(bare), "bot", "s3cret-token")
+		pw := filepath.Join(t.TempDir(), "token")
+		writeFiles(t, filepath.Dir(pw), map[string]string{"token": "s3cret-token\n"})
+		var err error
+		remote, err = gitrepo.NewRemote(gitrepo.RemoteConfig{URL: srv.URL + "/" + filepath.Base(bare), Username: "bot", PasswordFile: pw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(srv.URL + "/" + filepath.Base(bare))
+		u.User = url.UserPassword("bot", "s3cret-token")
+		cloneURL = u.String()
+	}
 
 	// Five people push unrelated commits with the git CLI while the schedule fires.
 	var wg sync.WaitGroup
 	errs := make(chan error, 5)
 	for g := 0; g < 5; g++ {
-		work := clone(t, bare)
+		work := filepath.Join(t.TempDir(), "w")
+		gitOut(t, filepath.Dir(work), "clone", "-q", cloneURL, work)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -93,7 +119,7 @@ func TestFireConcurrentPushesExactlyOnce(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		res, ferr = s.Fire(context.Background(), fileRemote(t, bare), "weekday-morning", fire,
+		res, ferr = s.Fire(context.Background(), remote, "weekday-morning", fire,
 			FireOptions{Author: bot, Backoff: gitrepo.Backoff{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}})
 	}()
 	wg.Wait()
