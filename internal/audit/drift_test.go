@@ -13,8 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 func TestFreshSyncIsInSync(t *testing.T) {
@@ -290,5 +294,38 @@ func TestHTTPRouteWeightsChangedLive(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, paths); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+// TestAuditWithReadOnlyRights runs the audit as a user bound only to the ClusterRole base/auditor
+// ships (get/list/watch): it sees the drift, and that user cannot change anything.
+func TestAuditWithReadOnlyRights(t *testing.T) {
+	f := newFixture(t)
+	role := f.Prefix + "-llm-auditor-read" // the shipped ClusterRole, synced by the fixture
+	f.Kubectl("create", "clusterrolebinding", f.Prefix+"-reader", "--clusterrole="+role, "--user="+testcluster.ReaderUser)
+	t.Cleanup(func() { _, _ = cluster.Kubectl(context.Background(), "delete", "clusterrolebinding", f.Prefix+"-reader").CombinedOutput() })
+	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+
+	reader := rest.CopyConfig(cluster.Config)
+	reader.BearerToken = testcluster.ReaderToken
+	ctx := context.Background()
+	repo, err := gitrepo.Open(f.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := live.New(ctx, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(repo, cache)
+	a.AppName = func(string) string { return f.App() }
+	rep, err := a.Run(ctx, Request{Env: "prod"})
+	if err != nil {
+		t.Fatalf("audit with read-only rights: %v", err)
+	}
+	field(t, rep, object(t, rep, "StatefulSet", "qdrant"), ".spec.replicas")
+	out, err := cluster.Kubectl(ctx, "--token="+testcluster.ReaderToken, "-n", f.NS("rag"), "scale", "statefulset/qdrant", "--replicas=1").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "forbidden") {
+		t.Errorf("the read-only user could write: %v %s", err, out)
 	}
 }
