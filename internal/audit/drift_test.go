@@ -303,7 +303,9 @@ func TestAuditWithReadOnlyRights(t *testing.T) {
 	f := newFixture(t)
 	role := f.Prefix + "-llm-auditor-read" // the shipped ClusterRole, synced by the fixture
 	f.Kubectl("create", "clusterrolebinding", f.Prefix+"-reader", "--clusterrole="+role, "--user="+testcluster.ReaderUser)
-	t.Cleanup(func() { _, _ = cluster.Kubectl(context.Background(), "delete", "clusterrolebinding", f.Prefix+"-reader").CombinedOutput() })
+	t.Cleanup(func() {
+		_, _ = cluster.Kubectl(context.Background(), "delete", "clusterrolebinding", f.Prefix+"-reader").CombinedOutput()
+	})
 	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
 
 	reader := rest.CopyConfig(cluster.Config)
