@@ -84,7 +84,7 @@ echo '$ kubectl -n llm-inference annotate deployment/vllm-qwen-canary oncall/not
 kubectl -n llm-inference annotate deployment/vllm-qwen-canary oncall/note="paused by hand" >/dev/null
 sleep 3
 echo "chat now (a second message within a second of the edit):"
-tail -n +1 "$work/chat.log" | tail -25
+awk '/┌──/{n++} n>=2' "$work/chat.log" | head -40
 kill $daemon $recv 2>/dev/null || true
 wait $daemon $recv 2>/dev/null || true
 
