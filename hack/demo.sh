@@ -4,7 +4,7 @@
 #  2. this repository pushed to a local bare Git repository, as a Git server would hold it
 #  3. the prod overlay synced the way Argo CD does (server-side apply as argocd-controller)
 #  4. manual kubectl edits, then the auditor's drift report naming field, values, manager, time
-set -euo pipefail
+set -eu # no pipefail: output is cut with head, and a cut pipe is not a failure
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 work=$(mktemp -d /tmp/auditor-demo.XXXXXX)
