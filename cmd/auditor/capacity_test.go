@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -11,13 +10,7 @@ import (
 // runCapacity runs `auditor capacity ARGS...` in-process and returns stdout and the error.
 func runCapacity(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newCapacityCommand()
-	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
+	return runCmd(t, newCapacityCommand(), args...)
 }
 
 func exitCode(err error) int {

@@ -13,7 +13,6 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/simulate"
-	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 func newCheckCommand() *cobra.Command {
@@ -133,13 +132,7 @@ func checkPlacement(repo *gitrepo.Repo, head string, res *check.Result) error {
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	c, err := testcluster.Start(ctx, testcluster.Options{Scheduler: true, ControllerManager: true})
-	if err != nil {
-		return err
-	}
-	defer c.Stop()
-	rep, err := simulate.Run(ctx, c.Config, prod.Objects, simulate.Options{Env: "prod", RunCronJobs: true})
+	rep, err := simulateOn(context.Background(), kubeFlags{}, prod.Objects, simulate.Options{Env: "prod", RunCronJobs: true})
 	if err != nil {
 		return err
 	}

@@ -100,6 +100,7 @@ func (l *ledgerRepo) setCanary(stable, canary string) {
 	}
 }
 
+// runCmd runs a command in-process and returns its stdout and error.
 func runCmd(t *testing.T, cmd *cobra.Command, args ...string) (string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer

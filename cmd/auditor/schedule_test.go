@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -12,13 +11,7 @@ import (
 
 func runSchedule(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newScheduleCommand()
-	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
+	return runCmd(t, newScheduleCommand(), args...)
 }
 
 func scheduleGit(t *testing.T, dir string, args ...string) string {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
 	"github.com/llm-gitops/platform/internal/simulate"
 	"github.com/llm-gitops/platform/internal/testcluster"
@@ -40,28 +42,10 @@ Exit codes: 0 no violations, 1 violations, >1 error.`,
 					return &exitError{code: 2, err: err}
 				}
 			}
-			ctx := context.Background()
-			var cfgErr error
-			restCfg, cfgErr := kube.config()
-			if kube.kubeconfig == "" {
-				fmt.Fprintln(os.Stderr, "starting a local cluster with kube-scheduler and kube-controller-manager ...")
-				c, err := testcluster.Start(ctx, testcluster.Options{Scheduler: true, ControllerManager: true})
-				if err != nil {
-					return &exitError{code: 2, err: err}
-				}
-				defer c.Stop()
-				restCfg, cfgErr = c.Config, nil
-				fmt.Fprintf(os.Stderr, "cluster started in %s\n", c.Started.Round(100*time.Millisecond))
-			}
-			if cfgErr != nil {
-				return &exitError{code: 2, err: cfgErr}
-			}
-			start := time.Now()
-			rep, err := simulate.Run(ctx, restCfg, res.Objects, opts)
+			rep, err := simulateOn(context.Background(), kube, res.Objects, opts)
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			fmt.Fprintf(os.Stderr, "simulation took %s\n", time.Since(start).Round(100*time.Millisecond))
 			if output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -104,4 +88,33 @@ func writeSimulation(w io.Writer, rep *simulate.Report) {
 		fmt.Fprintf(w, "VIOLATION %s %s on %s: %s\n", v.Rule, v.Pod, v.Node, v.Message)
 	}
 	fmt.Fprintf(w, "%d violations\n", len(rep.Violations))
+}
+
+// simulateOn runs a placement simulation on kube's cluster when --kubeconfig names one, else on
+// a fresh local four-process cluster (make tools), stopped afterwards.
+func simulateOn(ctx context.Context, kube kubeFlags, objs []*unstructured.Unstructured, opts simulate.Options) (*simulate.Report, error) {
+	var cfg *rest.Config
+	if kube.kubeconfig != "" {
+		c, err := kube.config()
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+	} else {
+		fmt.Fprintln(os.Stderr, "starting a local cluster with kube-scheduler and kube-controller-manager ...")
+		c, err := testcluster.Start(ctx, testcluster.Options{Scheduler: true, ControllerManager: true})
+		if err != nil {
+			return nil, err
+		}
+		defer c.Stop()
+		cfg = c.Config
+		fmt.Fprintf(os.Stderr, "cluster started in %s\n", c.Started.Round(100*time.Millisecond))
+	}
+	start := time.Now()
+	rep, err := simulate.Run(ctx, cfg, objs, opts)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "simulation took %s\n", time.Since(start).Round(100*time.Millisecond))
+	return rep, nil
 }

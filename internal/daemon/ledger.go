@@ -60,10 +60,7 @@ func (d *Daemon) syncLedger(ctx context.Context, env, revision string, seenAt ti
 	req := ledger.SyncRequest{Env: env, Branch: d.cfg.Ledger.Branch, Revision: revision, SyncedAt: seenAt,
 		Deadline: time.Now().Add(2 * time.Minute)}
 	if u := d.cfg.Ledger.PrometheusURL; u != "" {
-		p := &ledger.Prometheus{URL: u}
-		req.Metrics = func(ctx context.Context, r ledger.Record) (*ledger.Metrics, error) {
-			return p.Snapshot(ctx, r.Model, r.Deployment)
-		}
+		req.Metrics = (&ledger.Prometheus{URL: u}).ForRecord
 	}
 	res, err := ledger.Sync(ctx, remote, req)
 	if err != nil {

@@ -5,6 +5,7 @@
 package drift
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -115,7 +116,7 @@ func compare(desiredObj, liveObj *unstructured.Unstructured, opts Options) []Fie
 		}
 	}
 	allowed := func(m string) bool {
-		return m == opts.Applier || ignoredManagers[m] || contains(opts.AllowedManagers, m)
+		return m == opts.Applier || ignoredManagers[m] || slices.Contains(opts.AllowedManagers, m)
 	}
 	os := owners(liveObj.GetManagedFields())
 	var fields []Field
@@ -239,15 +240,6 @@ func ignored(rules []IgnoreRule, p path) bool {
 			if ptr == jp || strings.HasPrefix(ptr, strings.TrimSuffix(jp, "/")+"/") {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
 		}
 	}
 	return false

@@ -1,7 +1,6 @@
 package drift
 
 import (
-	"fmt"
 	"sort"
 )
 
@@ -188,24 +187,6 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// describe is a short rendering of a value for text output.
-func describe(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "(none)"
-	case string:
-		return fmt.Sprintf("%q", x)
-	case map[string]any, []any:
-		s := fmt.Sprint(x)
-		if len(s) > 80 {
-			s = s[:77] + "..."
-		}
-		return s
-	default:
-		return fmt.Sprint(x)
-	}
 }
 
 // FieldChange is a difference between two versions of an object's declared fields.

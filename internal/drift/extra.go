@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -52,7 +53,7 @@ func creatorOf(l *unstructured.Unstructured, opts Options) *Writer {
 	var firstTime time.Time
 	human := false
 	for _, e := range l.GetManagedFields() {
-		if e.Manager != opts.Applier && !contains(opts.AllowedManagers, e.Manager) {
+		if e.Manager != opts.Applier && !slices.Contains(opts.AllowedManagers, e.Manager) {
 			human = true
 		}
 		var t time.Time

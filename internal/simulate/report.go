@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -80,7 +81,7 @@ func report(ctx context.Context, cs kubernetes.Interface, objs []*unstructured.U
 		case gpus > 0:
 			cards := requiredValues(p, "accelerator")
 			card := n.Labels["accelerator"]
-			if !contains(cards, card) {
+			if !slices.Contains(cards, card) {
 				rep.Violations = append(rep.Violations, Violation{Rule: "gpu-pod-on-wrong-card", Pod: id, Node: n.Name,
 					Message: fmt.Sprintf("placed on accelerator=%s; its required affinity allows %v", card, cards)})
 			}
@@ -152,13 +153,4 @@ func requiredValues(p *corev1.Pod, key string) []string {
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -48,6 +48,9 @@ var UpstreamCRDs = []CRDSource{
 		"config/crd/bases/postgresql.cnpg.io_backups.yaml", "config/crd/bases/postgresql.cnpg.io_databases.yaml"}},
 }
 
+// Toolchain is the Go toolchain the project builds with (see the Makefile).
+const Toolchain = "go1.27.3"
+
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // ModuleDir returns the directory of module@version in the module cache, downloading it through
@@ -55,6 +58,12 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 func ModuleDir(ctx context.Context, module, version string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
 	cmd.Dir = os.TempDir() // outside any module: the download must not touch the project's go.sum
+	// argo-cd/v3's go.mod asks for Go 1.27: a machine whose default is older ("local") must still
+	// be able to fetch it, e.g. when `auditor simulate` runs outside make.
+	cmd.Env = os.Environ()
+	if tc := os.Getenv("GOTOOLCHAIN"); tc == "" || tc == "local" {
+		cmd.Env = append(cmd.Env, "GOTOOLCHAIN="+Toolchain)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
