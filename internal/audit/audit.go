@@ -1,13 +1,18 @@
 // Package audit runs one audit of one environment end to end: it picks the revision Argo CD
-// synced, renders it, brings the live cache up to date for its kinds and compares.
+// synced, renders it, brings the live cache up to date for its kinds, types both sides with the
+// cluster's schema and compares.
 package audit
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/llm-gitops/platform/internal/argocd"
@@ -21,11 +26,15 @@ import (
 type Auditor struct {
 	Repo *gitrepo.Repo
 	Live *live.Cache
-	// Options for the comparison; Ignore is filled from each Application.
+	// Options for the comparison; Schema and Normalizer are filled per audit.
 	Options drift.Options
 	// AppNamespace holds the Applications (argocd); AppName maps an env to its Application.
 	AppNamespace string
 	AppName      func(env string) string
+
+	schemaMu  sync.Mutex
+	schemaKey string
+	schema    *drift.Schema
 }
 
 // New returns an Auditor with the repository's conventions: Application llm-<env> in argocd.
@@ -49,24 +58,9 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	branch := "HEAD"
-	if app != nil && app.TargetRevision != "" && app.TargetRevision != "HEAD" {
-		branch = app.TargetRevision
-	}
-	head, err := a.Repo.Resolve(branch)
+	desired, head, pending, err := a.revisions(app, req)
 	if err != nil {
 		return nil, err
-	}
-	desired := head
-	switch {
-	case req.Revision != "":
-		if desired, err = a.Repo.Resolve(req.Revision); err != nil {
-			return nil, err
-		}
-	case app != nil && app.SyncedRevision != "":
-		if desired, err = a.Repo.Resolve(app.SyncedRevision); err != nil {
-			return nil, fmt.Errorf("Application %s/%s is synced to %s, which the repository does not have (fetch it?): %w", app.Namespace, app.Name, app.SyncedRevision, err)
-		}
 	}
 	snap, err := a.Repo.Snapshot(desired)
 	if err != nil {
@@ -80,28 +74,128 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s at %.12s: %w", req.Env, desired, err)
 	}
-	if err := a.Live.Watch(ctx, kindsOf(res), a.Options.ExtraKinds); err != nil {
+	destNS := ""
+	if app != nil {
+		destNS = app.DestinationNamespace
+	}
+	served, unknown := a.scope(res.Objects, destNS)
+	if err := a.Live.Watch(ctx, kindsOf(served), a.Options.ExtraKinds); err != nil {
 		return nil, fmt.Errorf("%s: %w", req.Env, err)
 	}
 	opts := a.Options
-	if app != nil {
-		opts.Ignore = append(append([]drift.IgnoreRule{}, opts.Ignore...), app.Ignore...)
+	if opts.Schema, err = a.schemaFor(ctx, served); err != nil {
+		return nil, fmt.Errorf("%s: %w", req.Env, err)
 	}
-	objs := drift.Audit(res.Objects, a.Live, opts)
-	rep := &drift.Report{Env: req.Env, Revision: desired, Objects: objs, InSync: len(objs) == 0}
-	if rep.Objects == nil {
-		rep.Objects = []drift.Object{}
-	}
+	var overrides map[string]v1alpha1.ResourceOverride
 	if app != nil {
-		if err := a.argoVerdicts(ctx, app, res, rep); err != nil {
+		if overrides, err = a.overrides(ctx); err != nil {
+			return nil, err
+		}
+		if opts.Normalizer, err = app.Normalizer(overrides); err != nil {
 			return nil, err
 		}
 	}
+	objs := append(drift.Audit(served, a.Live, opts), unknown...)
+	drift.SortObjects(objs)
+	rep := &drift.Report{Env: req.Env, Revision: desired, Objects: objs}
+	if app != nil {
+		if err := a.argoVerdicts(ctx, app, served, overrides, &opts, rep); err != nil {
+			return nil, err
+		}
+	}
+	if rep.Objects == nil {
+		rep.Objects = []drift.Object{}
+	}
+	rep.InSync = len(rep.Objects) == 0
 	if head != desired {
-		rep.PendingSync = req.Revision == ""
+		rep.PendingSync = pending
 		rep.HeadRevision = head
 	}
 	return rep, nil
+}
+
+// revisions picks the desired revision (forced, else the one Argo CD synced, else the branch
+// head) and says whether the branch head is a pending sync: ahead of the synced revision, which
+// it descends from. A branch that was reset behind the synced revision is not pending.
+func (a *Auditor) revisions(app *argocd.App, req Request) (desired, head string, pending bool, err error) {
+	branch := "HEAD"
+	if app != nil && app.TargetRevision != "" && app.TargetRevision != "HEAD" {
+		branch = app.TargetRevision
+	}
+	if head, err = a.Repo.Resolve(branch); err != nil {
+		return "", "", false, err
+	}
+	desired = head
+	switch {
+	case req.Revision != "":
+		desired, err = a.Repo.Resolve(req.Revision)
+		return desired, head, false, err
+	case app != nil && app.SyncedRevision != "":
+		if desired, err = a.Repo.Resolve(app.SyncedRevision); err != nil {
+			return "", "", false, fmt.Errorf("Application %s/%s is synced to %s, which the repository does not have (fetch it?): %w", app.Namespace, app.Name, app.SyncedRevision, err)
+		}
+	}
+	if head == desired {
+		return desired, head, false, nil
+	}
+	pending, err = a.Repo.IsAncestor(desired, head)
+	return desired, head, pending, err
+}
+
+// scope splits the rendered objects into those of kinds the cluster serves — namespaced ones
+// given the Application's destination namespace when Git leaves it out, cluster-scoped ones
+// stripped of a namespace the API server would ignore — and Unknown objects of kinds it lacks.
+func (a *Auditor) scope(objs []*unstructured.Unstructured, destNS string) (served []*unstructured.Unstructured, unknown []drift.Object) {
+	if destNS == "" {
+		destNS = "default"
+	}
+	for _, o := range objs {
+		m, err := a.Live.Mapping(o.GroupVersionKind())
+		if err != nil {
+			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(),
+				Name: o.GetName(), Status: drift.Unknown, Fields: []drift.Field{}, Note: err.Error()})
+			continue
+		}
+		namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
+		switch {
+		case namespaced && o.GetNamespace() == "":
+			o = o.DeepCopy()
+			o.SetNamespace(destNS)
+		case !namespaced && o.GetNamespace() != "":
+			o = o.DeepCopy()
+			o.SetNamespace("")
+		}
+		served = append(served, o)
+	}
+	return served, unknown
+}
+
+// schemaFor types the kinds of objs from the cluster's OpenAPI v3, reusing the last schema while
+// the documents behind it are unchanged.
+func (a *Auditor) schemaFor(ctx context.Context, objs []*unstructured.Unstructured) (*drift.Schema, error) {
+	seen := map[schema.GroupVersion]bool{}
+	var gvs []schema.GroupVersion
+	for _, gvk := range kindsOf(objs) {
+		if gv := gvk.GroupVersion(); !seen[gv] {
+			seen[gv] = true
+			gvs = append(gvs, gv)
+		}
+	}
+	models, key, err := a.Live.OpenAPIModels(ctx, gvs)
+	if err != nil {
+		return nil, err
+	}
+	a.schemaMu.Lock()
+	defer a.schemaMu.Unlock()
+	if a.schema != nil && a.schemaKey == key {
+		return a.schema, nil
+	}
+	s, err := drift.NewSchema(models)
+	if err != nil {
+		return nil, err
+	}
+	a.schema, a.schemaKey = s, key
+	return s, nil
 }
 
 // application reads the env's Application; nil when Argo CD (or the Application) is absent.
@@ -117,10 +211,24 @@ func (a *Auditor) application(ctx context.Context, env string) (*argocd.App, err
 	return argocd.FromUnstructured(u)
 }
 
-func kindsOf(res *render.Result) []schema.GroupVersionKind {
+// overrides reads argocd-cm's ignoreDifferences customizations; none when the ConfigMap is
+// absent or the auditor may not read it.
+func (a *Auditor) overrides(ctx context.Context) (map[string]v1alpha1.ResourceOverride, error) {
+	u, err := a.Live.GetDirect(ctx, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, a.AppNamespace, argocd.ConfigMapName)
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+	return argocd.Overrides(data)
+}
+
+func kindsOf(objs []*unstructured.Unstructured) []schema.GroupVersionKind {
 	seen := map[schema.GroupVersionKind]bool{}
 	var out []schema.GroupVersionKind
-	for _, o := range res.Objects {
+	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		if !seen[gvk] {
 			seen[gvk] = true

@@ -9,7 +9,9 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/ledger"
@@ -177,6 +179,11 @@ func diffObjects(base, head []*unstructured.Unstructured) []Change {
 	key := func(o *unstructured.Unstructured) string {
 		return o.GroupVersionKind().GroupKind().String() + "/" + o.GetNamespace() + "/" + o.GetName()
 	}
+	var gvks []schema.GroupVersionKind
+	for _, o := range head {
+		gvks = append(gvks, o.GroupVersionKind())
+	}
+	types := argocd.StaticSchema(gvks)
 	before := map[string]*unstructured.Unstructured{}
 	for _, o := range base {
 		before[key(o)] = o
@@ -192,7 +199,7 @@ func diffObjects(base, head []*unstructured.Unstructured) []Change {
 		case !ok:
 			c.Change = "added"
 		default:
-			c.Fields = drift.CompareRendered(b.Object, o.Object)
+			c.Fields = drift.CompareRendered(b.Object, o.Object, types.Type(o.GroupVersionKind()))
 			if len(c.Fields) == 0 {
 				continue
 			}

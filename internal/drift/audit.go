@@ -1,18 +1,20 @@
 // Package drift compares what Git says (rendered objects) with what runs (live objects), field by
-// field, and says who changed each drifted field, from managedFields. It needs no dry-run: after a
-// server-side sync, a field someone set to another value changes owner away from the GitOps
-// applier, a field someone added is owned by that someone, and defaults are owned by nobody.
+// field, by value, on typed values built from the API server's schema — list keys, quantities and
+// int-or-string the way the API server sees them — and says who changed each drifted field from
+// managedFields at that exact path. A field Git declares that holds another value live is drift
+// whoever wrote it; only the Application's ignoreDifferences and controllers named for a field in
+// the configuration make it not drift.
 package drift
 
 import (
-	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 // LiveReader is the live state the audit reads: the live package's informer cache implements it.
@@ -23,24 +25,37 @@ type LiveReader interface {
 	List(gvk schema.GroupVersionKind, namespace string) []*unstructured.Unstructured
 }
 
-// IgnoreRule is an Argo CD ignoreDifferences entry: fields not to compare on matching objects.
-type IgnoreRule struct {
-	Group, Kind, Namespace, Name string
-	JSONPointers                 []string
-	ManagedFieldsManagers        []string
+// VersionHistory is what a watching LiveReader may also offer: the versions of an object it saw,
+// newest (the current one) first. It names who removed a field, which managedFields cannot.
+type VersionHistory interface {
+	Versions(gvk schema.GroupVersionKind, namespace, name string) []*unstructured.Unstructured
+}
+
+// Normalizer removes from both sides what the env's Argo CD Application says to ignore
+// (ignoreDifferences: jsonPointers, jqPathExpressions, managedFieldsManagers, and argocd-cm's
+// resource customizations), with Argo CD's own normalizers. Nil objects come back nil.
+type Normalizer interface {
+	Normalize(desired, live *unstructured.Unstructured, pt *typed.ParseableType) (*unstructured.Unstructured, *unstructured.Unstructured, error)
 }
 
 // Options tune an audit.
 type Options struct {
-	// Applier is the GitOps field manager (Argo CD's server-side sync: argocd-controller).
+	// Applier is the GitOps field manager (Argo CD's server-side sync: argocd-controller). Its
+	// name never excuses a value; it only says which writes are the sync's own.
 	Applier string
-	// AllowedManagers own fields legitimately: controllers such as the HPA (kube-controller-manager)
-	// or KEDA. What they write is never drift.
-	AllowedManagers []string
-	// Ignore are the Application's ignoreDifferences.
-	Ignore []IgnoreRule
+	// Controllers name the fields controllers own (the HPA on replicas); see ControllerRule.
+	Controllers []ControllerRule
+	// Creators are the controllers that create objects of their own in managed namespaces
+	// (PVCs of StatefulSets, CloudNativePG's Services): what they make is not Extra.
+	Creators []string
+	// Schema types each kind; kinds it lacks are compared with deduced types.
+	Schema *Schema
+	// Normalizer applies the Application's ignoreDifferences; nil ignores nothing.
+	Normalizer Normalizer
 	// ExtraKinds are the kinds people write by hand, searched for objects not in Git.
 	ExtraKinds []schema.GroupVersionKind
+	// SecretKey keys the HMAC that stands for Secret values in reports (empty: "(redacted)").
+	SecretKey []byte
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -48,12 +63,16 @@ type Options struct {
 // DefaultOptions returns the options for an Argo CD server-side sync.
 func DefaultOptions() Options {
 	return Options{
-		Applier:         "argocd-controller",
-		AllowedManagers: []string{"kube-controller-manager", "kube-scheduler", "keda-operator", "keda", "cloudnative-pg", "argocd-application-controller"},
-		ExtraKinds:      DefaultExtraKinds,
-		Now:             time.Now,
+		Applier:     "argocd-controller",
+		Controllers: DefaultControllers,
+		Creators:    DefaultCreators,
+		ExtraKinds:  DefaultExtraKinds,
+		Now:         time.Now,
 	}
 }
+
+// DefaultCreators are the platform's controllers that create objects.
+var DefaultCreators = []string{"kube-controller-manager", "kube-scheduler", "keda-operator", "cloudnative-pg", "manager", "argocd-application-controller"}
 
 // DefaultExtraKinds are the kinds people create by hand: workloads, Services, ConfigMaps, Secrets,
 // routes, autoscalers, PDBs, RBAC, NetworkPolicies.
@@ -74,6 +93,7 @@ func Audit(desired []*unstructured.Unstructured, live LiveReader, opts Options) 
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	history, _ := live.(VersionHistory)
 	var out []Object
 	for _, d := range desired {
 		gvk := d.GroupVersionKind()
@@ -82,11 +102,21 @@ func Audit(desired []*unstructured.Unstructured, live LiveReader, opts Options) 
 			out = append(out, Object{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Namespace: d.GetNamespace(), Name: d.GetName(), Status: Missing, Fields: []Field{}})
 			continue
 		}
-		if fields := compare(d, l, opts); len(fields) > 0 {
-			out = append(out, Object{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Namespace: d.GetNamespace(), Name: d.GetName(), Status: Modified, Fields: fields})
+		var versions []*unstructured.Unstructured
+		if history != nil {
+			versions = history.Versions(gvk, d.GetNamespace(), d.GetName())
+		}
+		if o := CompareObject(d, l, versions, &opts); o != nil {
+			out = append(out, *o)
 		}
 	}
 	out = append(out, extras(desired, live, opts)...)
+	SortObjects(out)
+	return out
+}
+
+// SortObjects orders objects by kind, namespace and name.
+func SortObjects(out []Object) {
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Kind != b.Kind {
@@ -97,150 +127,114 @@ func Audit(desired []*unstructured.Unstructured, live LiveReader, opts Options) 
 		}
 		return a.Name < b.Name
 	})
-	return out
 }
 
-// compare returns the drifted fields of one object.
-func compare(desiredObj, liveObj *unstructured.Unstructured, opts Options) []Field {
-	d := desiredObj.Object
-	isSecret := desiredObj.GetKind() == "Secret" && desiredObj.GroupVersionKind().Group == ""
-	if isSecret {
-		d = runtime.DeepCopyJSON(d)
-		secretData(d)
-	}
-	rules := matchingRules(opts.Ignore, desiredObj)
-	ignoredManagers := map[string]bool{}
-	for _, r := range rules {
-		for _, m := range r.ManagedFieldsManagers {
-			ignoredManagers[m] = true
+// CompareObject compares one desired object with its live counterpart and returns it as a
+// Modified object, or nil when nothing drifted. versions are earlier live versions the watch saw
+// (newest first, may be nil), used to name who removed a field.
+func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*unstructured.Unstructured, opts *Options) *Object {
+	gvk := desiredObj.GroupVersionKind()
+	pt := opts.Schema.Type(gvk)
+	d, l := desiredObj, liveObj
+	if opts.Normalizer != nil {
+		if nd, nl, err := opts.Normalizer.Normalize(d, l, pt); err == nil && nd != nil && nl != nil {
+			d, l = nd, nl
 		}
 	}
-	allowed := func(m string) bool {
-		return m == opts.Applier || ignoredManagers[m] || slices.Contains(opts.AllowedManagers, m)
+	dm, _ := pruneNulls(runtime.DeepCopyJSON(d.Object)).(map[string]any)
+	delete(dm, "status")
+	secret := isSecret(gvk.Group, gvk.Kind)
+	if secret {
+		secretData(dm)
 	}
 	os := owners(liveObj.GetManagedFields())
+	gk := gvk.GroupKind()
+	res := compareDeclared(dm, l.Object, pt)
 	var fields []Field
 	seen := map[string]bool{}
-	for _, rd := range compareObject(d, liveObj.Object) {
-		if ignored(rules, rd.path) {
-			continue
-		}
-		w := ownerOf(os, rd.path)
-		if w != nil && allowed(w.Manager) {
-			// The applier owning a differing field means the API server normalised it, or Git moved
-			// on (pending sync); an allowed controller owning it is its job. Neither is drift.
-			continue
-		}
+	for _, rd := range res.diffs {
 		seen[rd.path.String()] = true
-		fields = append(fields, newField(rd, w))
-	}
-	// Fields a non-allowed manager set that Git does not declare at all.
-	for _, o := range os {
-		if allowed(o.Manager) {
+		at := ownersAt(os, rd.path)
+		if opts.controllerOwns(gk, at, rd.path) {
 			continue
 		}
-		o.decode()
-		for _, leaf := range o.leaves {
-			if !countsForAdded(leaf) {
-				continue
-			}
-			p, ok := firstUndeclared(d, leaf)
-			if !ok || seen[p.String()] || ignored(rules, p) {
-				continue
-			}
-			v, ok := lookup(liveObj.Object, p)
-			if !ok {
-				continue
-			}
-			seen[p.String()] = true
-			fields = append(fields, newField(rawDiff{path: p, live: v, change: Added}, o))
+		if rd.atomic && covered(rd.desired, rd.live, rootCursor(pt).at(rd.path)) && ownedBy(at, opts.Applier) {
+			// Git's atomic value plus keys the API server filled in when the applier wrote it.
+			continue
 		}
+		f := newField(rd)
+		if w := latest(at); w != nil {
+			f.Writer = w.writer()
+		} else if rd.change == Removed {
+			if w := removedBy(versions, rd.path); w != nil {
+				f.Writer = *w
+			}
+		}
+		fields = append(fields, f)
+	}
+	for _, rd := range addedFields(gk, dm, l.Object, os, opts, seen) {
+		f := newField(rd)
+		if w := latest(ownersAt(os, rd.path)); w != nil {
+			f.Writer = w.writer()
+		} else if w := latest(ownersUnder(os, rd.path)); w != nil {
+			f.Writer = w.writer()
+		}
+		fields = append(fields, f)
+	}
+	if len(fields) == 0 {
+		return nil
 	}
 	sort.SliceStable(fields, func(i, j int) bool { return fields[i].Path < fields[j].Path })
-	if isSecret {
+	if secret {
 		for i := range fields {
-			if strings.HasPrefix(fields[i].Path, ".data") || strings.HasPrefix(fields[i].Path, ".stringData") {
-				fields[i].Desired, fields[i].Live = maskValue(fields[i].Desired), maskValue(fields[i].Live)
+			if secretField(fields[i].FieldPath.Path()) {
+				fields[i].Desired, fields[i].Live = maskSecret(fields[i].Desired, opts.SecretKey), maskSecret(fields[i].Live, opts.SecretKey)
 			}
 		}
 	}
-	return fields
+	o := &Object{APIVersion: desiredObj.GetAPIVersion(), Kind: desiredObj.GetKind(), Namespace: desiredObj.GetNamespace(), Name: desiredObj.GetName(), Status: Modified, Fields: fields}
+	if res.deduced != "" {
+		o.Schema = "deduced: " + res.deduced
+	}
+	return o
 }
 
-// maskValue masks a Secret field: a single value or a whole data map.
-func maskValue(v any) any {
-	if m, ok := v.(map[string]any); ok {
-		out := make(map[string]any, len(m))
-		for k, x := range m {
-			out[k] = maskSecret(x)
-		}
-		return out
-	}
-	return maskSecret(v)
-}
-
-func newField(rd rawDiff, w *owner) Field {
-	f := Field{Path: rd.path.String(), Desired: rd.desired, Live: rd.live, Change: rd.change}
-	if w != nil {
-		f.Writer = Writer{Manager: w.Manager, Operation: w.Operation, Subresource: w.Subresource}
-		if !w.Time.IsZero() {
-			f.Time = w.Time.Format(time.RFC3339)
-		}
-	}
-	return f
-}
-
-// countsForAdded keeps spec-like fields, labels and annotations; not status or bookkeeping.
-func countsForAdded(p path) bool {
-	if len(p) == 0 || p[0].kind != fieldElem {
-		return false
-	}
-	switch p[0].field {
-	case "status", "apiVersion", "kind":
-		return false
-	case "metadata":
-		if len(p) < 3 || p[1].kind != fieldElem || (p[1].field != "labels" && p[1].field != "annotations") {
-			return false
-		}
-		return p[2].field != "kubectl.kubernetes.io/last-applied-configuration"
-	}
-	return true
-}
-
-// firstUndeclared returns the shortest prefix of p that desired does not declare.
-func firstUndeclared(desired map[string]any, p path) (path, bool) {
-	for i := 1; i <= len(p); i++ {
-		if _, ok := lookup(desired, p[:i]); !ok {
-			return p[:i], true
-		}
-	}
-	return nil, false
-}
-
-func matchingRules(rules []IgnoreRule, o *unstructured.Unstructured) []IgnoreRule {
-	var out []IgnoreRule
-	gvk := o.GroupVersionKind()
-	for _, r := range rules {
-		if r.Kind != "" && r.Kind != gvk.Kind || r.Group != gvk.Group && !(r.Group == "" && gvk.Group == "") {
-			continue
-		}
-		if r.Name != "" && r.Name != o.GetName() || r.Namespace != "" && r.Namespace != o.GetNamespace() {
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// ignored reports whether a jsonPointer of a matching rule covers p.
-func ignored(rules []IgnoreRule, p path) bool {
-	ptr, _ := p.JSONPointer()
-	for _, r := range rules {
-		for _, jp := range r.JSONPointers {
-			if ptr == jp || strings.HasPrefix(ptr, strings.TrimSuffix(jp, "/")+"/") {
-				return true
-			}
+func ownedBy(os []*owner, manager string) bool {
+	for _, o := range os {
+		if o.Manager == manager {
+			return true
 		}
 	}
 	return false
+}
+
+// ownersUnder returns the entries owning something inside p (an added map or list item).
+func ownersUnder(os []*owner, p fieldpath.Path) []*owner {
+	var out []*owner
+	for _, o := range os {
+		if hasUnder(o.set, p) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// hasUnder reports whether s holds p or anything below it.
+func hasUnder(s *fieldpath.Set, p fieldpath.Path) bool {
+	cur := s
+	for i, pe := range p {
+		if i == len(p)-1 && cur.Members.Has(pe) {
+			return true
+		}
+		child, ok := cur.Children.Get(pe)
+		if !ok {
+			return false
+		}
+		cur = child
+	}
+	return !cur.Empty()
+}
+
+func newField(rd rawDiff) Field {
+	return Field{Path: Display(rd.path), FieldPath: FieldPath(rd.path), Desired: rd.desired, Live: rd.live, Change: rd.change}
 }

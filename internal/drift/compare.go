@@ -1,15 +1,12 @@
 package drift
 
 import (
+	"fmt"
 	"sort"
-)
 
-// rawDiff is a difference found by comparing values, before attribution.
-type rawDiff struct {
-	path          path
-	desired, live any
-	change        string
-}
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+)
 
 // Change kinds of a field.
 const (
@@ -18,175 +15,123 @@ const (
 	Removed = "removed"
 )
 
-// listKeys names the merge keys of the Kubernetes lists that are maps by key, by field name.
-// Lists not named here whose items all carry "name" are keyed by name; other lists compare atomically.
-var listKeys = map[string][]string{
-	"containers": {"name"}, "initContainers": {"name"}, "ephemeralContainers": {"name"},
-	"env": {"name"}, "volumes": {"name"}, "volumeMounts": {"mountPath"}, "volumeDevices": {"devicePath"},
-	"imagePullSecrets": {"name"}, "hostAliases": {"ip"}, "resourceClaims": {"name"},
-	"ports": {"containerPort", "port"}, // container ports by containerPort, Service ports by port
+// rawDiff is a difference found by comparing values, before attribution.
+type rawDiff struct {
+	path          fieldpath.Path
+	desired, live any
+	change        string
+	// atomic is set when the path names an atomic list or map that live holds with additions.
+	atomic bool
 }
 
-// compareObject walks every field desired declares and compares it with live.
-func compareObject(desired, live map[string]any) []rawDiff {
-	var out []rawDiff
-	keys := sortedKeys(desired)
-	for _, k := range keys {
-		switch k {
-		case "apiVersion", "kind", "status":
-			continue
-		case "metadata":
-			dm, _ := desired[k].(map[string]any)
-			lm, _ := live[k].(map[string]any)
-			for _, f := range []string{"labels", "annotations"} {
-				if dv, ok := dm[f]; ok {
-					out = compareValue(out, path{}.child("metadata").child(f), dv, lm[f], lm[f] != nil)
-				}
-			}
-		default:
-			lv, ok := live[k]
-			out = compareValue(out, path{}.child(k), desired[k], lv, ok)
+// comparison is the outcome of comparing the fields Git declares with live.
+type comparison struct {
+	diffs []rawDiff
+	// deduced says why the comparison fell back to deduced types (maps by key, lists atomic).
+	deduced string
+}
+
+// compareDeclared compares every field desired declares with live, by value, on typed values
+// built from pt (nil: deduced types). A field is changed when live holds another value, removed
+// when live lacks it. Fields live has and desired does not declare are not looked at here.
+func compareDeclared(desired, live map[string]any, pt *typed.ParseableType) comparison {
+	var res comparison
+	if pt == nil {
+		pt = &typed.DeducedParseableType
+		res.deduced = "the cluster publishes no schema for this kind"
+	}
+	root := rootCursor(pt)
+	if covered(desired, live, root) {
+		// The common case, without building typed values: every declared field is there and equal.
+		return res
+	}
+	dt, lt, err := typedPair(desired, live, pt)
+	if err != nil && pt != &typed.DeducedParseableType {
+		res.deduced = err.Error()
+		pt = &typed.DeducedParseableType
+		root = cursor{}
+		dt, lt, err = typedPair(desired, live, pt)
+	}
+	if err != nil {
+		// Not even deduced types: compare the whole object as one value.
+		res.deduced = err.Error()
+		res.diffs = []rawDiff{{path: fieldpath.Path{}, desired: desired, live: live, change: Changed, atomic: true}}
+		return res
+	}
+	declared, err := dt.ToFieldSet()
+	if err != nil {
+		res.diffs = []rawDiff{{path: fieldpath.Path{}, desired: desired, live: live, change: Changed, atomic: true}}
+		res.deduced = err.Error()
+		return res
+	}
+	cmp, err := dt.Compare(lt.ExtractItems(declared.Leaves(), typed.WithAppendKeyFields()))
+	if err != nil {
+		res.deduced = err.Error()
+		res.diffs = []rawDiff{{path: fieldpath.Path{}, desired: desired, live: live, change: Changed, atomic: true}}
+		return res
+	}
+	cmp.Modified.Iterate(func(p fieldpath.Path) {
+		d, _ := valueAt(desired, p)
+		l, _ := valueAt(live, p)
+		c := root.at(p)
+		if !covered(d, l, c) {
+			res.diffs = append(res.diffs, rawDiff{path: p.Copy(), desired: d, live: l, change: Changed, atomic: isContainer(d)})
+			return
 		}
-	}
-	return out
-}
-
-func compareValue(out []rawDiff, p path, d, l any, present bool) []rawDiff {
-	if d == nil {
-		return out
-	}
-	if !present || l == nil {
+		if isContainer(d) && undeclaredExtras(d, l, c) {
+			// An atomic value holds what Git says plus keys that are not defaults: replaced by a
+			// writer; whether that writer is the applier decides (see attribution).
+			res.diffs = append(res.diffs, rawDiff{path: p.Copy(), desired: d, live: l, change: Changed, atomic: true})
+		}
+	})
+	for _, p := range minimal(cmp.Removed) {
+		d, _ := valueAt(desired, p)
 		if isEmpty(d) {
-			return out
+			continue // "resources: {}" and "env: []" are stored as nothing
 		}
-		return append(out, rawDiff{path: p, desired: d, change: Removed})
+		res.diffs = append(res.diffs, rawDiff{path: p, desired: d, change: Removed})
 	}
-	switch dv := d.(type) {
-	case map[string]any:
-		lv, ok := l.(map[string]any)
-		if !ok {
-			return append(out, rawDiff{path: p, desired: d, live: l, change: Changed})
-		}
-		for _, k := range sortedKeys(dv) {
-			lval, ok := lv[k]
-			out = compareValue(out, p.child(k), dv[k], lval, ok)
-		}
-		return out
-	case []any:
-		lv, ok := l.([]any)
-		if !ok {
-			return append(out, rawDiff{path: p, desired: d, live: l, change: Changed})
-		}
-		return compareList(out, p, dv, lv)
-	default:
-		if !scalarEqual(d, l) {
-			return append(out, rawDiff{path: p, desired: d, live: l, change: Changed})
-		}
-		return out
-	}
+	sort.SliceStable(res.diffs, func(i, j int) bool { return res.diffs[i].path.Compare(res.diffs[j].path) < 0 })
+	return res
 }
 
-// compareList matches keyed lists item by key and recurses; atomic lists match item by item:
-// a desired item no live item holds is removed, a live item no desired item explains is added.
-func compareList(out []rawDiff, p path, d, l []any) []rawDiff {
-	if key := listKey(p, d); key != nil {
-		for _, it := range d {
-			m := it.(map[string]any)
-			kv := keyOf(m, key)
-			item, ok := findKeyed(l, kv)
-			out = compareValue(out, p.keyed(kv), it, item, ok)
-		}
-		return out
+func typedPair(desired, live map[string]any, pt *typed.ParseableType) (*typed.TypedValue, *typed.TypedValue, error) {
+	dt, err := pt.FromUnstructured(desired, typed.AllowDuplicates)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the Git object does not match the cluster's schema: %w", err)
 	}
-	if allScalars(d) {
-		if !valueEqual(d, l) {
-			out = append(out, rawDiff{path: p, desired: d, live: l, change: Changed})
-		}
-		return out
+	lt, err := pt.FromUnstructured(live, typed.AllowDuplicates)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the live object does not match the cluster's schema: %w", err)
 	}
-	if len(d) == len(l) {
-		// Same length: item i is item i (an edited rule, a changed weight) — compare positionally
-		// so the report names the field, not the whole item.
-		for i := range d {
-			out = compareValue(out, p.indexed(i), d[i], l[i], true)
-		}
-		return out
-	}
-	used := make([]bool, len(l))
-	for i, it := range d {
-		found := false
-		for j, lit := range l {
-			if !used[j] && valueEqual(it, lit) {
-				used[j], found = true, true
-				break
-			}
-		}
-		if !found {
-			out = append(out, rawDiff{path: p.indexed(i), desired: it, change: Removed})
-		}
-	}
-	for j, lit := range l {
-		if !used[j] && len(l) > len(d) {
-			out = append(out, rawDiff{path: p.indexed(j), live: lit, change: Added})
-		}
-	}
-	return out
+	return dt, lt, nil
 }
 
-// listKey returns the merge key fields of a list of maps, nil for an atomic list.
-func listKey(p path, items []any) []string {
-	if len(items) == 0 {
-		return nil
+func rootCursor(pt *typed.ParseableType) cursor {
+	if pt == nil || pt.Schema == nil || pt == &typed.DeducedParseableType {
+		return cursor{}
 	}
-	name := ""
-	if len(p) > 0 && p[len(p)-1].kind == fieldElem {
-		name = p[len(p)-1].field
-	}
-	candidates, known := listKeys[name]
-	if !known {
-		candidates = []string{"name"}
-	}
-	for _, k := range candidates {
-		all := true
-		for _, it := range items {
-			m, ok := it.(map[string]any)
-			if !ok || m[k] == nil {
-				all = false
-				break
-			}
-		}
-		if all {
-			return []string{k}
-		}
-	}
-	return nil
+	return cursor{s: pt.Schema, tr: pt.TypeRef, ok: true}
 }
 
-func keyOf(m map[string]any, key []string) map[string]any {
-	kv := make(map[string]any, len(key))
-	for _, k := range key {
-		kv[k] = m[k]
-	}
-	return kv
-}
-
-func allScalars(l []any) bool {
-	for _, v := range l {
-		switch v.(type) {
-		case map[string]any, []any:
-			return false
+// at moves the cursor along a field path.
+func (c cursor) at(p fieldpath.Path) cursor {
+	for _, pe := range p {
+		if pe.FieldName != nil {
+			c = c.field(*pe.FieldName)
+		} else {
+			c = c.item()
 		}
 	}
-	return true
+	return c
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+func isContainer(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
 	}
-	sort.Strings(keys)
-	return keys
+	return false
 }
 
 // FieldChange is a difference between two versions of an object's declared fields.
@@ -198,19 +143,24 @@ type FieldChange struct {
 }
 
 // CompareRendered compares two renderings of one object (e.g. at two Git revisions): fields
-// changed, added in to, or removed from from. Values are normalised as for live comparisons.
-func CompareRendered(from, to map[string]any) []FieldChange {
+// changed, added in to, or removed from from. With no schema at hand (an offline check), maps
+// compare by key and lists as whole values.
+func CompareRendered(from, to map[string]any, pt *typed.ParseableType) []FieldChange {
+	from, _ = pruneNulls(from).(map[string]any)
+	to, _ = pruneNulls(to).(map[string]any)
+	delete(from, "status")
+	delete(to, "status")
 	var out []FieldChange
-	for _, d := range compareObject(to, from) {
-		c := FieldChange{Path: d.path.String(), From: d.live, To: d.desired, Change: Changed}
+	for _, d := range compareDeclared(to, from, pt).diffs {
+		c := FieldChange{Path: Display(d.path), From: d.live, To: d.desired, Change: Changed}
 		if d.change == Removed { // declared in to, absent from from
 			c.Change, c.From = Added, nil
 		}
 		out = append(out, c)
 	}
-	for _, d := range compareObject(from, to) {
+	for _, d := range compareDeclared(from, to, pt).diffs {
 		if d.change == Removed {
-			out = append(out, FieldChange{Path: d.path.String(), From: d.desired, Change: Removed})
+			out = append(out, FieldChange{Path: Display(d.path), From: d.desired, Change: Removed})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })

@@ -1,204 +1,334 @@
-package drift
+package drift_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/yaml"
+
+	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/drift"
 )
 
-func obj(t *testing.T, doc string) map[string]any {
+// builtins types the built-in kinds these tests use, offline, from the compiled-in API schema.
+var builtins = argocd.StaticSchema([]schema.GroupVersionKind{
+	{Group: "apps", Version: "v1", Kind: "Deployment"}, {Version: "v1", Kind: "Service"},
+	{Version: "v1", Kind: "Secret"}, {Version: "v1", Kind: "ConfigMap"},
+})
+
+func parse(t testing.TB, doc string) *unstructured.Unstructured {
 	t.Helper()
-	var m map[string]any
-	if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
-		t.Fatal(err)
-	}
+	data, err := yaml.YAMLToJSON([]byte(doc))
+	require.NoError(t, err)
 	u := &unstructured.Unstructured{}
-	data, _ := yaml.YAMLToJSON([]byte(doc))
-	if err := u.UnmarshalJSON(data); err != nil {
-		t.Fatal(err)
-	}
-	return u.Object
+	require.NoError(t, u.UnmarshalJSON(data))
+	return u
 }
 
-func TestScalarEqual(t *testing.T) {
+func mf(manager, op, sub, fields string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationType(op), Subresource: sub,
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+}
+
+const gitDeployment = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+  namespace: llm
+  annotations: {rollout: "1"}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: vllm}}
+  template:
+    metadata: {labels: {app: vllm}}
+    spec:
+      tolerations: [{key: nvidia.com/gpu, operator: Equal, value: present, effect: NoSchedule}]
+      containers:
+      - name: vllm
+        image: vllm:0.11
+        args: ["--max-num-seqs=64"]
+        ports: [{containerPort: 8000}]
+        env: [{name: HF_HUB_OFFLINE, value: "1"}, {name: VERSION, value: "1.10"}]
+        resources:
+          requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: 1}
+          limits: {memory: 1Gi, nvidia.com/gpu: 1}
+`
+
+// applied is the live object right after a server-side apply of gitDeployment: defaults filled
+// in, quantities in canonical form, the applier owning what it sent.
+func applied(t testing.TB) *unstructured.Unstructured {
+	l := parse(t, gitDeployment)
+	c := l.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	c["ports"] = []any{map[string]any{"containerPort": int64(8000), "protocol": "TCP"}}
+	c["imagePullPolicy"] = "IfNotPresent"
+	c["resources"].(map[string]any)["requests"].(map[string]any)["nvidia.com/gpu"] = "1"
+	c["resources"].(map[string]any)["limits"].(map[string]any)["nvidia.com/gpu"] = "1"
+	l.Object["status"] = map[string]any{"replicas": int64(2)}
+	l.SetManagedFields([]metav1.ManagedFieldsEntry{mf("argocd-controller", "Apply", "", `{"f:metadata":{"f:annotations":{"f:rollout":{}}},"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:tolerations":{},"f:containers":{"k:{\"name\":\"vllm\"}":{".":{},"f:image":{},"f:args":{},"f:name":{},"f:env":{"k:{\"name\":\"HF_HUB_OFFLINE\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`)})
+	return l
+}
+
+// settle does to managedFields what the API server's field manager does after a write: a field
+// that is gone is owned by nobody, and a field the latest writer set is owned by it alone.
+func settle(t testing.TB, l *unstructured.Unstructured) {
+	t.Helper()
+	pt := builtins.Type(l.GroupVersionKind())
+	tv, err := pt.FromUnstructured(l.Object)
+	require.NoError(t, err)
+	present, err := tv.ToFieldSet()
+	require.NoError(t, err)
+	entries := l.GetManagedFields()
+	sets := make([]*fieldpath.Set, len(entries))
+	for i, e := range entries {
+		sets[i] = &fieldpath.Set{}
+		require.NoError(t, sets[i].FromJSON(bytes.NewReader(e.FieldsV1.Raw)))
+		sets[i] = sets[i].Intersection(present)
+	}
+	for i := range entries {
+		for j := i + 1; j < len(entries); j++ {
+			sets[i] = sets[i].Difference(sets[j])
+		}
+		raw, err := sets[i].ToJSON()
+		require.NoError(t, err)
+		entries[i].FieldsV1 = &metav1.FieldsV1{Raw: raw}
+	}
+	l.SetManagedFields(entries)
+}
+
+type edit func(live map[string]any)
+
+func container(live map[string]any) map[string]any {
+	return live["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+}
+
+func TestCompareObjectByValue(t *testing.T) {
 	cases := []struct {
-		a, b any
-		want bool
+		name    string
+		edit    edit
+		writer  metav1.ManagedFieldsEntry
+		want    []string // path change desired→live manager
+		spelled string   // Git spelling changes applied to desired
 	}{
-		{"1000m", "1", true},
-		{"1Gi", "1024Mi", true},
-		{"500m", "0.5", true},
-		{int64(8080), "8080", true},
-		{int64(2), int64(3), false},
-		{"1Gi", "1G", false},
-		{true, "true", true},
-		{"", "0", false},
-		{"abc", "abd", false},
-		{nil, "x", false},
+		{name: "in sync after apply"},
+		{name: "quantity spelled differently in Git", spelled: "1000m", want: nil},
+		{name: "env var removed by kubectl set env X-",
+			edit: func(l map[string]any) {
+				c := container(l)
+				c["env"] = c["env"].([]any)[1:]
+			},
+			want: []string{`.spec.template.spec.containers[name=vllm].env[name=HF_HUB_OFFLINE] removed map[name:HF_HUB_OFFLINE value:1]→<nil> `}},
+		{name: "GPU taken away from requests and limits",
+			edit: func(l map[string]any) {
+				r := container(l)["resources"].(map[string]any)
+				delete(r["requests"].(map[string]any), "nvidia.com/gpu")
+				delete(r["limits"].(map[string]any), "nvidia.com/gpu")
+			},
+			want: []string{
+				`.spec.template.spec.containers[name=vllm].resources.limits["nvidia.com/gpu"] removed 1→<nil> `,
+				`.spec.template.spec.containers[name=vllm].resources.requests["nvidia.com/gpu"] removed 1→<nil> `,
+			}},
+		{name: "image changed under the applier's own name",
+			edit:   func(l map[string]any) { container(l)["image"] = "vllm:evil" },
+			writer: mf("argocd-controller", "Update", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"vllm\"}":{"f:image":{}}}}}}}`),
+			want:   []string{`.spec.template.spec.containers[name=vllm].image changed vllm:0.11→vllm:evil argocd-controller`}},
+		{name: "annotation 1 to 1.0 is a string, not a quantity",
+			edit: func(l map[string]any) {
+				l["metadata"].(map[string]any)["annotations"].(map[string]any)["rollout"] = "1.0"
+			},
+			writer: mf("kubectl-annotate", "Update", "", `{"f:metadata":{"f:annotations":{"f:rollout":{}}}}`),
+			want:   []string{`.metadata.annotations.rollout changed 1→1.0 kubectl-annotate`}},
+		{name: "env value 1.10 to 1.1",
+			edit:   func(l map[string]any) { container(l)["env"].([]any)[1].(map[string]any)["value"] = "1.1" },
+			writer: mf("kubectl-edit", "Update", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"vllm\"}":{"f:env":{"k:{\"name\":\"VERSION\"}":{"f:value":{}}}}}}}}}`),
+			want:   []string{`.spec.template.spec.containers[name=vllm].env[name=VERSION].value changed 1.10→1.1 kubectl-edit`}},
+		{name: "replicas raised by the HPA through the scale subresource",
+			edit:   func(l map[string]any) { l["spec"].(map[string]any)["replicas"] = int64(5) },
+			writer: mf("kube-controller-manager", "Update", "scale", `{"f:spec":{"f:replicas":{}}}`)},
+		{name: "replicas raised by kubectl scale",
+			edit:   func(l map[string]any) { l["spec"].(map[string]any)["replicas"] = int64(5) },
+			writer: mf("kubectl", "Update", "scale", `{"f:spec":{"f:replicas":{}}}`),
+			want:   []string{`.spec.replicas changed 2→5 kubectl`}},
+		{name: "toleration edited inside an atomic list",
+			edit: func(l map[string]any) {
+				tol := l["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["tolerations"].([]any)
+				tol[0].(map[string]any)["tolerationSeconds"] = int64(30)
+				tol[0].(map[string]any)["effect"] = "NoExecute"
+			},
+			writer: mf("kubectl-edit", "Update", "", `{"f:spec":{"f:template":{"f:spec":{"f:tolerations":{}}}}}`),
+			want:   []string{`.spec.template.spec.tolerations changed [map[effect:NoSchedule key:nvidia.com/gpu operator:Equal value:present]]→[map[effect:NoExecute key:nvidia.com/gpu operator:Equal tolerationSeconds:30 value:present]] kubectl-edit`}},
+		{name: "env var added by kubectl set env",
+			edit: func(l map[string]any) {
+				c := container(l)
+				c["env"] = append(c["env"].([]any), map[string]any{"name": "DEBUG", "value": "1"})
+			},
+			writer: mf("kubectl-set", "Update", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"vllm\"}":{"f:env":{"k:{\"name\":\"DEBUG\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`),
+			want:   []string{`.spec.template.spec.containers[name=vllm].env[name=DEBUG] added <nil>→map[name:DEBUG value:1] kubectl-set`}},
 	}
 	for _, tc := range cases {
-		if got := scalarEqual(tc.a, tc.b); got != tc.want {
-			t.Errorf("scalarEqual(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		t.Run(tc.name, func(t *testing.T) {
+			d := parse(t, gitDeployment)
+			if tc.spelled != "" {
+				container(d.Object)["resources"].(map[string]any)["requests"].(map[string]any)["cpu"] = tc.spelled
+			}
+			l := applied(t)
+			if tc.edit != nil {
+				tc.edit(l.Object)
+			}
+			if tc.writer.Manager != "" {
+				l.SetManagedFields(append(l.GetManagedFields(), tc.writer))
+			}
+			settle(t, l)
+			opts := drift.DefaultOptions()
+			opts.Schema = builtins
+			o := drift.CompareObject(d, l, nil, &opts)
+			var got []string
+			if o != nil {
+				assert.Empty(t, o.Schema, "compared with the schema")
+				for _, f := range o.Fields {
+					got = append(got, f.Path+" "+f.Change+" "+fmtValue(f.Desired)+"→"+fmtValue(f.Live)+" "+f.Manager)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func fmtValue(v any) string {
+	if v == nil {
+		return "<nil>"
+	}
+	b, _ := json.Marshal(v)
+	s := string(b)
+	if str, ok := v.(string); ok {
+		return str
+	}
+	r := strings.NewReplacer(`"`, "", "{", "map[", "}", "]", ",", " ")
+	return r.Replace(s)
+}
+
+// TestServicePortsKeyedByPortAndProtocol: 53/TCP and 53/UDP are two items, and an edit of the
+// UDP one is named by both keys.
+func TestServicePortsKeyedByPortAndProtocol(t *testing.T) {
+	git := `
+apiVersion: v1
+kind: Service
+metadata: {name: dns, namespace: ns1}
+spec:
+  ports:
+  - {name: dns-tcp, port: 53, protocol: TCP, targetPort: 5353}
+  - {name: dns-udp, port: 53, protocol: UDP, targetPort: 5353}
+`
+	d, l := parse(t, git), parse(t, git)
+	l.Object["spec"].(map[string]any)["ports"].([]any)[1].(map[string]any)["targetPort"] = int64(5454)
+	l.SetManagedFields([]metav1.ManagedFieldsEntry{mf("kubectl-edit", "Update", "", `{"f:spec":{"f:ports":{"k:{\"port\":53,\"protocol\":\"UDP\"}":{"f:targetPort":{}}}}}`)})
+	opts := drift.DefaultOptions()
+	opts.Schema = builtins
+	o := drift.CompareObject(d, l, nil, &opts)
+	require.NotNil(t, o)
+	require.Len(t, o.Fields, 1)
+	assert.Equal(t, ".spec.ports[port=53,protocol=UDP].targetPort", o.Fields[0].Path)
+	assert.Equal(t, "kubectl-edit", o.Fields[0].Manager)
+	data, err := json.Marshal(o.Fields[0].FieldPath)
+	require.NoError(t, err)
+	assert.JSONEq(t, `["f:spec","f:ports","k:{\"port\":53,\"protocol\":\"UDP\"}","f:targetPort"]`, string(data))
+}
+
+// TestKindWithoutSchemaIsDeduced: a kind the schema lacks compares maps by key and says so.
+func TestKindWithoutSchemaIsDeduced(t *testing.T) {
+	git := `
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w, namespace: ns1}
+spec: {size: "1000m", parts: [a, b]}
+`
+	d, l := parse(t, git), parse(t, git)
+	l.Object["spec"].(map[string]any)["size"] = "1"
+	opts := drift.DefaultOptions()
+	o := drift.CompareObject(d, l, nil, &opts)
+	require.NotNil(t, o, "without a schema, 1000m and 1 are different strings")
+	assert.Contains(t, o.Schema, "deduced")
+	assert.Equal(t, ".spec.size", o.Fields[0].Path)
+}
+
+// TestRemovalAttributedFromWatchedVersions: nobody owns a removed field, but the watch saw the
+// update that removed it and whose managedFields entry changed then.
+func TestRemovalAttributedFromWatchedVersions(t *testing.T) {
+	d := parse(t, gitDeployment)
+	before := applied(t)
+	before.SetResourceVersion("1")
+	after := applied(t)
+	after.SetResourceVersion("2")
+	c := container(after.Object)
+	c["env"] = c["env"].([]any)[1:]
+	now := metav1.Now()
+	w := mf("kubectl-set", "Update", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"vllm\"}":{"f:env":{}}}}}}}`)
+	w.Time = &now
+	after.SetManagedFields(append(after.GetManagedFields(), w))
+	settle(t, after)
+	opts := drift.DefaultOptions()
+	opts.Schema = builtins
+
+	o := drift.CompareObject(d, after, nil, &opts)
+	require.NotNil(t, o)
+	assert.Empty(t, o.Fields[0].Manager, "without a watch nobody can be named")
+
+	o = drift.CompareObject(d, after, []*unstructured.Unstructured{after, before}, &opts)
+	require.NotNil(t, o)
+	assert.Equal(t, drift.Removed, o.Fields[0].Change)
+	assert.Equal(t, "kubectl-set", o.Fields[0].Manager)
+}
+
+func TestSecretValuesAreKeyedHMACs(t *testing.T) {
+	git := `
+apiVersion: v1
+kind: Secret
+metadata: {name: s, namespace: ns1}
+stringData: {token: hunter2}
+`
+	d := parse(t, git)
+	l := parse(t, `
+apiVersion: v1
+kind: Secret
+metadata: {name: s, namespace: ns1}
+data: {token: aHVudGVyMw==}
+`)
+	for _, key := range [][]byte{nil, []byte("install-key")} {
+		opts := drift.DefaultOptions()
+		opts.Schema, opts.SecretKey = builtins, key
+		o := drift.CompareObject(d, l, nil, &opts)
+		require.NotNil(t, o)
+		out, err := json.Marshal(o)
+		require.NoError(t, err)
+		for _, secret := range []string{"hunter2", "hunter3", "aHVudGVyMw==", "aHVudGVyMg=="} {
+			assert.NotContains(t, string(out), secret)
+		}
+		if key == nil {
+			assert.Equal(t, drift.Redacted, o.Fields[0].Live)
+		} else {
+			assert.True(t, strings.HasPrefix(o.Fields[0].Live.(string), "hmac-sha256:"))
+			assert.NotEqual(t, o.Fields[0].Desired, o.Fields[0].Live)
 		}
 	}
 }
 
-func TestCompareObject(t *testing.T) {
-	desired := `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d, namespace: n, labels: {app: d}}
-spec:
-  replicas: 2
-  template:
-    spec:
-      tolerations: [{key: nvidia.com/gpu, operator: Equal, value: present, effect: NoSchedule}]
-      containers:
-      - name: vllm
-        image: vllm:1
-        args: [--a, --b]
-        ports: [{containerPort: 8000, name: http}]
-        resources: {limits: {cpu: "1", memory: 1Gi}}
-        env: [{name: A, value: "1"}]
-`
-	cases := []struct {
-		name string
-		live string
-		want []string // path change
-	}{
-		{"defaults and spellings are not drift", `
-metadata: {name: d, namespace: n, labels: {app: d}, uid: x}
-spec:
-  replicas: 2
-  progressDeadlineSeconds: 600
-  template:
-    spec:
-      tolerations: [{key: nvidia.com/gpu, operator: Equal, value: present, effect: NoSchedule}]
-      containers:
-      - name: vllm
-        image: vllm:1
-        imagePullPolicy: IfNotPresent
-        args: [--a, --b]
-        ports: [{containerPort: 8000, name: http, protocol: TCP}]
-        resources: {limits: {cpu: 1000m, memory: 1024Mi}}
-        env: [{name: A, value: "1"}, {name: B, value: "2"}]
-`, nil},
-		{"changed, removed, reordered args", `
-metadata: {name: d, namespace: n, labels: {}}
-spec:
-  replicas: 5
-  template:
-    spec:
-      containers:
-      - name: vllm
-        image: vllm:2
-        args: [--b, --a]
-        ports: [{containerPort: 8000, name: http, protocol: TCP}]
-        resources: {limits: {cpu: "2", memory: 1Gi}}
-        env: [{name: A, value: "1"}]
-`, []string{
-			".metadata.labels.app removed",
-			".spec.replicas changed",
-			".spec.template.spec.containers[name=vllm].args changed",
-			".spec.template.spec.containers[name=vllm].image changed",
-			".spec.template.spec.containers[name=vllm].resources.limits.cpu changed",
-			".spec.template.spec.tolerations removed",
-		}},
-		{"container gone", `
-spec:
-  replicas: 2
-  template:
-    spec:
-      tolerations: [{key: nvidia.com/gpu, operator: Equal, value: present, effect: NoSchedule}]
-      containers: [{name: other, image: x}]
-metadata: {labels: {app: d}}
-`, []string{".spec.template.spec.containers[name=vllm] removed"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, d := range compareObject(obj(t, desired), obj(t, "apiVersion: apps/v1\nkind: Deployment\n"+tc.live)) {
-				got = append(got, d.path.String()+" "+d.change)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("(-want +got)\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestPathString(t *testing.T) {
-	p := path{}.child("metadata").child("annotations").child("argocd.argoproj.io/sync-wave")
-	if got := p.String(); got != `.metadata.annotations["argocd.argoproj.io/sync-wave"]` {
-		t.Errorf("got %s", got)
-	}
-	q := path{}.child("spec").child("containers").keyed(map[string]any{"name": "api"}).child("env").indexed(0)
-	if got := q.String(); got != ".spec.containers[name=api].env[0]" {
-		t.Errorf("got %s", got)
-	}
-	if ptr, ok := (path{}).child("spec").child("replicas").JSONPointer(); !ok || ptr != "/spec/replicas" {
-		t.Errorf("pointer %s %v", ptr, ok)
-	}
-}
-
-// TestAttributionAndAllowedOwners feeds compare() managedFields as the API server writes them.
-func TestAttributionAndAllowedOwners(t *testing.T) {
-	desired := &unstructured.Unstructured{Object: obj(t, `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d, namespace: n}
-spec:
-  replicas: 2
-  template:
-    spec:
-      containers: [{name: api, image: api:1}]
-`)}
-	live := &unstructured.Unstructured{Object: obj(t, `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d, namespace: n, labels: {team: x}}
-spec:
-  replicas: 7
-  template:
-    spec:
-      containers: [{name: api, image: api:1, env: [{name: DEBUG, value: "1"}]}]
-`)}
-	mf := func(manager, op, sub, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationType(op), Subresource: sub,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
-	}
-	base := mf("argocd-controller", "Apply", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"api\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`)
-	env := mf("kubectl-set", "Update", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"api\"}":{"f:env":{".":{},"k:{\"name\":\"DEBUG\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`)
-	label := mf("kubectl-label", "Update", "", `{"f:metadata":{"f:labels":{".":{},"f:team":{}}}}`)
-	cases := []struct {
-		name     string
-		replicas metav1.ManagedFieldsEntry
-		want     []string
-	}{
-		{"scaled by a person", mf("kubectl", "Update", "scale", `{"f:spec":{"f:replicas":{}}}`), []string{
-			".metadata.labels added kubectl-label/",
-			".spec.replicas changed kubectl/scale",
-			".spec.template.spec.containers[name=api].env added kubectl-set/",
-		}},
-		{"scaled by the HPA controller", mf("kube-controller-manager", "Update", "scale", `{"f:spec":{"f:replicas":{}}}`), []string{
-			".metadata.labels added kubectl-label/",
-			".spec.template.spec.containers[name=api].env added kubectl-set/",
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			l := live.DeepCopy()
-			l.SetManagedFields([]metav1.ManagedFieldsEntry{base, tc.replicas, env, label})
-			var got []string
-			for _, f := range compare(desired, l, DefaultOptions()) {
-				got = append(got, f.Path+" "+f.Change+" "+f.Manager+"/"+f.Subresource)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("(-want +got)\n%s", diff)
-			}
-		})
-	}
+func TestFieldPathJSONRoundTrip(t *testing.T) {
+	raw := `["f:spec","f:template","f:spec","f:containers","k:{\"name\":\"vllm\"}","f:env","k:{\"name\":\"X\"}"]`
+	var p drift.FieldPath
+	require.NoError(t, json.Unmarshal([]byte(raw), &p))
+	assert.Equal(t, ".spec.template.spec.containers[name=vllm].env[name=X]", drift.Display(p.Path()))
+	back, err := json.Marshal(p)
+	require.NoError(t, err)
+	assert.JSONEq(t, raw, string(back))
 }

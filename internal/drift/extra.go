@@ -53,7 +53,7 @@ func creatorOf(l *unstructured.Unstructured, opts Options) *Writer {
 	var firstTime time.Time
 	human := false
 	for _, e := range l.GetManagedFields() {
-		if e.Manager != opts.Applier && !slices.Contains(opts.AllowedManagers, e.Manager) {
+		if e.Manager != opts.Applier && !slices.Contains(opts.Creators, e.Manager) {
 			human = true
 		}
 		var t time.Time

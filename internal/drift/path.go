@@ -1,75 +1,78 @@
 package drift
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
-// elem is one step of a field path: a map field, a list item selected by key fields, a list item
-// selected by its (scalar) value, or a list index.
-type elem struct {
-	field string
-	key   map[string]any // list item whose fields equal these
-	value any            // set member equal to this
-	index int            // -1 unless an index
-	kind  elemKind
+// FieldPath is a structured field path: structured-merge-diff's fieldpath.Path, the form the API
+// server's field management uses. Its JSON form is the list of elements as managedFields spells
+// them ("f:spec", "k:{\"name\":\"vllm\"}", "v:\"x\"", "i:0"), so a consumer never parses the
+// display string.
+type FieldPath fieldpath.Path
+
+// MarshalJSON writes the elements in managedFields' serialisation.
+func (p FieldPath) MarshalJSON() ([]byte, error) {
+	out := make([]string, len(p))
+	for i, pe := range p {
+		s, err := fieldpath.SerializePathElement(pe)
+		if err != nil {
+			return nil, fmt.Errorf("field path %s: %w", Display(fieldpath.Path(p)), err)
+		}
+		out[i] = s
+	}
+	return json.Marshal(out)
 }
 
-type elemKind uint8
-
-const (
-	fieldElem elemKind = iota
-	keyElem
-	valueElem
-	indexElem
-)
-
-// path is a field path inside an object, e.g. .spec.template.spec.containers[name=vllm].image.
-type path []elem
-
-func (p path) child(field string) path {
-	return append(p[:len(p):len(p)], elem{field: field, kind: fieldElem, index: -1})
+// UnmarshalJSON reads the elements back.
+func (p *FieldPath) UnmarshalJSON(b []byte) error {
+	var parts []string
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return err
+	}
+	out := make(FieldPath, len(parts))
+	for i, s := range parts {
+		pe, err := fieldpath.DeserializePathElement(s)
+		if err != nil {
+			return fmt.Errorf("field path element %q: %w", s, err)
+		}
+		out[i] = pe
+	}
+	*p = out
+	return nil
 }
 
-func (p path) keyed(key map[string]any) path {
-	return append(p[:len(p):len(p)], elem{key: key, kind: keyElem, index: -1})
-}
-
-func (p path) indexed(i int) path {
-	return append(p[:len(p):len(p)], elem{index: i, kind: indexElem})
-}
-
-// String renders the path the way people read it: .metadata.labels.team, env[name=LOG_LEVEL],
-// tolerations[0]; map keys that are not identifiers are quoted: .metadata.annotations["a/b"].
-func (p path) String() string {
+// Display renders a path the way people read it: .metadata.labels.team,
+// .spec.template.spec.containers[name=vllm].env[name=LOG_LEVEL], .spec.rules[0].backendRefs[1],
+// ports[port=53,protocol=UDP]; map keys that are not identifiers are quoted:
+// .metadata.annotations["a/b"].
+func Display(p fieldpath.Path) string {
 	var b strings.Builder
-	for _, e := range p {
-		switch e.kind {
-		case fieldElem:
-			if isIdent(e.field) {
-				b.WriteString("." + e.field)
+	for _, pe := range p {
+		switch {
+		case pe.FieldName != nil:
+			if isIdent(*pe.FieldName) {
+				b.WriteString("." + *pe.FieldName)
 			} else {
-				b.WriteString("[" + strconv.Quote(e.field) + "]")
+				b.WriteString("[" + strconv.Quote(*pe.FieldName) + "]")
 			}
-		case keyElem:
-			names := make([]string, 0, len(e.key))
-			for k := range e.key {
-				names = append(names, k)
+		case pe.Key != nil:
+			parts := make([]string, 0, len(*pe.Key))
+			for _, f := range *pe.Key {
+				parts = append(parts, fmt.Sprintf("%s=%v", f.Name, f.Value.Unstructured()))
 			}
-			sort.Strings(names)
-			parts := make([]string, len(names))
-			for i, k := range names {
-				parts[i] = fmt.Sprintf("%s=%v", k, e.key[k])
-			}
+			sort.Strings(parts)
 			b.WriteString("[" + strings.Join(parts, ",") + "]")
-		case valueElem:
-			b.WriteString(fmt.Sprintf("[%v]", e.value))
-		case indexElem:
-			b.WriteString(fmt.Sprintf("[%d]", e.index))
+		case pe.Value != nil:
+			b.WriteString(fmt.Sprintf("[%v]", (*pe.Value).Unstructured()))
+		case pe.Index != nil:
+			b.WriteString(fmt.Sprintf("[%d]", *pe.Index))
 		}
 	}
 	if b.Len() == 0 {
@@ -90,74 +93,52 @@ func isIdent(s string) bool {
 	return true
 }
 
-// JSONPointer renders the path as an RFC 6901 pointer where it can (keyed items cannot), for
-// matching Argo CD's ignoreDifferences jsonPointers.
-func (p path) JSONPointer() (string, bool) {
+// pointerPrefix renders the leading map-field part of p as an RFC 6901 pointer (up to the first
+// list element), for matching controller rules written as JSON pointers.
+func pointerPrefix(p fieldpath.Path) string {
 	var b strings.Builder
-	for _, e := range p {
-		switch e.kind {
-		case fieldElem:
-			b.WriteString("/" + strings.ReplaceAll(strings.ReplaceAll(e.field, "~", "~0"), "/", "~1"))
-		case indexElem:
-			b.WriteString("/" + strconv.Itoa(e.index))
-		default:
-			return b.String(), false
+	for _, pe := range p {
+		if pe.FieldName == nil {
+			break
 		}
+		b.WriteString("/" + strings.ReplaceAll(strings.ReplaceAll(*pe.FieldName, "~", "~0"), "/", "~1"))
 	}
-	return b.String(), true
+	return b.String()
 }
 
-// fromFieldPath converts a managedFields path into a path.
-func fromFieldPath(fp fieldpath.Path) path {
-	p := make(path, 0, len(fp))
-	for _, pe := range fp {
+// pointerCovers reports whether the pointer rule is p or one of its ancestors. A rule that reaches
+// into a list cannot be matched by pointer and covers nothing.
+func pointerCovers(rule string, p fieldpath.Path) bool {
+	ptr := pointerPrefix(p)
+	rule = strings.TrimSuffix(rule, "/")
+	return ptr == rule || strings.HasPrefix(ptr, rule+"/")
+}
+
+// Path returns the structured path.
+func (p FieldPath) Path() fieldpath.Path { return fieldpath.Path(p) }
+
+// valueAt follows p inside obj. A key element matches the list item whose key fields equal it;
+// a key field the item leaves out (a defaulted protocol, say) is not held against it.
+func valueAt(obj any, p fieldpath.Path) (any, bool) {
+	cur := obj
+	for _, pe := range p {
 		switch {
 		case pe.FieldName != nil:
-			p = append(p, elem{field: *pe.FieldName, kind: fieldElem, index: -1})
-		case pe.Key != nil:
-			key := map[string]any{}
-			for _, f := range *pe.Key {
-				key[f.Name] = f.Value.Unstructured()
-			}
-			p = append(p, elem{key: key, kind: keyElem, index: -1})
-		case pe.Value != nil:
-			p = append(p, elem{value: (*pe.Value).Unstructured(), kind: valueElem, index: -1})
-		case pe.Index != nil:
-			p = append(p, elem{index: *pe.Index, kind: indexElem})
-		}
-	}
-	return p
-}
-
-// lookup follows p inside obj. Key elements match a list item when every key field the item
-// has equals the key's value (a key field absent from the item, typically a defaulted protocol,
-// is not held against it).
-func lookup(obj any, p path) (any, bool) {
-	cur := obj
-	for _, e := range p {
-		switch e.kind {
-		case fieldElem:
 			m, ok := cur.(map[string]any)
 			if !ok {
 				return nil, false
 			}
-			if cur, ok = m[e.field]; !ok {
+			if cur, ok = m[*pe.FieldName]; !ok {
 				return nil, false
 			}
-		case keyElem:
-			item, ok := findKeyed(cur, e.key)
-			if !ok {
-				return nil, false
-			}
-			cur = item
-		case valueElem:
+		case pe.Key != nil:
 			l, ok := cur.([]any)
 			if !ok {
 				return nil, false
 			}
 			found := false
 			for _, it := range l {
-				if scalarEqual(it, e.value) {
+				if keyMatches(it, *pe.Key) {
 					cur, found = it, true
 					break
 				}
@@ -165,82 +146,62 @@ func lookup(obj any, p path) (any, bool) {
 			if !found {
 				return nil, false
 			}
-		case indexElem:
+		case pe.Value != nil:
 			l, ok := cur.([]any)
-			if !ok || e.index >= len(l) {
+			if !ok {
 				return nil, false
 			}
-			cur = l[e.index]
+			want := (*pe.Value).Unstructured()
+			found := false
+			for _, it := range l {
+				if scalarEqual(it, want, false) || value.Equals(value.NewValueInterface(it), *pe.Value) {
+					cur, found = it, true
+					break
+				}
+			}
+			if !found {
+				return nil, false
+			}
+		case pe.Index != nil:
+			l, ok := cur.([]any)
+			if !ok || *pe.Index < 0 || *pe.Index >= len(l) {
+				return nil, false
+			}
+			cur = l[*pe.Index]
 		}
 	}
 	return cur, true
 }
 
-func findKeyed(list any, key map[string]any) (any, bool) {
-	l, ok := list.([]any)
+func keyMatches(item any, key value.FieldList) bool {
+	m, ok := item.(map[string]any)
 	if !ok {
-		return nil, false
+		return false
 	}
-	for _, it := range l {
-		m, ok := it.(map[string]any)
+	present := 0
+	for _, f := range key {
+		v, ok := m[f.Name]
 		if !ok {
 			continue
 		}
-		matched, present := true, 0
-		for k, v := range key {
-			iv, ok := m[k]
-			if !ok {
-				continue
-			}
-			present++
-			if !scalarEqual(iv, v) {
-				matched = false
-				break
-			}
-		}
-		if matched && present > 0 {
-			return it, true
-		}
-	}
-	return nil, false
-}
-
-// covers reports whether path a equals b or is a prefix of it, matching elements as lookup does.
-func covers(a, b path) bool {
-	if len(a) > len(b) {
-		return false
-	}
-	for i := range a {
-		if !elemMatch(a[i], b[i]) {
+		present++
+		if !scalarEqual(v, f.Value.Unstructured(), false) {
 			return false
 		}
 	}
-	return true
+	return present > 0
 }
 
-func elemMatch(a, b elem) bool {
-	if a.kind != b.kind {
-		// A keyed managedFields element may address what the desired walk calls by index only
-		// when the list had no key; treat a mismatch of kinds as different.
-		return false
-	}
-	switch a.kind {
-	case fieldElem:
-		return a.field == b.field
-	case keyElem:
-		shared := 0
-		for k, v := range a.key {
-			if bv, ok := b.key[k]; ok {
-				shared++
-				if !scalarEqual(v, bv) {
-					return false
-				}
+// minimal keeps the paths of a set that no other member of the set contains.
+func minimal(s *fieldpath.Set) []fieldpath.Path {
+	var out []fieldpath.Path
+	s.Iterate(func(p fieldpath.Path) {
+		for i := 1; i < len(p); i++ {
+			if s.Has(p[:i]) {
+				return
 			}
 		}
-		return shared > 0
-	case valueElem:
-		return scalarEqual(a.value, b.value)
-	default:
-		return a.index == b.index
-	}
+		out = append(out, p.Copy())
+	})
+	return out
 }

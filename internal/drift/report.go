@@ -31,6 +31,9 @@ const (
 	Modified = "Modified"
 	Missing  = "Missing"
 	Extra    = "Extra"
+	// Unknown objects could not be compared: the cluster does not serve their kind (its CRD is
+	// missing). The rest of the env is still audited.
+	Unknown = "Unknown"
 )
 
 // Object is one drifted object.
@@ -39,9 +42,14 @@ type Object struct {
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace,omitempty"`
 	Name       string `json:"name"`
-	// Status is Modified, Missing or Extra.
+	// Status is Modified, Missing, Extra or Unknown.
 	Status string  `json:"status"`
 	Fields []Field `json:"fields"`
+	// Note explains an Unknown object, or a Modified one only Argo CD's diff flags.
+	Note string `json:"note,omitempty"`
+	// Schema is set when the object was compared without the cluster's schema for its kind
+	// ("deduced: why"): maps by key, lists as whole values.
+	Schema string `json:"schema,omitempty"`
 	// Creator names who made an Extra object (its earliest managedFields entry).
 	Creator *Writer `json:"creator,omitempty"`
 	// ArgoCD is Argo CD's own verdict on the object, when computed.
@@ -50,16 +58,20 @@ type Object struct {
 
 // Field is one drifted field.
 type Field struct {
-	// Path like .spec.template.spec.containers[name=vllm].image.
-	Path    string `json:"path"`
-	Desired any    `json:"desired"`
-	Live    any    `json:"live"`
+	// Path like .spec.template.spec.containers[name=vllm].image, for people; derived from
+	// FieldPath.
+	Path string `json:"path"`
+	// FieldPath is the structured path, for programs (adopt patches, ignore rules).
+	FieldPath FieldPath `json:"fieldPath,omitempty"`
+	Desired   any       `json:"desired"`
+	Live      any       `json:"live"`
 	// Change is changed, added or removed.
 	Change string `json:"change"`
 	Writer
 }
 
-// Writer is a managedFields entry: who wrote, how, and when.
+// Writer is a managedFields entry: who wrote, how, and when. An empty Manager means nobody can be
+// named: a removed field has no owner, and no watch saw the update that removed it.
 type Writer struct {
 	Manager     string `json:"manager"`
 	Operation   string `json:"operation"`

@@ -121,3 +121,17 @@ func readBlob(b *object.Blob) ([]byte, error) {
 	defer rd.Close()
 	return io.ReadAll(rd)
 }
+
+// IsAncestor reports whether commit ancestor is reachable from commit descendant (a commit is its
+// own ancestor): Git at descendant has moved on from ancestor rather than elsewhere.
+func (r *Repo) IsAncestor(ancestor, descendant string) (bool, error) {
+	a, err := r.repo.CommitObject(plumbing.NewHash(ancestor))
+	if err != nil {
+		return false, fmt.Errorf("commit %.12s: %w", ancestor, err)
+	}
+	d, err := r.repo.CommitObject(plumbing.NewHash(descendant))
+	if err != nil {
+		return false, fmt.Errorf("commit %.12s: %w", descendant, err)
+	}
+	return a.IsAncestor(d)
+}

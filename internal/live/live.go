@@ -31,6 +31,9 @@ type Cache struct {
 	mu        sync.RWMutex
 	informers map[schema.GroupVersionKind]cache.SharedIndexInformer
 	ctx       context.Context
+	history   history
+	docsMu    sync.Mutex
+	docs      map[string]*gvDoc
 }
 
 // KindError says a kind of the rendered revision is not served by the cluster (typically its CRD
@@ -113,6 +116,9 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 			return nil
 		}
 		inf := c.factory.ForResource(m.Resource).Informer()
+		if _, err := inf.AddEventHandler(c.history.handler()); err != nil {
+			return fmt.Errorf("watch %s: %w", gvk.Kind, err)
+		}
 		c.mu.Lock()
 		c.informers[gvk] = inf
 		c.mu.Unlock()

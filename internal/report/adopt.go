@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/llm-gitops/platform/internal/drift"
@@ -28,7 +27,7 @@ func AdoptPatchObject(o drift.Object) (patch map[string]any, notes []string) {
 	}
 	var root any = map[string]any{"apiVersion": o.APIVersion, "kind": o.Kind, "metadata": meta}
 	for _, f := range o.Fields {
-		els, err := parsePath(f.Path)
+		els, err := pathElems(f)
 		if err == nil && len(els) == 0 {
 			err = fmt.Errorf("whole-object path")
 		}
@@ -171,79 +170,31 @@ type pathElem struct {
 	index int            // [n]: list index, -1 otherwise
 }
 
-// parsePath parses the path syntax of drift.Field.Path: .a.b["x/y"][name=foo][0][member].
-func parsePath(s string) ([]pathElem, error) {
-	if s == "." || s == "" {
-		return nil, nil
+// pathElems converts a field's structured path into patch steps. Reports read back from an old
+// outbox may lack it: those fields cannot be adopted automatically.
+func pathElems(f drift.Field) ([]pathElem, error) {
+	if f.FieldPath == nil {
+		return nil, fmt.Errorf("no structured path")
 	}
 	var out []pathElem
-	for i := 0; i < len(s); {
-		switch s[i] {
-		case '.':
-			j := i + 1
-			for j < len(s) && s[j] != '.' && s[j] != '[' {
-				j++
+	for _, pe := range f.FieldPath.Path() {
+		switch {
+		case pe.FieldName != nil:
+			out = append(out, pathElem{field: *pe.FieldName, index: -1})
+		case pe.Key != nil:
+			key := map[string]any{}
+			for _, kf := range *pe.Key {
+				key[kf.Name] = kf.Value.Unstructured()
 			}
-			if j == i+1 {
-				return nil, fmt.Errorf("empty field at %d", i)
-			}
-			out = append(out, pathElem{field: s[i+1 : j], index: -1})
-			i = j
-		case '[':
-			if i+1 < len(s) && s[i+1] == '"' {
-				q, err := strconv.QuotedPrefix(s[i+1:])
-				if err != nil {
-					return nil, fmt.Errorf("bad quoted field at %d: %w", i, err)
-				}
-				f, _ := strconv.Unquote(q)
-				j := i + 1 + len(q)
-				if j >= len(s) || s[j] != ']' {
-					return nil, fmt.Errorf("missing ] at %d", j)
-				}
-				out = append(out, pathElem{field: f, index: -1})
-				i = j + 1
-				continue
-			}
-			j := strings.IndexByte(s[i:], ']')
-			if j < 0 {
-				return nil, fmt.Errorf("missing ] after %d", i)
-			}
-			inner := s[i+1 : i+j]
-			i += j + 1
-			if n, err := strconv.Atoi(inner); err == nil {
-				out = append(out, pathElem{index: n})
-				continue
-			}
-			if strings.Contains(inner, "=") {
-				key := map[string]any{}
-				for _, kv := range strings.Split(inner, ",") {
-					k, v, _ := strings.Cut(kv, "=")
-					if v == "<nil>" {
-						continue
-					}
-					key[k] = scalar(v)
-				}
-				out = append(out, pathElem{key: key, index: -1})
-				continue
-			}
-			v := inner
+			out = append(out, pathElem{key: key, index: -1})
+		case pe.Value != nil:
+			v := fmt.Sprint((*pe.Value).Unstructured())
 			out = append(out, pathElem{value: &v, index: -1})
-		default:
-			return nil, fmt.Errorf("unexpected %q at %d", s[i], i)
+		case pe.Index != nil:
+			out = append(out, pathElem{index: *pe.Index})
 		}
 	}
 	return out, nil
-}
-
-// scalar types a key value printed with %v: integers and booleans back to numbers and bools.
-func scalar(s string) any {
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n
-	}
-	if b, err := strconv.ParseBool(s); err == nil && (s == "true" || s == "false") {
-		return b
-	}
-	return s
 }
 
 // put sets v at els below node, creating maps and keyed list entries as needed.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
 	"github.com/llm-gitops/platform/internal/drift"
 )
 
@@ -29,11 +31,19 @@ var (
 	kubectlEdit = drift.Writer{Manager: "kubectl-edit", Operation: "Update", Time: "2025-01-02T03:04:05Z"}
 	hpa         = drift.Writer{Manager: "kube-controller-manager", Operation: "Update", Subresource: "scale", Time: "2025-01-02T03:05:00Z"}
 
-	fLogLevel = drift.Field{Path: ".spec.template.spec.containers[name=api].env[name=LOG_LEVEL].value", Desired: "info", Live: "debug", Change: drift.Changed, Writer: kubectlEdit}
-	fReplicas = drift.Field{Path: ".spec.replicas", Desired: int64(2), Live: int64(5), Change: drift.Changed, Writer: hpa}
-	fAnnot    = drift.Field{Path: `.metadata.annotations["example.com/owner"]`, Live: "ops <team> & co", Change: drift.Added, Writer: kubectlEdit}
-	fTol      = drift.Field{Path: ".spec.template.spec.tolerations[0]", Live: map[string]any{"key": "gpu"}, Change: drift.Added, Writer: kubectlEdit}
+	fLogLevel = at(drift.Field{Desired: "info", Live: "debug", Change: drift.Changed, Writer: kubectlEdit},
+		"spec", "template", "spec", "containers", fieldpath.KeyByFields("name", "api"), "env", fieldpath.KeyByFields("name", "LOG_LEVEL"), "value")
+	fReplicas = at(drift.Field{Desired: int64(2), Live: int64(5), Change: drift.Changed, Writer: hpa}, "spec", "replicas")
+	fAnnot    = at(drift.Field{Live: "ops <team> & co", Change: drift.Added, Writer: kubectlEdit}, "metadata", "annotations", "example.com/owner")
+	fTol      = at(drift.Field{Live: map[string]any{"key": "gpu"}, Change: drift.Added, Writer: kubectlEdit}, "spec", "template", "spec", "tolerations", 0)
 )
+
+// at gives a field its structured path (fieldpath.MakePath parts) and the display path from it.
+func at(f drift.Field, parts ...any) drift.Field {
+	p := fieldpath.MakePathOrDie(parts...)
+	f.FieldPath, f.Path = drift.FieldPath(p), drift.Display(p)
+	return f
+}
 
 func report(env, revision string, objs ...drift.Object) *drift.Report {
 	return &drift.Report{Env: env, Revision: revision, InSync: len(objs) == 0, Objects: objs}

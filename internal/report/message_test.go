@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
 	"github.com/llm-gitops/platform/internal/drift"
 )
 
@@ -20,7 +22,8 @@ func testOptions() Options {
 
 func TestDriftMessageGolden(t *testing.T) {
 	obj := deployment(fLogLevel, fReplicas, fAnnot, fTol,
-		drift.Field{Path: ".spec.template.spec.containers[name=api].ports[containerPort=8080,port=<nil>]", Desired: map[string]any{"containerPort": int64(8080), "name": "http"}, Change: drift.Removed, Writer: kubectlEdit})
+		at(drift.Field{Desired: map[string]any{"containerPort": int64(8080), "name": "http"}, Change: drift.Removed, Writer: kubectlEdit},
+			"spec", "template", "spec", "containers", fieldpath.KeyByFields("name", "api"), "ports", fieldpath.KeyByFields("containerPort", 8080, "protocol", "TCP")))
 	items := Items(report("dev", rev, obj))
 	var out strings.Builder
 	for _, it := range items {
@@ -31,7 +34,8 @@ func TestDriftMessageGolden(t *testing.T) {
 
 func TestAdoptPatch(t *testing.T) {
 	obj := deployment(fLogLevel, fReplicas, fAnnot, fTol,
-		drift.Field{Path: ".spec.template.spec.containers[name=api].ports[containerPort=8080,port=<nil>]", Desired: map[string]any{"containerPort": int64(8080)}, Change: drift.Removed})
+		at(drift.Field{Desired: map[string]any{"containerPort": int64(8080)}, Change: drift.Removed},
+			"spec", "template", "spec", "containers", fieldpath.KeyByFields("name", "api"), "ports", fieldpath.KeyByFields("containerPort", 8080, "protocol", "TCP")))
 	kust, err := os.ReadFile("testdata/kustomization.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,234 @@
+package drift
+
+import (
+	"bytes"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// ControllerRule names a controller for some fields of some kinds: what that field manager
+// writes there is its job, not drift. Rules come from the env's configuration; nothing else
+// excuses a value that differs from Git.
+type ControllerRule struct {
+	// Manager is the field manager the controller writes as (kube-controller-manager, karpenter).
+	Manager string `json:"manager"`
+	// Subresource, when set, must match the managedFields entry's (scale for the HPA).
+	Subresource string `json:"subresource,omitempty"`
+	// Group and Kinds restrict the rule to kinds; empty Kinds means every kind of the group, and
+	// an empty Group with empty Kinds every kind.
+	Group string   `json:"group,omitempty"`
+	Kinds []string `json:"kinds,omitempty"`
+	// Paths are JSON pointers (RFC 6901) of the fields, each covering what lies below it.
+	Paths []string `json:"paths"`
+}
+
+// DefaultControllers are the platform's controllers and the fields they own: the HPA (run by
+// kube-controller-manager, also behind KEDA) on replicas through the scale subresource, the
+// Deployment controller's revision annotation, Karpenter's drift hashes on its node classes.
+var DefaultControllers = []ControllerRule{
+	{Manager: "kube-controller-manager", Subresource: "scale", Paths: []string{"/spec/replicas"}},
+	{Manager: "keda-operator", Subresource: "scale", Paths: []string{"/spec/replicas"}},
+	{Manager: "kube-controller-manager", Group: "apps", Kinds: []string{"Deployment"},
+		Paths: []string{"/metadata/annotations/deployment.kubernetes.io~1revision"}},
+	{Manager: "karpenter", Group: "karpenter.sh", Kinds: []string{"NodePool"},
+		Paths: []string{"/metadata/annotations/karpenter.sh~1nodepool-hash", "/metadata/annotations/karpenter.sh~1nodepool-hash-version"}},
+	{Manager: "karpenter", Group: "karpenter.k8s.aws", Kinds: []string{"EC2NodeClass"},
+		Paths: []string{"/metadata/annotations/karpenter.k8s.aws~1ec2nodeclass-hash", "/metadata/annotations/karpenter.k8s.aws~1ec2nodeclass-hash-version"}},
+}
+
+func (r ControllerRule) matches(gk schema.GroupKind, o *owner, p fieldpath.Path) bool {
+	if o.Manager != r.Manager || r.Subresource != "" && o.Subresource != r.Subresource {
+		return false
+	}
+	if r.Group != gk.Group && (r.Group != "" || len(r.Kinds) > 0) {
+		return false
+	}
+	if len(r.Kinds) > 0 && !slices.Contains(r.Kinds, gk.Kind) {
+		return false
+	}
+	if len(r.Paths) == 0 {
+		return true
+	}
+	for _, ptr := range r.Paths {
+		if pointerCovers(ptr, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// owner is one managedFields entry with its field set.
+type owner struct {
+	Manager, Operation, Subresource string
+	Time                            time.Time
+	set                             *fieldpath.Set
+}
+
+func owners(entries []metav1.ManagedFieldsEntry) []*owner {
+	out := make([]*owner, 0, len(entries))
+	for _, e := range entries {
+		o := &owner{Manager: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource, set: &fieldpath.Set{}}
+		if e.Time != nil {
+			o.Time = e.Time.UTC()
+		}
+		if e.FieldsV1 != nil {
+			if err := o.set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+				o.set = &fieldpath.Set{}
+			}
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// ownersAt returns the entries whose field set holds exactly p, never an ancestor's owner.
+func ownersAt(os []*owner, p fieldpath.Path) []*owner {
+	var out []*owner
+	for _, o := range os {
+		if o.set.Has(p) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// latest returns the most recent of the entries (nil for none).
+func latest(os []*owner) *owner {
+	var best *owner
+	for _, o := range os {
+		if best == nil || o.Time.After(best.Time) {
+			best = o
+		}
+	}
+	return best
+}
+
+func (o *owner) writer() Writer {
+	w := Writer{Manager: o.Manager, Operation: o.Operation, Subresource: o.Subresource}
+	if !o.Time.IsZero() {
+		w.Time = o.Time.Format(time.RFC3339)
+	}
+	return w
+}
+
+// addedFields returns the live fields Git does not declare that a writer other than the applier
+// (and other than a controller named for them) set: labels, annotations and spec-like fields,
+// never status or bookkeeping.
+func addedFields(gk schema.GroupKind, desired, live map[string]any, os []*owner, opts *Options, seen map[string]bool) []rawDiff {
+	var out []rawDiff
+	for _, o := range os {
+		if o.Manager == opts.Applier {
+			continue
+		}
+		o.set.Leaves().Iterate(func(leaf fieldpath.Path) {
+			if !countsForAdded(leaf) {
+				return
+			}
+			p, ok := firstUndeclared(desired, leaf)
+			if !ok || seen[p.String()] || opts.controllerOwns(gk, []*owner{o}, p) {
+				return
+			}
+			v, ok := valueAt(live, p)
+			if !ok {
+				return
+			}
+			seen[p.String()] = true
+			out = append(out, rawDiff{path: p.Copy(), live: v, change: Added})
+		})
+	}
+	return out
+}
+
+// controllerOwns reports whether one of the owners is a controller the options name for p.
+func (opts *Options) controllerOwns(gk schema.GroupKind, os []*owner, p fieldpath.Path) bool {
+	for _, o := range os {
+		for _, r := range opts.Controllers {
+			if r.matches(gk, o, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// countsForAdded keeps spec-like fields, labels and annotations; not status or bookkeeping.
+func countsForAdded(p fieldpath.Path) bool {
+	if len(p) == 0 || p[0].FieldName == nil {
+		return false
+	}
+	switch *p[0].FieldName {
+	case "status", "apiVersion", "kind":
+		return false
+	case "metadata":
+		if len(p) < 3 || p[1].FieldName == nil || p[2].FieldName == nil {
+			return false
+		}
+		if f := *p[1].FieldName; f != "labels" && f != "annotations" {
+			return false
+		}
+		return *p[2].FieldName != "kubectl.kubernetes.io/last-applied-configuration"
+	}
+	return true
+}
+
+// firstUndeclared returns the shortest prefix of p that desired does not declare.
+func firstUndeclared(desired map[string]any, p fieldpath.Path) (fieldpath.Path, bool) {
+	for i := 1; i <= len(p); i++ {
+		if _, ok := valueAt(desired, p[:i]); !ok {
+			return p[:i], true
+		}
+	}
+	return nil, false
+}
+
+// removedBy names who removed p, from the versions of the object the watch saw (newest first):
+// the managedFields entries whose time or field set changed in the update that took p away.
+func removedBy(versions []*unstructured.Unstructured, p fieldpath.Path) *Writer {
+	for i := 0; i+1 < len(versions); i++ {
+		newer, older := versions[i], versions[i+1]
+		if _, ok := valueAt(newer.Object, p); ok {
+			continue
+		}
+		if _, ok := valueAt(older.Object, p); !ok {
+			continue
+		}
+		if w := changedEntry(older.GetManagedFields(), newer.GetManagedFields()); w != nil {
+			return w
+		}
+		return nil
+	}
+	return nil
+}
+
+// changedEntry returns the entry of the update's writer: the API server stamps a new time on
+// the entry of the manager that wrote (an entry whose set only shrank lost fields to someone
+// else and did not write). Among several, the latest.
+func changedEntry(before, after []metav1.ManagedFieldsEntry) *Writer {
+	var best *metav1.ManagedFieldsEntry
+	for i := range after {
+		e := &after[i]
+		if e.Time == nil {
+			continue
+		}
+		stamped := true
+		for _, b := range before {
+			if b.Manager == e.Manager && b.Operation == e.Operation && b.Subresource == e.Subresource {
+				stamped = b.Time == nil || !b.Time.Equal(e.Time)
+				break
+			}
+		}
+		if stamped && (best == nil || e.Time.After(best.Time.Time)) {
+			best = e
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return &Writer{Manager: best.Manager, Operation: string(best.Operation), Subresource: best.Subresource,
+		Time: best.Time.UTC().Format(time.RFC3339)}
+}

@@ -1,0 +1,209 @@
+package drift
+
+import (
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
+)
+
+// cursor follows a value through the schema; the zero cursor knows no types (deduced schema).
+type cursor struct {
+	s  *smdschema.Schema
+	tr smdschema.TypeRef
+	ok bool
+}
+
+func (c cursor) field(name string) cursor {
+	if !c.ok {
+		return c
+	}
+	tr, ok := typeAt(c.s, c.tr, []pathStep{{field: &name}})
+	return cursor{s: c.s, tr: tr, ok: ok}
+}
+
+func (c cursor) item() cursor {
+	if !c.ok {
+		return c
+	}
+	tr, ok := typeAt(c.s, c.tr, []pathStep{{}})
+	return cursor{s: c.s, tr: tr, ok: ok}
+}
+
+// defaultOf returns the schema's default for a field of the map at c.
+func (c cursor) defaultOf(name string) (any, bool) {
+	if !c.ok {
+		return nil, false
+	}
+	a, ok := c.s.Resolve(c.tr)
+	if !ok || a.Map == nil {
+		return nil, false
+	}
+	f, ok := a.Map.FindField(name)
+	if !ok || f.Default == nil {
+		return nil, false
+	}
+	return f.Default, true
+}
+
+func (c cursor) quantity() bool { return c.ok && isQuantity(c.tr) }
+
+// covered reports whether live holds everything desired declares, with equal values: maps may
+// carry more keys in live (judged separately), lists must have the same items in the same
+// order, and scalars are equal — by numeric value where the schema says the field is a Quantity,
+// by value otherwise (8080 and "8080" differ, as they do to the API server's schema).
+func covered(desired, live any, c cursor) bool {
+	switch d := desired.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return len(d) == 0 && live == nil
+		}
+		for k, dv := range d {
+			if dv == nil {
+				continue
+			}
+			lv, ok := l[k]
+			if !ok {
+				if isEmpty(dv) {
+					continue
+				}
+				return false
+			}
+			if !covered(dv, lv, c.field(k)) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := live.([]any)
+		if !ok {
+			return len(d) == 0 && live == nil
+		}
+		if len(d) != len(l) {
+			return false
+		}
+		ic := c.item()
+		for i := range d {
+			if !covered(d[i], l[i], ic) {
+				return false
+			}
+		}
+		return true
+	default:
+		return scalarEqual(desired, live, c.quantity())
+	}
+}
+
+// undeclaredExtras reports whether live, inside a value desired covers, holds map keys desired
+// does not set whose values are not the schema's defaults: inside an atomic value these are a
+// writer's additions, not the API server's defaulting.
+func undeclaredExtras(desired, live any, c cursor) bool {
+	switch d := desired.(type) {
+	case map[string]any:
+		l, _ := live.(map[string]any)
+		for k, lv := range l {
+			dv, declared := d[k]
+			if declared && dv != nil {
+				if undeclaredExtras(dv, lv, c.field(k)) {
+					return true
+				}
+				continue
+			}
+			if k == "status" || isEmpty(lv) {
+				continue
+			}
+			if def, ok := c.defaultOf(k); ok && covered(def, lv, c.field(k)) {
+				continue
+			}
+			return true
+		}
+	case []any:
+		l, _ := live.([]any)
+		ic := c.item()
+		for i := range d {
+			if i < len(l) && undeclaredExtras(d[i], l[i], ic) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// scalarEqual compares leaf values: equal JSON values, numbers by value (1 and 1.0), and
+// Quantities by amount when the schema says the field is one ("1000m" = "1", 2 = "2").
+func scalarEqual(a, b any, quantity bool) bool {
+	if reflect.DeepEqual(a, b) {
+		return true
+	}
+	if fa, ok := number(a); ok {
+		if fb, ok := number(b); ok {
+			return fa == fb
+		}
+	}
+	if !quantity || a == nil || b == nil {
+		return false
+	}
+	qa, err := resource.ParseQuantity(fmt.Sprint(a))
+	if err != nil {
+		return false
+	}
+	qb, err := resource.ParseQuantity(fmt.Sprint(b))
+	if err != nil {
+		return false
+	}
+	return qa.Cmp(qb) == 0
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	}
+	return false
+}
+
+// pruneNulls drops null values from a desired object: YAML's "key:" or "key: null" declares
+// nothing the API server stores.
+func pruneNulls(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if e != nil {
+				out[k] = pruneNulls(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = pruneNulls(e)
+		}
+		return out
+	}
+	return v
+}

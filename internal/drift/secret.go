@@ -1,0 +1,67 @@
+package drift
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// Redacted stands for a Secret value when no HMAC key is configured.
+const Redacted = "(redacted)"
+
+// isSecret reports whether a kind is the core Secret.
+func isSecret(group, kind string) bool { return group == "" && kind == "Secret" }
+
+// secretField reports whether p is inside a Secret's data or stringData.
+func secretField(p fieldpath.Path) bool {
+	return len(p) > 0 && p[0].FieldName != nil && (*p[0].FieldName == "data" || *p[0].FieldName == "stringData")
+}
+
+// maskSecret replaces a Secret value (or a whole data map) by an HMAC-SHA256 of its decoded
+// bytes under the install's key: two reports can say that values are equal or differ, and no
+// dictionary without the key can reverse them. Without a key the value is only "(redacted)".
+func maskSecret(v any, key []byte) any {
+	if v == nil {
+		return nil
+	}
+	if m, ok := v.(map[string]any); ok {
+		out := make(map[string]any, len(m))
+		for k, x := range m {
+			out[k] = maskSecret(x, key)
+		}
+		return out
+	}
+	if len(key) == 0 {
+		return Redacted
+	}
+	raw := []byte(fmt.Sprint(v))
+	if s, ok := v.(string); ok {
+		if dec, err := base64.StdEncoding.DecodeString(s); err == nil {
+			raw = dec
+		}
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write(raw)
+	return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil)[:12])
+}
+
+// secretData folds a Secret's stringData into data (base64), as the API server does on write.
+func secretData(obj map[string]any) {
+	sd, ok := obj["stringData"].(map[string]any)
+	if !ok {
+		return
+	}
+	data, _ := obj["data"].(map[string]any)
+	if data == nil {
+		data = map[string]any{}
+	}
+	for k, v := range sd {
+		data[k] = base64.StdEncoding.EncodeToString([]byte(fmt.Sprint(v)))
+	}
+	obj["data"] = data
+	delete(obj, "stringData")
+}
