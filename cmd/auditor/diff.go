@@ -142,8 +142,16 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 				by = " — created by " + who(o.Creator.Manager, o.Creator.Operation, o.Creator.Subresource, o.Creator.Time, now)
 			}
 			fmt.Fprintf(w, "%-8s %s: in the cluster, not in Git%s\n", o.Status, id, by)
+		case drift.Unknown:
+			fmt.Fprintf(w, "%-8s %s: not compared — %s\n", o.Status, id, o.Note)
 		default:
 			fmt.Fprintf(w, "%-8s %s\n", o.Status, id)
+			if o.Note != "" {
+				fmt.Fprintf(w, "           %s\n", o.Note)
+			}
+			if o.Schema != "" {
+				fmt.Fprintf(w, "           compared without the cluster's schema (%s)\n", o.Schema)
+			}
 			for _, f := range o.Fields {
 				fmt.Fprintf(w, "           %-50s %s  %s → %s  by %s\n", f.Path, f.Change, short(f.Desired), short(f.Live),
 					who(f.Manager, f.Operation, f.Subresource, f.Time, now))
@@ -163,7 +171,7 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 
 func who(manager, op, sub, t string, now time.Time) string {
 	if manager == "" {
-		return "unknown manager (a removal leaves no managedFields entry)"
+		return "unknown writer (a removal leaves no managedFields entry, and no watch saw it happen)"
 	}
 	s := manager + " (" + op
 	if sub != "" {

@@ -5,6 +5,7 @@ package audit
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -39,8 +40,15 @@ type Auditor struct {
 
 // New returns an Auditor with the repository's conventions: Application llm-<env> in argocd.
 func New(repo *gitrepo.Repo, cache *live.Cache) *Auditor {
+	opts := drift.DefaultOptions()
+	// Secret values are reported as HMACs under a key of this process: equal within a report,
+	// unrelated across runs, never reversible by a dictionary.
+	opts.SecretKey = make([]byte, 32)
+	if _, err := rand.Read(opts.SecretKey); err != nil {
+		opts.SecretKey = nil // "(redacted)" only
+	}
 	return &Auditor{
-		Repo: repo, Live: cache, Options: drift.DefaultOptions(), AppNamespace: "argocd",
+		Repo: repo, Live: cache, Options: opts, AppNamespace: "argocd",
 		AppName: func(env string) string { return "llm-" + env },
 	}
 }

@@ -154,11 +154,17 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 	seen := map[string]bool{}
 	for _, rd := range res.diffs {
 		seen[rd.path.String()] = true
-		at := ownersAt(os, rd.path)
-		if opts.controllerOwns(gk, at, rd.path) {
+		at := ownersAt(os, rd.ownedPath())
+		if opts.controllerOwns(gk, at, rd.ownedPath()) {
 			continue
 		}
-		if rd.atomic && covered(rd.desired, rd.live, rootCursor(pt).at(rd.path)) && ownedBy(at, opts.Applier) {
+		if rd.change == Removed && isZero(rd.desired) && ownedBy(at, opts.Applier) {
+			// false, 0 or "" in Git, absent live, and the applier still owns the path: the API
+			// server dropped an omitempty zero value the applier sent. A later writer that removed
+			// the field would have taken the path out of the applier's set.
+			continue
+		}
+		if rd.atomic && ownedBy(at, opts.Applier) {
 			// Git's atomic value plus keys the API server filled in when the applier wrote it.
 			continue
 		}
@@ -166,7 +172,7 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 		if w := latest(at); w != nil {
 			f.Writer = w.writer()
 		} else if rd.change == Removed {
-			if w := removedBy(versions, rd.path); w != nil {
+			if w := removedBy(versions, rd.ownedPath()); w != nil {
 				f.Writer = *w
 			}
 		}
@@ -197,6 +203,20 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 		o.Schema = "deduced: " + res.deduced
 	}
 	return o
+}
+
+func isZero(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return !x
+	case string:
+		return x == ""
+	case int64:
+		return x == 0
+	case float64:
+		return x == 0
+	}
+	return false
 }
 
 func ownedBy(os []*owner, manager string) bool {

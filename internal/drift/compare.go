@@ -22,6 +22,16 @@ type rawDiff struct {
 	change        string
 	// atomic is set when the path names an atomic list or map that live holds with additions.
 	atomic bool
+	// owned is the path managedFields knows (the atomic value a refined path lies in); nil: path.
+	owned fieldpath.Path
+}
+
+// ownedPath is the path whose owners explain the difference.
+func (d rawDiff) ownedPath() fieldpath.Path {
+	if d.owned != nil {
+		return d.owned
+	}
+	return d.path
 }
 
 // comparison is the outcome of comparing the fields Git declares with live.
@@ -55,19 +65,19 @@ func compareDeclared(desired, live map[string]any, pt *typed.ParseableType) comp
 	if err != nil {
 		// Not even deduced types: compare the whole object as one value.
 		res.deduced = err.Error()
-		res.diffs = []rawDiff{{path: fieldpath.Path{}, desired: desired, live: live, change: Changed, atomic: true}}
+		res.diffs = []rawDiff{{path: fieldpath.Path{}, desired: desired, live: live, change: Changed}}
 		return res
 	}
 	declared, err := dt.ToFieldSet()
 	if err != nil {
-		res.diffs = []rawDiff{{path: fieldpath.Path{}, desired: desired, live: live, change: Changed, atomic: true}}
+		res.diffs = []rawDiff{{path: fieldpath.Path{}, desired: desired, live: live, change: Changed}}
 		res.deduced = err.Error()
 		return res
 	}
 	cmp, err := dt.Compare(lt.ExtractItems(declared.Leaves(), typed.WithAppendKeyFields()))
 	if err != nil {
 		res.deduced = err.Error()
-		res.diffs = []rawDiff{{path: fieldpath.Path{}, desired: desired, live: live, change: Changed, atomic: true}}
+		res.diffs = []rawDiff{{path: fieldpath.Path{}, desired: desired, live: live, change: Changed}}
 		return res
 	}
 	cmp.Modified.Iterate(func(p fieldpath.Path) {
@@ -75,13 +85,20 @@ func compareDeclared(desired, live map[string]any, pt *typed.ParseableType) comp
 		l, _ := valueAt(live, p)
 		c := root.at(p)
 		if !covered(d, l, c) {
-			res.diffs = append(res.diffs, rawDiff{path: p.Copy(), desired: d, live: l, change: Changed, atomic: isContainer(d)})
+			if isContainer(d) {
+				res.diffs = append(res.diffs, refine(p.Copy(), d, l, c)...)
+				return
+			}
+			res.diffs = append(res.diffs, rawDiff{path: p.Copy(), desired: d, live: l, change: Changed})
 			return
 		}
 		if isContainer(d) && undeclaredExtras(d, l, c) {
 			// An atomic value holds what Git says plus keys that are not defaults: replaced by a
 			// writer; whether that writer is the applier decides (see attribution).
-			res.diffs = append(res.diffs, rawDiff{path: p.Copy(), desired: d, live: l, change: Changed, atomic: true})
+			for _, rd := range refine(p.Copy(), d, l, c) {
+				rd.atomic = true
+				res.diffs = append(res.diffs, rd)
+			}
 		}
 	})
 	for _, p := range minimal(cmp.Removed) {
@@ -93,6 +110,75 @@ func compareDeclared(desired, live map[string]any, pt *typed.ParseableType) comp
 	}
 	sort.SliceStable(res.diffs, func(i, j int) bool { return res.diffs[i].path.Compare(res.diffs[j].path) < 0 })
 	return res
+}
+
+// refine names the leaves that differ inside an atomic value when its shape allows (maps by key,
+// lists of equal length by position), so a report says .spec.rules[0].backendRefs[1].weight
+// rather than the whole list; the atomic path stays what ownership is looked up on.
+func refine(root fieldpath.Path, d, l any, c cursor) []rawDiff {
+	var out []rawDiff
+	var walk func(p fieldpath.Path, d, l any, c cursor) bool
+	walk = func(p fieldpath.Path, d, l any, c cursor) bool {
+		switch dv := d.(type) {
+		case map[string]any:
+			lv, ok := l.(map[string]any)
+			if !ok {
+				return false
+			}
+			for _, k := range sortedKeys(dv) {
+				if covered(dv[k], lv[k], c.field(k)) {
+					continue
+				}
+				kp := append(p[:len(p):len(p)], fieldpath.PathElement{FieldName: &k})
+				if x, present := lv[k]; !present {
+					out = append(out, rawDiff{path: kp, desired: dv[k], change: Removed, owned: root})
+				} else if !walk(kp, dv[k], x, c.field(k)) {
+					out = append(out, rawDiff{path: kp, desired: dv[k], live: x, change: Changed, owned: root})
+				}
+			}
+			for _, k := range sortedKeys(lv) {
+				if _, declared := dv[k]; declared || k == "status" || isEmpty(lv[k]) {
+					continue
+				}
+				if def, ok := c.defaultOf(k); ok && covered(def, lv[k], c.field(k)) {
+					continue
+				}
+				kp := append(p[:len(p):len(p)], fieldpath.PathElement{FieldName: &k})
+				out = append(out, rawDiff{path: kp, live: lv[k], change: Added, owned: root})
+			}
+			return true
+		case []any:
+			lv, ok := l.([]any)
+			if !ok || len(lv) != len(dv) {
+				return false
+			}
+			ic := c.item()
+			for i := range dv {
+				if covered(dv[i], lv[i], ic) {
+					continue
+				}
+				ip := append(p[:len(p):len(p)], fieldpath.PathElement{Index: &i})
+				if !walk(ip, dv[i], lv[i], ic) {
+					out = append(out, rawDiff{path: ip, desired: dv[i], live: lv[i], change: Changed, owned: root})
+				}
+			}
+			return true
+		}
+		return false
+	}
+	if !walk(root, d, l, c) || len(out) == 0 {
+		return []rawDiff{{path: root, desired: d, live: l, change: Changed}}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func typedPair(desired, live map[string]any, pt *typed.ParseableType) (*typed.TypedValue, *typed.TypedValue, error) {

@@ -165,7 +165,10 @@ func TestCompareObjectByValue(t *testing.T) {
 				tol[0].(map[string]any)["effect"] = "NoExecute"
 			},
 			writer: mf("kubectl-edit", "Update", "", `{"f:spec":{"f:template":{"f:spec":{"f:tolerations":{}}}}}`),
-			want:   []string{`.spec.template.spec.tolerations changed [map[effect:NoSchedule key:nvidia.com/gpu operator:Equal value:present]]→[map[effect:NoExecute key:nvidia.com/gpu operator:Equal tolerationSeconds:30 value:present]] kubectl-edit`}},
+			want: []string{
+				`.spec.template.spec.tolerations[0].effect changed NoSchedule→NoExecute kubectl-edit`,
+				`.spec.template.spec.tolerations[0].tolerationSeconds added <nil>→30 kubectl-edit`,
+			}},
 		{name: "env var added by kubectl set env",
 			edit: func(l map[string]any) {
 				c := container(l)
