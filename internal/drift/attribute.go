@@ -62,35 +62,46 @@ func (r ControllerRule) matches(gk schema.GroupKind, o *owner, p fieldpath.Path)
 	return false
 }
 
-// owner is one managedFields entry with its field set.
+// owner is one managedFields entry; its field set is decoded on first use (in-sync objects
+// never need the applier's, the largest).
 type owner struct {
 	Manager, Operation, Subresource string
 	Time                            time.Time
+	raw                             []byte
 	set                             *fieldpath.Set
 }
 
 func owners(entries []metav1.ManagedFieldsEntry) []*owner {
 	out := make([]*owner, 0, len(entries))
 	for _, e := range entries {
-		o := &owner{Manager: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource, set: &fieldpath.Set{}}
+		o := &owner{Manager: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource}
 		if e.Time != nil {
 			o.Time = e.Time.UTC()
 		}
 		if e.FieldsV1 != nil {
-			if err := o.set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
-				o.set = &fieldpath.Set{}
-			}
+			o.raw = e.FieldsV1.Raw
 		}
 		out = append(out, o)
 	}
 	return out
 }
 
+// fields returns the entry's field set (empty when it does not decode).
+func (o *owner) fields() *fieldpath.Set {
+	if o.set == nil {
+		o.set = &fieldpath.Set{}
+		if len(o.raw) > 0 && o.set.FromJSON(bytes.NewReader(o.raw)) != nil {
+			o.set = &fieldpath.Set{}
+		}
+	}
+	return o.set
+}
+
 // ownersAt returns the entries whose field set holds exactly p, never an ancestor's owner.
 func ownersAt(os []*owner, p fieldpath.Path) []*owner {
 	var out []*owner
 	for _, o := range os {
-		if o.set.Has(p) {
+		if o.fields().Has(p) {
 			out = append(out, o)
 		}
 	}
@@ -125,7 +136,7 @@ func addedFields(gk schema.GroupKind, desired, live map[string]any, os []*owner,
 		if o.Manager == opts.Applier {
 			continue
 		}
-		o.set.Leaves().Iterate(func(leaf fieldpath.Path) {
+		o.fields().Leaves().Iterate(func(leaf fieldpath.Path) {
 			if !countsForAdded(leaf) {
 				return
 			}
@@ -187,7 +198,7 @@ func firstUndeclared(desired map[string]any, p fieldpath.Path) (fieldpath.Path, 
 }
 
 // removedBy names who removed p, from the versions of the object the watch saw (newest first):
-// the managedFields entries whose time or field set changed in the update that took p away.
+// the managedFields entry the API server stamped in the update that took p away.
 func removedBy(versions []*unstructured.Unstructured, p fieldpath.Path) *Writer {
 	for i := 0; i+1 < len(versions); i++ {
 		newer, older := versions[i], versions[i+1]

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
@@ -141,7 +140,7 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 			d, l = nd, nl
 		}
 	}
-	dm, _ := pruneNulls(runtime.DeepCopyJSON(d.Object)).(map[string]any)
+	dm, _ := pruneNulls(d.Object).(map[string]any) // a copy: maps and lists are rebuilt
 	delete(dm, "status")
 	secret := isSecret(gvk.Group, gvk.Kind)
 	if secret {
@@ -232,7 +231,7 @@ func ownedBy(os []*owner, manager string) bool {
 func ownersUnder(os []*owner, p fieldpath.Path) []*owner {
 	var out []*owner
 	for _, o := range os {
-		if hasUnder(o.set, p) {
+		if hasUnder(o.fields(), p) {
 			out = append(out, o)
 		}
 	}

@@ -62,20 +62,12 @@ func compareDeclared(desired, live map[string]any, pt *typed.ParseableType) comp
 		root = cursor{}
 		dt, lt, err = typedPair(desired, live, pt)
 	}
-	if err != nil {
-		// Not even deduced types: compare the whole object as one value.
-		res.deduced = err.Error()
-		res.diffs = []rawDiff{{path: fieldpath.Path{}, desired: desired, live: live, change: Changed}}
-		return res
+	var cmp *typed.Comparison
+	if err == nil {
+		cmp, err = compareTyped(dt, lt)
 	}
-	declared, err := dt.ToFieldSet()
 	if err != nil {
-		res.diffs = []rawDiff{{path: fieldpath.Path{}, desired: desired, live: live, change: Changed}}
-		res.deduced = err.Error()
-		return res
-	}
-	cmp, err := dt.Compare(lt.ExtractItems(declared.Leaves(), typed.WithAppendKeyFields()))
-	if err != nil {
+		// Not even deduced types: the whole object is one value, and it differs.
 		res.deduced = err.Error()
 		res.diffs = []rawDiff{{path: fieldpath.Path{}, desired: desired, live: live, change: Changed}}
 		return res
@@ -179,6 +171,15 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// compareTyped compares desired with the part of live that desired declares.
+func compareTyped(dt, lt *typed.TypedValue) (*typed.Comparison, error) {
+	declared, err := dt.ToFieldSet()
+	if err != nil {
+		return nil, err
+	}
+	return dt.Compare(lt.ExtractItems(declared.Leaves(), typed.WithAppendKeyFields()))
 }
 
 func typedPair(desired, live map[string]any, pt *typed.ParseableType) (*typed.TypedValue, *typed.TypedValue, error) {

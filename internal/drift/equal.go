@@ -15,28 +15,37 @@ type cursor struct {
 	ok bool
 }
 
+// field steps into a map field (or a map's elements when the schema names no such field).
 func (c cursor) field(name string) cursor {
-	if !c.ok {
-		return c
+	a, ok := c.atom()
+	if !ok || a.Map == nil {
+		return cursor{}
 	}
-	tr, ok := typeAt(c.s, c.tr, []pathStep{{field: &name}})
-	return cursor{s: c.s, tr: tr, ok: ok}
+	if f, ok := a.Map.FindField(name); ok {
+		return cursor{s: c.s, tr: f.Type, ok: true}
+	}
+	return cursor{s: c.s, tr: a.Map.ElementType, ok: true}
 }
 
+// item steps into a list's items.
 func (c cursor) item() cursor {
-	if !c.ok {
-		return c
+	a, ok := c.atom()
+	if !ok || a.List == nil {
+		return cursor{}
 	}
-	tr, ok := typeAt(c.s, c.tr, []pathStep{{}})
-	return cursor{s: c.s, tr: tr, ok: ok}
+	return cursor{s: c.s, tr: a.List.ElementType, ok: true}
+}
+
+func (c cursor) atom() (smdschema.Atom, bool) {
+	if !c.ok {
+		return smdschema.Atom{}, false
+	}
+	return c.s.Resolve(c.tr)
 }
 
 // defaultOf returns the schema's default for a field of the map at c.
 func (c cursor) defaultOf(name string) (any, bool) {
-	if !c.ok {
-		return nil, false
-	}
-	a, ok := c.s.Resolve(c.tr)
+	a, ok := c.atom()
 	if !ok || a.Map == nil {
 		return nil, false
 	}

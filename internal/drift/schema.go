@@ -47,14 +47,6 @@ func (s *Schema) Type(gvk schema.GroupVersionKind) *typed.ParseableType {
 	return s.types[gvk]
 }
 
-// Len is the number of kinds the schema types.
-func (s *Schema) Len() int {
-	if s == nil {
-		return 0
-	}
-	return len(s.types)
-}
-
 // gvksOf reads x-kubernetes-group-version-kind.
 func gvksOf(ext spec.Extensions) []schema.GroupVersionKind {
 	raw, ok := ext["x-kubernetes-group-version-kind"].([]any)
@@ -76,35 +68,6 @@ func gvksOf(ext spec.Extensions) []schema.GroupVersionKind {
 	}
 	return out
 }
-
-// typeAt follows p from tr through the schema and returns the type found there.
-func typeAt(s *smdschema.Schema, tr smdschema.TypeRef, p []pathStep) (smdschema.TypeRef, bool) {
-	for _, st := range p {
-		a, ok := s.Resolve(tr)
-		if !ok {
-			return tr, false
-		}
-		if st.field != nil {
-			if a.Map == nil {
-				return tr, false
-			}
-			if f, ok := a.Map.FindField(*st.field); ok {
-				tr = f.Type
-			} else {
-				tr = a.Map.ElementType
-			}
-			continue
-		}
-		if a.List == nil {
-			return tr, false
-		}
-		tr = a.List.ElementType
-	}
-	return tr, true
-}
-
-// pathStep is one step for typeAt: a map field, or (nil) a list item.
-type pathStep struct{ field *string }
 
 func isQuantity(tr smdschema.TypeRef) bool {
 	return tr.NamedType != nil && *tr.NamedType == quantityType

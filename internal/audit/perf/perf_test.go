@@ -188,6 +188,14 @@ func benchAudit(b *testing.B, n int) {
 	runtime.ReadMemStats(&after)
 	opts := drift.DefaultOptions()
 	opts.ExtraKinds = []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}, {Version: "v1", Kind: "Service"}, {Version: "v1", Kind: "ConfigMap"}}
+	// The comparison as the audit runs it: typed by the cluster's schema (fetched outside the timer).
+	models, _, err := cache.OpenAPIModels(context.Background(), []schema.GroupVersion{{Group: "apps", Version: "v1"}, {Version: "v1"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if opts.Schema, err = drift.NewSchema(models); err != nil {
+		b.Fatal(err)
+	}
 	var found int
 	b.ResetTimer()
 	for b.Loop() {
