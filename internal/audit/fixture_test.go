@@ -70,7 +70,7 @@ func (f *fixture) audit() *drift.Report {
 	}
 	a := New(repo, cache)
 	a.AppName = func(string) string { return f.App() }
-	rep, err := a.Run(ctx, Request{Env: "prod"})
+	rep, err := a.Run(ctx, Request{Env: f.Env})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -98,6 +98,15 @@ func compareDeclared(desired, live map[string]any, pt *typed.ParseableType) comp
 		if isEmpty(d) {
 			continue // "resources: {}" and "env: []" are stored as nothing
 		}
+		if root.at(p).associative() {
+			// A keyed list removed whole (the last env var unset): name each declared item, as
+			// kubectl diff's reader would, not the list.
+			for _, ip := range itemsUnder(cmp.Removed, p) {
+				id, _ := valueAt(desired, ip)
+				res.diffs = append(res.diffs, rawDiff{path: ip, desired: id, change: Removed})
+			}
+			continue
+		}
 		res.diffs = append(res.diffs, rawDiff{path: p, desired: d, change: Removed})
 	}
 	sort.SliceStable(res.diffs, func(i, j int) bool { return res.diffs[i].path.Compare(res.diffs[j].path) < 0 })
@@ -161,6 +170,17 @@ func refine(root fieldpath.Path, d, l any, c cursor) []rawDiff {
 	if !walk(root, d, l, c) || len(out) == 0 {
 		return []rawDiff{{path: root, desired: d, live: l, change: Changed}}
 	}
+	return out
+}
+
+// itemsUnder lists the paths of s one element below p (the items of a list at p).
+func itemsUnder(s *fieldpath.Set, p fieldpath.Path) []fieldpath.Path {
+	var out []fieldpath.Path
+	s.Iterate(func(q fieldpath.Path) {
+		if len(q) == len(p)+1 && q[:len(p)].Equals(p) {
+			out = append(out, q.Copy())
+		}
+	})
 	return out
 }
 

@@ -127,6 +127,14 @@ func TestCompareObjectByValue(t *testing.T) {
 				c["env"] = c["env"].([]any)[1:]
 			},
 			want: []string{`.spec.template.spec.containers[name=vllm].env[name=HF_HUB_OFFLINE] removed map[name:HF_HUB_OFFLINE value:1]→<nil> `}},
+		{name: "every env var unset: the list is gone, each declared item is named",
+			edit: func(l map[string]any) {
+				delete(container(l), "env")
+			},
+			want: []string{
+				`.spec.template.spec.containers[name=vllm].env[name=HF_HUB_OFFLINE] removed map[name:HF_HUB_OFFLINE value:1]→<nil> `,
+				`.spec.template.spec.containers[name=vllm].env[name=VERSION] removed map[name:VERSION value:1.10]→<nil> `,
+			}},
 		{name: "GPU taken away from requests and limits",
 			edit: func(l map[string]any) {
 				r := container(l)["resources"].(map[string]any)

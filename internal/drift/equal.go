@@ -36,6 +36,13 @@ func (c cursor) item() cursor {
 	return cursor{s: c.s, tr: a.List.ElementType, ok: true}
 }
 
+// associative says the cursor is on a list whose items are identified by keys or by value
+// (x-kubernetes-list-type map or set), not by position.
+func (c cursor) associative() bool {
+	a, ok := c.atom()
+	return ok && a.List != nil && a.List.ElementRelationship == smdschema.Associative
+}
+
 func (c cursor) atom() (smdschema.Atom, bool) {
 	if !c.ok {
 		return smdschema.Atom{}, false

@@ -32,6 +32,8 @@ type Platform struct {
 	Prefix string
 	Dir    string
 	Head   string
+	// Env is the overlay the fixture syncs (prod unless made with NewEnv).
+	Env    string
 	syncer *testcluster.Syncer
 }
 
@@ -40,7 +42,14 @@ var llmName = regexp.MustCompile(`\bllm-`)
 // New copies the project at root into a fresh Git repository and syncs prod to the cluster.
 func New(t testing.TB, c *testcluster.Cluster, root string) *Platform {
 	t.Helper()
-	f := &Platform{t: t, cluster: c, Prefix: fmt.Sprintf("t%04x", rand.Uint32()&0xffff), Dir: t.TempDir()}
+	return NewEnv(t, c, root, "prod")
+}
+
+// NewEnv is New for another overlay (dev, staging, prod). Every env uses the same namespace names,
+// as separate clusters would; the prefix keeps fixtures of different envs apart in one cluster.
+func NewEnv(t testing.TB, c *testcluster.Cluster, root, env string) *Platform {
+	t.Helper()
+	f := &Platform{t: t, cluster: c, Prefix: fmt.Sprintf("t%04x", rand.Uint32()&0xffff), Dir: t.TempDir(), Env: env}
 	for _, top := range []string{"base", "components", "overlays", "apps"} {
 		err := filepath.Walk(filepath.Join(root, top), func(p string, info os.FileInfo, err error) error {
 			if err != nil || info.IsDir() {
@@ -117,10 +126,10 @@ func (f *Platform) Edit(rel, old, new string) {
 // NS names the fixture's namespace of a layer (inference, api, rag, ...).
 func (f *Platform) NS(layer string) string { return f.Prefix + "-llm-" + layer }
 
-// App is the name of the fixture's prod Application.
-func (f *Platform) App() string { return f.Prefix + "-llm-prod" }
+// App is the name of the fixture's Application.
+func (f *Platform) App() string { return f.Prefix + "-llm-" + f.Env }
 
-// Rendered renders prod at a revision.
+// Rendered renders the fixture's env at a revision.
 func (f *Platform) Rendered(rev string) *render.Result {
 	f.t.Helper()
 	repo, err := gitrepo.Open(f.Dir)
@@ -135,14 +144,14 @@ func (f *Platform) Rendered(rev string) *render.Result {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	res, err := src.Render("prod")
+	res, err := src.Render(f.Env)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return res
 }
 
-// Sync applies prod at rev as Argo CD's server-side sync and records it in the Application.
+// Sync applies the fixture's env at rev as Argo CD's server-side sync and records it in the Application.
 func (f *Platform) Sync(rev string) {
 	f.t.Helper()
 	ctx := context.Background()
@@ -150,7 +159,7 @@ func (f *Platform) Sync(rev string) {
 	if err := f.syncer.Sync(ctx, f.App(), res.Objects, false); err != nil {
 		f.t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(f.Dir, "apps", "prod", "llm-prod.yaml"))
+	data, err := os.ReadFile(filepath.Join(f.Dir, "apps", f.Env, "llm-"+f.Env+".yaml"))
 	if err != nil {
 		f.t.Fatal(err)
 	}
