@@ -272,7 +272,7 @@ func TestKubectlDiffOracle(t *testing.T) {
 	}
 	sort.Strings(objs)
 	want := []string{
-		"Deployment/" + f.NS("api") + "/rag-api",               // image
+		"Deployment/" + f.NS("api") + "/rag-api",                // image
 		"Deployment/" + f.NS("inference") + "/vllm-qwen-canary", // toleration removed
 		"Service/" + f.NS("rag") + "/qdrant",                    // deleted
 		"StatefulSet/" + f.NS("rag") + "/qdrant",                // replicas
