@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -60,6 +61,58 @@ func TestKubectlEditReachesEveryReceiverOnceThenResolves(t *testing.T) {
 		if n := len(r.messages()); n != 2 {
 			t.Errorf("%s got %d messages, want exactly 2:\n%s", r.name, n, strings.Join(r.messages(), "\n---\n"))
 		}
+	}
+}
+
+// TestEachHandEditIsOneMessage makes the four hand edits that kubectl diff sees, one after the
+// other: each reaches chat once, names the field, and names who made it — removals included, from
+// the update the daemon's watch saw.
+func TestEachHandEditIsOneMessage(t *testing.T) {
+	h := newHarness(t)
+	start(t, h.config(t.TempDir()))
+	inference, api := h.p.NS("inference"), h.p.NS("api")
+	edits := []struct {
+		do   []string
+		want []string
+	}{
+		{[]string{"-n", inference, "set", "env", "deploy/vllm-qwen", "-c", "vllm", "HF_HUB_OFFLINE-"},
+			// A pure removal stamps no managedFields entry: the message says the writer is unknown
+			// (the API server's audit log is what can name it).
+			[]string{"vllm-qwen", "env[name=HF_HUB_OFFLINE]", "removed", "unknown"}},
+		{[]string{"-n", inference, "patch", "deploy/vllm-llama", "--type=json", `-p=[` +
+			`{"op":"remove","path":"/spec/template/spec/containers/0/resources/requests/nvidia.com~1gpu"},` +
+			`{"op":"remove","path":"/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu"}]`},
+			[]string{"vllm-llama", `requests["nvidia.com/gpu"]`, `limits["nvidia.com/gpu"]`, "writer unknown"}},
+		{[]string{"-n", api, "patch", "deploy/rag-api", "--field-manager=argocd-controller",
+			`-p={"spec":{"template":{"spec":{"containers":[{"name":"api","image":"registry.example.com/llm/rag-api:6.6.6"}]}}}}`},
+			[]string{"rag-api", "containers[name=api].image", "6.6.6", "argocd-controller"}},
+		{[]string{"-n", inference, "annotate", "--overwrite", "deploy/vllm-llama", "argocd.argoproj.io/sync-wave=1.0"},
+			[]string{"vllm-llama", "argocd.argoproj.io/sync-wave", "1.0", "kubectl-annotate"}},
+	}
+	mm := h.receivers[1]
+	for i, e := range edits {
+		h.p.Kubectl(e.do...)
+		msgs := mm.waitMessages(t, i+1, 15*time.Second)
+		var body struct{ Text string }
+		if err := json.Unmarshal([]byte(msgs[i]), &body); err != nil {
+			t.Fatalf("mattermost body: %v\n%s", err, msgs[i])
+		}
+		text := strings.ReplaceAll(body.Text, `\`, "") // Markdown escapes
+		for _, want := range e.want {
+			if !strings.Contains(text, want) {
+				t.Errorf("edit %d: message lacks %q:\n%s", i+1, want, msgs[i])
+			}
+		}
+	}
+	// Wait for a positive signal that the daemon is still auditing (one more edit, one more
+	// message), then check nothing was announced twice.
+	h.p.Kubectl("-n", api, "label", "deploy/rag-api", "team=search")
+	msgs := mm.waitMessages(t, len(edits)+1, 15*time.Second)
+	if !strings.Contains(msgs[len(edits)], "team") {
+		t.Errorf("last message is not the label:\n%s", msgs[len(edits)])
+	}
+	if n := len(mm.messages()); n != len(edits)+1 {
+		t.Errorf("got %d messages, want %d:\n%s", n, len(edits)+1, strings.Join(mm.messages(), "\n---\n"))
 	}
 }
 

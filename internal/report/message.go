@@ -128,6 +128,15 @@ func truncate(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// fieldWriterText is writerText for a drifted field; an unknown remover is explained, since a
+// removal leaves no managedFields entry to name.
+func fieldWriterText(f drift.Field) string {
+	if f.Manager == "" && f.Change == drift.Removed {
+		return "unknown (a removal leaves no managedFields entry and no watched update named its writer)"
+	}
+	return writerText(f.Writer)
+}
+
 // writerText renders who wrote a field: manager (operation, subresource) at time.
 func writerText(w drift.Writer) string {
 	if w.Manager == "" {
@@ -223,7 +232,7 @@ func DriftMessage(it Item, opts Options) Message {
 		lines = append(lines,
 			Line{Label: "Field", Text: f.Path},
 			Line{Label: "Change", Text: f.Change + ": " + FormatValue(f.Desired) + " → " + FormatValue(f.Live) + " (Git → live)"},
-			Line{Label: "Written by", Text: writerText(f.Writer)},
+			Line{Label: "Written by", Text: fieldWriterText(f)},
 			Line{Label: "Desired revision", Text: it.Revision},
 			Line{Label: "Restore Git's state", Text: SyncCommand(app, o), Code: true},
 			Line{Label: "or", Text: ApplyCommand(it.Env, it.Revision), Code: true})
@@ -283,8 +292,11 @@ func itemSummary(it Item) string {
 	}
 	f := o.Fields[0]
 	s := objectName(o) + " " + f.Path + ": " + FormatValue(f.Desired) + " → " + FormatValue(f.Live)
-	if f.Manager != "" {
+	switch {
+	case f.Manager != "":
 		s += " (" + f.Manager + ")"
+	case f.Change == drift.Removed:
+		s += " (removed, writer unknown)"
 	}
 	return truncate(s, 300)
 }
