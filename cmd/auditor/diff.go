@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/render"
 )
 
 // kubeFlags are kubectl's connection flags.
@@ -44,6 +47,7 @@ type diffOptions struct {
 	env, output  string
 	appNamespace string
 	applier      string
+	renderCache  string
 	timeout      time.Duration
 }
 
@@ -67,9 +71,19 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
 	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
+	cmd.Flags().StringVar(&o.renderCache, "render-cache", defaultRenderCache(), `directory caching renders by the content they read ("off": render every time)`)
 	o.src.add(cmd)
 	o.kube.add(cmd)
 	return cmd
+}
+
+// defaultRenderCache is the user's cache directory for renders, "off" when there is none.
+func defaultRenderCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "off"
+	}
+	return filepath.Join(dir, "llm-auditor", "render")
 }
 
 func (o *diffOptions) run(ctx context.Context, w io.Writer) error {
@@ -99,6 +113,10 @@ func (o *diffOptions) run(ctx context.Context, w io.Writer) error {
 	a := audit.New(repo, cache)
 	a.AppNamespace = o.appNamespace
 	a.Options.Applier = o.applier
+	a.Renders = nil
+	if o.renderCache != "off" && o.renderCache != "" {
+		a.Renders = render.NewCache(o.renderCache, 4)
+	}
 	rep, err := a.Run(ctx, audit.Request{Env: o.env, Revision: o.src.revision})
 	if err != nil {
 		return &exitError{code: 2, err: err}

@@ -32,6 +32,9 @@ type Auditor struct {
 	// AppNamespace holds the Applications (argocd); AppName maps an env to its Application.
 	AppNamespace string
 	AppName      func(env string) string
+	// Renders caches renders by what they read (nil: render every time); New gives an in-memory
+	// one, the CLI one on disk.
+	Renders *render.Cache
 
 	schemaMu  sync.Mutex
 	schemaKey string
@@ -48,7 +51,7 @@ func New(repo *gitrepo.Repo, cache *live.Cache) *Auditor {
 		opts.SecretKey = nil // "(redacted)" only
 	}
 	return &Auditor{
-		Repo: repo, Live: cache, Options: opts, AppNamespace: "argocd",
+		Repo: repo, Live: cache, Options: opts, AppNamespace: "argocd", Renders: render.NewCache("", 4),
 		AppName: func(env string) string { return "llm-" + env },
 	}
 }
@@ -70,17 +73,9 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, err := a.Repo.Snapshot(desired)
+	res, err := a.render(req.Env, desired)
 	if err != nil {
 		return nil, err
-	}
-	src, err := render.FromSnapshot(snap)
-	if err != nil {
-		return nil, err
-	}
-	res, err := src.Render(req.Env)
-	if err != nil {
-		return nil, fmt.Errorf("%s at %.12s: %w", req.Env, desired, err)
 	}
 	destNS := ""
 	if app != nil {
@@ -244,4 +239,24 @@ func kindsOf(objs []*unstructured.Unstructured) []schema.GroupVersionKind {
 		}
 	}
 	return out
+}
+
+// render renders env at revision, through the render cache when the Auditor has one.
+func (a *Auditor) render(env, revision string) (*render.Result, error) {
+	if res, ok := a.Renders.ByRevision(env, revision); ok {
+		return res, nil
+	}
+	snap, err := a.Repo.Snapshot(revision)
+	if err != nil {
+		return nil, err
+	}
+	src, err := render.FromSnapshot(snap)
+	if err != nil {
+		return nil, err
+	}
+	res, err := src.RenderCached(env, a.Renders)
+	if err != nil {
+		return nil, fmt.Errorf("%s at %.12s: %w", env, revision, err)
+	}
+	return res, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/report"
 )
 
@@ -43,6 +44,7 @@ type Daemon struct {
 	lastFetch time.Time
 	fetchErr  error
 	hooked    map[schema.GroupVersionKind]bool
+	auditor   *audit.Auditor // kept while repo and cache are: its schema and render caches persist
 
 	ledgerSeen map[string]string // env -> revision whose ledger records are written
 	ledgerBusy map[string]bool
@@ -253,14 +255,28 @@ func (d *Daemon) debounce(ctx context.Context) {
 	}
 }
 
+// auditorFor returns the daemon's Auditor, made anew only when the repository or the live cache
+// changed, so renders are cached by what they read and the schema by its documents across audits.
+func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if a := d.auditor; a != nil && a.Repo == repo && a.Live == c {
+		return a
+	}
+	a := audit.New(repo, c)
+	a.AppNamespace = d.cfg.AppNamespace
+	a.AppName = func(env string) string { return d.cfg.AppNamePrefix + env }
+	a.Renders = render.NewCache("", 4)
+	d.auditor = a
+	return a
+}
+
 // auditAll audits every env; an env that fails keeps its last report and the others go on.
 func (d *Daemon) auditAll(ctx context.Context) {
 	d.mu.RLock()
 	repo, c := d.repo, d.cache
 	d.mu.RUnlock()
-	a := audit.New(repo, c)
-	a.AppNamespace = d.cfg.AppNamespace
-	a.AppName = func(env string) string { return d.cfg.AppNamePrefix + env }
+	a := d.auditorFor(repo, c)
 	allOK := true
 	for _, env := range d.cfg.Envs {
 		start := time.Now()

@@ -1,0 +1,214 @@
+package perf
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/testcluster"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// auditorBinary builds the CLI once: the end-to-end figures are for the process a user runs.
+func auditorBinary(b *testing.B) string {
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "auditor-bench-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "auditor")
+		out, err := exec.Command("go", "build", "-o", binPath, "../../../cmd/auditor").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("build auditor: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		b.Fatal(binErr)
+	}
+	return binPath
+}
+
+// benchRepo writes a Git repository whose overlays/<env> renders objs, ten files of a base each
+// holding one namespace's objects, as the applier left them (with Argo CD's tracking
+// annotation), and records the Application llm-<env> as synced to its head.
+func benchRepo(b *testing.B, env string, objs []*unstructured.Unstructured) string {
+	b.Helper()
+	dir := b.TempDir()
+	files := map[string][]byte{}
+	var names []string
+	for _, o := range objs {
+		o = o.DeepCopy()
+		o.SetAnnotations(map[string]string{testcluster.TrackingAnnotation: fmt.Sprintf("bench:%s/%s:%s/%s", o.GroupVersionKind().Group, o.GetKind(), o.GetNamespace(), o.GetName())})
+		doc, err := yaml.Marshal(o.Object)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f := o.GetNamespace() + ".yaml"
+		if _, ok := files[f]; !ok {
+			names = append(names, f)
+		}
+		files[f] = append(append(files[f], "---\n"...), doc...)
+	}
+	sort.Strings(names)
+	write := func(rel string, data []byte) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, n := range names {
+		write(filepath.Join("base", "bench", n), files[n])
+	}
+	write("base/bench/kustomization.yaml", []byte("resources:\n  - "+strings.Join(names, "\n  - ")+"\n"))
+	write(filepath.Join("overlays", env, "kustomization.yaml"), []byte("resources:\n  - ../../base/bench\n"))
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-qm", "bench"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.com", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	head, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	syncer, err := testcluster.NewSyncer(cluster.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	app := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": "llm-" + env, "namespace": "argocd"},
+		"spec": map[string]any{
+			"project":     "default",
+			"source":      map[string]any{"path": "overlays/" + env, "targetRevision": "main"},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc"},
+		},
+	}}
+	if err := syncer.RecordSync(context.Background(), app, "file://"+dir, strings.TrimSpace(string(head))); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// run runs a command, accepting exit 1 (differences found) and returning stdout.
+func run(b *testing.B, name string, args ...string) []byte {
+	b.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
+		b.Fatalf("%s %v: %v\n%s", name, args, err, stderr.String())
+	}
+	return out
+}
+
+// benchEndToEnd times, one process each, over the same n objects and the same hand edits (every
+// 100th Deployment scaled by kubectl): `auditor render` (the kustomize render both tools pay),
+// `auditor diff` with no render cache (Git read + render + list + compare + Argo CD's verdict),
+// `auditor diff` a second time on the same revision (render cache warm), and
+// `kubectl diff --server-side -k` of the same overlay. It checks both diffs name the same objects.
+func benchEndToEnd(b *testing.B, n int) {
+	prefix := "b" + strconv.Itoa(n)
+	objs := corpus(prefix, n)
+	ensure(b, prefix, objs)
+	env := "e" + strconv.Itoa(n)
+	dir := benchRepo(b, env, objs)
+	bin := auditorBinary(b)
+	overlay := filepath.Join(dir, "overlays", env)
+	diff := []string{"diff", "--env", env, "--repo", dir, "-o", "json"}
+	var ours, theirs []string
+
+	b.Run("render", func(b *testing.B) {
+		for b.Loop() {
+			run(b, bin, "render", "--env", env, "--repo", dir, "--revision", "HEAD")
+		}
+		b.ReportMetric(float64(n), "objects")
+	})
+	b.Run("auditor-diff", func(b *testing.B) {
+		for b.Loop() {
+			ours = reported(b, run(b, bin, append(diff, "--render-cache=off")...))
+		}
+		b.ReportMetric(float64(n), "objects")
+	})
+	b.Run("auditor-diff-cached", func(b *testing.B) {
+		cache := b.TempDir()
+		run(b, bin, append(diff, "--render-cache="+cache)...) // the first diff of this revision fills it
+		b.ResetTimer()
+		for b.Loop() {
+			ours = reported(b, run(b, bin, append(diff, "--render-cache="+cache)...))
+		}
+		b.ReportMetric(float64(n), "objects")
+	})
+	b.Run("kubectl-diff-k", func(b *testing.B) {
+		for b.Loop() {
+			theirs = diffed(run(b, "kubectl", "diff", "--server-side", "--field-manager=argocd-controller", "--force-conflicts", "-k", overlay))
+		}
+		b.ReportMetric(float64(n), "objects")
+	})
+	if strings.Join(ours, " ") != strings.Join(theirs, " ") {
+		b.Fatalf("auditor diff names %d objects, kubectl diff %d:\nauditor: %v\nkubectl: %v", len(ours), len(theirs), ours, theirs)
+	}
+	if want := (n + 99) / 100; len(ours) != want {
+		b.Fatalf("%d drifted objects, want %d", len(ours), want)
+	}
+}
+
+// reported lists the objects of an `auditor diff -o json` report as Kind.namespace.name.
+func reported(b *testing.B, out []byte) []string {
+	var rep drift.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		b.Fatalf("auditor diff output: %v\n%.2000s", err, out)
+	}
+	var ids []string
+	for _, o := range rep.Objects {
+		ids = append(ids, o.Kind+"."+o.Namespace+"."+o.Name)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// diffed lists the objects of kubectl diff's output as Kind.namespace.name (its file names are
+// group.version.Kind.namespace.name).
+func diffed(out []byte) []string {
+	var ids []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, "diff -u -N ") {
+			continue
+		}
+		f := strings.Fields(line)
+		parts := strings.Split(filepath.Base(f[len(f)-2]), ".")
+		if len(parts) >= 3 {
+			ids = append(ids, strings.Join(parts[len(parts)-3:], "."))
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func BenchmarkDiffEndToEnd1000(b *testing.B) { benchEndToEnd(b, 1000) }
+func BenchmarkDiffEndToEnd3000(b *testing.B) { benchEndToEnd(b, 3000) }

@@ -1,0 +1,387 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// Cache keeps rendered environments by the content of what each render read, the way Argo CD's
+// repo-server caches manifests per revision: a render records every file, directory listing and
+// existence check kustomize made, with what it found; a later render of the same env is answered
+// from the cache when every one of those still finds the same (at any revision: a commit that
+// touches only docs/ or another env reuses the render). The kustomize module version is part of
+// the key. Entries live in memory, and on disk too when the cache has a directory (the CLI's).
+type Cache struct {
+	dir string
+	max int
+
+	mu      sync.Mutex
+	entries map[string][]*cacheEntry // env → newest first
+	stats   CacheStats
+}
+
+// CacheStats counts how renders were answered.
+type CacheStats struct {
+	// ByRevision: the commit was known; ByContent: another commit's render read the same;
+	// Rendered: kustomize ran.
+	ByRevision, ByContent, Rendered int
+}
+
+// Stats returns the counts so far.
+func (c *Cache) Stats() CacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+func (c *Cache) count(f func(*CacheStats)) {
+	c.mu.Lock()
+	f(&c.stats)
+	c.mu.Unlock()
+}
+
+// cacheEntry is one render and what it read.
+type cacheEntry struct {
+	Env       string `json:"env"`
+	Kustomize string `json:"kustomize"`
+	// Revisions are the commits known to render to this (a hit by revision skips the checks).
+	Revisions []string `json:"revisions"`
+	// Probes maps "kind:path" (path relative to the repository root) to what it found.
+	Probes  map[string]string `json:"probes"`
+	Path    string            `json:"path"`
+	Objects []json.RawMessage `json:"objects"`
+	YAML    []byte            `json:"yaml"`
+}
+
+// cacheFormat changes whenever cacheEntry or the render options do.
+const cacheFormat = "v1"
+
+// NewCache returns a cache keeping up to perEnv renders of each env in memory, and on disk under
+// dir when dir is not empty.
+func NewCache(dir string, perEnv int) *Cache {
+	if perEnv < 1 {
+		perEnv = 1
+	}
+	return &Cache{dir: dir, max: perEnv, entries: map[string][]*cacheEntry{}}
+}
+
+// KustomizeVersion is the version of the kustomize module rendering here.
+var KustomizeVersion = func() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "sigs.k8s.io/kustomize/api" {
+				if d.Replace != nil {
+					return d.Replace.Version
+				}
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+}()
+
+// ByRevision returns the render of env at a commit if the cache knows that commit.
+func (c *Cache) ByRevision(env, revision string) (*Result, bool) {
+	if c == nil || revision == "" {
+		return nil, false
+	}
+	for _, e := range c.load(env) {
+		for _, r := range e.Revisions {
+			if r == revision {
+				res, ok := e.result(revision)
+				if ok {
+					c.count(func(s *CacheStats) { s.ByRevision++ })
+				}
+				return res, ok
+			}
+		}
+	}
+	return nil, false
+}
+
+// RenderCached renders env from s through the cache: a render whose recorded reads all find the
+// same content in s is reused; otherwise kustomize runs and its reads are recorded.
+func (s Source) RenderCached(env string, c *Cache) (*Result, error) {
+	if c == nil {
+		return s.Render(env)
+	}
+	if res, ok := c.ByRevision(env, s.revision); ok {
+		return res, nil
+	}
+	for _, e := range c.load(env) {
+		if e.matches(s) {
+			if res, ok := e.result(s.revision); ok {
+				c.addRevision(e, s.revision)
+				c.count(func(s *CacheStats) { s.ByContent++ })
+				return res, nil
+			}
+		}
+	}
+	rec := &recordingFS{FileSystem: s.fs, root: s.root, probes: map[string]string{}}
+	res, err := Source{fs: rec, root: s.root, revision: s.revision}.Render(env)
+	if err != nil {
+		return nil, err
+	}
+	c.count(func(s *CacheStats) { s.Rendered++ })
+	c.store(res, rec.recorded())
+	return res, nil
+}
+
+func (c *Cache) key(env string) string {
+	sum := sha256.Sum256([]byte(cacheFormat + "\x00" + KustomizeVersion + "\x00" + env))
+	return hex.EncodeToString(sum[:12])
+}
+
+// load returns env's entries, reading the disk the first time.
+func (c *Cache) load(env string) []*cacheEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	es, ok := c.entries[env]
+	if !ok && c.dir != "" {
+		data, err := os.ReadFile(filepath.Join(c.dir, c.key(env)+".json"))
+		if err == nil && json.Unmarshal(data, &es) != nil {
+			es = nil // a corrupt or older file is a miss, and is rewritten
+		}
+		c.entries[env] = es
+	}
+	return append([]*cacheEntry(nil), es...)
+}
+
+func (c *Cache) store(res *Result, probes map[string]string) {
+	e := &cacheEntry{Env: res.Env, Kustomize: KustomizeVersion, Probes: probes, Path: res.Path, YAML: res.YAML}
+	if res.Revision != "" {
+		e.Revisions = []string{res.Revision}
+	}
+	for _, o := range res.Objects {
+		data, err := o.MarshalJSON()
+		if err != nil {
+			return // not cacheable; the render itself is fine
+		}
+		e.Objects = append(e.Objects, data)
+	}
+	c.mu.Lock()
+	es := append([]*cacheEntry{e}, c.entries[res.Env]...)
+	if len(es) > c.max {
+		es = es[:c.max]
+	}
+	c.entries[res.Env] = es
+	c.mu.Unlock()
+	c.save(res.Env)
+}
+
+func (c *Cache) addRevision(e *cacheEntry, revision string) {
+	if revision == "" {
+		return
+	}
+	c.mu.Lock()
+	e.Revisions = append(e.Revisions, revision)
+	if len(e.Revisions) > 64 {
+		e.Revisions = e.Revisions[len(e.Revisions)-64:]
+	}
+	c.mu.Unlock()
+	c.save(e.Env)
+}
+
+// save writes env's entries to disk (atomically); a cache that cannot be written is only slower.
+func (c *Cache) save(env string) {
+	if c.dir == "" {
+		return
+	}
+	c.mu.Lock()
+	data, err := json.Marshal(c.entries[env])
+	c.mu.Unlock()
+	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(c.dir, ".render-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(c.dir, c.key(env)+".json")) != nil {
+		_ = os.Remove(tmp.Name())
+	}
+}
+
+// matches reports whether every read the render made finds the same in s.
+func (e *cacheEntry) matches(s Source) bool {
+	if e.Kustomize != KustomizeVersion || len(e.Probes) == 0 {
+		return false
+	}
+	for k, want := range e.Probes {
+		kind, rel, _ := strings.Cut(k, ":")
+		p := rel
+		if !filepath.IsAbs(rel) {
+			p = filepath.Join(s.root, rel)
+		}
+		if probe(s.fs, kind, p) != want {
+			return false
+		}
+	}
+	return true
+}
+
+// result decodes a fresh copy of the render (callers may change their objects).
+func (e *cacheEntry) result(revision string) (*Result, bool) {
+	res := &Result{Env: e.Env, Path: e.Path, Revision: revision, YAML: e.YAML, Objects: make([]*unstructured.Unstructured, 0, len(e.Objects))}
+	for _, data := range e.Objects {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			return nil, false
+		}
+		res.Objects = append(res.Objects, u)
+	}
+	return res, true
+}
+
+// Probe kinds: what a read found.
+const (
+	probeStat = "stat" // absent, file or dir
+	probeRead = "read" // the file's content hash, or absent
+	probeList = "list" // a directory's entries
+	probeTree = "tree" // every file below a directory, with content (Walk)
+	probeGlob = "glob" // a pattern's matches
+)
+
+// probe computes what a read of kind at p finds in fs.
+func probe(fs filesys.FileSystem, kind, p string) string {
+	switch kind {
+	case probeStat:
+		switch {
+		case !fs.Exists(p):
+			return "absent"
+		case fs.IsDir(p):
+			return "dir"
+		default:
+			return "file"
+		}
+	case probeRead:
+		if fs.IsDir(p) {
+			return "dir"
+		}
+		data, err := fs.ReadFile(p)
+		if err != nil {
+			return "absent"
+		}
+		sum := sha256.Sum256(data)
+		return hex.EncodeToString(sum[:])
+	case probeList:
+		names, err := fs.ReadDir(p)
+		if err != nil {
+			return "absent"
+		}
+		sort.Strings(names)
+		return digest(names)
+	case probeTree:
+		var parts []string
+		err := fs.Walk(p, func(q string, info os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			if info.IsDir() {
+				parts = append(parts, q+"/")
+				return nil
+			}
+			parts = append(parts, q+"="+probe(fs, probeRead, q))
+			return nil
+		})
+		if err != nil {
+			return "absent"
+		}
+		return digest(parts)
+	case probeGlob:
+		m, err := fs.Glob(p)
+		if err != nil {
+			return "error"
+		}
+		sort.Strings(m)
+		return digest(m)
+	}
+	return fmt.Sprintf("unknown probe %q", kind)
+}
+
+func digest(parts []string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// recordingFS passes kustomize's reads through and records each with what it found.
+type recordingFS struct {
+	filesys.FileSystem
+	root   string
+	mu     sync.Mutex
+	probes map[string]string
+}
+
+func (r *recordingFS) note(kind, p string) {
+	rel, err := filepath.Rel(r.root, p)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		rel = p // outside the repository: kept absolute, still checked
+	}
+	v := probe(r.FileSystem, kind, p)
+	r.mu.Lock()
+	r.probes[kind+":"+filepath.ToSlash(rel)] = v
+	r.mu.Unlock()
+}
+
+func (r *recordingFS) recorded() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.probes
+}
+
+func (r *recordingFS) Open(p string) (filesys.File, error) {
+	r.note(probeRead, p)
+	return r.FileSystem.Open(p)
+}
+
+func (r *recordingFS) ReadFile(p string) ([]byte, error) {
+	r.note(probeRead, p)
+	return r.FileSystem.ReadFile(p)
+}
+
+func (r *recordingFS) Exists(p string) bool {
+	r.note(probeStat, p)
+	return r.FileSystem.Exists(p)
+}
+
+func (r *recordingFS) IsDir(p string) bool {
+	r.note(probeStat, p)
+	return r.FileSystem.IsDir(p)
+}
+
+func (r *recordingFS) ReadDir(p string) ([]string, error) {
+	r.note(probeList, p)
+	return r.FileSystem.ReadDir(p)
+}
+
+func (r *recordingFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	r.note(probeStat, p)
+	return r.FileSystem.CleanedAbs(p)
+}
+
+func (r *recordingFS) Glob(pattern string) ([]string, error) {
+	r.note(probeGlob, pattern)
+	return r.FileSystem.Glob(pattern)
+}
+
+func (r *recordingFS) Walk(p string, fn filepath.WalkFunc) error {
+	r.note(probeTree, p)
+	return r.FileSystem.Walk(p, fn)
+}

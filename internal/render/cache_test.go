@@ -1,0 +1,108 @@
+package render
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+)
+
+// TestRenderCacheByWhatTheRenderRead renders prod at successive commits through one cache: a
+// commit that changes nothing prod reads reuses the render, one that changes a file it reads
+// does not, and a new process (a new cache on the same directory) starts warm.
+func TestRenderCacheByWhatTheRenderRead(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, miniRepo)
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-qm", "first")
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	cacheDir := t.TempDir()
+	c := NewCache(cacheDir, 4)
+
+	renderAt := func(c *Cache, rev string) *Result {
+		t.Helper()
+		if res, ok := c.ByRevision("prod", rev); ok {
+			return res
+		}
+		snap, err := repo.Snapshot(rev)
+		require.NoError(t, err)
+		src, err := FromSnapshot(snap)
+		require.NoError(t, err)
+		res, err := src.RenderCached("prod", c)
+		require.NoError(t, err)
+		return res
+	}
+	uncached := func(rev string) *Result {
+		t.Helper()
+		snap, err := repo.Snapshot(rev)
+		require.NoError(t, err)
+		src, err := FromSnapshot(snap)
+		require.NoError(t, err)
+		res, err := src.Render("prod")
+		require.NoError(t, err)
+		return res
+	}
+	same := func(want, got *Result) {
+		t.Helper()
+		assert.Equal(t, want.Revision, got.Revision)
+		assert.Equal(t, string(want.YAML), string(got.YAML))
+		require.Len(t, got.Objects, len(want.Objects))
+		for i := range want.Objects {
+			assert.Empty(t, cmp.Diff(want.Objects[i].Object, got.Objects[i].Object))
+		}
+	}
+
+	first := git(t, dir, "rev-parse", "HEAD")
+	same(uncached(first), renderAt(c, first))
+	same(uncached(first), renderAt(c, first))
+	assert.Equal(t, CacheStats{Rendered: 1, ByRevision: 1}, c.Stats())
+
+	// Only dev and docs change: prod's render is reused, under the new revision.
+	writeTree(t, dir, map[string]string{"docs/x.md": "x\n", "overlays/dev/kustomization.yaml": "resources: [../../base/app]\nnamePrefix: dev-\n"})
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-qm", "dev and docs")
+	second := git(t, dir, "rev-parse", "HEAD")
+	same(uncached(second), renderAt(c, second))
+	assert.Equal(t, CacheStats{Rendered: 1, ByRevision: 1, ByContent: 1}, c.Stats())
+
+	// A base file prod reads changes: kustomize runs again.
+	writeTree(t, dir, map[string]string{"base/app/cm.yaml": strings.Replace(miniRepo["base/app/cm.yaml"], "name: app", "name: app\n  labels: {team: search}", 1)})
+	git(t, dir, "commit", "-qam", "base")
+	third := git(t, dir, "rev-parse", "HEAD")
+	got := renderAt(c, third)
+	same(uncached(third), got)
+	assert.Contains(t, string(got.YAML), "team: search")
+	assert.Equal(t, 2, c.Stats().Rendered)
+
+	// A file added where kustomize looks for a kustomization (a second spelling is an error
+	// kustomize must report) changes what the render finds: no reuse.
+	writeTree(t, dir, map[string]string{"overlays/prod/kustomization.yml": "resources: []\n"})
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-qm", "second kustomization file")
+	snap, err := repo.Snapshot("HEAD")
+	require.NoError(t, err)
+	src, err := FromSnapshot(snap)
+	require.NoError(t, err)
+	_, err = src.RenderCached("prod", c)
+	assert.Error(t, err, "two kustomization files: kustomize's error, not a cached render")
+
+	// A new process on the same directory starts warm; a corrupt file is a miss, not an error.
+	warm := NewCache(cacheDir, 4)
+	same(uncached(second), renderAt(warm, second))
+	assert.Equal(t, CacheStats{ByRevision: 1}, warm.Stats())
+	files, err := filepath.Glob(filepath.Join(cacheDir, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	require.NoError(t, os.WriteFile(files[0], []byte("{not json"), 0o600))
+	cold := NewCache(cacheDir, 4)
+	same(uncached(third), renderAt(cold, third))
+	assert.Equal(t, CacheStats{Rendered: 1}, cold.Stats())
+}
