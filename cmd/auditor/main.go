@@ -19,6 +19,7 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	err := newRootCommand().Execute()
+	stopProfile()
 	if err == nil {
 		return
 	}

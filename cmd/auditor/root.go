@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -10,12 +13,20 @@ import (
 )
 
 func newRootCommand() *cobra.Command {
+	var profile, profileOutput string
 	root := &cobra.Command{
 		Use:           "auditor",
 		Short:         "Audit live Kubernetes objects against the GitOps repository",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) (err error) {
+			stopProfile, err = startProfile(profile, profileOutput)
+			return err
+		},
 	}
+	// As kubectl's: where a slow command spends its time.
+	root.PersistentFlags().StringVar(&profile, "profile", "none", "profile to capture: none, cpu or heap")
+	root.PersistentFlags().StringVar(&profileOutput, "profile-output", "profile.pprof", "file to write the profile to")
 	root.AddCommand(newVersionCommand(), newRenderCommand(), newDiffCommand(), newCapacityCommand(), newServeCommand(), newCheckCommand(), newSimulateCommand(), newLedgerCommand(), newRollbackCommand(), newScheduleCommand())
 	return root
 }
@@ -42,4 +53,39 @@ func newVersionCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
+}
+
+// stopProfile writes the running profile out; main calls it whatever the command returned.
+var stopProfile = func() {}
+
+// startProfile starts the profile asked for and returns what writes it out.
+func startProfile(kind, output string) (func(), error) {
+	switch kind {
+	case "", "none":
+		return func() {}, nil
+	case "cpu":
+		f, err := os.Create(output)
+		if err != nil {
+			return nil, fmt.Errorf("profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("profile: %w", err)
+		}
+		return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	case "heap":
+		return func() {
+			f, err := os.Create(output)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "profile:", err)
+				return
+			}
+			defer f.Close()
+			runtime.GC()
+			if err := pprof.WriteHeapProfile(f); err != nil {
+				fmt.Fprintln(os.Stderr, "profile:", err)
+			}
+		}, nil
+	}
+	return nil, &exitError{code: 2, err: fmt.Errorf("unknown profile %q (want none, cpu or heap)", kind)}
 }

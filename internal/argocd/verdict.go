@@ -3,11 +3,13 @@ package argocd
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	argodiff "github.com/argoproj/argo-cd/v3/util/argo/diff"
 	"github.com/argoproj/argo-cd/v3/util/argo/normalizers"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"golang.org/x/sync/errgroup"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
@@ -41,18 +43,31 @@ func (a *App) OutOfSync(ctx context.Context, desired, live []*unstructured.Unstr
 	if err != nil {
 		return nil, fmt.Errorf("argo cd diff config: %w", err)
 	}
-	res, err := argodiff.StateDiffs(ctx, live, desired, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("argo cd diff: %w", err)
+	// Each object's diff stands alone: split the objects over the cores.
+	out := make([]Verdict, len(desired))
+	chunk := (len(desired) + runtime.GOMAXPROCS(0) - 1) / max(1, runtime.GOMAXPROCS(0))
+	g, gctx := errgroup.WithContext(ctx)
+	for lo := 0; lo < len(desired); lo += chunk {
+		hi := min(lo+chunk, len(desired))
+		g.Go(func() error {
+			res, err := argodiff.StateDiffs(gctx, live[lo:hi], desired[lo:hi], cfg)
+			if err != nil {
+				return fmt.Errorf("argo cd diff: %w", err)
+			}
+			for j, d := range res.Diffs {
+				i := lo + j
+				v := Verdict{OutOfSync: d.Modified || live[i] == nil}
+				if v.OutOfSync && live[i] != nil {
+					_ = utiljson.Unmarshal(d.PredictedLive, &v.Predicted)
+					_ = utiljson.Unmarshal(d.NormalizedLive, &v.Live)
+				}
+				out[i] = v
+			}
+			return nil
+		})
 	}
-	out := make([]Verdict, len(res.Diffs))
-	for i, d := range res.Diffs {
-		v := Verdict{OutOfSync: d.Modified || live[i] == nil}
-		if v.OutOfSync && live[i] != nil {
-			_ = utiljson.Unmarshal(d.PredictedLive, &v.Predicted)
-			_ = utiljson.Unmarshal(d.NormalizedLive, &v.Live)
-		}
-		out[i] = v
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

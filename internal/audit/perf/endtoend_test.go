@@ -113,11 +113,17 @@ func benchRepo(b *testing.B, env string, objs []*unstructured.Unstructured) stri
 	return dir
 }
 
-// run runs a command, accepting exit 1 (differences found) and returning stdout.
+// run runs the auditor or, with name "kubectl", the cluster's kubectl; exit 1 (differences
+// found) is success. It returns stdout.
 func run(b *testing.B, name string, args ...string) []byte {
 	b.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
+	var cmd *exec.Cmd
+	if name == "kubectl" {
+		cmd = cluster.Kubectl(context.Background(), args...)
+	} else {
+		cmd = exec.Command(name, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -141,6 +147,9 @@ func benchEndToEnd(b *testing.B, n int) {
 	bin := auditorBinary(b)
 	overlay := filepath.Join(dir, "overlays", env)
 	diff := []string{"diff", "--env", env, "--repo", dir, "-o", "json"}
+	if d := os.Getenv("BENCH_PROFILE_DIR"); d != "" { // CPU profiles of the auditor runs, to read with go tool pprof
+		diff = append(diff, "--profile=cpu", "--profile-output="+filepath.Join(d, env+".pprof"))
+	}
 	var ours, theirs []string
 
 	b.Run("render", func(b *testing.B) {
