@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
@@ -47,7 +48,7 @@ type diffOptions struct {
 	env, output  string
 	appNamespace string
 	applier      string
-	renderCache  string
+	cacheDir     string
 	timeout      time.Duration
 }
 
@@ -71,19 +72,19 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
 	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
-	cmd.Flags().StringVar(&o.renderCache, "render-cache", defaultRenderCache(), `directory caching renders by the content they read ("off": render every time)`)
+	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", defaultCacheDir(), `directory caching renders (by the content they read) and Argo CD's in-sync verdicts (by the objects compared); "off": none`)
 	o.src.add(cmd)
 	o.kube.add(cmd)
 	return cmd
 }
 
-// defaultRenderCache is the user's cache directory for renders, "off" when there is none.
-func defaultRenderCache() string {
+// defaultCacheDir is the auditor's directory in the user's cache directory, "off" when there is none.
+func defaultCacheDir() string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return "off"
 	}
-	return filepath.Join(dir, "llm-auditor", "render")
+	return filepath.Join(dir, "llm-auditor")
 }
 
 func (o *diffOptions) run(ctx context.Context, w io.Writer) error {
@@ -113,9 +114,10 @@ func (o *diffOptions) run(ctx context.Context, w io.Writer) error {
 	a := audit.New(repo, cache)
 	a.AppNamespace = o.appNamespace
 	a.Options.Applier = o.applier
-	a.Renders = nil
-	if o.renderCache != "off" && o.renderCache != "" {
-		a.Renders = render.NewCache(o.renderCache, 4)
+	a.Renders, a.Verdicts = nil, nil
+	if o.cacheDir != "off" && o.cacheDir != "" {
+		a.Renders = render.NewCache(filepath.Join(o.cacheDir, "render"), 4)
+		a.Verdicts = argocd.NewMemo(filepath.Join(o.cacheDir, "verdicts", o.env+".json"))
 	}
 	rep, err := a.Run(ctx, audit.Request{Env: o.env, Revision: o.src.revision})
 	if err != nil {

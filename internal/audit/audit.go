@@ -35,6 +35,8 @@ type Auditor struct {
 	// Renders caches renders by what they read (nil: render every time); New gives an in-memory
 	// one, the CLI one on disk.
 	Renders *render.Cache
+	// Verdicts remembers the objects Argo CD's diff found in sync (nil: diff every object).
+	Verdicts *argocd.Memo
 
 	schemaMu  sync.Mutex
 	schemaKey string
@@ -52,7 +54,8 @@ func New(repo *gitrepo.Repo, cache *live.Cache) *Auditor {
 	}
 	return &Auditor{
 		Repo: repo, Live: cache, Options: opts, AppNamespace: "argocd", Renders: render.NewCache("", 4),
-		AppName: func(env string) string { return "llm-" + env },
+		Verdicts: argocd.NewMemo(""),
+		AppName:  func(env string) string { return "llm-" + env },
 	}
 }
 

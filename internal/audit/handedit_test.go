@@ -195,3 +195,60 @@ func progressed(d *appsv1.Deployment) bool {
 	}
 	return false
 }
+
+// TestAutoscalerIsNotDriftKubectlScaleIs: Git declares replicas: 1 and an HPA (min 2, max 3)
+// scales the Deployment. The real HPA, run by kube-controller-manager through the scale
+// subresource, is a controller named for that field: not drift. A person's `kubectl scale` on
+// the same field afterwards is.
+func TestAutoscalerIsNotDriftKubectlScaleIs(t *testing.T) {
+	f := newFixture(t)
+	api := f.NS("api")
+	require.NoError(t, f.Write("overlays/prod/scaled.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: scaled
+  namespace: `+api+`
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: scaled}
+  template:
+    metadata:
+      labels: {app: scaled}
+    spec:
+      containers:
+        - name: app
+          image: registry.example.com/llm/rag-api:1.4.2
+          resources: {requests: {cpu: 100m}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: scaled
+  namespace: `+api+`
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: scaled}
+  minReplicas: 2
+  maxReplicas: 3
+  metrics:
+    - type: Resource
+      resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}
+`))
+	f.Edit("overlays/prod/kustomization.yaml", "  - canary\n", "  - canary\n  - scaled.yaml\n")
+	f.Sync(f.Commit("a Deployment Git sizes and an HPA scales"))
+	cs, err := cluster.Clientset()
+	require.NoError(t, err)
+	replicas := func() int32 {
+		d, err := cs.AppsV1().Deployments(api).Get(context.Background(), "scaled", metav1.GetOptions{})
+		require.NoError(t, err)
+		return *d.Spec.Replicas
+	}
+	require.Eventually(t, func() bool { return replicas() == 2 }, time.Minute, 200*time.Millisecond, "the HPA did not raise replicas to its minimum")
+	rep := f.audit()
+	assert.Empty(t, changes(rep, "Deployment/scaled"), "the HPA's replicas reported as drift:\n%s", dump(rep))
+
+	f.Kubectl("-n", api, "scale", "deployment/scaled", "--replicas=3") // within the HPA's range: it keeps it
+	rep = f.audit()
+	fl := field(t, rep, object(t, rep, "Deployment", "scaled"), ".spec.replicas")
+	assert.Equal(t, []any{"kubectl", "scale", int64(1), int64(3)}, []any{fl.Manager, fl.Subresource, fl.Desired, fl.Live})
+}

@@ -22,10 +22,11 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 			lives[i] = l
 		}
 	}
-	verdicts, err := app.OutOfSync(ctx, desired, lives, overrides)
+	verdicts, err := app.OutOfSync(ctx, desired, lives, overrides, a.Verdicts)
 	if err != nil {
 		return err
 	}
+	a.Verdicts.Done()
 	argo := map[string]bool{}
 	for i, d := range desired {
 		argo[key(d.GetKind(), d.GetNamespace(), d.GetName())] = verdicts[i].OutOfSync

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/report"
 )
 
@@ -52,6 +55,31 @@ type Config struct {
 	Ledger LedgerConfig `json:"ledger,omitempty"`
 	// OutboxMax bounds each sink's on-disk outbox (default report.DefaultOutboxMax).
 	OutboxMax int `json:"outboxMax,omitempty"`
+	// Controllers name the controllers that own fields Git also declares (an autoscaler on
+	// replicas): a value they wrote there is not drift. They add to drift.DefaultControllers
+	// unless NoDefaultControllers is set.
+	Controllers          []ControllerConfig `json:"controllers,omitempty"`
+	NoDefaultControllers bool               `json:"noDefaultControllers,omitempty"`
+}
+
+// ControllerConfig is a drift.ControllerRule for some envs (every env when Envs is empty).
+type ControllerConfig struct {
+	drift.ControllerRule
+	Envs []string `json:"envs,omitempty"`
+}
+
+// controllersFor returns the controller rules of env.
+func (c *Config) controllersFor(env string) []drift.ControllerRule {
+	var out []drift.ControllerRule
+	if !c.NoDefaultControllers {
+		out = append(out, drift.DefaultControllers...)
+	}
+	for _, r := range c.Controllers {
+		if len(r.Envs) == 0 || slices.Contains(r.Envs, env) {
+			out = append(out, r.ControllerRule)
+		}
+	}
+	return out
 }
 
 // WebhookConfig names where the shared secret is.
@@ -166,6 +194,21 @@ func (c *Config) validate() error {
 			return fmt.Errorf("sinks[%d]: a unique name is required", i)
 		}
 		seen[s.Name] = true
+	}
+	for i, r := range c.Controllers {
+		if r.Manager == "" {
+			return fmt.Errorf("controllers[%d]: manager is required", i)
+		}
+		for _, p := range r.Paths {
+			if !strings.HasPrefix(p, "/") {
+				return fmt.Errorf("controllers[%d] (%s): path %q is not a JSON pointer (RFC 6901, e.g. /spec/replicas)", i, r.Manager, p)
+			}
+		}
+		for _, env := range r.Envs {
+			if !slices.Contains(c.Envs, env) {
+				return fmt.Errorf("controllers[%d] (%s): env %q is not one of envs %v", i, r.Manager, env, c.Envs)
+			}
+		}
 	}
 	if c.Listen == "" {
 		c.Listen = ":8080"

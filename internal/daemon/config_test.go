@@ -3,10 +3,15 @@ package daemon
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/llm-gitops/platform/internal/drift"
 )
 
 // TestShippedConfigLoads loads the configuration base/auditor ships, as the pod would see it.
@@ -41,6 +46,10 @@ func TestConfigErrors(t *testing.T) {
 		"duration \"soon\"":     "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nfetchInterval: soon\n",
 		"stateDir is required":  "repo: x\nenvs: [prod]\n",
 		"at least one environm": "repo: x\nstateDir: /tmp/x\n",
+		"manager is required":   "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{paths: [/spec/replicas]}]\n",
+		"not a JSON pointer":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [spec.replicas]}]\n",
+		`env "qa" is not one`:   "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [/spec], envs: [qa]}]\n",
+		"unknown field \"path\"": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, path: /spec}]\n",
 	}
 	for want, doc := range cases {
 		file := filepath.Join(t.TempDir(), "c.yaml")
@@ -49,4 +58,30 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%q: error %v, want it to mention %q", doc, err, want)
 		}
 	}
+}
+
+// TestControllersPerEnv: rules from the config add to the defaults, for the envs they name.
+func TestControllersPerEnv(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`repo: x
+envs: [staging, prod]
+stateDir: /tmp/x
+controllers:
+  - manager: vpa-updater
+    group: apps
+    kinds: [Deployment]
+    paths: [/spec/template/spec/containers]
+    envs: [prod]
+  - manager: cnpg-manager
+    group: postgresql.cnpg.io
+    paths: [/metadata/annotations]
+`), 0o644))
+	cfg, err := LoadConfig(file)
+	require.NoError(t, err)
+	vpa := drift.ControllerRule{Manager: "vpa-updater", Group: "apps", Kinds: []string{"Deployment"}, Paths: []string{"/spec/template/spec/containers"}}
+	cnpg := drift.ControllerRule{Manager: "cnpg-manager", Group: "postgresql.cnpg.io", Paths: []string{"/metadata/annotations"}}
+	assert.Equal(t, append(slices.Clone(drift.DefaultControllers), vpa, cnpg), cfg.controllersFor("prod"))
+	assert.Equal(t, append(slices.Clone(drift.DefaultControllers), cnpg), cfg.controllersFor("staging"))
+	cfg.NoDefaultControllers = true
+	assert.Equal(t, []drift.ControllerRule{cnpg}, cfg.controllersFor("staging"))
 }

@@ -280,6 +280,7 @@ func (d *Daemon) auditAll(ctx context.Context) {
 	allOK := true
 	for _, env := range d.cfg.Envs {
 		start := time.Now()
+		a.Options.Controllers = d.cfg.controllersFor(env)
 		rep, err := a.Run(ctx, audit.Request{Env: env})
 		d.metrics.auditDuration.WithLabelValues(env).Observe(time.Since(start).Seconds())
 		d.mu.Lock()

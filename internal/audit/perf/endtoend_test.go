@@ -136,7 +136,8 @@ func run(b *testing.B, name string, args ...string) []byte {
 // benchEndToEnd times, one process each, over the same n objects and the same hand edits (every
 // 100th Deployment scaled by kubectl): `auditor render` (the kustomize render both tools pay),
 // `auditor diff` with no render cache (Git read + render + list + compare + Argo CD's verdict),
-// `auditor diff` a second time on the same revision (render cache warm), and
+// `auditor diff` a second time on the same revision and live objects (caches warm: the render,
+// Argo CD's in-sync verdicts), and
 // `kubectl diff --server-side -k` of the same overlay. It checks both diffs name the same objects.
 func benchEndToEnd(b *testing.B, n int) {
 	prefix := "b" + strconv.Itoa(n)
@@ -160,16 +161,16 @@ func benchEndToEnd(b *testing.B, n int) {
 	})
 	b.Run("auditor-diff", func(b *testing.B) {
 		for b.Loop() {
-			ours = reported(b, run(b, bin, append(diff, "--render-cache=off")...))
+			ours = reported(b, run(b, bin, append(diff, "--cache-dir=off")...))
 		}
 		b.ReportMetric(float64(n), "objects")
 	})
 	b.Run("auditor-diff-cached", func(b *testing.B) {
 		cache := b.TempDir()
-		run(b, bin, append(diff, "--render-cache="+cache)...) // the first diff of this revision fills it
+		run(b, bin, append(diff, "--cache-dir="+cache)...) // the first diff of this revision fills it
 		b.ResetTimer()
 		for b.Loop() {
-			ours = reported(b, run(b, bin, append(diff, "--render-cache="+cache)...))
+			ours = reported(b, run(b, bin, append(diff, "--cache-dir="+cache)...))
 		}
 		b.ReportMetric(float64(n), "objects")
 	})
