@@ -49,6 +49,7 @@ type diffOptions struct {
 	appNamespace string
 	applier      string
 	cacheDir     string
+	timings      bool
 	timeout      time.Duration
 }
 
@@ -72,6 +73,7 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
 	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
+	cmd.Flags().BoolVar(&o.timings, "timings", false, "print how long each stage took (git, render, live, schema, compare, argocd) to stderr")
 	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", defaultCacheDir(), `directory caching renders (by the content they read) and Argo CD's in-sync verdicts (by the objects compared); "off": none`)
 	o.src.add(cmd)
 	o.kube.add(cmd)
@@ -118,6 +120,13 @@ func (o *diffOptions) run(ctx context.Context, w io.Writer) error {
 	if o.cacheDir != "off" && o.cacheDir != "" {
 		a.Renders = render.NewCache(filepath.Join(o.cacheDir, "render"), 4)
 		a.Verdicts = argocd.NewMemo(filepath.Join(o.cacheDir, "verdicts", o.env+".json"))
+	}
+	var stages []string
+	if o.timings {
+		a.Timing = func(stage string, took time.Duration) {
+			stages = append(stages, fmt.Sprintf("%s=%.3fs", stage, took.Seconds()))
+		}
+		defer func() { fmt.Fprintln(os.Stderr, "timings:", strings.Join(stages, " ")) }()
 	}
 	rep, err := a.Run(ctx, audit.Request{Env: o.env, Revision: o.src.revision})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,6 +38,9 @@ type Auditor struct {
 	Renders *render.Cache
 	// Verdicts remembers the objects Argo CD's diff found in sync (nil: diff every object).
 	Verdicts *argocd.Memo
+	// Timing, when set, is told how long each stage of a Run took: git (Application and
+	// revisions), render, live (list and watch), schema, compare, argocd.
+	Timing func(stage string, took time.Duration)
 
 	schemaMu  sync.Mutex
 	schemaKey string
@@ -68,6 +72,7 @@ type Request struct {
 
 // Run audits one environment.
 func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
+	lap := a.stopwatch()
 	app, err := a.application(ctx, req.Env)
 	if err != nil {
 		return nil, err
@@ -76,10 +81,12 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	lap("git")
 	res, err := a.render(req.Env, desired)
 	if err != nil {
 		return nil, err
 	}
+	lap("render")
 	destNS := ""
 	if app != nil {
 		destNS = app.DestinationNamespace
@@ -88,6 +95,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	if err := a.Live.Watch(ctx, kindsOf(served), a.Options.ExtraKinds); err != nil {
 		return nil, fmt.Errorf("%s: %w", req.Env, err)
 	}
+	lap("live")
 	opts := a.Options
 	if opts.Schema, err = a.schemaFor(ctx, served); err != nil {
 		return nil, fmt.Errorf("%s: %w", req.Env, err)
@@ -101,13 +109,16 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 			return nil, err
 		}
 	}
+	lap("schema")
 	objs := append(drift.Audit(served, a.Live, opts), unknown...)
 	drift.SortObjects(objs)
 	rep := &drift.Report{Env: req.Env, Revision: desired, Objects: objs}
+	lap("compare")
 	if app != nil {
 		if err := a.argoVerdicts(ctx, app, served, overrides, &opts, rep); err != nil {
 			return nil, err
 		}
+		lap("argocd")
 	}
 	if rep.Objects == nil {
 		rep.Objects = []drift.Object{}
@@ -262,4 +273,16 @@ func (a *Auditor) render(env, revision string) (*render.Result, error) {
 		return nil, fmt.Errorf("%s at %.12s: %w", env, revision, err)
 	}
 	return res, nil
+}
+
+// stopwatch returns a function that reports the time since its last call under a stage name.
+func (a *Auditor) stopwatch() func(stage string) {
+	last := time.Now()
+	return func(stage string) {
+		now := time.Now()
+		if a.Timing != nil {
+			a.Timing(stage, now.Sub(last))
+		}
+		last = now
+	}
 }

@@ -5,6 +5,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +46,7 @@ type Daemon struct {
 	fetchErr  error
 	hooked    map[schema.GroupVersionKind]bool
 	auditor   *audit.Auditor // kept while repo and cache are: its schema and render caches persist
+	hmacKey   []byte         // keys the HMACs that stand for Secret values in reports
 
 	ledgerSeen map[string]string // env -> revision whose ledger records are written
 	ledgerBusy map[string]bool
@@ -84,6 +86,11 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		}
 		d.secret = s
 	}
+	key, err := installKey(filepath.Join(cfg.StateDir, "secret-hmac.key"))
+	if err != nil {
+		return nil, err
+	}
+	d.hmacKey = key
 	d.tracker = report.NewTracker()
 	if data, err := os.ReadFile(d.trackerFile()); err == nil {
 		if err := json.Unmarshal(data, d.tracker); err != nil {
@@ -122,6 +129,34 @@ func newSink(sc SinkConfig) (report.Sink, error) {
 	default:
 		return report.NewTelegramSink(*sc.Telegram)
 	}
+}
+
+// installKey reads the install's HMAC key for Secret values from path, creating a random one
+// (mode 0600) the first time: HMACs in reports stay comparable across restarts of this install
+// and mean nothing anywhere else.
+func installKey(path string) ([]byte, error) {
+	if key, err := os.ReadFile(path); err == nil && len(key) == 32 {
+		return key, nil
+	} else if err == nil {
+		return nil, fmt.Errorf("secret HMAC key %s: %d bytes, want 32 (remove it to make a new one)", path, len(key))
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("secret HMAC key: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("secret HMAC key %s: %w", path, err)
+	}
+	_, werr := f.Write(key)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		_ = os.Remove(path)
+		return nil, fmt.Errorf("secret HMAC key %s: %w", path, werr)
+	}
+	return key, nil
 }
 
 func (d *Daemon) trackerFile() string { return filepath.Join(d.cfg.StateDir, "drift-state.json") }
@@ -267,6 +302,7 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	a.AppNamespace = d.cfg.AppNamespace
 	a.AppName = func(env string) string { return d.cfg.AppNamePrefix + env }
 	a.Renders = render.NewCache("", 4)
+	a.Options.SecretKey = d.hmacKey
 	d.auditor = a
 	return a
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -166,7 +167,8 @@ func TestSecretValueNeverLeaves(t *testing.T) {
 	}
 	h.p.Edit("base/api/kustomization.yaml", "resources:", "resources:\n  - secret.yaml")
 	h.p.Sync(h.p.Commit("add a secret"))
-	d := start(t, h.config(t.TempDir()))
+	state := t.TempDir()
+	d := start(t, h.config(state))
 	h.p.Kubectl("-n", h.p.NS("api"), "patch", "secret", "api-key", "-p",
 		fmt.Sprintf(`{"data":{"key":"%s"}}`, base64.StdEncoding.EncodeToString([]byte(liveValue))))
 	for _, r := range h.receivers {
@@ -188,6 +190,19 @@ func TestSecretValueNeverLeaves(t *testing.T) {
 	}
 	if !strings.Contains(h.receivers[0].messages()[0], "api-key") {
 		t.Errorf("the Secret drift was not reported:\n%s", h.receivers[0].messages()[0])
+	}
+	// The value is stood for by an HMAC under the install's key, kept in the state dir (0600) so
+	// reports stay comparable across restarts.
+	keyFile := filepath.Join(state, "secret-hmac.key")
+	info, err := os.Stat(keyFile)
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("install key %s: %v, mode %v", keyFile, err, info)
+	}
+	key, _ := os.ReadFile(keyFile)
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(liveValue))
+	if want := "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil)[:12]); !strings.Contains(api, want) {
+		t.Errorf("the API report does not stand for the live value by %s under the install key:\n%s", want, api)
 	}
 }
 

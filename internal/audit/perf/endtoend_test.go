@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -130,12 +131,38 @@ func run(b *testing.B, name string, args ...string) []byte {
 	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
 		b.Fatalf("%s %v: %v\n%s", name, args, err, stderr.String())
 	}
+	lastStderr = stderr.String()
 	return out
+}
+
+// lastStderr is the standard error of the last command run.
+var lastStderr string
+
+// stage reads one stage's duration from `auditor diff --timings` output ("timings: git=0.01s ...").
+func stage(b *testing.B, stderr, name string) time.Duration {
+	for _, line := range strings.Split(stderr, "\n") {
+		rest, ok := strings.CutPrefix(line, "timings: ")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Fields(rest) {
+			if v, ok := strings.CutPrefix(f, name+"="); ok {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					b.Fatalf("timings %q: %v", line, err)
+				}
+				return d
+			}
+		}
+	}
+	b.Fatalf("no %s timing in:\n%s", name, stderr)
+	return 0
 }
 
 // benchEndToEnd times, one process each, over the same n objects and the same hand edits (every
 // 100th Deployment scaled by kubectl): `auditor render` (the kustomize render both tools pay),
-// `auditor diff` with no render cache (Git read + render + list + compare + Argo CD's verdict),
+// `auditor diff` with no caches (Git read + render + list + compare + Argo CD's verdict; it also
+// reports its own render stage and what the audit adds to it, measured in the same process),
 // `auditor diff` a second time on the same revision and live objects (caches warm: the render,
 // Argo CD's in-sync verdicts), and
 // `kubectl diff --server-side -k` of the same overlay. It checks both diffs name the same objects.
@@ -160,9 +187,18 @@ func benchEndToEnd(b *testing.B, n int) {
 		b.ReportMetric(float64(n), "objects")
 	})
 	b.Run("auditor-diff", func(b *testing.B) {
+		var rendered, total time.Duration
 		for b.Loop() {
-			ours = reported(b, run(b, bin, append(diff, "--cache-dir=off")...))
+			start := time.Now()
+			out := run(b, bin, append(diff, "--cache-dir=off", "--timings")...)
+			total += time.Since(start)
+			rendered += stage(b, lastStderr, "render")
+			ours = reported(b, out)
 		}
+		// The render inside the same process, and what the rest of the audit adds to it: Git
+		// read, list and watch, schema, compare, Argo CD's verdict, process start and output.
+		b.ReportMetric(rendered.Seconds()/float64(b.N), "render-s/op")
+		b.ReportMetric(100*(total-rendered).Seconds()/rendered.Seconds(), "audit-over-render-%")
 		b.ReportMetric(float64(n), "objects")
 	})
 	b.Run("auditor-diff-cached", func(b *testing.B) {
