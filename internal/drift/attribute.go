@@ -140,7 +140,7 @@ func addedFields(gk schema.GroupKind, desired, live map[string]any, os []*owner,
 			if !countsForAdded(leaf) {
 				return
 			}
-			p, ok := firstUndeclared(desired, leaf)
+			p, ok := firstUndeclared(desired, leaf, o, os)
 			if !ok || seen[p.String()] || opts.controllerOwns(gk, []*owner{o}, p) {
 				return
 			}
@@ -187,14 +187,43 @@ func countsForAdded(p fieldpath.Path) bool {
 	return true
 }
 
-// firstUndeclared returns the shortest prefix of p that desired does not declare.
-func firstUndeclared(desired map[string]any, p fieldpath.Path) (fieldpath.Path, bool) {
+// firstUndeclared returns the field a writer added that holds the leaf p: the shortest prefix of p
+// that desired does not declare, that the writer owns as a whole (a list item it created, a map it
+// made) and under which no other writer owns anything; else p itself. So an annotation the
+// controller-manager set on an object whose Git manifest has no annotations is that annotation,
+// not the whole map, which holds the applier's tracking annotation too.
+func firstUndeclared(desired map[string]any, p fieldpath.Path, w *owner, all []*owner) (fieldpath.Path, bool) {
 	for i := 1; i <= len(p); i++ {
-		if _, ok := valueAt(desired, p[:i]); !ok {
-			return p[:i], true
+		if _, ok := valueAt(desired, p[:i]); ok {
+			continue
 		}
+		for j := i; j < len(p); j++ {
+			if w.fields().Has(p[:j]) && !othersUnder(w, all, p[:j]) {
+				return p[:j], true
+			}
+		}
+		return p, true
 	}
 	return nil, false
+}
+
+// othersUnder reports whether an owner other than w owns p or anything below it.
+func othersUnder(w *owner, all []*owner, p fieldpath.Path) bool {
+	for _, o := range all {
+		if o == w {
+			continue
+		}
+		found := false
+		o.fields().Iterate(func(q fieldpath.Path) {
+			if !found && len(q) >= len(p) && q[:len(p)].Equals(p) {
+				found = true
+			}
+		})
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // removedBy names who removed p, from the versions of the object the watch saw (newest first):

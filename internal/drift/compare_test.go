@@ -343,3 +343,38 @@ func TestFieldPathJSONRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, raw, string(back))
 }
+
+// TestAddedFieldIsWhatTheWriterAdded: Git declares no annotations or labels. The applier's
+// tracking annotation and the Deployment controller's revision annotation share the map the
+// applier made: neither is drift. A label kubectl adds is named by its key.
+func TestAddedFieldIsWhatTheWriterAdded(t *testing.T) {
+	git := `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: bare, namespace: ns1}
+spec:
+  selector: {matchLabels: {app: bare}}
+  template:
+    metadata: {labels: {app: bare}}
+    spec:
+      containers: [{name: app, image: app:1}]
+`
+	d, l := parse(t, git), parse(t, git)
+	l.SetAnnotations(map[string]string{"argocd.argoproj.io/tracking-id": "llm-prod:apps/Deployment:ns1/bare", "deployment.kubernetes.io/revision": "1"})
+	l.SetManagedFields([]metav1.ManagedFieldsEntry{
+		mf("argocd-controller", "Apply", "", `{"f:metadata":{"f:annotations":{"f:argocd.argoproj.io/tracking-id":{}}},"f:spec":{"f:selector":{},"f:template":{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`),
+		mf("kube-controller-manager", "Update", "", `{"f:metadata":{"f:annotations":{".":{},"f:deployment.kubernetes.io/revision":{}}}}`),
+	})
+	opts := drift.DefaultOptions()
+	opts.Schema = builtins
+	opts.Normalizer = nil
+	assert.Nil(t, drift.CompareObject(d, l, nil, &opts), "the applier's and the controller's annotations are not drift")
+
+	l.SetLabels(map[string]string{"team": "search"})
+	l.SetManagedFields(append(l.GetManagedFields(), mf("kubectl-label", "Update", "", `{"f:metadata":{"f:labels":{".":{},"f:team":{}}}}`)))
+	o := drift.CompareObject(d, l, nil, &opts)
+	require.NotNil(t, o)
+	require.Len(t, o.Fields, 1)
+	assert.Equal(t, []any{".metadata.labels", drift.Added, "kubectl-label"}, []any{o.Fields[0].Path, o.Fields[0].Change, o.Fields[0].Manager},
+		"kubectl made the labels map: the map is what it added")
+}
