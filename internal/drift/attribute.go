@@ -130,14 +130,14 @@ func (o *owner) writer() Writer {
 // addedFields returns the live fields Git does not declare that a writer other than the applier
 // (and other than a controller named for them) set: labels, annotations and spec-like fields,
 // never status or bookkeeping.
-func addedFields(gk schema.GroupKind, desired, live map[string]any, os []*owner, opts *Options, seen map[string]bool) []rawDiff {
+func addedFields(gk schema.GroupKind, desired, live map[string]any, os []*owner, opts *Options, seen map[string]bool, defaulted func() map[string]any) []rawDiff {
 	var out []rawDiff
 	for _, o := range os {
-		if o.Manager == opts.Applier {
-			continue
-		}
+		// The applier too: after a sync it owns only what Git declares (server-side apply drops
+		// what it no longer sends), so a field it owns that Git lacks was written under its name.
+		applier := o.Manager == opts.Applier
 		o.fields().Leaves().Iterate(func(leaf fieldpath.Path) {
-			if !countsForAdded(leaf) {
+			if !countsForAdded(leaf) || applier && trackingField(leaf) {
 				return
 			}
 			p, ok := firstUndeclared(desired, leaf, o, os)
@@ -147,6 +147,11 @@ func addedFields(gk schema.GroupKind, desired, live map[string]any, os []*owner,
 			v, ok := valueAt(live, p)
 			if !ok {
 				return
+			}
+			if defaulted != nil {
+				if dv, ok := valueAt(defaulted(), p); ok && covered(dv, v, cursor{}) && covered(v, dv, cursor{}) {
+					return // what the server's defaulting stores there
+				}
 			}
 			seen[p.String()] = true
 			out = append(out, rawDiff{path: p.Copy(), live: v, change: Added})
@@ -163,6 +168,19 @@ func (opts *Options) controllerOwns(gk schema.GroupKind, os []*owner, p fieldpat
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// trackingField is Argo CD's own bookkeeping, which it adds to what Git says when it syncs: the
+// tracking annotation and, with label tracking, the instance label.
+func trackingField(p fieldpath.Path) bool {
+	if len(p) != 3 || p[0].FieldName == nil || *p[0].FieldName != "metadata" || p[1].FieldName == nil || p[2].FieldName == nil {
+		return false
+	}
+	switch *p[1].FieldName + "/" + *p[2].FieldName {
+	case "annotations/argocd.argoproj.io/tracking-id", "labels/app.kubernetes.io/instance":
+		return true
 	}
 	return false
 }

@@ -51,6 +51,9 @@ type Options struct {
 	Schema *Schema
 	// Normalizer applies the Application's ignoreDifferences; nil ignores nothing.
 	Normalizer Normalizer
+	// Defaults, when set, fills in Git's object what the API server's defaulting would on a
+	// write (built-in kinds), so a value the server set is not taken for a writer's addition.
+	Defaults func(desired *unstructured.Unstructured) *unstructured.Unstructured
 	// ExtraKinds are the kinds people write by hand, searched for objects not in Git.
 	ExtraKinds []schema.GroupVersionKind
 	// SecretKey keys the HMAC that stands for Secret values in reports (empty: "(redacted)").
@@ -148,7 +151,20 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 	}
 	os := owners(liveObj.GetManagedFields())
 	gk := gvk.GroupKind()
-	res := compareDeclared(dm, l.Object, pt)
+	var defaulted func() map[string]any
+	if opts.Defaults != nil {
+		var dd map[string]any
+		defaulted = func() map[string]any {
+			if dd == nil {
+				dd, _ = pruneNulls(opts.Defaults(d).Object).(map[string]any)
+				if secret {
+					secretData(dd)
+				}
+			}
+			return dd
+		}
+	}
+	res := compareDeclared(dm, l.Object, pt, defaulted)
 	var fields []Field
 	seen := map[string]bool{}
 	for _, rd := range res.diffs {
@@ -163,10 +179,6 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 			// the field would have taken the path out of the applier's set.
 			continue
 		}
-		if rd.atomic && ownedBy(at, opts.Applier) {
-			// Git's atomic value plus keys the API server filled in when the applier wrote it.
-			continue
-		}
 		f := newField(rd)
 		if w := latest(at); w != nil {
 			f.Writer = w.writer()
@@ -177,7 +189,7 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 		}
 		fields = append(fields, f)
 	}
-	for _, rd := range addedFields(gk, dm, l.Object, os, opts, seen) {
+	for _, rd := range addedFields(gk, dm, l.Object, os, opts, seen, defaulted) {
 		f := newField(rd)
 		if w := latest(ownersAt(os, rd.path)); w != nil {
 			f.Writer = w.writer()

@@ -44,7 +44,10 @@ type comparison struct {
 // compareDeclared compares every field desired declares with live, by value, on typed values
 // built from pt (nil: deduced types). A field is changed when live holds another value, removed
 // when live lacks it. Fields live has and desired does not declare are not looked at here.
-func compareDeclared(desired, live map[string]any, pt *typed.ParseableType) comparison {
+//
+// defaulted, when not nil, returns Git's object as the API server's defaulting would store it; it
+// is asked for only when the object is not covered at first sight.
+func compareDeclared(desired, live map[string]any, pt *typed.ParseableType, defaulted func() map[string]any) comparison {
 	var res comparison
 	if pt == nil {
 		pt = &typed.DeducedParseableType
@@ -55,11 +58,16 @@ func compareDeclared(desired, live map[string]any, pt *typed.ParseableType) comp
 		// The common case, without building typed values: every declared field is there and equal.
 		return res
 	}
+	if defaulted != nil {
+		if root.def = defaulted(); covered(desired, live, root) {
+			return res // keys inside atomic values were the server's defaults
+		}
+	}
 	dt, lt, err := typedPair(desired, live, pt)
 	if err != nil && pt != &typed.DeducedParseableType {
 		res.deduced = err.Error()
 		pt = &typed.DeducedParseableType
-		root = cursor{}
+		root = cursor{def: root.def}
 		dt, lt, err = typedPair(desired, live, pt)
 	}
 	var cmp *typed.Comparison
@@ -118,6 +126,8 @@ func compareDeclared(desired, live map[string]any, pt *typed.ParseableType) comp
 // rather than the whole list; the atomic path stays what ownership is looked up on.
 func refine(root fieldpath.Path, d, l any, c cursor) []rawDiff {
 	var out []rawDiff
+	// Inside an atomic value a key live has and Git lacks is a difference too.
+	covered := func(d, l any, c cursor) bool { return covered(d, l, c) && !undeclaredExtras(d, l, c) }
 	var walk func(p fieldpath.Path, d, l any, c cursor) bool
 	walk = func(p fieldpath.Path, d, l any, c cursor) bool {
 		switch dv := d.(type) {
@@ -153,8 +163,8 @@ func refine(root fieldpath.Path, d, l any, c cursor) []rawDiff {
 			if !ok || len(lv) != len(dv) {
 				return false
 			}
-			ic := c.item()
 			for i := range dv {
+				ic := c.itemAt(i)
 				if covered(dv[i], lv[i], ic) {
 					continue
 				}
@@ -223,6 +233,7 @@ func rootCursor(pt *typed.ParseableType) cursor {
 
 // at moves the cursor along a field path.
 func (c cursor) at(p fieldpath.Path) cursor {
+	def, _ := valueAt(c.def, p)
 	for _, pe := range p {
 		if pe.FieldName != nil {
 			c = c.field(*pe.FieldName)
@@ -230,6 +241,7 @@ func (c cursor) at(p fieldpath.Path) cursor {
 			c = c.item()
 		}
 	}
+	c.def = def
 	return c
 }
 
@@ -258,14 +270,14 @@ func CompareRendered(from, to map[string]any, pt *typed.ParseableType) []FieldCh
 	delete(from, "status")
 	delete(to, "status")
 	var out []FieldChange
-	for _, d := range compareDeclared(to, from, pt).diffs {
+	for _, d := range compareDeclared(to, from, pt, nil).diffs {
 		c := FieldChange{Path: Display(d.path), From: d.live, To: d.desired, Change: Changed}
 		if d.change == Removed { // declared in to, absent from from
 			c.Change, c.From = Added, nil
 		}
 		out = append(out, c)
 	}
-	for _, d := range compareDeclared(from, to, pt).diffs {
+	for _, d := range compareDeclared(from, to, pt, nil).diffs {
 		if d.change == Removed {
 			out = append(out, FieldChange{Path: Display(d.path), From: d.desired, Change: Removed})
 		}

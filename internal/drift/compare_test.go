@@ -23,6 +23,7 @@ import (
 var builtins = argocd.StaticSchema([]schema.GroupVersionKind{
 	{Group: "apps", Version: "v1", Kind: "Deployment"}, {Version: "v1", Kind: "Service"},
 	{Version: "v1", Kind: "Secret"}, {Version: "v1", Kind: "ConfigMap"},
+	{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
 })
 
 func parse(t testing.TB, doc string) *unstructured.Unstructured {
@@ -377,4 +378,105 @@ spec:
 	require.Len(t, o.Fields, 1)
 	assert.Equal(t, []any{".metadata.labels", drift.Added, "kubectl-label"}, []any{o.Fields[0].Path, o.Fields[0].Change, o.Fields[0].Manager},
 		"kubectl made the labels map: the map is what it added")
+}
+
+// TestEditsInsideAtomicValuesAndDefaultedKeys are edits a shortcut that lets live carry extra
+// keys would miss: a key added to an atomic map or to an item of an atomic list, a defaulted key
+// field flipped, and fields written under the applier's own name. Each is drift, whoever wrote it.
+func TestEditsInsideAtomicValuesAndDefaultedKeys(t *testing.T) {
+	const svc = `
+apiVersion: v1
+kind: Service
+metadata: {name: s, namespace: ns1}
+spec:
+  selector: {app: s}
+  ports: [{port: 53, targetPort: 53}]
+`
+	const pod = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, namespace: ns1}
+spec:
+  selector: {matchLabels: {app: d}}
+  template:
+    metadata: {labels: {app: d}}
+    spec:
+      nodeSelector: {pool: gpu}
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      containers: [{name: c, image: c:1, env: [{name: A, value: "1"}]}]
+`
+	const netpol = `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: np, namespace: ns1}
+spec:
+  podSelector: {matchLabels: {app: d}}
+  policyTypes: [Ingress]
+`
+	spec := func(l map[string]any) map[string]any { return l["spec"].(map[string]any) }
+	podSpec := func(l map[string]any) map[string]any {
+		return spec(l)["template"].(map[string]any)["spec"].(map[string]any)
+	}
+	cases := []struct {
+		name, git string
+		edit      edit
+		writer    metav1.ManagedFieldsEntry
+		want      []string
+	}{
+		{"key added to a Service selector (atomic map)", svc,
+			func(l map[string]any) { spec(l)["selector"].(map[string]any)["track"] = "shadow" },
+			mf("kubectl-patch", "Update", "", `{"f:spec":{"f:selector":{}}}`),
+			[]string{".spec.selector.track added kubectl-patch"}},
+		{"defaulted key field flipped: 53/TCP became 53/UDP", svc,
+			func(l map[string]any) { spec(l)["ports"].([]any)[0].(map[string]any)["protocol"] = "UDP" },
+			mf("argocd-controller", "Update", "", `{"f:spec":{"f:ports":{"k:{\"port\":53,\"protocol\":\"UDP\"}":{".":{},"f:port":{},"f:protocol":{},"f:targetPort":{}}}}}`),
+			// The applier's item 53/TCP is gone; 53/UDP is another item, which the writer added.
+			[]string{".spec.ports[port=53,protocol=TCP] removed ", ".spec.ports[port=53,protocol=UDP].protocol added argocd-controller"}},
+		{"node pinned by hand (atomic nodeSelector)", pod,
+			func(l map[string]any) { podSpec(l)["nodeSelector"].(map[string]any)["kubernetes.io/hostname"] = "node-7" },
+			mf("kubectl-patch", "Update", "", `{"f:spec":{"f:template":{"f:spec":{"f:nodeSelector":{}}}}}`),
+			[]string{`.spec.template.spec.nodeSelector["kubernetes.io/hostname"] added kubectl-patch`}},
+		{"tolerationSeconds added to the GPU toleration (atomic list)", pod,
+			func(l map[string]any) {
+				podSpec(l)["tolerations"].([]any)[0].(map[string]any)["tolerationSeconds"] = int64(30)
+			},
+			mf("argocd-controller", "Update", "", `{"f:spec":{"f:template":{"f:spec":{"f:tolerations":{}}}}}`),
+			[]string{".spec.template.spec.tolerations[0].tolerationSeconds added argocd-controller"}},
+		{"privileged added under the applier's name", pod,
+			func(l map[string]any) {
+				podSpec(l)["containers"].([]any)[0].(map[string]any)["securityContext"] = map[string]any{"privileged": true}
+			},
+			mf("argocd-controller", "Update", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{"f:securityContext":{".":{},"f:privileged":{}}}}}}}}`),
+			[]string{".spec.template.spec.containers[name=c].securityContext added argocd-controller"}},
+		{"env var server-side applied under the applier's name", pod,
+			func(l map[string]any) {
+				c := podSpec(l)["containers"].([]any)[0].(map[string]any)
+				c["env"] = append(c["env"].([]any), map[string]any{"name": "B", "value": "2"})
+			},
+			mf("argocd-controller", "Apply", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{"f:env":{"k:{\"name\":\"B\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`),
+			[]string{".spec.template.spec.containers[name=c].env[name=B] added argocd-controller"}},
+		{"NetworkPolicy podSelector narrowed (atomic LabelSelector)", netpol,
+			func(l map[string]any) {
+				spec(l)["podSelector"].(map[string]any)["matchLabels"].(map[string]any)["never"] = "matches"
+			},
+			mf("kubectl-edit", "Update", "", `{"f:spec":{"f:podSelector":{}}}`),
+			[]string{".spec.podSelector.matchLabels.never added kubectl-edit"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, l := parse(t, tc.git), parse(t, tc.git)
+			tc.edit(l.Object)
+			l.SetManagedFields([]metav1.ManagedFieldsEntry{tc.writer})
+			opts := drift.DefaultOptions()
+			opts.Schema = builtins
+			o := drift.CompareObject(d, l, nil, &opts)
+			var got []string
+			if o != nil {
+				for _, f := range o.Fields {
+					got = append(got, f.Path+" "+f.Change+" "+f.Manager)
+				}
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
 }

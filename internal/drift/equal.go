@@ -9,31 +9,67 @@ import (
 )
 
 // cursor follows a value through the schema; the zero cursor knows no types (deduced schema).
+// def follows the same position in Git's object as the API server's defaulting would store it
+// (nil when unknown): what it holds there is a default, not a writer's addition.
 type cursor struct {
-	s  *smdschema.Schema
-	tr smdschema.TypeRef
-	ok bool
+	s   *smdschema.Schema
+	tr  smdschema.TypeRef
+	ok  bool
+	def any
 }
 
 // field steps into a map field (or a map's elements when the schema names no such field).
 func (c cursor) field(name string) cursor {
+	var def any
+	if m, ok := c.def.(map[string]any); ok {
+		def = m[name]
+	}
 	a, ok := c.atom()
 	if !ok || a.Map == nil {
-		return cursor{}
+		return cursor{def: def}
 	}
 	if f, ok := a.Map.FindField(name); ok {
-		return cursor{s: c.s, tr: f.Type, ok: true}
+		return cursor{s: c.s, tr: f.Type, ok: true, def: def}
 	}
-	return cursor{s: c.s, tr: a.Map.ElementType, ok: true}
+	return cursor{s: c.s, tr: a.Map.ElementType, ok: true, def: def}
 }
 
-// item steps into a list's items.
+// item steps into a list's items, not knowing which.
 func (c cursor) item() cursor {
 	a, ok := c.atom()
 	if !ok || a.List == nil {
 		return cursor{}
 	}
 	return cursor{s: c.s, tr: a.List.ElementType, ok: true}
+}
+
+// itemAt steps into the list item at position i (Git's order, which defaulting keeps).
+func (c cursor) itemAt(i int) cursor {
+	ic := c.item()
+	if l, ok := c.def.([]any); ok && i < len(l) {
+		ic.def = l[i]
+	}
+	return ic
+}
+
+// atomic says the cursor is on a value the schema makes atomic (x-kubernetes-map-type or
+// list-type atomic): one writer owns it whole, so a key or item live has and Git does not is a
+// difference, not another writer's addition.
+func (c cursor) atomic() bool {
+	a, ok := c.atom()
+	if !ok {
+		return false
+	}
+	return a.Map != nil && a.Map.ElementRelationship == smdschema.Atomic || a.List != nil && a.List.ElementRelationship == smdschema.Atomic
+}
+
+// listKeys returns the key fields of an associative list at the cursor.
+func (c cursor) listKeys() []string {
+	a, ok := c.atom()
+	if !ok || a.List == nil {
+		return nil
+	}
+	return a.List.Keys
 }
 
 // associative says the cursor is on a list whose items are identified by keys or by value
@@ -52,6 +88,11 @@ func (c cursor) atom() (smdschema.Atom, bool) {
 
 // defaultOf returns the schema's default for a field of the map at c.
 func (c cursor) defaultOf(name string) (any, bool) {
+	if m, ok := c.def.(map[string]any); ok {
+		if v, ok := m[name]; ok && v != nil {
+			return v, true
+		}
+	}
 	a, ok := c.atom()
 	if !ok || a.Map == nil {
 		return nil, false
@@ -69,7 +110,14 @@ func (c cursor) quantity() bool { return c.ok && isQuantity(c.tr) }
 // carry more keys in live (judged separately), lists must have the same items in the same
 // order, and scalars are equal — by numeric value where the schema says the field is a Quantity,
 // by value otherwise (8080 and "8080" differ, as they do to the API server's schema).
+//
+// Inside a value the schema makes atomic, live may hold no key Git does not set beyond the
+// schema's defaults. A key field of a keyed list item Git leaves out must hold its default live
+// (Git's port 53 with no protocol is 53/TCP, not 53/UDP).
 func covered(desired, live any, c cursor) bool {
+	if c.atomic() && undeclaredExtras(desired, live, c) {
+		return false
+	}
 	switch d := desired.(type) {
 	case nil:
 		return true
@@ -102,9 +150,10 @@ func covered(desired, live any, c cursor) bool {
 		if len(d) != len(l) {
 			return false
 		}
-		ic := c.item()
+		keys := c.listKeys()
 		for i := range d {
-			if !covered(d[i], l[i], ic) {
+			ic := c.itemAt(i)
+			if !covered(d[i], l[i], ic) || !defaultedKeys(d[i], l[i], keys, ic) {
 				return false
 			}
 		}
@@ -112,6 +161,29 @@ func covered(desired, live any, c cursor) bool {
 	default:
 		return scalarEqual(desired, live, c.quantity())
 	}
+}
+
+// defaultedKeys reports whether every key field the desired item leaves out holds the schema's
+// default in the live item (or the schema has none to check against).
+func defaultedKeys(desired, live any, keys []string, c cursor) bool {
+	d, ok1 := desired.(map[string]any)
+	l, ok2 := live.(map[string]any)
+	if !ok1 || !ok2 {
+		return true
+	}
+	for _, k := range keys {
+		if _, set := d[k]; set {
+			continue
+		}
+		def, ok := c.defaultOf(k)
+		if !ok {
+			continue
+		}
+		if lv, present := l[k]; present && !scalarEqual(def, lv, false) {
+			return false
+		}
+	}
+	return true
 }
 
 // undeclaredExtras reports whether live, inside a value desired covers, holds map keys desired
@@ -139,9 +211,8 @@ func undeclaredExtras(desired, live any, c cursor) bool {
 		}
 	case []any:
 		l, _ := live.([]any)
-		ic := c.item()
 		for i := range d {
-			if i < len(l) && undeclaredExtras(d[i], l[i], ic) {
+			if i < len(l) && undeclaredExtras(d[i], l[i], c.itemAt(i)) {
 				return true
 			}
 		}
