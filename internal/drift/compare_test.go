@@ -433,7 +433,9 @@ spec:
 			// The applier's item 53/TCP is gone; 53/UDP is another item, which the writer added.
 			[]string{".spec.ports[port=53,protocol=TCP] removed ", ".spec.ports[port=53,protocol=UDP].protocol added argocd-controller"}},
 		{"node pinned by hand (atomic nodeSelector)", pod,
-			func(l map[string]any) { podSpec(l)["nodeSelector"].(map[string]any)["kubernetes.io/hostname"] = "node-7" },
+			func(l map[string]any) {
+				podSpec(l)["nodeSelector"].(map[string]any)["kubernetes.io/hostname"] = "node-7"
+			},
 			mf("kubectl-patch", "Update", "", `{"f:spec":{"f:template":{"f:spec":{"f:nodeSelector":{}}}}}`),
 			[]string{`.spec.template.spec.nodeSelector["kubernetes.io/hostname"] added kubectl-patch`}},
 		{"tolerationSeconds added to the GPU toleration (atomic list)", pod,
