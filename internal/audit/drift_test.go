@@ -262,10 +262,21 @@ func TestKubectlDiffOracle(t *testing.T) {
 		`-p=[{"op":"remove","path":"/spec/template/spec/tolerations/0"}]`)
 	f.Kubectl("-n", f.NS("rag"), "delete", "service", "qdrant")
 	f.Kubectl("-n", f.NS("api"), "create", "configmap", "hotfix", "--from-literal=k=v")
+	// A key added to an atomic map: the Service selector now matches no pod Git means.
+	f.Kubectl("-n", f.NS("api"), "patch", "service/rag-api", `-p={"spec":{"selector":{"track":"shadow"}}}`)
+	// Git's own object plus one env var, server-side applied under the applier's name.
+	f.KubectlApplyAsApplier("Deployment", f.NS("inference"), "vllm-qwen", func(o map[string]any) {
+		c := o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+		c["env"] = append(c["env"].([]any), map[string]any{"name": "VLLM_DEBUG", "value": "1"})
+	})
 	rep := f.audit()
 
 	theirs := kubectlDiff(t, f)
-	assert.Empty(t, oracleMismatch(rep, theirs), "field paths differ from kubectl diff --server-side; report:\n%s", dump(rep))
+	assert.Empty(t, oracleMismatch(rep, theirs,
+		// Added by other managers: a server-side apply keeps them, so kubectl diff shows nothing.
+		"Deployment/vllm-llama .spec.template.spec.containers[name=vllm].env[name=EXTRA]",
+		"Service/vllm-llama .metadata.labels.team",
+	), "field paths differ from kubectl diff --server-side; report:\n%s", dump(rep))
 	var objs []string
 	for id := range theirs {
 		objs = append(objs, id)
@@ -273,7 +284,9 @@ func TestKubectlDiffOracle(t *testing.T) {
 	sort.Strings(objs)
 	want := []string{
 		"Deployment/" + f.NS("api") + "/rag-api",                // image
+		"Deployment/" + f.NS("inference") + "/vllm-qwen",        // env var applied as the applier
 		"Deployment/" + f.NS("inference") + "/vllm-qwen-canary", // toleration removed
+		"Service/" + f.NS("api") + "/rag-api",                   // selector key
 		"Service/" + f.NS("rag") + "/qdrant",                    // deleted
 		"StatefulSet/" + f.NS("rag") + "/qdrant",                // replicas
 	}

@@ -165,11 +165,17 @@ func kubectlDiffObjects(t *testing.T, f *fixture) []string {
 
 // oracleMismatch compares the auditor's fields with kubectl diff's paths, object by object, as
 // sets: every path kubectl diff shows must be at, above or below a field the auditor reports, and
-// every reported field must be at, above or below one of kubectl diff's. Fields added by hand and
-// Extra objects are left out: a server-side apply keeps other managers' fields, so kubectl diff
-// cannot see them. The result lists each side's leftovers by object; empty means they agree.
-func oracleMismatch(rep *drift.Report, theirs map[string][]fieldpath.Path) []string {
+// every reported field must be at, above or below one of kubectl diff's. Extra objects are left
+// out (kubectl diff only sees what Git renders). onlyOurs names, as "Kind/name path", the fields
+// the auditor legitimately reports and kubectl diff cannot see: fields another manager added,
+// which a server-side apply keeps. The result lists each side's leftovers; empty means they agree.
+func oracleMismatch(rep *drift.Report, theirs map[string][]fieldpath.Path, onlyOurs ...string) []string {
+	expected := map[string]bool{}
+	for _, e := range onlyOurs {
+		expected[e] = true
+	}
 	ours := map[string][]fieldpath.Path{}
+	var out []string
 	for _, o := range rep.Objects {
 		id := o.Kind + "/" + o.Namespace + "/" + o.Name
 		switch o.Status {
@@ -180,10 +186,15 @@ func oracleMismatch(rep *drift.Report, theirs map[string][]fieldpath.Path) []str
 			continue
 		}
 		for _, fl := range o.Fields {
-			if fl.Change != drift.Added {
-				ours[id] = append(ours[id], fl.FieldPath.Path())
+			if expected[o.Kind+"/"+o.Name+" "+fl.Path] {
+				delete(expected, o.Kind+"/"+o.Name+" "+fl.Path)
+				continue
 			}
+			ours[id] = append(ours[id], fl.FieldPath.Path())
 		}
+	}
+	for e := range expected {
+		out = append(out, "expected only in the auditor but not reported: "+e)
 	}
 	related := func(p fieldpath.Path, set []fieldpath.Path) bool {
 		for _, q := range set {
@@ -193,7 +204,6 @@ func oracleMismatch(rep *drift.Report, theirs map[string][]fieldpath.Path) []str
 		}
 		return false
 	}
-	var out []string
 	for id, paths := range theirs {
 		for _, p := range paths {
 			if !related(p, ours[id]) {

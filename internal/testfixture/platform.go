@@ -195,3 +195,35 @@ func (f *Platform) KubectlEdit(ns, obj, sedExpr string) {
 		f.t.Fatalf("kubectl edit %s: %v\n%s", obj, err, out)
 	}
 }
+
+// KubectlApplyAsApplier server-side applies, with the real kubectl under the applier's field
+// manager name, the object Git renders at the fixture's head (with Argo CD's tracking annotation)
+// after mutate changed it: a hand edit made to look like a sync.
+func (f *Platform) KubectlApplyAsApplier(kind, namespace, name string, mutate func(map[string]any)) {
+	f.t.Helper()
+	for _, o := range f.Rendered(f.Head).Objects {
+		if o.GetKind() != kind || o.GetNamespace() != namespace || o.GetName() != name {
+			continue
+		}
+		o = o.DeepCopy()
+		gvk := o.GroupVersionKind()
+		ann := o.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[testcluster.TrackingAnnotation] = f.App() + ":" + gvk.Group + "/" + gvk.Kind + ":" + namespace + "/" + name
+		o.SetAnnotations(ann)
+		mutate(o.Object)
+		data, err := yaml.Marshal(o.Object)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		file := filepath.Join(f.t.TempDir(), "edited.yaml")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			f.t.Fatal(err)
+		}
+		f.Kubectl("apply", "--server-side", "--field-manager=argocd-controller", "--force-conflicts", "-f", file)
+		return
+	}
+	f.t.Fatalf("%s %s/%s is not in the rendered overlay", kind, namespace, name)
+}
