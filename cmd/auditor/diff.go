@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -119,7 +121,15 @@ func (o *diffOptions) run(ctx context.Context, w io.Writer) error {
 	a.Renders, a.Verdicts = nil, nil
 	if o.cacheDir != "off" && o.cacheDir != "" {
 		a.Renders = render.NewCache(filepath.Join(o.cacheDir, "render"), 4)
-		a.Verdicts = argocd.NewMemo(filepath.Join(o.cacheDir, "verdicts", o.env+".json"))
+		// Secret values stand as HMACs under this user's install key, comparable across runs.
+		if key, err := drift.InstallKey(filepath.Join(o.cacheDir, "secret-hmac.key")); err == nil {
+			a.Options.SecretKey = key
+		}
+		// Per cluster and env: two clusters' verdicts never share a file.
+		cluster := sha256.Sum256([]byte(cfg.Host))
+		a.Verdicts = argocd.MemoPerEnv(func(env string) string {
+			return filepath.Join(o.cacheDir, "verdicts", hex.EncodeToString(cluster[:8])+"-"+env+".json")
+		})
 	}
 	var stages []string
 	if o.timings {

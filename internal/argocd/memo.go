@@ -42,6 +42,23 @@ func NewMemo(path string) *Memo {
 	return m
 }
 
+// MemoPerEnv returns one memo per env, made on first use with the file path(env) names ("" for
+// memory only), so envs audited by one process do not forget each other's verdicts.
+func MemoPerEnv(path func(env string) string) func(env string) *Memo {
+	var mu sync.Mutex
+	memos := map[string]*Memo{}
+	return func(env string) *Memo {
+		mu.Lock()
+		defer mu.Unlock()
+		m, ok := memos[env]
+		if !ok {
+			m = NewMemo(path(env))
+			memos[env] = m
+		}
+		return m
+	}
+}
+
 // argoVersion is the argo-cd module whose diff the verdicts come from.
 var argoVersion = func() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {

@@ -36,8 +36,9 @@ type Auditor struct {
 	// Renders caches renders by what they read (nil: render every time); New gives an in-memory
 	// one, the CLI one on disk.
 	Renders *render.Cache
-	// Verdicts remembers the objects Argo CD's diff found in sync (nil: diff every object).
-	Verdicts *argocd.Memo
+	// Verdicts returns the memo of an env's Argo CD verdicts: the objects its diff found in sync
+	// (nil, or a nil memo: diff every object).
+	Verdicts func(env string) *argocd.Memo
 	// Timing, when set, is told how long each stage of a Run took: git (Application and
 	// revisions), render, live (list and watch), schema, compare, argocd.
 	Timing func(stage string, took time.Duration)
@@ -59,7 +60,7 @@ func New(repo *gitrepo.Repo, cache *live.Cache) *Auditor {
 	}
 	return &Auditor{
 		Repo: repo, Live: cache, Options: opts, AppNamespace: "argocd", Renders: render.NewCache("", 4),
-		Verdicts: argocd.NewMemo(""),
+		Verdicts: argocd.MemoPerEnv(func(string) string { return "" }),
 		AppName:  func(env string) string { return "llm-" + env },
 	}
 }

@@ -22,11 +22,15 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 			lives[i] = l
 		}
 	}
-	verdicts, err := app.OutOfSync(ctx, desired, lives, overrides, a.Verdicts)
+	var memo *argocd.Memo
+	if a.Verdicts != nil {
+		memo = a.Verdicts(rep.Env)
+	}
+	verdicts, err := app.OutOfSync(ctx, desired, lives, overrides, memo)
 	if err != nil {
 		return err
 	}
-	a.Verdicts.Done()
+	memo.Done()
 	argo := map[string]bool{}
 	for i, d := range desired {
 		argo[key(d.GetKind(), d.GetNamespace(), d.GetName())] = verdicts[i].OutOfSync

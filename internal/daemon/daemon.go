@@ -5,7 +5,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,7 +85,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		}
 		d.secret = s
 	}
-	key, err := installKey(filepath.Join(cfg.StateDir, "secret-hmac.key"))
+	key, err := drift.InstallKey(filepath.Join(cfg.StateDir, "secret-hmac.key"))
 	if err != nil {
 		return nil, err
 	}
@@ -129,34 +128,6 @@ func newSink(sc SinkConfig) (report.Sink, error) {
 	default:
 		return report.NewTelegramSink(*sc.Telegram)
 	}
-}
-
-// installKey reads the install's HMAC key for Secret values from path, creating a random one
-// (mode 0600) the first time: HMACs in reports stay comparable across restarts of this install
-// and mean nothing anywhere else.
-func installKey(path string) ([]byte, error) {
-	if key, err := os.ReadFile(path); err == nil && len(key) == 32 {
-		return key, nil
-	} else if err == nil {
-		return nil, fmt.Errorf("secret HMAC key %s: %d bytes, want 32 (remove it to make a new one)", path, len(key))
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("secret HMAC key: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("secret HMAC key %s: %w", path, err)
-	}
-	_, werr := f.Write(key)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		_ = os.Remove(path)
-		return nil, fmt.Errorf("secret HMAC key %s: %w", path, werr)
-	}
-	return key, nil
 }
 
 func (d *Daemon) trackerFile() string { return filepath.Join(d.cfg.StateDir, "drift-state.json") }

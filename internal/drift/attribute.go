@@ -25,14 +25,18 @@ type ControllerRule struct {
 	Kinds []string `json:"kinds,omitempty"`
 	// Paths are JSON pointers (RFC 6901) of the fields, each covering what lies below it.
 	Paths []string `json:"paths"`
+	// Autoscaled restricts the rule to objects a HorizontalPodAutoscaler in their namespace
+	// targets (scaleTargetRef): a scale write under an autoscaler's name to an object no
+	// autoscaler scales is drift.
+	Autoscaled bool `json:"autoscaled,omitempty"`
 }
 
 // DefaultControllers are the platform's controllers and the fields they own: the HPA (run by
 // kube-controller-manager, also behind KEDA) on replicas through the scale subresource, the
 // Deployment controller's revision annotation, Karpenter's drift hashes on its node classes.
 var DefaultControllers = []ControllerRule{
-	{Manager: "kube-controller-manager", Subresource: "scale", Paths: []string{"/spec/replicas"}},
-	{Manager: "keda-operator", Subresource: "scale", Paths: []string{"/spec/replicas"}},
+	{Manager: "kube-controller-manager", Subresource: "scale", Paths: []string{"/spec/replicas"}, Autoscaled: true},
+	{Manager: "keda-operator", Subresource: "scale", Paths: []string{"/spec/replicas"}, Autoscaled: true},
 	{Manager: "kube-controller-manager", Group: "apps", Kinds: []string{"Deployment"},
 		Paths: []string{"/metadata/annotations/deployment.kubernetes.io~1revision"}},
 	{Manager: "karpenter", Group: "karpenter.sh", Kinds: []string{"NodePool"},
@@ -130,7 +134,7 @@ func (o *owner) writer() Writer {
 // addedFields returns the live fields Git does not declare that a writer other than the applier
 // (and other than a controller named for them) set: labels, annotations and spec-like fields,
 // never status or bookkeeping.
-func addedFields(gk schema.GroupKind, desired, live map[string]any, os []*owner, opts *Options, seen map[string]bool, defaulted func() map[string]any) []rawDiff {
+func addedFields(gk schema.GroupKind, ns, name string, desired, live map[string]any, os []*owner, opts *Options, seen map[string]bool, defaulted func() map[string]any) []rawDiff {
 	var out []rawDiff
 	for _, o := range os {
 		// The applier too: after a sync it owns only what Git declares (server-side apply drops
@@ -141,7 +145,7 @@ func addedFields(gk schema.GroupKind, desired, live map[string]any, os []*owner,
 				return
 			}
 			p, ok := firstUndeclared(desired, leaf, o, os)
-			if !ok || seen[p.String()] || opts.controllerOwns(gk, []*owner{o}, p) {
+			if !ok || seen[p.String()] || opts.controllerOwns(gk, ns, name, []*owner{o}, p) {
 				return
 			}
 			v, ok := valueAt(live, p)
@@ -160,16 +164,39 @@ func addedFields(gk schema.GroupKind, desired, live map[string]any, os []*owner,
 	return out
 }
 
-// controllerOwns reports whether one of the owners is a controller the options name for p.
-func (opts *Options) controllerOwns(gk schema.GroupKind, os []*owner, p fieldpath.Path) bool {
+// controllerOwns reports whether one of the owners is a controller the options name for p of
+// the object ns/name.
+func (opts *Options) controllerOwns(gk schema.GroupKind, ns, name string, os []*owner, p fieldpath.Path) bool {
 	for _, o := range os {
 		for _, r := range opts.Controllers {
-			if r.matches(gk, o, p) {
+			if r.matches(gk, o, p) && (!r.Autoscaled || opts.Autoscaled != nil && opts.Autoscaled(gk, ns, name)) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// HPAGVK is the HorizontalPodAutoscaler kind whose scaleTargetRef says what is autoscaled.
+var HPAGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}
+
+// AutoscaledIn returns what Options.Autoscaled asks, answered from the live
+// HorizontalPodAutoscalers (KEDA's ScaledObjects make one too), read once per namespace.
+func AutoscaledIn(live LiveReader) func(gk schema.GroupKind, namespace, name string) bool {
+	targets := map[string]map[string]bool{}
+	return func(gk schema.GroupKind, namespace, name string) bool {
+		t, ok := targets[namespace]
+		if !ok {
+			t = map[string]bool{}
+			for _, h := range live.List(HPAGVK, namespace) {
+				ref, _, _ := unstructured.NestedStringMap(h.Object, "spec", "scaleTargetRef")
+				gv, _ := schema.ParseGroupVersion(ref["apiVersion"])
+				t[gv.Group+"/"+ref["kind"]+"/"+ref["name"]] = true
+			}
+			targets[namespace] = t
+		}
+		return t[gk.Group+"/"+gk.Kind+"/"+name]
+	}
 }
 
 // trackingField is Argo CD's own bookkeeping, which it adds to what Git says when it syncs: the

@@ -51,6 +51,9 @@ type Options struct {
 	Schema *Schema
 	// Normalizer applies the Application's ignoreDifferences; nil ignores nothing.
 	Normalizer Normalizer
+	// Autoscaled says whether an autoscaler targets the object (for ControllerRule.Autoscaled);
+	// Audit answers it from the live HorizontalPodAutoscalers when nil.
+	Autoscaled func(gk schema.GroupKind, namespace, name string) bool
 	// Defaults, when set, fills in Git's object what the API server's defaulting would on a
 	// write (built-in kinds), so a value the server set is not taken for a writer's addition.
 	Defaults func(desired *unstructured.Unstructured) *unstructured.Unstructured
@@ -96,6 +99,9 @@ func Audit(desired []*unstructured.Unstructured, live LiveReader, opts Options) 
 		opts.Now = time.Now
 	}
 	history, _ := live.(VersionHistory)
+	if opts.Autoscaled == nil {
+		opts.Autoscaled = AutoscaledIn(live)
+	}
 	var out []Object
 	for _, d := range desired {
 		gvk := d.GroupVersionKind()
@@ -170,7 +176,7 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 	for _, rd := range res.diffs {
 		seen[rd.path.String()] = true
 		at := ownersAt(os, rd.ownedPath())
-		if opts.controllerOwns(gk, at, rd.ownedPath()) {
+		if opts.controllerOwns(gk, desiredObj.GetNamespace(), desiredObj.GetName(), at, rd.ownedPath()) {
 			continue
 		}
 		if rd.change == Removed && isZero(rd.desired) && ownedBy(at, opts.Applier) {
@@ -189,7 +195,7 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 		}
 		fields = append(fields, f)
 	}
-	for _, rd := range addedFields(gk, dm, l.Object, os, opts, seen, defaulted) {
+	for _, rd := range addedFields(gk, desiredObj.GetNamespace(), desiredObj.GetName(), dm, l.Object, os, opts, seen, defaulted) {
 		f := newField(rd)
 		if w := latest(ownersAt(os, rd.path)); w != nil {
 			f.Writer = w.writer()

@@ -119,6 +119,8 @@ func TestCompareObjectByValue(t *testing.T) {
 		writer  metav1.ManagedFieldsEntry
 		want    []string // path change desired→live manager
 		spelled string   // Git spelling changes applied to desired
+		// autoscaled: an HPA targets the Deployment
+		autoscaled bool
 	}{
 		{name: "in sync after apply"},
 		{name: "quantity spelled differently in Git", spelled: "1000m", want: nil},
@@ -161,8 +163,13 @@ func TestCompareObjectByValue(t *testing.T) {
 			writer: mf("kubectl-edit", "Update", "", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"vllm\"}":{"f:env":{"k:{\"name\":\"VERSION\"}":{"f:value":{}}}}}}}}}`),
 			want:   []string{`.spec.template.spec.containers[name=vllm].env[name=VERSION].value changed 1.10→1.1 kubectl-edit`}},
 		{name: "replicas raised by the HPA through the scale subresource",
-			edit:   func(l map[string]any) { l["spec"].(map[string]any)["replicas"] = int64(5) },
-			writer: mf("kube-controller-manager", "Update", "scale", `{"f:spec":{"f:replicas":{}}}`)},
+			edit:       func(l map[string]any) { l["spec"].(map[string]any)["replicas"] = int64(5) },
+			writer:     mf("kube-controller-manager", "Update", "scale", `{"f:spec":{"f:replicas":{}}}`),
+			autoscaled: true},
+		{name: "a scale write under the HPA's name to an object no HPA targets",
+			edit:   func(l map[string]any) { l["spec"].(map[string]any)["replicas"] = int64(0) },
+			writer: mf("kube-controller-manager", "Update", "scale", `{"f:spec":{"f:replicas":{}}}`),
+			want:   []string{`.spec.replicas changed 2→0 kube-controller-manager`}},
 		{name: "replicas raised by kubectl scale",
 			edit:   func(l map[string]any) { l["spec"].(map[string]any)["replicas"] = int64(5) },
 			writer: mf("kubectl", "Update", "scale", `{"f:spec":{"f:replicas":{}}}`),
@@ -202,6 +209,7 @@ func TestCompareObjectByValue(t *testing.T) {
 			settle(t, l)
 			opts := drift.DefaultOptions()
 			opts.Schema = builtins
+			opts.Autoscaled = func(schema.GroupKind, string, string) bool { return tc.autoscaled }
 			o := drift.CompareObject(d, l, nil, &opts)
 			var got []string
 			if o != nil {

@@ -2,10 +2,14 @@ package drift
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
@@ -64,4 +68,49 @@ func secretData(obj map[string]any) {
 	}
 	obj["data"] = data
 	delete(obj, "stringData")
+}
+
+// InstallKey returns the install's HMAC key for Secret values, kept in the file at path (mode
+// 0600) and made at random the first time, so HMACs in reports stay comparable across runs of
+// one install and mean nothing anywhere else. The file appears whole or not at all (written
+// aside, then linked into place); two processes racing to make it agree on one key.
+func InstallKey(path string) ([]byte, error) {
+	for range 2 {
+		key, err := os.ReadFile(path)
+		switch {
+		case err == nil && len(key) == 32:
+			return key, nil
+		case err == nil:
+			return nil, fmt.Errorf("secret HMAC key %s: %d bytes, want 32 (remove it to make a new one)", path, len(key))
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("secret HMAC key: %w", err)
+		}
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("secret HMAC key: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("secret HMAC key: %w", err)
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(path), ".hmac-key-*")
+		if err != nil {
+			return nil, fmt.Errorf("secret HMAC key: %w", err)
+		}
+		_, werr := tmp.Write(key)
+		if cerr := tmp.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr == nil {
+			werr = os.Link(tmp.Name(), path)
+		}
+		_ = os.Remove(tmp.Name())
+		if werr == nil {
+			return key, nil
+		}
+		if !errors.Is(werr, os.ErrExist) {
+			return nil, fmt.Errorf("secret HMAC key %s: %w", path, werr)
+		}
+		// Another process made it first: read theirs.
+	}
+	return nil, fmt.Errorf("secret HMAC key %s: could not be read or made", path)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -134,7 +135,9 @@ func (s Source) RenderCached(env string, c *Cache) (*Result, error) {
 		return nil, err
 	}
 	c.count(func(s *CacheStats) { s.Rendered++ })
-	c.store(res, rec.recorded())
+	if !rec.remote {
+		c.store(res, rec.recorded())
+	}
 	return res, nil
 }
 
@@ -327,6 +330,22 @@ type recordingFS struct {
 	root   string
 	mu     sync.Mutex
 	probes map[string]string
+	// remote: a kustomization read may reach outside the repository (a URL or Git remote in
+	// resources, components, openapi, crds; a Helm chart): what it fetches leaves no probe, so
+	// the render is not cached.
+	remote bool
+}
+
+// remoteRef matches what makes kustomize read outside the filesystem.
+var remoteRef = regexp.MustCompile(`://|git@|github\.com/|gitlab\.com/|bitbucket\.org/|helmCharts:|helmGlobals:`)
+
+// kustomizationFile reports whether a path is one kustomize reads as a kustomization.
+func kustomizationFile(p string) bool {
+	switch filepath.Base(p) {
+	case "kustomization.yaml", "kustomization.yml", "Kustomization":
+		return true
+	}
+	return false
 }
 
 func (r *recordingFS) note(kind, p string) {
@@ -353,7 +372,13 @@ func (r *recordingFS) Open(p string) (filesys.File, error) {
 
 func (r *recordingFS) ReadFile(p string) ([]byte, error) {
 	r.note(probeRead, p)
-	return r.FileSystem.ReadFile(p)
+	data, err := r.FileSystem.ReadFile(p)
+	if err == nil && kustomizationFile(p) && remoteRef.Match(data) {
+		r.mu.Lock()
+		r.remote = true
+		r.mu.Unlock()
+	}
+	return data, err
 }
 
 func (r *recordingFS) Exists(p string) bool {

@@ -106,3 +106,32 @@ func TestRenderCacheByWhatTheRenderRead(t *testing.T) {
 	same(uncached(third), renderAt(cold, third))
 	assert.Equal(t, CacheStats{Rendered: 1}, cold.Stats())
 }
+
+// TestRenderReachingOutsideIsNotCached: a kustomization that names a URL (a remote base, file or
+// Helm chart) fetches what no probe records, so its render is never reused.
+func TestRenderReachingOutsideIsNotCached(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{}
+	for k, v := range miniRepo {
+		files[k] = v
+	}
+	// The check is conservative: a URL anywhere in a kustomization (here a comment, as no network
+	// is at hand to fetch a real one) keeps its render out of the cache.
+	files["overlays/prod/kustomization.yaml"] = "resources: [../../base/app]\n# upstream: https://example.com/cm.yaml\n"
+	writeTree(t, dir, files)
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-qm", "first")
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	c := NewCache(t.TempDir(), 4)
+	for range 2 {
+		snap, err := repo.Snapshot("HEAD")
+		require.NoError(t, err)
+		src, err := FromSnapshot(snap)
+		require.NoError(t, err)
+		_, err = src.RenderCached("prod", c)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, CacheStats{Rendered: 2}, c.Stats(), "rendered twice, never from the cache")
+}
