@@ -198,8 +198,8 @@ func progressed(d *appsv1.Deployment) bool {
 
 // TestAutoscalerIsNotDriftKubectlScaleIs: Git declares replicas: 1 and an HPA (min 2, max 3)
 // scales the Deployment. The real HPA, run by kube-controller-manager through the scale
-// subresource, is a controller named for that field: not drift. A person's `kubectl scale` on
-// the same field afterwards is.
+// subresource, is a controller named for that field of an object it targets: not drift to the
+// auditor's comparison. A person's `kubectl scale` on the same field afterwards is.
 func TestAutoscalerIsNotDriftKubectlScaleIs(t *testing.T) {
 	f := newFixture(t)
 	api := f.NS("api")
@@ -244,11 +244,21 @@ spec:
 		return *d.Spec.Replicas
 	}
 	require.Eventually(t, func() bool { return replicas() == 2 }, time.Minute, 200*time.Millisecond, "the HPA did not raise replicas to its minimum")
+	// The auditor's own comparison excuses the HPA. Argo CD's does not — an Application that
+	// declares replicas under an HPA without ignoreDifferences shows OutOfSync, and selfHeal
+	// would fight the HPA — so the object is reported as Argo CD's alone, with the field.
 	rep := f.audit()
-	assert.Empty(t, changes(rep, "Deployment/scaled"), "the HPA's replicas reported as drift:\n%s", dump(rep))
+	o := object(t, rep, "Deployment", "scaled")
+	require.NotNil(t, o.ArgoCD)
+	assert.True(t, o.ArgoCD.OutOfSync)
+	assert.Contains(t, o.Note, "Argo CD's diff reports OutOfSync where the auditor's comparison found no difference")
+	assert.Equal(t, []change{{"Deployment/scaled", ".spec.replicas", drift.Changed, int64(1), int64(2), "kube-controller-manager"}},
+		changes(rep, "Deployment/scaled"))
 
 	f.Kubectl("-n", api, "scale", "deployment/scaled", "--replicas=3") // within the HPA's range: it keeps it
 	rep = f.audit()
-	fl := field(t, rep, object(t, rep, "Deployment", "scaled"), ".spec.replicas")
+	o = object(t, rep, "Deployment", "scaled")
+	assert.Empty(t, o.Note, "the auditor's own comparison flags it now")
+	fl := field(t, rep, o, ".spec.replicas")
 	assert.Equal(t, []any{"kubectl", "scale", int64(1), int64(3)}, []any{fl.Manager, fl.Subresource, fl.Desired, fl.Live})
 }

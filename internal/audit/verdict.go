@@ -64,7 +64,8 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 		if p, l := verdicts[i].Predicted, verdicts[i].Live; p != nil && l != nil {
 			pu := &unstructured.Unstructured{Object: p}
 			plain := *opts
-			plain.Normalizer = nil // Argo CD's sides are normalised already
+			plain.Normalizer = nil  // Argo CD's sides are normalised already
+			plain.Controllers = nil // show every field Argo CD's sides differ in, a controller's too
 			if m := drift.CompareObject(pu, &unstructured.Unstructured{Object: l}, nil, &plain); m != nil {
 				o.Fields = m.Fields
 			}
