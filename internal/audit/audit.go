@@ -84,11 +84,20 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 		return nil, err
 	}
 	lap("git")
+	// While kustomize renders (one core), list and watch the kinds every env has and fetch their
+	// schema documents on the other: the audit then waits only for kinds the render adds.
+	prefetched := make(chan struct{})
+	go func() {
+		defer close(prefetched)
+		prefetch(ctx, a.Live, a.Options.ExtraKinds)
+	}()
 	res, err := a.render(req.Env, desired)
 	if err != nil {
+		<-prefetched
 		return nil, err
 	}
 	lap("render")
+	<-prefetched
 	destNS := ""
 	if app != nil {
 		destNS = app.DestinationNamespace
@@ -287,4 +296,21 @@ func (a *Auditor) stopwatch() func(stage string) {
 		}
 		last = now
 	}
+}
+
+// prefetch starts watching kinds and fetches their group-versions' schema documents; errors are
+// left to the audit's own calls, which ask again.
+func prefetch(ctx context.Context, c *live.Cache, kinds []schema.GroupVersionKind) {
+	if err := c.Watch(ctx, nil, kinds); err != nil {
+		return
+	}
+	seen := map[schema.GroupVersion]bool{}
+	var gvs []schema.GroupVersion
+	for _, k := range kinds {
+		if gv := k.GroupVersion(); !seen[gv] {
+			seen[gv] = true
+			gvs = append(gvs, gv)
+		}
+	}
+	_, _, _ = c.OpenAPIModels(ctx, gvs)
 }

@@ -2,6 +2,7 @@ package drift_test
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
@@ -88,9 +89,9 @@ func judged(k string) bool { return k != "apiVersion" && k != "kind" }
 func countLeaves(v any, n *int) {
 	switch x := v.(type) {
 	case map[string]any:
-		for k, e := range x {
+		for _, k := range keysOf(x) {
 			if judged(k) {
-				countLeavesIn(e, n)
+				countLeavesIn(x[k], n)
 			}
 		}
 	}
@@ -99,8 +100,8 @@ func countLeaves(v any, n *int) {
 func countLeavesIn(v any, n *int) {
 	switch x := v.(type) {
 	case map[string]any:
-		for _, e := range x {
-			countLeavesIn(e, n)
+		for _, k := range keysOf(x) {
+			countLeavesIn(x[k], n)
 		}
 	case []any:
 		for _, e := range x {
@@ -115,11 +116,11 @@ func countLeavesIn(v any, n *int) {
 // mutateLeaf changes the n-th leaf (in the order countLeaves visits) to a different value.
 func mutateLeaf(v any, n *int) {
 	if m, ok := v.(map[string]any); ok {
-		for k, e := range m {
+		for _, k := range keysOf(m) {
 			if !judged(k) {
 				continue
 			}
-			if nv, done := mutateIn(e, n); done {
+			if nv, done := mutateIn(m[k], n); done {
 				m[k] = nv
 				return
 			}
@@ -130,8 +131,8 @@ func mutateLeaf(v any, n *int) {
 func mutateIn(v any, n *int) (any, bool) {
 	switch x := v.(type) {
 	case map[string]any:
-		for k, e := range x {
-			if nv, done := mutateIn(e, n); done {
+		for _, k := range keysOf(x) {
+			if nv, done := mutateIn(x[k], n); done {
 				x[k] = nv
 				return x, true
 			}
@@ -161,4 +162,14 @@ func mutateIn(v any, n *int) (any, bool) {
 		}
 	}
 	return v, false
+}
+
+// keysOf returns a map's keys sorted, so a failing input picks the same leaf when replayed.
+func keysOf(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -29,6 +29,7 @@ type Cache struct {
 	mapper    meta.ResettableRESTMapper
 	factory   dynamicinformer.DynamicSharedInformerFactory
 	mu        sync.RWMutex
+	watchMu   sync.Mutex // serialises starting informers
 	informers map[schema.GroupVersionKind]cache.SharedIndexInformer
 	ctx       context.Context
 	history   history
@@ -100,12 +101,15 @@ func (c *Cache) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) 
 // Watch starts informers for the kinds (required ones fail with a *KindError when not served;
 // optional ones are skipped) and waits until their caches are synced.
 func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVersionKind) error {
-	var started []cache.InformerSynced
+	// Concurrent calls (an audit prefetching the usual kinds while it renders) each wait for
+	// every kind they name, whoever started its informer.
+	var synced []cache.InformerSynced
 	add := func(gvk schema.GroupVersionKind, must bool) error {
 		c.mu.RLock()
-		_, ok := c.informers[gvk]
+		inf, ok := c.informers[gvk]
 		c.mu.RUnlock()
 		if ok {
+			synced = append(synced, inf.HasSynced)
 			return nil
 		}
 		m, err := c.Mapping(gvk)
@@ -115,14 +119,20 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 			}
 			return nil
 		}
-		inf := c.factory.ForResource(m.Resource).Informer()
+		c.watchMu.Lock()
+		defer c.watchMu.Unlock()
+		if inf, ok := c.informers[gvk]; ok { // added meanwhile
+			synced = append(synced, inf.HasSynced)
+			return nil
+		}
+		inf = c.factory.ForResource(m.Resource).Informer()
 		if _, err := inf.AddEventHandler(c.history.handler()); err != nil {
 			return fmt.Errorf("watch %s: %w", gvk.Kind, err)
 		}
 		c.mu.Lock()
 		c.informers[gvk] = inf
 		c.mu.Unlock()
-		started = append(started, inf.HasSynced)
+		synced = append(synced, inf.HasSynced)
 		return nil
 	}
 	for _, gvk := range required {
@@ -136,7 +146,7 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 		}
 	}
 	c.factory.Start(c.ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), started...) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return fmt.Errorf("live cache did not sync: %w", context.Cause(ctx))
 	}
 	return nil

@@ -193,6 +193,7 @@ func benchEndToEnd(b *testing.B, n int) {
 			out := run(b, bin, append(diff, "--cache-dir=off", "--timings")...)
 			total += time.Since(start)
 			rendered += stage(b, lastStderr, "render")
+			b.Log(strings.TrimSpace(lastStderr))
 			ours = reported(b, out)
 		}
 		// The render inside the same process, and what the rest of the audit adds to it: Git
