@@ -12,7 +12,7 @@ COMMIT       := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS      := -X github.com/llm-gitops/platform/internal/version.Commit=$(COMMIT)
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build tools test vet unit demo cluster-up cluster-down bench fmt clean help
+.PHONY: all build tools test vet unit demo cluster-up cluster-down bench fuzz fmt clean help
 
 all: build
 
@@ -35,6 +35,14 @@ test: tools vet ## vet and every test against the real API server
 
 bench: tools ## benchmarks against the real API server
 	go test -run '^$$' -bench . -benchmem -timeout 60m ./...
+
+FUZZTIME ?= 30s
+fuzz: ## run every fuzz target for FUZZTIME (the minimizer stalls on this toolchain: minimizing is off)
+	@for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' internal | xargs -n1 dirname | sort -u); do \
+	  for f in $$(grep -h '^func Fuzz' $$pkg/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9]*\).*/\1/'); do \
+	    echo ">>> $$pkg $$f"; go test ./$$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 -parallel 1 || exit 1; \
+	  done; \
+	done
 
 demo: tools build ## the main job on a local real cluster and a local Git repository
 	@hack/demo.sh

@@ -63,6 +63,8 @@ func compareDeclared(desired, live map[string]any, pt *typed.ParseableType, defa
 			return res // keys inside atomic values were the server's defaults
 		}
 	}
+	// The slow path: an explicit null is no value (the API server stores none; Git's are pruned).
+	live, _ = pruneNulls(live).(map[string]any)
 	dt, lt, err := typedPair(desired, live, pt)
 	if err != nil && pt != &typed.DeducedParseableType {
 		res.deduced = err.Error()

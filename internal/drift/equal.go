@@ -179,7 +179,7 @@ func defaultedKeys(desired, live any, keys []string, c cursor) bool {
 		if !ok {
 			continue
 		}
-		if lv, present := l[k]; present && !scalarEqual(def, lv, false) {
+		if lv, present := l[k]; present && lv != nil && !scalarEqual(def, lv, false) {
 			return false
 		}
 	}

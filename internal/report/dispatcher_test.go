@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func fastConfig() DispatcherConfig {
@@ -39,7 +41,7 @@ func keyCounts(t *testing.T, bodies [][]byte) map[string]int {
 
 func slackTo(t *testing.T, rcv *receiver, timeout time.Duration) *SlackSink {
 	t.Helper()
-	s, err := NewSlackSink(SlackConfig{URLFile: secretFile(t, rcv.URL+"/hook/"+hookSecret), Timeout: timeout})
+	s, err := NewSlackSink(SlackConfig{URLFile: secretFile(t, rcv.URL+"/hook/"+hookSecret), Timeout: metav1.Duration{Duration: timeout}})
 	if err != nil {
 		t.Fatal(err)
 	}

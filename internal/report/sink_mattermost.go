@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // MattermostConfig configures a Mattermost incoming-webhook sink. The webhook URL is a secret:
@@ -16,8 +17,8 @@ type MattermostConfig struct {
 	URLEnv   string `json:"urlEnv,omitempty"`
 	Username string `json:"username,omitempty"`
 	IconURL  string `json:"iconURL,omitempty"`
-	// Timeout bounds one request; default 15s. Ignored when Client is set.
-	Timeout time.Duration `json:"timeout,omitempty"`
+	// Timeout bounds one request ("15s"); default 15s. Ignored when Client is set.
+	Timeout metav1.Duration `json:"timeout,omitempty"`
 	// Client overrides the HTTP client (tests).
 	Client *http.Client `json:"-"`
 }
@@ -36,7 +37,7 @@ func NewMattermostSink(cfg MattermostConfig) (*MattermostSink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &MattermostSink{httpSink: newHTTPSink("mattermost", cfg.Client, cfg.Timeout), url: u, username: cfg.Username, iconURL: cfg.IconURL}
+	s := &MattermostSink{httpSink: newHTTPSink("mattermost", cfg.Client, cfg.Timeout.Duration), url: u, username: cfg.Username, iconURL: cfg.IconURL}
 	s.secrets = []string{u}
 	return s, nil
 }
@@ -95,7 +96,9 @@ func MattermostPayload(m Message, username, iconURL string) map[string]any {
 	return p
 }
 
-// mdEscape backslash-escapes the characters markdown would interpret in plain text.
+// mdEscape backslash-escapes the characters markdown would interpret in plain text, and breaks
+// mentions: a drifted value "@channel" or "@alice" must not ping anyone, so a zero-width space
+// follows each "@".
 func mdEscape(s string) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -104,5 +107,9 @@ func mdEscape(s string) string {
 		}
 		b.WriteRune(r)
 	}
-	return b.String()
+	return breakMentions(b.String())
 }
+
+// breakMentions puts a zero-width space after every "@", so chat shows "@channel" or "@alice"
+// as typed but notifies nobody. Code blocks keep their text: no chat parses mentions there.
+func breakMentions(s string) string { return strings.ReplaceAll(s, "@", "@\u200b") }

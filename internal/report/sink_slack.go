@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // SlackConfig configures a Slack incoming-webhook sink. The webhook URL is a secret: it is read
@@ -14,8 +15,8 @@ import (
 type SlackConfig struct {
 	URLFile string `json:"urlFile,omitempty"`
 	URLEnv  string `json:"urlEnv,omitempty"`
-	// Timeout bounds one request; default 15s. Ignored when Client is set.
-	Timeout time.Duration `json:"timeout,omitempty"`
+	// Timeout bounds one request ("15s"); default 15s. Ignored when Client is set.
+	Timeout metav1.Duration `json:"timeout,omitempty"`
 	// Client overrides the HTTP client (tests).
 	Client *http.Client `json:"-"`
 }
@@ -32,7 +33,7 @@ func NewSlackSink(cfg SlackConfig) (*SlackSink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &SlackSink{httpSink: newHTTPSink("slack", cfg.Client, cfg.Timeout), url: u}
+	s := &SlackSink{httpSink: newHTTPSink("slack", cfg.Client, cfg.Timeout.Duration), url: u}
 	s.secrets = []string{u}
 	return s, nil
 }

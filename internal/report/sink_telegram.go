@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf16"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TelegramConfig configures a Telegram Bot API sink. The bot token is a secret: it is read from
@@ -22,8 +24,8 @@ type TelegramConfig struct {
 	ChatID string `json:"chatID"`
 	// BaseURL is the Bot API endpoint; default https://api.telegram.org.
 	BaseURL string `json:"baseURL,omitempty"`
-	// Timeout bounds one request; default 15s. Ignored when Client is set.
-	Timeout time.Duration `json:"timeout,omitempty"`
+	// Timeout bounds one request ("15s"); default 15s. Ignored when Client is set.
+	Timeout metav1.Duration `json:"timeout,omitempty"`
 	// Client overrides the HTTP client (tests).
 	Client *http.Client `json:"-"`
 }
@@ -49,7 +51,7 @@ func NewTelegramSink(cfg TelegramConfig) (*TelegramSink, error) {
 		base = "https://api.telegram.org"
 	}
 	s := &TelegramSink{
-		httpSink: newHTTPSink("telegram", cfg.Client, cfg.Timeout),
+		httpSink: newHTTPSink("telegram", cfg.Client, cfg.Timeout.Duration),
 		endpoint: strings.TrimRight(base, "/") + "/bot" + tok + "/sendMessage",
 		chatID:   cfg.ChatID,
 	}
@@ -108,7 +110,7 @@ const TelegramMaxLen = 4096
 // UTF-16 code units of HTML (more than the text Telegram counts after parsing tags) (a single longer line is itself split).
 func TelegramPayloads(m Message, chatID string) []map[string]any {
 	var blocks []string
-	blocks = append(blocks, "<b>"+html.EscapeString(m.Title)+"</b>")
+	blocks = append(blocks, "<b>"+html.EscapeString(breakMentions(m.Title))+"</b>")
 	for _, l := range m.Lines {
 		label := ""
 		if l.Label != "" {
@@ -129,7 +131,7 @@ func TelegramPayloads(m Message, chatID string) []map[string]any {
 			if label != "" {
 				prefix = label + " "
 			}
-			parts := splitEscaped(l.Text, TelegramMaxLen-u16len(prefix))
+			parts := splitEscaped(breakMentions(l.Text), TelegramMaxLen-u16len(prefix))
 			for i, part := range parts {
 				if i == 0 {
 					part = prefix + part

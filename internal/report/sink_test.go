@@ -2,11 +2,16 @@ package report
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llm-gitops/platform/internal/drift"
 )
@@ -104,10 +109,10 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		url  string
 	}{{"500", down, down.URL}, {"refused", nil, closedURL}, {"timeout", stall, stall.URL}} {
 		t.Run(tc.name, func(t *testing.T) {
-			slack, _ := NewSlackSink(SlackConfig{URLFile: secretFile(t, tc.url+"/slack/"+hookSecret), Timeout: 200 * time.Millisecond})
+			slack, _ := NewSlackSink(SlackConfig{URLFile: secretFile(t, tc.url+"/slack/"+hookSecret), Timeout: metav1.Duration{Duration: 200 * time.Millisecond}})
 			t.Setenv("TEST_MM_HOOK", tc.url+"/hooks/"+hookSecret)
-			mm, _ := NewMattermostSink(MattermostConfig{URLEnv: "TEST_MM_HOOK", Timeout: 200 * time.Millisecond})
-			tg, _ := NewTelegramSink(TelegramConfig{TokenFile: secretFile(t, botToken), ChatID: "1", BaseURL: tc.url, Timeout: 200 * time.Millisecond})
+			mm, _ := NewMattermostSink(MattermostConfig{URLEnv: "TEST_MM_HOOK", Timeout: metav1.Duration{Duration: 200 * time.Millisecond}})
+			tg, _ := NewTelegramSink(TelegramConfig{TokenFile: secretFile(t, botToken), ChatID: "1", BaseURL: tc.url, Timeout: metav1.Duration{Duration: 200 * time.Millisecond}})
 			for _, s := range []Sink{slack, mm, tg} {
 				err := s.Send(context.Background(), Message{ID: "x", Title: "t"})
 				if err == nil {
@@ -210,6 +215,46 @@ func TestReadSecret(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
 			t.Errorf("error leaks the value: %v", err)
+		}
+	}
+}
+
+// TestMentionsInDriftedValuesPingNobody: a value someone typed into the cluster reaches chat as
+// text, never as a mention in the syntax each chat parses outside code blocks: Slack's <!here>,
+// Mattermost's and Telegram's @channel / @alice.
+func TestMentionsInDriftedValuesPingNobody(t *testing.T) {
+	f := at(drift.Field{Live: "@channel <!here> @alice", Change: drift.Added, Writer: kubectlEdit}, "metadata", "annotations", "note")
+	msg := DriftMessage(Items(report("dev", rev, deployment(f)))[0], testOptions())
+	outsideCode := map[string]*regexp.Regexp{
+		"slack":      regexp.MustCompile("(?s)```.*?```"),
+		"mattermost": regexp.MustCompile("(?s)```.*?```"),
+		"telegram":   regexp.MustCompile("(?s)<pre>.*?</pre>"),
+	}
+	mentions := map[string][]string{
+		"slack":      {"<!here>", "<!channel>"},
+		"mattermost": {"@channel", "@alice"},
+		"telegram":   {"@channel", "@alice"},
+	}
+	rcv := newReceiver(t, nil)
+	for _, s := range sinks(t, rcv) {
+		before := len(rcv.received())
+		if err := s.Send(context.Background(), msg); err != nil {
+			t.Fatal(err)
+		}
+		for _, body := range rcv.received()[before:] {
+			var payload map[string]any
+			if err := json.Unmarshal(body, &payload); err != nil {
+				t.Fatal(err)
+			}
+			text := outsideCode[s.Name()].ReplaceAllString(fmt.Sprint(payload), "")
+			if !strings.Contains(text, "channel") {
+				t.Fatalf("%s: the value is not in the message at all:\n%s", s.Name(), text)
+			}
+			for _, mention := range mentions[s.Name()] {
+				if strings.Contains(text, mention) {
+					t.Errorf("%s: the payload carries %q as a live mention:\n%s", s.Name(), mention, text)
+				}
+			}
 		}
 	}
 }
