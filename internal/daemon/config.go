@@ -41,8 +41,11 @@ type Config struct {
 	Debounce Duration `json:"debounce,omitempty"`
 	// FoldWindow folds drift that follows a first report into one digest (default 10s).
 	FoldWindow Duration `json:"foldWindow,omitempty"`
-	// Webhook authenticates POST /api/v1/git-webhook (GitHub HMAC or GitLab token).
-	Webhook WebhookConfig `json:"webhook,omitempty"`
+	// Webhook enables POST /api/v1/git-webhook, authenticated by a shared secret (GitHub HMAC or
+	// GitLab token); absent, Git is fetched on the interval only.
+	Webhook *WebhookConfig `json:"webhook,omitempty"`
+	// API guards /api/v1/drift and /api/v1/status, which show live values.
+	API APIConfig `json:"api,omitempty"`
 	// LeaderElection makes only one replica post.
 	LeaderElection LeaderElectionConfig `json:"leaderElection,omitempty"`
 	// Sinks are the chat destinations.
@@ -82,10 +85,29 @@ func (c *Config) controllersFor(env string) []drift.ControllerRule {
 	return out
 }
 
-// WebhookConfig names where the shared secret is.
+// WebhookConfig names where the shared secret is. A webhook without one is refused unless
+// Insecure says to accept any push (a fetch is all a push can cause).
 type WebhookConfig struct {
 	SecretFile string `json:"secretFile,omitempty"`
 	SecretEnv  string `json:"secretEnv,omitempty"`
+	Insecure   bool   `json:"insecure,omitempty"`
+}
+
+// API authentication modes.
+const (
+	// APIAuthKubernetes checks the bearer token with a TokenReview and the user's right to GET
+	// the path with a SubjectAccessReview (nonResourceURLs), as kube-rbac-proxy does.
+	APIAuthKubernetes = "kubernetes"
+	// APIAuthToken compares the bearer token with the one in TokenFile.
+	APIAuthToken = "token"
+	// APIAuthNone leaves the API open.
+	APIAuthNone = "none"
+)
+
+// APIConfig says how API callers authenticate: auth is kubernetes (the default), token or none.
+type APIConfig struct {
+	Auth      string `json:"auth,omitempty"`
+	TokenFile string `json:"tokenFile,omitempty"`
 }
 
 // LeaderElectionConfig configures the Lease lock.
@@ -194,6 +216,20 @@ func (c *Config) validate() error {
 			return fmt.Errorf("sinks[%d]: a unique name is required", i)
 		}
 		seen[s.Name] = true
+	}
+	if w := c.Webhook; w != nil && w.SecretFile == "" && w.SecretEnv == "" && !w.Insecure {
+		return fmt.Errorf("webhook: a secret is required (secretFile or secretEnv); set insecure: true to accept unauthenticated pushes")
+	}
+	switch c.API.Auth {
+	case "":
+		c.API.Auth = APIAuthKubernetes
+	case APIAuthKubernetes, APIAuthNone:
+	case APIAuthToken:
+		if c.API.TokenFile == "" {
+			return fmt.Errorf("api: auth token needs tokenFile")
+		}
+	default:
+		return fmt.Errorf("api: auth %q (want kubernetes, token or none)", c.API.Auth)
 	}
 	for i, r := range c.Controllers {
 		if r.Manager == "" {

@@ -40,16 +40,19 @@ func TestShippedConfigLoads(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	cases := map[string]string{
-		"repo is required":       "envs: [prod]\nstateDir: /tmp/x\n",
-		"exactly one of":         "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nsinks: [{name: a}]\n",
-		"unknown field":          "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nsinkz: []\n",
-		"duration \"soon\"":      "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nfetchInterval: soon\n",
-		"stateDir is required":   "repo: x\nenvs: [prod]\n",
-		"at least one environm":  "repo: x\nstateDir: /tmp/x\n",
-		"manager is required":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{paths: [/spec/replicas]}]\n",
-		"not a JSON pointer":     "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [spec.replicas]}]\n",
-		`env "qa" is not one`:    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [/spec], envs: [qa]}]\n",
-		"unknown field \"path\"": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, path: /spec}]\n",
+		"repo is required":              "envs: [prod]\nstateDir: /tmp/x\n",
+		"exactly one of":                "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nsinks: [{name: a}]\n",
+		"unknown field":                 "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nsinkz: []\n",
+		"duration \"soon\"":             "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nfetchInterval: soon\n",
+		"stateDir is required":          "repo: x\nenvs: [prod]\n",
+		"at least one environm":         "repo: x\nstateDir: /tmp/x\n",
+		"manager is required":           "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{paths: [/spec/replicas]}]\n",
+		"not a JSON pointer":            "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [spec.replicas]}]\n",
+		`env "qa" is not one`:           "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [/spec], envs: [qa]}]\n",
+		"webhook: a secret is required": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nwebhook: {}\n",
+		"auth token needs tokenFile":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: token}\n",
+		`auth "magic"`:                  "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: magic}\n",
+		"unknown field \"path\"":        "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, path: /spec}]\n",
 	}
 	for want, doc := range cases {
 		file := filepath.Join(t.TempDir(), "c.yaml")

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -56,6 +57,7 @@ type Daemon struct {
 	notifier    *report.Notifier
 	dispatchers []*report.Dispatcher
 	secret      string
+	authorize   func(*http.Request) (int, string)
 
 	leader    atomic.Bool
 	decided   chan struct{} // closed once the first leader is known
@@ -78,13 +80,18 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	if cfg.Webhook.SecretFile != "" || cfg.Webhook.SecretEnv != "" {
-		s, err := report.ReadSecret("git webhook secret", cfg.Webhook.SecretFile, cfg.Webhook.SecretEnv)
+	if w := cfg.Webhook; w != nil && (w.SecretFile != "" || w.SecretEnv != "") {
+		s, err := report.ReadSecret("git webhook secret", w.SecretFile, w.SecretEnv)
 		if err != nil {
 			return nil, err
 		}
 		d.secret = s
 	}
+	authorize, err := apiAuth(cfg.API, restCfg)
+	if err != nil {
+		return nil, err
+	}
+	d.authorize = authorize
 	key, err := drift.InstallKey(filepath.Join(cfg.StateDir, "secret-hmac.key"))
 	if err != nil {
 		return nil, err

@@ -38,7 +38,12 @@ func (d *Daemon) serveHTTP(ctx context.Context) error {
 	}
 	d.addr = ln.Addr().String()
 	close(d.listening)
-	srv := &http.Server{Handler: server.New(backend{d}, d.metrics.reg, d.secret), ReadHeaderTimeout: 10 * time.Second}
+	opts := server.Options{Authorize: d.authorize}
+	if d.cfg.Webhook != nil {
+		opts.Webhook = &server.WebhookOptions{Secret: d.secret}
+	}
+	srv := &http.Server{Handler: server.New(backend{d}, d.metrics.reg, opts),
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -111,6 +111,7 @@ func (h *harness) config(stateDir string) *Config {
 	cfg := &Config{
 		Repo: h.p.Dir, Envs: []string{"prod"}, Kubeconfig: cluster.Kubeconfig, AppNamePrefix: h.p.Prefix + "-llm-",
 		StateDir: stateDir, Listen: "127.0.0.1:0", ArgoCDURL: "https://argocd.example.com",
+		API:           APIConfig{Auth: APIAuthNone}, // TestAPIRequiresKubernetesAuth covers the default
 		FetchInterval: Duration{time.Minute}, Debounce: Duration{20 * time.Millisecond}, FoldWindow: Duration{300 * time.Millisecond},
 		Dispatch: DispatchConfig{BackoffBase: Duration{50 * time.Millisecond}, BackoffMax: Duration{200 * time.Millisecond}, Rate: 100, Burst: 100},
 		Sinks: []SinkConfig{

@@ -36,9 +36,38 @@ type Backend interface {
 	TriggerFetch()
 }
 
-// New returns the handler. secret, when not empty, authenticates the webhook.
-func New(b Backend, reg *prometheus.Registry, secret string) http.Handler {
+// Options say who may do what.
+type Options struct {
+	// Webhook: nil disables POST /api/v1/git-webhook (Git is fetched on the interval only); a
+	// non-empty Secret authenticates each push (GitHub HMAC or GitLab token); an empty Secret
+	// accepts any push (the config said insecure: true).
+	Webhook *WebhookOptions
+	// Authorize guards the other /api/ routes (they show what runs, values included): it returns
+	// 0 to let the request through, else the status to answer (401, 403) and why. Nil: open.
+	Authorize func(r *http.Request) (status int, reason string)
+}
+
+// WebhookOptions configure the push webhook.
+type WebhookOptions struct{ Secret string }
+
+// New returns the handler: /healthz, /readyz and /metrics open; /api/ guarded.
+func New(b Backend, reg *prometheus.Registry, opts Options) http.Handler {
 	mux := http.NewServeMux()
+	guard := func(h http.HandlerFunc) http.HandlerFunc {
+		if opts.Authorize == nil {
+			return h
+		}
+		return func(w http.ResponseWriter, r *http.Request) {
+			if code, reason := opts.Authorize(r); code != 0 {
+				if code == http.StatusUnauthorized {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="auditor"`)
+				}
+				http.Error(w, reason, code)
+				return
+			}
+			h(w, r)
+		}
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !b.Ready() {
@@ -48,8 +77,8 @@ func New(b Backend, reg *prometheus.Registry, secret string) http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.Status()) })
-	mux.HandleFunc("GET /api/v1/drift", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/v1/status", guard(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.Status()) }))
+	mux.HandleFunc("GET /api/v1/drift", guard(func(w http.ResponseWriter, r *http.Request) {
 		env := r.URL.Query().Get("env")
 		envs := b.Envs()
 		if env == "" && len(envs) == 1 {
@@ -65,7 +94,11 @@ func New(b Backend, reg *prometheus.Registry, secret string) http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, rep)
-	})
+	}))
+	if opts.Webhook == nil {
+		return mux
+	}
+	secret := opts.Webhook.Secret
 	mux.HandleFunc("POST /api/v1/git-webhook", func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBody))
 		var tooBig *http.MaxBytesError
