@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -92,6 +93,15 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		return nil, err
 	}
 	d.authorize = authorize
+	d.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_watch_starts_total",
+		Help: "Watch requests the informers made: one per kind, then one per reconnect."}, func() float64 {
+		d.mu.RLock()
+		defer d.mu.RUnlock()
+		if d.cache == nil {
+			return 0
+		}
+		return float64(d.cache.WatchStarts())
+	}))
 	key, err := drift.InstallKey(filepath.Join(cfg.StateDir, "secret-hmac.key"))
 	if err != nil {
 		return nil, err

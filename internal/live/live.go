@@ -6,7 +6,9 @@ package live
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,6 +37,8 @@ type Cache struct {
 	history   history
 	docsMu    sync.Mutex
 	docs      map[string]*gvDoc
+
+	watchStarts atomic.Int64
 }
 
 // KindError says a kind of the rendered revision is not served by the cluster (typically its CRD
@@ -50,16 +54,31 @@ func (e *KindError) Error() string {
 
 func (e *KindError) Unwrap() error { return e.Err }
 
-// New connects to the cluster behind cfg and checks that it answers.
+// RequestTimeout bounds each request that is not a list or watch (discovery, OpenAPI, direct
+// reads) unless the rest.Config sets its own.
+var RequestTimeout = 30 * time.Second
+
+// New connects to the cluster behind cfg and checks that it answers. Informers list and watch
+// with no client timeout — a timeout on the client would cut every watch when it expires and
+// abort a list that takes longer — and end with the cache's context; other requests are bounded
+// by RequestTimeout.
 func New(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
+	watchCfg := rest.CopyConfig(cfg)
+	watchCfg.Timeout = 0
+	c := &Cache{}
+	watchCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countWatches{rt, &c.watchStarts} })
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 30 * time.Second
+		cfg.Timeout = RequestTimeout
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	watchDyn, err := dynamic.NewForConfig(watchCfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}
@@ -76,14 +95,28 @@ func New(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 	if _, err := pdc.ServerVersion(); err != nil {
 		return nil, fmt.Errorf("cluster %s unreachable: %w", cfg.Host, err)
 	}
-	return &Cache{
-		dyn:       dyn,
-		disc:      dc,
-		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
-		factory:   dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
-		informers: map[schema.GroupVersionKind]cache.SharedIndexInformer{},
-		ctx:       ctx,
-	}, nil
+	c.dyn, c.disc, c.ctx = dyn, dc, ctx
+	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	c.factory = dynamicinformer.NewDynamicSharedInformerFactory(watchDyn, 0)
+	c.informers = map[schema.GroupVersionKind]cache.SharedIndexInformer{}
+	return c, nil
+}
+
+// WatchStarts counts the watch requests the informers made: one per kind, plus one per
+// reconnect (an API server restart, a watch the server ended).
+func (c *Cache) WatchStarts() int64 { return c.watchStarts.Load() }
+
+// countWatches counts requests with ?watch=true.
+type countWatches struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (t countWatches) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Query().Get("watch") == "true" {
+		t.n.Add(1)
+	}
+	return t.next.RoundTrip(r)
 }
 
 // Mapping resolves a kind to its resource through discovery.

@@ -1,0 +1,48 @@
+package live
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/llm-gitops/platform/internal/testcluster"
+)
+
+var cluster *testcluster.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(testcluster.Main(m, testcluster.Options{SkipCRDs: true}, &cluster))
+}
+
+// TestWatchOutlivesTheRequestTimeout: the timeout that bounds ordinary requests does not cut
+// the informers' watches. Three timeouts later a write still arrives through the first watch.
+func TestWatchOutlivesTheRequestTimeout(t *testing.T) {
+	old := RequestTimeout
+	RequestTimeout = time.Second
+	t.Cleanup(func() { RequestTimeout = old })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := cluster.Namespace(t)
+	c, err := New(ctx, cluster.Config)
+	require.NoError(t, err)
+	cm := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	require.NoError(t, c.Watch(ctx, []schema.GroupVersionKind{cm}, nil))
+	starts := c.WatchStarts()
+	require.Equal(t, int64(1), starts, "one watch for one kind")
+
+	time.Sleep(3 * RequestTimeout)
+	cs, err := cluster.Clientset()
+	require.NoError(t, err)
+	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok := c.Get(cm, ns, "late"); return ok }, 10*time.Second, 50*time.Millisecond,
+		"the write did not reach the cache")
+	assert.Equal(t, starts, c.WatchStarts(), "the watch was restarted: something cut it")
+}
