@@ -174,6 +174,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		close(d.decided)
 	}
 	if err := d.connect(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while still connecting: nothing to audit yet
+		}
 		return err
 	}
 	if d.cfg.Schedule.Enabled {
@@ -219,7 +222,7 @@ func (d *Daemon) connect(ctx context.Context) error {
 		d.log.Error("connect", "err", err, "attempt", attempt)
 		select {
 		case <-ctx.Done():
-			return nil
+			return ctx.Err()
 		case <-time.After(min(time.Duration(attempt+1)*time.Second, 30*time.Second)):
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/render"
@@ -460,5 +463,38 @@ rules: [{apiGroups: [`+APIGroup+`], resources: [drift, status], verbs: [get]}]
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("user granted get on /api/v1/*: %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestStopWhileConnecting: a daemon told to stop before it ever reached the cluster returns
+// cleanly, without auditing with no cache.
+func TestStopWhileConnecting(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.config(t.TempDir())
+	unreachable := rest.CopyConfig(cluster.Config)
+	unreachable.Host = "https://127.0.0.1:1"
+	buf := &syncBuffer{}
+	d, err := New(cfg, unreachable, slog.New(slog.NewTextHandler(buf, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(buf.String(), "connect") { // a failed attempt: it is starting up
+		if time.Now().After(deadline) {
+			t.Fatalf("no connect attempt logged:\n%s", buf.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run after a stop during startup: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the stop")
 	}
 }
