@@ -32,7 +32,7 @@ Exit codes: 0 pass, 1 violations, >1 error.`,
 			if base == "" {
 				return &exitError{code: 2, err: fmt.Errorf("--base is required")}
 			}
-			repo, err := gitrepo.Open(repoDir)
+			repo, err := gitOpts.open(cmd.Context(), repoDir)
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}

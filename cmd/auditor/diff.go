@@ -19,7 +19,6 @@ import (
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
 )
@@ -107,7 +106,7 @@ func (o *diffOptions) run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	repo, err := gitrepo.Open(o.src.repo)
+	repo, err := gitOpts.open(ctx, o.src.repo)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}

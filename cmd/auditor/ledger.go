@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -45,7 +44,7 @@ Queries read the ledger at the repository's HEAD (main for a URL).`,
 
 // openLedgerRepo opens --repo (a directory or a URL).
 func openLedgerRepo(location string) (*gitrepo.Repo, error) {
-	repo, err := gitrepo.Open(location)
+	repo, err := gitOpts.open(context.Background(), location)
 	if err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
@@ -72,17 +71,10 @@ func readLedgers(repo *gitrepo.Repo, env string) ([]ledger.Record, error) {
 	return all, nil
 }
 
-// remoteFor makes a writable remote of --repo: a URL as is, a directory as file://.
+// remoteFor makes a writable remote of --repo (a URL as is, a directory as file://), with the
+// root command's Git credentials.
 func remoteFor(location string) (*gitrepo.Remote, error) {
-	u := location
-	if !strings.Contains(u, "://") {
-		abs, err := filepath.Abs(location)
-		if err != nil {
-			return nil, &exitError{code: 2, err: err}
-		}
-		u = "file://" + abs
-	}
-	r, err := gitrepo.NewRemote(gitrepo.RemoteConfig{URL: u})
+	r, err := gitOpts.remote(location)
 	if err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
@@ -327,7 +319,7 @@ existing ledger is only overwritten with --force.`,
 					return err
 				}
 				rev := ""
-				if strings.Contains(repoFlag, "://") {
+				if gitrepo.IsURL(repoFlag) {
 					rev = branch
 				}
 				recs, err := ledger.Records(ctx, repo, env, "", rev)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/mail"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -124,7 +123,7 @@ func (o *planOptions) run(_ context.Context, w io.Writer) error {
 		}
 		now = t
 	}
-	repo, err := gitrepo.Open(o.repo)
+	repo, err := gitOpts.open(context.Background(), o.repo)
 	if err != nil {
 		return err
 	}
@@ -246,15 +245,7 @@ func (o *fireOptions) run(ctx context.Context, w io.Writer) error {
 	if err != nil || addr.Name == "" {
 		return usageErr("--author %q: want 'Name <email>'", o.author)
 	}
-	url := o.repo
-	if !strings.Contains(url, "://") && !strings.Contains(url, "@") {
-		abs, err := filepath.Abs(url)
-		if err != nil {
-			return usageErr("--repo: %v", err)
-		}
-		url = "file://" + abs
-	}
-	remote, err := gitrepo.NewRemote(gitrepo.RemoteConfig{URL: url})
+	remote, err := gitOpts.remote(o.repo)
 	if err != nil {
 		return usageErr("--repo: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/llm-gitops/platform/internal/daemon"
+	"github.com/llm-gitops/platform/internal/gitrepo"
 )
 
 func newServeCommand() *cobra.Command {
@@ -44,7 +45,7 @@ func newServeCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			log.Info("auditor serving", "listen", cfg.Listen, "envs", cfg.Envs, "repo", cfg.Repo, "sinks", len(cfg.Sinks))
+			log.Info("auditor serving", "listen", cfg.Listen, "envs", cfg.Envs, "repo", gitrepo.RedactURL(cfg.Repo), "sinks", len(cfg.Sinks))
 			if err := d.Run(ctx); err != nil {
 				return &exitError{code: 2, err: err}
 			}

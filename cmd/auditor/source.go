@@ -1,8 +1,8 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,10 +24,10 @@ func (f *sourceFlags) add(cmd *cobra.Command) {
 // open returns the source to render: the work tree when no revision is asked of a directory,
 // otherwise the tree of the revision read from Git without a checkout.
 func (f *sourceFlags) open() (render.Source, error) {
-	if f.revision == "" && !strings.Contains(f.repo, "://") {
+	if f.revision == "" && !gitrepo.IsURL(f.repo) {
 		return render.FromDir(f.repo)
 	}
-	repo, err := gitrepo.Open(f.repo)
+	repo, err := gitOpts.open(context.Background(), f.repo)
 	if err != nil {
 		return render.Source{}, err
 	}

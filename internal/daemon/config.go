@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/report"
 )
 
@@ -20,6 +21,13 @@ import (
 type Config struct {
 	// Repo is the GitOps repository: a URL (file://, https://, ssh://) or a local directory.
 	Repo string `json:"repo"`
+	// RepoAuth holds Repo's credentials, read from files at every fetch (a rotated Secret is
+	// picked up): username + passwordFile (HTTPS token or password), or sshKeyFile +
+	// knownHostsFile. Its url is Repo's.
+	RepoAuth gitrepo.RemoteConfig `json:"repoAuth,omitempty"`
+	// FetchTimeout bounds one Git fetch (default 30s): a stalled server delays audits by at most
+	// this, after which the last fetched revision keeps being audited.
+	FetchTimeout Duration `json:"fetchTimeout,omitempty"`
 	// Envs are the environments to audit (directories under overlays/).
 	Envs []string `json:"envs"`
 	// Kubeconfig and Context select the cluster; empty Kubeconfig means in-cluster config when
@@ -197,6 +205,9 @@ func (c *Config) validate() error {
 	}
 	if len(c.Envs) == 0 {
 		return fmt.Errorf("envs: at least one environment is required")
+	}
+	if c.RepoAuth.URL != "" {
+		return fmt.Errorf("repoAuth: url is repo's; leave it out")
 	}
 	if c.StateDir == "" {
 		return fmt.Errorf("stateDir is required (outboxes and drift state live there)")

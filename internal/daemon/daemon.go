@@ -203,10 +203,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.debounce(ctx)
 			d.auditAll(ctx)
 		case <-fetchTicker.C:
-			d.refreshRepo()
+			d.refreshRepo(ctx)
 			d.auditAll(ctx)
 		case <-d.fetch:
-			d.refreshRepo()
+			d.refreshRepo(ctx)
 			d.auditAll(ctx)
 		}
 	}
@@ -230,7 +230,7 @@ func (d *Daemon) connect(ctx context.Context) error {
 
 func (d *Daemon) tryConnect(ctx context.Context) error {
 	if d.repo == nil {
-		repo, err := gitrepo.Open(d.cfg.Repo)
+		repo, err := d.openRepo(ctx)
 		if err != nil {
 			return err
 		}
@@ -254,8 +254,22 @@ func (d *Daemon) tryConnect(ctx context.Context) error {
 }
 
 // refreshRepo fetches Git; on failure the last good revision keeps being audited.
-func (d *Daemon) refreshRepo() {
-	repo, err := gitrepo.Open(d.cfg.Repo)
+//
+// A URL is cloned once into memory and then fetched incrementally (only new objects travel),
+// with RepoAuth's credentials and FetchTimeout per operation; errors name the URL without user
+// info. A local directory is read in place, and sees new commits without a fetch.
+func (d *Daemon) refreshRepo(ctx context.Context) {
+	d.mu.RLock()
+	repo := d.repo
+	d.mu.RUnlock()
+	var err error
+	if repo == nil {
+		repo, err = d.openRepo(ctx)
+	} else {
+		fctx, cancel := context.WithTimeout(ctx, d.cfg.FetchTimeout.or(30*time.Second))
+		err = repo.Fetch(fctx)
+		cancel()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
@@ -266,6 +280,22 @@ func (d *Daemon) refreshRepo() {
 	}
 	d.repo, d.lastFetch, d.fetchErr = repo, time.Now(), nil
 	d.metrics.gitLastFetch.SetToCurrentTime()
+}
+
+// openRepo opens the repository: a directory in place, a URL cloned into memory with RepoAuth.
+func (d *Daemon) openRepo(ctx context.Context) (*gitrepo.Repo, error) {
+	if !gitrepo.IsURL(d.cfg.Repo) {
+		return gitrepo.Open(d.cfg.Repo)
+	}
+	rc := d.cfg.RepoAuth
+	rc.URL = d.cfg.Repo
+	remote, err := gitrepo.NewRemote(rc)
+	if err != nil {
+		return nil, err
+	}
+	octx, cancel := context.WithTimeout(ctx, d.cfg.FetchTimeout.or(30*time.Second))
+	defer cancel()
+	return remote.Open(octx)
 }
 
 func (d *Daemon) debounce(ctx context.Context) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -37,7 +38,7 @@ type Snapshot struct {
 // Open opens a repository: a local directory (any subdirectory of a work tree, or a bare repo),
 // or a URL (file://, https://, ssh://), which is cloned into memory.
 func Open(location string) (*Repo, error) {
-	if strings.Contains(location, "://") {
+	if IsURL(location) {
 		return openURL(context.Background(), location, nil)
 	}
 	r, err := git.PlainOpenWithOptions(location, &git.PlainOpenOptions{DetectDotGit: true})
@@ -45,6 +46,15 @@ func Open(location string) (*Repo, error) {
 		return nil, fmt.Errorf("open repository %s: %w", location, err)
 	}
 	return &Repo{repo: r, location: location}, nil
+}
+
+// scpLike is Git's scp-like remote syntax, user@host:path.
+var scpLike = regexp.MustCompile(`^[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[^\\]`)
+
+// IsURL reports whether a repository location is remote: a URL (file://, https://, ssh://) or
+// Git's scp-like user@host:path; anything else is a local directory.
+func IsURL(location string) bool {
+	return strings.Contains(location, "://") || scpLike.MatchString(location)
 }
 
 // Resolve turns a revision (branch, tag, short or full hash, HEAD~1) into a commit hash.

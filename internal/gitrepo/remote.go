@@ -208,6 +208,9 @@ func (r *Remote) signer() (*openpgp.Entity, error) {
 	return nil, fmt.Errorf("signing key file %s holds no private key", c.SignKeyFile)
 }
 
+// RedactURL removes user info (and so any password or token) from a URL, for logs and errors.
+func RedactURL(s string) string { return redactURL(s) }
+
 // redactURL removes user info (and so any password) from a URL.
 func redactURL(s string) string {
 	u, err := url.Parse(s)

@@ -92,13 +92,21 @@ func Fsck(t testing.TB, repo string) {
 // `git config http.receivepack true` in the bare repository.
 func HTTPServer(t testing.TB, root, user, pass string) *httptest.Server {
 	t.Helper()
+	srv := httptest.NewServer(HTTPHandler(t, root, user, pass))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// HTTPHandler is HTTPServer's handler, for tests that put something in front of it.
+func HTTPHandler(t testing.TB, root, user, pass string) http.Handler {
+	t.Helper()
 	execPath := Run(t, root, "--exec-path")
 	backend := &cgi.Handler{
 		Path:       filepath.Join(execPath, "git-http-backend"),
 		Env:        []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root},
 		InheritEnv: []string{"PATH"},
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, p, ok := r.BasicAuth()
 		if !ok || u != user || p != pass {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
@@ -106,7 +114,5 @@ func HTTPServer(t testing.TB, root, user, pass string) *httptest.Server {
 			return
 		}
 		backend.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }

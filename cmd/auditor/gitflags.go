@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+)
+
+// gitFlags are the Git credentials and timeout of every command that reads or writes --repo: the
+// same as the daemon's repoAuth and fetchTimeout. Secrets come from files, never the command line.
+type gitFlags struct {
+	auth    gitrepo.RemoteConfig
+	timeout time.Duration
+}
+
+// gitOpts holds the root command's persistent Git flags.
+var gitOpts gitFlags
+
+func (g *gitFlags) add(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&g.auth.Username, "git-username", "", `HTTPS user name for --repo (default "git" with --git-password-file)`)
+	f.StringVar(&g.auth.PasswordFile, "git-password-file", "", "file holding the HTTPS password or token for --repo")
+	f.StringVar(&g.auth.SSHKeyFile, "git-ssh-key-file", "", "SSH private key for ssh:// and user@host:path repositories")
+	f.StringVar(&g.auth.KnownHostsFile, "git-known-hosts-file", "", "known_hosts file to verify the SSH server with")
+	f.DurationVar(&g.timeout, "git-timeout", time.Minute, "give up on one clone or fetch of --repo after this long")
+}
+
+// open opens location: a directory in place, a URL (or user@host:path) cloned into memory with
+// the credentials, within the timeout. Errors never carry the URL's user info.
+func (g *gitFlags) open(ctx context.Context, location string) (*gitrepo.Repo, error) {
+	if !gitrepo.IsURL(location) {
+		return gitrepo.Open(location)
+	}
+	r, err := g.remote(location)
+	if err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	timeout := g.timeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return r.Open(ctx)
+}
+
+// remote makes a writable remote of location with the credentials: a URL as is, a directory as
+// file://.
+func (g *gitFlags) remote(location string) (*gitrepo.Remote, error) {
+	rc := g.auth
+	rc.URL = location
+	if !gitrepo.IsURL(location) {
+		abs, err := filepath.Abs(location)
+		if err != nil {
+			return nil, err
+		}
+		rc.URL = "file://" + abs
+	}
+	return gitrepo.NewRemote(rc)
+}
