@@ -365,15 +365,14 @@ func (d *Daemon) auditAll(ctx context.Context) {
 	}
 }
 
-// announce hands a report to the notifier (leader) or only records it (follower).
+// announce hands a report to the notifier. A follower leaves the tracker alone: what it saw
+// was not announced by it, and must be when it leads (it then announces relative to what it
+// last announced itself; a duplicate is the price of never losing one).
 func (d *Daemon) announce(rep *drift.Report) {
-	var err error
-	if d.leader.Load() {
-		err = d.notifier.Observe(rep)
-	} else {
-		_, _, err = d.tracker.Observe(rep)
+	if !d.leader.Load() {
+		return
 	}
-	if err != nil {
+	if err := d.notifier.Observe(rep); err != nil {
 		d.log.Error("track drift", "env", rep.Env, "err", err)
 		return
 	}

@@ -92,8 +92,8 @@ func NewTracker() *Tracker {
 
 // Observe records r as the current state of r.Env and returns the items not present in the
 // previous report of that env (added) and the previous items no longer present (resolved).
-// A drift whose only change is the desired revision is reported as added (its key changed) but
-// not as resolved, since it did not go away. Both slices are sorted by key.
+// A drift whose only change is the desired revision (a new sync while it stands) is neither:
+// it was announced and has not gone away. Both slices are sorted by key.
 func (t *Tracker) Observe(r *drift.Report) (added, resolved []Item, err error) {
 	if r == nil {
 		return nil, nil, fmt.Errorf("report: observe: nil report")
@@ -110,8 +110,12 @@ func (t *Tracker) Observe(r *drift.Report) (added, resolved []Item, err error) {
 		t.envs = map[string]map[string]Item{}
 	}
 	prev := t.envs[r.Env]
+	prevIDs := map[string]bool{}
+	for _, it := range prev {
+		prevIDs[it.identity()] = true
+	}
 	for k, it := range cur {
-		if _, ok := prev[k]; !ok {
+		if _, ok := prev[k]; !ok && !prevIDs[it.identity()] {
 			added = append(added, it)
 		}
 	}

@@ -52,9 +52,10 @@ func TestTracker(t *testing.T) {
 			{report("dev", rev, deployment(fLogLevel)), []string{kLog}, nil},
 			{report("dev", rev, deployment(fLogOther)), []string{ItemKey("dev", deployment(), fLogLevel.Path, "helm", rev)}, []string{kLog}},
 		}},
-		{"new revision: new key, not resolved", []step{
+		{"new synced revision while the drift stands: not announced again, not resolved", []step{
 			{report("dev", rev, deployment(fLogLevel)), []string{kLog}, nil},
-			{report("dev", rev2, deployment(fLogLevel)), []string{ItemKey("dev", deployment(), fLogLevel.Path, "kubectl-edit", rev2)}, nil},
+			{report("dev", rev2, deployment(fLogLevel)), nil, nil},
+			{report("dev", rev2), nil, []string{ItemKey("dev", deployment(), fLogLevel.Path, "kubectl-edit", rev2)}},
 		}},
 		{"envs are independent", []step{
 			{report("dev", rev, deployment(fLogLevel)), []string{kLog}, nil},
