@@ -48,6 +48,7 @@ type Daemon struct {
 	hooked    map[schema.GroupVersionKind]bool
 	auditor   *audit.Auditor // kept while repo and cache are: its schema and render caches persist
 	hmacKey   []byte         // keys the HMACs that stand for Secret values in reports
+	saveMu    sync.Mutex     // one tracker save at a time
 
 	ledgerSeen map[string]string // env -> revision whose ledger records are written
 	ledgerBusy map[string]bool
@@ -132,7 +133,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	d.outboxes = outboxes
 	opts := report.Options{ArgoCDURL: cfg.ArgoCDURL, AppName: func(env string) string { return cfg.AppNamePrefix + env }}
 	d.notifier = report.NewNotifier(report.NotifierConfig{Window: cfg.FoldWindow.or(10 * time.Second), Options: opts,
-		Outboxes: outboxes, Tracker: d.tracker, Logger: log, Leading: true})
+		Outboxes: outboxes, Tracker: d.tracker, Logger: log, Leading: true, OnEnqueued: d.saveTracker})
 	return d, nil
 }
 
@@ -376,7 +377,15 @@ func (d *Daemon) announce(rep *drift.Report) {
 		d.log.Error("track drift", "env", rep.Env, "err", err)
 		return
 	}
-	data, err := json.Marshal(d.tracker)
+	d.saveTracker()
+}
+
+// saveTracker persists what has been announced: drift still being folded is left out, so it is
+// announced after a crash rather than lost. Called after each report and each enqueue.
+func (d *Daemon) saveTracker() {
+	d.saveMu.Lock()
+	defer d.saveMu.Unlock()
+	data, err := d.notifier.State()
 	if err == nil {
 		err = writeFileAtomic(d.trackerFile(), data)
 	}

@@ -42,8 +42,10 @@ type Folder struct {
 
 	mu      sync.Mutex
 	pending map[string]*foldBuf
-	closed  bool
-	wg      sync.WaitGroup
+	// inflight are buffers taken from pending whose messages emit has not returned from yet.
+	inflight map[*foldBuf]bool
+	closed   bool
+	wg       sync.WaitGroup
 }
 
 type foldBuf struct {
@@ -58,7 +60,7 @@ func NewFolder(window time.Duration, opts Options, emit func([]Message)) *Folder
 	if window <= 0 {
 		window = DefaultFoldWindow
 	}
-	return &Folder{window: window, opts: opts, emit: emit, pending: map[string]*foldBuf{}}
+	return &Folder{window: window, opts: opts, emit: emit, pending: map[string]*foldBuf{}, inflight: map[*foldBuf]bool{}}
 }
 
 // Add queues new and resolved items of env. An item resolved within the window it appeared in
@@ -67,6 +69,19 @@ func (f *Folder) Add(env string, added, resolved []Item) {
 	if len(added) == 0 && len(resolved) == 0 {
 		return
 	}
+	var leading []Message // emitted after the lock is released: emit may ask for Unsent
+	var lead *foldBuf     // its items, unsent until emit returns
+	defer func() {
+		if lead == nil {
+			return
+		}
+		if len(leading) > 0 {
+			f.emit(leading)
+		}
+		f.mu.Lock()
+		delete(f.inflight, lead)
+		f.mu.Unlock()
+	}()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -84,9 +99,15 @@ func (f *Folder) Add(env string, added, resolved []Item) {
 			f.flushEnv(env, b)
 		})
 		if f.leading {
-			if msgs := Fold(env, added, resolved, f.opts); len(msgs) > 0 {
-				f.emit(msgs)
+			leading = Fold(env, added, resolved, f.opts)
+			lead = &foldBuf{added: map[string]Item{}, resolved: map[string]Item{}}
+			for _, it := range added {
+				lead.added[it.Key] = it
 			}
+			for _, it := range resolved {
+				lead.resolved[it.Key] = it
+			}
+			f.inflight[lead] = true
 			return
 		}
 	}
@@ -114,10 +135,14 @@ func (f *Folder) flushEnv(env string, b *foldBuf) {
 		return
 	}
 	delete(f.pending, env)
+	f.inflight[b] = true
 	f.mu.Unlock()
 	if msgs := Fold(env, values(b.added), values(b.resolved), f.opts); len(msgs) > 0 {
 		f.emit(msgs)
 	}
+	f.mu.Lock()
+	delete(f.inflight, b)
+	f.mu.Unlock()
 }
 
 // Flush emits everything pending now, without waiting for the windows to end.
@@ -131,6 +156,7 @@ func (f *Folder) Flush() {
 			f.wg.Done() // the timer will not run
 		}
 		envs = append(envs, env)
+		f.inflight[b] = true
 	}
 	f.mu.Unlock()
 	sort.Strings(envs)
@@ -139,7 +165,28 @@ func (f *Folder) Flush() {
 		if msgs := Fold(env, values(b.added), values(b.resolved), f.opts); len(msgs) > 0 {
 			f.emit(msgs)
 		}
+		f.mu.Lock()
+		delete(f.inflight, b)
+		f.mu.Unlock()
 	}
+}
+
+// Unsent returns the items being folded or emitted now: added and resolved items whose
+// messages no emit has completed yet.
+func (f *Folder) Unsent() (added, resolved []Item) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	collect := func(b *foldBuf) {
+		added = append(added, values(b.added)...)
+		resolved = append(resolved, values(b.resolved)...)
+	}
+	for _, b := range f.pending {
+		collect(b)
+	}
+	for b := range f.inflight {
+		collect(b)
+	}
+	return added, resolved
 }
 
 // SetLeading makes the Folder send the first items after a quiet window immediately and fold

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,23 +25,27 @@ type NotifierConfig struct {
 	Tracker *Tracker
 	// Logger receives enqueue failures [discard].
 	Logger *slog.Logger
+	// OnEnqueued, when set, is called after each batch of messages reached the outboxes (to
+	// persist State).
+	OnEnqueued func()
 }
 
 // Notifier wires the pieces together: each report goes through the Tracker, new and resolved
 // items are folded per env, and the resulting messages are enqueued into every outbox (from
 // where Dispatchers deliver them).
 type Notifier struct {
-	tracker  *Tracker
-	folder   *Folder
-	outboxes []*Outbox
-	log      *slog.Logger
+	tracker    *Tracker
+	folder     *Folder
+	outboxes   []*Outbox
+	log        *slog.Logger
+	onEnqueued func()
 
 	enqueueErrors atomic.Uint64
 }
 
 // NewNotifier returns a Notifier; Close it to flush what is being folded.
 func NewNotifier(cfg NotifierConfig) *Notifier {
-	n := &Notifier{tracker: cfg.Tracker, outboxes: cfg.Outboxes, log: cfg.Logger}
+	n := &Notifier{tracker: cfg.Tracker, outboxes: cfg.Outboxes, log: cfg.Logger, onEnqueued: cfg.OnEnqueued}
 	if n.tracker == nil {
 		n.tracker = NewTracker()
 	}
@@ -83,4 +88,42 @@ func (n *Notifier) enqueue(msgs []Message) {
 			}
 		}
 	}
+	if n.onEnqueued != nil {
+		n.onEnqueued()
+	}
+}
+
+// State is the tracker's state as it may be persisted: drift still being folded (in no outbox
+// yet) counts as not seen and resolutions not yet enqueued as still there, so a crash inside the
+// fold window announces them after the restart instead of losing them.
+func (n *Notifier) State() ([]byte, error) {
+	added, resolved := n.folder.Unsent()
+	var st trackerState
+	data, err := json.Marshal(n.tracker)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("report: notifier state: %w", err)
+	}
+	unsent := map[string]bool{}
+	for _, it := range added {
+		unsent[it.Key] = true
+	}
+	for env, items := range st.Envs {
+		kept := items[:0]
+		for _, it := range items {
+			if !unsent[it.Key] {
+				kept = append(kept, it)
+			}
+		}
+		st.Envs[env] = kept
+	}
+	for _, it := range resolved {
+		if st.Envs == nil {
+			st.Envs = map[string][]Item{}
+		}
+		st.Envs[it.Env] = append(st.Envs[it.Env], it)
+	}
+	return json.Marshal(st)
 }

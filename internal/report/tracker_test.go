@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/llm-gitops/platform/internal/drift"
@@ -137,5 +138,51 @@ func TestTrackerMasksSecrets(t *testing.T) {
 		if !strings.Contains(s, "sha256:0123456789ab") || !strings.Contains(s, "visible") {
 			t.Errorf("digest or non-secret value lost: %s", s)
 		}
+	}
+}
+
+// TestStateLeavesOutWhatIsStillBeingFolded: drift that appeared inside the fold window and is in
+// no outbox yet is not in the persisted state, so a crash before the window ends announces it
+// after the restart; once enqueued, it is in the state.
+func TestStateLeavesOutWhatIsStillBeingFolded(t *testing.T) {
+	ob, err := OpenOutbox(t.TempDir(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := NewNotifier(NotifierConfig{Window: time.Hour, Outboxes: []*Outbox{ob}, Leading: true})
+	defer n.Close()
+	// The first drift goes out at once (leading edge); the second waits for the window.
+	if err := n.Observe(report("dev", rev, deployment(fLogLevel))); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Observe(report("dev", rev, deployment(fLogLevel, fReplicas))); err != nil {
+		t.Fatal(err)
+	}
+	kLog := ItemKey("dev", deployment(), fLogLevel.Path, "kubectl-edit", rev)
+	kRep := ItemKey("dev", deployment(), ".spec.replicas", "kube-controller-manager", rev)
+	keys := func() []string {
+		data, err := n.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored := NewTracker()
+		if err := json.Unmarshal(data, restored); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, it := range restored.Current("dev") {
+			out = append(out, it.Key)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{kLog}, keys()); diff != "" {
+		t.Errorf("state inside the window (-want +got):\n%s", diff)
+	}
+	n.Flush()
+	if diff := cmp.Diff([]string{kRep, kLog}, keys()); diff != "" {
+		t.Errorf("state after the flush (-want +got):\n%s", diff)
+	}
+	if got := ob.Depth(); got != 2 {
+		t.Errorf("outbox holds %d messages, want 2 (the leading one and the digest)", got)
 	}
 }
