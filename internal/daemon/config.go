@@ -189,6 +189,11 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	// ${VAR} (braces only) is taken from the environment: the same file serves every env.
 	data = envRef.ReplaceAllFunc(data, func(m []byte) []byte { return []byte(os.Getenv(string(m[2 : len(m)-1]))) })
+	return parseConfig(path, data)
+}
+
+// parseConfig decodes and validates a configuration; path names it in errors.
+func parseConfig(path string, data []byte) (*Config, error) {
 	var c Config
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
@@ -198,6 +203,9 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	return &c, nil
 }
+
+// pathName is what a name that becomes a file or directory under the state dir may be.
+var pathName = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$`)
 
 func (c *Config) validate() error {
 	if c.Repo == "" {
@@ -212,6 +220,11 @@ func (c *Config) validate() error {
 	if c.StateDir == "" {
 		return fmt.Errorf("stateDir is required (outboxes and drift state live there)")
 	}
+	for _, env := range c.Envs {
+		if !pathName.MatchString(env) {
+			return fmt.Errorf("envs: %q is not a valid env name (lower-case letters, digits, . _ -)", env)
+		}
+	}
 	seen := map[string]bool{}
 	for i, s := range c.Sinks {
 		n := 0
@@ -225,6 +238,9 @@ func (c *Config) validate() error {
 		}
 		if s.Name == "" || seen[s.Name] {
 			return fmt.Errorf("sinks[%d]: a unique name is required", i)
+		}
+		if !pathName.MatchString(s.Name) { // it names the sink's outbox directory
+			return fmt.Errorf("sinks[%d]: name %q is not a valid name (lower-case letters, digits, . _ -)", i, s.Name)
 		}
 		seen[s.Name] = true
 	}

@@ -1,6 +1,7 @@
 package drift_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -172,4 +173,29 @@ func keysOf(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// FuzzFieldPathJSON: a field path in the JSON contract (managedFields' element notation, as the
+// API and the adopt patch read it) that decodes encodes back to the same elements.
+func FuzzFieldPathJSON(f *testing.F) {
+	f.Add(`["f:spec","f:template","f:spec","f:containers","k:{\"name\":\"vllm\"}","f:env","k:{\"name\":\"A\"}"]`)
+	f.Add(`["f:spec","f:rules","i:0","f:backendRefs","i:1","f:weight"]`)
+	f.Add(`["f:metadata","f:finalizers","v:\"x\""]`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		var p drift.FieldPath
+		if err := json.Unmarshal([]byte(doc), &p); err != nil {
+			return
+		}
+		out, err := json.Marshal(p)
+		if err != nil {
+			t.Fatalf("a decoded path does not encode: %v", err)
+		}
+		var back drift.FieldPath
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatalf("an encoded path does not decode: %v\n%s", err, out)
+		}
+		if !back.Path().Equals(p.Path()) {
+			t.Fatalf("round trip changed the path: %s → %s", drift.Display(p.Path()), drift.Display(back.Path()))
+		}
+	})
 }
