@@ -112,11 +112,30 @@ func (d *Dispatcher) OutboxDepth() int { return d.outbox.Depth() }
 // Dropped returns the number of messages the outbox dropped because it was full.
 func (d *Dispatcher) Dropped() uint64 { return d.outbox.Dropped() }
 
+// rejected is a message the sink refused as invalid, waiting for its own next attempt.
+type rejected struct {
+	attempts  int
+	notBefore time.Time
+}
+
 func (d *Dispatcher) run(ctx context.Context) {
 	log := d.cfg.Logger.With("sink", d.sink.Name())
-	attempt := 0
+	attempt := 0 // consecutive failures of the sink itself (down, throttling)
+	// Messages the sink rejected wait apart: the others go out meanwhile (no head-of-line block).
+	held := map[string]*rejected{}
 	for ctx.Err() == nil {
-		p, ok, err := d.outbox.Peek()
+		skip := map[string]bool{}
+		var wake time.Time
+		now := time.Now()
+		for id, r := range held {
+			if now.Before(r.notBefore) {
+				skip[id] = true
+				if wake.IsZero() || r.notBefore.Before(wake) {
+					wake = r.notBefore
+				}
+			}
+		}
+		p, ok, err := d.outbox.PeekExcept(skip)
 		if err != nil {
 			log.Error("read outbox", "err", err)
 			attempt++
@@ -124,10 +143,19 @@ func (d *Dispatcher) run(ctx context.Context) {
 			continue
 		}
 		if !ok {
+			var timer *time.Timer
+			var fire <-chan time.Time
+			if !wake.IsZero() {
+				timer = time.NewTimer(time.Until(wake))
+				fire = timer.C
+			}
 			select {
 			case <-ctx.Done():
-				return
 			case <-d.outbox.Ready():
+			case <-fire:
+			}
+			if timer != nil {
+				timer.Stop()
 			}
 			continue
 		}
@@ -148,6 +176,7 @@ func (d *Dispatcher) run(ctx context.Context) {
 		cancel()
 		if err == nil {
 			attempt = 0
+			delete(held, p.Message.ID)
 			d.sent.Add(1)
 			if err := d.outbox.MarkDelivered(p.Message); err != nil {
 				log.Error("record delivery", "id", p.Message.ID, "err", err)
@@ -161,15 +190,27 @@ func (d *Dispatcher) run(ctx context.Context) {
 			return // closing: the message stays pending
 		}
 		d.failures.Add(1)
-		attempt++
-		if IsPermanent(err) && attempt >= d.cfg.MaxPermanentAttempts {
-			log.Error("message rejected, moved to dead letters", "id", p.Message.ID, "err", err)
-			if err := d.outbox.DeadLetter(p); err != nil {
-				log.Error("dead-letter", "id", p.Message.ID, "err", err)
+		if IsPermanent(err) {
+			// This message is the problem, not the sink: retry it on its own clock.
+			r := held[p.Message.ID]
+			if r == nil {
+				r = &rejected{}
+				held[p.Message.ID] = r
 			}
-			attempt = 0
+			r.attempts++
+			if r.attempts >= d.cfg.MaxPermanentAttempts {
+				log.Error("message rejected, moved to dead letters", "id", p.Message.ID, "err", err)
+				if err := d.outbox.DeadLetter(p); err != nil {
+					log.Error("dead-letter", "id", p.Message.ID, "err", err)
+				}
+				delete(held, p.Message.ID)
+				continue
+			}
+			r.notBefore = time.Now().Add(d.backoff(r.attempts))
+			log.Warn("message rejected, will retry it after the others", "id", p.Message.ID, "attempt", r.attempts, "err", err)
 			continue
 		}
+		attempt++
 		wait := d.backoff(attempt)
 		if ra, ok := RetryAfter(err); ok {
 			wait = min(ra, d.cfg.MaxRetryAfter)

@@ -3,11 +3,16 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -199,30 +204,55 @@ func TestOutboxBound(t *testing.T) {
 	}
 }
 
-func TestPermanentRejectionDeadLetters(t *testing.T) {
-	rcv := newReceiver(t, func(n int, w http.ResponseWriter) int {
-		if n < 3 {
-			return http.StatusBadRequest
+// TestRejectedMessageDoesNotBlockTheQueue: a message the sink rejects as invalid (400) is
+// retried on its own clock while the messages behind it go out, then dead-lettered.
+func TestRejectedMessageDoesNotBlockTheQueue(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(string(body), "drift 0") {
+			events = append(events, "reject 0")
+			w.WriteHeader(http.StatusBadRequest)
+			return
 		}
-		return http.StatusOK
-	})
+		for _, title := range []string{"drift 1", "drift 2"} {
+			if strings.Contains(string(body), title) {
+				events = append(events, "ok "+title[len(title)-1:])
+			}
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
 	ob, err := OpenOutbox(t.TempDir(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := NewSlackSink(SlackConfig{URLFile: secretFile(t, srv.URL+"/hook/"+hookSecret)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := fastConfig()
 	cfg.MaxPermanentAttempts = 3
-	d := NewDispatcher(slackTo(t, rcv, 0), ob, cfg)
-	msgs := testMessages(2)
-	for _, m := range msgs {
+	cfg.BackoffBase, cfg.BackoffMax = 50*time.Millisecond, 200*time.Millisecond
+	for _, m := range testMessages(3) {
 		if err := ob.Enqueue(m); err != nil {
 			t.Fatal(err)
 		}
 	}
+	d := NewDispatcher(sink, ob, cfg)
 	waitFor(t, 5*time.Second, "drain", func() bool { return ob.Depth() == 0 })
 	d.Close()
-	if ob.DeadLettered() != 1 || d.Sent() != 1 {
-		t.Errorf("dead %d sent %d", ob.DeadLettered(), d.Sent())
+	if ob.DeadLettered() != 1 || d.Sent() != 2 {
+		t.Errorf("dead %d sent %d, want 1 and 2", ob.DeadLettered(), d.Sent())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"reject 0", "ok 1", "ok 2", "reject 0", "reject 0"}
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("the rejected message held the others back (-want +got):\n%s", diff)
 	}
 }
 

@@ -178,11 +178,15 @@ func (o *Outbox) Ready() <-chan struct{} { return o.notify }
 
 // Peek returns the oldest pending message; ok is false when none is pending. An unreadable
 // file is moved to the dead/ subdirectory and skipped.
-func (o *Outbox) Peek() (p Pending, ok bool, err error) {
+func (o *Outbox) Peek() (p Pending, ok bool, err error) { return o.PeekExcept(nil) }
+
+// PeekExcept is Peek passing over the messages whose ID skip holds (messages a sink rejected,
+// waiting for their own retry while the others go out).
+func (o *Outbox) PeekExcept(skip map[string]bool) (p Pending, ok bool, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for len(o.files) > 0 {
-		name := o.files[0]
+	for i := 0; i < len(o.files); {
+		name := o.files[i]
 		data, err := os.ReadFile(filepath.Join(o.dir, name))
 		if errors.Is(err, os.ErrNotExist) {
 			o.forget(name)
@@ -196,6 +200,10 @@ func (o *Outbox) Peek() (p Pending, ok bool, err error) {
 			if err := o.moveDead(name); err != nil {
 				return Pending{}, false, err
 			}
+			continue
+		}
+		if skip[m.ID] {
+			i++
 			continue
 		}
 		return Pending{Message: m, file: name}, true, nil
