@@ -28,4 +28,3 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
-
