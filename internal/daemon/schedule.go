@@ -56,7 +56,7 @@ func (d *Daemon) runSchedules(ctx context.Context) {
 			continue
 		}
 		r := &schedule.Runner{Schedule: s, Remote: remote, Options: schedule.FireOptions{Branch: d.cfg.Schedule.Branch},
-			OnEvent: func(e schedule.Event) { d.scheduleEvent(env, e) }}
+			OnEvent: func(e schedule.Event) { d.scheduleEvent(env, e) }, Reload: d.scheduleReloader(env, snap.Revision)}
 		running++
 		go func() {
 			defer func() { done <- struct{}{} }()
@@ -69,27 +69,69 @@ func (d *Daemon) runSchedules(ctx context.Context) {
 	}
 }
 
+// scheduleReloader returns the Runner's Reload: env's schedule as the last fetched revision has
+// it, read again only when the revision moved (a schedule that no longer parses is logged and the
+// running one kept).
+func (d *Daemon) scheduleReloader(env, loaded string) func() *schedule.Schedule {
+	last := loaded
+	return func() *schedule.Schedule {
+		d.mu.RLock()
+		repo := d.repo
+		d.mu.RUnlock()
+		head, err := repo.Resolve("")
+		if err != nil || head == last {
+			return nil
+		}
+		last = head
+		snap, err := repo.Snapshot(head)
+		if err != nil {
+			d.log.Error("schedule not reloaded", "env", env, "err", err)
+			return nil
+		}
+		s, err := schedule.Load(snap, env)
+		if err != nil {
+			d.log.Error("schedule not reloaded: keeping the running one", "env", env, "revision", head, "err", err)
+			return nil
+		}
+		d.log.Info("schedule reloaded", "env", env, "revision", head, "peaks", len(s.Peaks))
+		return s
+	}
+}
+
 func (d *Daemon) scheduleEvent(env string, e schedule.Event) {
 	f := e.Firing
+	// One alert per firing and kind, however often it is retried.
+	key := fmt.Sprintf("%s/%s/%s/%s", env, f.Peak.Name, f.FireTime.UTC().Format(time.RFC3339), f.Phase)
+	var missed *schedule.MissedError
 	switch {
+	case errors.As(e.Err, &missed):
+		d.log.Error("peak missed: no scale-up before it ended", "env", env, "peak", f.Peak.Name, "err", e.Err)
+		if d.leader.Load() {
+			d.alert(env, key+"/missed", fmt.Sprintf("Peak %q missed", f.Peak.Name), e.Err.Error())
+		}
 	case e.Skipped:
 		d.log.Warn("scheduled firing skipped: its window has passed", "env", env, "peak", f.Peak.Name, "fire", f.FireTime)
 	case e.Err != nil:
-		d.log.Error("scheduled firing failed", "env", env, "peak", f.Peak.Name, "fire", f.FireTime, "err", e.Err)
+		d.log.Error("scheduled firing failed, will retry", "env", env, "peak", f.Peak.Name, "phase", f.Phase, "fire", f.FireTime, "err", e.Err)
 		if d.leader.Load() {
-			d.alert(env, fmt.Sprintf("Scheduled scale-up %q at risk", f.Peak.Name),
-				fmt.Sprintf("fire time %s, peak starts %s: %v", f.FireTime.Format(time.RFC3339), f.Start.Format(time.RFC3339), e.Err))
+			what := "scale-up"
+			if f.Phase == schedule.ScaleDown {
+				what = "scale-down (GPUs stay warm until it lands)"
+			}
+			d.alert(env, key+"/failed", fmt.Sprintf("Scheduled %s of %q failing", what, f.Peak.Name),
+				fmt.Sprintf("fire time %s, peak %s–%s, retried until it lands: %v", f.FireTime.Format(time.RFC3339),
+					f.Start.Format(time.RFC3339), f.End.Format("15:04"), e.Err))
 		}
 	default:
 		d.log.Info("scheduled firing done", "env", env, "peak", f.Peak.Name, "phase", f.Phase, "fire", f.FireTime)
 	}
 }
 
-// alert puts a one-off message in every sink's outbox.
-func (d *Daemon) alert(env, title, text string) {
-	sum := sha256.Sum256([]byte(env + "\x00" + title + "\x00" + text))
+// alert puts a one-off message in every sink's outbox; key makes it announced once.
+func (d *Daemon) alert(env, key, title, text string) {
+	sum := sha256.Sum256([]byte(key))
 	m := report.Message{ID: hex.EncodeToString(sum[:8]), Kind: report.KindDigest, Env: env, Title: title,
-		Lines: []report.Line{{Text: text}}, Keys: []string{"alert/" + hex.EncodeToString(sum[:8])}}
+		Lines: []report.Line{{Text: text}}, Keys: []string{"alert/" + key}}
 	for _, ob := range d.outboxes {
 		if err := ob.Enqueue(m); err != nil {
 			d.log.Error("enqueue alert", "err", err)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -17,12 +18,14 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
-// Repo is an opened Git repository, on disk or cloned into memory.
+// Repo is an opened Git repository, on disk or cloned into memory. It is safe for concurrent
+// use: a Fetch waits for readers and readers for a Fetch (the in-memory store is not).
 type Repo struct {
 	repo     *git.Repository
 	location string
 	remote   bool                 // cloned into memory from location
 	auth     transport.AuthMethod // credentials for Fetch (nil: none)
+	mu       *sync.RWMutex        // shared with the Snapshots read from it
 }
 
 // Snapshot is the content of a tree at one commit.
@@ -33,6 +36,7 @@ type Snapshot struct {
 	Files map[string][]byte
 
 	repo *git.Repository // for Log; nil in snapshots built by hand
+	mu   *sync.RWMutex   // the Repo's, when it has one
 }
 
 // Open opens a repository: a local directory (any subdirectory of a work tree, or a bare repo),
@@ -45,7 +49,7 @@ func Open(location string) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", location, err)
 	}
-	return &Repo{repo: r, location: location}, nil
+	return &Repo{repo: r, location: location, mu: &sync.RWMutex{}}, nil
 }
 
 // scpLike is Git's scp-like remote syntax, user@host:path.
@@ -59,6 +63,12 @@ func IsURL(location string) bool {
 
 // Resolve turns a revision (branch, tag, short or full hash, HEAD~1) into a commit hash.
 func (r *Repo) Resolve(rev string) (string, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.resolve(rev)
+}
+
+func (r *Repo) resolve(rev string) (string, error) {
 	if rev == "" {
 		rev = "HEAD"
 		if _, err := r.repo.Head(); err != nil { // a fetched repository has no HEAD: use main
@@ -78,11 +88,17 @@ func (r *Repo) Resolve(rev string) (string, error) {
 
 // Snapshot reads every regular file of the tree at rev.
 func (r *Repo) Snapshot(rev string) (*Snapshot, error) {
-	hash, err := r.Resolve(rev)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	hash, err := r.resolve(rev)
 	if err != nil {
 		return nil, err
 	}
-	return snapshotOf(r.repo, plumbing.NewHash(hash))
+	snap, err := snapshotOf(r.repo, plumbing.NewHash(hash))
+	if snap != nil {
+		snap.mu = r.mu
+	}
+	return snap, err
 }
 
 // snapshotOf reads every regular file of the tree of commit hash.
@@ -135,6 +151,8 @@ func readBlob(b *object.Blob) ([]byte, error) {
 // IsAncestor reports whether commit ancestor is reachable from commit descendant (a commit is its
 // own ancestor): Git at descendant has moved on from ancestor rather than elsewhere.
 func (r *Repo) IsAncestor(ancestor, descendant string) (bool, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	a, err := r.repo.CommitObject(plumbing.NewHash(ancestor))
 	if err != nil {
 		return false, fmt.Errorf("commit %.12s: %w", ancestor, err)

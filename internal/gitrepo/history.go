@@ -54,7 +54,9 @@ func (c Commit) Trailer(key string) (string, bool) {
 // that changed any of paths (a path also matches everything below it; no paths: all commits).
 // A merge is listed only when it differs from every parent at the paths, as git log does.
 func (r *Repo) Log(ctx context.Context, from string, paths ...string) ([]Commit, error) {
-	hash, err := r.Resolve(from)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	hash, err := r.resolve(from)
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +71,10 @@ func (s *Snapshot) Log(ctx context.Context, paths ...string) ([]Commit, error) {
 	}
 	if s.Revision == "" { // the branch does not exist yet
 		return nil, nil
+	}
+	if s.mu != nil {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
 	}
 	return logFrom(ctx, s.repo, plumbing.NewHash(s.Revision), plumbing.ZeroHash, paths)
 }

@@ -232,7 +232,7 @@ func openURL(ctx context.Context, location string, auth transport.AuthMethod) (*
 	if _, err := r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{location}}); err != nil {
 		return nil, fmt.Errorf("clone %s: %w", redactURL(location), err)
 	}
-	repo := &Repo{repo: r, location: location, remote: true, auth: auth}
+	repo := &Repo{repo: r, location: location, remote: true, auth: auth, mu: &sync.RWMutex{}}
 	if err := repo.Fetch(ctx); err != nil {
 		return nil, err
 	}
@@ -248,6 +248,8 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	err := r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: r.auth, Prune: true,
 		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}})
 	switch {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -391,5 +392,77 @@ func BenchmarkFireToPushed(b *testing.B) {
 		if err != nil || res.Commit == "" {
 			b.Fatalf("fire: %+v %v", res, err)
 		}
+	}
+}
+
+// TestRunnerRetriesFailedFirings: Git is down when a scale-up is due and back before the peak:
+// the retry lands it. A scale-down that fails is retried until it lands. Down across a whole
+// peak: the scale-up is reported missed, naming the peak, and nothing is committed late.
+func TestRunnerRetriesFailedFirings(t *testing.T) {
+	bare := newBare(t, projectFiles(t))
+	s := loadProd(t, bare)
+	msk := mustLoc(t, "Europe/Moscow")
+	r := &Runner{Schedule: s, Remote: fileRemote(t, bare), Options: FireOptions{Author: bot, Now: time.Now}}
+	down := func() {
+		if err := os.Rename(bare, bare+".down"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up := func() {
+		if err := os.Rename(bare+".down", bare); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func(day, h, m int) time.Time { return time.Date(2027, 4, day, h, m, 0, 0, msk) }
+	// Pushes retry until a deadline in 2027; with Git down, each Tick gives up when its context
+	// ends (the daemon's Runner retries on its next wake).
+	r.Options.Backoff = gitrepo.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}
+	tick := func(now time.Time) []Event {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return r.Tick(ctx, now)
+	}
+
+	r.LastRun = at(5, 8, 0) // Monday
+	down()
+	if evs := tick(at(5, 8, 50)); len(evs) != 1 || evs[0].Err == nil {
+		t.Fatalf("scale-up with Git down: events %+v", evs)
+	}
+	up()
+	if evs := tick(at(5, 8, 51)); len(evs) != 1 || evs[0].Err != nil || evs[0].Result == nil || evs[0].Result.Commit == "" {
+		t.Fatalf("retried scale-up: events %+v", evs)
+	}
+	down()
+	if evs := tick(at(5, 12, 1)); len(evs) != 1 || evs[0].Firing.Phase != ScaleDown || evs[0].Err == nil {
+		t.Fatalf("scale-down with Git down: events %+v", evs)
+	}
+	up()
+	if evs := tick(at(5, 12, 2)); len(evs) != 1 || evs[0].Firing.Phase != ScaleDown || evs[0].Err != nil {
+		t.Fatalf("retried scale-down: events %+v", evs)
+	}
+	if n := len(scheduleCommits(t, bare)); n != 2 {
+		t.Fatalf("%d schedule commits after Monday, want 2", n)
+	}
+
+	r.LastRun = at(6, 8, 0) // Tuesday: down from before the fire time until after the peak
+	down()
+	tick(at(6, 8, 50))
+	evs := tick(at(6, 12, 5))
+	var missed *MissedError
+	for _, e := range evs {
+		if errors.As(e.Err, &missed) {
+			break
+		}
+	}
+	if missed == nil || missed.Peak != "weekday-morning" || !strings.Contains(missed.Error(), "missed") {
+		t.Fatalf("no missed-peak error naming the peak: events %+v", evs)
+	}
+	up()
+	tick(at(6, 12, 10))
+	if cs := scheduleCommits(t, bare); len(cs) != 2 {
+		for _, c := range cs {
+			t.Log(c.Subject)
+		}
+		t.Errorf("%d schedule commits after Tuesday, want still 2: nothing is committed for a missed peak", len(cs))
 	}
 }

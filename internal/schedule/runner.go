@@ -2,6 +2,8 @@ package schedule
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
@@ -32,7 +34,31 @@ type Runner struct {
 	MaxSleep time.Duration
 	// OnEvent is called for every firing run or skipped (may be nil).
 	OnEvent func(Event)
+	// Reload, when set, is asked before each tick for the schedule as Git has it now (nil: no
+	// change), so an edit of schedule.yaml takes effect without a restart.
+	Reload func() *Schedule
+	// RetryEvery is how often a failed firing is tried again (default 30s): a scale-up until its
+	// peak ends (then it is reported missed, never made late), a scale-down until it lands.
+	RetryEvery time.Duration
+
+	failed   []Firing // firings that failed, to try again
+	lastErrs []error  // their last errors
 }
+
+// MissedError says a scale-up was never committed before its peak ended: on-call must know
+// the peak ran cold.
+type MissedError struct {
+	Peak       string
+	Start, End time.Time
+	Last       error // the last attempt's error
+}
+
+func (e *MissedError) Error() string {
+	return fmt.Sprintf("peak %s (%s–%s) missed: the scale-up could not be committed before it ended: %v",
+		e.Peak, e.Start.Format(time.RFC3339), e.End.Format("15:04"), e.Last)
+}
+
+func (e *MissedError) Unwrap() error { return e.Last }
 
 // Tick runs what is due at now and advances LastRun.
 func (r *Runner) Tick(ctx context.Context, now time.Time) []Event {
@@ -50,12 +76,29 @@ func (r *Runner) Tick(ctx context.Context, now time.Time) []Event {
 	for _, f := range skipped {
 		events = append(events, Event{Firing: f, Skipped: true})
 	}
+	// What failed before goes first, in order; a scale-up whose peak has ended is missed.
+	retry, lastErrs := r.failed, r.lastErrs
+	r.failed, r.lastErrs = nil, nil
+	for i, f := range retry {
+		if f.Phase == ScaleUp && !now.Before(f.End) {
+			events = append(events, Event{Firing: f, Skipped: true, Err: &MissedError{Peak: f.Peak.Name, Start: f.Start, End: f.End, Last: lastErrs[i]}})
+			continue
+		}
+		run = append([]Firing{f}, run...)
+	}
+	sortFirings(run, Firing.at)
 	for _, f := range run {
 		ev := Event{Firing: f}
 		if f.Phase == ScaleDown {
 			ev.Result, ev.Err = r.Schedule.ScaleDown(ctx, r.Remote, f.Peak.Name, f.FireTime, r.Options)
 		} else {
 			ev.Result, ev.Err = r.Schedule.Fire(ctx, r.Remote, f.Peak.Name, f.FireTime, r.Options)
+		}
+		var late *DeadlineError
+		landed := errors.As(ev.Err, &late) && late.Landed // committed, only after its deadline
+		if ev.Err != nil && !landed {
+			r.failed = append(r.failed, f)
+			r.lastErrs = append(r.lastErrs, ev.Err)
 		}
 		events = append(events, ev)
 	}
@@ -79,11 +122,23 @@ func (r *Runner) Run(ctx context.Context) error {
 		maxSleep = time.Minute
 	}
 	for {
+		if r.Reload != nil {
+			if s := r.Reload(); s != nil {
+				r.Schedule = s
+			}
+		}
 		t := now()
 		r.Tick(ctx, t)
 		sleep := maxSleep
 		if next := r.Schedule.NextEvent(t); !next.IsZero() && next.Sub(t) < sleep {
 			sleep = next.Sub(t)
+		}
+		if len(r.failed) > 0 {
+			retry := r.RetryEvery
+			if retry <= 0 {
+				retry = 30 * time.Second
+			}
+			sleep = min(sleep, retry)
 		}
 		if sleep < time.Second {
 			sleep = time.Second
