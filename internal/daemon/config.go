@@ -103,8 +103,9 @@ type WebhookConfig struct {
 
 // API authentication modes.
 const (
-	// APIAuthKubernetes checks the bearer token with a TokenReview and the user's right to GET
-	// the path with a SubjectAccessReview (nonResourceURLs), as kube-rbac-proxy does.
+	// APIAuthKubernetes checks the bearer token with a TokenReview and the user's right to get
+	// the route's virtual resource (drift or status in auditor.platform.llm) with a
+	// SubjectAccessReview, as kube-rbac-proxy does.
 	APIAuthKubernetes = "kubernetes"
 	// APIAuthToken compares the bearer token with the one in TokenFile.
 	APIAuthToken = "token"

@@ -2,6 +2,8 @@ package drift
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -196,14 +198,7 @@ func itemsUnder(s *fieldpath.Set, p fieldpath.Path) []fieldpath.Path {
 	return out
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 
 // compareTyped compares desired with the part of live that desired declares.
 func compareTyped(dt, lt *typed.TypedValue) (*typed.Comparison, error) {

@@ -3,7 +3,8 @@ package drift_test
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -166,14 +167,7 @@ func mutateIn(v any, n *int) (any, bool) {
 }
 
 // keysOf returns a map's keys sorted, so a failing input picks the same leaf when replayed.
-func keysOf(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func keysOf(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 
 // FuzzFieldPathJSON: a field path in the JSON contract (managedFields' element notation, as the
 // API and the adopt patch read it) that decodes encodes back to the same elements.

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,11 +18,7 @@ import (
 // commit that changes nothing prod reads reuses the render, one that changes a file it reads
 // does not, and a new process (a new cache on the same directory) starts warm.
 func TestRenderCacheByWhatTheRenderRead(t *testing.T) {
-	dir := t.TempDir()
-	writeTree(t, dir, miniRepo)
-	git(t, dir, "init", "-q", "-b", "main")
-	git(t, dir, "add", ".")
-	git(t, dir, "commit", "-qm", "first")
+	dir := newRepo(t, miniRepo)
 	repo, err := gitrepo.Open(dir)
 	require.NoError(t, err)
 	cacheDir := t.TempDir()
@@ -110,19 +107,11 @@ func TestRenderCacheByWhatTheRenderRead(t *testing.T) {
 // TestRenderReachingOutsideIsNotCached: a kustomization that names a URL (a remote base, file or
 // Helm chart) fetches what no probe records, so its render is never reused.
 func TestRenderReachingOutsideIsNotCached(t *testing.T) {
-	dir := t.TempDir()
-	files := map[string]string{}
-	for k, v := range miniRepo {
-		files[k] = v
-	}
+	files := maps.Clone(miniRepo)
 	// The check is conservative: a URL anywhere in a kustomization (here a comment, as no network
 	// is at hand to fetch a real one) keeps its render out of the cache.
 	files["overlays/prod/kustomization.yaml"] = "resources: [../../base/app]\n# upstream: https://example.com/cm.yaml\n"
-	writeTree(t, dir, files)
-	git(t, dir, "init", "-q", "-b", "main")
-	git(t, dir, "add", ".")
-	git(t, dir, "commit", "-qm", "first")
-	repo, err := gitrepo.Open(dir)
+	repo, err := gitrepo.Open(newRepo(t, files))
 	require.NoError(t, err)
 	c := NewCache(t.TempDir(), 4)
 	for range 2 {

@@ -44,12 +44,19 @@ var miniRepo = map[string]string{
 	"overlays/prod/more.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: llm-api\ndata:\n  replicas: \"3\"\n",
 }
 
-func TestRenderFromGitRevisionWithoutCheckout(t *testing.T) {
+// newRepo writes files into a new Git repository and commits them on main.
+func newRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
 	dir := t.TempDir()
-	writeTree(t, dir, miniRepo)
+	writeTree(t, dir, files)
 	git(t, dir, "init", "-q", "-b", "main")
 	git(t, dir, "add", ".")
 	git(t, dir, "commit", "-qm", "first")
+	return dir
+}
+
+func TestRenderFromGitRevisionWithoutCheckout(t *testing.T) {
+	dir := newRepo(t, miniRepo)
 	first := git(t, dir, "rev-parse", "HEAD")
 	writeTree(t, dir, map[string]string{"overlays/prod/more.yaml": strings.Replace(miniRepo["overlays/prod/more.yaml"], `"3"`, `"5"`, 1)})
 	git(t, dir, "commit", "-qam", "second")
