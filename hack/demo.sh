@@ -10,7 +10,7 @@ cd "$root"
 work=$(mktemp -d /tmp/auditor-demo.XXXXXX)
 cluster="$work/cluster"
 tc() { go run ./cmd/testcluster "$@"; }
-cleanup() { tc down --dir "$cluster" >/dev/null 2>&1 || true; rm -rf "$work"; }
+cleanup() { tc down --dir "$cluster" >/dev/null 2>&1 || true; [ -n "${KEEP_DEMO:-}" ] || rm -rf "$work"; }
 trap cleanup EXIT
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -76,14 +76,22 @@ CFG
 bin/auditor serve --config "$work/auditor.yaml" > "$work/daemon.log" 2>&1 &
 daemon=$!
 trap 'kill $daemon $recv 2>/dev/null || true; cleanup' EXIT
-sleep 4
+# Wait for a positive signal, not a fixed time: the first message in the receiver's log.
+wait_messages() {
+  for _ in $(seq 1 300); do
+    [ "$(grep -c 'chat message received' "$work/chat.log" 2>/dev/null || true)" -ge "$1" ] && return 0
+    sleep 0.1
+  done
+  echo "(no chat message $1 after 30 s; daemon log:)"; tail -20 "$work/daemon.log"
+}
+wait_messages 1
 echo "the daemon reported the drift already present (first message):"
 cat "$work/chat.log" | head -30
 echo
 echo '$ kubectl -n llm-inference annotate deployment/vllm-qwen-canary oncall/note="paused by hand"'
 kubectl -n llm-inference annotate deployment/vllm-qwen-canary oncall/note="paused by hand" >/dev/null
-sleep 3
-echo "chat now (a second message within a second of the edit):"
+wait_messages 2
+echo "chat now (the second message; drift within foldWindow of the first is folded until the window ends):"
 awk '/┌──/{n++} n>=2' "$work/chat.log" | head -40
 kill $daemon $recv 2>/dev/null || true
 wait $daemon $recv 2>/dev/null || true
