@@ -39,6 +39,9 @@ type Auditor struct {
 	// Verdicts returns the memo of an env's Argo CD verdicts: the objects its diff found in sync
 	// (nil, or a nil memo: diff every object).
 	Verdicts func(env string) *argocd.Memo
+	// SyncTimeout bounds the wait for the live cache of the kinds an audit needs (default 1m):
+	// a kind that cannot be listed fails that audit, naming the kind, instead of hanging it.
+	SyncTimeout time.Duration
 	// Timing, when set, is told how long each stage of a Run took: git (Application and
 	// revisions), render, live (list and watch), schema, compare, argocd.
 	Timing func(stage string, took time.Duration)
@@ -89,7 +92,9 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	prefetched := make(chan struct{})
 	go func() {
 		defer close(prefetched)
-		prefetch(ctx, a.Live, a.Options.ExtraKinds)
+		pctx, cancel := context.WithTimeout(ctx, a.syncTimeout())
+		defer cancel()
+		prefetch(pctx, a.Live, a.Options.ExtraKinds)
 	}()
 	res, err := a.render(req.Env, desired)
 	if err != nil {
@@ -103,7 +108,10 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 		destNS = app.DestinationNamespace
 	}
 	served, unknown := a.scope(res.Objects, destNS)
-	if err := a.Live.Watch(ctx, kindsOf(served), a.Options.ExtraKinds); err != nil {
+	wctx, cancel := context.WithTimeout(ctx, a.syncTimeout())
+	err = a.Live.Watch(wctx, kindsOf(served), a.Options.ExtraKinds)
+	cancel()
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", req.Env, err)
 	}
 	lap("live")
@@ -313,4 +321,11 @@ func prefetch(ctx context.Context, c *live.Cache, kinds []schema.GroupVersionKin
 		}
 	}
 	_, _, _ = c.OpenAPIModels(ctx, gvs)
+}
+
+func (a *Auditor) syncTimeout() time.Duration {
+	if a.SyncTimeout > 0 {
+		return a.SyncTimeout
+	}
+	return time.Minute
 }

@@ -245,7 +245,9 @@ func (d *Daemon) tryConnect(ctx context.Context) error {
 		return err
 	}
 	// Applications change when Argo CD syncs: a new synced revision is a reason to re-audit.
-	if err := c.Watch(ctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}); err != nil {
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := c.Watch(wctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}); err != nil {
 		return err
 	}
 	d.mu.Lock()

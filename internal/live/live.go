@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,12 +138,13 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 	// Concurrent calls (an audit prefetching the usual kinds while it renders) each wait for
 	// every kind they name, whoever started its informer.
 	var synced []cache.InformerSynced
+	var named []schema.GroupVersionKind // the kinds behind synced, in order
 	add := func(gvk schema.GroupVersionKind, must bool) error {
 		c.mu.RLock()
 		inf, ok := c.informers[gvk]
 		c.mu.RUnlock()
 		if ok {
-			synced = append(synced, inf.HasSynced)
+			synced, named = append(synced, inf.HasSynced), append(named, gvk)
 			return nil
 		}
 		m, err := c.Mapping(gvk)
@@ -155,7 +157,7 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 		c.watchMu.Lock()
 		defer c.watchMu.Unlock()
 		if inf, ok := c.informers[gvk]; ok { // added meanwhile
-			synced = append(synced, inf.HasSynced)
+			synced, named = append(synced, inf.HasSynced), append(named, gvk)
 			return nil
 		}
 		inf = c.factory.ForResource(m.Resource).Informer()
@@ -165,7 +167,7 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 		c.mu.Lock()
 		c.informers[gvk] = inf
 		c.mu.Unlock()
-		synced = append(synced, inf.HasSynced)
+		synced, named = append(synced, inf.HasSynced), append(named, gvk)
 		return nil
 	}
 	for _, gvk := range required {
@@ -180,10 +182,36 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 	}
 	c.factory.Start(c.ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("live cache did not sync: %w", context.Cause(ctx))
+		var late []schema.GroupVersionKind
+		for i, ok := range synced {
+			if !ok() {
+				late = append(late, named[i])
+			}
+		}
+		return &NotSyncedError{Kinds: late, Err: context.Cause(ctx)}
 	}
 	return nil
 }
+
+// NotSyncedError names the kinds whose list did not complete in time (forbidden, too slow, the
+// API server unreachable); their informers keep trying.
+type NotSyncedError struct {
+	Kinds []schema.GroupVersionKind
+	Err   error
+}
+
+func (e *NotSyncedError) Error() string {
+	names := make([]string, len(e.Kinds))
+	for i, k := range e.Kinds {
+		names[i] = k.Kind + "." + k.Group
+		if k.Group == "" {
+			names[i] = k.Kind
+		}
+	}
+	return fmt.Sprintf("live cache: kinds not synced: %s (%v)", strings.Join(names, ", "), e.Err)
+}
+
+func (e *NotSyncedError) Unwrap() error { return e.Err }
 
 // Kinds lists the watched kinds.
 func (c *Cache) Kinds() []schema.GroupVersionKind {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
@@ -45,4 +46,20 @@ func TestWatchOutlivesTheRequestTimeout(t *testing.T) {
 	require.Eventually(t, func() bool { _, ok := c.Get(cm, ns, "late"); return ok }, 10*time.Second, 50*time.Millisecond,
 		"the write did not reach the cache")
 	assert.Equal(t, starts, c.WatchStarts(), "the watch was restarted: something cut it")
+}
+
+// TestWatchNamesKindsThatDoNotSync: a kind the credentials may not list never syncs; Watch gives
+// up when its context ends and names that kind, instead of hanging.
+func TestWatchNamesKindsThatDoNotSync(t *testing.T) {
+	reader := rest.CopyConfig(cluster.Config)
+	reader.BearerToken = testcluster.ReaderToken // no RBAC: every list is forbidden
+	c, err := New(context.Background(), reader)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err = c.Watch(ctx, []schema.GroupVersionKind{{Version: "v1", Kind: "ConfigMap"}}, nil)
+	var ns *NotSyncedError
+	require.ErrorAs(t, err, &ns)
+	assert.Equal(t, []schema.GroupVersionKind{{Version: "v1", Kind: "ConfigMap"}}, ns.Kinds)
+	assert.Contains(t, err.Error(), "ConfigMap")
 }
