@@ -56,3 +56,6 @@ func serverSets(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedSlice(u.Object, templates, "spec", "volumeClaimTemplates")
 	}
 }
+
+// Builtin reports whether Defaults knows gvk: a kind of the Kubernetes scheme.
+func Builtin(gvk schema.GroupVersionKind) bool { return gescheme.Scheme.Recognizes(gvk) }

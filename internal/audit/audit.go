@@ -54,7 +54,7 @@ type Auditor struct {
 // New returns an Auditor with the repository's conventions: Application llm-<env> in argocd.
 func New(repo *gitrepo.Repo, cache *live.Cache) *Auditor {
 	opts := drift.DefaultOptions()
-	opts.Defaults = argocd.Defaults
+	opts.Defaults, opts.Builtin = argocd.Defaults, argocd.Builtin
 	// Secret values are reported as HMACs under a key of this process: equal within a report,
 	// unrelated across runs, never reversible by a dictionary.
 	opts.SecretKey = make([]byte, 32)

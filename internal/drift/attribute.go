@@ -149,7 +149,7 @@ func addedFields(gk schema.GroupKind, ns, name string, desired, live map[string]
 				return
 			}
 			v, ok := valueAt(live, p)
-			if !ok {
+			if !ok || v == nil { // an explicit null is no value
 				return
 			}
 			if defaulted != nil {
@@ -177,8 +177,11 @@ func (opts *Options) controllerOwns(gk schema.GroupKind, ns, name string, os []*
 	return false
 }
 
-// HPAGVK is the HorizontalPodAutoscaler kind whose scaleTargetRef says what is autoscaled.
-var HPAGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}
+// HPAGVK and ScaledObjectGVK are the kinds whose scaleTargetRef says what is autoscaled.
+var (
+	HPAGVK          = schema.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}
+	ScaledObjectGVK = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}
+)
 
 // AutoscaledIn returns what Options.Autoscaled asks, answered from the live
 // HorizontalPodAutoscalers (KEDA's ScaledObjects make one too), read once per namespace.
@@ -193,6 +196,16 @@ func AutoscaledIn(live LiveReader) func(gk schema.GroupKind, namespace, name str
 				gv, _ := schema.ParseGroupVersion(ref["apiVersion"])
 				t[gv.Group+"/"+ref["kind"]+"/"+ref["name"]] = true
 			}
+			// A ScaledObject scales its target even while KEDA has paused it and removed the HPA.
+			for _, so := range live.List(ScaledObjectGVK, namespace) {
+				ref, _, _ := unstructured.NestedStringMap(so.Object, "spec", "scaleTargetRef")
+				gv, _ := schema.ParseGroupVersion(ref["apiVersion"])
+				kind := ref["kind"]
+				if kind == "" { // KEDA's default target
+					gv, kind = schema.GroupVersion{Group: "apps", Version: "v1"}, "Deployment"
+				}
+				t[gv.Group+"/"+kind+"/"+ref["name"]] = true
+			}
 			targets[namespace] = t
 		}
 		return t[gk.Group+"/"+gk.Kind+"/"+name]
@@ -206,7 +219,8 @@ func trackingField(p fieldpath.Path) bool {
 		return false
 	}
 	switch *p[1].FieldName + "/" + *p[2].FieldName {
-	case "annotations/argocd.argoproj.io/tracking-id", "labels/app.kubernetes.io/instance":
+	case "annotations/argocd.argoproj.io/tracking-id", "annotations/argocd.argoproj.io/installation-id",
+		"labels/app.kubernetes.io/instance", "labels/argocd.argoproj.io/instance":
 		return true
 	}
 	return false

@@ -54,6 +54,9 @@ type Options struct {
 	// Autoscaled says whether an autoscaler targets the object (for ControllerRule.Autoscaled);
 	// Audit answers it from the live HorizontalPodAutoscalers when nil.
 	Autoscaled func(gk schema.GroupKind, namespace, name string) bool
+	// Builtin says whether Defaults knows the kind (built-in kinds). For other kinds, keys inside
+	// an atomic value the applier's apply wrote whole are taken for server-side additions.
+	Builtin func(gvk schema.GroupVersionKind) bool
 	// Defaults, when set, fills in Git's object what the API server's defaulting would on a
 	// write (built-in kinds), so a value the server set is not taken for a writer's addition.
 	Defaults func(desired *unstructured.Unstructured) *unstructured.Unstructured
@@ -179,6 +182,13 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 		if opts.controllerOwns(gk, desiredObj.GetNamespace(), desiredObj.GetName(), at, rd.ownedPath()) {
 			continue
 		}
+		if rd.change == Added && len(rd.owned) > 0 && !opts.builtin(gvk) && appliedBy(at, opts.Applier) {
+			// A key inside an atomic value of a custom resource that the applier's last apply
+			// wrote whole: what a mutating webhook or the CRD's server-side logic added on that
+			// write (no scheme defaulting exists to tell it apart). Built-in kinds are judged by
+			// their defaults instead.
+			continue
+		}
 		if rd.change == Removed && isZero(rd.desired) && ownedBy(at, opts.Applier) {
 			// false, 0 or "" in Git, absent live, and the applier still owns the path: the API
 			// server dropped an omitempty zero value the applier sent. A later writer that removed
@@ -234,6 +244,21 @@ func isZero(v any) bool {
 		return x == 0
 	}
 	return false
+}
+
+// appliedBy reports whether manager's server-side apply entry is among the owners.
+func appliedBy(os []*owner, manager string) bool {
+	for _, o := range os {
+		if o.Manager == manager && o.Operation == "Apply" {
+			return true
+		}
+	}
+	return false
+}
+
+// builtin reports whether the kind's defaults are known (Options.Builtin).
+func (opts *Options) builtin(gvk schema.GroupVersionKind) bool {
+	return opts.Builtin != nil && opts.Builtin(gvk)
 }
 
 func ownedBy(os []*owner, manager string) bool {

@@ -152,7 +152,7 @@ func refine(root fieldpath.Path, d, l any, c cursor) []rawDiff {
 				}
 			}
 			for _, k := range sortedKeys(lv) {
-				if _, declared := dv[k]; declared || k == "status" || isEmpty(lv[k]) {
+				if _, declared := dv[k]; declared || k == "status" && len(p) == 0 || isEmpty(lv[k]) {
 					continue
 				}
 				if def, ok := c.defaultOf(k); ok && covered(def, lv[k], c.field(k)) {

@@ -201,7 +201,7 @@ func undeclaredExtras(desired, live any, c cursor) bool {
 				}
 				continue
 			}
-			if k == "status" || isEmpty(lv) {
+			if isEmpty(lv) {
 				continue
 			}
 			if def, ok := c.defaultOf(k); ok && covered(def, lv, c.field(k)) {
