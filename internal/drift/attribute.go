@@ -39,6 +39,12 @@ var DefaultControllers = []ControllerRule{
 	{Manager: "keda-operator", Subresource: "scale", Paths: []string{"/spec/replicas"}, Autoscaled: true},
 	{Manager: "kube-controller-manager", Group: "apps", Kinds: []string{"Deployment"},
 		Paths: []string{"/metadata/annotations/deployment.kubernetes.io~1revision"}},
+	// The PV controller binds a claim Git declares to a volume, and the scheduler picks its node.
+	{Manager: "kube-controller-manager", Kinds: []string{"PersistentVolumeClaim"}, Paths: []string{"/spec/volumeName",
+		"/metadata/annotations/pv.kubernetes.io~1bind-completed", "/metadata/annotations/pv.kubernetes.io~1bound-by-controller",
+		"/metadata/annotations/volume.kubernetes.io~1storage-provisioner", "/metadata/annotations/volume.beta.kubernetes.io~1storage-provisioner",
+		"/metadata/finalizers"}},
+	{Manager: "kube-scheduler", Kinds: []string{"PersistentVolumeClaim"}, Paths: []string{"/metadata/annotations/volume.kubernetes.io~1selected-node"}},
 	{Manager: "karpenter", Group: "karpenter.sh", Kinds: []string{"NodePool"},
 		Paths: []string{"/metadata/annotations/karpenter.sh~1nodepool-hash", "/metadata/annotations/karpenter.sh~1nodepool-hash-version"}},
 	{Manager: "karpenter", Group: "karpenter.k8s.aws", Kinds: []string{"EC2NodeClass"},

@@ -494,3 +494,38 @@ spec:
 		})
 	}
 }
+
+// TestBoundClaimIsNotDrift: a PersistentVolumeClaim Git declares is bound by the PV controller
+// (volumeName, bind annotations) after the scheduler picked a node: none of it is drift. The
+// same volumeName written by a person is.
+func TestBoundClaimIsNotDrift(t *testing.T) {
+	git := `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: ns1}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 10Gi}}
+`
+	bind := func(l *unstructured.Unstructured) {
+		l.Object["spec"].(map[string]any)["volumeName"] = "pvc-123"
+		l.SetAnnotations(map[string]string{"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes",
+			"volume.kubernetes.io/storage-provisioner": "ebs.csi.aws.com", "volume.kubernetes.io/selected-node": "gpu-1"})
+	}
+	d, l := parse(t, git), parse(t, git)
+	bind(l)
+	l.SetManagedFields([]metav1.ManagedFieldsEntry{
+		mf("argocd-controller", "Apply", "", `{"f:spec":{"f:accessModes":{},"f:resources":{"f:requests":{"f:storage":{}}}}}`),
+		mf("kube-scheduler", "Update", "", `{"f:metadata":{"f:annotations":{".":{},"f:volume.kubernetes.io/selected-node":{}}}}`),
+		mf("kube-controller-manager", "Update", "", `{"f:metadata":{"f:annotations":{"f:pv.kubernetes.io/bind-completed":{},"f:pv.kubernetes.io/bound-by-controller":{},"f:volume.kubernetes.io/storage-provisioner":{}}},"f:spec":{"f:volumeName":{}}}`),
+	})
+	opts := drift.DefaultOptions()
+	opts.Schema = argocd.StaticSchema([]schema.GroupVersionKind{{Version: "v1", Kind: "PersistentVolumeClaim"}})
+	if o := drift.CompareObject(d, l, nil, &opts); o != nil {
+		t.Fatalf("a bound claim drifted: %+v", o.Fields)
+	}
+	l.SetManagedFields(append(l.GetManagedFields()[:2], mf("kubectl-patch", "Update", "", `{"f:spec":{"f:volumeName":{}}}`)))
+	o := drift.CompareObject(d, l, nil, &opts)
+	require.NotNil(t, o)
+	assert.Equal(t, ".spec.volumeName", o.Fields[len(o.Fields)-1].Path)
+}
