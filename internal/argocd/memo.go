@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/llm-gitops/platform/internal/atomicfile"
 )
 
 // Memo remembers which objects Argo CD's diff found in sync, by everything the verdict is a
@@ -130,13 +132,5 @@ func (m *Memo) Done() {
 	if err != nil || os.MkdirAll(filepath.Dir(m.path), 0o700) != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(m.path), ".verdicts-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), m.path) != nil {
-		_ = os.Remove(tmp.Name())
-	}
+	_ = atomicfile.Write(m.path, data)
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/atomicfile"
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
@@ -389,7 +390,7 @@ func (d *Daemon) saveTracker() {
 	defer d.saveMu.Unlock()
 	data, err := d.notifier.State()
 	if err == nil {
-		err = writeFileAtomic(d.trackerFile(), data)
+		err = atomicfile.Write(d.trackerFile(), data)
 	}
 	if err != nil {
 		d.log.Error("save drift state", "err", err)
@@ -500,21 +501,4 @@ func (d *Daemon) Report(env string) (*drift.Report, error) {
 		return nil, err
 	}
 	return nil, errors.New("no audit yet")
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

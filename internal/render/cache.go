@@ -15,6 +15,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/llm-gitops/platform/internal/atomicfile"
 )
 
 // Cache keeps rendered environments by the content of what each render read, the way Argo CD's
@@ -207,15 +209,7 @@ func (c *Cache) save(env string) {
 	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(c.dir, ".render-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(c.dir, c.key(env)+".json")) != nil {
-		_ = os.Remove(tmp.Name())
-	}
+	_ = atomicfile.Write(filepath.Join(c.dir, c.key(env)+".json"), data)
 }
 
 // matches reports whether every read the render made finds the same in s.

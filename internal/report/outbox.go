@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llm-gitops/platform/internal/atomicfile"
 )
 
 // DefaultOutboxMax bounds an Outbox when OpenOutbox is given no bound.
@@ -136,7 +138,7 @@ func (o *Outbox) Enqueue(m Message) error {
 	}
 	o.seq = max(o.seq+1, uint64(time.Now().UnixNano()))
 	name := fmt.Sprintf("%s%020d-%s.json", msgPrefix, o.seq, m.ID)
-	if err := writeAtomic(o.dir, name, data); err != nil {
+	if err := atomicfile.Write(filepath.Join(o.dir, name), data); err != nil {
 		return fmt.Errorf("report: outbox: %w", err)
 	}
 	o.files = append(o.files, name)
@@ -292,7 +294,7 @@ func (o *Outbox) MarkDelivered(m Message) error {
 	if err != nil {
 		return fmt.Errorf("report: outbox: encode delivered: %w", err)
 	}
-	if err := writeAtomic(o.dir, deliveredFile, data); err != nil {
+	if err := atomicfile.Write(filepath.Join(o.dir, deliveredFile), data); err != nil {
 		return fmt.Errorf("report: outbox: %w", err)
 	}
 	return nil
@@ -310,31 +312,3 @@ func (o *Outbox) Dropped() uint64 { return o.dropped.Load() }
 
 // DeadLettered returns how many messages were moved to dead/.
 func (o *Outbox) DeadLettered() uint64 { return o.dead.Load() }
-
-// writeAtomic writes data to dir/name through a synced temp file and a rename.
-func writeAtomic(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // make the rename durable; best effort
-		_ = d.Close()
-	}
-	return nil
-}
