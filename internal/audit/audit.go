@@ -49,6 +49,9 @@ type Auditor struct {
 	schemaMu  sync.Mutex
 	schemaKey string
 	schema    *drift.Schema
+
+	statesMu sync.Mutex
+	states   map[string]*envState // the last full audit of each env, for Update
 }
 
 // New returns an Auditor with the repository's conventions: Application llm-<env> in argocd.
@@ -137,6 +140,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 		if err := a.argoVerdicts(ctx, app, served, overrides, &opts, rep); err != nil {
 			return nil, err
 		}
+		a.memo(req.Env).Done()
 		lap("argocd")
 	}
 	if rep.Objects == nil {
@@ -146,6 +150,10 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	if head != desired {
 		rep.PendingSync = pending
 		rep.HeadRevision = head
+	}
+	if req.Revision == "" {
+		a.keep(req.Env, &envState{app: app, head: head, served: served, index: drift.NewIndex(served), unknown: unknown,
+			opts: opts, overrides: overrides, report: rep})
 	}
 	return rep, nil
 }

@@ -22,15 +22,10 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 			lives[i] = l
 		}
 	}
-	var memo *argocd.Memo
-	if a.Verdicts != nil {
-		memo = a.Verdicts(rep.Env)
-	}
-	verdicts, err := app.OutOfSync(ctx, desired, lives, overrides, memo)
+	verdicts, err := app.OutOfSync(ctx, desired, lives, overrides, a.memo(rep.Env))
 	if err != nil {
 		return err
 	}
-	memo.Done()
 	argo := map[string]bool{}
 	for i, d := range desired {
 		argo[key(d.GetKind(), d.GetNamespace(), d.GetName())] = verdicts[i].OutOfSync
@@ -75,6 +70,14 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 	}
 	drift.SortObjects(rep.Objects)
 	return nil
+}
+
+// memo returns env's verdict memo; nil (diff every object) without one.
+func (a *Auditor) memo(env string) *argocd.Memo {
+	if a.Verdicts == nil {
+		return nil
+	}
+	return a.Verdicts(env)
 }
 
 func onlyAdded(o *drift.Object) bool {

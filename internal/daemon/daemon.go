@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -69,6 +70,10 @@ type Daemon struct {
 	listening chan struct{}
 	dirty     chan struct{}
 	fetch     chan struct{}
+
+	touchMu sync.Mutex
+	touched map[drift.Ref]bool // objects the watches saw change since the last audit
+	full    bool               // a change that needs every env re-audited in full
 }
 
 // New prepares a daemon: sinks, outboxes and the tracker state are opened; nothing runs yet.
@@ -203,7 +208,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return err
 		case <-d.dirty:
 			d.debounce(ctx)
-			d.auditAll(ctx)
+			if refs, full := d.takeTouched(); full {
+				d.auditAll(ctx)
+			} else {
+				d.auditTouched(ctx, refs)
+			}
 		case <-fetchTicker.C:
 			d.refreshRepo(ctx)
 			d.auditAll(ctx)
@@ -332,8 +341,9 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	return a
 }
 
-// auditAll audits every env; an env that fails keeps its last report and the others go on.
+// auditAll audits every env in full; an env that fails keeps its last report and the others go on.
 func (d *Daemon) auditAll(ctx context.Context) {
+	d.takeTouched() // a full audit covers what the watches saw so far
 	d.mu.RLock()
 	repo, c := d.repo, d.cache
 	d.mu.RUnlock()
@@ -343,30 +353,51 @@ func (d *Daemon) auditAll(ctx context.Context) {
 		start := time.Now()
 		a.Options.Controllers = d.cfg.controllersFor(env)
 		rep, err := a.Run(ctx, audit.Request{Env: env})
-		d.metrics.auditDuration.WithLabelValues(env).Observe(time.Since(start).Seconds())
-		d.mu.Lock()
-		d.errs[env] = err
-		if err == nil {
-			d.reports[env] = rep
-		}
-		d.mu.Unlock()
-		if err != nil {
-			allOK = false
-			d.metrics.auditErrors.WithLabelValues(env).Inc()
-			if ctx.Err() == nil {
-				d.log.Error("audit failed", "env", env, "err", err)
-			}
-			continue
-		}
-		d.metrics.lastSuccess.WithLabelValues(env).SetToCurrentTime()
-		d.metrics.observe(rep)
-		d.announce(rep)
-		d.recordSync(ctx, rep)
+		allOK = d.audited(ctx, env, rep, err, start) && allOK
 	}
 	d.hookInformers(c)
 	if allOK {
 		d.ready.Store(true)
 	}
+}
+
+// auditTouched re-audits only the objects the watches saw change, on top of each env's last
+// full audit (audit.Auditor.Update, which audits an env in full when it must).
+func (d *Daemon) auditTouched(ctx context.Context, refs []drift.Ref) {
+	d.mu.RLock()
+	repo, c := d.repo, d.cache
+	d.mu.RUnlock()
+	a := d.auditorFor(repo, c)
+	for _, env := range d.cfg.Envs {
+		start := time.Now()
+		a.Options.Controllers = d.cfg.controllersFor(env)
+		rep, err := a.Update(ctx, env, refs)
+		d.audited(ctx, env, rep, err, start)
+	}
+	d.hookInformers(c)
+}
+
+// audited records one env's audit and announces its report; it says whether the audit succeeded.
+func (d *Daemon) audited(ctx context.Context, env string, rep *drift.Report, err error, start time.Time) bool {
+	d.metrics.auditDuration.WithLabelValues(env).Observe(time.Since(start).Seconds())
+	d.mu.Lock()
+	d.errs[env] = err
+	if err == nil {
+		d.reports[env] = rep
+	}
+	d.mu.Unlock()
+	if err != nil {
+		d.metrics.auditErrors.WithLabelValues(env).Inc()
+		if ctx.Err() == nil {
+			d.log.Error("audit failed", "env", env, "err", err)
+		}
+		return false
+	}
+	d.metrics.lastSuccess.WithLabelValues(env).SetToCurrentTime()
+	d.metrics.observe(rep)
+	d.announce(rep)
+	d.recordSync(ctx, rep)
+	return true
 }
 
 // announce hands a report to the notifier. A follower leaves the tracker alone: what it saw
@@ -397,7 +428,9 @@ func (d *Daemon) saveTracker() {
 	}
 }
 
-// hookInformers subscribes to every informer the audits started: any change re-audits.
+// hookInformers subscribes to every informer the audits started: a change to an object re-audits
+// it (status-only writes and resyncs are ignored); a change to an Application's spec or synced
+// revision re-audits in full.
 func (d *Daemon) hookInformers(c *live.Cache) {
 	kinds := append([]schema.GroupVersionKind{argocd.ApplicationGVK}, drift.DefaultExtraKinds...)
 	kinds = append(kinds, c.Kinds()...)
@@ -411,11 +444,66 @@ func (d *Daemon) hookInformers(c *live.Cache) {
 		}
 		d.hooked[gvk] = true
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { d.markDirty() },
-			UpdateFunc: func(any, any) { d.markDirty() },
-			DeleteFunc: func(any) { d.markDirty() },
+			AddFunc: func(obj any) { d.touch(gvk, obj) },
+			UpdateFunc: func(old, cur any) {
+				o, ok1 := old.(*unstructured.Unstructured)
+				n, ok2 := cur.(*unstructured.Unstructured)
+				if ok1 && ok2 && !changed(gvk, o, n) {
+					return
+				}
+				d.touch(gvk, cur)
+			},
+			DeleteFunc: func(obj any) {
+				if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = t.Obj
+				}
+				d.touch(gvk, obj)
+			},
 		})
 	}
+}
+
+// changed says whether an update can change a verdict: not a resync (same resourceVersion) and
+// not a write of status alone — except an Application's synced revision, which is the desired state.
+func changed(gvk schema.GroupVersionKind, old, cur *unstructured.Unstructured) bool {
+	if old.GetResourceVersion() == cur.GetResourceVersion() {
+		return false
+	}
+	if gvk.GroupKind() == argocd.ApplicationGVK.GroupKind() {
+		or, _, _ := unstructured.NestedString(old.Object, "status", "sync", "revision")
+		nr, _, _ := unstructured.NestedString(cur.Object, "status", "sync", "revision")
+		return or != nr || old.GetGeneration() != cur.GetGeneration()
+	}
+	return !live.StatusOnly(old, cur)
+}
+
+// touch records that the watch saw obj of gvk change and asks for a re-audit.
+func (d *Daemon) touch(gvk schema.GroupVersionKind, obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	d.touchMu.Lock()
+	if ok {
+		if d.touched == nil {
+			d.touched = map[drift.Ref]bool{}
+		}
+		d.touched[drift.Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}] = true
+	} else {
+		d.full = true // an object the watch could not name
+	}
+	d.touchMu.Unlock()
+	d.markDirty()
+}
+
+// takeTouched returns and forgets what the watches saw change, and whether a full audit is due.
+func (d *Daemon) takeTouched() ([]drift.Ref, bool) {
+	d.touchMu.Lock()
+	defer d.touchMu.Unlock()
+	refs := make([]drift.Ref, 0, len(d.touched))
+	for r := range d.touched {
+		refs = append(refs, r)
+	}
+	full := d.full
+	d.touched, d.full = nil, false
+	return refs, full
 }
 
 func (d *Daemon) markDirty() {

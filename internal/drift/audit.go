@@ -107,23 +107,27 @@ func Audit(desired []*unstructured.Unstructured, live LiveReader, opts Options) 
 	}
 	var out []Object
 	for _, d := range desired {
-		gvk := d.GroupVersionKind()
-		l, ok := live.Get(gvk, d.GetNamespace(), d.GetName())
-		if !ok {
-			out = append(out, Object{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Namespace: d.GetNamespace(), Name: d.GetName(), Status: Missing, Fields: []Field{}})
-			continue
-		}
-		var versions []*unstructured.Unstructured
-		if history != nil {
-			versions = history.Versions(gvk, d.GetNamespace(), d.GetName())
-		}
-		if o := CompareObject(d, l, versions, &opts); o != nil {
+		if o := auditOne(d, live, history, &opts); o != nil {
 			out = append(out, *o)
 		}
 	}
 	out = append(out, extras(desired, live, opts)...)
 	SortObjects(out)
 	return out
+}
+
+// auditOne compares one desired object with its live counterpart: Missing, Modified, or nil.
+func auditOne(d *unstructured.Unstructured, live LiveReader, history VersionHistory, opts *Options) *Object {
+	gvk := d.GroupVersionKind()
+	l, ok := live.Get(gvk, d.GetNamespace(), d.GetName())
+	if !ok {
+		return &Object{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Namespace: d.GetNamespace(), Name: d.GetName(), Status: Missing, Fields: []Field{}}
+	}
+	var versions []*unstructured.Unstructured
+	if history != nil {
+		versions = history.Versions(gvk, d.GetNamespace(), d.GetName())
+	}
+	return CompareObject(d, l, versions, opts)
 }
 
 // SortObjects orders objects by kind, namespace and name.

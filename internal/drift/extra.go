@@ -14,36 +14,35 @@ var systemObjects = map[string]bool{"ConfigMap/kube-root-ca.crt": true, "Service
 // extras finds objects of hand-written kinds in the namespaces the environment manages that are
 // not in Git, have no owner, and were not made by an allowed controller.
 func extras(desired []*unstructured.Unstructured, live LiveReader, opts Options) []Object {
-	inGit := map[string]bool{}
-	namespaces := map[string]bool{}
-	for _, d := range desired {
-		gk := d.GroupVersionKind().GroupKind()
-		inGit[gk.String()+"/"+d.GetNamespace()+"/"+d.GetName()] = true
-		if d.GetNamespace() != "" {
-			namespaces[d.GetNamespace()] = true
-		}
-		if gk == (schema.GroupKind{Kind: "Namespace"}) {
-			namespaces[d.GetName()] = true
-		}
-	}
+	idx := NewIndex(desired)
 	var out []Object
 	for _, gvk := range opts.ExtraKinds {
-		for ns := range namespaces {
+		for ns := range idx.namespaces {
 			for _, l := range live.List(gvk, ns) {
-				if inGit[gvk.GroupKind().String()+"/"+ns+"/"+l.GetName()] || len(l.GetOwnerReferences()) > 0 ||
-					systemObjects[gvk.Kind+"/"+l.GetName()] {
-					continue
+				if o := idx.extra(gvk, l, opts); o != nil {
+					out = append(out, *o)
 				}
-				creator := creatorOf(l, opts)
-				if creator == nil {
-					continue
-				}
-				out = append(out, Object{APIVersion: l.GetAPIVersion(), Kind: l.GetKind(), Namespace: ns, Name: l.GetName(),
-					Status: Extra, Fields: []Field{}, Creator: creator})
 			}
 		}
 	}
 	return out
+}
+
+// extra returns l as an Extra object when it is one: in a managed namespace, not in Git, without
+// an owner, not made by Kubernetes itself, and created by someone other than the applier and the
+// allowed controllers.
+func (idx *Index) extra(gvk schema.GroupVersionKind, l *unstructured.Unstructured, opts Options) *Object {
+	ns := l.GetNamespace()
+	if !idx.namespaces[ns] || idx.Has(Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: l.GetName()}) ||
+		len(l.GetOwnerReferences()) > 0 || systemObjects[gvk.Kind+"/"+l.GetName()] {
+		return nil
+	}
+	creator := creatorOf(l, opts)
+	if creator == nil {
+		return nil
+	}
+	return &Object{APIVersion: l.GetAPIVersion(), Kind: l.GetKind(), Namespace: ns, Name: l.GetName(),
+		Status: Extra, Fields: []Field{}, Creator: creator}
 }
 
 // creatorOf returns the earliest writer of an object, or nil when every writer is an allowed

@@ -69,7 +69,7 @@ func (h *history) record(old, cur *unstructured.Unstructured) {
 	}
 	k := keyOf(cur)
 	vs, ok := h.versions[k]
-	if statusOnly(old, cur) {
+	if StatusOnly(old, cur) {
 		// A controller's status write changes nothing a diff reads, so it takes no place in the
 		// bounded history (a rollout's status updates would push the edit out).
 		if ok && vs.current == old.GetResourceVersion() {
@@ -119,10 +119,10 @@ func (h *history) of(cur *unstructured.Unstructured) []*unstructured.Unstructure
 	}
 }
 
-// statusOnly says an update wrote only through the status subresource: the only managedFields
+// StatusOnly says an update wrote only through the status subresource: the only managedFields
 // entries stamped or changed are status ones, and the generation did not move. An update that
 // stamped no entry at all (a pure removal) is not status-only.
-func statusOnly(old, cur *unstructured.Unstructured) bool {
+func StatusOnly(old, cur *unstructured.Unstructured) bool {
 	if old.GetGeneration() != cur.GetGeneration() {
 		return false
 	}

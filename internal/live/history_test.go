@@ -47,6 +47,6 @@ func TestHistoryKeepsEditsThroughStatusWrites(t *testing.T) {
 	assert.Equal(t, []string{prev.GetResourceVersion(), "2", "1"}, rvs, "the current version, the removal, the version before it")
 	assert.Len(t, h.of(version(2, "99")), 1, "a version the watch has not reached: only itself")
 	edit := version(2, "20", apply, entry("kubectl-edit", "", t0.Add(time.Minute), `{"f:metadata":{}}`))
-	assert.False(t, statusOnly(prev, edit), "a write through the main resource")
-	assert.False(t, statusOnly(prev, version(2, "21", apply)), "a pure removal stamps nothing and is not a status write")
+	assert.False(t, StatusOnly(prev, edit), "a write through the main resource")
+	assert.False(t, StatusOnly(prev, version(2, "21", apply)), "a pure removal stamps nothing and is not a status write")
 }
