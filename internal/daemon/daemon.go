@@ -132,11 +132,17 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		}
 		outboxes = append(outboxes, ob)
 		disp := report.NewDispatcher(sink, ob, report.DispatcherConfig{BackoffBase: cfg.Dispatch.BackoffBase.Duration,
-			BackoffMax: cfg.Dispatch.BackoffMax.Duration, Rate: cfg.Dispatch.Rate, Burst: cfg.Dispatch.Burst, Logger: log})
+			BackoffMax: cfg.Dispatch.BackoffMax.Duration, Rate: cfg.Dispatch.Rate, Burst: cfg.Dispatch.Burst, Logger: log,
+			Paused: func() bool { return !d.leader.Load() }})
 		d.dispatchers = append(d.dispatchers, disp)
 		d.metrics.sinkMetrics(sc.Name, disp)
 	}
 	d.outboxes = outboxes
+	if cfg.LeaderElection.Enabled {
+		if err := d.shareRecords(); err != nil {
+			return nil, err
+		}
+	}
 	opts := report.Options{ArgoCDURL: cfg.ArgoCDURL, AppName: func(env string) string { return cfg.AppNamePrefix + env }}
 	d.notifier = report.NewNotifier(report.NotifierConfig{Window: cfg.FoldWindow.or(10 * time.Second), Options: opts,
 		Outboxes: outboxes, Tracker: d.tracker, Logger: log, Leading: true, OnEnqueued: d.saveTracker})
@@ -523,6 +529,9 @@ func (d *Daemon) TriggerFetch() {
 
 func (d *Daemon) setLeader(on bool) {
 	d.leader.Store(on)
+	for _, disp := range d.dispatchers {
+		disp.Wake()
+	}
 	if on {
 		d.metrics.leader.Set(1)
 	} else {

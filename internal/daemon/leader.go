@@ -24,13 +24,7 @@ func (d *Daemon) campaign(ctx context.Context) {
 		host, _ := os.Hostname()
 		id = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	ns, name := le.Namespace, le.Name
-	if ns == "" {
-		ns = "llm-system"
-	}
-	if name == "" {
-		name = "auditor"
-	}
+	ns, name := le.lease()
 	cs, err := kubernetes.NewForConfig(d.rest)
 	if err != nil {
 		d.log.Error("leader election", "err", err)
@@ -45,21 +39,93 @@ func (d *Daemon) campaign(ctx context.Context) {
 			LeaseDuration: le.LeaseDuration.or(15 * time.Second), RenewDeadline: le.RenewDeadline.or(10 * time.Second),
 			RetryPeriod: le.RetryPeriod.or(2 * time.Second),
 			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(context.Context) {
+				OnStartedLeading: func(lctx context.Context) {
 					d.log.Info("became leader: this replica posts reports", "identity", id)
-					d.setLeader(true)
+					d.takeOver(lctx)
 				},
 				OnStoppedLeading: func() {
 					d.log.Info("lost leadership", "identity", id)
 					d.setLeader(false)
 				},
-				OnNewLeader: func(current string) {
-					if current == id {
-						d.setLeader(true)
-					}
+				OnNewLeader: func(string) {
 					decided.Do(func() { close(d.decided) })
 				},
 			},
 		})
 	}
+}
+
+// lease returns the namespace and name of the leader Lease.
+func (le LeaderElectionConfig) lease() (namespace, name string) {
+	namespace, name = le.Namespace, le.Name
+	if namespace == "" {
+		namespace = "llm-system"
+	}
+	if name == "" {
+		name = "auditor"
+	}
+	return namespace, name
+}
+
+// shareRecords keeps each sink's delivery record in the leader Lease.
+func (d *Daemon) shareRecords() error {
+	cs, err := kubernetes.NewForConfig(d.rest)
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	ns, name := d.cfg.LeaderElection.lease()
+	for i, ob := range d.outboxes {
+		ob.ShareRecord(&leaseRecord{leases: cs.CoordinationV1().Leases(ns), name: name, annotation: recordAnnotation + d.cfg.Sinks[i].Name})
+	}
+	return nil
+}
+
+// takeOver starts posting: it reads what the last leader delivered from the Lease, takes that as
+// announced (drift announced to every sink is not announced again; drift gone since is announced
+// resolved), and asks for a full audit, which announces the rest. Only then is this replica the
+// leader for the audit loop. A record that cannot be read is retried until leadership ends.
+func (d *Daemon) takeOver(ctx context.Context) {
+	for attempt := 1; ; attempt++ {
+		err := d.loadRecords(ctx)
+		if err == nil {
+			break
+		}
+		d.log.Error("read the delivery record from the Lease", "err", err, "attempt", attempt)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(min(time.Duration(attempt)*500*time.Millisecond, 5*time.Second)):
+		}
+	}
+	d.setLeader(true)
+	d.touchMu.Lock()
+	d.full = true
+	d.touchMu.Unlock()
+	d.markDirty()
+}
+
+// loadRecords merges each sink's shared record and seeds the tracker with the drift every sink
+// was told of.
+func (d *Daemon) loadRecords(ctx context.Context) error {
+	var common map[string]int
+	for _, ob := range d.outboxes {
+		if err := ob.LoadShared(ctx); err != nil {
+			return err
+		}
+		if common == nil {
+			common = map[string]int{}
+		}
+		for _, k := range ob.AnnouncedDrift() {
+			common[k]++
+		}
+	}
+	var seed []string
+	for k, n := range common {
+		if n == len(d.outboxes) {
+			seed = append(seed, k)
+		}
+	}
+	d.tracker.Seed(seed)
+	d.saveTracker()
+	return nil
 }

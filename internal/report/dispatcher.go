@@ -28,6 +28,10 @@ type DispatcherConfig struct {
 	MaxRetryAfter time.Duration
 	// Logger receives delivery failures (already redacted) [discard].
 	Logger *slog.Logger
+	// Paused, when set, holds delivery while it says true (a replica that does not lead: what
+	// it queued while it led is sent when it leads again, unless announced meanwhile). Call
+	// Dispatcher.Wake when its answer changes.
+	Paused func() bool
 }
 
 func (c DispatcherConfig) withDefaults() DispatcherConfig {
@@ -73,6 +77,7 @@ type Dispatcher struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	wake   chan struct{}
 
 	failures, sent, suppressed atomic.Uint64
 }
@@ -81,13 +86,21 @@ type Dispatcher struct {
 func NewDispatcher(sink Sink, ob *Outbox, cfg DispatcherConfig) *Dispatcher {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &Dispatcher{sink: sink, outbox: ob, cfg: cfg, limiter: newTokenBucket(cfg.Rate, cfg.Burst), cancel: cancel}
+	d := &Dispatcher{sink: sink, outbox: ob, cfg: cfg, limiter: newTokenBucket(cfg.Rate, cfg.Burst), cancel: cancel, wake: make(chan struct{}, 1)}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
 		d.run(ctx)
 	}()
 	return d
+}
+
+// Wake makes a paused dispatcher ask Paused again.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Close stops delivery and waits for the goroutine to end. Pending messages stay in the
@@ -124,6 +137,13 @@ func (d *Dispatcher) run(ctx context.Context) {
 	// Messages the sink rejected wait apart: the others go out meanwhile (no head-of-line block).
 	held := map[string]*rejected{}
 	for ctx.Err() == nil {
+		if d.cfg.Paused != nil && d.cfg.Paused() {
+			select {
+			case <-ctx.Done():
+			case <-d.wake:
+			}
+			continue
+		}
 		skip := map[string]bool{}
 		var wake time.Time
 		now := time.Now()

@@ -270,7 +270,11 @@ func ResolvedMessage(it Item, opts Options) Message {
 		title += " " + f.Path
 		lines = append(lines, Line{Label: "Field", Text: f.Path})
 	}
-	lines = append(lines, Line{Label: "Was", Text: itemSummary(it)}, Line{Label: "Now", Text: "matches Git at " + it.Revision})
+	now := "matches Git"
+	if it.Revision != "" {
+		now += " at " + it.Revision
+	}
+	lines = append(lines, Line{Label: "Was", Text: itemSummary(it)}, Line{Label: "Now", Text: now})
 	return newMessage(KindResolved, it.Env, title, lines, []string{it.Key}, opts)
 }
 
@@ -288,9 +292,19 @@ func itemSummary(it Item) string {
 		return s
 	}
 	if len(o.Fields) == 0 {
+		if o.Status == "" { // rebuilt from a key (ItemFromKey): missing or extra, not known which
+			return objectName(o) + ": drifted"
+		}
 		return objectName(o) + ": modified"
 	}
 	f := o.Fields[0]
+	if f.Change == "" { // rebuilt from a key (ItemFromKey): no values
+		s := objectName(o) + " " + f.Path
+		if f.Manager != "" {
+			s += " (" + f.Manager + ")"
+		}
+		return truncate(s, 300)
+	}
 	s := objectName(o) + " " + f.Path + ": " + FormatValue(f.Desired) + " → " + FormatValue(f.Live)
 	switch {
 	case f.Manager != "":

@@ -1,9 +1,11 @@
 package report
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -43,6 +45,7 @@ type Outbox struct {
 	ids       map[string]string
 	seq       uint64
 	delivered map[string]deliveredEntry
+	store     RecordStore
 
 	dropped atomic.Uint64
 	dead    atomic.Uint64
@@ -97,8 +100,12 @@ func OpenOutbox(dir string, limit int) (*Outbox, error) {
 	case err != nil:
 		return nil, fmt.Errorf("report: outbox: %w", err)
 	default:
-		if err := json.Unmarshal(b, &o.delivered); err != nil {
+		var rec map[string]deliveredEntry
+		if err := json.Unmarshal(b, &rec); err != nil {
 			return nil, fmt.Errorf("report: outbox: decode %s: %w", deliveredFile, err)
+		}
+		for k, e := range rec { // older records kept the revision in the key
+			o.delivered[announceKey(k)] = e
 		}
 	}
 	if len(o.files) > 0 {
@@ -264,40 +271,133 @@ func (o *Outbox) Announced(m Message) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, k := range m.Keys {
-		if o.delivered[k].Kind != kind {
+		if o.delivered[announceKey(k)].Kind != kind {
 			return false
 		}
 	}
 	return true
 }
 
-// MarkDelivered records m's keys as announced and persists the record.
+// MarkDelivered records m's keys as announced and persists the record: in the outbox directory,
+// and in the shared RecordStore when there is one (see ShareRecord).
 func (o *Outbox) MarkDelivered(m Message) error {
 	kind := announceKind(m.Kind)
 	now := time.Now().UTC()
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	for _, k := range m.Keys {
-		o.delivered[k] = deliveredEntry{Kind: kind, At: now}
+		o.delivered[announceKey(k)] = deliveredEntry{Kind: kind, At: now}
 	}
-	if len(o.delivered) > maxDelivered {
-		keys := make([]string, 0, len(o.delivered))
-		for k := range o.delivered {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool { return o.delivered[keys[i]].At.Before(o.delivered[keys[j]].At) })
-		for _, k := range keys[:len(keys)-maxDelivered] {
-			delete(o.delivered, k)
-		}
-	}
+	trim(o.delivered, maxDelivered)
 	data, err := json.Marshal(o.delivered)
+	var shared []byte
+	if err == nil && o.store != nil {
+		rec := maps.Clone(o.delivered)
+		trim(rec, MaxSharedRecord)
+		shared, err = json.Marshal(rec)
+	}
+	store := o.store
+	o.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("report: outbox: encode delivered: %w", err)
 	}
 	if err := atomicfile.Write(filepath.Join(o.dir, deliveredFile), data); err != nil {
 		return fmt.Errorf("report: outbox: %w", err)
 	}
+	if store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := store.Save(ctx, shared); err != nil {
+			return fmt.Errorf("report: outbox: share delivery record: %w", err)
+		}
+	}
 	return nil
+}
+
+// trim forgets the oldest entries of rec beyond limit.
+func trim(rec map[string]deliveredEntry, limit int) {
+	if len(rec) <= limit {
+		return
+	}
+	keys := make([]string, 0, len(rec))
+	for k := range rec {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return rec[keys[i]].At.Before(rec[keys[j]].At) })
+	for _, k := range keys[:len(keys)-limit] {
+		delete(rec, k)
+	}
+}
+
+// MaxSharedRecord bounds the delivery record kept in a RecordStore (the oldest are forgotten
+// first): a Lease annotation holds at most 256 KiB with the others.
+const MaxSharedRecord = 2000
+
+// RecordStore keeps an outbox's delivery record where every replica reads it (the daemon: an
+// annotation of its leader Lease), so whoever posts next knows what was announced, and how.
+type RecordStore interface {
+	// Load returns the record last saved, nil when there is none.
+	Load(ctx context.Context) ([]byte, error)
+	// Save replaces the record.
+	Save(ctx context.Context, data []byte) error
+}
+
+// ShareRecord makes s the outbox's shared delivery record: every delivery is saved there too,
+// and LoadShared reads it back.
+func (o *Outbox) ShareRecord(s RecordStore) {
+	o.mu.Lock()
+	o.store = s
+	o.mu.Unlock()
+}
+
+// LoadShared replaces the outbox's delivery record by the shared one (what the last poster
+// delivered), keeping local entries the shared record has forgotten or never got.
+func (o *Outbox) LoadShared(ctx context.Context) error {
+	o.mu.Lock()
+	s := o.store
+	o.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	data, err := s.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("report: outbox: load shared delivery record: %w", err)
+	}
+	rec := map[string]deliveredEntry{}
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return fmt.Errorf("report: outbox: decode shared delivery record: %w", err)
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, e := range rec {
+		if cur, ok := o.delivered[k]; !ok || !cur.At.After(e.At) {
+			o.delivered[k] = e
+		}
+	}
+	return nil
+}
+
+// AnnouncedDrift returns the drift identities (keys without the revision) the record says were
+// last announced as drift, not yet as resolved.
+func (o *Outbox) AnnouncedDrift() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for k, e := range o.delivered {
+		if e.Kind == string(KindDrift) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// announceKey is the record's key of a dedupe key: its identity (the revision left out, so a
+// drift standing across a new sync is the same announcement), ending in "|" so that it is its
+// own announceKey.
+func announceKey(k string) string {
+	return Item{Key: k}.identity() + "|"
 }
 
 // Depth returns the number of pending messages.

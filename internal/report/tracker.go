@@ -130,6 +130,53 @@ func (t *Tracker) Observe(r *drift.Report) (added, resolved []Item, err error) {
 	return added, resolved, nil
 }
 
+// Seed replaces the tracker's state by the drift others announced (identities as the outboxes
+// record them, see Outbox.AnnouncedDrift), for a replica that starts to post: drift among them
+// is not announced again, and their resolutions are announced. Items are rebuilt from the keys:
+// object, field path and writer, without values.
+func (t *Tracker) Seed(identities []string) {
+	envs := map[string]map[string]Item{}
+	for _, id := range identities {
+		it, ok := ItemFromKey(id)
+		if !ok {
+			continue
+		}
+		if envs[it.Env] == nil {
+			envs[it.Env] = map[string]Item{}
+		}
+		envs[it.Env][it.Key] = it
+	}
+	t.mu.Lock()
+	t.envs = envs
+	t.mu.Unlock()
+}
+
+// ItemFromKey rebuilds the item a dedupe key (see ItemKey) names, without values: env, object,
+// field path, writer and revision (empty when the key has none).
+func ItemFromKey(key string) (Item, bool) {
+	parts := strings.Split(key, "|")
+	if len(parts) < 5 {
+		return Item{}, false
+	}
+	env, ref, manager, revision := parts[0], parts[1], parts[len(parts)-2], parts[len(parts)-1]
+	path := strings.Join(parts[2:len(parts)-2], "|")
+	r := strings.Split(ref, "/")
+	if len(r) < 4 {
+		return Item{}, false
+	}
+	o := drift.Object{APIVersion: strings.Join(r[:len(r)-3], "/"), Kind: r[len(r)-3], Namespace: r[len(r)-2], Name: r[len(r)-1]}
+	if o.Namespace == "-" {
+		o.Namespace = ""
+	}
+	if path != "" {
+		o.Status = drift.Modified
+		o.Fields = []drift.Field{{Path: path, Writer: drift.Writer{Manager: manager}}}
+	} else if manager != "" {
+		o.Creator = &drift.Writer{Manager: manager}
+	}
+	return Item{Key: key, Env: env, Revision: revision, Object: o}, true
+}
+
 // Current returns the items of the last report seen for env, sorted by key.
 func (t *Tracker) Current(env string) []Item {
 	t.mu.Lock()

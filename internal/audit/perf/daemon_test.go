@@ -1,0 +1,182 @@
+package perf
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// chat is a Slack-compatible webhook on loopback that records when each message arrived.
+type chat struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (c *chat) count() int { c.mu.Lock(); defer c.mu.Unlock(); return len(c.at) }
+
+func (c *chat) last() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.at[len(c.at)-1] }
+
+// BenchmarkEditToChat10000 times a hand edit reaching chat through `auditor serve` — the process
+// a user runs, with the default settings (50 ms debounce, 10 s fold window, 1 m Git fetch, the
+// dispatcher's rate limit) — over an env of 10,000 objects: kubectl scale of one Deployment,
+// the watch event, the re-audit, the message, the HTTP POST. Edits alternate the replicas between
+// 3 and Git's 2, so each one yields one message (a drift or its resolution), and are spaced past
+// the fold window, so each message is the leading edge of a quiet env (an edit inside the window
+// is folded into the digest at its end by design). Every minute the daemon also fetches Git and
+// audits the env in full; an edit that lands then waits for it, and counts.
+// Reported: p50, p99 (= the slowest, with 20 edits) from kubectl's return, the time from start
+// to the first audit, and the daemon's RSS and peak RSS.
+func BenchmarkEditToChat10000(b *testing.B) {
+	const n, edits = 10000, 20
+	prefix := "b" + strconv.Itoa(n)
+	objs := corpus(prefix, n)
+	ensure(b, prefix, objs)
+	env := "e" + strconv.Itoa(n)
+	dir := benchRepo(b, env, objs)
+	bin := auditorBinary(b)
+
+	c := &chat{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		c.mu.Lock()
+		c.at = append(c.at, time.Now())
+		c.mu.Unlock()
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	state := b.TempDir()
+	urlFile := filepath.Join(state, "slack-url")
+	if err := os.WriteFile(urlFile, []byte(srv.URL+"/services/T0/B0/X"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := map[string]any{ // only what locates things; every tuning knob at its default
+		"repo": dir, "envs": []string{env}, "kubeconfig": cluster.Kubeconfig, "stateDir": filepath.Join(state, "state"),
+		"listen": addr, "api": map[string]any{"auth": "none"},
+		"sinks": []any{map[string]any{"name": "slack", "slack": map[string]any{"urlFile": urlFile}}},
+	}
+	data, _ := json.Marshal(cfg)
+	cfgFile := filepath.Join(state, "config.yaml")
+	if err := os.WriteFile(cfgFile, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	cmd := exec.Command(bin, "serve", "--config", cfgFile)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	for !ready(addr) {
+		if time.Since(started) > 10*time.Minute {
+			b.Fatalf("daemon not ready after 10m:\n%s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	firstAudit := time.Since(started)
+	// The every-100th Deployments drifted by ensure make one digest at start: wait it out.
+	time.Sleep(11 * time.Second)
+
+	target := objs[1] // a Deployment ensure leaves in sync
+	var fromStored []time.Duration
+	for b.Loop() {
+		for i := range edits {
+			replicas := "3"
+			if i%2 == 1 {
+				replicas = "2"
+			}
+			before := c.count()
+			out, err := cluster.Kubectl(context.Background(), "-n", target.GetNamespace(), "scale", "deployment/"+target.GetName(), "--replicas="+replicas).CombinedOutput()
+			if err != nil {
+				b.Fatalf("kubectl scale: %v\n%s", err, out)
+			}
+			stored := time.Now()
+			deadline := stored.Add(60 * time.Second)
+			for c.count() == before {
+				if time.Now().After(deadline) {
+					b.Fatalf("edit %d: no message after 60s:\n%s", i, logs.String())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			fromStored = append(fromStored, c.last().Sub(stored))
+			time.Sleep(10*time.Second + 500*time.Millisecond) // past the fold window the message opened
+		}
+	}
+	b.ReportMetric(pct(fromStored, 50).Seconds()*1000, "p50-ms")
+	b.ReportMetric(pct(fromStored, 99).Seconds()*1000, "p99-ms")
+	b.ReportMetric(float64(len(fromStored)), "edits")
+	b.ReportMetric(firstAudit.Seconds(), "start-to-ready-s")
+	rss, hwm := procRSS(cmd.Process.Pid)
+	b.ReportMetric(rss, "daemon-RSS-MiB")
+	b.ReportMetric(hwm, "daemon-peak-RSS-MiB")
+	b.ReportMetric(float64(n), "objects")
+}
+
+func ready(addr string) bool {
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// procRSS reads a process' resident and peak resident set size in MiB.
+func procRSS(pid int) (rss, hwm float64) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		for _, f := range []struct {
+			prefix string
+			v      *float64
+		}{{"VmRSS:", &rss}, {"VmHWM:", &hwm}} {
+			if v, ok := strings.CutPrefix(line, f.prefix); ok {
+				kb, _ := strconv.Atoi(strings.Fields(v)[0])
+				*f.v = float64(kb) / 1024
+			}
+		}
+	}
+	return rss, hwm
+}
+
+// lockedBuffer is a log buffer a process writes while the benchmark may read it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
+
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// pct returns the p-th percentile of ds (nearest rank).
+func pct(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	idx := (len(s)*p + 99) / 100
+	if idx > 0 {
+		idx--
+	}
+	return s[idx]
+}
