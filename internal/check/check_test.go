@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/llm-gitops/platform/internal/gitrepo"
 )
 
@@ -68,6 +71,8 @@ func TestCheck(t *testing.T) {
 		{"more sequences than the KV cache holds", "base/vllm/llama.yaml", "--max-num-seqs=12", "--max-num-seqs=64", []string{"capacity-kv-cache"}},
 		{"more replicas than the GPU pool", "overlays/prod/scaling.yaml", "maxReplicaCount: 8", "maxReplicaCount: 12", []string{"capacity-gpu-pool-limit"}},
 		{"probe budget below the cold start", "base/vllm/qwen.yaml", "failureThreshold: 36", "failureThreshold: 10", []string{"capacity-startup-probe"}},
+		// issue #15: the rag-api HTTPRoute (wave 0) waiting on a Gateway of wave 1 that is never applied
+		{"Gateway after its HTTPRoute", "base/gateway/kustomization.yaml", `sync-wave: "-1"`, `sync-wave: "1"`, []string{"sync-wave-order"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,5 +147,29 @@ func TestCheckBadInput(t *testing.T) {
 	_, err := Run(repo, "HEAD~1", "HEAD")
 	if err == nil || !strings.Contains(err.Error(), "llm-images-pinned") {
 		t.Errorf("unparsable CEL: error %v should name the policy", err)
+	}
+}
+
+// TestCheckWaveOrderNamesBothObjects puts the Gateway back after the rag-api route (issue #15) and
+// wants one violation naming the route and the Gateway.
+func TestCheckWaveOrderNamesBothObjects(t *testing.T) {
+	dir, commit, edit := repoCopy(t)
+	edit("base/gateway/kustomization.yaml", `sync-wave: "-1"`, `sync-wave: "1"`)
+	commit("Gateway in wave 1")
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	res, err := Run(repo, "HEAD~1", "HEAD")
+	require.NoError(t, err)
+	assert.False(t, res.Passed)
+	for _, env := range res.Envs {
+		var waves []Violation
+		for _, v := range env.Violations {
+			if v.Rule == "sync-wave-order" {
+				waves = append(waves, v)
+			}
+		}
+		require.Len(t, waves, 1, "%s: %+v", env.Env, env.Violations)
+		assert.Equal(t, "HTTPRoute llm-api/rag-api", waves[0].Object)
+		assert.Contains(t, waves[0].Message, "needs Gateway llm-inference/llm-gateway (sync wave 1, its parentRef)")
 	}
 }
