@@ -156,10 +156,7 @@ func TestCheckWaveOrderNamesBothObjects(t *testing.T) {
 	dir, commit, edit := repoCopy(t)
 	edit("base/gateway/kustomization.yaml", `sync-wave: "-1"`, `sync-wave: "1"`)
 	commit("Gateway in wave 1")
-	repo, err := gitrepo.Open(dir)
-	require.NoError(t, err)
-	res, err := Run(repo, "HEAD~1", "HEAD")
-	require.NoError(t, err)
+	res := runCheck(t, dir)
 	assert.False(t, res.Passed)
 	for _, env := range res.Envs {
 		var waves []Violation
