@@ -93,6 +93,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Violations = append(er.Violations, dataFiles(headSnap, env)...)
 		er.Violations = append(er.Violations, waveOrder(h.Objects)...)
 		er.Violations = append(er.Violations, retainStateful(h.Objects)...)
+		er.Violations = append(er.Violations, kedaReach(h.Objects)...)
 		v, w := capacityInvariants(h.Objects)
 		er.Violations = append(er.Violations, v...)
 		er.Warnings = append(er.Warnings, w...)

@@ -170,3 +170,25 @@ func TestCheckWaveOrderNamesBothObjects(t *testing.T) {
 		assert.Contains(t, waves[0].Message, "needs Gateway llm-inference/llm-gateway (sync wave 1, its parentRef)")
 	}
 }
+
+// TestCheckKEDAReachOldTrigger puts back the KV-cache trigger of issue #15 (avg, AverageValue):
+// prod's vllm-qwen (max 8) fails, naming the trigger and the cap.
+func TestCheckKEDAReachOldTrigger(t *testing.T) {
+	dir, commit, edit := repoCopy(t)
+	edit("base/vllm/qwen.yaml", `query: sum(vllm:kv_cache_usage_perc{model_name="qwen",service="vllm-qwen"})`,
+		`query: avg(vllm:kv_cache_usage_perc{model_name="qwen"})`)
+	commit("avg KV trigger")
+	res := runCheck(t, dir)
+	assert.False(t, res.Passed)
+	var got []Violation
+	for _, v := range res.Envs[0].Violations {
+		if v.Rule == "capacity-keda-reach" {
+			got = append(got, v)
+		}
+	}
+	require.Len(t, got, 1, "%+v", res.Envs[0].Violations)
+	assert.Equal(t, "ScaledObject llm-inference/vllm-qwen", got[0].Object)
+	assert.Contains(t, got[0].Message, "trigger kv-cache")
+	assert.Contains(t, got[0].Message, "can never reach maxReplicaCount 8")
+	assert.Contains(t, got[0].Message, "ceil(1 / 0.8) = 2")
+}

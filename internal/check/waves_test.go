@@ -18,9 +18,12 @@ func parseObjects(t *testing.T, stream string) []*unstructured.Unstructured {
 		if strings.TrimSpace(doc) == "" {
 			continue
 		}
-		m := map[string]any{}
-		require.NoError(t, yaml.Unmarshal([]byte(doc), &m), doc)
-		out = append(out, &unstructured.Unstructured{Object: m})
+		// through JSON, as the renderer's objects: integers are int64, not float64
+		js, err := yaml.YAMLToJSON([]byte(doc))
+		require.NoError(t, err, doc)
+		u := &unstructured.Unstructured{}
+		require.NoError(t, u.UnmarshalJSON(js), doc)
+		out = append(out, u)
 	}
 	return out
 }
