@@ -72,6 +72,7 @@ func TestCheck(t *testing.T) {
 		{"more replicas than the GPU pool", "overlays/prod/scaling.yaml", "maxReplicaCount: 8", "maxReplicaCount: 12", []string{"capacity-gpu-pool-limit"}},
 		{"probe budget below the cold start", "base/vllm/qwen.yaml", "failureThreshold: 36", "failureThreshold: 10", []string{"capacity-startup-probe"}},
 		// issue #15: the rag-api HTTPRoute (wave 0) waiting on a Gateway of wave 1 that is never applied
+		{"vLLM shutdown timeout beyond the grace period", "base/vllm/qwen.yaml", "- --port=8000\n", "- --port=8000\n            - --shutdown-timeout=60\n", []string{"vllm-drain"}},
 		{"Gateway after its HTTPRoute", "base/gateway/kustomization.yaml", `sync-wave: "-1"`, `sync-wave: "1"`, []string{"sync-wave-order"}},
 	}
 	for _, tc := range cases {
