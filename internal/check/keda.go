@@ -62,9 +62,9 @@ func classify(query string) (queryRange, bool) {
 	}
 }
 
-// kedaReach checks that every ScaledObject has a fallback (see checkFallback) and that every Prometheus trigger of every ScaledObject can drive its target to
-// maxReplicaCount: with every pod fully loaded, the replica count the HPA computes from that trigger
-// alone must keep growing until the maximum. The HPA's arithmetic for an external metric:
+// kedaReach checks that every ScaledObject has a fallback (see checkFallback) and that each of its
+// Prometheus triggers can drive the target to maxReplicaCount: with every pod fully loaded, the
+// replica count the HPA computes from that trigger alone must keep growing until the maximum. The HPA's arithmetic for an external metric:
 //   - metricType AverageValue (KEDA's default): desired = ceil(value / threshold), the query's
 //     value taken for the total over all pods (no change while value / (threshold × current) is
 //     within the tolerance);
@@ -83,7 +83,7 @@ func kedaReach(objs []*unstructured.Unstructured) (violations []Violation) {
 			maxR = 100 // KEDA's default
 		}
 		minR, _, _ := unstructured.NestedInt64(o.Object, "spec", "minReplicaCount")
-		if v := checkFallback(o, minR, maxR); v != "" {
+		if v := checkFallback(o); v != "" {
 			violations = append(violations, Violation{Rule: "keda-fallback", Object: id(o), Message: v})
 		}
 		if _, ok, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "advanced", "scalingModifiers", "formula"); ok {
@@ -99,16 +99,12 @@ func kedaReach(objs []*unstructured.Unstructured) (violations []Violation) {
 	return violations
 }
 
-// checkFallback wants a spec.fallback whose replicas lie within [minReplicaCount, maxReplicaCount]:
-// without one, a Prometheus outage leaves the HPA with no metric and the scale wherever it was.
-func checkFallback(o *unstructured.Unstructured, minR, maxR int64) string {
-	fb, ok, _ := unstructured.NestedMap(o.Object, "spec", "fallback")
-	if !ok {
-		return "no spec.fallback: when Prometheus is unreachable KEDA keeps no floor (add failureThreshold and replicas)"
-	}
-	r, _, _ := unstructured.NestedInt64(fb, "replicas")
-	if r < minR || r > maxR {
-		return fmt.Sprintf("spec.fallback.replicas %d is outside minReplicaCount %d .. maxReplicaCount %d", r, minR, maxR)
+// checkFallback wants a spec.fallback: without one, a Prometheus outage leaves the HPA with no
+// metric and the scale wherever it was. Its replicas are not judged: the HPA clamps them to
+// [minReplicaCount, maxReplicaCount] anyway, and a scheduled raise of the minimum must not fail.
+func checkFallback(o *unstructured.Unstructured) string {
+	if _, ok, _ := unstructured.NestedMap(o.Object, "spec", "fallback"); !ok {
+		return "no spec.fallback: when Prometheus cannot be queried KEDA keeps no floor (add failureThreshold and replicas)"
 	}
 	return ""
 }

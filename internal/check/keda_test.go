@@ -52,8 +52,7 @@ func TestKEDAReach(t *testing.T) {
 		{"scalingModifiers: the HPA sees the formula, no verdict",
 			scaledObject(kvAvg, "0.8", "", 1, 8, fb+", advanced: {scalingModifiers: {formula: kv-cache * 4, target: '1'}}"), nil},
 		{"no fallback", scaledObject(kvSum, "0.8", "", 1, 8, ""), []string{"keda-fallback: no spec.fallback"}},
-		{"fallback above the maximum", scaledObject(kvSum, "0.8", "", 1, 8, ", fallback: {failureThreshold: 3, replicas: 9}"),
-			[]string{"keda-fallback: spec.fallback.replicas 9 is outside minReplicaCount 1 .. maxReplicaCount 8"}},
+		{"fallback replicas are clamped by the HPA, not judged", scaledObject(kvSum, "0.8", "", 4, 8, ", fallback: {failureThreshold: 3, replicas: 1}"), nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
