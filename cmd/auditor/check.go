@@ -24,7 +24,10 @@ func newCheckCommand() *cobra.Command {
 		Long: `check renders every env at --base and --head, prints what changes in the rendered cluster
 state (prod first), evaluates the ValidatingAdmissionPolicies of policies/ offline with the API
 server's own CEL machinery, and checks the capacity invariants (KV cache fits the GPU, GPU
-workloads fit the GPU pool, startupProbe covers the cold start).
+workloads fit the GPU pool, startupProbe covers the cold start, every KEDA trigger can reach
+maxReplicaCount and has a fallback) and the sync rules (no object needs one of a later Argo CD
+sync wave; stateful objects carry sync-options Delete=false,Prune=false; a vLLM pod's grace
+period covers its preStop sleep and --shutdown-timeout).
 
 Exit codes: 0 pass, 1 violations, >1 error.`,
 		Example: `  auditor check --base origin/main --head HEAD -o markdown > comment.md`,

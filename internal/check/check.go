@@ -1,6 +1,9 @@
 // Package check is what a pull request that changes production must pass: it renders every env at
 // two revisions, shows what changes in the rendered cluster state, evaluates the admission
-// policies of policies/ offline, and checks the capacity invariants of the seeds.
+// policies of policies/ offline, and checks the capacity invariants of the seeds and the rules of
+// a safe Argo CD sync: sync waves in dependency order (waves.go), stateful objects kept on
+// Application deletion and prune (safety.go), KEDA triggers able to reach maxReplicaCount
+// (keda.go) and vLLM pods given time to drain (drain.go).
 package check
 
 import (
@@ -91,6 +94,10 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 			er.Violations = append(er.Violations, evaluate(pols, h.Objects)...)
 		}
 		er.Violations = append(er.Violations, dataFiles(headSnap, env)...)
+		er.Violations = append(er.Violations, waveOrder(h.Objects)...)
+		er.Violations = append(er.Violations, retainStateful(h.Objects)...)
+		er.Violations = append(er.Violations, kedaReach(h.Objects)...)
+		er.Violations = append(er.Violations, vllmDrain(h.Objects)...)
 		v, w := capacityInvariants(h.Objects)
 		er.Violations = append(er.Violations, v...)
 		er.Warnings = append(er.Warnings, w...)

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/llm-gitops/platform/internal/gitrepo"
 )
 
@@ -68,6 +71,9 @@ func TestCheck(t *testing.T) {
 		{"more sequences than the KV cache holds", "base/vllm/llama.yaml", "--max-num-seqs=12", "--max-num-seqs=64", []string{"capacity-kv-cache"}},
 		{"more replicas than the GPU pool", "overlays/prod/scaling.yaml", "maxReplicaCount: 8", "maxReplicaCount: 12", []string{"capacity-gpu-pool-limit"}},
 		{"probe budget below the cold start", "base/vllm/qwen.yaml", "failureThreshold: 36", "failureThreshold: 10", []string{"capacity-startup-probe"}},
+		// issue #15: the rag-api HTTPRoute (wave 0) waiting on a Gateway of wave 1 that is never applied
+		{"vLLM shutdown timeout beyond the grace period", "base/vllm/qwen.yaml", "- --port=8000\n", "- --port=8000\n            - --shutdown-timeout=60\n", []string{"vllm-drain"}},
+		{"Gateway after its HTTPRoute", "base/gateway/kustomization.yaml", `sync-wave: "-1"`, `sync-wave: "1"`, []string{"sync-wave-order"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,4 +149,47 @@ func TestCheckBadInput(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "llm-images-pinned") {
 		t.Errorf("unparsable CEL: error %v should name the policy", err)
 	}
+}
+
+// TestCheckWaveOrderNamesBothObjects puts the Gateway back after the rag-api route (issue #15) and
+// wants one violation naming the route and the Gateway.
+func TestCheckWaveOrderNamesBothObjects(t *testing.T) {
+	dir, commit, edit := repoCopy(t)
+	edit("base/gateway/kustomization.yaml", `sync-wave: "-1"`, `sync-wave: "1"`)
+	commit("Gateway in wave 1")
+	res := runCheck(t, dir)
+	assert.False(t, res.Passed)
+	for _, env := range res.Envs {
+		var waves []Violation
+		for _, v := range env.Violations {
+			if v.Rule == "sync-wave-order" {
+				waves = append(waves, v)
+			}
+		}
+		require.Len(t, waves, 1, "%s: %+v", env.Env, env.Violations)
+		assert.Equal(t, "HTTPRoute llm-api/rag-api", waves[0].Object)
+		assert.Contains(t, waves[0].Message, "needs Gateway llm-inference/llm-gateway (sync wave 1, its parentRef)")
+	}
+}
+
+// TestCheckKEDAReachOldTrigger puts back the KV-cache trigger of issue #15 (avg, AverageValue):
+// prod's vllm-qwen (max 8) fails, naming the trigger and the cap.
+func TestCheckKEDAReachOldTrigger(t *testing.T) {
+	dir, commit, edit := repoCopy(t)
+	edit("base/vllm/qwen.yaml", `query: sum(vllm:kv_cache_usage_perc{model_name="qwen",service="vllm-qwen"})`,
+		`query: avg(vllm:kv_cache_usage_perc{model_name="qwen"})`)
+	commit("avg KV trigger")
+	res := runCheck(t, dir)
+	assert.False(t, res.Passed)
+	var got []Violation
+	for _, v := range res.Envs[0].Violations {
+		if v.Rule == "capacity-keda-reach" {
+			got = append(got, v)
+		}
+	}
+	require.Len(t, got, 1, "%+v", res.Envs[0].Violations)
+	assert.Equal(t, "ScaledObject llm-inference/vllm-qwen", got[0].Object)
+	assert.Contains(t, got[0].Message, "trigger kv-cache")
+	assert.Contains(t, got[0].Message, "can never reach maxReplicaCount 8")
+	assert.Contains(t, got[0].Message, "ceil(1 / 0.8) = 2")
 }
