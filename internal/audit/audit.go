@@ -201,6 +201,12 @@ func (a *Auditor) scope(objs []*unstructured.Unstructured, destNS string) (serve
 			continue
 		}
 		namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
+		if ns := o.GetNamespace(); namespaced && ns != "" && !a.Live.Covers(ns) {
+			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: ns,
+				Name: o.GetName(), Status: drift.Unknown, Fields: []drift.Field{},
+				Note: fmt.Sprintf("namespace %s is not among the namespaces the auditor watches (watchNamespaces): add it, and the auditor's read access there", ns)})
+			continue
+		}
 		switch {
 		case namespaced && o.GetNamespace() == "":
 			o = o.DeepCopy()

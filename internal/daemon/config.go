@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/llm-gitops/platform/internal/drift"
@@ -34,6 +35,10 @@ type Config struct {
 	// running in a pod, else the usual kubectl loading rules.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Context    string `json:"context,omitempty"`
+	// WatchNamespaces, when set, are the only namespaces whose objects the auditor watches (one
+	// informer per namespace and kind): it then needs read rights there only, Secrets included.
+	// A namespaced object Git puts elsewhere is reported Unknown, naming its namespace.
+	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
 	// AppNamespace and AppNamePrefix locate each env's Argo CD Application (<prefix><env>).
 	AppNamespace  string `json:"appNamespace,omitempty"`
 	AppNamePrefix string `json:"appNamePrefix,omitempty"`
@@ -224,6 +229,11 @@ func (c *Config) validate() error {
 	for _, env := range c.Envs {
 		if !pathName.MatchString(env) {
 			return fmt.Errorf("envs: %q is not a valid env name (lower-case letters, digits, . _ -)", env)
+		}
+	}
+	for _, ns := range c.WatchNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("watchNamespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
 		}
 	}
 	seen := map[string]bool{}

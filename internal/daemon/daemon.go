@@ -52,6 +52,8 @@ type Daemon struct {
 	hmacKey   []byte         // keys the HMACs that stand for Secret values in reports
 	saveMu    sync.Mutex     // one tracker save at a time
 
+	scheduleWake []chan struct{} // one per schedule runner: a revision was fetched
+
 	ledgerSeen map[string]string // env -> revision whose ledger records are written
 	ledgerBusy map[string]bool
 	wg         sync.WaitGroup // background writes (ledger)
@@ -260,6 +262,11 @@ func (d *Daemon) tryConnect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Scoped, the auditor reads namespaced kinds (Secrets included) only where the envs live,
+	// and Applications only in Argo CD's namespace.
+	if len(d.cfg.WatchNamespaces) > 0 {
+		c.ScopeTo(d.cfg.WatchNamespaces, map[schema.GroupVersionKind][]string{argocd.ApplicationGVK: {d.cfg.AppNamespace}})
+	}
 	// Applications change when Argo CD syncs: a new synced revision is a reason to re-audit.
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -290,15 +297,17 @@ func (d *Daemon) refreshRepo(ctx context.Context) {
 		cancel()
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if err != nil {
 		d.fetchErr = err
 		d.metrics.gitFetchErrors.Inc()
 		d.log.Error("git fetch failed; auditing the last fetched revision", "err", err, "stale", time.Since(d.lastFetch).Round(time.Second))
+		d.mu.Unlock()
 		return
 	}
 	d.repo, d.lastFetch, d.fetchErr = repo, time.Now(), nil
 	d.metrics.gitLastFetch.SetToCurrentTime()
+	d.mu.Unlock()
+	d.wakeSchedules()
 }
 
 // openRepo opens the repository: a directory in place, a URL cloned into memory with RepoAuth.
@@ -444,11 +453,20 @@ func (d *Daemon) hookInformers(c *live.Cache) {
 		if d.hooked[gvk] {
 			continue
 		}
-		inf, ok := c.Informer(gvk)
-		if !ok {
+		infs := c.Informers(gvk)
+		if len(infs) == 0 {
 			continue
 		}
 		d.hooked[gvk] = true
+		for _, inf := range infs {
+			d.hook(gvk, inf)
+		}
+	}
+}
+
+// hook subscribes to one informer of gvk.
+func (d *Daemon) hook(gvk schema.GroupVersionKind, inf cache.SharedIndexInformer) {
+	{
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { d.touch(gvk, obj) },
 			UpdateFunc: func(old, cur any) {

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
@@ -148,18 +150,46 @@ func TestReceiverOutageAndRestartLoseNothing(t *testing.T) {
 	}
 }
 
-func TestAPIServerRestartMidRun(t *testing.T) {
+// TestAPIServerRestartMidRunThenWatchesHold restarts the API server under a running daemon: a
+// hand edit made before the watches are back is still announced, each informer reconnects about
+// once, and then the watches hold for two minutes without a single reconnect (a client timeout
+// would cut them every 30 s). The count comes from the informers' own watch requests.
+func TestAPIServerRestartMidRunThenWatchesHold(t *testing.T) {
+	if testing.Short() {
+		t.Skip("holds the watches for two minutes")
+	}
 	h := newHarness(t)
 	d := start(t, h.config(t.TempDir()))
-	if err := cluster.RestartAPIServer(context.Background(), 500*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	d.d.mu.RLock()
+	c := d.d.cache
+	d.d.mu.RUnlock()
+	informers := int64(len(c.Kinds()))
+	before := c.WatchStarts()
+	require.NoError(t, cluster.RestartAPIServer(context.Background(), 500*time.Millisecond))
 	// Right after the restart, before the daemon's watches are back, someone scales by hand.
 	h.p.Kubectl("-n", h.p.NS("rag"), "scale", "statefulset/qdrant", "--replicas=4")
 	msgs := h.receivers[1].waitMessages(t, 1, 30*time.Second)
-	if !strings.Contains(msgs[0], "qdrant") || !strings.Contains(msgs[0], "scale") {
-		t.Errorf("message after reconnect:\n%s\nlog:\n%s", msgs[0], d.log.String())
-	}
+	assert.Contains(t, msgs[0], "qdrant", "message after reconnect; log:\n%s", d.log.String())
+	assert.Contains(t, msgs[0], "scale")
+	// Settled: every informer watches again and no watch has started for 5 s. A freshly started
+	// API server ends the first watch of each kind once while its watch cache fills, so a
+	// restart costs each informer up to two.
+	var reconnected int64
+	last, since := c.WatchStarts(), time.Now()
+	require.Eventually(t, func() bool {
+		if n := c.WatchStarts(); n != last {
+			last, since = n, time.Now()
+		}
+		reconnected = last
+		return last-before >= informers && time.Since(since) > 5*time.Second
+	}, 60*time.Second, 100*time.Millisecond, "every informer watches again")
+	assert.LessOrEqual(t, reconnected-before, 2*informers, "watches accepted for %d informers across one restart", informers)
+
+	time.Sleep(2 * time.Minute)
+	// The positive signal that the watches are alive: an edit after the hold is announced.
+	h.p.Kubectl("-n", h.p.NS("rag"), "scale", "statefulset/qdrant", "--replicas=1")
+	h.receivers[1].waitMessages(t, 2, 30*time.Second)
+	assert.Equal(t, reconnected, c.WatchStarts(), "watch requests during the two-minute hold")
 }
 
 func TestSecretValueNeverLeaves(t *testing.T) {
@@ -298,6 +328,54 @@ func grep(s, sub string) string {
 // TestScheduledScaleUpIsCommittedByTheDaemon gives the daemon a schedule whose peak starts in
 // two minutes (so its firing, 14m36s before, is late but still useful) and checks the scale-up
 // lands in the bare repository exactly once, with its trailers.
+// peakSchedule is a schedule.yaml with one peak at peak (UTC), whose lead time puts its firing
+// before now: it fires as soon as a runner sees it.
+func peakSchedule(peak time.Time) string {
+	return fmt.Sprintf(`leadTime:
+  argoSyncDelay: 3m
+  coldStart: {nodeProvisioning: 90s, imageSize: 10GB, pullBandwidth: 1Gbit/s, weightsSize: 16GB, downloadBandwidth: 1Gbit/s, loadBandwidth: 2GB/s, engineInit: 30s}
+  margin: 6m
+peaks:
+  - name: test-peak
+    recurrence:
+      dates: [%s]
+      at: "%s"
+      timeZone: UTC
+    duration: 1h
+    target: {path: overlays/prod/scaling.yaml, kind: ScaledObject, name: vllm-qwen, field: spec.minReplicaCount}
+    warm: 5
+`, peak.Format("2006-01-02"), peak.Format("15:04"))
+}
+
+// scaleUps counts the scheduled commits of test-peak on the bare repository's main.
+func scaleUps(bare string) int {
+	out, _ := exec.Command("git", "--git-dir", bare, "log", "--format=%H %(trailers:key=Schedule-Id,valueonly,separator=)", "main").Output()
+	return strings.Count(string(out), "test-peak")
+}
+
+// TestScheduleAddedLaterIsReloadedAndFires starts the daemon on a repository without a schedule,
+// then pushes one: the daemon fetches the new revision, reloads the schedule without a restart
+// and commits the scale-up of a peak that begins in two minutes (its firing time already past).
+func TestScheduleAddedLaterIsReloadedAndFires(t *testing.T) {
+	h := newHarness(t)
+	bare := filepath.Join(t.TempDir(), "platform.git")
+	h.p.Git("clone", "-q", "--bare", h.p.Dir, bare)
+	cfg := h.config(t.TempDir())
+	cfg.Repo = "file://" + bare
+	cfg.FetchInterval = Duration{time.Second}
+	cfg.Schedule = ScheduleConfig{Enabled: true, Remote: gitrepo.RemoteConfig{URL: "file://" + bare}}
+	d := start(t, cfg)
+	require.Zero(t, scaleUps(bare))
+
+	require.NoError(t, h.p.Write("clusters/prod/schedule.yaml", peakSchedule(time.Now().UTC().Add(2*time.Minute).Truncate(time.Minute))))
+	h.p.Commit("schedule a peak")
+	h.p.Git("push", "-q", bare, "HEAD:main")
+	require.Eventually(t, func() bool { return scaleUps(bare) > 0 }, 30*time.Second, 200*time.Millisecond,
+		"no scale-up commit after the schedule was pushed; daemon log:\n%s", d.log.String())
+	assert.Contains(t, d.log.String(), "schedule reloaded")
+	assert.Equal(t, 1, scaleUps(bare), "scale-up commits")
+}
+
 func TestScheduledScaleUpIsCommittedByTheDaemon(t *testing.T) {
 	h := newHarness(t)
 	peak := time.Now().UTC().Add(2 * time.Minute).Truncate(time.Minute)

@@ -47,16 +47,22 @@ func (d *Daemon) runSchedules(ctx context.Context) {
 	done := make(chan struct{})
 	running := 0
 	for _, env := range d.cfg.Envs {
+		// Every env gets a runner, with an empty schedule until Git has one (or one that parses):
+		// a schedule added or fixed later is picked up from the next fetched revision.
 		s, err := schedule.Load(snap, env)
-		if errors.Is(err, schedule.ErrNoSchedule) {
-			continue
-		}
-		if err != nil {
+		switch {
+		case errors.Is(err, schedule.ErrNoSchedule):
+			s = &schedule.Schedule{}
+		case err != nil:
 			d.log.Error("schedule not loaded", "env", env, "err", err)
-			continue
+			s = &schedule.Schedule{}
 		}
+		wake := make(chan struct{}, 1)
+		d.mu.Lock()
+		d.scheduleWake = append(d.scheduleWake, wake)
+		d.mu.Unlock()
 		r := &schedule.Runner{Schedule: s, Remote: remote, Options: schedule.FireOptions{Branch: d.cfg.Schedule.Branch},
-			OnEvent: func(e schedule.Event) { d.scheduleEvent(env, e) }, Reload: d.scheduleReloader(env, snap.Revision)}
+			OnEvent: func(e schedule.Event) { d.scheduleEvent(env, e) }, Reload: d.scheduleReloader(env, snap.Revision), Wake: wake}
 		running++
 		go func() {
 			defer func() { done <- struct{}{} }()
@@ -66,6 +72,18 @@ func (d *Daemon) runSchedules(ctx context.Context) {
 	}
 	for range running {
 		<-done
+	}
+}
+
+// wakeSchedules tells every runner a revision was fetched.
+func (d *Daemon) wakeSchedules() {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, w := range d.scheduleWake {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
 	}
 }
 

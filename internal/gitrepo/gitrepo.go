@@ -45,7 +45,7 @@ func Open(location string) (*Repo, error) {
 	if IsURL(location) {
 		return openURL(context.Background(), location, nil)
 	}
-	r, err := git.PlainOpenWithOptions(location, &git.PlainOpenOptions{DetectDotGit: true})
+	r, err := git.PlainOpenWithOptions(location, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true}) // a git worktree too
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", location, err)
 	}

@@ -30,10 +30,14 @@ type Cache struct {
 	dyn       dynamic.Interface
 	disc      discovery.DiscoveryInterface
 	mapper    meta.ResettableRESTMapper
+	watchDyn  dynamic.Interface
 	factory   dynamicinformer.DynamicSharedInformerFactory
+	nsFactory map[string]dynamicinformer.DynamicSharedInformerFactory // per namespace, when scoped
 	mu        sync.RWMutex
 	watchMu   sync.Mutex // serialises starting informers
-	informers map[schema.GroupVersionKind]cache.SharedIndexInformer
+	informers map[schema.GroupVersionKind]*watched
+	scope     map[string]bool                      // namespaces watched; nil: all
+	kindScope map[schema.GroupVersionKind][]string // kinds watched in other namespaces than scope
 	ctx       context.Context
 	history   history
 	docsMu    sync.Mutex
@@ -98,26 +102,106 @@ func New(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 	}
 	c.dyn, c.disc, c.ctx = dyn, dc, ctx
 	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	c.watchDyn = watchDyn
 	c.factory = dynamicinformer.NewDynamicSharedInformerFactory(watchDyn, 0)
-	c.informers = map[schema.GroupVersionKind]cache.SharedIndexInformer{}
+	c.nsFactory = map[string]dynamicinformer.DynamicSharedInformerFactory{}
+	c.informers = map[schema.GroupVersionKind]*watched{}
 	return c, nil
 }
 
-// WatchStarts counts the watch requests the informers made: one per kind, plus one per
+// ScopeTo watches namespaced kinds only in namespaces (one informer per namespace), and the
+// kinds of perKind only in theirs: the auditor then needs read access there only (Secrets
+// included). Call it before the first Watch; no namespaces means every namespace. Objects of
+// other namespaces are not seen: Covers says which namespaces are.
+func (c *Cache) ScopeTo(namespaces []string, perKind map[schema.GroupVersionKind][]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(namespaces) > 0 {
+		c.scope = map[string]bool{}
+		for _, ns := range namespaces {
+			c.scope[ns] = true
+		}
+	}
+	c.kindScope = perKind
+}
+
+// Covers says whether objects of namespace are watched (always true when the cache is not scoped).
+func (c *Cache) Covers(namespace string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.scope == nil || namespace == "" || c.scope[namespace]
+}
+
+// watched is one kind's informers: one over every namespace (or a cluster-scoped kind), or one
+// per namespace when the cache is scoped.
+type watched struct {
+	all  cache.SharedIndexInformer
+	byNS map[string]cache.SharedIndexInformer
+}
+
+func (w *watched) each() []cache.SharedIndexInformer {
+	if w.all != nil {
+		return []cache.SharedIndexInformer{w.all}
+	}
+	out := make([]cache.SharedIndexInformer, 0, len(w.byNS))
+	for _, inf := range w.byNS {
+		out = append(out, inf)
+	}
+	return out
+}
+
+func (w *watched) hasSynced() bool {
+	for _, inf := range w.each() {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// in returns the informer holding objects of namespace.
+func (w *watched) in(namespace string) (cache.SharedIndexInformer, bool) {
+	if w.all != nil {
+		return w.all, true
+	}
+	inf, ok := w.byNS[namespace]
+	return inf, ok
+}
+
+// namespacesOf returns the namespaces a namespaced kind is watched in (nil: all of them).
+func (c *Cache) namespacesOf(gvk schema.GroupVersionKind) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if ns, ok := c.kindScope[gvk]; ok {
+		return ns
+	}
+	if c.scope == nil {
+		return nil
+	}
+	out := make([]string, 0, len(c.scope))
+	for ns := range c.scope {
+		out = append(out, ns)
+	}
+	return out
+}
+
+// WatchStarts counts the watches the API server accepted: one per informer, plus one per
 // reconnect (an API server restart, a watch the server ended).
 func (c *Cache) WatchStarts() int64 { return c.watchStarts.Load() }
 
-// countWatches counts requests with ?watch=true.
+// countWatches counts the watch requests (?watch=true) the API server accepted: attempts that
+// fail while it is unreachable are not reconnects.
 type countWatches struct {
 	next http.RoundTripper
 	n    *atomic.Int64
 }
 
 func (t countWatches) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Query().Get("watch") == "true" {
+	resp, err := t.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusOK && r.URL.Query().Get("watch") == "true" {
 		t.n.Add(1)
 	}
-	return t.next.RoundTrip(r)
+	return resp, err
 }
 
 // Mapping resolves a kind to its resource through discovery.
@@ -141,10 +225,10 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 	var named []schema.GroupVersionKind // the kinds behind synced, in order
 	add := func(gvk schema.GroupVersionKind, must bool) error {
 		c.mu.RLock()
-		inf, ok := c.informers[gvk]
+		w, ok := c.informers[gvk]
 		c.mu.RUnlock()
 		if ok {
-			synced, named = append(synced, inf.HasSynced), append(named, gvk)
+			synced, named = append(synced, w.hasSynced), append(named, gvk)
 			return nil
 		}
 		m, err := c.Mapping(gvk)
@@ -156,18 +240,37 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 		}
 		c.watchMu.Lock()
 		defer c.watchMu.Unlock()
-		if inf, ok := c.informers[gvk]; ok { // added meanwhile
-			synced, named = append(synced, inf.HasSynced), append(named, gvk)
+		if w, ok := c.informers[gvk]; ok { // added meanwhile
+			synced, named = append(synced, w.hasSynced), append(named, gvk)
 			return nil
 		}
-		inf = c.factory.ForResource(m.Resource).Informer()
-		if _, err := inf.AddEventHandler(c.history.handler()); err != nil {
-			return fmt.Errorf("watch %s: %w", gvk.Kind, err)
+		w = &watched{}
+		var nss []string
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			nss = c.namespacesOf(gvk)
+		}
+		if nss == nil {
+			w.all = c.factory.ForResource(m.Resource).Informer()
+		} else {
+			w.byNS = map[string]cache.SharedIndexInformer{}
+			for _, ns := range nss {
+				f, ok := c.nsFactory[ns]
+				if !ok {
+					f = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.watchDyn, 0, ns, nil)
+					c.nsFactory[ns] = f
+				}
+				w.byNS[ns] = f.ForResource(m.Resource).Informer()
+			}
+		}
+		for _, inf := range w.each() {
+			if _, err := inf.AddEventHandler(c.history.handler()); err != nil {
+				return fmt.Errorf("watch %s: %w", gvk.Kind, err)
+			}
 		}
 		c.mu.Lock()
-		c.informers[gvk] = inf
+		c.informers[gvk] = w
 		c.mu.Unlock()
-		synced, named = append(synced, inf.HasSynced), append(named, gvk)
+		synced, named = append(synced, w.hasSynced), append(named, gvk)
 		return nil
 	}
 	for _, gvk := range required {
@@ -181,6 +284,11 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 		}
 	}
 	c.factory.Start(c.ctx.Done())
+	c.watchMu.Lock()
+	for _, f := range c.nsFactory {
+		f.Start(c.ctx.Done())
+	}
+	c.watchMu.Unlock()
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		var late []schema.GroupVersionKind
 		for i, ok := range synced {
@@ -224,17 +332,27 @@ func (c *Cache) Kinds() []schema.GroupVersionKind {
 	return out
 }
 
-// Informer returns the informer of a watched kind, for event handlers (the daemon).
-func (c *Cache) Informer(gvk schema.GroupVersionKind) (cache.SharedIndexInformer, bool) {
+// Informers returns the informers of a watched kind (one per namespace when the cache is
+// scoped), for event handlers (the daemon).
+func (c *Cache) Informers(gvk schema.GroupVersionKind) []cache.SharedIndexInformer {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	inf, ok := c.informers[gvk]
-	return inf, ok
+	w, ok := c.informers[gvk]
+	if !ok {
+		return nil
+	}
+	return w.each()
 }
 
 // Get returns a live object from the cache.
 func (c *Cache) Get(gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, bool) {
-	inf, ok := c.Informer(gvk)
+	c.mu.RLock()
+	w, ok := c.informers[gvk]
+	c.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	inf, ok := w.in(namespace)
 	if !ok {
 		return nil, false
 	}
@@ -250,9 +368,15 @@ func (c *Cache) Get(gvk schema.GroupVersionKind, namespace, name string) (*unstr
 	return u, ok
 }
 
-// List returns the cached objects of a kind in a namespace.
+// List returns the cached objects of a kind in a namespace ("" for a cluster-scoped kind).
 func (c *Cache) List(gvk schema.GroupVersionKind, namespace string) []*unstructured.Unstructured {
-	inf, ok := c.Informer(gvk)
+	c.mu.RLock()
+	w, ok := c.informers[gvk]
+	c.mu.RUnlock()
+	if !ok {
+		return nil
+	}
+	inf, ok := w.in(namespace)
 	if !ok {
 		return nil
 	}

@@ -37,6 +37,8 @@ type Runner struct {
 	// Reload, when set, is asked before each tick for the schedule as Git has it now (nil: no
 	// change), so an edit of schedule.yaml takes effect without a restart.
 	Reload func() *Schedule
+	// Wake, when set, ends a sleep early (a new Git revision was fetched): Reload is asked at once.
+	Wake <-chan struct{}
 	// RetryEvery is how often a failed firing is tried again (default 30s): a scale-up until its
 	// peak ends (then it is reported missed, never made late), a scale-down until it lands.
 	RetryEvery time.Duration
@@ -125,6 +127,10 @@ func (r *Runner) Run(ctx context.Context) error {
 		if r.Reload != nil {
 			if s := r.Reload(); s != nil {
 				r.Schedule = s
+				// Look back over the new schedule's whole window again, as at start: a peak added
+				// less than its lead time before it begins still fires (late, before the peak), and
+				// what was already committed is recognised by its trailer and not committed twice.
+				r.LastRun = time.Time{}
 			}
 		}
 		t := now()
@@ -149,6 +155,8 @@ func (r *Runner) Run(ctx context.Context) error {
 			timer.Stop()
 			return ctx.Err()
 		case <-timer.C:
+		case <-r.Wake:
+			timer.Stop()
 		}
 	}
 }
