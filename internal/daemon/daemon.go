@@ -47,7 +47,7 @@ type Daemon struct {
 	errs      map[string]error
 	lastFetch time.Time
 	fetchErr  error
-	hooked    map[schema.GroupVersionKind]bool
+	hooked    map[cache.SharedIndexInformer]bool
 	auditor   *audit.Auditor // kept while repo and cache are: its schema and render caches persist
 	hmacKey   []byte         // keys the HMACs that stand for Secret values in reports
 	saveMu    sync.Mutex     // one tracker save at a time
@@ -84,7 +84,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		log = slog.Default()
 	}
 	d := &Daemon{cfg: cfg, rest: restCfg, log: log, metrics: newMetrics(), reports: map[string]*drift.Report{},
-		errs: map[string]error{}, hooked: map[schema.GroupVersionKind]bool{}, decided: make(chan struct{}),
+		errs: map[string]error{}, hooked: map[cache.SharedIndexInformer]bool{}, decided: make(chan struct{}),
 		ledgerSeen: map[string]string{}, ledgerBusy: map[string]bool{},
 		dirty: make(chan struct{}, 1), fetch: make(chan struct{}, 1), listening: make(chan struct{})}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
@@ -450,15 +450,11 @@ func (d *Daemon) hookInformers(c *live.Cache) {
 	kinds := append([]schema.GroupVersionKind{argocd.ApplicationGVK}, drift.DefaultExtraKinds...)
 	kinds = append(kinds, c.Kinds()...)
 	for _, gvk := range kinds {
-		if d.hooked[gvk] {
-			continue
-		}
-		infs := c.Informers(gvk)
-		if len(infs) == 0 {
-			continue
-		}
-		d.hooked[gvk] = true
-		for _, inf := range infs {
+		for _, inf := range c.Informers(gvk) { // new ones too: a kind's informers can be replaced
+			if d.hooked[inf] {
+				continue
+			}
+			d.hooked[inf] = true
 			d.hook(gvk, inf)
 		}
 	}
@@ -466,25 +462,18 @@ func (d *Daemon) hookInformers(c *live.Cache) {
 
 // hook subscribes to one informer of gvk.
 func (d *Daemon) hook(gvk schema.GroupVersionKind, inf cache.SharedIndexInformer) {
-	{
-		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) { d.touch(gvk, obj) },
-			UpdateFunc: func(old, cur any) {
-				o, ok1 := old.(*unstructured.Unstructured)
-				n, ok2 := cur.(*unstructured.Unstructured)
-				if ok1 && ok2 && !changed(gvk, o, n) {
-					return
-				}
-				d.touch(gvk, cur)
-			},
-			DeleteFunc: func(obj any) {
-				if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-					obj = t.Obj
-				}
-				d.touch(gvk, obj)
-			},
-		})
-	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { d.touch(gvk, obj) },
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := live.AsUnstructured(gvk, old)
+			n, ok2 := live.AsUnstructured(gvk, cur)
+			if ok1 && ok2 && !changed(gvk, o, n) {
+				return
+			}
+			d.touch(gvk, cur)
+		},
+		DeleteFunc: func(obj any) { d.touch(gvk, obj) },
+	})
 }
 
 // changed says whether an update can change a verdict: not a resync (same resourceVersion) and
@@ -503,7 +492,7 @@ func changed(gvk schema.GroupVersionKind, old, cur *unstructured.Unstructured) b
 
 // touch records that the watch saw obj of gvk change and asks for a re-audit.
 func (d *Daemon) touch(gvk schema.GroupVersionKind, obj any) {
-	u, ok := obj.(*unstructured.Unstructured)
+	u, ok := live.AsUnstructured(gvk, obj)
 	d.touchMu.Lock()
 	if ok {
 		if d.touched == nil {

@@ -15,11 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
@@ -31,8 +34,7 @@ type Cache struct {
 	disc      discovery.DiscoveryInterface
 	mapper    meta.ResettableRESTMapper
 	watchDyn  dynamic.Interface
-	factory   dynamicinformer.DynamicSharedInformerFactory
-	nsFactory map[string]dynamicinformer.DynamicSharedInformerFactory // per namespace, when scoped
+	watchMeta metadata.Interface
 	mu        sync.RWMutex
 	watchMu   sync.Mutex // serialises starting informers
 	informers map[schema.GroupVersionKind]*watched
@@ -42,6 +44,8 @@ type Cache struct {
 	history   history
 	docsMu    sync.Mutex
 	docs      map[string]*gvDoc
+	missing   map[schema.GroupVersionKind]time.Time // kinds discovery lacked, and when
+	resets    atomic.Int64
 
 	watchStarts atomic.Int64
 }
@@ -87,6 +91,10 @@ func New(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}
+	watchMeta, err := metadata.NewForConfig(watchCfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
@@ -102,10 +110,9 @@ func New(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 	}
 	c.dyn, c.disc, c.ctx = dyn, dc, ctx
 	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	c.watchDyn = watchDyn
-	c.factory = dynamicinformer.NewDynamicSharedInformerFactory(watchDyn, 0)
-	c.nsFactory = map[string]dynamicinformer.DynamicSharedInformerFactory{}
+	c.watchDyn, c.watchMeta = watchDyn, watchMeta
 	c.informers = map[schema.GroupVersionKind]*watched{}
+	c.missing = map[schema.GroupVersionKind]time.Time{}
 	return c, nil
 }
 
@@ -137,6 +144,12 @@ func (c *Cache) Covers(namespace string) bool {
 type watched struct {
 	all  cache.SharedIndexInformer
 	byNS map[string]cache.SharedIndexInformer
+	// meta: the informers hold metadata only (PartialObjectMetadata): a kind watched only to find
+	// objects made by hand (MetadataOnly), whose contents the audit never reads.
+	meta   bool
+	gvk    schema.GroupVersionKind
+	stop   chan struct{}
+	closed sync.Once
 }
 
 func (w *watched) each() []cache.SharedIndexInformer {
@@ -166,6 +179,41 @@ func (w *watched) in(namespace string) (cache.SharedIndexInformer, bool) {
 	}
 	inf, ok := w.byNS[namespace]
 	return inf, ok
+}
+
+// newInformer makes an informer of one resource in one namespace (or all): of full objects, or
+// of their metadata.
+func (c *Cache) newInformer(gvr schema.GroupVersionResource, namespace string, metaOnly bool) cache.SharedIndexInformer {
+	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	if metaOnly {
+		return metadatainformer.NewFilteredMetadataInformer(c.watchMeta, gvr, namespace, 0, indexers, nil).Informer()
+	}
+	return dynamicinformer.NewFilteredDynamicInformer(c.watchDyn, gvr, namespace, 0, indexers, nil).Informer()
+}
+
+// close stops the informers (once).
+func (w *watched) close() { w.closed.Do(func() { close(w.stop) }) }
+
+// AsUnstructured returns an informer's object as the audit reads it: a metadata-only object
+// (PartialObjectMetadata) becomes an Unstructured of gvk holding only its metadata; a deleted
+// object's last known state is unwrapped.
+func AsUnstructured(gvk schema.GroupVersionKind, obj any) (*unstructured.Unstructured, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return o, true
+	case *metav1.PartialObjectMetadata:
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.ObjectMeta)
+		if err != nil {
+			return nil, false
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{"metadata": m}}
+		u.SetGroupVersionKind(gvk)
+		return u, true
+	}
+	return nil, false
 }
 
 // namespacesOf returns the namespaces a namespaced kind is watched in (nil: all of them).
@@ -207,14 +255,42 @@ func (t countWatches) RoundTrip(r *http.Request) (*http.Response, error) {
 // Mapping resolves a kind to its resource through discovery.
 func (c *Cache) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		c.mapper.Reset() // a CRD installed since the last discovery
-		if m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			return nil, &KindError{GVK: gvk, Err: err}
-		}
+	if err == nil {
+		return m, nil
 	}
-	return m, nil
+	// Discovery is asked again (a CRD installed since) at most once per MissingKindTTL per kind:
+	// an env whose render holds a kind the cluster lacks does not rediscover at every audit.
+	c.mu.Lock()
+	at, known := c.missing[gvk]
+	fresh := known && time.Since(at) < MissingKindTTL
+	c.mu.Unlock()
+	if !fresh {
+		c.resets.Add(1)
+		c.mapper.Reset()
+		if m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			c.mu.Lock()
+			delete(c.missing, gvk)
+			c.mu.Unlock()
+			return m, nil
+		}
+		c.mu.Lock()
+		c.missing[gvk] = time.Now()
+		c.mu.Unlock()
+	}
+	return nil, &KindError{GVK: gvk, Err: err}
 }
+
+// MissingKindTTL is how long a kind discovery did not find is taken as still missing.
+var MissingKindTTL = 30 * time.Second
+
+// DiscoveryResets counts how often a missing kind made the cache ask discovery again.
+func (c *Cache) DiscoveryResets() int64 { return c.resets.Load() }
+
+// MetadataOnly are the kinds watched for their metadata alone while no audit needs their
+// contents: a Secret Git does not declare is searched for hand-made copies by its managedFields
+// and owners, so its data never reaches the auditor's memory. Once a render declares the kind,
+// its informers are replaced by full ones.
+var MetadataOnly = map[schema.GroupVersionKind]bool{{Version: "v1", Kind: "Secret"}: true}
 
 // Watch starts informers for the kinds (required ones fail with a *KindError when not served;
 // optional ones are skipped) and waits until their caches are synced.
@@ -227,7 +303,7 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 		c.mu.RLock()
 		w, ok := c.informers[gvk]
 		c.mu.RUnlock()
-		if ok {
+		if ok && !(w.meta && must) {
 			synced, named = append(synced, w.hasSynced), append(named, gvk)
 			return nil
 		}
@@ -240,36 +316,45 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 		}
 		c.watchMu.Lock()
 		defer c.watchMu.Unlock()
-		if w, ok := c.informers[gvk]; ok { // added meanwhile
+		if w, ok := c.informers[gvk]; ok && !(w.meta && must) { // added meanwhile
 			synced, named = append(synced, w.hasSynced), append(named, gvk)
 			return nil
 		}
-		w = &watched{}
+		old := c.informers[gvk]
+		w = &watched{gvk: gvk, meta: !must && MetadataOnly[gvk], stop: make(chan struct{})}
 		var nss []string
 		if m.Scope.Name() == meta.RESTScopeNameNamespace {
 			nss = c.namespacesOf(gvk)
 		}
 		if nss == nil {
-			w.all = c.factory.ForResource(m.Resource).Informer()
+			w.all = c.newInformer(m.Resource, metav1.NamespaceAll, w.meta)
 		} else {
 			w.byNS = map[string]cache.SharedIndexInformer{}
 			for _, ns := range nss {
-				f, ok := c.nsFactory[ns]
-				if !ok {
-					f = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.watchDyn, 0, ns, nil)
-					c.nsFactory[ns] = f
-				}
-				w.byNS[ns] = f.ForResource(m.Resource).Informer()
+				w.byNS[ns] = c.newInformer(m.Resource, ns, w.meta)
 			}
 		}
 		for _, inf := range w.each() {
-			if _, err := inf.AddEventHandler(c.history.handler()); err != nil {
-				return fmt.Errorf("watch %s: %w", gvk.Kind, err)
+			if !w.meta {
+				if _, err := inf.AddEventHandler(c.history.handler()); err != nil {
+					return fmt.Errorf("watch %s: %w", gvk.Kind, err)
+				}
 			}
+			go inf.Run(w.stop)
 		}
+		go func() { // the informers end with the cache, or when replaced
+			select {
+			case <-c.ctx.Done():
+				w.close()
+			case <-w.stop:
+			}
+		}()
 		c.mu.Lock()
 		c.informers[gvk] = w
 		c.mu.Unlock()
+		if old != nil { // metadata informers replaced by full ones
+			old.close()
+		}
 		synced, named = append(synced, w.hasSynced), append(named, gvk)
 		return nil
 	}
@@ -283,12 +368,6 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 			return err
 		}
 	}
-	c.factory.Start(c.ctx.Done())
-	c.watchMu.Lock()
-	for _, f := range c.nsFactory {
-		f.Start(c.ctx.Done())
-	}
-	c.watchMu.Unlock()
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		var late []schema.GroupVersionKind
 		for i, ok := range synced {
@@ -364,8 +443,7 @@ func (c *Cache) Get(gvk schema.GroupVersionKind, namespace, name string) (*unstr
 	if err != nil || !exists {
 		return nil, false
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	return u, ok
+	return AsUnstructured(gvk, obj)
 }
 
 // List returns the cached objects of a kind in a namespace ("" for a cluster-scoped kind).
@@ -386,7 +464,7 @@ func (c *Cache) List(gvk schema.GroupVersionKind, namespace string) []*unstructu
 	}
 	out := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
-		if u, ok := o.(*unstructured.Unstructured); ok {
+		if u, ok := AsUnstructured(gvk, o); ok {
 			out = append(out, u)
 		}
 	}

@@ -63,3 +63,53 @@ func TestWatchNamesKindsThatDoNotSync(t *testing.T) {
 	assert.Equal(t, []schema.GroupVersionKind{{Version: "v1", Kind: "ConfigMap"}}, ns.Kinds)
 	assert.Contains(t, err.Error(), "ConfigMap")
 }
+
+// TestSecretsWatchedForMetadataUntilDeclared: a kind watched only to find hand-made objects
+// (optional) holds Secrets' metadata, never their data; once an audit needs Secrets (required)
+// the informers are replaced by full ones and the data is there.
+func TestSecretsWatchedForMetadataUntilDeclared(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := cluster.Namespace(t)
+	cs, err := cluster.Clientset()
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		StringData: map[string]string{"password": "hunter2"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	c, err := New(ctx, cluster.Config)
+	require.NoError(t, err)
+	secret := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+
+	require.NoError(t, c.Watch(ctx, nil, []schema.GroupVersionKind{secret}))
+	u, ok := c.Get(secret, ns, "db")
+	require.True(t, ok)
+	assert.Equal(t, "Secret", u.GetKind())
+	assert.NotEmpty(t, u.GetManagedFields(), "metadata is there: managedFields name the creator")
+	assert.NotContains(t, u.Object, "data", "a metadata-only watch holds no values")
+	require.Len(t, c.List(secret, ns), 1)
+
+	require.NoError(t, c.Watch(ctx, []schema.GroupVersionKind{secret}, nil))
+	u, ok = c.Get(secret, ns, "db")
+	require.True(t, ok)
+	assert.Contains(t, u.Object, "data", "declared in Git: compared by value")
+}
+
+// TestMissingKindAsksDiscoveryOncePerTTL: a kind the cluster does not serve is looked up again
+// in discovery at most once per MissingKindTTL, not at every audit.
+func TestMissingKindAsksDiscoveryOncePerTTL(t *testing.T) {
+	c, err := New(context.Background(), cluster.Config)
+	require.NoError(t, err)
+	gvk := schema.GroupVersionKind{Group: "example.invalid", Version: "v1", Kind: "Nothing"}
+	for range 3 {
+		_, err := c.Mapping(gvk)
+		var kerr *KindError
+		require.ErrorAs(t, err, &kerr)
+	}
+	assert.Equal(t, int64(1), c.DiscoveryResets())
+	old := MissingKindTTL
+	MissingKindTTL = 0
+	t.Cleanup(func() { MissingKindTTL = old })
+	_, err = c.Mapping(gvk)
+	require.Error(t, err)
+	assert.Equal(t, int64(2), c.DiscoveryResets(), "asked again once the TTL passed")
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,6 +78,10 @@ func New(b Backend, reg *prometheus.Registry, opts Options) http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// Go's profiles (go tool pprof http://HOST/debug/pprof/heap), guarded like the API: a heap
+	// profile holds the process' memory, live values included.
+	mux.HandleFunc("GET /debug/pprof/", guard(pprof.Index))
+	mux.HandleFunc("GET /debug/pprof/profile", guard(pprof.Profile))
 	mux.HandleFunc("GET /api/v1/status", guard(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.Status()) }))
 	mux.HandleFunc("GET /api/v1/drift", guard(func(w http.ResponseWriter, r *http.Request) {
 		env := r.URL.Query().Get("env")

@@ -125,6 +125,13 @@ func BenchmarkEditToChat10000(b *testing.B) {
 	b.ReportMetric(pct(fromStored, 99).Seconds()*1000, "p99-ms")
 	b.ReportMetric(float64(len(fromStored)), "edits")
 	b.ReportMetric(firstAudit.Seconds(), "start-to-ready-s")
+	if d := os.Getenv("BENCH_PROFILE_DIR"); d != "" { // the daemon's heap, for go tool pprof
+		if resp, err := http.Get("http://" + addr + "/debug/pprof/heap"); err == nil {
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			_ = os.WriteFile(filepath.Join(d, "daemon-heap.pprof"), data, 0o644)
+		}
+	}
 	rss, hwm := procRSS(cmd.Process.Pid)
 	b.ReportMetric(rss, "daemon-RSS-MiB")
 	b.ReportMetric(hwm, "daemon-peak-RSS-MiB")
