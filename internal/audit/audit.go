@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -52,7 +53,13 @@ type Auditor struct {
 
 	statesMu sync.Mutex
 	states   map[string]*envState // the last full audit of each env, for Update
+
+	runs, updates atomic.Int64
 }
+
+// Counts returns how many full audits (Run, including those Update fell back to) and how many
+// incremental ones (Update on top of the last full audit) this Auditor did.
+func (a *Auditor) Counts() (full, incremental int64) { return a.runs.Load(), a.updates.Load() }
 
 // New returns an Auditor with the repository's conventions: Application llm-<env> in argocd.
 func New(repo *gitrepo.Repo, cache *live.Cache) *Auditor {
@@ -80,6 +87,7 @@ type Request struct {
 
 // Run audits one environment.
 func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
+	a.runs.Add(1)
 	lap := a.stopwatch()
 	app, err := a.application(ctx, req.Env)
 	if err != nil {
@@ -201,12 +209,6 @@ func (a *Auditor) scope(objs []*unstructured.Unstructured, destNS string) (serve
 			continue
 		}
 		namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
-		if ns := o.GetNamespace(); namespaced && ns != "" && !a.Live.Covers(ns) {
-			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: ns,
-				Name: o.GetName(), Status: drift.Unknown, Fields: []drift.Field{},
-				Note: fmt.Sprintf("namespace %s is not among the namespaces the auditor watches (watchNamespaces): add it, and the auditor's read access there", ns)})
-			continue
-		}
 		switch {
 		case namespaced && o.GetNamespace() == "":
 			o = o.DeepCopy()
@@ -214,6 +216,12 @@ func (a *Auditor) scope(objs []*unstructured.Unstructured, destNS string) (serve
 		case !namespaced && o.GetNamespace() != "":
 			o = o.DeepCopy()
 			o.SetNamespace("")
+		}
+		if ns := o.GetNamespace(); namespaced && !a.Live.Covers(ns) {
+			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: ns,
+				Name: o.GetName(), Status: drift.Unknown, Fields: []drift.Field{},
+				Note: fmt.Sprintf("namespace %s is not among the namespaces the auditor watches (watchNamespaces): add it, and the auditor's read access there", ns)})
+			continue
 		}
 		served = append(served, o)
 	}

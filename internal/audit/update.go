@@ -37,14 +37,15 @@ func (a *Auditor) keep(env string, st *envState) {
 // desired. A change to one of them re-audits the whole env.
 var fullAuditKinds = []drift.Ref{
 	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, {Group: "keda.sh", Kind: "ScaledObject"},
-	{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind},
 }
 
 // Update re-audits only the objects refs name (those a watch saw change) on top of env's last
 // full audit, and returns the whole report. The render, the schema, Argo CD's settings and every
 // other object's verdict are the last full audit's. It runs a full audit instead when there is
 // none yet, when the Application or the branch head moved since (a new desired revision), or
-// when a ref's kind changes other objects' verdicts (autoscalers, Applications, argocd-cm).
+// when a ref changes other objects' verdicts (an autoscaler, the env's Application, argocd-cm
+// when watched). A CRD's new schema and argocd-cm's customizations when not watched are taken
+// up at the next full audit.
 func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*drift.Report, error) {
 	a.statesMu.Lock()
 	st := a.states[env]
@@ -52,6 +53,7 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 	if st == nil || a.needsFull(env, st, refs) {
 		return a.Run(ctx, Request{Env: env})
 	}
+	a.updates.Add(1)
 	opts := st.opts
 	opts.Controllers = a.Options.Controllers
 	objs := drift.AuditRefs(st.index, refs, a.Live, opts)
@@ -74,7 +76,11 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 	}
 	prev := st.report
 	rep := *prev
-	rep.Objects = slices.DeleteFunc(slices.Clone(prev.Objects), func(o drift.Object) bool { return touched[drift.RefOfObject(&o)] })
+	// Unknown objects (kinds or namespaces the audit cannot read) stay as the full audit found
+	// them: an event on a served object of the same name does not speak for them.
+	rep.Objects = slices.DeleteFunc(slices.Clone(prev.Objects), func(o drift.Object) bool {
+		return o.Status != drift.Unknown && touched[drift.RefOfObject(&o)]
+	})
 	rep.Objects = append(rep.Objects, part.Objects...)
 	drift.SortObjects(rep.Objects)
 	rep.ArgoCDOnly = slices.DeleteFunc(slices.Clone(prev.ArgoCDOnly), func(o drift.ArgoOnly) bool {
@@ -94,11 +100,19 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 // needsFull says whether refs cannot be re-audited alone on top of st.
 func (a *Auditor) needsFull(env string, st *envState, refs []drift.Ref) bool {
 	for _, r := range refs {
+		if r.Group == argocd.ApplicationGVK.Group && r.Kind == argocd.ApplicationGVK.Kind {
+			if r.Namespace == a.AppNamespace && r.Name == a.AppName(env) {
+				return true // this env's Application; another env's says nothing about this one
+			}
+			continue
+		}
 		for _, k := range fullAuditKinds {
 			if r.Group == k.Group && r.Kind == k.Kind {
 				return true
 			}
 		}
+		// argocd-cm when it is watched; when it is not (the shipped RBAC lets the auditor get it,
+		// not watch it), its resource customizations are read again at the next full audit.
 		if r.Group == "" && r.Kind == "ConfigMap" && r.Namespace == a.AppNamespace && r.Name == argocd.ConfigMapName {
 			return true
 		}

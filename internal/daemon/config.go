@@ -50,6 +50,10 @@ type Config struct {
 	StateDir string `json:"stateDir"`
 	// FetchInterval is how often Git is fetched (default 1m); a push webhook fetches at once.
 	FetchInterval Duration `json:"fetchInterval,omitempty"`
+	// ResyncInterval is how often every env is audited in full even when neither Git nor the
+	// Application moved (default 5m): it takes up what no watch reports, such as argocd-cm's
+	// customizations and a CRD's new schema. Between, watch events re-audit what they touched.
+	ResyncInterval Duration `json:"resyncInterval,omitempty"`
 	// Debounce groups watch events before a re-audit (default 50ms).
 	Debounce Duration `json:"debounce,omitempty"`
 	// FoldWindow folds drift that follows a first report into one digest (default 10s).
@@ -122,6 +126,10 @@ const (
 type APIConfig struct {
 	Auth      string `json:"auth,omitempty"`
 	TokenFile string `json:"tokenFile,omitempty"`
+	// Pprof serves Go's profiles at /debug/pprof/ under the same authentication (with auth
+	// kubernetes, the right to get pprof in auditor.platform.llm). Off by default: a heap profile
+	// holds the process' memory.
+	Pprof bool `json:"pprof,omitempty"`
 }
 
 // LeaderElectionConfig configures the Lease lock.
@@ -250,8 +258,8 @@ func (c *Config) validate() error {
 		if s.Name == "" || seen[s.Name] {
 			return fmt.Errorf("sinks[%d]: a unique name is required", i)
 		}
-		if !pathName.MatchString(s.Name) { // it names the sink's outbox directory
-			return fmt.Errorf("sinks[%d]: name %q is not a valid name (lower-case letters, digits, . _ -)", i, s.Name)
+		if !pathName.MatchString(s.Name) || len(s.Name) > 40 { // it names the sink's outbox directory and Lease annotation
+			return fmt.Errorf("sinks[%d]: name %q is not a valid name (up to 40 lower-case letters, digits, . _ -)", i, s.Name)
 		}
 		seen[s.Name] = true
 	}

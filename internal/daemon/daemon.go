@@ -12,12 +12,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -51,6 +53,8 @@ type Daemon struct {
 	auditor   *audit.Auditor // kept while repo and cache are: its schema and render caches persist
 	hmacKey   []byte         // keys the HMACs that stand for Secret values in reports
 	saveMu    sync.Mutex     // one tracker save at a time
+	rendered  int            // renders kustomize ran, as of the last full audit
+	lastFull  time.Time      // when every env was last audited in full
 
 	scheduleWake []chan struct{} // one per schedule runner: a revision was fetched
 
@@ -66,6 +70,8 @@ type Daemon struct {
 	authorize   func(*http.Request) (int, string)
 
 	leader    atomic.Bool
+	leaderMu  sync.Mutex    // orders taking leadership over against losing it
+	identity  string        // this replica's name in the Lease
 	decided   chan struct{} // closed once the first leader is known
 	ready     atomic.Bool
 	addr      string
@@ -111,6 +117,23 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		}
 		return float64(d.cache.WatchStarts())
 	}))
+	for _, mode := range []string{"full", "incremental"} {
+		d.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_audits_total",
+			Help:        "Audits by mode: full (render, every object) or incremental (the objects a watch event touched).",
+			ConstLabels: prometheus.Labels{"mode": mode}}, func() float64 {
+			d.mu.RLock()
+			a := d.auditor
+			d.mu.RUnlock()
+			if a == nil {
+				return 0
+			}
+			full, incr := a.Counts()
+			if mode == "full" {
+				return float64(full)
+			}
+			return float64(incr)
+		}))
+	}
 	key, err := drift.InstallKey(filepath.Join(cfg.StateDir, "secret-hmac.key"))
 	if err != nil {
 		return nil, err
@@ -140,6 +163,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		d.metrics.sinkMetrics(sc.Name, disp)
 	}
 	d.outboxes = outboxes
+	d.identity = leaderIdentity(cfg.LeaderElection)
 	if cfg.LeaderElection.Enabled {
 		if err := d.shareRecords(); err != nil {
 			return nil, err
@@ -223,10 +247,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		case <-fetchTicker.C:
 			d.refreshRepo(ctx)
-			d.auditAll(ctx)
+			d.auditFetched(ctx)
 		case <-d.fetch:
 			d.refreshRepo(ctx)
-			d.auditAll(ctx)
+			d.auditFetched(ctx)
 		}
 	}
 }
@@ -350,7 +374,8 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	a := audit.New(repo, c)
 	a.AppNamespace = d.cfg.AppNamespace
 	a.AppName = func(env string) string { return d.cfg.AppNamePrefix + env }
-	a.Renders = render.NewCache("", 4)
+	a.Renders = render.NewCache("", 2) // the synced revision and the one before: a 10,000-object render is ~50 MiB
+	a.Renders.Shared = true            // decoded once per revision, not at every full audit
 	a.Options.SecretKey = d.hmacKey
 	d.auditor = a
 	return a
@@ -359,6 +384,7 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 // auditAll audits every env in full; an env that fails keeps its last report and the others go on.
 func (d *Daemon) auditAll(ctx context.Context) {
 	d.takeTouched() // a full audit covers what the watches saw so far
+	d.lastFull = time.Now()
 	d.mu.RLock()
 	repo, c := d.repo, d.cache
 	d.mu.RUnlock()
@@ -374,6 +400,28 @@ func (d *Daemon) auditAll(ctx context.Context) {
 	if allOK {
 		d.ready.Store(true)
 	}
+	if rendered := a.Renders.Stats().Rendered; rendered != d.rendered {
+		// Kustomize just built and dropped a whole render: give that memory back to the system
+		// now rather than keep the process at its peak (10,000 objects: ~1 GiB during a render).
+		d.rendered = rendered
+		debug.FreeOSMemory()
+	}
+}
+
+// auditFetched audits after a fetch: an env whose branch head or synced revision moved is
+// audited in full (Update sees it), the others only for what the watches touched; every
+// ResyncInterval everything is audited in full, which also takes up what no watch reports
+// (argocd-cm's customizations when not watched, a CRD's new schema).
+func (d *Daemon) auditFetched(ctx context.Context) {
+	if time.Since(d.lastFull) >= d.cfg.ResyncInterval.or(5*time.Minute) {
+		d.auditAll(ctx)
+		return
+	}
+	if refs, full := d.takeTouched(); full {
+		d.auditAll(ctx)
+	} else {
+		d.auditTouched(ctx, refs)
+	}
 }
 
 // auditTouched re-audits only the objects the watches saw change, on top of each env's last
@@ -383,13 +431,20 @@ func (d *Daemon) auditTouched(ctx context.Context, refs []drift.Ref) {
 	repo, c := d.repo, d.cache
 	d.mu.RUnlock()
 	a := d.auditorFor(repo, c)
+	failed := false
 	for _, env := range d.cfg.Envs {
 		start := time.Now()
 		a.Options.Controllers = d.cfg.controllersFor(env)
 		rep, err := a.Update(ctx, env, refs)
-		d.audited(ctx, env, rep, err, start)
+		failed = !d.audited(ctx, env, rep, err, start) || failed
 	}
 	d.hookInformers(c)
+	if failed && ctx.Err() == nil {
+		// What failed to be audited stays touched: the next audit (event or fetch) takes it again.
+		d.touchMu.Lock()
+		d.full = true
+		d.touchMu.Unlock()
+	}
 }
 
 // audited records one env's audit and announces its report; it says whether the audit succeeded.
@@ -483,9 +538,17 @@ func changed(gvk schema.GroupVersionKind, old, cur *unstructured.Unstructured) b
 		return false
 	}
 	if gvk.GroupKind() == argocd.ApplicationGVK.GroupKind() {
-		or, _, _ := unstructured.NestedString(old.Object, "status", "sync", "revision")
-		nr, _, _ := unstructured.NestedString(cur.Object, "status", "sync", "revision")
-		return or != nr || old.GetGeneration() != cur.GetGeneration()
+		// Argo CD's Application has no status subresource: every reconcile (reconciledAt, health)
+		// writes the main resource and bumps the generation. Only the spec and the synced
+		// revision(s) change what is desired.
+		for _, path := range [][]string{{"spec"}, {"status", "sync", "revision"}, {"status", "sync", "revisions"}} {
+			o, _, _ := unstructured.NestedFieldNoCopy(old.Object, path...)
+			n, _, _ := unstructured.NestedFieldNoCopy(cur.Object, path...)
+			if !equality.Semantic.DeepEqual(o, n) {
+				return true
+			}
+		}
+		return false
 	}
 	return !live.StatusOnly(old, cur)
 }

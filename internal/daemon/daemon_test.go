@@ -325,9 +325,6 @@ func grep(s, sub string) string {
 	return strings.Join(out, "\n")
 }
 
-// TestScheduledScaleUpIsCommittedByTheDaemon gives the daemon a schedule whose peak starts in
-// two minutes (so its firing, 14m36s before, is late but still useful) and checks the scale-up
-// lands in the bare repository exactly once, with its trailers.
 // peakSchedule is a schedule.yaml with one peak at peak (UTC), whose lead time puts its firing
 // before now: it fires as soon as a runner sees it.
 func peakSchedule(peak time.Time) string {
@@ -376,6 +373,9 @@ func TestScheduleAddedLaterIsReloadedAndFires(t *testing.T) {
 	assert.Equal(t, 1, scaleUps(bare), "scale-up commits")
 }
 
+// TestScheduledScaleUpIsCommittedByTheDaemon gives the daemon a schedule whose peak starts in
+// two minutes (so its firing, 14m36s before, is late but still useful) and checks the scale-up
+// lands in the bare repository exactly once, with its trailers.
 func TestScheduledScaleUpIsCommittedByTheDaemon(t *testing.T) {
 	h := newHarness(t)
 	peak := time.Now().UTC().Add(2 * time.Minute).Truncate(time.Minute)

@@ -38,7 +38,7 @@ func (d *Daemon) serveHTTP(ctx context.Context) error {
 	}
 	d.addr = ln.Addr().String()
 	close(d.listening)
-	opts := server.Options{Authorize: d.authorize}
+	opts := server.Options{Authorize: d.authorize, Pprof: d.cfg.API.Pprof}
 	if d.cfg.Webhook != nil {
 		opts.Webhook = &server.WebhookOptions{Secret: d.secret}
 	}

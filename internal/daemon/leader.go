@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,19 +12,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/llm-gitops/platform/internal/report"
 )
 
 // campaign runs leader election on a Lease until ctx ends; leadership lost is campaigned for again.
 func (d *Daemon) campaign(ctx context.Context) {
 	le := d.cfg.LeaderElection
-	id := le.Identity
-	if id == "" {
-		id = os.Getenv("POD_NAME")
-	}
-	if id == "" {
-		host, _ := os.Hostname()
-		id = fmt.Sprintf("%s-%d", host, os.Getpid())
-	}
+	id := d.identity
 	ns, name := le.lease()
 	cs, err := kubernetes.NewForConfig(d.rest)
 	if err != nil {
@@ -45,7 +41,9 @@ func (d *Daemon) campaign(ctx context.Context) {
 				},
 				OnStoppedLeading: func() {
 					d.log.Info("lost leadership", "identity", id)
+					d.leaderMu.Lock()
 					d.setLeader(false)
+					d.leaderMu.Unlock()
 				},
 				OnNewLeader: func(string) {
 					decided.Do(func() { close(d.decided) })
@@ -75,7 +73,8 @@ func (d *Daemon) shareRecords() error {
 	}
 	ns, name := d.cfg.LeaderElection.lease()
 	for i, ob := range d.outboxes {
-		ob.ShareRecord(&leaseRecord{leases: cs.CoordinationV1().Leases(ns), name: name, annotation: recordAnnotation + d.cfg.Sinks[i].Name})
+		ob.ShareRecord(&leaseRecord{leases: cs.CoordinationV1().Leases(ns), name: name, annotation: recordAnnotation + d.cfg.Sinks[i].Name,
+			identity: d.identity})
 	}
 	return nil
 }
@@ -97,11 +96,37 @@ func (d *Daemon) takeOver(ctx context.Context) {
 		case <-time.After(min(time.Duration(attempt)*500*time.Millisecond, 5*time.Second)):
 		}
 	}
-	d.setLeader(true)
+	// What this replica queued in an earlier leadership and never delivered is not sent: the
+	// seeded tracker announces what is still true, against the current report. Alerts stay.
+	for i, ob := range d.outboxes {
+		n, err := ob.DropPending(func(m report.Message) bool { return !isAlert(m) })
+		if err != nil {
+			d.log.Error("drop stale messages", "sink", d.cfg.Sinks[i].Name, "err", err)
+		} else if n > 0 {
+			d.log.Info("dropped messages queued in an earlier leadership", "sink", d.cfg.Sinks[i].Name, "messages", n)
+		}
+	}
+	// Leadership may have ended while the record was read: client-go cancels lctx before it
+	// calls OnStoppedLeading, which takes leaderMu too, so this never overrides a loss.
+	d.leaderMu.Lock()
+	if ctx.Err() == nil {
+		d.setLeader(true)
+	}
+	d.leaderMu.Unlock()
 	d.touchMu.Lock()
 	d.full = true
 	d.touchMu.Unlock()
 	d.markDirty()
+}
+
+// isAlert says whether m is a one-off alert (a schedule's), not a drift announcement.
+func isAlert(m report.Message) bool {
+	for _, k := range m.Keys {
+		if strings.HasPrefix(k, alertKeyPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // loadRecords merges each sink's shared record and seeds the tracker with the drift every sink
@@ -127,5 +152,19 @@ func (d *Daemon) loadRecords(ctx context.Context) error {
 	}
 	d.tracker.Seed(seed)
 	d.saveTracker()
+	d.log.Info("delivery record read from the Lease", "openDrift", len(seed))
 	return nil
+}
+
+// leaderIdentity is this replica's name in the Lease: the configured identity, else $POD_NAME,
+// else host name and pid.
+func leaderIdentity(le LeaderElectionConfig) string {
+	if le.Identity != "" {
+		return le.Identity
+	}
+	if p := os.Getenv("POD_NAME"); p != "" {
+		return p
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }

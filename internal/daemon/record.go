@@ -5,10 +5,18 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"strings"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/util/retry"
 )
@@ -24,6 +32,9 @@ type leaseRecord struct {
 	leases     coordinationv1.LeaseInterface
 	name       string
 	annotation string
+	// identity is this replica's: a record is saved only while the Lease names it the holder,
+	// so a deposed leader cannot overwrite what its successor announced.
+	identity string
 }
 
 func (r *leaseRecord) Load(ctx context.Context) ([]byte, error) {
@@ -60,20 +71,53 @@ func (r *leaseRecord) Save(ctx context.Context, data []byte) error {
 		return err
 	}
 	v := base64.StdEncoding.EncodeToString(buf.Bytes())
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// A JSON patch whose first operation tests the holder: applied atomically by the API server,
+	// it cannot land for a deposed leader, and it needs no resourceVersion, so it does not
+	// conflict with the election's renewals of the same Lease (theirs retry on ours).
+	ops := []map[string]any{
+		{"op": "test", "path": "/spec/holderIdentity", "value": r.identity},
+		{"op": "add", "path": "/metadata/annotations/" + strings.ReplaceAll(r.annotation, "/", "~1"), "value": v},
+	}
+	backoff := wait.Backoff{Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.3, Steps: 8, Cap: 2 * time.Second}
+	err := retry.OnError(backoff, func(err error) bool { return !errors.Is(err, errNotLeader) && ctx.Err() == nil }, func() error {
 		l, err := r.leases.Get(ctx, r.name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if l.Annotations == nil {
-			l.Annotations = map[string]string{}
+		if h := l.Spec.HolderIdentity; h == nil || *h != r.identity {
+			return fmt.Errorf("%w (holder %v, not %s)", errNotLeader, ptrString(h), r.identity)
 		}
-		l.Annotations[r.annotation] = v
-		_, err = r.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "llm-auditor"})
+		if l.Annotations == nil {
+			// The first record: JSON patch can only add to an existing map, and creating it with
+			// JSON patch would wipe what a concurrent save of another sink just added. A merge
+			// patch creates it without touching what is there.
+			format := fmt.Sprintf(`{"metadata":{"annotations":{%q:"1"}}}`, recordAnnotation+"format")
+			if _, err := r.leases.Patch(ctx, r.name, types.MergePatchType, []byte(format), metav1.PatchOptions{FieldManager: "llm-auditor"}); err != nil {
+				return err
+			}
+		}
+		body, err := json.Marshal(ops)
+		if err != nil {
+			return err
+		}
+		_, err = r.leases.Patch(ctx, r.name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "llm-auditor"})
+		var status apierrors.APIStatus
+		if errors.As(err, &status) && status.Status().Code == http.StatusUnprocessableEntity { // the test failed: another holder
+			return fmt.Errorf("%w: %v", errNotLeader, err)
+		}
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("lease %s: %w", r.name, err)
 	}
 	return nil
+}
+
+var errNotLeader = errors.New("not the leader: the delivery record is the leader's to write")
+
+func ptrString(p *string) string {
+	if p == nil {
+		return "none"
+	}
+	return *p
 }

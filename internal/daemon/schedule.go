@@ -62,7 +62,7 @@ func (d *Daemon) runSchedules(ctx context.Context) {
 		d.scheduleWake = append(d.scheduleWake, wake)
 		d.mu.Unlock()
 		r := &schedule.Runner{Schedule: s, Remote: remote, Options: schedule.FireOptions{Branch: d.cfg.Schedule.Branch},
-			OnEvent: func(e schedule.Event) { d.scheduleEvent(env, e) }, Reload: d.scheduleReloader(env, snap.Revision), Wake: wake}
+			OnEvent: func(e schedule.Event) { d.scheduleEvent(env, e) }, Reload: d.scheduleReloader(env, snap), Wake: wake}
 		running++
 		go func() {
 			defer func() { done <- struct{}{} }()
@@ -90,8 +90,9 @@ func (d *Daemon) wakeSchedules() {
 // scheduleReloader returns the Runner's Reload: env's schedule as the last fetched revision has
 // it, read again only when the revision moved (a schedule that no longer parses is logged and the
 // running one kept).
-func (d *Daemon) scheduleReloader(env, loaded string) func() *schedule.Schedule {
-	last := loaded
+func (d *Daemon) scheduleReloader(env string, loaded *gitrepo.Snapshot) func() *schedule.Schedule {
+	current := string(loaded.Files[schedule.Path(env)])
+	last := loaded.Revision
 	return func() *schedule.Schedule {
 		d.mu.RLock()
 		repo := d.repo
@@ -107,10 +108,20 @@ func (d *Daemon) scheduleReloader(env, loaded string) func() *schedule.Schedule 
 			return nil
 		}
 		s, err := schedule.Load(snap, env)
-		if err != nil {
+		switch {
+		case errors.Is(err, schedule.ErrNoSchedule):
+			s = &schedule.Schedule{}
+		case err != nil:
 			d.log.Error("schedule not reloaded: keeping the running one", "env", env, "revision", head, "err", err)
 			return nil
 		}
+		// A revision that leaves schedule.yaml as it was (the runner's own scale-up commits among
+		// them) changes nothing: the runner keeps its place.
+		text := string(snap.Files[schedule.Path(env)])
+		if text == current {
+			return nil
+		}
+		current = text
 		d.log.Info("schedule reloaded", "env", env, "revision", head, "peaks", len(s.Peaks))
 		return s
 	}
@@ -145,11 +156,14 @@ func (d *Daemon) scheduleEvent(env string, e schedule.Event) {
 	}
 }
 
+// alertKeyPrefix starts the dedupe key of an alert.
+const alertKeyPrefix = "alert/"
+
 // alert puts a one-off message in every sink's outbox; key makes it announced once.
 func (d *Daemon) alert(env, key, title, text string) {
 	sum := sha256.Sum256([]byte(key))
 	m := report.Message{ID: hex.EncodeToString(sum[:8]), Kind: report.KindDigest, Env: env, Title: title,
-		Lines: []report.Line{{Text: text}}, Keys: []string{"alert/" + key}}
+		Lines: []report.Line{{Text: text}}, Keys: []string{alertKeyPrefix + key}}
 	for _, ob := range d.outboxes {
 		if err := ob.Enqueue(m); err != nil {
 			d.log.Error("enqueue alert", "err", err)

@@ -28,6 +28,10 @@ import (
 type Cache struct {
 	dir string
 	max int
+	// Shared makes hits return one decoded render per entry instead of a fresh copy: callers
+	// must not change its objects (the auditor does not; it copies what it adapts). It saves
+	// decoding every object again at every audit of an unchanged revision.
+	Shared bool
 
 	mu      sync.Mutex
 	entries map[string][]*cacheEntry // env → newest first
@@ -65,6 +69,10 @@ type cacheEntry struct {
 	Path    string            `json:"path"`
 	Objects []json.RawMessage `json:"objects"`
 	YAML    []byte            `json:"yaml"`
+
+	shared     sync.Once
+	sharedObjs []*unstructured.Unstructured
+	sharedOK   bool
 }
 
 // cacheFormat changes whenever cacheEntry or the render options do.
@@ -102,7 +110,7 @@ func (c *Cache) ByRevision(env, revision string) (*Result, bool) {
 	for _, e := range c.load(env) {
 		for _, r := range e.Revisions {
 			if r == revision {
-				res, ok := e.result(revision)
+				res, ok := c.resultFor(e, revision)
 				if ok {
 					c.count(func(s *CacheStats) { s.ByRevision++ })
 				}
@@ -124,7 +132,7 @@ func (s Source) RenderCached(env string, c *Cache) (*Result, error) {
 	}
 	for _, e := range c.load(env) {
 		if e.matches(s) {
-			if res, ok := e.result(s.revision); ok {
+			if res, ok := c.resultFor(e, s.revision); ok {
 				c.addRevision(e, s.revision)
 				c.count(func(s *CacheStats) { s.ByContent++ })
 				return res, nil
@@ -228,6 +236,20 @@ func (e *cacheEntry) matches(s Source) bool {
 		}
 	}
 	return true
+}
+
+// resultFor returns e's render for revision: decoded once and shared when the cache is Shared,
+// else a fresh copy.
+func (c *Cache) resultFor(e *cacheEntry, revision string) (*Result, bool) {
+	if !c.Shared {
+		return e.result(revision)
+	}
+	e.shared.Do(func() {
+		if res, ok := e.result(""); ok {
+			e.sharedObjs, e.sharedOK = res.Objects, true
+		}
+	})
+	return &Result{Env: e.Env, Path: e.Path, Revision: revision, YAML: e.YAML, Objects: e.sharedObjs}, e.sharedOK
 }
 
 // result decodes a fresh copy of the render (callers may change their objects).

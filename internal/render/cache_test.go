@@ -124,3 +124,28 @@ func TestRenderReachingOutsideIsNotCached(t *testing.T) {
 	}
 	assert.Equal(t, CacheStats{Rendered: 2}, c.Stats(), "rendered twice, never from the cache")
 }
+
+// TestSharedCacheDecodesOnce: a Shared cache answers repeated hits with the same decoded objects
+// (no decoding at every audit); an unshared one with a fresh copy each time.
+func TestSharedCacheDecodesOnce(t *testing.T) {
+	dir := newRepo(t, miniRepo)
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	snap, err := repo.Snapshot("HEAD")
+	require.NoError(t, err)
+	src, err := FromSnapshot(snap)
+	require.NoError(t, err)
+	for _, shared := range []bool{true, false} {
+		c := NewCache("", 2)
+		c.Shared = shared
+		first, err := src.RenderCached("prod", c)
+		require.NoError(t, err)
+		a, ok := c.ByRevision("prod", snap.Revision)
+		require.True(t, ok)
+		b, ok := c.ByRevision("prod", snap.Revision)
+		require.True(t, ok)
+		require.NotEmpty(t, a.Objects)
+		assert.Equal(t, shared, a.Objects[0] == b.Objects[0], "shared %v: same objects on two hits", shared)
+		assert.Empty(t, cmp.Diff(first.Objects[0].Object, a.Objects[0].Object))
+	}
+}

@@ -191,6 +191,9 @@ func (d *Dispatcher) run(ctx context.Context) {
 		if err := d.limiter.Wait(ctx); err != nil {
 			return
 		}
+		if d.cfg.Paused != nil && d.cfg.Paused() { // paused while waiting for the limiter
+			continue
+		}
 		sctx, cancel := context.WithTimeout(ctx, d.cfg.SendTimeout)
 		err = d.sink.Send(sctx, p.Message)
 		cancel()

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -220,6 +220,30 @@ func (o *Outbox) PeekExcept(skip map[string]bool) (p Pending, ok bool, err error
 	return Pending{}, false, nil
 }
 
+// DropPending deletes the pending messages drop selects (unreadable ones are left to Peek) and
+// returns how many went.
+func (o *Outbox) DropPending(drop func(Message) bool) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, name := range slices.Clone(o.files) {
+		data, err := os.ReadFile(filepath.Join(o.dir, name))
+		if err != nil {
+			continue
+		}
+		var m Message
+		if json.Unmarshal(data, &m) != nil || !drop(m) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(o.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return n, fmt.Errorf("report: outbox: drop: %w", err)
+		}
+		o.forget(name)
+		n++
+	}
+	return n, nil
+}
+
 // Remove deletes a delivered (or suppressed) message.
 func (o *Outbox) Remove(p Pending) error {
 	o.mu.Lock()
@@ -291,9 +315,7 @@ func (o *Outbox) MarkDelivered(m Message) error {
 	data, err := json.Marshal(o.delivered)
 	var shared []byte
 	if err == nil && o.store != nil {
-		rec := maps.Clone(o.delivered)
-		trim(rec, MaxSharedRecord)
-		shared, err = json.Marshal(rec)
+		shared, err = sharedRecord(o.delivered)
 	}
 	store := o.store
 	o.mu.Unlock()
@@ -328,9 +350,29 @@ func trim(rec map[string]deliveredEntry, limit int) {
 	}
 }
 
-// MaxSharedRecord bounds the delivery record kept in a RecordStore (the oldest are forgotten
-// first): a Lease annotation holds at most 256 KiB with the others.
-const MaxSharedRecord = 2000
+// MaxSharedRecord bounds the encoded delivery record kept in a RecordStore: a Lease's
+// annotations hold 256 KiB in all. The record keeps open drift only (what was announced and not
+// yet resolved), newest first; past the bound the oldest open drift is left out, and would be
+// announced again by a replica taking over.
+const MaxSharedRecord = 64 << 10
+
+// sharedRecord encodes the open drift of rec, the newest that fit in MaxSharedRecord once
+// gzipped (entries compress about tenfold; the bound is checked on the JSON at 8×).
+func sharedRecord(rec map[string]deliveredEntry) ([]byte, error) {
+	open := map[string]deliveredEntry{}
+	for k, e := range rec {
+		if e.Kind == string(KindDrift) {
+			open[k] = e
+		}
+	}
+	for {
+		data, err := json.Marshal(open)
+		if err != nil || len(data) <= 8*MaxSharedRecord || len(open) == 0 {
+			return data, err
+		}
+		trim(open, len(open)*3/4)
+	}
+}
 
 // RecordStore keeps an outbox's delivery record where every replica reads it (the daemon: an
 // annotation of its leader Lease), so whoever posts next knows what was announced, and how.
@@ -349,8 +391,8 @@ func (o *Outbox) ShareRecord(s RecordStore) {
 	o.mu.Unlock()
 }
 
-// LoadShared replaces the outbox's delivery record by the shared one (what the last poster
-// delivered), keeping local entries the shared record has forgotten or never got.
+// LoadShared replaces the outbox's delivery record by the shared one: the drift the last poster
+// announced and had not announced resolved.
 func (o *Outbox) LoadShared(ctx context.Context) error {
 	o.mu.Lock()
 	s := o.store
@@ -368,13 +410,11 @@ func (o *Outbox) LoadShared(ctx context.Context) error {
 			return fmt.Errorf("report: outbox: decode shared delivery record: %w", err)
 		}
 	}
+	// The shared record is the truth: what this replica remembers from an earlier leadership
+	// (an old volume) may have been resolved and announced since by another.
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for k, e := range rec {
-		if cur, ok := o.delivered[k]; !ok || !cur.At.After(e.At) {
-			o.delivered[k] = e
-		}
-	}
+	o.delivered = rec
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
@@ -127,6 +128,15 @@ func (r *Runner) Run(ctx context.Context) error {
 		if r.Reload != nil {
 			if s := r.Reload(); s != nil {
 				r.Schedule = s
+				// Firings still failing whose peak the new schedule dropped are not retried.
+				var failed []Firing
+				var errs []error
+				for i, f := range r.failed {
+					if slices.ContainsFunc(s.Peaks, func(p *Peak) bool { return p.Name == f.Peak.Name }) {
+						failed, errs = append(failed, f), append(errs, r.lastErrs[i])
+					}
+				}
+				r.failed, r.lastErrs = failed, errs
 				// Look back over the new schedule's whole window again, as at start: a peak added
 				// less than its lead time before it begins still fires (late, before the peak), and
 				// what was already committed is recognised by its trailer and not committed twice.

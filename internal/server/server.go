@@ -46,6 +46,8 @@ type Options struct {
 	// Authorize guards the other /api/ routes (they show what runs, values included): it returns
 	// 0 to let the request through, else the status to answer (401, 403) and why. Nil: open.
 	Authorize func(r *http.Request) (status int, reason string)
+	// Pprof serves /debug/pprof/ behind Authorize (off unless asked for).
+	Pprof bool
 }
 
 // WebhookOptions configure the push webhook.
@@ -78,10 +80,12 @@ func New(b Backend, reg *prometheus.Registry, opts Options) http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	// Go's profiles (go tool pprof http://HOST/debug/pprof/heap), guarded like the API: a heap
-	// profile holds the process' memory, live values included.
-	mux.HandleFunc("GET /debug/pprof/", guard(pprof.Index))
-	mux.HandleFunc("GET /debug/pprof/profile", guard(pprof.Profile))
+	if opts.Pprof {
+		// Go's profiles (go tool pprof http://HOST/debug/pprof/heap), guarded like the API: a
+		// heap profile holds the process' memory, live values included.
+		mux.HandleFunc("GET /debug/pprof/", guard(pprof.Index))
+		mux.HandleFunc("GET /debug/pprof/profile", guard(pprof.Profile))
+	}
 	mux.HandleFunc("GET /api/v1/status", guard(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.Status()) }))
 	mux.HandleFunc("GET /api/v1/drift", guard(func(w http.ResponseWriter, r *http.Request) {
 		env := r.URL.Query().Get("env")

@@ -70,7 +70,7 @@ func BenchmarkEditToChat10000(b *testing.B) {
 	l.Close()
 	cfg := map[string]any{ // only what locates things; every tuning knob at its default
 		"repo": dir, "envs": []string{env}, "kubeconfig": cluster.Kubeconfig, "stateDir": filepath.Join(state, "state"),
-		"listen": addr, "api": map[string]any{"auth": "none"},
+		"listen": addr, "api": map[string]any{"auth": "none", "pprof": true},
 		"sinks": []any{map[string]any{"name": "slack", "slack": map[string]any{"urlFile": urlFile}}},
 	}
 	data, _ := json.Marshal(cfg)

@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/llm-gitops/platform/internal/argocd"
+)
+
+// TestApplicationChangesThatMatter: Argo CD writes an Application's status through the main
+// resource at every reconcile (its generation moves); only the spec and the synced revision
+// change what is desired, so only they re-audit in full.
+func TestApplicationChangesThatMatter(t *testing.T) {
+	app := func(rv string, mutate func(map[string]any)) *unstructured.Unstructured {
+		o := map[string]any{
+			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+			"metadata": map[string]any{"name": "llm-prod", "namespace": "argocd", "resourceVersion": rv, "generation": int64(7)},
+			"spec":     map[string]any{"source": map[string]any{"targetRevision": "main"}},
+			"status": map[string]any{"reconciledAt": "2026-11-30T10:00:00Z", "health": map[string]any{"status": "Healthy"},
+				"sync": map[string]any{"status": "Synced", "revision": "aaa"}},
+		}
+		if mutate != nil {
+			mutate(o)
+		}
+		return &unstructured.Unstructured{Object: o}
+	}
+	old := app("1", nil)
+	for _, tc := range []struct {
+		name string
+		cur  *unstructured.Unstructured
+		want bool
+	}{
+		{"resync, same resourceVersion", app("1", nil), false},
+		{"reconciledAt and generation", app("2", func(o map[string]any) {
+			o["status"].(map[string]any)["reconciledAt"] = "2026-11-30T10:03:00Z"
+			o["metadata"].(map[string]any)["generation"] = int64(8)
+		}), false},
+		{"health", app("2", func(o map[string]any) {
+			o["status"].(map[string]any)["health"] = map[string]any{"status": "Progressing"}
+		}), false},
+		{"synced revision", app("2", func(o map[string]any) { o["status"].(map[string]any)["sync"].(map[string]any)["revision"] = "bbb" }), true},
+		{"spec", app("2", func(o map[string]any) {
+			o["spec"].(map[string]any)["source"].(map[string]any)["targetRevision"] = "v2"
+		}), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, changed(argocd.ApplicationGVK, old, tc.cur))
+		})
+	}
+}
+
+// TestDeliveryRecordIsTheHoldersToWrite: a replica the Lease does not name (a deposed leader
+// still running) cannot overwrite the delivery record its successor keeps there.
+func TestDeliveryRecordIsTheHoldersToWrite(t *testing.T) {
+	cs := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "auditor", Namespace: "llm-system"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("replica-b")}})
+	leases := cs.CoordinationV1().Leases("llm-system")
+	ctx := context.Background()
+	deposed := &leaseRecord{leases: leases, name: "auditor", annotation: recordAnnotation + "slack", identity: "replica-a"}
+	require.ErrorIs(t, deposed.Save(ctx, []byte(`{"k":{}}`)), errNotLeader)
+	holder := &leaseRecord{leases: leases, name: "auditor", annotation: recordAnnotation + "slack", identity: "replica-b"}
+	require.NoError(t, holder.Save(ctx, []byte(`{"k":{}}`)))
+	got, err := deposed.Load(ctx)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"k":{}}`, string(got), "anyone reads it back")
+}
