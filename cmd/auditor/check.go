@@ -99,6 +99,13 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 				fmt.Fprintf(w, "  VIOLATION %s %s: %s\n", v.Rule, v.Object, v.Message)
 			}
 		}
+		for _, v := range e.Warnings { // reported, not failing the check
+			if md {
+				fmt.Fprintf(w, "- :warning: **%s** `%s`: %s\n", v.Rule, v.Object, v.Message)
+			} else {
+				fmt.Fprintf(w, "  WARNING %s %s: %s\n", v.Rule, v.Object, v.Message)
+			}
+		}
 		if md && len(e.Changes) > 0 {
 			fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")
 		}

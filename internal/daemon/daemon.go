@@ -45,6 +45,7 @@ type Daemon struct {
 	mu        sync.RWMutex
 	repo      *gitrepo.Repo
 	cache     *live.Cache
+	stopCache context.CancelFunc // ends the cache's informers (with the daemon's context anyway)
 	reports   map[string]*drift.Report
 	errs      map[string]error
 	lastFetch time.Time
@@ -282,8 +283,12 @@ func (d *Daemon) tryConnect(ctx context.Context) error {
 		d.mu.Unlock()
 		d.metrics.gitLastFetch.SetToCurrentTime()
 	}
-	c, err := live.New(ctx, d.rest)
+	// The cache's informers live as long as its context: a connect that fails past this point
+	// stops them instead of leaving them running beside the next attempt's.
+	cctx, stop := context.WithCancel(ctx)
+	c, err := live.New(cctx, d.rest)
 	if err != nil {
+		stop()
 		return err
 	}
 	// Scoped, the auditor reads namespaced kinds (Secrets included) only where the envs live,
@@ -295,10 +300,11 @@ func (d *Daemon) tryConnect(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := c.Watch(wctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}); err != nil {
+		stop()
 		return err
 	}
 	d.mu.Lock()
-	d.cache = c
+	d.cache, d.stopCache = c, stop
 	d.mu.Unlock()
 	return nil
 }

@@ -38,6 +38,7 @@ type Cache struct {
 	mu        sync.RWMutex
 	watchMu   sync.Mutex // serialises starting informers
 	informers map[schema.GroupVersionKind]*watched
+	upgrading map[schema.GroupVersionKind]*watched // full informers syncing to replace metadata ones
 	scope     map[string]bool                      // namespaces watched; nil: all
 	kindScope map[schema.GroupVersionKind][]string // kinds watched in other namespaces than scope
 	ctx       context.Context
@@ -112,6 +113,7 @@ func New(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	c.watchDyn, c.watchMeta = watchDyn, watchMeta
 	c.informers = map[schema.GroupVersionKind]*watched{}
+	c.upgrading = map[schema.GroupVersionKind]*watched{}
 	c.missing = map[schema.GroupVersionKind]time.Time{}
 	return c, nil
 }
@@ -179,6 +181,23 @@ func (w *watched) in(namespace string) (cache.SharedIndexInformer, bool) {
 	}
 	inf, ok := w.byNS[namespace]
 	return inf, ok
+}
+
+// publish makes w, synced, the informers of its kind, and stops those it replaces.
+func (c *Cache) publish(w *watched) {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if c.upgrading[w.gvk] != w {
+		return // published by another Watch
+	}
+	delete(c.upgrading, w.gvk)
+	c.mu.Lock()
+	old := c.informers[w.gvk]
+	c.informers[w.gvk] = w
+	c.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
 }
 
 // newInformer makes an informer of one resource in one namespace (or all): of full objects, or
@@ -299,6 +318,7 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 	// every kind they name, whoever started its informer.
 	var synced []cache.InformerSynced
 	var named []schema.GroupVersionKind // the kinds behind synced, in order
+	var upgrades []*watched             // full informers to publish once synced
 	add := func(gvk schema.GroupVersionKind, must bool) error {
 		c.mu.RLock()
 		w, ok := c.informers[gvk]
@@ -318,6 +338,11 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 		defer c.watchMu.Unlock()
 		if w, ok := c.informers[gvk]; ok && !(w.meta && must) { // added meanwhile
 			synced, named = append(synced, w.hasSynced), append(named, gvk)
+			return nil
+		}
+		if up, ok := c.upgrading[gvk]; ok && must { // full informers already syncing
+			synced, named = append(synced, up.hasSynced), append(named, gvk)
+			upgrades = append(upgrades, up)
 			return nil
 		}
 		old := c.informers[gvk]
@@ -349,11 +374,15 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 			case <-w.stop:
 			}
 		}()
-		c.mu.Lock()
-		c.informers[gvk] = w
-		c.mu.Unlock()
-		if old != nil { // metadata informers replaced by full ones
-			old.close()
+		if old != nil {
+			// Metadata informers replaced by full ones: readers keep the old until the new have
+			// synced (an empty store would read as every Secret gone).
+			c.upgrading[gvk] = w
+			upgrades = append(upgrades, w)
+		} else {
+			c.mu.Lock()
+			c.informers[gvk] = w
+			c.mu.Unlock()
 		}
 		synced, named = append(synced, w.hasSynced), append(named, gvk)
 		return nil
@@ -368,7 +397,13 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 			return err
 		}
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+	ok := cache.WaitForCacheSync(ctx.Done(), synced...)
+	for _, w := range upgrades {
+		if w.hasSynced() {
+			c.publish(w)
+		}
+	}
+	if !ok {
 		var late []schema.GroupVersionKind
 		for i, ok := range synced {
 			if !ok() {

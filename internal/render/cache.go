@@ -183,6 +183,9 @@ func (c *Cache) store(res *Result, probes map[string]string) {
 		}
 		e.Objects = append(e.Objects, data)
 	}
+	if c.Shared { // the render just made is the one hits share: never decoded a second time
+		e.shared.Do(func() { e.sharedObjs, e.sharedOK = res.Objects, true })
+	}
 	c.mu.Lock()
 	es := append([]*cacheEntry{e}, c.entries[res.Env]...)
 	if len(es) > c.max {

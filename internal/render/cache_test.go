@@ -146,6 +146,7 @@ func TestSharedCacheDecodesOnce(t *testing.T) {
 		require.True(t, ok)
 		require.NotEmpty(t, a.Objects)
 		assert.Equal(t, shared, a.Objects[0] == b.Objects[0], "shared %v: same objects on two hits", shared)
+		assert.Equal(t, shared, first.Objects[0] == a.Objects[0], "shared %v: hits share the render that filled the cache", shared)
 		assert.Empty(t, cmp.Diff(first.Objects[0].Object, a.Objects[0].Object))
 	}
 }
