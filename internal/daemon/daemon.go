@@ -241,11 +241,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return err
 		case <-d.dirty:
 			d.debounce(ctx)
-			if refs, full := d.takeTouched(); full {
-				d.auditAll(ctx)
-			} else {
-				d.auditTouched(ctx, refs)
-			}
+			d.auditChanged(ctx)
 		case <-fetchTicker.C:
 			d.refreshRepo(ctx)
 			d.auditFetched(ctx)
@@ -391,26 +387,8 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 func (d *Daemon) auditAll(ctx context.Context) {
 	d.takeTouched() // a full audit covers what the watches saw so far
 	d.lastFull = time.Now()
-	d.mu.RLock()
-	repo, c := d.repo, d.cache
-	d.mu.RUnlock()
-	a := d.auditorFor(repo, c)
-	allOK := true
-	for _, env := range d.cfg.Envs {
-		start := time.Now()
-		a.Options.Controllers = d.cfg.controllersFor(env)
-		rep, err := a.Run(ctx, audit.Request{Env: env})
-		allOK = d.audited(ctx, env, rep, err, start) && allOK
-	}
-	d.hookInformers(c)
-	if allOK {
+	if d.eachEnv(ctx, func(a *audit.Auditor, env string) (*drift.Report, error) { return a.Run(ctx, audit.Request{Env: env}) }) {
 		d.ready.Store(true)
-	}
-	if rendered := a.Renders.Stats().Rendered; rendered != d.rendered {
-		// Kustomize just built and dropped a whole render: give that memory back to the system
-		// now rather than keep the process at its peak (10,000 objects: ~1 GiB during a render).
-		d.rendered = rendered
-		debug.FreeOSMemory()
 	}
 }
 
@@ -423,34 +401,50 @@ func (d *Daemon) auditFetched(ctx context.Context) {
 		d.auditAll(ctx)
 		return
 	}
-	if refs, full := d.takeTouched(); full {
-		d.auditAll(ctx)
-	} else {
-		d.auditTouched(ctx, refs)
-	}
+	d.auditChanged(ctx)
 }
 
-// auditTouched re-audits only the objects the watches saw change, on top of each env's last
-// full audit (audit.Auditor.Update, which audits an env in full when it must).
-func (d *Daemon) auditTouched(ctx context.Context, refs []drift.Ref) {
-	d.mu.RLock()
-	repo, c := d.repo, d.cache
-	d.mu.RUnlock()
-	a := d.auditorFor(repo, c)
-	failed := false
-	for _, env := range d.cfg.Envs {
-		start := time.Now()
-		a.Options.Controllers = d.cfg.controllersFor(env)
-		rep, err := a.Update(ctx, env, refs)
-		failed = !d.audited(ctx, env, rep, err, start) || failed
+// auditChanged audits what the watches saw change: every env in full when a change could not be
+// named, else only the touched objects on top of each env's last full audit
+// (audit.Auditor.Update, which audits an env in full when it must).
+func (d *Daemon) auditChanged(ctx context.Context) {
+	refs, full := d.takeTouched()
+	if full {
+		d.auditAll(ctx)
+		return
 	}
-	d.hookInformers(c)
-	if failed && ctx.Err() == nil {
+	ok := d.eachEnv(ctx, func(a *audit.Auditor, env string) (*drift.Report, error) { return a.Update(ctx, env, refs) })
+	if !ok && ctx.Err() == nil {
 		// What failed to be audited stays touched: the next audit (event or fetch) takes it again.
 		d.touchMu.Lock()
 		d.full = true
 		d.touchMu.Unlock()
 	}
+}
+
+// eachEnv audits every env with run, records and announces each report, subscribes to the
+// informers the audits started, and gives back the memory of a render kustomize just made. It
+// says whether every env's audit succeeded.
+func (d *Daemon) eachEnv(ctx context.Context, run func(a *audit.Auditor, env string) (*drift.Report, error)) bool {
+	d.mu.RLock()
+	repo, c := d.repo, d.cache
+	d.mu.RUnlock()
+	a := d.auditorFor(repo, c)
+	allOK := true
+	for _, env := range d.cfg.Envs {
+		start := time.Now()
+		a.Options.Controllers = d.cfg.controllersFor(env)
+		rep, err := run(a, env)
+		allOK = d.audited(ctx, env, rep, err, start) && allOK
+	}
+	d.hookInformers(c)
+	if rendered := a.Renders.Stats().Rendered; rendered != d.rendered {
+		// Kustomize just built and dropped a whole render: give that memory back to the system
+		// now rather than keep the process at its peak (10,000 objects: ~1 GiB during a render).
+		d.rendered = rendered
+		debug.FreeOSMemory()
+	}
+	return allOK
 }
 
 // audited records one env's audit and announces its report; it says whether the audit succeeded.
