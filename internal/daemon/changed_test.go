@@ -9,7 +9,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	"github.com/llm-gitops/platform/internal/argocd"
@@ -60,10 +59,14 @@ func TestApplicationChangesThatMatter(t *testing.T) {
 // TestDeliveryRecordIsTheHoldersToWrite: a replica the Lease does not name (a deposed leader
 // still running) cannot overwrite the delivery record its successor keeps there.
 func TestDeliveryRecordIsTheHoldersToWrite(t *testing.T) {
-	cs := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "auditor", Namespace: "llm-system"},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("replica-b")}})
-	leases := cs.CoordinationV1().Leases("llm-system")
+	cs, err := cluster.Clientset()
+	require.NoError(t, err)
+	ns := cluster.Namespace(t)
+	leases := cs.CoordinationV1().Leases(ns)
 	ctx := context.Background()
+	_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "auditor"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("replica-b")}}, metav1.CreateOptions{})
+	require.NoError(t, err)
 	deposed := &leaseRecord{leases: leases, name: "auditor", annotation: recordAnnotation + "slack", identity: "replica-a"}
 	require.ErrorIs(t, deposed.Save(ctx, []byte(`{"k":{}}`)), errNotLeader)
 	holder := &leaseRecord{leases: leases, name: "auditor", annotation: recordAnnotation + "slack", identity: "replica-b"}
