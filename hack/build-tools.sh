@@ -2,11 +2,19 @@
 # Builds the local cluster's binaries from their Go modules into bin/, once per version.
 #   kube-apiserver, kube-scheduler, kube-controller-manager  (k8s.io/kubernetes)  -> bin/k8s-$K8S_VERSION/
 #   etcd                                                      (go.etcd.io/etcd)    -> bin/etcd-$ETCD_VERSION/
+#   argocd (application-controller, repo-server by name)      (argo-cd/v3)         -> bin/argocd-$ARGOCD_VERSION/
+#   kwok                                                      (sigs.k8s.io/kwok)   -> bin/kwok-$KWOK_VERSION/
+#   kustomize (the CLI the repo-server runs)                  (kustomize/v5)       -> bin/kustomize-$KUSTOMIZE_VERSION/
+#   redis (in-memory, miniredis; used when redis-server is absent)                  -> bin/redis-$MINIREDIS_VERSION/
 # A cold build takes 8-15 minutes on 2 cores (~3 GB of Go build cache, ~1 GB of modules); later runs skip it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-v3.7.3}
+ARGOCD_VERSION=${ARGOCD_VERSION:-v3.6.1}
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.8.3}
+MINIREDIS_VERSION=${MINIREDIS_VERSION:-v2.40.0}
 kube_dir="$root/bin/k8s-$K8S_VERSION"
 etcd_dir="$root/bin/etcd-$ETCD_VERSION"
 
@@ -46,3 +54,23 @@ else
   build "kube-apiserver, kube-scheduler, kube-controller-manager $K8S_VERSION" "$kube_dir" "$root/hack/clustertools/kube" "$ld" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager
 fi
+
+# The versions below are the ones the wrapper modules under hack/clustertools pin (go.mod tool lines).
+argocd_dir="$root/bin/argocd-$ARGOCD_VERSION"
+if [ -x "$argocd_dir/argocd" ]; then
+  echo ">>> argocd $ARGOCD_VERSION present in ${argocd_dir#$root/}"
+else
+  build "argocd $ARGOCD_VERSION (application-controller, repo-server)" "$argocd_dir" "$root/hack/clustertools/argocd" \
+    "-s -w -X github.com/argoproj/argo-cd/v3/common.version=${ARGOCD_VERSION#v}" github.com/argoproj/argo-cd/v3/cmd
+  mv "$argocd_dir/cmd" "$argocd_dir/argocd"
+  for n in argocd-application-controller argocd-repo-server; do ln -sf argocd "$argocd_dir/$n"; done
+fi
+
+tool() { # name version dir package binary
+  local d="$root/bin/$1-$2"
+  if [ -x "$d/$5" ]; then echo ">>> $1 $2 present in ${d#$root/}"; return; fi
+  build "$1 $2" "$d" "$root/hack/clustertools/$3" "-s -w" "$4"
+}
+tool kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok kwok
+tool kustomize "$KUSTOMIZE_VERSION" kustomize sigs.k8s.io/kustomize/kustomize/v5 kustomize
+tool redis "$MINIREDIS_VERSION" redis . redis

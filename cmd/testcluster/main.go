@@ -21,6 +21,8 @@ func main() {
 	dir := fs.String("dir", ".cluster", "state directory")
 	sched := fs.Bool("scheduler", true, "also run kube-scheduler")
 	cm := fs.Bool("controller-manager", true, "also run kube-controller-manager")
+	argo := fs.Bool("argocd", true, "also run Argo CD (application controller, repo-server, Redis)")
+	kwok := fs.Bool("kwok", true, "also run kwok (nodes that run pods)")
 	env := fs.String("env", "prod", "sync: environment to sync")
 	repo := fs.String("repo", ".", "sync: repository directory or URL")
 	revision := fs.String("revision", "main", "sync: revision to sync")
@@ -36,11 +38,18 @@ func main() {
 		os.RemoveAll(*dir)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		c, err := testcluster.Start(ctx, testcluster.Options{Dir: *dir, Detach: true, Scheduler: *sched, ControllerManager: *cm, Log: os.Stderr})
+		c, err := testcluster.Start(ctx, testcluster.Options{Dir: *dir, Detach: true, Scheduler: *sched, ControllerManager: *cm, ArgoCD: *argo, Kwok: *kwok, Log: os.Stderr})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			_ = testcluster.Down(*dir)
 			os.Exit(1)
+		}
+		if *kwok {
+			if err := addPoolNodes(ctx, c, *env); err != nil {
+				fmt.Fprintln(os.Stderr, "error:", err)
+				_ = testcluster.Down(*dir)
+				os.Exit(1)
+			}
 		}
 		fmt.Printf("local cluster up in %s (logs in %s)\nexport KUBECONFIG=%s\n", c.Started.Round(100*time.Millisecond), c.Dir, c.Kubeconfig)
 	case "down":

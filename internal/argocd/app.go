@@ -6,6 +6,7 @@ package argocd
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,10 +25,30 @@ type App struct {
 	Path            string
 	// DestinationNamespace is where namespaced objects without a namespace go.
 	DestinationNamespace string
-	// SyncedRevision is the commit the cluster was last synced to: status.sync.revision, or for a
-	// multi-source Application the entry of status.sync.revisions of the source audited.
+	// SyncedRevision is the commit the cluster was last synced to: the newest entry of
+	// status.history (Argo CD records each successful sync there), else the last operation's
+	// result when it succeeded, else status.sync.revision (the revision last compared with, which
+	// runs ahead of the synced one while a new commit waits for a sync). For a multi-source
+	// Application, the entry of the source audited.
 	SyncedRevision string
-	rawIgnores     []v1alpha1.ResourceIgnoreDifferences
+	// Status is Argo CD's own comparison as its controller recorded it; nil until it has
+	// reconciled the Application once.
+	Status     *Status
+	rawIgnores []v1alpha1.ResourceIgnoreDifferences
+}
+
+// Status is the comparison Argo CD's application controller last recorded in the Application:
+// every resource it tracks and whether it is OutOfSync with Revision.
+type Status struct {
+	// Revision is the commit the resources were compared with; ReconciledAt when.
+	Revision, ReconciledAt string
+	// Resources maps ResourceKey of each tracked resource to "Synced" or "OutOfSync".
+	Resources map[string]string
+}
+
+// ResourceKey names a resource as Argo CD's status lists it: group/kind/namespace/name.
+func ResourceKey(group, kind, namespace, name string) string {
+	return group + "/" + kind + "/" + namespace + "/" + name
 }
 
 // FromUnstructured reads an Application object. A multi-source Application (spec.sources) is
@@ -42,23 +63,54 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 	}
 	a := &App{Name: app.Name, Namespace: app.Namespace, DestinationNamespace: app.Spec.Destination.Namespace,
 		rawIgnores: app.Spec.IgnoreDifferences}
+	compared, synced := app.Status.Sync.Revision, syncedRevisions(&app)
+	src := 0
 	switch {
 	case len(app.Spec.Sources) > 0:
-		i := 0
 		for j, s := range app.Spec.Sources {
 			if strings.HasPrefix(s.Path, "overlays/") {
-				i = j
+				src = j
 				break
 			}
 		}
-		s := app.Spec.Sources[i]
+		s := app.Spec.Sources[src]
 		a.RepoURL, a.TargetRevision, a.Path = s.RepoURL, s.TargetRevision, s.Path
-		if i < len(app.Status.Sync.Revisions) {
-			a.SyncedRevision = app.Status.Sync.Revisions[i]
+		compared = ""
+		if src < len(app.Status.Sync.Revisions) {
+			compared = app.Status.Sync.Revisions[src]
 		}
 	case app.Spec.Source != nil:
 		a.RepoURL, a.TargetRevision, a.Path = app.Spec.Source.RepoURL, app.Spec.Source.TargetRevision, app.Spec.Source.Path
-		a.SyncedRevision = app.Status.Sync.Revision
+	}
+	a.SyncedRevision = compared // an Application written before any sync operation (or by hand)
+	if src < len(synced) && synced[src] != "" {
+		a.SyncedRevision = synced[src]
+	}
+	if app.Status.ReconciledAt != nil && app.Status.Resources != nil {
+		st := &Status{Revision: compared, ReconciledAt: app.Status.ReconciledAt.UTC().Format(time.RFC3339),
+			Resources: make(map[string]string, len(app.Status.Resources))}
+		for _, r := range app.Status.Resources {
+			st.Resources[ResourceKey(r.Group, r.Kind, r.Namespace, r.Name)] = string(r.Status)
+		}
+		a.Status = st
 	}
 	return a, nil
+}
+
+// syncedRevisions returns the revisions (one per source) of the last successful sync.
+func syncedRevisions(app *v1alpha1.Application) []string {
+	if h := app.Status.History; len(h) > 0 {
+		last := h[len(h)-1]
+		if len(last.Revisions) > 0 {
+			return last.Revisions
+		}
+		return []string{last.Revision}
+	}
+	if op := app.Status.OperationState; op != nil && op.Phase == "Succeeded" && op.SyncResult != nil {
+		if len(op.SyncResult.Revisions) > 0 {
+			return op.SyncResult.Revisions
+		}
+		return []string{op.SyncResult.Revision}
+	}
+	return nil
 }

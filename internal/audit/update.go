@@ -65,8 +65,16 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 				desired = append(desired, d)
 			}
 		}
+		// Argo CD's status as the watch has it now (the spec is the full audit's: a new one
+		// would have made this a full audit).
+		app := st.app
+		if u, ok := a.Live.Get(argocd.ApplicationGVK, a.AppNamespace, a.AppName(env)); ok {
+			if fresh, err := argocd.FromUnstructured(u); err == nil {
+				app = fresh
+			}
+		}
 		// The memo is not rotated here (Done): it keeps every other object's verdict.
-		if err := a.argoVerdicts(ctx, st.app, desired, st.overrides, &opts, part); err != nil {
+		if err := a.argoVerdicts(ctx, app, desired, st.overrides, &opts, part); err != nil {
 			return nil, err
 		}
 	}

@@ -13,29 +13,47 @@ import (
 
 // argoVerdicts puts Argo CD's own verdict beside each drifted object and explains where the two
 // disagree. An object Argo CD calls OutOfSync that the auditor's comparison passed is drift too:
-// it joins the report's objects (fields from Argo CD's own two sides) and is also listed in
-// argocdOnly, so the disagreement stays visible.
+// it joins the report's objects and is also listed in argocdOnly, so the disagreement stays
+// visible.
+//
+// The verdict is Argo CD's own status (status.resources of the Application, written by its
+// controller) when that status compares the revision audited; otherwise — no controller, or a
+// comparison with a newer commit not yet synced — Argo CD's diff run in-process. Each verdict
+// says which one it is.
 func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*unstructured.Unstructured, overrides map[string]v1alpha1.ResourceOverride, opts *drift.Options, rep *drift.Report) error {
-	lives := make([]*unstructured.Unstructured, len(desired))
-	for i, d := range desired {
-		if l, ok := a.Live.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName()); ok {
-			lives[i] = l
+	outOfSync := make([]bool, len(desired))
+	sides := make([][2]map[string]any, len(desired)) // Argo CD's predicted and live sides, when it computed them
+	source, at := drift.VerdictInProcess, ""
+	if st := app.Status; st != nil && st.Revision == rep.Revision {
+		source, at = drift.VerdictApplicationStatus, st.ReconciledAt
+		for i, d := range desired {
+			outOfSync[i] = st.Resources[argocd.ResourceKey(d.GroupVersionKind().Group, d.GetKind(), d.GetNamespace(), d.GetName())] == "OutOfSync"
 		}
-	}
-	verdicts, err := app.OutOfSync(ctx, desired, lives, overrides, a.memo(rep.Env))
-	if err != nil {
-		return err
+	} else {
+		lives := make([]*unstructured.Unstructured, len(desired))
+		for i, d := range desired {
+			if l, ok := a.Live.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName()); ok {
+				lives[i] = l
+			}
+		}
+		verdicts, err := app.OutOfSync(ctx, desired, lives, overrides, a.memo(rep.Env))
+		if err != nil {
+			return err
+		}
+		for i, v := range verdicts {
+			outOfSync[i], sides[i] = v.OutOfSync, [2]map[string]any{v.Predicted, v.Live}
+		}
 	}
 	argo := map[string]bool{}
 	for i, d := range desired {
-		argo[key(d.GetKind(), d.GetNamespace(), d.GetName())] = verdicts[i].OutOfSync
+		argo[key(d.GetKind(), d.GetNamespace(), d.GetName())] = outOfSync[i]
 	}
 	ours := map[string]bool{}
 	for i := range rep.Objects {
 		o := &rep.Objects[i]
 		k := key(o.Kind, o.Namespace, o.Name)
 		ours[k] = true
-		v := &drift.ArgoVerdict{OutOfSync: argo[k]}
+		v := &drift.ArgoVerdict{OutOfSync: argo[k], Source: source, ReconciledAt: at}
 		switch {
 		case o.Status == drift.Extra:
 			v.Note = "not in Git and not tracked by the Application: Argo CD does not list it"
@@ -43,6 +61,8 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 			v.Note = "Argo CD cannot compare a kind the cluster does not serve either"
 		case !v.OutOfSync && onlyAdded(o):
 			v.Note = "fields added by another manager are invisible to Argo CD's diff, which compares only the fields Git declares"
+		case !v.OutOfSync && source == drift.VerdictApplicationStatus:
+			v.Note = "Argo CD's status (reconciled " + at + ") does not flag this difference"
 		case !v.OutOfSync:
 			v.Note = "Argo CD's diff (without a server-side dry run) does not flag this difference"
 		}
@@ -50,18 +70,24 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 	}
 	for i, d := range desired {
 		k := key(d.GetKind(), d.GetNamespace(), d.GetName())
-		if !verdicts[i].OutOfSync || ours[k] {
+		if !outOfSync[i] || ours[k] {
 			continue
 		}
-		const note = "Argo CD's diff reports OutOfSync where the auditor's comparison found no difference"
+		const note = "Argo CD reports OutOfSync where the auditor's comparison found no difference"
 		o := drift.Object{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Namespace: d.GetNamespace(), Name: d.GetName(),
-			Status: drift.Modified, Fields: []drift.Field{}, Note: note, ArgoCD: &drift.ArgoVerdict{OutOfSync: true, Note: note}}
-		if p, l := verdicts[i].Predicted, verdicts[i].Live; p != nil && l != nil {
-			pu := &unstructured.Unstructured{Object: p}
+			Status: drift.Modified, Fields: []drift.Field{}, Note: note, ArgoCD: &drift.ArgoVerdict{OutOfSync: true, Note: note, Source: source, ReconciledAt: at}}
+		p, l := sides[i][0], sides[i][1]
+		if p == nil || l == nil { // Argo CD's status says OutOfSync, not where: show Git against live
+			p = d.Object
+			if lu, ok := a.Live.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName()); ok {
+				l = lu.Object
+			}
+		}
+		if p != nil && l != nil {
 			plain := *opts
 			plain.Normalizer = nil  // Argo CD's sides are normalised already
 			plain.Controllers = nil // show every field Argo CD's sides differ in, a controller's too
-			if m := drift.CompareObject(pu, &unstructured.Unstructured{Object: l}, nil, &plain); m != nil {
+			if m := drift.CompareObject(&unstructured.Unstructured{Object: p}, &unstructured.Unstructured{Object: l}, nil, &plain); m != nil {
 				o.Fields = m.Fields
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -539,18 +540,30 @@ func changed(gvk schema.GroupVersionKind, old, cur *unstructured.Unstructured) b
 	}
 	if gvk.GroupKind() == argocd.ApplicationGVK.GroupKind() {
 		// Argo CD's Application has no status subresource: every reconcile (reconciledAt, health)
-		// writes the main resource and bumps the generation. Only the spec and the synced
-		// revision(s) change what is desired.
-		for _, path := range [][]string{{"spec"}, {"status", "sync", "revision"}, {"status", "sync", "revisions"}} {
+		// writes the main resource and bumps the generation. Only the spec, the compared and
+		// synced revision(s) and Argo CD's verdict on each resource change what the audit says.
+		for _, path := range [][]string{{"spec"}, {"status", "sync", "revision"}, {"status", "sync", "revisions"},
+			{"status", "history"}, {"status", "operationState", "syncResult", "revision"}} {
 			o, _, _ := unstructured.NestedFieldNoCopy(old.Object, path...)
 			n, _, _ := unstructured.NestedFieldNoCopy(cur.Object, path...)
 			if !equality.Semantic.DeepEqual(o, n) {
 				return true
 			}
 		}
-		return false
+		return !slices.Equal(resourceStatuses(old), resourceStatuses(cur))
 	}
 	return !live.StatusOnly(old, cur)
+}
+
+// resourceStatuses lists Argo CD's verdict on each resource of an Application (status.resources).
+func resourceStatuses(app *unstructured.Unstructured) []string {
+	rs, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		m, _ := r.(map[string]any)
+		out = append(out, fmt.Sprint(m["group"], "/", m["kind"], "/", m["namespace"], "/", m["name"], "=", m["status"]))
+	}
+	return out
 }
 
 // touch records that the watch saw obj of gvk change and asks for a re-audit.

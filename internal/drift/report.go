@@ -79,11 +79,25 @@ type Writer struct {
 	Time        string `json:"time"`
 }
 
-// ArgoVerdict is what Argo CD's diff says about an object, and why it disagrees with ours.
+// ArgoVerdict is what Argo CD says about an object, and why it disagrees with ours.
 type ArgoVerdict struct {
 	OutOfSync bool   `json:"outOfSync"`
 	Note      string `json:"note,omitempty"`
+	// Source says where the verdict comes from: VerdictApplicationStatus or VerdictInProcess.
+	Source string `json:"source,omitempty"`
+	// ReconciledAt is when Argo CD's controller made the comparison (application status only).
+	ReconciledAt string `json:"reconciledAt,omitempty"`
 }
+
+// Verdict sources.
+const (
+	// VerdictApplicationStatus is Argo CD's own status: status.resources of the Application, as
+	// its controller recorded it when comparing the audited revision.
+	VerdictApplicationStatus = "application-status"
+	// VerdictInProcess is Argo CD's diff library run by the auditor, used where no controller has
+	// compared the audited revision (no Argo CD, or a newer commit awaiting its sync).
+	VerdictInProcess = "in-process-diff"
+)
 
 // Counts returns the number of drifted objects and fields.
 func (r *Report) Counts() (objects, fields int) {

@@ -120,8 +120,9 @@ func quantity(v any) int64 {
 	return q.Value()
 }
 
-// nodes turns groups into Node objects named <pool>-<card>-<n>.
-func nodes(groups []NodeGroup) []*corev1.Node {
+// Nodes turns groups into Node objects named <pool>-<card>-<n>, annotated for kwok: where kwok runs
+// (the test cluster's nodes), it keeps them Ready and runs the Pods bound to them.
+func Nodes(groups []NodeGroup) []*corev1.Node {
 	var out []*corev1.Node
 	for _, g := range groups {
 		for i := range g.Count {
@@ -143,6 +144,7 @@ func nodes(groups []NodeGroup) []*corev1.Node {
 			}
 			n := &corev1.Node{}
 			n.Name, n.Labels = name, labels
+			n.Annotations = map[string]string{"kwok.x-k8s.io/node": "fake"}
 			n.Spec.Taints = g.Taints
 			n.Status.Capacity, n.Status.Allocatable = alloc, alloc
 			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "SimulatedKubelet"}}

@@ -81,7 +81,7 @@ func Run(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructure
 	if opts.Timeout == 0 {
 		opts.Timeout = 2 * time.Minute
 	}
-	ns := nodes(opts.Groups)
+	ns := Nodes(opts.Groups)
 	for _, n := range ns {
 		if err := createNode(ctx, cs, n); err != nil {
 			return nil, err

@@ -81,16 +81,26 @@ func (s *Syncer) apply(ctx context.Context, appName string, o *unstructured.Unst
 	}
 	ann[TrackingAnnotation] = fmt.Sprintf("%s:%s/%s:%s/%s", appName, gvk.Group, gvk.Kind, obj.GetNamespace(), obj.GetName())
 	obj.SetAnnotations(ann)
+	return s.applyAs(ctx, obj, ArgoManager, dryRun)
+}
+
+// ApplyAs server-side applies obj under field manager, forced.
+func (s *Syncer) ApplyAs(ctx context.Context, obj *unstructured.Unstructured, manager string) error {
+	return s.applyAs(ctx, obj, manager, false)
+}
+
+func (s *Syncer) applyAs(ctx context.Context, obj *unstructured.Unstructured, manager string, dryRun bool) error {
+	gvk := obj.GroupVersionKind()
 	m, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return fmt.Errorf("sync %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("apply %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
-		return fmt.Errorf("sync %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("apply %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	force := true
-	opts := metav1.PatchOptions{FieldManager: ArgoManager, Force: &force}
+	opts := metav1.PatchOptions{FieldManager: manager, Force: &force}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
@@ -99,7 +109,7 @@ func (s *Syncer) apply(ctx context.Context, appName string, o *unstructured.Unst
 		ri = s.dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
 	}
 	if _, err := ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, opts); err != nil {
-		return fmt.Errorf("sync %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("apply %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }

@@ -11,15 +11,21 @@ import (
 const (
 	KubernetesVersion = "v1.37.2"
 	EtcdVersion       = "v3.7.3"
+	ArgoCDVersion     = "v3.6.1"
+	KwokVersion       = "v0.8.0"
+	KustomizeVersion  = "v5.8.3"
+	MiniredisVersion  = "v2.40.0"
 )
 
 // Binaries locates the executables the cluster runs.
 type Binaries struct {
 	APIServer, Etcd, Scheduler, ControllerManager string
+	// ArgoCD is the one argocd binary; it runs as the component its name (a symlink) says.
+	ArgoCD, Kwok, Kustomize, Redis string
 }
 
 // ErrNoBinaries means the cluster binaries have not been built; `make tools` builds them.
-var ErrNoBinaries = errors.New("cluster binaries not found: run `make tools` (builds kube-apiserver " + KubernetesVersion + " and etcd " + EtcdVersion + " from Go modules)")
+var ErrNoBinaries = errors.New("cluster binaries not found: run `make tools` (builds kube-apiserver " + KubernetesVersion + ", etcd " + EtcdVersion + ", Argo CD " + ArgoCDVersion + " and kwok " + KwokVersion + " from Go modules)")
 
 // FindBinaries returns the binaries from $KUBE_BIN_DIR and $ETCD_BIN_DIR, or else from the
 // repository's bin/ directory (found by walking up from the working directory).
@@ -42,6 +48,13 @@ func FindBinaries() (Binaries, error) {
 		Scheduler:         filepath.Join(kubeDir, "kube-scheduler"),
 		ControllerManager: filepath.Join(kubeDir, "kube-controller-manager"),
 		Etcd:              filepath.Join(etcdDir, "etcd"),
+	}
+	if root, err := repoRoot(); err == nil {
+		bin := filepath.Join(root, "bin")
+		b.ArgoCD = filepath.Join(bin, "argocd-"+ArgoCDVersion, "argocd")
+		b.Kwok = filepath.Join(bin, "kwok-"+KwokVersion, "kwok")
+		b.Kustomize = filepath.Join(bin, "kustomize-"+KustomizeVersion, "kustomize")
+		b.Redis = filepath.Join(bin, "redis-"+MiniredisVersion, "redis")
 	}
 	for _, p := range []string{b.APIServer, b.Etcd} {
 		if _, err := os.Stat(p); err != nil {
@@ -72,4 +85,14 @@ func repoRoot() (string, error) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// need reports the first of paths that is not an executable file, naming `make tools`.
+func need(what string, paths ...string) error {
+	for _, p := range paths {
+		if p == "" || !fileExists(p) {
+			return fmt.Errorf("%s: %w (missing %s)", what, ErrNoBinaries, p)
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -19,7 +20,11 @@ func Main(m *testing.M, opts Options, c **Cluster) int {
 	cluster, err := Start(ctx, opts)
 	cancel()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "\n*** testcluster: cannot start the real API server: %v\n*** run `make tools` first (or `make test`, which builds them).\n\n", err)
+		fmt.Fprintf(os.Stderr, "\n*** testcluster: cannot start the test cluster: %v\n", err)
+		if errors.Is(err, ErrNoBinaries) {
+			fmt.Fprintf(os.Stderr, "*** run `make tools` first (or `make test`, which builds them).\n")
+		}
+		fmt.Fprintln(os.Stderr)
 		return 1
 	}
 	*c = cluster

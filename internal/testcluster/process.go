@@ -22,16 +22,19 @@ type process struct {
 	err  error
 }
 
-// startProcess runs bin with args, its output in dir/<name>.log. Attached processes receive SIGKILL
+// startProcess runs bin with args (and env added to this process's), its output in dir/<name>.log. Attached processes receive SIGKILL
 // when the test binary dies (Pdeathsig), so a panicking test leaves no server behind; detached ones
 // (make cluster-up) start a new session and outlive the command that started them.
-func startProcess(dir, name, bin string, args []string, detach bool) (*process, error) {
+func startProcess(dir, name, bin string, args, env []string, detach bool) (*process, error) {
 	logFile, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	} else {

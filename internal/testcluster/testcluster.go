@@ -42,6 +42,10 @@ type Options struct {
 	Scheduler, ControllerManager bool
 	// SkipCRDs leaves the upstream CRDs out (they are installed by default).
 	SkipCRDs bool
+	// Kwok runs kwok, which makes the nodes added with AddNodes Ready and runs the Pods scheduled
+	// to them; ArgoCD runs Argo CD's application controller, repo-server and a Redis (it needs
+	// the CRDs). Both want Scheduler and ControllerManager for Pods to exist and be placed.
+	Kwok, ArgoCD bool
 	// Detach starts processes in their own session so they outlive the caller (make cluster-up).
 	Detach bool
 	// Log receives progress lines; nil discards them.
@@ -128,7 +132,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
 		return fmt.Errorf("write token file: %w", err)
 	}
-	ports, err := freePorts(5)
+	ports, err := freePorts(10)
 	if err != nil {
 		return err
 	}
@@ -141,7 +145,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--initial-advertise-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
 		"--initial-cluster=default=http://127.0.0.1:" + strconv.Itoa(ports[1]),
 		"--unsafe-no-fsync", "--log-level=warn",
-	}, c.opts.Detach)
+	}, nil, c.opts.Detach)
 	if err != nil {
 		return err
 	}
@@ -167,7 +171,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
 		"--v=0",
 	}
-	api, err := startProcess(c.Dir, "kube-apiserver", c.bins.APIServer, c.apiArgs, c.opts.Detach)
+	api, err := startProcess(c.Dir, "kube-apiserver", c.bins.APIServer, c.apiArgs, nil, c.opts.Detach)
 	if err != nil {
 		return err
 	}
@@ -194,7 +198,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		p, err := startProcess(c.Dir, "kube-scheduler", c.bins.Scheduler, []string{
 			"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false",
 			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[4]),
-		}, c.opts.Detach)
+		}, nil, c.opts.Detach)
 		if err != nil {
 			return err
 		}
@@ -208,6 +212,16 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if c.opts.Kwok {
+		if err := c.startKwok(ctx, ports[5]); err != nil {
+			return err
+		}
+	}
+	if c.opts.ArgoCD {
+		if err := c.startArgoCD(ctx, ports[6:10]); err != nil {
+			return err
+		}
+	}
 	state, _ := json.MarshalIndent(State{URL: c.URL, Kubeconfig: c.Kubeconfig, Etcd: etcdURL}, "", "  ")
 	if err := os.WriteFile(filepath.Join(c.Dir, "cluster.json"), state, 0o644); err != nil {
 		return fmt.Errorf("write cluster state: %w", err)
@@ -217,14 +231,21 @@ func (c *Cluster) start(ctx context.Context) error {
 
 func (c *Cluster) startControllerManager(keys pki, port int) error {
 	c.logf("starting kube-controller-manager %s", KubernetesVersion)
+	// The node lifecycle controller lifts the not-ready taint from nodes that report Ready, and
+	// taints and evicts those whose heartbeats stop: it runs where kwok keeps nodes alive, not
+	// where nodes are Node objects written once (auditor simulate without kwok).
+	controllers := "*,-nodeipam,-nodelifecycle,-ttl"
+	if c.opts.Kwok {
+		controllers = "*,-nodeipam,-ttl"
+	}
 	p, err := startProcess(c.Dir, "kube-controller-manager", c.bins.ControllerManager, []string{
 		"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false",
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
 		"--service-account-private-key-file=" + keys.saKey,
 		"--root-ca-file=" + keys.caCert,
 		"--use-service-account-credentials=false",
-		"--controllers=*,-nodeipam,-nodelifecycle,-ttl",
-	}, c.opts.Detach)
+		"--controllers=" + controllers,
+	}, nil, c.opts.Detach)
 	if err != nil {
 		return err
 	}
@@ -241,7 +262,7 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) erro
 		}
 		p.stop(10 * time.Second)
 		time.Sleep(down)
-		np, err := startProcess(c.Dir, "kube-apiserver", c.bins.APIServer, c.apiArgs, c.opts.Detach)
+		np, err := startProcess(c.Dir, "kube-apiserver", c.bins.APIServer, c.apiArgs, nil, c.opts.Detach)
 		if err != nil {
 			return err
 		}
@@ -289,7 +310,8 @@ func (c *Cluster) Kubectl(ctx context.Context, args ...string) *exec.Cmd {
 
 // Down stops a detached cluster started in dir by its pid files. It is a no-op when none runs.
 func Down(dir string) error {
-	for _, name := range []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
+	for _, name := range []string{"argocd-application-controller", "argocd-repo-server", "redis", "kwok",
+		"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
 		if err := stopPID(filepath.Join(dir, name+".pid"), 10*time.Second); err != nil {
 			return err
 		}
@@ -388,3 +410,6 @@ sleep 0.2; rm -rf "$2"`
 	go func() { _ = cmd.Wait() }()
 	return nil
 }
+
+// RunsArgoCD reports whether the cluster runs Argo CD's controller and repo-server.
+func (c *Cluster) RunsArgoCD() bool { return c.opts.ArgoCD }

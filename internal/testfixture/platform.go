@@ -69,6 +69,11 @@ func NewEnv(t testing.TB, c *testcluster.Cluster, root, env string) *Platform {
 	}
 	f.Git("init", "-q", "-b", "main")
 	f.Commit("platform")
+	if c.RunsArgoCD() {
+		f.createApplication()
+		f.Sync(f.Head)
+		return f
+	}
 	var err error
 	if f.syncer, err = testcluster.NewSyncer(c.Config); err != nil {
 		t.Fatal(err)
@@ -151,9 +156,15 @@ func (f *Platform) Rendered(rev string) *render.Result {
 	return res
 }
 
-// Sync applies the fixture's env at rev as Argo CD's server-side sync and records it in the Application.
+// Sync brings the cluster to rev. Where the cluster runs Argo CD, rev must be the head of main:
+// Argo CD is asked to refresh and Sync returns once it has synced rev. Elsewhere, the fixture
+// applies the env at rev as Argo CD's server-side sync would and records it in the Application.
 func (f *Platform) Sync(rev string) {
 	f.t.Helper()
+	if f.cluster.RunsArgoCD() {
+		f.WaitSynced(rev)
+		return
+	}
 	ctx := context.Background()
 	res := f.Rendered(rev)
 	if err := f.syncer.Sync(ctx, f.App(), res.Objects, false); err != nil {

@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"time"
+
+	"github.com/llm-gitops/platform/internal/testcluster"
+)
+
+// TestArgoCDSyncsProdOnKwokNodes is the stack's first promise: the real controller syncs prod from
+// the fixture's Git repository at its head, every resource ends Synced, the vLLM pods run on the
+// GPU pool's nodes, and every resource is Healthy — by its real controller, or by the test
+// cluster's stated health for the kinds whose controllers do not run here.
+func TestArgoCDSyncsProdOnKwokNodes(t *testing.T) {
+	f := platform(t)
+	ctx := context.Background()
+	// The comparison after the sync's last wave runs once more after the operation ends.
+	var app *unstructured.Unstructured
+	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(context.Context) (bool, error) {
+		app = f.Application()
+		status, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
+		return status == "Synced", nil
+	})
+	require.NoError(t, err, "%s never Synced; OutOfSync: %v", f.App(), outOfSync(app))
+
+	cs, err := cluster.Clientset()
+	require.NoError(t, err)
+	var pods *corev1.PodList
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err = cs.CoreV1().Pods(f.NS("inference")).List(ctx, metav1.ListOptions{LabelSelector: "platform.llm/component=vllm"})
+		if err != nil || len(pods.Items) == 0 {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "vLLM pods never all Running: %v", podPhases(pods))
+	for _, p := range pods.Items {
+		n, err := cs.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "gpu", n.Labels["platform.llm/pool"], "pod %s runs on %s", p.Name, n.Name)
+	}
+
+	// Health as Argo CD computes it, once the pods are up.
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		h, _, _ := unstructured.NestedString(f.Application().Object, "status", "health", "status")
+		return h == "Healthy", nil
+	})
+	resources, _, _ := unstructured.NestedSlice(f.Application().Object, "status", "resources")
+	var unhealthy []string
+	notExercised := map[string]bool{}
+	for _, r := range resources {
+		m := r.(map[string]any)
+		h, _, _ := unstructured.NestedString(m, "health", "status")
+		msg, _, _ := unstructured.NestedString(m, "health", "message")
+		gk := resourceName(m, false)
+		if _, listed := testcluster.NotExercised[gk]; listed {
+			notExercised[gk] = true
+			continue
+		}
+		if h != "" && h != "Healthy" {
+			unhealthy = append(unhealthy, resourceName(m, true)+": "+h+" "+msg)
+		}
+	}
+	assert.NoError(t, err, "application health: %v", unhealthy)
+	assert.Empty(t, unhealthy)
+}
+
+// resourceName names an entry of an Application's status.resources: group/kind, and with
+// named also namespace/name.
+func resourceName(m map[string]any, named bool) string {
+	group, _, _ := unstructured.NestedString(m, "group")
+	kind, _, _ := unstructured.NestedString(m, "kind")
+	if !named {
+		return group + "/" + kind
+	}
+	ns, _, _ := unstructured.NestedString(m, "namespace")
+	name, _, _ := unstructured.NestedString(m, "name")
+	return group + "/" + kind + " " + ns + "/" + name
+}
+
+// outOfSync lists the resources an Application's status calls OutOfSync.
+func outOfSync(app *unstructured.Unstructured) []string {
+	resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+	var out []string
+	for _, r := range resources {
+		m := r.(map[string]any)
+		if m["status"] == "OutOfSync" {
+			out = append(out, resourceName(m, true))
+		}
+	}
+	return out
+}
+
+func podPhases(pods *corev1.PodList) map[string]string {
+	out := map[string]string{}
+	if pods == nil {
+		return out
+	}
+	for _, p := range pods.Items {
+		out[p.Name] = string(p.Status.Phase) + " on " + p.Spec.NodeName
+	}
+	return out
+}

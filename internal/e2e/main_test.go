@@ -1,0 +1,45 @@
+// Package e2e runs the platform through real Argo CD on nodes that run pods: kube-apiserver,
+// etcd, the scheduler and controller-manager, kwok, and Argo CD's application controller and
+// repo-server, all built from their Go modules (`make tools`). Argo CD syncs each test's copy of
+// the platform from a Git repository of its own; hand edits are made with the real kubectl; the
+// auditor's verdicts are checked against Argo CD's own status.
+package e2e
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/simulate"
+	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/testfixture"
+)
+
+var cluster *testcluster.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(testcluster.Main(m, testcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true, ArgoCD: true}, &cluster))
+}
+
+var nodesOnce sync.Once
+
+// platform gives the test its own copy of prod, synced by Argo CD onto kwok nodes modelled on
+// prod's NodePools (added once per package).
+func platform(t *testing.T) *testfixture.Platform {
+	t.Helper()
+	nodesOnce.Do(func() {
+		src, err := render.FromDir("../..")
+		require.NoError(t, err)
+		res, err := src.Render("prod")
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		require.NoError(t, cluster.AddNodes(ctx, simulate.Nodes(simulate.GroupsFromNodePools(res.Objects))))
+	})
+	return testfixture.New(t, cluster, "../..")
+}

@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/testfixture"
+)
+
+// TestVerdictAgreesWithArgoCDStatus makes hand edits with the real kubectl and compares the
+// objects the auditor calls drifted with the resources real Argo CD (server-side diff on) calls
+// OutOfSync in the Application's status. The two sets are equal except for the classes the
+// auditor sees and Argo CD cannot, listed here by name: fields added by hand outside what Git
+// declares, and objects Git does not have (Argo CD does not track them).
+func TestVerdictAgreesWithArgoCDStatus(t *testing.T) {
+	f := platform(t)
+	inference, api, rag, sys := f.NS("inference"), f.NS("api"), f.NS("rag"), f.NS("system")
+	f.KubectlEdit(rag, "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	f.Kubectl("-n", api, "patch", "deploy/rag-api", "--field-manager=argocd-controller",
+		`-p={"spec":{"template":{"spec":{"containers":[{"name":"api","image":"registry.example.com/llm/rag-api:6.6.6"}]}}}}`)
+	f.Kubectl("-n", inference, "set", "env", "deploy/vllm-qwen", "-c", "vllm", "HF_HUB_OFFLINE-")
+	f.Kubectl("-n", inference, "patch", "deploy/vllm-llama", "--type=json", `-p=[`+
+		`{"op":"remove","path":"/spec/template/spec/containers/0/resources/requests/nvidia.com~1gpu"},`+
+		`{"op":"remove","path":"/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu"}]`)
+	f.Kubectl("-n", inference, "annotate", "--overwrite", "deploy/vllm-llama", "argocd.argoproj.io/sync-wave=1.0")
+	f.Kubectl("-n", rag, "delete", "service", "qdrant")
+	// Seen by the auditor only:
+	f.Kubectl("-n", inference, "label", "service/vllm-qwen", "hand=edited")                         // a label Git does not declare
+	f.Kubectl("-n", sys, "patch", "configmap/auditor-config", `-p={"data":{"hotfix.yaml":"x: 1"}}`) // a key Git does not declare
+	f.Kubectl("-n", api, "create", "configmap", "hotfix", "--from-literal=k=v")                     // an object Git does not have
+	f.Refresh()
+
+	rep := auditEnv(t, f)
+	ours := map[string]bool{}
+	for _, o := range rep.Objects {
+		if o.Status == drift.Modified || o.Status == drift.Missing || o.Status == drift.Extra {
+			ours[o.Kind+" "+o.Namespace+"/"+o.Name] = true
+		}
+	}
+	theirs := map[string]bool{}
+	resources, _, _ := unstructured.NestedSlice(f.Application().Object, "status", "resources")
+	for _, r := range resources {
+		m := r.(map[string]any)
+		if m["status"] == "OutOfSync" {
+			ns, _ := m["namespace"].(string)
+			theirs[m["kind"].(string)+" "+ns+"/"+m["name"].(string)] = true
+		}
+	}
+	onlyOurs := []string{
+		"ConfigMap " + sys + "/auditor-config", // added key
+		"ConfigMap " + api + "/hotfix",         // not in Git, not tracked
+		"Service " + inference + "/vllm-qwen",  // added label
+	}
+	assert.Empty(t, cmp.Diff(keys(theirs), minus(keys(ours), onlyOurs)), "auditor's drifted objects (-Argo CD +auditor):\n%s", dump(rep))
+	for _, k := range onlyOurs {
+		assert.True(t, ours[k], "the auditor misses %s", k)
+	}
+	for _, o := range rep.Objects {
+		require.NotNil(t, o.ArgoCD, "%s %s has no Argo CD verdict", o.Kind, o.Name)
+		assert.Equal(t, drift.VerdictApplicationStatus, o.ArgoCD.Source, "%s %s: the verdict should be Argo CD's own status", o.Kind, o.Name)
+		assert.Equal(t, theirs[o.Kind+" "+o.Namespace+"/"+o.Name], o.ArgoCD.OutOfSync, "%s %s", o.Kind, o.Name)
+	}
+	sync, _, _ := unstructured.NestedString(f.Application().Object, "status", "sync", "status")
+	assert.Equal(t, "OutOfSync", sync)
+}
+
+// audit runs the auditor in-process, the way `auditor diff` does.
+func auditEnv(t *testing.T, f *testfixture.Platform) *drift.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	repo, err := gitrepo.Open(f.Dir)
+	require.NoError(t, err)
+	cache, err := live.New(ctx, cluster.Config)
+	require.NoError(t, err)
+	a := audit.New(repo, cache)
+	a.AppName = func(string) string { return f.App() }
+	rep, err := a.Run(ctx, audit.Request{Env: f.Env})
+	require.NoError(t, err)
+	return rep
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func minus(all, drop []string) []string {
+	out := []string{}
+	for _, k := range all {
+		if !slices.Contains(drop, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func dump(rep *drift.Report) string {
+	data, _ := yaml.Marshal(rep)
+	return string(data)
+}

@@ -1,0 +1,213 @@
+package testcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// ArgoCDNamespace is where Argo CD's components read their configuration and Applications.
+const ArgoCDNamespace = "argocd"
+
+// argoConfigFiles are Argo CD's own configuration objects, as its install manifests define them.
+var argoConfigFiles = []string{
+	"manifests/base/config/argocd-cm.yaml", "manifests/base/config/argocd-cmd-params-cm.yaml",
+	"manifests/base/config/argocd-rbac-cm.yaml", "manifests/base/config/argocd-secret.yaml",
+	"manifests/base/config/argocd-ssh-known-hosts-cm.yaml", "manifests/base/config/argocd-tls-certs-cm.yaml",
+	"manifests/base/config/argocd-gpg-keys-cm.yaml",
+}
+
+// NotExercised lists the kinds the platform uses whose controllers do not run in the test cluster
+// although Argo CD has a health check for them: KEDA's operator, Karpenter, CloudNativePG and a
+// Gateway implementation. Without their controllers these objects never get a status and Argo CD
+// would call them Progressing forever, holding back every later sync wave, so the test cluster
+// configures their health as Healthy, with a message saying it was not exercised.
+var NotExercised = map[string]string{
+	"keda.sh/ScaledObject":                "KEDA's operator",
+	"karpenter.sh/NodePool":               "Karpenter",
+	"postgresql.cnpg.io/Cluster":          "CloudNativePG",
+	"postgresql.cnpg.io/Database":         "CloudNativePG",
+	"gateway.networking.k8s.io/Gateway":   "a Gateway API implementation",
+	"gateway.networking.k8s.io/HTTPRoute": "a Gateway API implementation",
+}
+
+// argoSettings are what the test cluster adds to argocd-cm.
+func argoSettings() map[string]any {
+	out := map[string]any{}
+	for gk, who := range NotExercised {
+		group, kind, _ := strings.Cut(gk, "/")
+		out["resource.customizations.health."+group+"_"+kind] = fmt.Sprintf(
+			"hs = {}\nhs.status = \"Healthy\"\nhs.message = \"not exercised: %s does not run in the test cluster\"\nreturn hs\n", who)
+	}
+	return out
+}
+
+func (c *Cluster) startArgoCD(ctx context.Context, ports []int) error {
+	redisServer, redisArgs := c.bins.Redis, []string{"--addr=127.0.0.1:" + strconv.Itoa(ports[0])}
+	if p, err := exec.LookPath("redis-server"); err == nil { // the distribution's, where installed
+		redisServer, redisArgs = p, []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--save", "", "--appendonly", "no"}
+	}
+	if err := need("Argo CD", c.bins.ArgoCD, c.bins.Kustomize, redisServer); err != nil {
+		return err
+	}
+	module, err := ModuleDir(ctx, "github.com/argoproj/argo-cd/v3", ArgoCDVersion)
+	if err != nil {
+		return err
+	}
+	if err := c.installArgoConfig(ctx, module); err != nil {
+		return err
+	}
+	redisAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	c.logf("starting redis for Argo CD on %s (%s)", redisAddr, filepath.Base(redisServer))
+	redis, err := startProcess(c.Dir, "redis", redisServer, redisArgs, nil, c.opts.Detach)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, redis)
+
+	work := filepath.Join(c.Dir, "argocd")
+	for _, d := range []string{"tls", "ssh", "gpg", "tmp", "bin"} {
+		if err := os.MkdirAll(filepath.Join(work, d), 0o755); err != nil {
+			return fmt.Errorf("argocd dirs: %w", err)
+		}
+	}
+	// The repo-server runs these scripts of Argo CD's (its image puts them in /usr/local/bin).
+	for _, script := range []string{"git-verify-wrapper.sh", "gpg-wrapper.sh"} {
+		data, err := os.ReadFile(filepath.Join(module, "hack", script))
+		if err != nil {
+			return fmt.Errorf("argocd scripts: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(work, "bin", script), data, 0o755); err != nil {
+			return fmt.Errorf("argocd scripts: %w", err)
+		}
+	}
+	common := []string{
+		"ARGOCD_FAKE_IN_CLUSTER=true", "KUBECONFIG=" + c.Kubeconfig,
+		"ARGOCD_TLS_DATA_PATH=" + filepath.Join(work, "tls"), "ARGOCD_SSH_DATA_PATH=" + filepath.Join(work, "ssh"),
+		"ARGOCD_GNUPGHOME=" + filepath.Join(work, "gpg"), "ARGOCD_GPG_ENABLED=false",
+		"TMPDIR=" + filepath.Join(work, "tmp"),
+		"PATH=" + strings.Join([]string{filepath.Join(work, "bin"), filepath.Dir(c.bins.Kustomize), os.Getenv("PATH")}, string(os.PathListSeparator)),
+	}
+	repoAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
+	c.logf("starting argocd-repo-server %s on %s", ArgoCDVersion, repoAddr)
+	repo, err := startProcess(c.Dir, "argocd-repo-server", c.bins.ArgoCD, []string{
+		"--address=127.0.0.1", "--port=" + strconv.Itoa(ports[1]),
+		"--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(ports[2]),
+		"--redis=" + redisAddr, "--disable-tls", "--client-ca-path=", "--loglevel=info", "--logformat=text",
+	}, append(common, "ARGOCD_BINARY_NAME=argocd-repo-server"), c.opts.Detach)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, repo)
+	if err := waitHTTP(ctx, repo, "http://127.0.0.1:"+strconv.Itoa(ports[2])+"/healthz", nil, 60*time.Second); err != nil {
+		return err
+	}
+	c.logf("starting argocd-application-controller %s (server-side diff on)", ArgoCDVersion)
+	ctrl, err := startProcess(c.Dir, "argocd-application-controller", c.bins.ArgoCD, []string{
+		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoCDNamespace,
+		"--redis=" + redisAddr, "--repo-server=" + repoAddr, "--repo-server-plaintext",
+		"--metrics-port=" + strconv.Itoa(ports[3]),
+		"--server-side-diff-enabled=true",
+		// Git is polled every 10 s (180 s in a default install): tests wait for Argo CD, not a clock.
+		"--app-resync=10", "--self-heal-timeout-seconds=2",
+		"--loglevel=info", "--logformat=text",
+	}, append(common, "ARGOCD_BINARY_NAME=argocd-application-controller", "HOSTNAME=argocd-application-controller-0"), c.opts.Detach)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, ctrl)
+	return waitHTTP(ctx, ctrl, "http://127.0.0.1:"+strconv.Itoa(ports[3])+"/healthz", nil, 60*time.Second)
+}
+
+// installArgoConfig writes Argo CD's ConfigMaps and Secret from its module's install manifests,
+// argocd-cm with the test cluster's settings added, and the default AppProject argocd-server
+// would create.
+func (c *Cluster) installArgoConfig(ctx context.Context, dir string) error {
+	var objs []*unstructured.Unstructured
+	objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ArgoCDNamespace}}})
+	for _, f := range argoConfigFiles {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			return fmt.Errorf("argocd config: %w", err)
+		}
+		docs, err := decodeYAML(data)
+		if err != nil {
+			return fmt.Errorf("argocd config %s: %w", f, err)
+		}
+		for _, o := range docs {
+			o.SetNamespace(ArgoCDNamespace)
+			if o.GetName() == "argocd-cm" {
+				cm, _, _ := unstructured.NestedMap(o.Object, "data")
+				if cm == nil {
+					cm = map[string]any{}
+				}
+				for k, v := range argoSettings() {
+					cm[k] = v
+				}
+				o.Object["data"] = cm
+			}
+			objs = append(objs, o)
+		}
+	}
+	objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+		"metadata": map[string]any{"name": "default", "namespace": ArgoCDNamespace},
+		"spec": map[string]any{
+			"sourceRepos":              []any{"*"},
+			"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},
+			"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},
+		},
+	}})
+	return c.apply(ctx, objs, "testcluster")
+}
+
+// applyYAML server-side applies every object of a multi-document YAML text.
+func (c *Cluster) applyYAML(ctx context.Context, text, manager string) error {
+	objs, err := decodeYAML([]byte(text))
+	if err != nil {
+		return err
+	}
+	return c.apply(ctx, objs, manager)
+}
+
+func (c *Cluster) apply(ctx context.Context, objs []*unstructured.Unstructured, manager string) error {
+	s, err := NewSyncer(c.Config)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := s.ApplyAs(ctx, o, manager); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decodeYAML(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("decode YAML: %w", err)
+		}
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
+	}
+}

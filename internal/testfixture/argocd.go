@@ -1,0 +1,122 @@
+package testfixture
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/llm-gitops/platform/internal/testcluster"
+)
+
+// SelfHeal is the selfHeal setting fixtures give their Application where Argo CD runs. Git says
+// true; tests that make hand edits and look at them need Argo CD to leave them in place.
+var SelfHeal = false
+
+// createApplication applies the env's Application from the fixture's apps/ tree, as a person
+// bootstrapping the cluster would: its source is the fixture's repository, its automated sync
+// keeps prune and takes selfHeal from SelfHeal.
+func (f *Platform) createApplication() {
+	f.t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.Dir, "apps", f.Env, "llm-"+f.Env+".yaml"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var app map[string]any
+	if err := yaml.Unmarshal(data, &app); err != nil {
+		f.t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: app}
+	must(f.t, unstructured.SetNestedField(u.Object, "file://"+f.Dir, "spec", "source", "repoURL"))
+	must(f.t, unstructured.SetNestedField(u.Object, SelfHeal, "spec", "syncPolicy", "automated", "selfHeal"))
+	out, err := yaml.Marshal(u.Object)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	file := filepath.Join(f.t.TempDir(), "application.yaml")
+	if err := os.WriteFile(file, out, 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	f.Kubectl("apply", "--server-side", "-f", file)
+}
+
+func must(t interface{ Fatal(...any) }, err error) {
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Application returns the fixture's Application as the cluster holds it.
+func (f *Platform) Application() *unstructured.Unstructured {
+	f.t.Helper()
+	app, err := f.dynamic().Resource(testcluster.ApplicationGVR).Namespace(testcluster.ArgoCDNamespace).Get(context.Background(), f.App(), metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return app
+}
+
+// Refresh asks Argo CD to compare the Application again now (the annotation `argocd app get
+// --refresh` sets) and returns once the controller has done so.
+func (f *Platform) Refresh() {
+	f.t.Helper()
+	before := f.reconciledAt()
+	patch := []byte(`{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"normal"}}}`)
+	_, err := f.dynamic().Resource(testcluster.ApplicationGVR).Namespace(testcluster.ArgoCDNamespace).Patch(context.Background(), f.App(),
+		types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "testfixture"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		app := f.Application()
+		_, pending := app.GetAnnotations()["argocd.argoproj.io/refresh"]
+		return !pending && f.reconciledAt() != before, nil
+	})
+	if err != nil {
+		f.t.Fatalf("Argo CD did not refresh %s: %v", f.App(), err)
+	}
+}
+
+func (f *Platform) reconciledAt() string {
+	s, _, _ := unstructured.NestedString(f.Application().Object, "status", "reconciledAt")
+	return s
+}
+
+// WaitSynced waits until Argo CD has synced rev: the last sync operation succeeded at rev and the
+// Application's sync status names rev. A failed operation fails the test with Argo CD's message.
+func (f *Platform) WaitSynced(rev string) {
+	f.t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 4*time.Minute, true, func(context.Context) (bool, error) {
+		app := f.Application()
+		phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
+		opRev, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "syncResult", "revision")
+		syncRev, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
+		msg, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "message")
+		last = fmt.Sprintf("operation %s at %.8s (%s), sync revision %.8s", phase, opRev, msg, syncRev)
+		if opRev == rev && (phase == "Failed" || phase == "Error") {
+			return false, fmt.Errorf("sync failed: %s", last)
+		}
+		return phase == "Succeeded" && opRev == rev && syncRev == rev, nil
+	})
+	if err != nil {
+		f.t.Fatalf("Argo CD did not sync %s to %.8s: %v (last seen: %s)", f.App(), rev, err, last)
+	}
+}
+
+func (f *Platform) dynamic() dynamic.Interface {
+	f.t.Helper()
+	dc, err := f.cluster.Dynamic()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return dc
+}
