@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
 )
 
 // KwokAnnotation marks the Node objects kwok manages: it keeps them Ready and moves the Pods
@@ -20,7 +22,8 @@ import (
 const KwokAnnotation = "kwok.x-k8s.io/node"
 
 // kwokStages are the Stage files of kwok's module the cluster runs with: nodes become Ready and
-// keep a heartbeat; pods become Ready, Jobs' pods complete, deleted pods go; PVCs get a volume.
+// keep a heartbeat; pods become Ready, Jobs' pods complete, deleted pods go; a claim gets a
+// volume made for it (kube-controller-manager binds the two).
 var kwokStages = []string{
 	"kustomize/stage/node/fast/node-initialize.yaml",
 	"kustomize/stage/node/heartbeat/node-heartbeat.yaml",
@@ -28,9 +31,26 @@ var kwokStages = []string{
 	"kustomize/stage/pod/fast/pod-complete.yaml",
 	"kustomize/stage/pod/fast/pod-delete.yaml",
 	"kustomize/stage/volume/fast/pvc-provision.yaml",
-	"kustomize/stage/volume/fast/pv-bind.yaml",
 	"kustomize/stage/volume/fast/pv-delete.yaml",
-	"kustomize/stage/volume/fast/pvc-delete.yaml",
+}
+
+// provisionOnly keeps the first step of kwok's pvc-provision stage — create a volume for the claim,
+// as a CSI provisioner would — and drops the steps that bind the claim, so the binding is done,
+// and its fields written, by kube-controller-manager's PV controller as in a real cluster.
+func provisionOnly(text string) (string, error) {
+	var stage map[string]any
+	if err := yaml.Unmarshal([]byte(text), &stage); err != nil {
+		return "", err
+	}
+	steps, ok, _ := unstructured.NestedSlice(stage, "spec", "steps")
+	if !ok || len(steps) == 0 {
+		return "", fmt.Errorf("no steps")
+	}
+	if err := unstructured.SetNestedSlice(stage, steps[:1], "spec", "steps"); err != nil {
+		return "", err
+	}
+	out, err := yaml.Marshal(stage)
+	return string(out), err
 }
 
 // kwokStorageClassSelector is how kwok's volume stages pick the claims they provision. The test
@@ -52,7 +72,13 @@ func (c *Cluster) startKwok(ctx context.Context, port int) error {
 		if err != nil {
 			return fmt.Errorf("kwok stages: %w", err)
 		}
-		docs = append(docs, strings.ReplaceAll(string(data), kwokStorageClassSelector, "has(self.spec.storageClassName)"))
+		text := strings.ReplaceAll(string(data), kwokStorageClassSelector, "has(self.spec.storageClassName)")
+		if strings.HasSuffix(f, "/pvc-provision.yaml") {
+			if text, err = provisionOnly(text); err != nil {
+				return fmt.Errorf("kwok stage %s: %w", f, err)
+			}
+		}
+		docs = append(docs, text)
 	}
 	// The StorageClass is applied to the cluster; the stages are kwok's configuration.
 	class, stages := docs[len(docs)-1], docs[:len(docs)-1]
