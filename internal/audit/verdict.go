@@ -24,7 +24,16 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 	outOfSync := make([]bool, len(desired))
 	sides := make([][2]map[string]any, len(desired)) // Argo CD's predicted and live sides, when it computed them
 	source, at := drift.VerdictInProcess, ""
-	if st := app.Status; st != nil && st.Revision == rep.Revision {
+	if st := app.Status; st != nil && st.Revision != rep.Revision {
+		// Argo CD runs and has compared another revision (a commit awaiting its sync): it has no
+		// verdict on the revision audited, and its diff run here would not be its verdict either.
+		for i := range rep.Objects {
+			rep.Objects[i].ArgoCD = &drift.ArgoVerdict{Source: drift.VerdictApplicationStatus, ReconciledAt: st.ReconciledAt,
+				Note: "Argo CD's status compares " + short(st.Revision) + ", not the synced revision audited: no verdict"}
+		}
+		return nil
+	}
+	if st := app.Status; st != nil {
 		source, at = drift.VerdictApplicationStatus, st.ReconciledAt
 		for i, d := range desired {
 			outOfSync[i] = st.Resources[argocd.ResourceKey(d.GroupVersionKind().Group, d.GetKind(), d.GetNamespace(), d.GetName())] == "OutOfSync"
@@ -119,3 +128,10 @@ func onlyAdded(o *drift.Object) bool {
 }
 
 func key(kind, ns, name string) string { return strings.Join([]string{kind, ns, name}, "/") }
+
+func short(rev string) string {
+	if len(rev) > 8 {
+		return rev[:8]
+	}
+	return rev
+}

@@ -29,8 +29,14 @@ func TestMain(m *testing.M) {
 var nodesOnce sync.Once
 
 // platform gives the test its own copy of prod, synced by Argo CD onto kwok nodes modelled on
-// prod's NodePools (added once per package).
+// prod's NodePools (added once per package), with selfHeal off so hand edits stay.
 func platform(t *testing.T) *testfixture.Platform {
+	t.Helper()
+	return platformWith(t, testfixture.Options{})
+}
+
+// platformWith is platform with the fixture's options.
+func platformWith(t *testing.T, opts testfixture.Options) *testfixture.Platform {
 	t.Helper()
 	nodesOnce.Do(func() {
 		src, err := render.FromDir("../..")
@@ -41,5 +47,5 @@ func platform(t *testing.T) *testfixture.Platform {
 		defer cancel()
 		require.NoError(t, cluster.AddNodes(ctx, simulate.Nodes(simulate.GroupsFromNodePools(res.Objects))))
 	})
-	return testfixture.New(t, cluster, "../..")
+	return testfixture.NewWith(t, cluster, "../..", opts)
 }

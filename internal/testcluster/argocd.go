@@ -29,11 +29,14 @@ var argoConfigFiles = []string{
 }
 
 // NotExercised lists the kinds the platform uses whose controllers do not run in the test cluster
-// although Argo CD has a health check for them: KEDA's operator, Karpenter, CloudNativePG and a
-// Gateway implementation. Without their controllers these objects never get a status and Argo CD
-// would call them Progressing forever, holding back every later sync wave, so the test cluster
-// configures their health as Healthy, with a message saying it was not exercised.
+// although Argo CD has a health check for them: KEDA's operator, Karpenter, CloudNativePG, a
+// Gateway implementation, and metrics-server (the HPA controller runs, but without the resource
+// metrics API it reports FailedGetResourceMetric, which Argo CD calls Degraded and which fails the
+// sync that touches it). Without them these objects never get a healthy status and Argo CD would
+// hold back every later sync wave, so the test cluster configures their health as Healthy, with a
+// message saying it was not exercised.
 var NotExercised = map[string]string{
+	"autoscaling/HorizontalPodAutoscaler": "metrics-server",
 	"keda.sh/ScaledObject":                "KEDA's operator",
 	"karpenter.sh/NodePool":               "Karpenter",
 	"postgresql.cnpg.io/Cluster":          "CloudNativePG",

@@ -2,6 +2,7 @@ package testfixture
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,13 +18,10 @@ import (
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
-// SelfHeal is the selfHeal setting fixtures give their Application where Argo CD runs. Git says
-// true; tests that make hand edits and look at them need Argo CD to leave them in place.
-var SelfHeal = false
-
 // createApplication applies the env's Application from the fixture's apps/ tree, as a person
-// bootstrapping the cluster would: its source is the fixture's repository, its automated sync
-// keeps prune and takes selfHeal from SelfHeal.
+// bootstrapping the cluster would: its source is the fixture's repository; its automated sync
+// keeps prune and takes selfHeal from the options (Git says true; tests that look at hand edits
+// need Argo CD to leave them in place), or is removed for ManualSync.
 func (f *Platform) createApplication() {
 	f.t.Helper()
 	data, err := os.ReadFile(filepath.Join(f.Dir, "apps", f.Env, "llm-"+f.Env+".yaml"))
@@ -36,7 +34,11 @@ func (f *Platform) createApplication() {
 	}
 	u := &unstructured.Unstructured{Object: app}
 	must(f.t, unstructured.SetNestedField(u.Object, "file://"+f.Dir, "spec", "source", "repoURL"))
-	must(f.t, unstructured.SetNestedField(u.Object, SelfHeal, "spec", "syncPolicy", "automated", "selfHeal"))
+	if f.opts.ManualSync {
+		unstructured.RemoveNestedField(u.Object, "spec", "syncPolicy", "automated")
+	} else {
+		must(f.t, unstructured.SetNestedField(u.Object, f.opts.SelfHeal, "spec", "syncPolicy", "automated", "selfHeal"))
+	}
 	out, err := yaml.Marshal(u.Object)
 	if err != nil {
 		f.t.Fatal(err)
@@ -90,6 +92,28 @@ func (f *Platform) reconciledAt() string {
 	return s
 }
 
+// ArgoSync asks Argo CD to sync the Application to rev now, as `argocd app sync --revision` does
+// (it sets the Application's operation), and waits until it has.
+func (f *Platform) ArgoSync(rev string) {
+	f.t.Helper()
+	// The operation carries the Application's sync options (ServerSideApply=true), as argocd-server
+	// puts them into the operations it starts.
+	opts, _, _ := unstructured.NestedStringSlice(f.Application().Object, "spec", "syncPolicy", "syncOptions")
+	patch, err := json.Marshal(map[string]any{"operation": map[string]any{
+		"initiatedBy": map[string]any{"username": "testfixture"},
+		"sync":        map[string]any{"revision": rev, "syncOptions": opts, "syncStrategy": map[string]any{"hook": map[string]any{}}},
+	}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	_, err = f.dynamic().Resource(testcluster.ApplicationGVR).Namespace(testcluster.ArgoCDNamespace).Patch(context.Background(), f.App(),
+		types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "testfixture"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.WaitSynced(rev)
+}
+
 // WaitSynced waits until Argo CD has synced rev: the last sync operation succeeded at rev and the
 // Application's sync status names rev. A failed operation fails the test with Argo CD's message.
 func (f *Platform) WaitSynced(rev string) {
@@ -102,7 +126,17 @@ func (f *Platform) WaitSynced(rev string) {
 		syncRev, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
 		msg, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "message")
 		last = fmt.Sprintf("operation %s at %.8s (%s), sync revision %.8s", phase, opRev, msg, syncRev)
+		results, _, _ := unstructured.NestedSlice(app.Object, "status", "operationState", "syncResult", "resources")
+		for _, r := range results {
+			m, _ := r.(map[string]any)
+			if st, _ := m["status"].(string); st != "Synced" && st != "" {
+				last += fmt.Sprintf("; %v %v/%v: %v %v", m["kind"], m["namespace"], m["name"], st, m["message"])
+			}
+		}
 		if opRev == rev && (phase == "Failed" || phase == "Error") {
+			op, _, _ := unstructured.NestedMap(app.Object, "status", "operationState")
+			data, _ := json.Marshal(op)
+			last += "\n" + string(data)
 			return false, fmt.Errorf("sync failed: %s", last)
 		}
 		return phase == "Succeeded" && opRev == rev && syncRev == rev, nil

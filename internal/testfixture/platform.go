@@ -35,6 +35,16 @@ type Platform struct {
 	// Env is the overlay the fixture syncs (prod unless made with NewEnv).
 	Env    string
 	syncer *testcluster.Syncer
+	opts   Options
+}
+
+// Options shape a fixture.
+type Options struct {
+	// Env is the overlay (default prod).
+	Env string
+	// SelfHeal and ManualSync set the Application's sync policy where Argo CD runs: with
+	// ManualSync there is no automated sync; otherwise automated with prune, and selfHeal as set.
+	SelfHeal, ManualSync bool
 }
 
 var llmName = regexp.MustCompile(`\bllm-`)
@@ -49,7 +59,16 @@ func New(t testing.TB, c *testcluster.Cluster, root string) *Platform {
 // as separate clusters would; the prefix keeps fixtures of different envs apart in one cluster.
 func NewEnv(t testing.TB, c *testcluster.Cluster, root, env string) *Platform {
 	t.Helper()
-	f := &Platform{t: t, cluster: c, Prefix: fmt.Sprintf("t%04x", rand.Uint32()&0xffff), Dir: t.TempDir(), Env: env}
+	return NewWith(t, c, root, Options{Env: env})
+}
+
+// NewWith is New with options.
+func NewWith(t testing.TB, c *testcluster.Cluster, root string, opts Options) *Platform {
+	t.Helper()
+	if opts.Env == "" {
+		opts.Env = "prod"
+	}
+	f := &Platform{t: t, cluster: c, Prefix: fmt.Sprintf("t%04x", rand.Uint32()&0xffff), Dir: t.TempDir(), Env: opts.Env, opts: opts}
 	for _, top := range []string{"base", "components", "overlays", "apps"} {
 		err := filepath.Walk(filepath.Join(root, top), func(p string, info os.FileInfo, err error) error {
 			if err != nil || info.IsDir() {
@@ -71,7 +90,11 @@ func NewEnv(t testing.TB, c *testcluster.Cluster, root, env string) *Platform {
 	f.Commit("platform")
 	if c.RunsArgoCD() {
 		f.createApplication()
-		f.Sync(f.Head)
+		if opts.ManualSync {
+			f.ArgoSync(f.Head)
+		} else {
+			f.WaitSynced(f.Head)
+		}
 		return f
 	}
 	var err error
@@ -157,12 +180,17 @@ func (f *Platform) Rendered(rev string) *render.Result {
 }
 
 // Sync brings the cluster to rev. Where the cluster runs Argo CD, rev must be the head of main:
-// Argo CD is asked to refresh and Sync returns once it has synced rev. Elsewhere, the fixture
+// Sync returns once Argo CD has synced it (on its own, or asked to with ManualSync). Elsewhere, the fixture
 // applies the env at rev as Argo CD's server-side sync would and records it in the Application.
 func (f *Platform) Sync(rev string) {
 	f.t.Helper()
 	if f.cluster.RunsArgoCD() {
-		f.WaitSynced(rev)
+		if f.opts.ManualSync {
+			f.ArgoSync(rev)
+		} else {
+			f.Refresh()
+			f.WaitSynced(rev)
+		}
 		return
 	}
 	ctx := context.Background()
