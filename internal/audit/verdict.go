@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -82,6 +83,11 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 		if !outOfSync[i] || ours[k] {
 			continue
 		}
+		if source == drift.VerdictApplicationStatus && a.writtenSince(d, at) {
+			// Argo CD compared before the object's last write (its status lags the cluster, as
+			// after its own selfHeal): the auditor's comparison of the object as it is now stands.
+			continue
+		}
 		const note = "Argo CD reports OutOfSync where the auditor's comparison found no difference"
 		o := drift.Object{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Namespace: d.GetNamespace(), Name: d.GetName(),
 			Status: drift.Modified, Fields: []drift.Field{}, Note: note, ArgoCD: &drift.ArgoVerdict{OutOfSync: true, Note: note, Source: source, ReconciledAt: at}}
@@ -134,4 +140,23 @@ func short(rev string) string {
 		return rev[:8]
 	}
 	return rev
+}
+
+// writtenSince says whether the live object of d was written after the time at (RFC 3339, to the
+// second, as managedFields keep times): a status reconciled at at may not have seen that write.
+func (a *Auditor) writtenSince(d *unstructured.Unstructured, at string) bool {
+	l, ok := a.Live.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName())
+	if !ok {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return true
+	}
+	for _, e := range l.GetManagedFields() {
+		if e.Time != nil && !e.Time.UTC().Before(t) {
+			return true
+		}
+	}
+	return false
 }

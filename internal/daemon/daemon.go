@@ -173,7 +173,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	}
 	opts := report.Options{ArgoCDURL: cfg.ArgoCDURL, AppName: func(env string) string { return cfg.AppNamePrefix + env }}
 	d.notifier = report.NewNotifier(report.NotifierConfig{Window: cfg.FoldWindow.or(10 * time.Second), Options: opts,
-		Outboxes: outboxes, Tracker: d.tracker, Logger: log, Leading: true, OnEnqueued: d.saveTracker})
+		Outboxes: outboxes, Tracker: d.tracker, Logger: log, Leading: true, OnEnqueued: d.saveTracker, Resolve: d.resolve})
 	return d, nil
 }
 
@@ -186,6 +186,23 @@ func newSink(sc SinkConfig) (report.Sink, error) {
 	default:
 		return report.NewTelegramSink(*sc.Telegram)
 	}
+}
+
+// resolve says who set a resolved item's field back, from the watch's copy of the object.
+func (d *Daemon) resolve(it report.Item) *report.Resolution {
+	c := d.cache
+	if c == nil {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(it.Object.APIVersion)
+	if err != nil {
+		return nil
+	}
+	live, ok := c.Get(gv.WithKind(it.Object.Kind), it.Object.Namespace, it.Object.Name)
+	if !ok {
+		return nil
+	}
+	return report.Resolve(it, live)
 }
 
 func (d *Daemon) trackerFile() string { return filepath.Join(d.cfg.StateDir, "drift-state.json") }

@@ -337,3 +337,29 @@ func changedEntry(before, after []metav1.ManagedFieldsEntry) *Writer {
 	return &Writer{Manager: best.Manager, Operation: string(best.Operation), Subresource: best.Subresource,
 		Time: best.Time.UTC().Format(time.RFC3339)}
 }
+
+// OwnerOf returns the newest writer that owns exactly p on the live object (from managedFields),
+// or nil when nobody does: who set the value the field has now.
+func OwnerOf(live *unstructured.Unstructured, p FieldPath) *Writer {
+	o := latest(ownersAt(owners(live.GetManagedFields()), p.Path()))
+	if o == nil {
+		return nil
+	}
+	w := o.writer()
+	return &w
+}
+
+// CreatorOf returns the earliest writer of the live object: who made it.
+func CreatorOf(live *unstructured.Unstructured) *Writer {
+	var first *owner
+	for _, o := range owners(live.GetManagedFields()) {
+		if first == nil || o.Time.Before(first.Time) {
+			first = o
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	w := first.writer()
+	return &w
+}

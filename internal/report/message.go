@@ -207,14 +207,14 @@ func DriftMessage(it Item, opts Options) Message {
 	app := opts.app(it.Env)
 	lines := []Line{{Label: "Env", Text: it.Env}, {Label: "Object", Text: o.APIVersion + " " + objectName(o)}}
 	var title string
-	switch o.Status {
-	case drift.Missing:
+	switch {
+	case o.Status == drift.Missing:
 		title = fmt.Sprintf("Missing in %s: %s", it.Env, objectName(o))
 		lines = append(lines,
 			Line{Label: "Drift", Text: "declared in Git at " + it.Revision + " but absent from the cluster"},
 			Line{Label: "Restore Git's state", Text: SyncCommand(app, o), Code: true},
 			Line{Label: "or", Text: ApplyCommand(it.Env, it.Revision), Code: true})
-	case drift.Extra:
+	case o.Status == drift.Extra:
 		title = fmt.Sprintf("Extra object in %s: %s", it.Env, objectName(o))
 		lines = append(lines, Line{Label: "Drift", Text: "in the cluster but not declared in Git at " + it.Revision})
 		if o.Creator != nil {
@@ -223,11 +223,18 @@ func DriftMessage(it Item, opts Options) Message {
 		lines = append(lines,
 			Line{Label: "Restore Git's state", Text: DeleteCommand(o), Code: true},
 			Line{Label: "Adopt into Git", Text: "add the live object to Git: export it (without status, managedFields, uid, resourceVersion) into overlays/" + it.Env + "/ and list it under resources: of overlays/" + it.Env + "/kustomization.yaml"})
-	default:
-		f := drift.Field{}
-		if len(o.Fields) > 0 {
-			f = o.Fields[0]
+	case len(o.Fields) == 0: // Argo CD flags it; the auditor's comparison shows no field
+		title = fmt.Sprintf("Drift in %s: %s", it.Env, objectName(o))
+		note := o.Note
+		if note == "" {
+			note = "OutOfSync without a field the auditor can show"
 		}
+		lines = append(lines,
+			Line{Label: "Drift", Text: note},
+			Line{Label: "Desired revision", Text: it.Revision},
+			Line{Label: "Restore Git's state", Text: SyncCommand(app, o), Code: true})
+	default:
+		f := o.Fields[0]
 		title = fmt.Sprintf("Drift in %s: %s %s", it.Env, objectName(o), f.Path)
 		lines = append(lines,
 			Line{Label: "Field", Text: f.Path},
@@ -273,6 +280,12 @@ func ResolvedMessage(it Item, opts Options) Message {
 	now := "matches Git"
 	if it.Revision != "" {
 		now += " at " + it.Revision
+	}
+	if r := it.Resolution; r != nil && r.By.Manager != "" {
+		now += "; reverted by " + r.By.Manager
+		if took := r.Took(); took != "" {
+			now += " " + took
+		}
 	}
 	lines = append(lines, Line{Label: "Was", Text: itemSummary(it)}, Line{Label: "Now", Text: now})
 	return newMessage(KindResolved, it.Env, title, lines, []string{it.Key}, opts)

@@ -28,6 +28,8 @@ type NotifierConfig struct {
 	// OnEnqueued, when set, is called after each batch of messages reached the outboxes (to
 	// persist State).
 	OnEnqueued func()
+	// Resolve, when set, says how a resolved item ended (who set the field back, when).
+	Resolve func(Item) *Resolution
 }
 
 // Notifier wires the pieces together: each report goes through the Tracker, new and resolved
@@ -39,13 +41,14 @@ type Notifier struct {
 	outboxes   []*Outbox
 	log        *slog.Logger
 	onEnqueued func()
+	resolve    func(Item) *Resolution
 
 	enqueueErrors atomic.Uint64
 }
 
 // NewNotifier returns a Notifier; Close it to flush what is being folded.
 func NewNotifier(cfg NotifierConfig) *Notifier {
-	n := &Notifier{tracker: cfg.Tracker, outboxes: cfg.Outboxes, log: cfg.Logger, onEnqueued: cfg.OnEnqueued}
+	n := &Notifier{tracker: cfg.Tracker, outboxes: cfg.Outboxes, log: cfg.Logger, onEnqueued: cfg.OnEnqueued, resolve: cfg.Resolve}
 	if n.tracker == nil {
 		n.tracker = NewTracker()
 	}
@@ -65,6 +68,11 @@ func (n *Notifier) Observe(r *drift.Report) error {
 	added, resolved, err := n.tracker.Observe(r)
 	if err != nil {
 		return fmt.Errorf("report: notifier: %w", err)
+	}
+	if n.resolve != nil {
+		for i := range resolved {
+			resolved[i].Resolution = n.resolve(resolved[i])
+		}
 	}
 	n.folder.Add(r.Env, added, resolved)
 	return nil

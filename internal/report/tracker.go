@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/drift"
 )
@@ -19,6 +22,32 @@ type Item struct {
 	Revision string `json:"revision"`
 	// Object is the drifted object with only this item's field (none for Missing/Extra).
 	Object drift.Object `json:"object"`
+	// Resolution says, once the drift is gone, who set the value Git wants back and how long
+	// the drift stood; nil while it stands or when nobody can be named.
+	Resolution *Resolution `json:"resolution,omitempty"`
+}
+
+// Resolution is how a drift ended.
+type Resolution struct {
+	// By is the writer that owns the field now (argocd-controller for a sync or selfHeal), or,
+	// for a Missing object back again, the writer that made it.
+	By drift.Writer `json:"by"`
+	// After is how long the drift stood, from the hand edit's time to By's (both to the second,
+	// as managedFields keep them); Measured says whether both were known.
+	After    time.Duration `json:"after,omitempty"`
+	Measured bool          `json:"measured,omitempty"`
+}
+
+// Took says how long the drift stood, for people: "after 12s", "within 1s", or "".
+func (r *Resolution) Took() string {
+	switch {
+	case !r.Measured:
+		return ""
+	case r.After < time.Second:
+		return "within 1s"
+	default:
+		return "after " + r.After.Round(time.Second).String()
+	}
 }
 
 // Field returns the item's field, nil for a Missing or Extra object.
@@ -238,4 +267,31 @@ func (t *Tracker) UnmarshalJSON(b []byte) error {
 	t.envs = envs
 	t.mu.Unlock()
 	return nil
+}
+
+// Resolve says how it ended, given the live object as it is now (nil: deleted): who owns the
+// item's field now, or who made a Missing object again; After is measured from the hand edit's
+// time when the item knows it. Nil when nobody can be named.
+func Resolve(it Item, live *unstructured.Unstructured) *Resolution {
+	if live == nil {
+		return nil
+	}
+	var by *drift.Writer
+	if f := it.Field(); f != nil {
+		by = drift.OwnerOf(live, f.FieldPath)
+	} else if it.Object.Status == drift.Missing {
+		by = drift.CreatorOf(live)
+	}
+	if by == nil {
+		return nil
+	}
+	r := &Resolution{By: *by}
+	if f := it.Field(); f != nil && f.Time != "" && by.Time != "" {
+		from, err1 := time.Parse(time.RFC3339, f.Time)
+		to, err2 := time.Parse(time.RFC3339, by.Time)
+		if err1 == nil && err2 == nil && !to.Before(from) {
+			r.After, r.Measured = to.Sub(from), true
+		}
+	}
+	return r
 }
