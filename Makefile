@@ -23,7 +23,7 @@ build: ## build bin/auditor
 	@mkdir -p bin
 	go build -ldflags "$(LDFLAGS)" -o bin/auditor ./cmd/auditor
 
-tools: ## build kube-apiserver, scheduler, controller-manager and etcd from Go modules (once)
+tools: ## build kube-apiserver, scheduler, controller-manager, etcd, Argo CD, kwok, kustomize and Redis from Go modules (once)
 	@K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-tools.sh
 
 vet: ## gofmt + go vet
@@ -47,8 +47,10 @@ fuzz: ## run every fuzz target for FUZZTIME (the minimizer stalls on this toolch
 demo: tools build ## the main job on a local real cluster and a local Git repository
 	@hack/demo.sh
 
-cluster-up: tools ## start a local cluster for people; prints `export KUBECONFIG=...`
-	@go run ./cmd/testcluster up --dir $(CLUSTER_DIR)
+ENV    ?= prod
+ARGOCD ?= on
+cluster-up: tools ## start a local cluster (Argo CD syncing clusters/$(ENV), kwok nodes; ARGOCD=off without Argo CD); prints `export KUBECONFIG=...`
+	@go run ./cmd/testcluster up --dir $(CLUSTER_DIR) --env $(ENV) --argocd=$(if $(filter off,$(ARGOCD)),false,true)
 
 cluster-down: ## stop the local cluster
 	@go run ./cmd/testcluster down --dir $(CLUSTER_DIR)

@@ -1,72 +1,70 @@
 #!/usr/bin/env bash
-# make demo: the main job end to end on a local real cluster and a local Git repository.
-#  1. a real kube-apiserver + etcd (+ scheduler, controller-manager) with upstream CRDs
-#  2. this repository pushed to a local bare Git repository, as a Git server would hold it
-#  3. the prod overlay synced the way Argo CD does (server-side apply as argocd-controller)
-#  4. manual kubectl edits, then the auditor's drift report naming field, values, manager, time
+# make demo: the main job end to end on a local real cluster, real Argo CD and a local Git server.
+#  1. etcd, kube-apiserver, scheduler, controller-manager, kwok nodes for the three pools, and Argo CD
+#     (application controller, repo-server, Redis) syncing clusters/prod from a local Git repository
+#  2. the daemon watching prod and posting to a local chat endpoint
+#  3. manual kubectl edits: one Argo CD reverts (selfHeal), one it cannot see
+#  4. the auditor's drift report naming field, values, manager, time
+#  5. a scheduled pre-peak scale-up as a Git commit that Argo CD syncs (replicas rise on kwok nodes)
+#  6. the model ledger, a canary share change and its rollback by `git revert`, synced back
 set -eu # no pipefail: output is cut with head, and a cut pipe is not a failure
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 work=$(mktemp -d /tmp/auditor-demo.XXXXXX)
 cluster="$work/cluster"
-tc() { go run ./cmd/testcluster "$@"; }
-cleanup() { tc down --dir "$cluster" >/dev/null 2>&1 || true; [ -n "${KEEP_DEMO:-}" ] || rm -rf "$work"; }
-trap cleanup EXIT
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-
-step "1. Start a real control plane (etcd + kube-apiserver + scheduler + controller-manager)"
-tc up --dir "$cluster" | tail -2
-export KUBECONFIG="$cluster/kubeconfig"
-kubectl version 2>/dev/null | grep -i server
-echo "upstream CRDs installed:"
-kubectl get crd -o name | sed 's|customresourcedefinition.apiextensions.k8s.io/|  |' | sort | tr "\n" " " | fmt -w 110
-
-step "2. A local Git repository holding this project (bare, like a Git server)"
-git init -q --bare -b main "$work/platform.git"
-if git rev-parse -q --verify HEAD >/dev/null; then
-  git push -q "$work/platform.git" HEAD:refs/heads/main
-else
-  echo "no commit in this checkout"; exit 1
-fi
-repo="file://$work/platform.git"
-git --git-dir "$work/platform.git" log --oneline -1 main
-
-step "3. Sync overlays/prod as Argo CD does: server-side apply, field manager argocd-controller"
-tc sync --dir "$cluster" --env prod --repo "$repo" --revision main
-kubectl get application -n argocd llm-prod -o jsonpath='{"Application llm-prod: sync.revision="}{.status.sync.revision}{"\n"}'
-kubectl get deploy,sts,cronjob,scaledobject,httproute -A -l app.kubernetes.io/part-of=llm-platform 2>/dev/null | head -20
-
-step "4. Manual edits with the real kubectl"
-printf '#!/bin/sh\nsed -i "s/^  replicas: 1$/  replicas: 3/" "$1"\n' > "$work/editor" && chmod +x "$work/editor"
-echo '$ kubectl -n llm-rag edit statefulset qdrant      (an editor script turns replicas 1 into 3)'
-EDITOR="$work/editor" kubectl -n llm-rag edit statefulset qdrant
-echo '$ kubectl -n llm-api set env deployment/rag-api LOG_LEVEL=debug'
-kubectl -n llm-api set env deployment/rag-api LOG_LEVEL=debug
-echo '$ kubectl -n llm-inference set image deployment/vllm-llama vllm=vllm/vllm-openai:v0.11.1'
-kubectl -n llm-inference set image deployment/vllm-llama vllm=vllm/vllm-openai:v0.11.1
-echo "managedFields of statefulset/qdrant now:"
-kubectl -n llm-rag get sts qdrant --show-managed-fields -o jsonpath='{range .metadata.managedFields[*]}{"  "}{.manager}{"\t"}{.operation}{"\t"}{.subresource}{"\t"}{.time}{"\n"}{end}'
-
-if bin/auditor diff --help >/dev/null 2>&1; then
-  step "5. auditor diff --env prod: what Git says against what runs, and who changed it"
-  set +e
-  bin/auditor diff --env prod --repo "$repo" --kubeconfig "$KUBECONFIG"
-  code=$?
-  set -e
-  echo "(exit code $code: 0 in sync, 1 drift, >1 error)"
-fi
-
-step "6. The daemon: auditor serve watches the cluster and posts drift to chat"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 18099)
 go build -o "$work/testcluster" ./cmd/testcluster
-"$work/testcluster" receive --listen "127.0.0.1:$port" > "$work/chat.log" 2>&1 &
-recv=$!
+tc() { "$work/testcluster" "$@"; }
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  tc down --dir "$cluster" >/dev/null 2>&1 || true
+  [ -n "${KEEP_DEMO:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+begin=$SECONDS
+step() { printf '\n\033[1m== %s\033[0m  (%ss)\n' "$*" "$((SECONDS-begin))"; }
+
+# synced REV: wait until Argo CD's llm-prod is Synced at REV (asking it to look at Git now): its
+# automated sync applied what REV changes, or REV changed nothing it deploys (a ledger record).
+synced() {
+  kubectl -n argocd annotate application llm-prod argocd.argoproj.io/refresh=normal --overwrite >/dev/null
+  for _ in $(seq 1 240); do
+    got=$(kubectl -n argocd get application llm-prod -o jsonpath='{.status.sync.status} {.status.sync.revision} {.status.operationState.phase}')
+    case "$got" in "Synced $1 Succeeded") echo "Argo CD: llm-prod Synced at ${1:0:8}"; return 0 ;; esac
+    sleep 0.5
+  done
+  echo "Argo CD did not sync ${1:0:8} in 2 min: $got"; exit 1
+}
+main() { git --git-dir "$cluster/git/platform.git" rev-parse main; }
+# chat N PATTERN: wait until the chat log holds N messages matching PATTERN.
+chat() {
+  for _ in $(seq 1 600); do
+    [ "$(grep -c "$2" "$work/chat.log" 2>/dev/null || true)" -ge "$1" ] && return 0
+    sleep 0.1
+  done
+  echo "(no chat message matching '$2' after 60 s; daemon log:)"; tail -20 "$work/daemon.log"
+}
+
+step "1. A real cluster: control plane, kwok nodes for three pools, Argo CD syncing clusters/prod from local Git"
+tc up --dir "$cluster" --env prod 2>&1 | grep -E "^(starting|adding|bootstrapped|Argo CD|local cluster)" | sed 's/^/  /'
+export KUBECONFIG="$cluster/kubeconfig"
+repo="file://$cluster/git/platform.git"
+kubectl get applications -n argocd
+kubectl get nodes -L platform.llm/pool,accelerator --no-headers | awk '{print "  node " $1 "\t" $2 "\tpool=" $6 "\tcard=" $7}' | sort -u -k4,4 -k2 | head -6
+echo "vLLM pods, on the GPU pool:"
+kubectl -n llm-inference get pods -o wide --no-headers | awk '{print "  " $1 "\t" $3 "\t" $7}'
+
+step "2. The daemon: auditor serve watches prod and posts to chat"
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(freeport); dport=$(freeport)
+tc receive --listen "127.0.0.1:$port" > "$work/chat.log" 2>&1 &
+pids+=($!)
 printf 'http://127.0.0.1:%s/hooks/demo' "$port" > "$work/mm-url"
 cat > "$work/auditor.yaml" <<CFG
 repo: $repo
 envs: [prod]
 kubeconfig: $KUBECONFIG
-listen: 127.0.0.1:0
+listen: 127.0.0.1:$dport
 stateDir: $work/state
 foldWindow: 2s
 sinks:
@@ -74,31 +72,57 @@ sinks:
     mattermost: {urlFile: $work/mm-url}
 CFG
 bin/auditor serve --config "$work/auditor.yaml" > "$work/daemon.log" 2>&1 &
-daemon=$!
-trap 'kill $daemon $recv 2>/dev/null || true; cleanup' EXIT
-# Wait for a positive signal, not a fixed time: the first message in the receiver's log.
-wait_messages() {
-  for _ in $(seq 1 300); do
-    [ "$(grep -c 'chat message received' "$work/chat.log" 2>/dev/null || true)" -ge "$1" ] && return 0
-    sleep 0.1
-  done
-  echo "(no chat message $1 after 30 s; daemon log:)"; tail -20 "$work/daemon.log"
-}
-wait_messages 1
-echo "the daemon reported the drift already present (first message):"
-cat "$work/chat.log" | head -30
-echo
-echo '$ kubectl -n llm-inference annotate deployment/vllm-qwen-canary oncall/note="paused by hand"'
-kubectl -n llm-inference annotate deployment/vllm-qwen-canary oncall/note="paused by hand" >/dev/null
-wait_messages 2
-echo "chat now (the second message; drift within foldWindow of the first is folded until the window ends):"
-awk '/┌──/{n++} n>=2' "$work/chat.log" | head -40
-kill $daemon $recv 2>/dev/null || true
-wait $daemon $recv 2>/dev/null || true
+pids+=($!)
+for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$dport/readyz" >/dev/null && break; sleep 0.1; done
+echo "daemon ready: first audit done, prod in sync, nothing posted"
 
-step "7. auditor check: what a pull request to prod would be told (HEAD~1 → HEAD of this repo)"
+step "3. Manual edits with the real kubectl"
+printf '#!/bin/sh\nsed -i "s/^  replicas: 1$/  replicas: 3/" "$1"\n' > "$work/editor" && chmod +x "$work/editor"
+echo '$ kubectl -n llm-rag edit statefulset qdrant      (an editor script turns replicas 1 into 3)'
+EDITOR="$work/editor" kubectl -n llm-rag edit statefulset qdrant
+echo '$ kubectl -n llm-api set env deployment/rag-api LOG_LEVEL=debug'
+kubectl -n llm-api set env deployment/rag-api LOG_LEVEL=debug
+chat 1 "Resolved in prod"
+echo "chat (Argo CD's selfHeal put qdrant back; the daemon says who and how fast):"
+sed -n '/┌──/,$p' "$work/chat.log" | grep -E "┌──|Field|Change|Written by|Now|Was" | head -16 | sed 's/^/  /'
+echo "Argo CD's view of rag-api (an added env var is outside what its diff compares):"
+kubectl -n argocd get application llm-prod -o jsonpath='{range .status.resources[?(@.name=="rag-api")]}  {.kind} {.name}: {.status}{"\n"}{end}'
+
+step "4. auditor diff --env prod: what Git says against what runs, and who changed it"
+set +e
+bin/auditor diff --env prod --repo "$repo" --kubeconfig "$KUBECONFIG"
+code=$?
+set -e
+echo "(exit code $code: 0 in sync, 1 drift, >1 error)"
+
+step "5. A scheduled pre-peak scale-up, written as a Git commit and synced by Argo CD"
+echo '$ auditor schedule fire --env prod --peak payday     (rag-api HPA minReplicas 3 -> 6)'
+bin/auditor schedule fire --env prod --peak payday --repo "$repo" 2>&1 | head -4 | sed 's/^/  /'
+synced "$(main)"
+for _ in $(seq 1 120); do [ "$(kubectl -n llm-api get deploy rag-api -o jsonpath='{.status.readyReplicas}')" = 6 ] && break; sleep 0.5; done
+kubectl -n llm-api get hpa rag-api --no-headers | awk '{print "  hpa rag-api: min " $4 " max " $5 " replicas " $6}'
+kubectl -n llm-api get pods -l app.kubernetes.io/name=rag-api -o wide --no-headers | awk '{print "  " $1 "\t" $3 "\t" $7}'
+
+step "6. The model ledger, a canary share change, and its rollback by git revert"
+bin/auditor ledger sync --env prod --repo "$repo" 2>&1 | tail -2 | sed 's/^/  /'
+git clone -q "$repo" "$work/clone"
+( cd "$work/clone" && sed -i 's/weight: 90/weight: 50/; s/weight: 10$/weight: 50/' overlays/prod/canary/route-split.yaml &&
+  git -c user.name=alice -c user.email=alice@example.com commit -qam "qwen canary: 50% of traffic" && git push -q origin main )
+canary=$(main)
+echo "alice pushed ${canary:0:8}: qwen canary 10% -> 50%"
+synced "$canary"
+kubectl -n llm-inference get httproute qwen -o jsonpath='  live weights: {range .spec.rules[0].backendRefs[*]}{.name}={.weight} {end}{"\n"}'
+bin/auditor ledger sync --env prod --repo "$repo" >/dev/null 2>&1 || true
+echo '$ auditor rollback '"${canary:0:8}"' --env prod'
+bin/auditor rollback "$canary" --repo "$repo" --env prod 2>&1 | head -4 | sed 's/^/  /'
+synced "$(main)"
+kubectl -n llm-inference get httproute qwen -o jsonpath='  live weights: {range .spec.rules[0].backendRefs[*]}{.name}={.weight} {end}{"\n"}'
+echo '$ auditor ledger list --env prod'
+bin/auditor ledger list --env prod --repo "$repo" 2>&1 | tail -6 | sed 's/^/  /'
+
+step "7. auditor check: what a pull request to prod would be told (HEAD~1 -> HEAD of this repo)"
 set +e
 bin/auditor check --base HEAD~1 --head HEAD | grep -E '^==|VIOLATION' | head -12
 set -e
 
-step "Done; stopping the cluster"
+step "Done in $((SECONDS-begin))s; stopping the cluster"

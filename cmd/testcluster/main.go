@@ -36,7 +36,8 @@ func main() {
 		}
 		_ = testcluster.Down(*dir) // leftovers of a cluster that died
 		os.RemoveAll(*dir)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		begin := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 		defer cancel()
 		c, err := testcluster.Start(ctx, testcluster.Options{Dir: *dir, Detach: true, Scheduler: *sched, ControllerManager: *cm, ArgoCD: *argo, Kwok: *kwok, Log: os.Stderr})
 		if err != nil {
@@ -51,7 +52,23 @@ func main() {
 				os.Exit(1)
 			}
 		}
-		fmt.Printf("local cluster up in %s (logs in %s)\nexport KUBECONFIG=%s\n", c.Started.Round(100*time.Millisecond), c.Dir, c.Kubeconfig)
+		gitURL := ""
+		if *argo {
+			url, head, err := publish(c.Dir)
+			if err == nil {
+				gitURL = url
+				err = bootstrap(ctx, c, c.Dir, *env, head)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "error:", err)
+				_ = testcluster.Down(*dir)
+				os.Exit(1)
+			}
+		}
+		if gitURL != "" {
+			fmt.Printf("Argo CD reads %s (clone it, commit, push: Argo CD syncs llm-%s)\n", gitURL, *env)
+		}
+		fmt.Printf("local cluster up in %s (logs in %s)\nexport KUBECONFIG=%s\n", time.Since(begin).Round(100*time.Millisecond), c.Dir, c.Kubeconfig)
 	case "down":
 		if _, ok := testcluster.Running(*dir); !ok {
 			fmt.Println("no local cluster running in", *dir)

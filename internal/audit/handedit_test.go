@@ -251,7 +251,7 @@ spec:
 	o := object(t, rep, "Deployment", "scaled")
 	require.NotNil(t, o.ArgoCD)
 	assert.True(t, o.ArgoCD.OutOfSync)
-	assert.Contains(t, o.Note, "Argo CD's diff reports OutOfSync where the auditor's comparison found no difference")
+	assert.Contains(t, o.Note, "Argo CD reports OutOfSync where the auditor's comparison found no difference")
 	assert.Equal(t, []change{{"Deployment/scaled", ".spec.replicas", drift.Changed, int64(1), int64(2), "kube-controller-manager"}},
 		changes(rep, "Deployment/scaled"))
 

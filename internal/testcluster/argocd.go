@@ -13,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -213,4 +215,42 @@ func decodeYAML(data []byte) ([]*unstructured.Unstructured, error) {
 			out = append(out, &unstructured.Unstructured{Object: m})
 		}
 	}
+}
+
+// WaitSynced waits until Argo CD has synced the Application app (in ArgoCDNamespace) to rev: its
+// last sync operation succeeded at rev and its sync status names rev. A failed operation at rev
+// ends the wait with Argo CD's messages.
+func (c *Cluster) WaitSynced(ctx context.Context, app, rev string, timeout time.Duration) error {
+	dyn, err := c.Dynamic()
+	if err != nil {
+		return err
+	}
+	var last string
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		u, err := dyn.Resource(ApplicationGVR).Namespace(ArgoCDNamespace).Get(ctx, app, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+		opRev, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "syncResult", "revision")
+		syncRev, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision")
+		msg, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "message")
+		last = fmt.Sprintf("operation %s at %.8s (%s), sync revision %.8s", phase, opRev, msg, syncRev)
+		if opRev == rev && (phase == "Failed" || phase == "Error") {
+			results, _, _ := unstructured.NestedSlice(u.Object, "status", "operationState", "syncResult", "resources")
+			for _, r := range results {
+				m, _ := r.(map[string]any)
+				if hp, _ := m["hookPhase"].(string); hp == "Failed" || hp == "Error" || m["status"] == "SyncFailed" {
+					last += fmt.Sprintf("; %v %v/%v: %v", m["kind"], m["namespace"], m["name"], m["message"])
+				}
+			}
+			return false, fmt.Errorf("sync failed: %s", last)
+		}
+		return phase == "Succeeded" && opRev == rev && syncRev == rev, nil
+	})
+	if err != nil {
+		return fmt.Errorf("argo CD did not sync %s to %.8s: %w (last seen: %s)", app, rev, err, last)
+	}
+	return nil
 }

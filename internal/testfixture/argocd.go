@@ -3,7 +3,6 @@ package testfixture
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -114,35 +113,12 @@ func (f *Platform) ArgoSync(rev string) {
 	f.WaitSynced(rev)
 }
 
-// WaitSynced waits until Argo CD has synced rev: the last sync operation succeeded at rev and the
-// Application's sync status names rev. A failed operation fails the test with Argo CD's message.
+// WaitSynced waits until Argo CD has synced rev (see testcluster.Cluster.WaitSynced); a failed
+// sync operation fails the test with Argo CD's messages.
 func (f *Platform) WaitSynced(rev string) {
 	f.t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 4*time.Minute, true, func(context.Context) (bool, error) {
-		app := f.Application()
-		phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
-		opRev, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "syncResult", "revision")
-		syncRev, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
-		msg, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "message")
-		last = fmt.Sprintf("operation %s at %.8s (%s), sync revision %.8s", phase, opRev, msg, syncRev)
-		results, _, _ := unstructured.NestedSlice(app.Object, "status", "operationState", "syncResult", "resources")
-		for _, r := range results {
-			m, _ := r.(map[string]any)
-			if st, _ := m["status"].(string); st != "Synced" && st != "" {
-				last += fmt.Sprintf("; %v %v/%v: %v %v", m["kind"], m["namespace"], m["name"], st, m["message"])
-			}
-		}
-		if opRev == rev && (phase == "Failed" || phase == "Error") {
-			op, _, _ := unstructured.NestedMap(app.Object, "status", "operationState")
-			data, _ := json.Marshal(op)
-			last += "\n" + string(data)
-			return false, fmt.Errorf("sync failed: %s", last)
-		}
-		return phase == "Succeeded" && opRev == rev && syncRev == rev, nil
-	})
-	if err != nil {
-		f.t.Fatalf("Argo CD did not sync %s to %.8s: %v (last seen: %s)", f.App(), rev, err, last)
+	if err := f.cluster.WaitSynced(context.Background(), f.App(), rev, 4*time.Minute); err != nil {
+		f.t.Fatal(err)
 	}
 }
 
