@@ -74,8 +74,10 @@ func bootstrap(ctx context.Context, c *testcluster.Cluster, dir, env, head strin
 	}
 	fmt.Fprintf(os.Stderr, "bootstrapped clusters/%s/root.yaml; waiting for Argo CD to sync llm-%s at %.8s\n", env, env, head)
 	start := time.Now()
-	if err := c.WaitSynced(ctx, "llm-"+env, head, 5*time.Minute); err != nil {
-		return err
+	for _, app := range []string{"root-" + env, "llm-" + env} {
+		if err := c.WaitSynced(ctx, app, head, 5*time.Minute); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(os.Stderr, "Argo CD synced llm-%s in %s\n", env, time.Since(start).Round(time.Second))
 	return nil

@@ -33,8 +33,32 @@ type App struct {
 	SyncedRevision string
 	// Status is Argo CD's own comparison as its controller recorded it; nil until it has
 	// reconciled the Application once.
-	Status     *Status
+	Status *Status
+	// Operation is the sync operation Argo CD runs or last ran; nil when none is recorded.
+	Operation  *Operation
 	rawIgnores []v1alpha1.ResourceIgnoreDifferences
+}
+
+// Operation is the state of a sync operation (status.operationState).
+type Operation struct {
+	// Phase is Running, Terminating, Failed, Error or Succeeded.
+	Phase string
+	// Revision is the revision it syncs (of the source audited); Message Argo CD's words.
+	Revision, Message string
+}
+
+// InProgress says whether a sync operation to a revision other than the synced one is under
+// way: objects Argo CD has applied already are at that revision, the rest at the synced one.
+func (a *App) InProgress() bool {
+	return a.Operation != nil && (a.Operation.Phase == "Running" || a.Operation.Phase == "Terminating") &&
+		a.Operation.Revision != "" && a.Operation.Revision != a.SyncedRevision
+}
+
+// Failed says whether the last sync operation failed at a revision other than the synced one:
+// objects it applied before failing are at that revision.
+func (a *App) Failed() bool {
+	return a.Operation != nil && (a.Operation.Phase == "Failed" || a.Operation.Phase == "Error") &&
+		a.Operation.Revision != "" && a.Operation.Revision != a.SyncedRevision
 }
 
 // Status is the comparison Argo CD's application controller last recorded in the Application:
@@ -42,8 +66,12 @@ type App struct {
 type Status struct {
 	// Revision is the commit the resources were compared with; ReconciledAt when.
 	Revision, ReconciledAt string
-	// Resources maps ResourceKey of each tracked resource to "Synced" or "OutOfSync".
+	// Resources maps ResourceKey of each tracked resource to "Synced", "OutOfSync" or "Unknown"
+	// (Argo CD could not compare it).
 	Resources map[string]string
+	// Error is set when Argo CD could not compare at all (a ComparisonError or InvalidSpecError
+	// condition, or sync status Unknown): then it has no verdict on any resource.
+	Error string
 }
 
 // ResourceKey names a resource as Argo CD's status lists it: group/kind/namespace/name.
@@ -85,12 +113,45 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 	a.SyncedRevision = compared // an Application written before any sync operation (or by hand)
 	if src < len(synced) && synced[src] != "" {
 		a.SyncedRevision = synced[src]
+		// What was synced is the history entry's source (argocd app rollback syncs an old entry;
+		// a spec edited since has not been synced yet).
+		if h := app.Status.History; len(h) > 0 {
+			last := h[len(h)-1]
+			switch {
+			case len(app.Spec.Sources) > 0 && src < len(last.Sources):
+				a.RepoURL, a.Path = last.Sources[src].RepoURL, last.Sources[src].Path
+			case len(app.Spec.Sources) == 0 && last.Source.RepoURL != "":
+				a.RepoURL, a.Path = last.Source.RepoURL, last.Source.Path
+			}
+		}
+	}
+	if op := app.Status.OperationState; op != nil {
+		o := &Operation{Phase: string(op.Phase), Message: op.Message}
+		switch {
+		case op.SyncResult != nil && src < len(op.SyncResult.Revisions):
+			o.Revision = op.SyncResult.Revisions[src]
+		case op.SyncResult != nil && op.SyncResult.Revision != "":
+			o.Revision = op.SyncResult.Revision
+		case op.Operation.Sync != nil && src < len(op.Operation.Sync.Revisions):
+			o.Revision = op.Operation.Sync.Revisions[src]
+		case op.Operation.Sync != nil:
+			o.Revision = op.Operation.Sync.Revision
+		}
+		a.Operation = o
 	}
 	if app.Status.ReconciledAt != nil && app.Status.Resources != nil {
 		st := &Status{Revision: compared, ReconciledAt: app.Status.ReconciledAt.UTC().Format(time.RFC3339),
 			Resources: make(map[string]string, len(app.Status.Resources))}
 		for _, r := range app.Status.Resources {
 			st.Resources[ResourceKey(r.Group, r.Kind, r.Namespace, r.Name)] = string(r.Status)
+		}
+		for _, c := range app.Status.Conditions {
+			if c.Type == v1alpha1.ApplicationConditionComparisonError || c.Type == v1alpha1.ApplicationConditionInvalidSpecError {
+				st.Error = c.Type + ": " + c.Message
+			}
+		}
+		if st.Error == "" && app.Status.Sync.Status == v1alpha1.SyncStatusCodeUnknown {
+			st.Error = "sync status Unknown"
 		}
 		a.Status = st
 	}

@@ -159,6 +159,9 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 		rep.PendingSync = pending
 		rep.HeadRevision = head
 	}
+	if app != nil && req.Revision == "" && (app.InProgress() || app.Failed()) {
+		rep.Operation = &drift.Operation{Phase: app.Operation.Phase, Revision: app.Operation.Revision, Message: app.Operation.Message}
+	}
 	if req.Revision == "" {
 		a.keep(req.Env, &envState{app: app, head: head, served: served, index: drift.NewIndex(served), unknown: unknown,
 			opts: opts, overrides: overrides, report: rep})

@@ -58,19 +58,19 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 	opts.Controllers = a.Options.Controllers
 	objs := drift.AuditRefs(st.index, refs, a.Live, opts)
 	part := &drift.Report{Env: env, Revision: st.report.Revision, Objects: objs}
-	if st.app != nil {
+	// Argo CD's status as the watch has it now (the spec is the full audit's: a new one would
+	// have made this a full audit).
+	app := st.app
+	if u, ok := a.Live.Get(argocd.ApplicationGVK, a.AppNamespace, a.AppName(env)); ok && app != nil {
+		if fresh, err := argocd.FromUnstructured(u); err == nil {
+			app = fresh
+		}
+	}
+	if app != nil {
 		var desired []*unstructured.Unstructured
 		for _, r := range refs {
 			if d, ok := st.index.Desired(r); ok {
 				desired = append(desired, d)
-			}
-		}
-		// Argo CD's status as the watch has it now (the spec is the full audit's: a new one
-		// would have made this a full audit).
-		app := st.app
-		if u, ok := a.Live.Get(argocd.ApplicationGVK, a.AppNamespace, a.AppName(env)); ok {
-			if fresh, err := argocd.FromUnstructured(u); err == nil {
-				app = fresh
 			}
 		}
 		// The memo is not rotated here (Done): it keeps every other object's verdict.
@@ -99,6 +99,10 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 		rep.ArgoCDOnly = nil
 	}
 	rep.InSync = len(rep.Objects) == 0
+	rep.Operation = nil
+	if app != nil && (app.InProgress() || app.Failed()) {
+		rep.Operation = &drift.Operation{Phase: app.Operation.Phase, Revision: app.Operation.Revision, Message: app.Operation.Message}
+	}
 	next := *st
 	next.report = &rep
 	a.keep(env, &next)

@@ -3,9 +3,9 @@ package audit
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/argocd"
@@ -18,26 +18,37 @@ import (
 // visible.
 //
 // The verdict is Argo CD's own status (status.resources of the Application, written by its
-// controller) when that status compares the revision audited; otherwise — no controller, or a
-// comparison with a newer commit not yet synced — Argo CD's diff run in-process. Each verdict
-// says which one it is.
+// controller) when that status compares the revision audited. Where Argo CD runs but has no
+// verdict on it (it compared a newer commit awaiting its sync, it could not compare, or it could
+// not compare one resource), the object says "none" — and objects only Argo CD flagged at the
+// audited revision stay as they were. Where no controller has compared anything (no Argo CD),
+// Argo CD's diff runs in-process. Each verdict says which one it is.
 func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*unstructured.Unstructured, overrides map[string]v1alpha1.ResourceOverride, opts *drift.Options, rep *drift.Report) error {
-	outOfSync := make([]bool, len(desired))
-	sides := make([][2]map[string]any, len(desired)) // Argo CD's predicted and live sides, when it computed them
-	source, at := drift.VerdictInProcess, ""
-	if st := app.Status; st != nil && st.Revision != rep.Revision {
-		// Argo CD runs and has compared another revision (a commit awaiting its sync): it has no
-		// verdict on the revision audited, and its diff run here would not be its verdict either.
-		for i := range rep.Objects {
-			rep.Objects[i].ArgoCD = &drift.ArgoVerdict{Source: drift.VerdictApplicationStatus, ReconciledAt: st.ReconciledAt,
-				Note: "Argo CD's status compares " + short(st.Revision) + ", not the synced revision audited: no verdict"}
+	if st := app.Status; st != nil && (st.Revision != rep.Revision || st.Error != "") {
+		note := "Argo CD's status compares " + short(st.Revision) + ", not the synced revision audited: no verdict"
+		if st.Error != "" {
+			note = "Argo CD could not compare (" + st.Error + "): no verdict"
 		}
+		for i := range rep.Objects {
+			rep.Objects[i].ArgoCD = &drift.ArgoVerdict{Source: drift.VerdictNone, ReconciledAt: st.ReconciledAt, Note: note}
+		}
+		a.keepArgoOnly(rep, desired)
 		return nil
 	}
+	outOfSync := make([]bool, len(desired))
+	unknown := make([]bool, len(desired))
+	sides := make([][2]map[string]any, len(desired)) // Argo CD's predicted and live sides, when it computed them
+	source, at := drift.VerdictInProcess, ""
 	if st := app.Status; st != nil {
 		source, at = drift.VerdictApplicationStatus, st.ReconciledAt
 		for i, d := range desired {
-			outOfSync[i] = st.Resources[argocd.ResourceKey(d.GroupVersionKind().Group, d.GetKind(), d.GetNamespace(), d.GetName())] == "OutOfSync"
+			switch st.Resources[argocd.ResourceKey(d.GroupVersionKind().Group, d.GetKind(), d.GetNamespace(), d.GetName())] {
+			case "OutOfSync":
+				outOfSync[i] = true
+			case "Synced":
+			default: // Unknown (Argo CD could not compare it), or not listed
+				unknown[i] = true
+			}
 		}
 	} else {
 		lives := make([]*unstructured.Unstructured, len(desired))
@@ -54,9 +65,10 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 			outOfSync[i], sides[i] = v.OutOfSync, [2]map[string]any{v.Predicted, v.Live}
 		}
 	}
-	argo := map[string]bool{}
+	argo, none := map[string]bool{}, map[string]bool{}
 	for i, d := range desired {
-		argo[key(d.GetKind(), d.GetNamespace(), d.GetName())] = outOfSync[i]
+		k := key(d.GetKind(), d.GetNamespace(), d.GetName())
+		argo[k], none[k] = outOfSync[i], unknown[i]
 	}
 	ours := map[string]bool{}
 	for i := range rep.Objects {
@@ -69,6 +81,8 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 			v.Note = "not in Git and not tracked by the Application: Argo CD does not list it"
 		case o.Status == drift.Unknown:
 			v.Note = "Argo CD cannot compare a kind the cluster does not serve either"
+		case none[k]:
+			v.Source, v.Note = drift.VerdictNone, "Argo CD's status has no verdict on this object (Unknown, or not listed)"
 		case !v.OutOfSync && onlyAdded(o):
 			v.Note = "fields added by another manager are invisible to Argo CD's diff, which compares only the fields Git declares"
 		case !v.OutOfSync && source == drift.VerdictApplicationStatus:
@@ -83,34 +97,65 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 		if !outOfSync[i] || ours[k] {
 			continue
 		}
-		if source == drift.VerdictApplicationStatus && a.writtenSince(d, at) {
-			// Argo CD compared before the object's last write (its status lags the cluster, as
-			// after its own selfHeal): the auditor's comparison of the object as it is now stands.
+		if source == drift.VerdictApplicationStatus && a.lastWrittenByApplier(d, opts.Applier) {
+			// The last write was the sync's own (Argo CD's selfHeal, say) and the auditor finds
+			// no difference now: Argo CD's status, which lags the cluster, predates that write.
 			continue
 		}
-		const note = "Argo CD reports OutOfSync where the auditor's comparison found no difference"
 		o := drift.Object{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Namespace: d.GetNamespace(), Name: d.GetName(),
-			Status: drift.Modified, Fields: []drift.Field{}, Note: note, ArgoCD: &drift.ArgoVerdict{OutOfSync: true, Note: note, Source: source, ReconciledAt: at}}
+			Status: drift.Modified, Fields: []drift.Field{}, Note: argoOnlyNote, ArgoCD: &drift.ArgoVerdict{OutOfSync: true, Note: argoOnlyNote, Source: source, ReconciledAt: at}}
+		cmpOpts := *opts // Argo CD's status says OutOfSync, not where: show Git against live, as the audit compares
 		p, l := sides[i][0], sides[i][1]
-		if p == nil || l == nil { // Argo CD's status says OutOfSync, not where: show Git against live
-			p = d.Object
-			if lu, ok := a.Live.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName()); ok {
-				l = lu.Object
-			}
+		if p != nil && l != nil {
+			cmpOpts.Normalizer = nil  // Argo CD's sides are normalised already
+			cmpOpts.Controllers = nil // show every field Argo CD's sides differ in, a controller's too
+		} else if lu, ok := a.Live.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName()); ok {
+			p, l = d.Object, lu.Object
 		}
 		if p != nil && l != nil {
-			plain := *opts
-			plain.Normalizer = nil  // Argo CD's sides are normalised already
-			plain.Controllers = nil // show every field Argo CD's sides differ in, a controller's too
-			if m := drift.CompareObject(&unstructured.Unstructured{Object: p}, &unstructured.Unstructured{Object: l}, nil, &plain); m != nil {
+			if m := drift.CompareObject(&unstructured.Unstructured{Object: p}, &unstructured.Unstructured{Object: l}, nil, &cmpOpts); m != nil {
 				o.Fields = m.Fields
 			}
 		}
 		rep.Objects = append(rep.Objects, o)
-		rep.ArgoCDOnly = append(rep.ArgoCDOnly, drift.ArgoOnly{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Namespace: d.GetNamespace(), Name: d.GetName(), Note: note})
+		rep.ArgoCDOnly = append(rep.ArgoCDOnly, drift.ArgoOnly{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Namespace: d.GetNamespace(), Name: d.GetName(), Note: argoOnlyNote})
 	}
 	drift.SortObjects(rep.Objects)
 	return nil
+}
+
+const argoOnlyNote = "Argo CD reports OutOfSync where the auditor's comparison found no difference"
+
+// keepArgoOnly carries the objects only Argo CD flagged in the env's last full audit of the same
+// revision into rep, when Argo CD has no verdict now: no verdict is not a resolution.
+func (a *Auditor) keepArgoOnly(rep *drift.Report, desired []*unstructured.Unstructured) {
+	a.statesMu.Lock()
+	st := a.states[rep.Env]
+	a.statesMu.Unlock()
+	if st == nil || st.report == nil || st.report.Revision != rep.Revision {
+		return
+	}
+	mine := map[string]bool{}
+	for _, d := range desired {
+		mine[key(d.GetKind(), d.GetNamespace(), d.GetName())] = true
+	}
+	ours := map[string]bool{}
+	for _, o := range rep.Objects {
+		ours[key(o.Kind, o.Namespace, o.Name)] = true
+	}
+	only := map[string]bool{}
+	for _, o := range st.report.ArgoCDOnly {
+		only[key(o.Kind, o.Namespace, o.Name)] = true
+	}
+	for _, o := range st.report.Objects {
+		k := key(o.Kind, o.Namespace, o.Name)
+		if !only[k] || ours[k] || !mine[k] {
+			continue
+		}
+		rep.Objects = append(rep.Objects, o)
+		rep.ArgoCDOnly = append(rep.ArgoCDOnly, drift.ArgoOnly{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Note: o.Note})
+	}
+	drift.SortObjects(rep.Objects)
 }
 
 // memo returns env's verdict memo; nil (diff every object) without one.
@@ -142,21 +187,21 @@ func short(rev string) string {
 	return rev
 }
 
-// writtenSince says whether the live object of d was written after the time at (RFC 3339, to the
-// second, as managedFields keep times): a status reconciled at at may not have seen that write.
-func (a *Auditor) writtenSince(d *unstructured.Unstructured, at string) bool {
+// lastWrittenByApplier says whether the newest write to the live object of d (status writes
+// aside) was the applier's.
+func (a *Auditor) lastWrittenByApplier(d *unstructured.Unstructured, applier string) bool {
 	l, ok := a.Live.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName())
 	if !ok {
 		return false
 	}
-	t, err := time.Parse(time.RFC3339, at)
-	if err != nil {
-		return true
-	}
-	for _, e := range l.GetManagedFields() {
-		if e.Time != nil && !e.Time.UTC().Before(t) {
-			return true
+	var newest *metav1.ManagedFieldsEntry
+	for i, e := range l.GetManagedFields() {
+		if e.Subresource != "" || e.Time == nil {
+			continue
+		}
+		if newest == nil || !e.Time.Before(newest.Time) {
+			newest = &l.GetManagedFields()[i]
 		}
 	}
-	return false
+	return newest != nil && newest.Manager == applier
 }

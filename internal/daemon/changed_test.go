@@ -15,8 +15,8 @@ import (
 )
 
 // TestApplicationChangesThatMatter: Argo CD writes an Application's status through the main
-// resource at every reconcile (its generation moves); only the spec and the synced revision
-// change what is desired, so only they re-audit in full.
+// resource at every reconcile (its generation moves); only the spec, the revisions, the state of
+// a sync and Argo CD's verdicts change what the audit says.
 func TestApplicationChangesThatMatter(t *testing.T) {
 	app := func(rv string, mutate func(map[string]any)) *unstructured.Unstructured {
 		o := map[string]any{
@@ -48,6 +48,18 @@ func TestApplicationChangesThatMatter(t *testing.T) {
 		{"synced revision", app("2", func(o map[string]any) { o["status"].(map[string]any)["sync"].(map[string]any)["revision"] = "bbb" }), true},
 		{"spec", app("2", func(o map[string]any) {
 			o["spec"].(map[string]any)["source"].(map[string]any)["targetRevision"] = "v2"
+		}), true},
+		{"a resource's sync status (Argo CD's verdict)", app("2", func(o map[string]any) {
+			o["status"].(map[string]any)["resources"] = []any{map[string]any{"group": "apps", "kind": "StatefulSet", "namespace": "llm-rag", "name": "qdrant", "status": "OutOfSync"}}
+		}), true},
+		{"a sync finished (history)", app("2", func(o map[string]any) {
+			o["status"].(map[string]any)["history"] = []any{map[string]any{"id": int64(1), "revision": "aaa"}}
+		}), true},
+		{"a sync started (operation phase)", app("2", func(o map[string]any) {
+			o["status"].(map[string]any)["operationState"] = map[string]any{"phase": "Running"}
+		}), true},
+		{"a comparison error", app("2", func(o map[string]any) {
+			o["status"].(map[string]any)["conditions"] = []any{map[string]any{"type": "ComparisonError", "message": "x"}}
 		}), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

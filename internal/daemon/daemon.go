@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -189,8 +188,10 @@ func newSink(sc SinkConfig) (report.Sink, error) {
 }
 
 // resolve says who set a resolved item's field back, from the watch's copy of the object.
-func (d *Daemon) resolve(it report.Item) *report.Resolution {
+func (d *Daemon) resolve(it report.Item, revision string) *report.Resolution {
+	d.mu.RLock()
 	c := d.cache
+	d.mu.RUnlock()
 	if c == nil {
 		return nil
 	}
@@ -202,7 +203,7 @@ func (d *Daemon) resolve(it report.Item) *report.Resolution {
 	if !ok {
 		return nil
 	}
-	return report.Resolve(it, live)
+	return report.Resolve(it, live, revision)
 }
 
 func (d *Daemon) trackerFile() string { return filepath.Join(d.cfg.StateDir, "drift-state.json") }
@@ -491,8 +492,12 @@ func (d *Daemon) audited(ctx context.Context, env string, rep *drift.Report, err
 // announce hands a report to the notifier. A follower leaves the tracker alone: what it saw
 // was not announced by it, and must be when it leads (it then announces relative to what it
 // last announced itself; a duplicate is the price of never losing one).
+//
+// While Argo CD syncs another revision, nothing is announced: what it has applied so far is
+// compared with the old revision and would read as drift, and resolve as soon as it finishes.
+// The report after the operation says what stands.
 func (d *Daemon) announce(rep *drift.Report) {
-	if !d.leader.Load() {
+	if !d.leader.Load() || rep.Syncing() {
 		return
 	}
 	if err := d.notifier.Observe(rep); err != nil {
@@ -543,6 +548,14 @@ func (d *Daemon) hook(gvk schema.GroupVersionKind, inf cache.SharedIndexInformer
 			if ok1 && ok2 && !changed(gvk, o, n) {
 				return
 			}
+			if ok1 && ok2 && gvk.GroupKind() == argocd.ApplicationGVK.GroupKind() && !appStateChanged(o, n) {
+				// Only Argo CD's verdicts moved: re-audit the resources whose verdict did, not
+				// the whole env.
+				for _, r := range verdictsChanged(o, n) {
+					d.touchRef(r)
+				}
+				return
+			}
 			d.touch(gvk, cur)
 		},
 		DeleteFunc: func(obj any) { d.touch(gvk, obj) },
@@ -558,29 +571,67 @@ func changed(gvk schema.GroupVersionKind, old, cur *unstructured.Unstructured) b
 	if gvk.GroupKind() == argocd.ApplicationGVK.GroupKind() {
 		// Argo CD's Application has no status subresource: every reconcile (reconciledAt, health)
 		// writes the main resource and bumps the generation. Only the spec, the compared and
-		// synced revision(s) and Argo CD's verdict on each resource change what the audit says.
-		for _, path := range [][]string{{"spec"}, {"status", "sync", "revision"}, {"status", "sync", "revisions"},
-			{"status", "history"}, {"status", "operationState", "syncResult", "revision"}} {
-			o, _, _ := unstructured.NestedFieldNoCopy(old.Object, path...)
-			n, _, _ := unstructured.NestedFieldNoCopy(cur.Object, path...)
-			if !equality.Semantic.DeepEqual(o, n) {
-				return true
-			}
-		}
-		return !slices.Equal(resourceStatuses(old), resourceStatuses(cur))
+		// synced revision(s), the state of a sync and Argo CD's verdicts change what the audit says.
+		return appStateChanged(old, cur) || len(verdictsChanged(old, cur)) > 0
 	}
 	return !live.StatusOnly(old, cur)
 }
 
-// resourceStatuses lists Argo CD's verdict on each resource of an Application (status.resources).
-func resourceStatuses(app *unstructured.Unstructured) []string {
-	rs, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
-	out := make([]string, 0, len(rs))
-	for _, r := range rs {
-		m, _ := r.(map[string]any)
-		out = append(out, fmt.Sprint(m["group"], "/", m["kind"], "/", m["namespace"], "/", m["name"], "=", m["status"]))
+// appStateChanged says whether what an Application says about the env's desired state or the
+// state of a sync changed: the spec, the compared and synced revisions, the operation's phase
+// and revision, the conditions (a comparison error).
+func appStateChanged(old, cur *unstructured.Unstructured) bool {
+	for _, path := range [][]string{{"spec"}, {"status", "sync", "revision"}, {"status", "sync", "revisions"},
+		{"status", "history"}, {"status", "operationState", "phase"}, {"status", "operationState", "syncResult", "revision"},
+		{"status", "conditions"}} {
+		o, _, _ := unstructured.NestedFieldNoCopy(old.Object, path...)
+		n, _, _ := unstructured.NestedFieldNoCopy(cur.Object, path...)
+		if !equality.Semantic.DeepEqual(o, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// verdictsChanged returns the resources whose verdict in status.resources differs between two
+// versions of an Application (listed in one only, or with another sync status).
+func verdictsChanged(old, cur *unstructured.Unstructured) []drift.Ref {
+	was, now := resourceStatuses(old), resourceStatuses(cur)
+	var out []drift.Ref
+	for r, st := range now {
+		if was[r] != st {
+			out = append(out, r)
+		}
+	}
+	for r := range was {
+		if _, ok := now[r]; !ok {
+			out = append(out, r)
+		}
 	}
 	return out
+}
+
+// resourceStatuses maps each resource of an Application's status.resources to its sync status.
+func resourceStatuses(app *unstructured.Unstructured) map[drift.Ref]string {
+	rs, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+	out := make(map[drift.Ref]string, len(rs))
+	for _, r := range rs {
+		m, _ := r.(map[string]any)
+		str := func(k string) string { v, _ := m[k].(string); return v }
+		out[drift.Ref{Group: str("group"), Kind: str("kind"), Namespace: str("namespace"), Name: str("name")}] = str("status")
+	}
+	return out
+}
+
+// touchRef asks for a re-audit of one object.
+func (d *Daemon) touchRef(r drift.Ref) {
+	d.touchMu.Lock()
+	if d.touched == nil {
+		d.touched = map[drift.Ref]bool{}
+	}
+	d.touched[r] = true
+	d.touchMu.Unlock()
+	d.markDirty()
 }
 
 // touch records that the watch saw obj of gvk change and asks for a re-audit.

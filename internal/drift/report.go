@@ -15,6 +15,22 @@ type Report struct {
 	Objects      []Object `json:"objects"`
 	// ArgoCDOnly lists objects Argo CD's diff calls OutOfSync where the auditor sees no drift.
 	ArgoCDOnly []ArgoOnly `json:"argocdOnly,omitempty"`
+	// Operation is set while Argo CD syncs a revision other than Revision (phase Running or
+	// Terminating: objects it applied already are compared with the old revision and show as
+	// drift until it finishes), or when its last sync to one failed part way.
+	Operation *Operation `json:"operation,omitempty"`
+}
+
+// Operation is an Argo CD sync operation the report must be read with.
+type Operation struct {
+	Phase    string `json:"phase"`
+	Revision string `json:"revision"`
+	Message  string `json:"message,omitempty"`
+}
+
+// Syncing says whether Argo CD is syncing another revision: drift seen now may be its own work.
+func (r *Report) Syncing() bool {
+	return r.Operation != nil && (r.Operation.Phase == "Running" || r.Operation.Phase == "Terminating")
 }
 
 // ArgoOnly is an object only Argo CD's diff flags, with the reason the auditor does not.
@@ -83,7 +99,8 @@ type Writer struct {
 type ArgoVerdict struct {
 	OutOfSync bool   `json:"outOfSync"`
 	Note      string `json:"note,omitempty"`
-	// Source says where the verdict comes from: VerdictApplicationStatus or VerdictInProcess.
+	// Source says where the verdict comes from: VerdictApplicationStatus, VerdictInProcess, or
+	// VerdictNone (then OutOfSync means nothing).
 	Source string `json:"source,omitempty"`
 	// ReconciledAt is when Argo CD's controller made the comparison (application status only).
 	ReconciledAt string `json:"reconciledAt,omitempty"`
@@ -97,6 +114,9 @@ const (
 	// VerdictInProcess is Argo CD's diff library run by the auditor, used where no controller has
 	// compared the audited revision (no Argo CD, or a newer commit awaiting its sync).
 	VerdictInProcess = "in-process-diff"
+	// VerdictNone is an Argo CD that has no verdict on the object at the audited revision: it
+	// compared another revision, could not compare, or lists the object as Unknown.
+	VerdictNone = "none"
 )
 
 // Counts returns the number of drifted objects and fields.

@@ -89,6 +89,50 @@ sinks:
 	require.NoError(t, err, "daemon never ready")
 }
 
+// waitChat waits until a message satisfies ok, failing the test after timeout.
+func (c *chat) wait(t *testing.T, what string, ok func(string) bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		for _, m := range c.messages() {
+			if ok(m) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	require.NoError(t, err, "no %s posted; messages:\n%s", what, strings.Join(c.messages(), "\n---\n"))
+}
+
+// settle makes a hand edit of its own (an Extra ConfigMap) and waits for its message: a positive
+// signal that the daemon has audited and posted everything before it.
+func settle(t *testing.T, f *testfixture.Platform, c *chat, name string) {
+	t.Helper()
+	f.Kubectl("-n", f.NS("api"), "create", "configmap", name, "--from-literal=k=v")
+	c.wait(t, "message about "+name, func(m string) bool { return strings.Contains(m, name) })
+}
+
+// about splits the messages mentioning qdrant into drift and resolution notices.
+func about(msgs []string) (drifts, ends []string) {
+	for _, m := range msgs {
+		switch {
+		case strings.Contains(m, "Resolved") && strings.Contains(m, "qdrant"):
+			ends = append(ends, m)
+		case strings.Contains(m, "qdrant"):
+			drifts = append(drifts, m)
+		}
+	}
+	return drifts, ends
+}
+
+func qdrantReplicas(t *testing.T, f *testfixture.Platform) int32 {
+	t.Helper()
+	cs, err := cluster.Clientset()
+	require.NoError(t, err)
+	sts, err := cs.AppsV1().StatefulSets(f.NS("rag")).Get(context.Background(), "qdrant", metav1.GetOptions{})
+	require.NoError(t, err)
+	return *sts.Spec.Replicas
+}
+
 // TestSelfHealRevertsAndTheDaemonSaysBy: with selfHeal on (as Git has it), real Argo CD reverts a
 // kubectl edit; the daemon posts the drift once and then its end — reverted by
 // argocd-controller after N s — and nothing else about it.
@@ -96,37 +140,38 @@ func TestSelfHealRevertsAndTheDaemonSaysBy(t *testing.T) {
 	f := platformWith(t, testfixture.Options{SelfHeal: true})
 	c := newChat(t)
 	startDaemon(t, f, c)
-	require.Empty(t, c.messages(), "a freshly synced env has nothing to say")
 
 	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
-	resolved := func(m string) bool { return strings.Contains(m, "Resolved") && strings.Contains(m, "qdrant") }
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		for _, m := range c.messages() {
-			if resolved(m) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	require.NoError(t, err, "no resolution posted; messages:\n%s", strings.Join(c.messages(), "\n---\n"))
+	c.wait(t, "resolution", func(m string) bool { return strings.Contains(m, "Resolved") && strings.Contains(m, "qdrant") })
+	assert.EqualValues(t, 1, qdrantReplicas(t, f), "Argo CD set replicas back to Git's")
+	f.Refresh() // Argo CD compares again: its status changes no more, and the daemon says no more
+	settle(t, f, c, "selfheal-marker")
 
-	cs, err := cluster.Clientset()
-	require.NoError(t, err)
-	sts, err := cs.AppsV1().StatefulSets(f.NS("rag")).Get(context.Background(), "qdrant", metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, *sts.Spec.Replicas, "Argo CD set replicas back to Git's")
-
-	var drifts, ends []string
-	for _, m := range c.messages() {
-		switch {
-		case resolved(m):
-			ends = append(ends, m)
-		case strings.Contains(m, "qdrant"):
-			drifts = append(drifts, m)
-		}
-	}
-	assert.Len(t, drifts, 1, "the drift is posted once:\n%s", strings.Join(c.messages(), "\n---\n"))
-	require.Len(t, ends, 1, "its end is posted once:\n%s", strings.Join(c.messages(), "\n---\n"))
+	drifts, ends := about(c.messages())
+	all := strings.Join(c.messages(), "\n---\n")
+	assert.Len(t, drifts, 1, "the drift is posted once:\n%s", all)
+	require.Len(t, ends, 1, "its end is posted once:\n%s", all)
 	assert.Contains(t, ends[0], "spec.replicas")
 	assert.Regexp(t, `reverted by argocd-controller (after [0-9]+s|within 1s)`, ends[0])
+}
+
+// TestSelfHealOffTheDriftStands: with selfHeal off, Argo CD compares again and again and leaves
+// the edit in place; the daemon posts the drift once and never a resolution.
+func TestSelfHealOffTheDriftStands(t *testing.T) {
+	f := platform(t)
+	c := newChat(t)
+	startDaemon(t, f, c)
+
+	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	c.wait(t, "drift", func(m string) bool { return strings.Contains(m, "qdrant") })
+	f.Refresh()
+	f.Refresh()
+	settle(t, f, c, "selfheal-off-marker")
+
+	assert.EqualValues(t, 3, qdrantReplicas(t, f), "without selfHeal the edit stands")
+	drifts, ends := about(c.messages())
+	all := strings.Join(c.messages(), "\n---\n")
+	assert.Len(t, drifts, 1, "the drift is posted once:\n%s", all)
+	assert.Empty(t, ends, "nothing resolved it:\n%s", all)
+	assert.Contains(t, outOfSync(f.Application()), "apps/StatefulSet "+f.NS("rag")+"/qdrant", "Argo CD's status says so too")
 }

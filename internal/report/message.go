@@ -282,7 +282,7 @@ func ResolvedMessage(it Item, opts Options) Message {
 		now += " at " + it.Revision
 	}
 	if r := it.Resolution; r != nil && r.By.Manager != "" {
-		now += "; reverted by " + r.By.Manager
+		now += "; " + r.Verb + " " + r.By.Manager
 		if took := r.Took(); took != "" {
 			now += " " + took
 		}

@@ -28,8 +28,9 @@ type NotifierConfig struct {
 	// OnEnqueued, when set, is called after each batch of messages reached the outboxes (to
 	// persist State).
 	OnEnqueued func()
-	// Resolve, when set, says how a resolved item ended (who set the field back, when).
-	Resolve func(Item) *Resolution
+	// Resolve, when set, says how a resolved item ended (who set the field back, when), given
+	// the revision the report compares with.
+	Resolve func(it Item, revision string) *Resolution
 }
 
 // Notifier wires the pieces together: each report goes through the Tracker, new and resolved
@@ -41,7 +42,7 @@ type Notifier struct {
 	outboxes   []*Outbox
 	log        *slog.Logger
 	onEnqueued func()
-	resolve    func(Item) *Resolution
+	resolve    func(Item, string) *Resolution
 
 	enqueueErrors atomic.Uint64
 }
@@ -71,7 +72,7 @@ func (n *Notifier) Observe(r *drift.Report) error {
 	}
 	if n.resolve != nil {
 		for i := range resolved {
-			resolved[i].Resolution = n.resolve(resolved[i])
+			resolved[i].Resolution = n.resolve(resolved[i], r.Revision)
 		}
 	}
 	n.folder.Add(r.Env, added, resolved)

@@ -36,6 +36,9 @@ type Resolution struct {
 	// as managedFields keep them); Measured says whether both were known.
 	After    time.Duration `json:"after,omitempty"`
 	Measured bool          `json:"measured,omitempty"`
+	// Verb says how it ended, for people: "reverted by" (another writer set Git's value back),
+	// "set back by" (the writer of the drift did).
+	Verb string `json:"verb,omitempty"`
 }
 
 // Took says how long the drift stood, for people: "after 12s", "within 1s", or "".
@@ -269,24 +272,30 @@ func (t *Tracker) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Resolve says how it ended, given the live object as it is now (nil: deleted): who owns the
-// item's field now, or who made a Missing object again; After is measured from the hand edit's
-// time when the item knows it. Nil when nobody can be named.
-func Resolve(it Item, live *unstructured.Unstructured) *Resolution {
-	if live == nil {
+// Resolve says how it ended, given the live object as it is now (nil: deleted) and the revision
+// the cluster is now compared with: who owns the item's field now, or who made a Missing object
+// again; After is measured from the hand edit's time when the item knows it. Nil when nobody can
+// be named, or when the revision moved (Git changed, so the drift may have been adopted: the
+// value's owner says nothing about that).
+func Resolve(it Item, live *unstructured.Unstructured, revision string) *Resolution {
+	if live == nil || revision != it.Revision {
 		return nil
 	}
 	var by *drift.Writer
-	if f := it.Field(); f != nil {
+	f := it.Field()
+	if f != nil {
 		by = drift.OwnerOf(live, f.FieldPath)
 	} else if it.Object.Status == drift.Missing {
 		by = drift.CreatorOf(live)
 	}
-	if by == nil {
+	if by == nil || by.Manager == "" {
 		return nil
 	}
-	r := &Resolution{By: *by}
-	if f := it.Field(); f != nil && f.Time != "" && by.Time != "" {
+	r := &Resolution{By: *by, Verb: "reverted by"}
+	if f != nil && f.Manager == by.Manager {
+		r.Verb = "set back by"
+	}
+	if f != nil && f.Time != "" && by.Time != "" {
 		from, err1 := time.Parse(time.RFC3339, f.Time)
 		to, err2 := time.Parse(time.RFC3339, by.Time)
 		if err1 == nil && err2 == nil && !to.Before(from) {

@@ -124,8 +124,10 @@ func (c *Cluster) startArgoCD(ctx context.Context, ports []int) error {
 		"--redis=" + redisAddr, "--repo-server=" + repoAddr, "--repo-server-plaintext",
 		"--metrics-port=" + strconv.Itoa(ports[3]),
 		"--server-side-diff-enabled=true",
-		// Git is polled every 10 s (180 s in a default install): tests wait for Argo CD, not a clock.
-		"--app-resync=10", "--self-heal-timeout-seconds=2",
+		// Git is compared every 10 s (a default install: 120 s plus up to 60 s of jitter), so
+		// a push is synced without a webhook; tests still ask for a refresh and wait for it.
+		// selfHeal keeps its defaults: the first attempt at once, then a backoff from 2 s.
+		"--app-resync=10", "--app-resync-jitter=0",
 		"--loglevel=info", "--logformat=text",
 	}, append(common, "ARGOCD_BINARY_NAME=argocd-application-controller", "HOSTNAME=argocd-application-controller-0"), c.opts.Detach)
 	if err != nil {

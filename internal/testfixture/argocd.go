@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,6 +48,26 @@ func (f *Platform) createApplication() {
 		f.t.Fatal(err)
 	}
 	f.Kubectl("apply", "--server-side", "-f", file)
+	// The test's repository goes with the test: delete the Application first, and with it (its
+	// resources finalizer) everything it synced, so no Application reconciles a repository that is
+	// gone and no pods hold the nodes later tests need.
+	f.t.Cleanup(f.deleteApplication)
+}
+
+func (f *Platform) deleteApplication() {
+	ctx := context.Background()
+	apps := f.dynamic().Resource(testcluster.ApplicationGVR).Namespace(testcluster.ArgoCDNamespace)
+	if err := apps.Delete(ctx, f.App(), metav1.DeleteOptions{}); err != nil {
+		f.t.Logf("delete Application %s: %v", f.App(), err)
+		return
+	}
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := apps.Get(ctx, f.App(), metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		f.t.Logf("Application %s not gone after 3 min: %v", f.App(), err)
+	}
 }
 
 func must(t interface{ Fatal(...any) }, err error) {

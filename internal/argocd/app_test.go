@@ -1,0 +1,93 @@
+package argocd
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// application decodes an Application manifest with the given status.
+func application(t *testing.T, status string) *unstructured.Unstructured {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: llm-prod, namespace: argocd}
+spec:
+  source: {repoURL: https://git.example.com/p.git, path: overlays/prod, targetRevision: main}
+  destination: {server: https://kubernetes.default.svc}
+status:
+`+status), &m))
+	return &unstructured.Unstructured{Object: m}
+}
+
+// TestFromUnstructuredReadsWhatArgoCDRecorded: the synced revision is the newest history entry
+// (not status.sync.revision, which runs ahead while a commit waits), the rendered source is the
+// one synced, an operation under way or failed is named, and a comparison error leaves no verdict.
+func TestFromUnstructuredReadsWhatArgoCDRecorded(t *testing.T) {
+	cases := []struct {
+		name, status                  string
+		synced, path                  string
+		inProgress, failed, statusErr bool
+		resources                     map[string]string
+	}{
+		{name: "synced, compared at the same revision", status: `
+  sync: {status: Synced, revision: aaa}
+  reconciledAt: "2026-11-30T10:00:00Z"
+  history: [{id: 1, revision: aaa, source: {repoURL: https://git.example.com/p.git, path: overlays/prod}}]
+  resources: [{group: apps, kind: Deployment, namespace: ns, name: d, status: Synced}]`,
+			synced: "aaa", path: "overlays/prod", resources: map[string]string{"apps/Deployment/ns/d": "Synced"}},
+		{name: "a new commit compared, not synced", status: `
+  sync: {status: OutOfSync, revision: bbb}
+  reconciledAt: "2026-11-30T10:00:00Z"
+  history: [{id: 1, revision: aaa, source: {repoURL: https://git.example.com/p.git, path: overlays/prod}}]
+  resources: [{group: apps, kind: Deployment, namespace: ns, name: d, status: OutOfSync}]`,
+			synced: "aaa", path: "overlays/prod", resources: map[string]string{"apps/Deployment/ns/d": "OutOfSync"}},
+		{name: "a sync under way", status: `
+  sync: {status: OutOfSync, revision: bbb}
+  history: [{id: 1, revision: aaa, source: {repoURL: https://git.example.com/p.git, path: overlays/prod}}]
+  operationState: {phase: Running, operation: {sync: {revision: bbb}}, startedAt: "2026-11-30T10:00:00Z"}`,
+			synced: "aaa", path: "overlays/prod", inProgress: true},
+		{name: "a sync failed part way", status: `
+  sync: {status: OutOfSync, revision: bbb}
+  history: [{id: 1, revision: aaa, source: {repoURL: https://git.example.com/p.git, path: overlays/prod}}]
+  operationState: {phase: Failed, message: boom, operation: {sync: {revision: bbb}}, syncResult: {revision: bbb}, startedAt: "2026-11-30T10:00:00Z"}`,
+			synced: "aaa", path: "overlays/prod", failed: true},
+		{name: "rolled back to an entry with another path", status: `
+  sync: {status: OutOfSync, revision: ccc}
+  history:
+    - {id: 1, revision: aaa, source: {repoURL: https://git.example.com/p.git, path: overlays/prod-old}}`,
+			synced: "aaa", path: "overlays/prod-old"},
+		{name: "no history yet: the succeeded operation", status: `
+  sync: {status: Synced, revision: aaa}
+  operationState: {phase: Succeeded, operation: {sync: {revision: aaa}}, syncResult: {revision: aaa}, startedAt: "2026-11-30T10:00:00Z"}`,
+			synced: "aaa", path: "overlays/prod"},
+		{name: "Argo CD could not compare", status: `
+  sync: {status: Unknown, revision: aaa}
+  reconciledAt: "2026-11-30T10:00:00Z"
+  history: [{id: 1, revision: aaa, source: {repoURL: https://git.example.com/p.git, path: overlays/prod}}]
+  conditions: [{type: ComparisonError, message: "rpc error"}]
+  resources: []`,
+			synced: "aaa", path: "overlays/prod", statusErr: true, resources: map[string]string{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			app, err := FromUnstructured(application(t, tc.status))
+			require.NoError(t, err)
+			assert.Equal(t, tc.synced, app.SyncedRevision)
+			assert.Equal(t, tc.path, app.Path)
+			assert.Equal(t, tc.inProgress, app.InProgress(), "in progress")
+			assert.Equal(t, tc.failed, app.Failed(), "failed")
+			if tc.resources == nil {
+				assert.Nil(t, app.Status)
+				return
+			}
+			require.NotNil(t, app.Status)
+			assert.Equal(t, tc.resources, app.Status.Resources)
+			assert.Equal(t, tc.statusErr, app.Status.Error != "", "error %q", app.Status.Error)
+		})
+	}
+}
