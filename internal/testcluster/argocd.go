@@ -124,6 +124,9 @@ func (c *Cluster) startArgoCD(ctx context.Context, ports []int) error {
 		"--redis=" + redisAddr, "--repo-server=" + repoAddr, "--repo-server-plaintext",
 		"--metrics-port=" + strconv.Itoa(ports[3]),
 		"--server-side-diff-enabled=true",
+		// Each resource's health in status.resources (off by default since v2.x: kept in the
+		// resource tree in Redis), so tests and kubectl read it from the Application.
+		"--persist-resource-health=true",
 		// Git is compared every 10 s (a default install: 120 s plus up to 60 s of jitter), so
 		// a push is synced without a webhook; tests still ask for a refresh and wait for it.
 		// selfHeal keeps its defaults: the first attempt at once, then a backoff from 2 s.
