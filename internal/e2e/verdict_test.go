@@ -37,6 +37,11 @@ func TestVerdictAgreesWithArgoCDStatus(t *testing.T) {
 		`{"op":"remove","path":"/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu"}]`)
 	f.Kubectl("-n", inference, "annotate", "--overwrite", "deploy/vllm-llama", "argocd.argoproj.io/sync-wave=1.0")
 	f.Kubectl("-n", rag, "delete", "service", "qdrant")
+	f.Kubectl("-n", inference, "patch", "httproute/qwen", "--type=json", // the canary's share, by hand
+		`-p=[{"op":"replace","path":"/spec/rules/0/backendRefs/0/weight","value":50},{"op":"replace","path":"/spec/rules/0/backendRefs/1/weight","value":50}]`)
+	// Neither calls this drift: the Application's ignoreDifferences leaves /spec/replicas of the
+	// vLLM Deployments to KEDA, and the auditor applies them as Argo CD does.
+	f.Kubectl("-n", inference, "scale", "deploy/vllm-qwen-canary", "--replicas=2")
 	// Seen by the auditor only:
 	f.Kubectl("-n", inference, "label", "service/vllm-qwen", "hand=edited")                         // a label Git does not declare
 	f.Kubectl("-n", sys, "patch", "configmap/auditor-config", `-p={"data":{"hotfix.yaml":"x: 1"}}`) // a key Git does not declare
