@@ -85,7 +85,7 @@ echo '$ kubectl -n llm-api set env deployment/rag-api LOG_LEVEL=debug'
 kubectl -n llm-api set env deployment/rag-api LOG_LEVEL=debug
 chat 1 "Resolved in prod"
 echo "chat (Argo CD's selfHeal put qdrant back; the daemon says who and how fast):"
-sed -n '/┌──/,$p' "$work/chat.log" | grep -vE "argocd app sync|auditor render|kubectl apply|^│ *$|```|^│ [-+@ ]|diff --git|^│ (index|---|\+\+\+)" | head -40 | sed 's/^/  /'
+sed -n '/┌──/,$p' "$work/chat.log" | grep -vE 'argocd app sync|auditor render|kubectl apply|^│ *$|```|^│ [-+@ ]|diff --git|^│ (index|---|[+][+][+])' | head -40 | sed 's/^/  /'
 echo "Argo CD's view of rag-api (an added env var is outside what its diff compares):"
 kubectl -n argocd get application llm-prod -o jsonpath='{range .status.resources[?(@.name=="rag-api")]}  {.kind} {.name}: {.status}{"\n"}{end}'
 
@@ -101,7 +101,8 @@ echo '$ auditor schedule fire --env prod --peak payday     (rag-api HPA minRepli
 bin/auditor schedule fire --env prod --peak payday --repo "$repo" 2>&1 | head -4 | sed 's/^/  /'
 synced "$(main)"
 for _ in $(seq 1 120); do [ "$(kubectl -n llm-api get deploy rag-api -o jsonpath='{.status.readyReplicas}')" = 6 ] && break; sleep 0.5; done
-kubectl -n llm-api get hpa rag-api -o jsonpath='  hpa rag-api: minReplicas {.spec.minReplicas}, maxReplicas {.spec.maxReplicas}, replicas {.status.currentReplicas}{"\n"}'
+kubectl -n llm-api get hpa rag-api -o jsonpath='  hpa rag-api: minReplicas {.spec.minReplicas}, maxReplicas {.spec.maxReplicas}{"\n"}'
+kubectl -n llm-api get deploy rag-api -o jsonpath='  deployment rag-api: {.status.readyReplicas} ready of {.spec.replicas}{"\n"}'
 kubectl -n llm-api get pods -l app.kubernetes.io/name=rag-api -o wide --no-headers | awk '{print "  " $1 "\t" $3 "\t" $7}'
 
 step "6. The model ledger, a canary share change, and its rollback by git revert"
