@@ -18,6 +18,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
@@ -50,6 +51,7 @@ type diffOptions struct {
 	appNamespace string
 	applier      string
 	cacheDir     string
+	auditLog     string
 	timings      bool
 	timeout      time.Duration
 }
@@ -75,6 +77,7 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
 	cmd.Flags().BoolVar(&o.timings, "timings", false, "print how long each stage took (git, render, live, schema, compare, argocd) to stderr")
+	cmd.Flags().StringVar(&o.auditLog, "audit-log", "", "the API server's audit log (JSON lines, --audit-log-path): name the person behind each drifted field")
 	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", defaultCacheDir(), `directory caching renders (by the content they read) and Argo CD's in-sync verdicts (by the objects compared); "off": none`)
 	o.src.add(cmd)
 	o.kube.add(cmd)
@@ -117,6 +120,12 @@ func (o *diffOptions) run(ctx context.Context, w io.Writer) error {
 	a := audit.New(repo, cache)
 	a.AppNamespace = o.appNamespace
 	a.Options.Applier = o.applier
+	if o.auditLog != "" {
+		a.People = auditlog.NewStore(0)
+		if err := (auditlog.File{Path: o.auditLog}).Load(ctx, a.People); err != nil {
+			return &exitError{code: 2, err: err}
+		}
+	}
 	a.Renders, a.Verdicts = nil, nil
 	if o.cacheDir != "off" && o.cacheDir != "" {
 		a.Renders = render.NewCache(filepath.Join(o.cacheDir, "render"), 4)
@@ -191,8 +200,14 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 				fmt.Fprintf(w, "           compared without the cluster's schema (%s)\n", o.Schema)
 			}
 			for _, f := range o.Fields {
-				fmt.Fprintf(w, "           %-50s %s  %s → %s  by %s\n", f.Path, f.Change, short(f.Desired), short(f.Live),
-					who(f.Manager, f.Operation, f.Subresource, f.Time, now))
+				by := who(f.Manager, f.Operation, f.Subresource, f.Time, now)
+				if f.Actor != nil {
+					by = person(f.Actor) + " with " + by
+					if f.Manager == "" {
+						by = person(f.Actor) + " (" + f.Actor.Verb + " " + f.Actor.Time + ")"
+					}
+				}
+				fmt.Fprintf(w, "           %-50s %s  %s → %s  by %s\n", f.Path, f.Change, short(f.Desired), short(f.Live), by)
 			}
 		}
 	}
@@ -205,6 +220,14 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 		return
 	}
 	fmt.Fprintf(w, "%d objects drifted, %d fields\n", n, f)
+}
+
+// person names an actor: user (as impersonated), from the audit log.
+func person(a *drift.Actor) string {
+	if a.ImpersonatedUser != "" {
+		return a.ImpersonatedUser + " (as " + a.User + ")"
+	}
+	return a.User
 }
 
 func who(manager, op, sub, t string, now time.Time) string {

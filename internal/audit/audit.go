@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
@@ -46,6 +47,9 @@ type Auditor struct {
 	// Timing, when set, is told how long each stage of a Run took: git (Application and
 	// revisions), render, live (list and watch), schema, compare, argocd.
 	Timing func(stage string, took time.Duration)
+	// People, when set, holds the API server's audit events: each drifted field gets the person
+	// whose write made it (drift.Field.Actor).
+	People *auditlog.Store
 
 	schemaMu  sync.Mutex
 	schemaKey string
@@ -154,6 +158,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	if rep.Objects == nil {
 		rep.Objects = []drift.Object{}
 	}
+	a.attribute(rep.Objects)
 	rep.InSync = len(rep.Objects) == 0
 	if head != desired {
 		rep.PendingSync = pending
@@ -353,4 +358,34 @@ func (a *Auditor) syncTimeout() time.Duration {
 		return a.SyncTimeout
 	}
 	return time.Minute
+}
+
+// attribute names the person behind each drifted field from the audit events held, when any.
+func (a *Auditor) attribute(objs []drift.Object) {
+	if a.People == nil {
+		return
+	}
+	for i := range objs {
+		o := &objs[i]
+		if o.Status != drift.Modified || len(o.Fields) == 0 {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil {
+			continue
+		}
+		gvk := gv.WithKind(o.Kind)
+		m, err := a.Live.Mapping(gvk)
+		if err != nil {
+			continue
+		}
+		ref := auditlog.Object{Group: gv.Group, Resource: m.Resource.Resource, Namespace: o.Namespace, Name: o.Name}
+		var now auditlog.Live
+		if l, ok := a.Live.Get(gvk, o.Namespace, o.Name); ok {
+			now = auditlog.Live{UID: string(l.GetUID()), ResourceVersion: l.GetResourceVersion()}
+		}
+		for j := range o.Fields {
+			o.Fields[j].Actor = a.People.Who(ref, now, &o.Fields[j], a.Options.Applier)
+		}
+	}
 }

@@ -89,6 +89,7 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 	rep.Objects = slices.DeleteFunc(slices.Clone(prev.Objects), func(o drift.Object) bool {
 		return o.Status != drift.Unknown && touched[drift.RefOfObject(&o)]
 	})
+	a.attribute(part.Objects)
 	rep.Objects = append(rep.Objects, part.Objects...)
 	drift.SortObjects(rep.Objects)
 	rep.ArgoCDOnly = slices.DeleteFunc(slices.Clone(prev.ArgoCDOnly), func(o drift.ArgoOnly) bool {

@@ -84,6 +84,26 @@ type Field struct {
 	// Change is changed, added or removed.
 	Change string `json:"change"`
 	Writer
+	// Actor is the person behind the write, from the API server's audit log; nil without one.
+	Actor *Actor `json:"actor,omitempty"`
+}
+
+// Actor is who made a write, as the API server's audit log recorded it.
+type Actor struct {
+	User             string   `json:"user"`
+	Groups           []string `json:"groups,omitempty"`
+	ImpersonatedUser string   `json:"impersonatedUser,omitempty"`
+	SourceIPs        []string `json:"sourceIPs,omitempty"`
+	UserAgent        string   `json:"userAgent,omitempty"`
+	Verb             string   `json:"verb"`
+	// Time is when the API server completed the write (RFC 3339); AuditID the event's ID.
+	Time    string `json:"time"`
+	AuditID string `json:"auditID,omitempty"`
+	// Match says how the write was matched to the field: "resourceVersion" (the write that made
+	// the live object as it is), "fieldManager" (the closest write in time under the field's
+	// manager) or "latest write" (a removed field: the newest write to the object not the
+	// applier's).
+	Match string `json:"match"`
 }
 
 // Writer is a managedFields entry: who wrote, how, and when. An empty Manager means nobody can be

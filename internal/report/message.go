@@ -131,6 +131,16 @@ func truncate(s string, n int) string {
 // fieldWriterText is writerText for a drifted field; an unknown remover is explained, since a
 // removal leaves no managedFields entry to name.
 func fieldWriterText(f drift.Field) string {
+	if a := f.Actor; a != nil {
+		user := a.User
+		if a.ImpersonatedUser != "" {
+			user = a.ImpersonatedUser + " (as " + a.User + ")"
+		}
+		if f.Manager == "" {
+			return user + " (" + a.Verb + " at " + a.Time + ", from the audit log)"
+		}
+		return user + " with " + writerText(f.Writer)
+	}
 	if f.Manager == "" && f.Change == drift.Removed {
 		return "unknown (a removal leaves no managedFields entry and no watched update named its writer)"
 	}
@@ -320,6 +330,10 @@ func itemSummary(it Item) string {
 	}
 	s := objectName(o) + " " + f.Path + ": " + FormatValue(f.Desired) + " → " + FormatValue(f.Live)
 	switch {
+	case f.Actor != nil && f.Manager != "":
+		s += " (" + f.Actor.User + ", " + f.Manager + ")"
+	case f.Actor != nil:
+		s += " (" + f.Actor.User + ")"
 	case f.Manager != "":
 		s += " (" + f.Manager + ")"
 	case f.Change == drift.Removed:

@@ -19,12 +19,26 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
+
+// Person is a token user the cluster knows besides the admin: someone who edits by hand.
+type Person struct {
+	Name, Token string
+	Groups      []string
+}
+
+// People are alice and bob, on-call engineers allowed to edit everything (ClusterRole edit);
+// the kubeconfig has a context named for each.
+var People = []Person{
+	{Name: "alice", Token: "alice-token-testcluster", Groups: []string{"platform-oncall"}},
+	{Name: "bob", Token: "bob-token-testcluster", Groups: []string{"platform-oncall"}},
+}
 
 // AdminToken authenticates as a member of system:masters; ReaderToken as user "auditor" with no
 // groups, for tests of least privilege.
@@ -62,6 +76,8 @@ type Cluster struct {
 	URL string
 	// Started is how long the start took, CRDs included.
 	Started time.Duration
+	// AuditLog is the API server's audit log (JSON lines), written with the platform's policy.
+	AuditLog string
 
 	opts    Options
 	apiArgs []string
@@ -128,6 +144,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	tokens := fmt.Sprintf("%s,admin,admin-uid,system:masters\n%s,%s,auditor-uid\n", AdminToken, ReaderToken, ReaderUser)
+	for _, p := range People {
+		tokens += fmt.Sprintf("%s,%s,%s-uid,\"%s\"\n", p.Token, p.Name, p.Name, strings.Join(p.Groups, ","))
+	}
 	tokenFile := filepath.Join(c.Dir, "tokens.csv")
 	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
 		return fmt.Errorf("write token file: %w", err)
@@ -154,6 +173,12 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	c.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	policy := filepath.Join(root, "clusters", "audit-policy.yaml")
+	c.AuditLog = filepath.Join(c.Dir, "audit.log")
 	c.logf("starting kube-apiserver %s on %s", KubernetesVersion, c.URL)
 	c.apiArgs = []string{
 		"--etcd-servers=" + etcdURL,
@@ -168,6 +193,10 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--service-account-signing-key-file=" + keys.saKey,
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--allow-privileged=true",
+		// The platform's audit policy (writes at RequestResponse, Secrets at Metadata), logged as
+		// JSON lines where the auditor can read them.
+		"--audit-policy-file=" + policy, "--audit-log-path=" + c.AuditLog, "--audit-log-format=json",
+		"--audit-log-maxsize=100",
 		"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
 		"--v=0",
 	}
@@ -211,6 +240,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		if err := InstallUpstreamCRDs(ctx, c.Config, c.opts.Log); err != nil {
 			return err
 		}
+	}
+	if err := c.bindPeople(ctx); err != nil {
+		return err
 	}
 	if c.opts.Kwok {
 		if err := c.startKwok(ctx, ports[5]); err != nil {
@@ -342,6 +374,10 @@ func writeKubeconfig(path, server string, ca []byte, token string) error {
 	cfg.AuthInfos[ReaderUser] = &clientcmdapi.AuthInfo{Token: ReaderToken}
 	cfg.Contexts["testcluster"] = &clientcmdapi.Context{Cluster: "testcluster", AuthInfo: "admin", Namespace: "default"}
 	cfg.Contexts["reader"] = &clientcmdapi.Context{Cluster: "testcluster", AuthInfo: ReaderUser, Namespace: "default"}
+	for _, p := range People {
+		cfg.AuthInfos[p.Name] = &clientcmdapi.AuthInfo{Token: p.Token}
+		cfg.Contexts[p.Name] = &clientcmdapi.Context{Cluster: "testcluster", AuthInfo: p.Name, Namespace: "default"}
+	}
 	cfg.CurrentContext = "testcluster"
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
@@ -413,3 +449,23 @@ sleep 0.2; rm -rf "$2"`
 
 // RunsArgoCD reports whether the cluster runs Argo CD's controller and repo-server.
 func (c *Cluster) RunsArgoCD() bool { return c.opts.ArgoCD }
+
+// bindPeople lets People read and write every resource (ClusterRole testcluster-people; the
+// built-in edit role is filled by the controller-manager's aggregation, which not every test
+// cluster runs).
+func (c *Cluster) bindPeople(ctx context.Context) error {
+	var subjects []any
+	for _, p := range People {
+		subjects = append(subjects, map[string]any{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": p.Name})
+	}
+	return c.apply(ctx, []*unstructured.Unstructured{{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+		"metadata": map[string]any{"name": "testcluster-people"},
+		"rules":    []any{map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": []any{"*"}}},
+	}}, {Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+		"metadata": map[string]any{"name": "testcluster-people"},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "testcluster-people"},
+		"subjects": subjects,
+	}}}, "testcluster")
+}

@@ -1,0 +1,299 @@
+// Package auditlog reads the API server's audit events and names the person behind each drifted
+// field: the write that made it, matched by object and by the resourceVersion the write produced
+// or the field manager and time managedFields recorded. Events come from a JSON-lines audit log
+// file (--audit-log-path) or kube-apiserver's webhook backend (--audit-webhook-config-file, batch
+// mode); a reader for a managed cluster's exported log adds another Source.
+package auditlog
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/llm-gitops/platform/internal/drift"
+)
+
+// Source feeds audit events into a Store.
+type Source interface {
+	// Load adds the events it has to s.
+	Load(ctx context.Context, s *Store) error
+}
+
+// DefaultMax bounds the events a Store holds: the oldest go first.
+const DefaultMax = 100_000
+
+// Object names what an event wrote: API group, resource (plural), namespace, name.
+type Object struct {
+	Group, Resource, Namespace, Name string
+}
+
+// write is the part of a write event the matching uses.
+type write struct {
+	at              time.Time
+	uid             string
+	manager         string // the fieldManager query parameter, else the user agent's program
+	resourceVersion string // of the object the write returned
+	actor           drift.Actor
+	seq             uint64
+}
+
+// Store holds write events by object, bounded. It is safe for concurrent use.
+type Store struct {
+	mu    sync.Mutex
+	max   int
+	n     int
+	seq   uint64
+	byObj map[Object][]*write
+	order []held // in the order added: the front is evicted first
+}
+
+type held struct {
+	key Object
+	seq uint64
+}
+
+// NewStore returns a Store holding at most max events (DefaultMax when max <= 0).
+func NewStore(max int) *Store {
+	if max <= 0 {
+		max = DefaultMax
+	}
+	return &Store{max: max, byObj: map[Object][]*write{}}
+}
+
+// Len is the number of events held.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true}
+
+// Add keeps ev when it is a completed write to a named object (other events are ignored).
+func (s *Store) Add(ev *auditv1.Event) {
+	if ev.Stage != auditv1.StageResponseComplete || !writeVerbs[ev.Verb] || ev.ObjectRef == nil || ev.ObjectRef.Name == "" ||
+		ev.ObjectRef.Subresource == "status" || ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 300 {
+		return
+	}
+	w := &write{at: ev.StageTimestamp.UTC(), uid: string(ev.ObjectRef.UID), manager: manager(ev), resourceVersion: responseRV(ev),
+		actor: drift.Actor{User: ev.User.Username, Groups: ev.User.Groups, SourceIPs: ev.SourceIPs, UserAgent: ev.UserAgent,
+			Verb: ev.Verb, Time: ev.StageTimestamp.UTC().Format(time.RFC3339), AuditID: string(ev.AuditID)}}
+	if ev.ImpersonatedUser != nil {
+		w.actor.ImpersonatedUser = ev.ImpersonatedUser.Username
+	}
+	key := Object{Group: ev.ObjectRef.APIGroup, Resource: ev.ObjectRef.Resource, Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	w.seq = s.seq
+	ws := s.byObj[key]
+	i := sort.Search(len(ws), func(i int) bool { return ws[i].at.After(w.at) })
+	ws = append(ws, nil)
+	copy(ws[i+1:], ws[i:])
+	ws[i] = w
+	s.byObj[key] = ws
+	s.order = append(s.order, held{key, w.seq})
+	s.n++
+	for s.n > s.max {
+		s.evictOldest()
+	}
+}
+
+// evictOldest drops the event added first (held under mu).
+func (s *Store) evictOldest() {
+	h := s.order[0]
+	s.order = s.order[1:]
+	if len(s.order) < cap(s.order)/4 { // let the array behind the queue shrink
+		s.order = append([]held(nil), s.order...)
+	}
+	ws := s.byObj[h.key]
+	for i, w := range ws {
+		if w.seq == h.seq {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(s.byObj, h.key)
+	} else {
+		s.byObj[h.key] = ws
+	}
+	s.n--
+}
+
+// manager is the field manager a write was made under: the fieldManager parameter kubectl and
+// other clients send, else the program of the user agent ("kubectl/v1.32 …" → "kubectl"), which
+// is the API server's default.
+func manager(ev *auditv1.Event) string {
+	if u, err := url.Parse(ev.RequestURI); err == nil {
+		if m := u.Query().Get("fieldManager"); m != "" {
+			return m
+		}
+	}
+	ua := ev.UserAgent
+	if i := strings.IndexAny(ua, "/ "); i >= 0 {
+		ua = ua[:i]
+	}
+	return ua
+}
+
+// responseRV is the resourceVersion of the object a write returned ("" when not logged).
+func responseRV(ev *auditv1.Event) string {
+	if ev.ResponseObject == nil || len(ev.ResponseObject.Raw) == 0 {
+		return ""
+	}
+	var obj struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(ev.ResponseObject.Raw, &obj) != nil {
+		return ""
+	}
+	return obj.Metadata.ResourceVersion
+}
+
+// Live is what the matching knows of the object as it is now.
+type Live struct {
+	UID, ResourceVersion string
+}
+
+// Who returns the person behind field f of obj (nil when no event matches):
+//   - the write that made the live object as it is (its response carries the live
+//     resourceVersion), when its field manager is f's — or, for a removed field (no manager), when
+//     it is not the applier's;
+//   - else the write under f's manager closest in time to f's managedFields time;
+//   - else, for a removed field, the newest write to the object that is not the applier's.
+//
+// Writes to an object of another UID (deleted and made again) are left out.
+func (s *Store) Who(obj Object, live Live, f *drift.Field, applier string) *drift.Actor {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ws []*write
+	for _, w := range s.byObj[obj] {
+		if w.uid == "" || live.UID == "" || w.uid == live.UID {
+			ws = append(ws, w)
+		}
+	}
+	removed := f.Manager == ""
+	mine := func(w *write) bool {
+		if removed {
+			return w.manager != applier
+		}
+		return w.manager == f.Manager
+	}
+	pick := func(w *write, how string) *drift.Actor {
+		a := w.actor
+		a.Match = how
+		return &a
+	}
+	if live.ResourceVersion != "" {
+		for i := len(ws) - 1; i >= 0; i-- {
+			if ws[i].resourceVersion == live.ResourceVersion && mine(ws[i]) {
+				return pick(ws[i], "resourceVersion")
+			}
+		}
+	}
+	if !removed {
+		at, err := time.Parse(time.RFC3339, f.Time)
+		var best *write
+		for _, w := range ws {
+			if !mine(w) {
+				continue
+			}
+			if best == nil || err == nil && absDur(w.at.Sub(at)) < absDur(best.at.Sub(at)) || err != nil && w.at.After(best.at) {
+				best = w
+			}
+		}
+		if best != nil {
+			return pick(best, "fieldManager")
+		}
+		return nil
+	}
+	for i := len(ws) - 1; i >= 0; i-- {
+		if mine(ws[i]) {
+			return pick(ws[i], "latest write")
+		}
+	}
+	return nil
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// File is a Source reading a JSON-lines audit log (kube-apiserver --audit-log-path with
+// --audit-log-format=json), or a file of such lines a managed cluster's log export wrote.
+type File struct{ Path string }
+
+// Load reads every event of the file into s. A line that is not an event is an error naming
+// the file and line.
+func (f File) Load(ctx context.Context, s *Store) error {
+	fh, err := os.Open(f.Path)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	defer fh.Close()
+	return readLines(ctx, fh, f.Path, s)
+}
+
+func readLines(ctx context.Context, r io.Reader, name string, s *Store) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		if line%1000 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		b := sc.Bytes()
+		if len(strings.TrimSpace(string(b))) == 0 {
+			continue
+		}
+		var ev auditv1.Event
+		if err := json.Unmarshal(b, &ev); err != nil {
+			return fmt.Errorf("audit log %s:%d: %w", name, line, err)
+		}
+		s.Add(&ev)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("audit log %s:%d: %w", name, line, err)
+	}
+	return nil
+}
+
+// Handler receives kube-apiserver's webhook backend: POSTed EventLists (batch mode) are added to
+// s. Put it behind the same authentication as the API.
+func Handler(s *Store) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST an audit.k8s.io/v1 EventList", http.StatusMethodNotAllowed)
+			return
+		}
+		var list auditv1.EventList
+		dec := json.NewDecoder(io.LimitReader(r.Body, 64<<20))
+		if err := dec.Decode(&list); err != nil && !errors.Is(err, io.EOF) {
+			http.Error(w, "decode EventList: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		for i := range list.Items {
+			s.Add(&list.Items[i])
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+}
