@@ -297,3 +297,52 @@ func Handler(s *Store) http.Handler {
 		w.WriteHeader(http.StatusOK)
 	})
 }
+
+// Follow reads the file as kube-apiserver appends to it, every interval until ctx ends: new
+// complete lines are added to s. A file that shrank (rotated: --audit-log-maxsize) is read again
+// from its start. Errors are passed to onErr (nil: ignored) and the file is tried again.
+func (f File) Follow(ctx context.Context, s *Store, interval time.Duration, onErr func(error)) {
+	var offset int64
+	var partial []byte
+	for {
+		if err := f.readFrom(ctx, s, &offset, &partial); err != nil && onErr != nil {
+			onErr(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+func (f File) readFrom(ctx context.Context, s *Store, offset *int64, partial *[]byte) error {
+	fh, err := os.Open(f.Path)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	if st.Size() < *offset { // rotated
+		*offset, *partial = 0, nil
+	}
+	if _, err := fh.Seek(*offset, io.SeekStart); err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, 256<<20))
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	*offset += int64(len(data))
+	data = append(*partial, data...)
+	end := strings.LastIndexByte(string(data), '\n')
+	if end < 0 {
+		*partial = data
+		return nil
+	}
+	*partial = append([]byte(nil), data[end+1:]...)
+	return readLines(ctx, strings.NewReader(string(data[:end+1])), f.Path, s)
+}

@@ -90,7 +90,7 @@ func (k *kubeAuth) authorize(r *http.Request) (int, string) {
 		return v.status, v.reason
 	}
 	k.mu.Unlock()
-	status, reason := k.review(r.Context(), tok, r.URL.Path)
+	status, reason := k.review(r.Context(), tok, r.URL.Path, r.Method)
 	if status != http.StatusServiceUnavailable {
 		k.mu.Lock()
 		if len(k.seen) > 4096 {
@@ -102,7 +102,11 @@ func (k *kubeAuth) authorize(r *http.Request) (int, string) {
 	return status, reason
 }
 
-func (k *kubeAuth) review(ctx context.Context, token, path string) (int, string) {
+func (k *kubeAuth) review(ctx context.Context, token, path, method string) (int, string) {
+	verb := "get" // GET /api/v1/drift
+	if method == http.MethodPost {
+		verb = "create" // POST /api/v1/audit-events: kube-apiserver's audit webhook
+	}
 	resource := path[strings.LastIndex(path, "/")+1:] // /api/v1/drift → drift
 	if strings.HasPrefix(path, "/debug/pprof/") {
 		resource = "pprof" // every profile is one right: it shows the process' memory
@@ -123,13 +127,13 @@ func (k *kubeAuth) review(ctx context.Context, token, path string) (int, string)
 	}
 	sar, err := k.cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
-		ResourceAttributes: &authzv1.ResourceAttributes{Group: APIGroup, Resource: resource, Verb: "get"},
+		ResourceAttributes: &authzv1.ResourceAttributes{Group: APIGroup, Resource: resource, Verb: verb},
 	}}, metav1.CreateOptions{})
 	if err != nil {
 		return http.StatusServiceUnavailable, "access review failed"
 	}
 	if !sar.Status.Allowed {
-		return http.StatusForbidden, fmt.Sprintf("user %q may not get %s.%s", u.Username, resource, APIGroup)
+		return http.StatusForbidden, fmt.Sprintf("user %q may not %s %s.%s", u.Username, verb, resource, APIGroup)
 	}
 	return 0, ""
 }

@@ -80,7 +80,24 @@ type Config struct {
 	// unless NoDefaultControllers is set.
 	Controllers          []ControllerConfig `json:"controllers,omitempty"`
 	NoDefaultControllers bool               `json:"noDefaultControllers,omitempty"`
+	// AuditEvents names the people behind drift from the API server's audit events.
+	AuditEvents AuditEventsConfig `json:"auditEvents,omitempty"`
 }
+
+// AuditEventsConfig says where audit events come from (either or both).
+type AuditEventsConfig struct {
+	// Webhook accepts kube-apiserver's audit webhook backend on POST /api/v1/audit-events,
+	// behind the API's authentication (auth kubernetes: create on audit-events.auditor.platform.llm).
+	Webhook bool `json:"webhook,omitempty"`
+	// File follows a JSON-lines audit log (kube-apiserver --audit-log-path, or a managed
+	// cluster's log export written to a file).
+	File string `json:"file,omitempty"`
+	// Max bounds the events held in memory (default auditlog.DefaultMax).
+	Max int `json:"max,omitempty"`
+}
+
+// enabled says whether any source is configured.
+func (a AuditEventsConfig) enabled() bool { return a.Webhook || a.File != "" }
 
 // ControllerConfig is a drift.ControllerRule for some envs (every env when Envs is empty).
 type ControllerConfig struct {

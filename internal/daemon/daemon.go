@@ -28,6 +28,7 @@ import (
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/atomicfile"
 	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
@@ -51,11 +52,14 @@ type Daemon struct {
 	lastFetch time.Time
 	fetchErr  error
 	hooked    map[cache.SharedIndexInformer]bool
-	auditor   *audit.Auditor // kept while repo and cache are: its schema and render caches persist
-	hmacKey   []byte         // keys the HMACs that stand for Secret values in reports
-	saveMu    sync.Mutex     // one tracker save at a time
-	rendered  int            // renders kustomize ran, as of the last full audit
-	lastFull  time.Time      // when every env was last audited in full
+	auditor   *audit.Auditor  // kept while repo and cache are: its schema and render caches persist
+	people    *auditlog.Store // audit events, when configured
+	peopleMu  sync.Mutex
+	firstSeen map[string]time.Time // unattributed fields without a time: when first seen
+	hmacKey   []byte               // keys the HMACs that stand for Secret values in reports
+	saveMu    sync.Mutex           // one tracker save at a time
+	rendered  int                  // renders kustomize ran, as of the last full audit
+	lastFull  time.Time            // when every env was last audited in full
 
 	scheduleWake []chan struct{} // one per schedule runner: a revision was fetched
 
@@ -165,6 +169,9 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	}
 	d.outboxes = outboxes
 	d.identity = leaderIdentity(cfg.LeaderElection)
+	if cfg.AuditEvents.enabled() {
+		d.people = auditlog.NewStore(cfg.AuditEvents.Max)
+	}
 	if cfg.LeaderElection.Enabled {
 		if err := d.shareRecords(); err != nil {
 			return nil, err
@@ -185,6 +192,60 @@ func newSink(sc SinkConfig) (report.Sink, error) {
 	default:
 		return report.NewTelegramSink(*sc.Telegram)
 	}
+}
+
+// peopleWait is how long a new drift waits for the audit event of the write that made it (the
+// audit log is read every second; the webhook backend batches) before it is announced without.
+const peopleWait = 10 * time.Second
+
+// awaitPeople holds the report back when audit events are configured and a field written in the
+// last peopleWait has no person yet: its objects are audited again in a second, by when the event
+// has usually arrived. Past peopleWait the drift is announced as it is.
+func (d *Daemon) awaitPeople(rep *drift.Report) bool {
+	if d.people == nil {
+		return false
+	}
+	now := time.Now()
+	d.peopleMu.Lock()
+	if d.firstSeen == nil {
+		d.firstSeen = map[string]time.Time{}
+	}
+	for k, t := range d.firstSeen {
+		if now.Sub(t) > 2*peopleWait {
+			delete(d.firstSeen, k)
+		}
+	}
+	var wait []drift.Ref
+	for i := range rep.Objects {
+		o := &rep.Objects[i]
+		for _, f := range o.Fields {
+			if f.Actor != nil {
+				continue
+			}
+			t, err := time.Parse(time.RFC3339, f.Time)
+			if err != nil { // a removal nobody was named for: from when the daemon first saw it
+				k := rep.Env + "|" + o.Kind + "|" + o.Namespace + "|" + o.Name + "|" + f.Path
+				if _, ok := d.firstSeen[k]; !ok {
+					d.firstSeen[k] = now
+				}
+				t = d.firstSeen[k]
+			}
+			if now.Sub(t) < peopleWait {
+				wait = append(wait, drift.RefOfObject(o))
+				break
+			}
+		}
+	}
+	d.peopleMu.Unlock()
+	if len(wait) == 0 {
+		return false
+	}
+	time.AfterFunc(time.Second, func() {
+		for _, r := range wait {
+			d.touchRef(r)
+		}
+	})
+	return true
 }
 
 // resolve says who set a resolved item's field back, from the watch's copy of the object.
@@ -225,6 +286,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	srvErr := make(chan error, 1)
 	wg.Add(1)
 	go func() { defer wg.Done(); srvErr <- d.serveHTTP(ctx) }()
+	if f := d.cfg.AuditEvents.File; f != "" && d.people != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			auditlog.File{Path: f}.Follow(ctx, d.people, time.Second, func(err error) { d.log.Warn("read audit log", "err", err) })
+		}()
+	}
 	if d.cfg.LeaderElection.Enabled {
 		wg.Add(1)
 		go func() { defer wg.Done(); d.campaign(ctx) }()
@@ -393,6 +461,7 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 		return a
 	}
 	a := audit.New(repo, c)
+	a.People = d.people
 	a.AppNamespace = d.cfg.AppNamespace
 	a.AppName = func(env string) string { return d.cfg.AppNamePrefix + env }
 	a.Renders = render.NewCache("", 2) // the synced revision and the one before: a 10,000-object render is ~50 MiB
@@ -498,6 +567,9 @@ func (d *Daemon) audited(ctx context.Context, env string, rep *drift.Report, err
 // The report after the operation says what stands.
 func (d *Daemon) announce(rep *drift.Report) {
 	if !d.leader.Load() || rep.Syncing() {
+		return
+	}
+	if d.awaitPeople(rep) {
 		return
 	}
 	if err := d.notifier.Observe(rep); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/server"
 )
@@ -39,6 +40,9 @@ func (d *Daemon) serveHTTP(ctx context.Context) error {
 	d.addr = ln.Addr().String()
 	close(d.listening)
 	opts := server.Options{Authorize: d.authorize, Pprof: d.cfg.API.Pprof}
+	if d.people != nil && d.cfg.AuditEvents.Webhook {
+		opts.AuditEvents = auditlog.Handler(d.people)
+	}
 	if d.cfg.Webhook != nil {
 		opts.Webhook = &server.WebhookOptions{Secret: d.secret}
 	}

@@ -48,6 +48,9 @@ type Options struct {
 	Authorize func(r *http.Request) (status int, reason string)
 	// Pprof serves /debug/pprof/ behind Authorize (off unless asked for).
 	Pprof bool
+	// AuditEvents, when set, receives kube-apiserver's audit webhook (POST /api/v1/audit-events,
+	// an EventList per batch) behind Authorize.
+	AuditEvents http.Handler
 }
 
 // WebhookOptions configure the push webhook.
@@ -85,6 +88,9 @@ func New(b Backend, reg *prometheus.Registry, opts Options) http.Handler {
 		// heap profile holds the process' memory, live values included.
 		mux.HandleFunc("GET /debug/pprof/", guard(pprof.Index))
 		mux.HandleFunc("GET /debug/pprof/profile", guard(pprof.Profile))
+	}
+	if opts.AuditEvents != nil {
+		mux.HandleFunc("POST /api/v1/audit-events", guard(opts.AuditEvents.ServeHTTP))
 	}
 	mux.HandleFunc("GET /api/v1/status", guard(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.Status()) }))
 	mux.HandleFunc("GET /api/v1/drift", guard(func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,54 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestChatNamesThePeople: the daemon follows the real API server's audit log (written with the
+// platform's policy); alice's `kubectl edit` and bob's `kubectl set env X-` (a removal) reach chat
+// naming each of them.
+func TestChatNamesThePeople(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.config(t.TempDir())
+	cfg.AuditEvents = AuditEventsConfig{File: cluster.AuditLog}
+	start(t, cfg)
+
+	editor := filepath.Join(t.TempDir(), "editor.sh")
+	require.NoError(t, os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/^  replicas: 1$/  replicas: 3/' \"$1\"\n"), 0o755))
+	edit := cluster.Kubectl(context.Background(), "--context", "alice", "-n", h.p.NS("rag"), "edit", "statefulset/qdrant")
+	edit.Env = append(edit.Env, "EDITOR="+editor)
+	out, err := edit.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = cluster.Kubectl(context.Background(), "--context", "bob", "-n", h.p.NS("api"), "set", "env", "deployment/rag-api", "-c", "api", "QDRANT_URL-").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	r := h.receivers[0]
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		all := strings.Join(r.messages(), "\n")
+		if strings.Contains(all, "QDRANT") && strings.Contains(all, "qdrant") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	all := strings.Join(r.messages(), "\n---\n")
+	require.Contains(t, all, "QDRANT", "bob's removal never reached chat")
+	for _, line := range strings.Split(all, "\n") {
+		if strings.Contains(line, "spec.replicas") && strings.Contains(line, "→") {
+			assert.Contains(t, line, "alice", "qdrant's replicas without alice:\n%s", all)
+		}
+		if strings.Contains(line, "QDRANT_URL") && strings.Contains(line, "→") {
+			assert.Contains(t, line, "bob", "the removed env var without bob:\n%s", all)
+		}
+	}
+	assert.Contains(t, all, "alice")
+	assert.Contains(t, all, "bob")
+}
