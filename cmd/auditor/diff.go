@@ -222,10 +222,10 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 	fmt.Fprintf(w, "%d objects drifted, %d fields\n", n, f)
 }
 
-// person names an actor: user (as impersonated), from the audit log.
+// person names an actor from the audit log: the user, and whom they acted as (kubectl --as).
 func person(a *drift.Actor) string {
 	if a.ImpersonatedUser != "" {
-		return a.ImpersonatedUser + " (as " + a.User + ")"
+		return a.User + " (as " + a.ImpersonatedUser + ")"
 	}
 	return a.User
 }

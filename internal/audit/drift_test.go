@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -245,10 +246,25 @@ stringData:
 	out, _ := json.Marshal(rep)
 	bin := buildAuditor(t)
 	cli, _ := runAuditor(t, bin, "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig, "--app-namespace", "argocd")
+	// The API server's audit log, written with the platform's policy, has the writes but not the
+	// values (nor any service-account token).
+	auditLog, err := os.ReadFile(cluster.AuditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(auditLog), `"name":"rag-api-token"`) {
+		t.Errorf("the audit log has no event for the secret's writes")
+	}
+	if strings.Contains(string(auditLog), `"token":"ey`) {
+		t.Errorf("the audit log holds a service-account token")
+	}
 	for _, secret := range []string{gitValue, liveValue} {
 		for _, form := range []string{secret, base64.StdEncoding.EncodeToString([]byte(secret))} {
 			if strings.Contains(string(out), form) || strings.Contains(cli, form) {
 				t.Errorf("report carries a secret value (%q)", form)
+			}
+			if strings.Contains(string(auditLog), form) {
+				t.Errorf("the audit log carries a secret value (%q)", form)
 			}
 		}
 	}

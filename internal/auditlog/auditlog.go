@@ -7,6 +7,7 @@ package auditlog
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,9 +43,11 @@ type Object struct {
 // write is the part of a write event the matching uses.
 type write struct {
 	at              time.Time
-	uid             string
+	uid             string // of the object the write returned (objectRef.uid is set only for some)
 	manager         string // the fieldManager query parameter, else the user agent's program
+	subresource     string // scale for kubectl scale and the HPA
 	resourceVersion string // of the object the write returned
+	system          bool   // a Kubernetes identity (system:…: controllers, nodes, service accounts)
 	actor           drift.Actor
 	seq             uint64
 }
@@ -87,7 +90,12 @@ func (s *Store) Add(ev *auditv1.Event) {
 		ev.ObjectRef.Subresource == "status" || ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 300 {
 		return
 	}
-	w := &write{at: ev.StageTimestamp.UTC(), uid: string(ev.ObjectRef.UID), manager: manager(ev), resourceVersion: responseRV(ev),
+	rv, uid := responseMeta(ev)
+	if uid == "" {
+		uid = string(ev.ObjectRef.UID)
+	}
+	w := &write{at: ev.StageTimestamp.UTC(), uid: uid, manager: manager(ev), subresource: ev.ObjectRef.Subresource, resourceVersion: rv,
+		system: strings.HasPrefix(ev.User.Username, "system:") && ev.ImpersonatedUser == nil,
 		actor: drift.Actor{User: ev.User.Username, Groups: ev.User.Groups, SourceIPs: ev.SourceIPs, UserAgent: ev.UserAgent,
 			Verb: ev.Verb, Time: ev.StageTimestamp.UTC().Format(time.RFC3339), AuditID: string(ev.AuditID)}}
 	if ev.ImpersonatedUser != nil {
@@ -142,27 +150,28 @@ func manager(ev *auditv1.Event) string {
 			return m
 		}
 	}
-	ua := ev.UserAgent
-	if i := strings.IndexAny(ua, "/ "); i >= 0 {
+	ua := ev.UserAgent // the API server's default manager: the user agent up to its first "/"
+	if i := strings.IndexByte(ua, '/'); i >= 0 {
 		ua = ua[:i]
 	}
 	return ua
 }
 
-// responseRV is the resourceVersion of the object a write returned ("" when not logged).
-func responseRV(ev *auditv1.Event) string {
+// responseMeta is the resourceVersion and UID of the object a write returned ("" when not logged).
+func responseMeta(ev *auditv1.Event) (rv, uid string) {
 	if ev.ResponseObject == nil || len(ev.ResponseObject.Raw) == 0 {
-		return ""
+		return "", ""
 	}
 	var obj struct {
 		Metadata struct {
 			ResourceVersion string `json:"resourceVersion"`
+			UID             string `json:"uid"`
 		} `json:"metadata"`
 	}
 	if json.Unmarshal(ev.ResponseObject.Raw, &obj) != nil {
-		return ""
+		return "", ""
 	}
-	return obj.Metadata.ResourceVersion
+	return obj.Metadata.ResourceVersion, obj.Metadata.UID
 }
 
 // Live is what the matching knows of the object as it is now.
@@ -172,10 +181,12 @@ type Live struct {
 
 // Who returns the person behind field f of obj (nil when no event matches):
 //   - the write that made the live object as it is (its response carries the live
-//     resourceVersion), when its field manager is f's — or, for a removed field (no manager), when
-//     it is not the applier's;
-//   - else the write under f's manager closest in time to f's managedFields time;
-//   - else, for a removed field, the newest write to the object that is not the applier's.
+//     resourceVersion; the oldest such write, a write that changed nothing returns the same one),
+//     when its field manager and subresource are f's — or, for a removed field (no manager), when
+//     it is a person's write to the object itself (not the applier's, not a subresource's, not a
+//     Kubernetes identity's such as a controller's or a node's);
+//   - else the write under f's manager and subresource closest in time to f's managedFields time;
+//   - else, for a removed field, the newest such write by a person.
 //
 // Writes to an object of another UID (deleted and made again) are left out.
 func (s *Store) Who(obj Object, live Live, f *drift.Field, applier string) *drift.Actor {
@@ -190,9 +201,9 @@ func (s *Store) Who(obj Object, live Live, f *drift.Field, applier string) *drif
 	removed := f.Manager == ""
 	mine := func(w *write) bool {
 		if removed {
-			return w.manager != applier
+			return w.manager != applier && w.subresource == "" && !w.system
 		}
-		return w.manager == f.Manager
+		return w.manager == f.Manager && w.subresource == f.Subresource
 	}
 	pick := func(w *write, how string) *drift.Actor {
 		a := w.actor
@@ -200,9 +211,9 @@ func (s *Store) Who(obj Object, live Live, f *drift.Field, applier string) *drif
 		return &a
 	}
 	if live.ResourceVersion != "" {
-		for i := len(ws) - 1; i >= 0; i-- {
-			if ws[i].resourceVersion == live.ResourceVersion && mine(ws[i]) {
-				return pick(ws[i], "resourceVersion")
+		for _, w := range ws {
+			if w.resourceVersion == live.ResourceVersion && mine(w) {
+				return pick(w, "resourceVersion")
 			}
 		}
 	}
@@ -255,6 +266,7 @@ func (f File) Load(ctx context.Context, s *Store) error {
 func readLines(ctx context.Context, r io.Reader, name string, s *Store) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	sc.Split(completeLines)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -275,6 +287,18 @@ func readLines(ctx context.Context, r io.Reader, name string, s *Store) error {
 		return fmt.Errorf("audit log %s:%d: %w", name, line, err)
 	}
 	return nil
+}
+
+// completeLines splits at newlines and drops a last line without one: the API server may be
+// writing it.
+func completeLines(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF {
+		return len(data), nil, nil
+	}
+	return 0, nil, nil
 }
 
 // Handler receives kube-apiserver's webhook backend: POSTed EventLists (batch mode) are added to
@@ -299,13 +323,14 @@ func Handler(s *Store) http.Handler {
 }
 
 // Follow reads the file as kube-apiserver appends to it, every interval until ctx ends: new
-// complete lines are added to s. A file that shrank (rotated: --audit-log-maxsize) is read again
-// from its start. Errors are passed to onErr (nil: ignored) and the file is tried again.
+// complete lines are added to s (a line still being written is read at the next poll). A file
+// that shrank (rotated: --audit-log-maxsize) is read again from its start. A line that is not an
+// event is skipped and reported to onErr (nil: ignored), as are errors opening the file, which is
+// tried again at the next poll.
 func (f File) Follow(ctx context.Context, s *Store, interval time.Duration, onErr func(error)) {
 	var offset int64
-	var partial []byte
 	for {
-		if err := f.readFrom(ctx, s, &offset, &partial); err != nil && onErr != nil {
+		if err := f.readFrom(ctx, s, &offset, onErr); err != nil && onErr != nil {
 			onErr(err)
 		}
 		select {
@@ -316,7 +341,8 @@ func (f File) Follow(ctx context.Context, s *Store, interval time.Duration, onEr
 	}
 }
 
-func (f File) readFrom(ctx context.Context, s *Store, offset *int64, partial *[]byte) error {
+// readFrom adds the complete lines from *offset on, advancing it past each line read.
+func (f File) readFrom(ctx context.Context, s *Store, offset *int64, onErr func(error)) error {
 	fh, err := os.Open(f.Path)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
@@ -327,22 +353,29 @@ func (f File) readFrom(ctx context.Context, s *Store, offset *int64, partial *[]
 		return fmt.Errorf("audit log: %w", err)
 	}
 	if st.Size() < *offset { // rotated
-		*offset, *partial = 0, nil
+		*offset = 0
 	}
 	if _, err := fh.Seek(*offset, io.SeekStart); err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
-	data, err := io.ReadAll(io.LimitReader(fh, 256<<20))
-	if err != nil {
-		return fmt.Errorf("audit log: %w", err)
+	r := bufio.NewReaderSize(fh, 1<<20)
+	for ctx.Err() == nil {
+		line, err := r.ReadBytes('\n')
+		if err != nil { // EOF: a partial line waits for its newline
+			return nil
+		}
+		*offset += int64(len(line))
+		var ev auditv1.Event
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(line, &ev); err != nil {
+			if onErr != nil {
+				onErr(fmt.Errorf("audit log %s at byte %d: %w", f.Path, *offset-int64(len(line)), err))
+			}
+			continue
+		}
+		s.Add(&ev)
 	}
-	*offset += int64(len(data))
-	data = append(*partial, data...)
-	end := strings.LastIndexByte(string(data), '\n')
-	if end < 0 {
-		*partial = data
-		return nil
-	}
-	*partial = append([]byte(nil), data[end+1:]...)
-	return readLines(ctx, strings.NewReader(string(data[:end+1])), f.Path, s)
+	return ctx.Err()
 }

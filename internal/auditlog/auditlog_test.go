@@ -123,3 +123,33 @@ func TestSources(t *testing.T) {
 func authUser(name string) authnv1.UserInfo {
 	return authnv1.UserInfo{Username: name, Groups: []string{"platform-oncall"}}
 }
+
+// TestFollowReadsCompleteLinesAsTheyCome: a line still being written is read once its newline
+// is; a bad line is skipped and reported, the lines after it are read.
+func TestFollowReadsCompleteLinesAsTheyCome(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	one, err := json.Marshal(event("alice", "patch", "kubectl-edit", "", "1", t0))
+	require.NoError(t, err)
+	two, err := json.Marshal(event("bob", "patch", "kubectl-set", "", "2", t0))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "audit.log")
+	require.NoError(t, os.WriteFile(path, append(append(one, '\n'), two[:20]...), 0o600))
+	s := NewStore(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, 10)
+	go File{Path: path}.Follow(ctx, s, 10*time.Millisecond, func(err error) { errs <- err })
+	require.Eventually(t, func() bool { return s.Len() == 1 }, 5*time.Second, 10*time.Millisecond)
+	fh, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = fh.Write(append(append(two[20:], '\n'), []byte("not json\n"+string(one)+"\n")...))
+	require.NoError(t, err)
+	require.NoError(t, fh.Close())
+	require.Eventually(t, func() bool { return s.Len() == 3 }, 5*time.Second, 10*time.Millisecond)
+	select {
+	case err := <-errs:
+		assert.Contains(t, err.Error(), path)
+	default:
+		t.Error("the bad line was not reported")
+	}
+}

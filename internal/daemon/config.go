@@ -245,6 +245,9 @@ func (c *Config) validate() error {
 	if len(c.Envs) == 0 {
 		return fmt.Errorf("envs: at least one environment is required")
 	}
+	if c.AuditEvents.Webhook && c.API.Auth != "" && c.API.Auth != APIAuthKubernetes {
+		return fmt.Errorf("auditEvents.webhook needs api.auth: kubernetes (kube-apiserver's webhook with an identity of its own, allowed to create audit-events.%s): with a shared token or none, whoever reaches the API could post events naming anyone", APIGroup)
+	}
 	if c.RepoAuth.URL != "" {
 		return fmt.Errorf("repoAuth: url is repo's; leave it out")
 	}

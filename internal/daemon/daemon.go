@@ -13,7 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,11 +57,12 @@ type Daemon struct {
 	auditor   *audit.Auditor  // kept while repo and cache are: its schema and render caches persist
 	people    *auditlog.Store // audit events, when configured
 	peopleMu  sync.Mutex
-	firstSeen map[string]time.Time // unattributed fields without a time: when first seen
-	hmacKey   []byte               // keys the HMACs that stand for Secret values in reports
-	saveMu    sync.Mutex           // one tracker save at a time
-	rendered  int                  // renders kustomize ran, as of the last full audit
-	lastFull  time.Time            // when every env was last audited in full
+	firstSeen map[string]time.Time     // fields without a person yet: when first seen
+	held      map[string]*drift.Report // per env, the report held back waiting for people
+	hmacKey   []byte                   // keys the HMACs that stand for Secret values in reports
+	saveMu    sync.Mutex               // one tracker save at a time
+	rendered  int                      // renders kustomize ran, as of the last full audit
+	lastFull  time.Time                // when every env was last audited in full
 
 	scheduleWake []chan struct{} // one per schedule runner: a revision was fetched
 
@@ -208,32 +211,33 @@ func (d *Daemon) awaitPeople(rep *drift.Report) bool {
 	now := time.Now()
 	d.peopleMu.Lock()
 	if d.firstSeen == nil {
-		d.firstSeen = map[string]time.Time{}
+		d.firstSeen, d.held = map[string]time.Time{}, map[string]*drift.Report{}
 	}
-	for k, t := range d.firstSeen {
-		if now.Sub(t) > 2*peopleWait {
-			delete(d.firstSeen, k)
-		}
-	}
+	present := map[string]bool{}
 	var wait []drift.Ref
 	for i := range rep.Objects {
 		o := &rep.Objects[i]
+		hold := false
 		for _, f := range o.Fields {
 			if f.Actor != nil {
 				continue
 			}
-			t, err := time.Parse(time.RFC3339, f.Time)
-			if err != nil { // a removal nobody was named for: from when the daemon first saw it
-				k := rep.Env + "|" + o.Kind + "|" + o.Namespace + "|" + o.Name + "|" + f.Path
-				if _, ok := d.firstSeen[k]; !ok {
-					d.firstSeen[k] = now
-				}
-				t = d.firstSeen[k]
+			// From when the daemon first saw the field without a person (not managedFields' time,
+			// which a writer that keeps writing keeps fresh).
+			k := rep.Env + "|" + o.Kind + "|" + o.Namespace + "|" + o.Name + "|" + f.Path
+			present[k] = true
+			if _, ok := d.firstSeen[k]; !ok {
+				d.firstSeen[k] = now
 			}
-			if now.Sub(t) < peopleWait {
-				wait = append(wait, drift.RefOfObject(o))
-				break
-			}
+			hold = hold || now.Sub(d.firstSeen[k]) < peopleWait
+		}
+		if hold {
+			wait = append(wait, drift.RefOfObject(o))
+		}
+	}
+	for k := range d.firstSeen { // forget fields of this env that are gone
+		if strings.HasPrefix(k, rep.Env+"|") && !present[k] {
+			delete(d.firstSeen, k)
 		}
 	}
 	d.peopleMu.Unlock()
@@ -246,6 +250,41 @@ func (d *Daemon) awaitPeople(rep *drift.Report) bool {
 		}
 	})
 	return true
+}
+
+// vanished returns the drift of held (a report held back) that cur no longer has: whole objects,
+// or the fields of an object cur still lists.
+func vanished(held, cur *drift.Report) []drift.Object {
+	if held == nil {
+		return nil
+	}
+	now := map[string]map[string]bool{}
+	for _, o := range cur.Objects {
+		fs := map[string]bool{}
+		for _, f := range o.Fields {
+			fs[f.Path] = true
+		}
+		now[o.Kind+"|"+o.Namespace+"|"+o.Name] = fs
+	}
+	var out []drift.Object
+	for _, o := range held.Objects {
+		fs, ok := now[o.Kind+"|"+o.Namespace+"|"+o.Name]
+		if !ok {
+			out = append(out, o)
+			continue
+		}
+		gone := o
+		gone.Fields = nil
+		for _, f := range o.Fields {
+			if !fs[f.Path] {
+				gone.Fields = append(gone.Fields, f)
+			}
+		}
+		if len(gone.Fields) > 0 {
+			out = append(out, gone)
+		}
+	}
+	return out
 }
 
 // resolve says who set a resolved item's field back, from the watch's copy of the object.
@@ -570,7 +609,23 @@ func (d *Daemon) announce(rep *drift.Report) {
 		return
 	}
 	if d.awaitPeople(rep) {
+		d.peopleMu.Lock()
+		d.held[rep.Env] = rep
+		d.peopleMu.Unlock()
 		return
+	}
+	d.peopleMu.Lock()
+	held := d.held[rep.Env]
+	delete(d.held, rep.Env)
+	d.peopleMu.Unlock()
+	if gone := vanished(held, rep); len(gone) > 0 {
+		// Drift that came and went while it waited for its person (Argo CD's selfHeal): it is
+		// announced, then resolved, like any other.
+		seen := *rep
+		seen.Objects = append(slices.Clone(rep.Objects), gone...)
+		if err := d.notifier.Observe(&seen); err != nil {
+			d.log.Error("track drift", "env", rep.Env, "err", err)
+		}
 	}
 	if err := d.notifier.Observe(rep); err != nil {
 		d.log.Error("track drift", "env", rep.Env, "err", err)

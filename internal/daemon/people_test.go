@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llm-gitops/platform/internal/drift"
 )
 
 // TestChatNamesThePeople: the daemon follows the real API server's audit log (written with the
@@ -51,4 +53,22 @@ func TestChatNamesThePeople(t *testing.T) {
 	}
 	assert.Contains(t, all, "alice")
 	assert.Contains(t, all, "bob")
+}
+
+// TestVanishedDriftIsStillAnnounced: drift held back for its person and gone by the next report
+// (reverted by selfHeal meanwhile) is handed on, whole objects and single fields alike.
+func TestVanishedDriftIsStillAnnounced(t *testing.T) {
+	obj := func(name string, paths ...string) drift.Object {
+		o := drift.Object{Kind: "StatefulSet", Namespace: "llm-rag", Name: name, Status: drift.Modified}
+		for _, p := range paths {
+			o.Fields = append(o.Fields, drift.Field{Path: p})
+		}
+		return o
+	}
+	held := &drift.Report{Env: "prod", Objects: []drift.Object{obj("qdrant", ".spec.replicas"), obj("pg", ".spec.replicas", ".metadata.labels.x")}}
+	cur := &drift.Report{Env: "prod", Objects: []drift.Object{obj("pg", ".spec.replicas")}}
+	got := vanished(held, cur)
+	assert.Equal(t, []drift.Object{obj("qdrant", ".spec.replicas"), obj("pg", ".metadata.labels.x")}, got)
+	assert.Empty(t, vanished(nil, cur))
+	assert.Empty(t, vanished(cur, cur))
 }

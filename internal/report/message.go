@@ -134,7 +134,7 @@ func fieldWriterText(f drift.Field) string {
 	if a := f.Actor; a != nil {
 		user := a.User
 		if a.ImpersonatedUser != "" {
-			user = a.ImpersonatedUser + " (as " + a.User + ")"
+			user = a.User + " (as " + a.ImpersonatedUser + ")"
 		}
 		if f.Manager == "" {
 			return user + " (" + a.Verb + " at " + a.Time + ", from the audit log)"
