@@ -68,6 +68,7 @@ kubeconfig: $KUBECONFIG
 listen: 127.0.0.1:$dport
 stateDir: $work/state
 foldWindow: 2s
+auditEvents: {file: $cluster/audit.log}   # the API server's audit log: who made each edit
 sinks:
   - name: oncall
     mattermost: {urlFile: $work/mm-url}
@@ -77,21 +78,21 @@ pids+=($!)
 for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$dport/readyz" >/dev/null && break; sleep 0.1; done
 echo "daemon ready: first audit done, prod in sync, nothing posted"
 
-step "3. Manual edits with the real kubectl"
+step "3. Manual edits with the real kubectl, by alice and bob (token users of the local cluster)"
 printf '#!/bin/sh\nsed -i "s/^  replicas: 1$/  replicas: 3/" "$1"\n' > "$work/editor" && chmod +x "$work/editor"
-echo '$ kubectl -n llm-rag edit statefulset qdrant      (an editor script turns replicas 1 into 3)'
-EDITOR="$work/editor" kubectl -n llm-rag edit statefulset qdrant
-echo '$ kubectl -n llm-api set env deployment/rag-api LOG_LEVEL=debug'
-kubectl -n llm-api set env deployment/rag-api LOG_LEVEL=debug
+echo '$ kubectl --context alice -n llm-rag edit statefulset qdrant      (an editor script turns replicas 1 into 3)'
+EDITOR="$work/editor" kubectl --context alice -n llm-rag edit statefulset qdrant
+echo '$ kubectl --context bob -n llm-api set env deployment/rag-api LOG_LEVEL=debug'
+kubectl --context bob -n llm-api set env deployment/rag-api LOG_LEVEL=debug
 chat 1 "Resolved in prod"
 echo "chat (Argo CD's selfHeal put qdrant back; the daemon says who and how fast):"
 sed -n '/┌──/,$p' "$work/chat.log" | grep -vE 'argocd app sync|auditor render|kubectl apply|^│ *$|```|^│ [-+@ ]|diff --git|^│ (index|---|[+][+][+])' | head -40 | sed 's/^/  /'
 echo "Argo CD's view of rag-api (an added env var is outside what its diff compares):"
 kubectl -n argocd get application llm-prod -o jsonpath='{range .status.resources[?(@.name=="rag-api")]}  {.kind} {.name}: {.status}{"\n"}{end}'
 
-step "4. auditor diff --env prod: what Git says against what runs, and who changed it"
+step "4. auditor diff --env prod --audit-log: what Git says against what runs, and who changed it"
 set +e
-bin/auditor diff --env prod --repo "$repo" --kubeconfig "$KUBECONFIG"
+bin/auditor diff --env prod --repo "$repo" --kubeconfig "$KUBECONFIG" --audit-log "$cluster/audit.log"
 code=$?
 set -e
 echo "(exit code $code: 0 in sync, 1 drift, >1 error)"
