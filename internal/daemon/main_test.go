@@ -24,7 +24,7 @@ import (
 var cluster *testcluster.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(testcluster.Main(m, testcluster.Options{}, &cluster))
+	os.Exit(testcluster.Main(m, testcluster.Options{AuditWebhook: true}, &cluster))
 }
 
 // receiver is a real HTTP chat endpoint on loopback that records payloads and can fail on demand.

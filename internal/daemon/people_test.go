@@ -72,3 +72,44 @@ func TestVanishedDriftIsStillAnnounced(t *testing.T) {
 	assert.Empty(t, vanished(nil, cur))
 	assert.Empty(t, vanished(cur, cur))
 }
+
+// TestWebhookFedDaemonNamesThePerson: kube-apiserver's own audit webhook backend (batch mode,
+// posting with an identity allowed to create audit-events.auditor.platform.llm, checked by the
+// daemon with a TokenReview and a SubjectAccessReview) feeds the daemon; alice's edit reaches chat
+// with her name.
+func TestWebhookFedDaemonNamesThePerson(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.config(t.TempDir())
+	cfg.API = APIConfig{Auth: APIAuthKubernetes}
+	cfg.AuditEvents = AuditEventsConfig{Webhook: true}
+	require.NoError(t, cfg.validate())
+	d := start(t, cfg)
+	require.NoError(t, cluster.SetAuditWebhook("http://"+d.d.Addr()+"/api/v1/audit-events"))
+	t.Cleanup(func() { _ = cluster.SetAuditWebhook("") })
+
+	editor := filepath.Join(t.TempDir(), "editor.sh")
+	require.NoError(t, os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/^  replicas: 1$/  replicas: 3/' \"$1\"\n"), 0o755))
+	edit := cluster.Kubectl(context.Background(), "--context", "alice", "-n", h.p.NS("rag"), "edit", "statefulset/qdrant")
+	edit.Env = append(edit.Env, "EDITOR="+editor)
+	out, err := edit.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	msgs := h.receivers[0].waitMessages(t, 1, 30*time.Second)
+	assert.Contains(t, msgs[0], "qdrant")
+	assert.Contains(t, msgs[0], "alice", "the webhook's event named her:\n%s\ndaemon log:\n%s\napiserver log:\n%s", msgs[0], grep(d.log.String(), "audit"), tailLog(cluster.Dir, "kube-apiserver.log"))
+}
+
+func tailLog(dir, name string) string {
+	data, _ := os.ReadFile(filepath.Join(dir, name))
+	lines := strings.Split(string(data), "\n")
+	var out []string
+	for _, l := range lines {
+		if strings.Contains(l, "webhook") || strings.Contains(l, "audit") {
+			out = append(out, l)
+		}
+	}
+	if len(out) > 20 {
+		out = out[len(out)-20:]
+	}
+	return strings.Join(out, "\n")
+}

@@ -60,6 +60,9 @@ type Options struct {
 	// to them; ArgoCD runs Argo CD's application controller, repo-server and a Redis (it needs
 	// the CRDs). Both want Scheduler and ControllerManager for Pods to exist and be placed.
 	Kwok, ArgoCD bool
+	// AuditWebhook also sends the API server's audit events to its webhook backend (batch mode,
+	// 1 s batches), through a relay SetAuditWebhook points at a receiver. Not with Detach.
+	AuditWebhook bool
 	// Detach starts processes in their own session so they outlive the caller (make cluster-up).
 	Detach bool
 	// Log receives progress lines; nil discards them.
@@ -84,6 +87,7 @@ type Cluster struct {
 	tempDir bool
 	procs   []*process
 	bins    Binaries
+	relay   *auditRelay
 }
 
 // State is what a detached cluster records in Dir/cluster.json.
@@ -147,11 +151,12 @@ func (c *Cluster) start(ctx context.Context) error {
 	for _, p := range People {
 		tokens += fmt.Sprintf("%s,%s,%s-uid,\"%s\"\n", p.Token, p.Name, p.Name, strings.Join(p.Groups, ","))
 	}
+	tokens += fmt.Sprintf("%s,%s,%s-uid\n", AuditWebhookToken, AuditWebhookUser, AuditWebhookUser)
 	tokenFile := filepath.Join(c.Dir, "tokens.csv")
 	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
 		return fmt.Errorf("write token file: %w", err)
 	}
-	ports, err := freePorts(10)
+	ports, err := freePorts(11)
 	if err != nil {
 		return err
 	}
@@ -197,9 +202,16 @@ func (c *Cluster) start(ctx context.Context) error {
 		// JSON lines where the auditor can read them.
 		"--audit-policy-file=" + policy, "--audit-log-path=" + c.AuditLog, "--audit-log-format=json",
 		"--audit-log-maxsize=100",
-		"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
-		"--v=0",
 	}
+	if c.opts.AuditWebhook && !c.opts.Detach {
+		kc, err := c.startAuditRelay(ports[10], keys)
+		if err != nil {
+			return err
+		}
+		c.apiArgs = append(c.apiArgs, "--audit-webhook-config-file="+kc, "--audit-webhook-mode=batch",
+			"--audit-webhook-batch-max-wait=1s")
+	}
+	c.apiArgs = append(c.apiArgs, "--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"), "--v=0")
 	api, err := startProcess(c.Dir, "kube-apiserver", c.bins.APIServer, c.apiArgs, nil, c.opts.Detach)
 	if err != nil {
 		return err
@@ -242,6 +254,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 	}
 	if err := c.bindPeople(ctx); err != nil {
+		return err
+	}
+	if err := c.bindAuditWebhook(ctx); err != nil {
 		return err
 	}
 	if c.opts.Kwok {
@@ -306,6 +321,9 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) erro
 
 // Stop ends every process (SIGTERM, then SIGKILL) and removes a temporary state directory.
 func (c *Cluster) Stop() {
+	if c.relay != nil {
+		_ = c.relay.srv.Close()
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		c.procs[i].stop(10 * time.Second)
 	}
