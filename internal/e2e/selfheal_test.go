@@ -108,6 +108,10 @@ func (c *chat) wait(t *testing.T, what string, ok func(string) bool) {
 func settle(t *testing.T, f *testfixture.Platform, c *chat, name string) {
 	t.Helper()
 	f.Kubectl("-n", f.NS("api"), "create", "configmap", name, "--from-literal=k=v")
+	// Argo CD does not track it, and the namespace outlives the fixture (Delete=false): go with the test.
+	t.Cleanup(func() {
+		_, _ = cluster.Kubectl(context.Background(), "-n", f.NS("api"), "delete", "configmap", name).CombinedOutput()
+	})
 	c.wait(t, "message about "+name, func(m string) bool { return strings.Contains(m, name) })
 }
 

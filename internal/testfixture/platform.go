@@ -68,7 +68,7 @@ func NewWith(t testing.TB, c *testcluster.Cluster, root string, opts Options) *P
 	if opts.Env == "" {
 		opts.Env = "prod"
 	}
-	f := &Platform{t: t, cluster: c, Prefix: fmt.Sprintf("t%04x", rand.Uint32()&0xffff), Dir: t.TempDir(), Env: opts.Env, opts: opts}
+	f := &Platform{t: t, cluster: c, Prefix: fmt.Sprintf("t%06x", rand.Uint32()&0xffffff), Dir: t.TempDir(), Env: opts.Env, opts: opts}
 	for _, top := range []string{"base", "components", "overlays", "apps"} {
 		err := filepath.Walk(filepath.Join(root, top), func(p string, info os.FileInfo, err error) error {
 			if err != nil || info.IsDir() {
