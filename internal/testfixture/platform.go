@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -68,7 +70,7 @@ func NewWith(t testing.TB, c *testcluster.Cluster, root string, opts Options) *P
 	if opts.Env == "" {
 		opts.Env = "prod"
 	}
-	f := &Platform{t: t, cluster: c, Prefix: fmt.Sprintf("t%06x", rand.Uint32()&0xffffff), Dir: t.TempDir(), Env: opts.Env, opts: opts}
+	f := &Platform{t: t, cluster: c, Prefix: freePrefix(t, c), Dir: t.TempDir(), Env: opts.Env, opts: opts}
 	for _, top := range []string{"base", "components", "overlays", "apps"} {
 		err := filepath.Walk(filepath.Join(root, top), func(p string, info os.FileInfo, err error) error {
 			if err != nil || info.IsDir() {
@@ -103,6 +105,26 @@ func NewWith(t testing.TB, c *testcluster.Cluster, root string, opts Options) *P
 	}
 	f.Sync(f.Head)
 	return f
+}
+
+// freePrefix draws a prefix no namespace of the cluster has yet: a fixture's namespaces outlive it
+// (they are marked Delete=false, so Argo CD keeps them when it deletes the Application).
+func freePrefix(t testing.TB, c *testcluster.Cluster) string {
+	t.Helper()
+	cs, err := c.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p := fmt.Sprintf("t%06x", rand.Uint32()&0xffffff)
+		_, err := cs.CoreV1().Namespaces().Get(context.Background(), p+"-llm-api", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return p
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // Write writes a file of the repository (not committed).
