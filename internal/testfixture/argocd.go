@@ -24,15 +24,7 @@ import (
 // need Argo CD to leave them in place), or is removed for ManualSync.
 func (f *Platform) createApplication() {
 	f.t.Helper()
-	data, err := os.ReadFile(filepath.Join(f.Dir, "apps", f.Env, "llm-"+f.Env+".yaml"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var app map[string]any
-	if err := yaml.Unmarshal(data, &app); err != nil {
-		f.t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{Object: app}
+	u := f.applicationManifest()
 	must(f.t, unstructured.SetNestedField(u.Object, "file://"+f.Dir, "spec", "source", "repoURL"))
 	if f.opts.ManualSync {
 		unstructured.RemoveNestedField(u.Object, "spec", "syncPolicy", "automated")
@@ -68,6 +60,20 @@ func (f *Platform) deleteApplication() {
 	if err != nil {
 		f.t.Logf("Application %s not gone after 3 min: %v", f.App(), err)
 	}
+}
+
+// applicationManifest reads the env's Application from the fixture's apps/ tree.
+func (f *Platform) applicationManifest() *unstructured.Unstructured {
+	f.t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.Dir, "apps", f.Env, "llm-"+f.Env+".yaml"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var app map[string]any
+	if err := yaml.Unmarshal(data, &app); err != nil {
+		f.t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: app}
 }
 
 func must(t interface{ Fatal(...any) }, err error) {

@@ -16,7 +16,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
@@ -220,15 +219,7 @@ func (f *Platform) Sync(rev string) {
 	if err := f.syncer.Sync(ctx, f.App(), res.Objects, false); err != nil {
 		f.t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(f.Dir, "apps", f.Env, "llm-"+f.Env+".yaml"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var app map[string]any
-	if err := yaml.Unmarshal(data, &app); err != nil {
-		f.t.Fatal(err)
-	}
-	if err := f.syncer.RecordSync(ctx, &unstructured.Unstructured{Object: app}, "file://"+f.Dir, rev); err != nil {
+	if err := f.syncer.RecordSync(ctx, f.applicationManifest(), "file://"+f.Dir, rev); err != nil {
 		f.t.Fatal(err)
 	}
 }
