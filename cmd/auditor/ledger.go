@@ -134,22 +134,16 @@ func printRecords(w io.Writer, recs []ledger.Record) error {
 		}
 		subject := r.Subject
 		if r.Reverts != "" {
-			subject = "reverts " + shortSHA(r.Reverts) + ": " + subject
+			subject = "reverts " + gitrepo.Short(r.Reverts) + ": " + subject
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%%\t%d\t%s\t%s\n", r.ID, r.CommittedAt.UTC().Format(time.RFC3339),
-			r.Env, kind, r.Model, r.Deployment, r.Version, pct(r.SharePercent), r.Replicas, shortSHA(r.Revision), subject)
+			r.Env, kind, r.Model, r.Deployment, r.Version, pct(r.SharePercent), r.Replicas, gitrepo.Short(r.Revision), subject)
 	}
 	return tw.Flush()
 }
 
 func pct(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
-}
 
 // parseTime accepts RFC 3339, "2006-01-02 15:04[:05]" and "2006-01-02" (UTC), or "now".
 func parseTime(s string) (time.Time, error) {
@@ -200,14 +194,14 @@ minimum replicas.`,
 			w := cmd.OutOrStdout()
 			rev := "no record at or before that time"
 			if served.Revision != "" {
-				rev = "revision " + shortSHA(served.Revision)
+				rev = "revision " + gitrepo.Short(served.Revision)
 			}
 			fmt.Fprintf(w, "%s at %s (%s)\n", env, served.At.UTC().Format(time.RFC3339), rev)
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "MODEL\tDEPLOYMENT\tVERSION\tSHARE\tREPLICAS\tWEIGHTS\tIMAGE")
 			for _, m := range served.Models {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s%%\t%d\t%s@%s\t%s\n", m.Model, m.Deployment, m.Version, pct(m.SharePercent),
-					m.Replicas, m.WeightsURI, shortSHA(m.WeightsRevision), m.Image)
+					m.Replicas, m.WeightsURI, gitrepo.Short(m.WeightsRevision), m.Image)
 			}
 			return tw.Flush()
 		},
@@ -357,7 +351,7 @@ existing ledger is only overwritten with --force.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ledger up to date (%d records)\n", ledger.Path(env), len(recs))
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d records, commit %s\n", ledger.Path(env), len(recs), shortSHA(res.Commit))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d records, commit %s\n", ledger.Path(env), len(recs), gitrepo.Short(res.Commit))
 			return nil
 		},
 	}
@@ -403,7 +397,7 @@ p50/p95, error rate = aborted / finished requests) from the Prometheus HTTP API.
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: up to date\n", ledger.Path(env))
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d records appended, commit %s\n", ledger.Path(env), res.Appended, shortSHA(res.Result.Commit))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d records appended, commit %s\n", ledger.Path(env), res.Appended, gitrepo.Short(res.Result.Commit))
 			return nil
 		},
 	}

@@ -81,7 +81,7 @@ revert changed, in a following commit of auditor-bot.`,
 				if res.Revert.NoChange {
 					fmt.Fprintf(w, "%s is already reverted on %s\n", args[0], branch)
 				} else {
-					fmt.Fprintf(w, "reverted %s: commit %s on %s (%d attempt(s))\n", args[0], shortSHA(res.Revert.Commit), branch, res.Revert.Attempts)
+					fmt.Fprintf(w, "reverted %s: commit %s on %s (%d attempt(s))\n", args[0], gitrepo.Short(res.Revert.Commit), branch, res.Revert.Attempts)
 				}
 				if len(records) > 0 {
 					if perr := printRecords(w, records); perr != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/gitrepo"
 )
 
 // argoVerdicts puts Argo CD's own verdict beside each drifted object and explains where the two
@@ -25,7 +26,7 @@ import (
 // Argo CD's diff runs in-process. Each verdict says which one it is.
 func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*unstructured.Unstructured, overrides map[string]v1alpha1.ResourceOverride, opts *drift.Options, rep *drift.Report) error {
 	if st := app.Status; st != nil && (st.Revision != rep.Revision || st.Error != "") {
-		note := "Argo CD's status compares " + short(st.Revision) + ", not the synced revision audited: no verdict"
+		note := "Argo CD's status compares " + gitrepo.Short(st.Revision) + ", not the synced revision audited: no verdict"
 		if st.Error != "" {
 			note = "Argo CD could not compare (" + st.Error + "): no verdict"
 		}
@@ -180,12 +181,6 @@ func onlyAdded(o *drift.Object) bool {
 
 func key(kind, ns, name string) string { return strings.Join([]string{kind, ns, name}, "/") }
 
-func short(rev string) string {
-	if len(rev) > 8 {
-		return rev[:8]
-	}
-	return rev
-}
 
 // lastWrittenByApplier says whether the newest write to the live object of d (status writes
 // aside) was the applier's.

@@ -163,3 +163,11 @@ func (r *Repo) IsAncestor(ancestor, descendant string) (bool, error) {
 	}
 	return a.IsAncestor(d)
 }
+
+// Short abbreviates a commit SHA to 12 hex digits, as people quote it.
+func Short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}

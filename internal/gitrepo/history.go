@@ -289,3 +289,18 @@ func readFileAt(t *object.Tree, path string) ([]byte, bool, error) {
 	b, err := io.ReadAll(rd)
 	return b, err == nil, err
 }
+
+// CommitOf returns the commit rev names (see Resolve).
+func (r *Repo) CommitOf(rev string) (Commit, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	hash, err := r.resolve(rev)
+	if err != nil {
+		return Commit{}, err
+	}
+	c, err := r.repo.CommitObject(plumbing.NewHash(hash))
+	if err != nil {
+		return Commit{}, fmt.Errorf("commit %s: %w", hash, err)
+	}
+	return toCommit(c), nil
+}

@@ -133,7 +133,7 @@ func Append(ctx context.Context, remote *gitrepo.Remote, req AppendRequest) (res
 			return map[string][]byte{file: append(next, tail...)}, nil
 		},
 	}
-	ureq.Message = fmt.Sprintf("ledger(%s): model records up to %s", req.Env, short(synced))
+	ureq.Message = fmt.Sprintf("ledger(%s): model records up to %s", req.Env, gitrepo.Short(synced))
 	res, err = remote.Update(ctx, ureq)
 	if err != nil || res.NoChange {
 		return res, 0, err
@@ -343,9 +343,3 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
-}

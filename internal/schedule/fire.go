@@ -192,7 +192,7 @@ func (s *Schedule) Fire(ctx context.Context, remote *gitrepo.Remote, peak string
 				}
 				data, ok := snap.Files[p.Target.Path]
 				if !ok {
-					return nil, fmt.Errorf("target file %s not found at %s", p.Target.Path, short(snap.Revision))
+					return nil, fmt.Errorf("target file %s not found at %s", p.Target.Path, gitrepo.Short(snap.Revision))
 				}
 				out, from, line, err := setField(data, p.Target, p.Warm)
 				if err != nil {

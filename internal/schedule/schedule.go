@@ -198,7 +198,7 @@ func Load(snap *gitrepo.Snapshot, env string) (*Schedule, error) {
 	file := Path(env)
 	data, ok := snap.Files[file]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s at %s", ErrNoSchedule, file, short(snap.Revision))
+		return nil, fmt.Errorf("%w: %s at %s", ErrNoSchedule, file, gitrepo.Short(snap.Revision))
 	}
 	s, err := Parse(file, data)
 	if err != nil {
@@ -210,12 +210,6 @@ func Load(snap *gitrepo.Snapshot, env string) (*Schedule, error) {
 	return s, nil
 }
 
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
-}
 
 // parser collects errors with positions.
 type parser struct {
