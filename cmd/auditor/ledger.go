@@ -144,7 +144,6 @@ func printRecords(w io.Writer, recs []ledger.Record) error {
 
 func pct(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-
 // parseTime accepts RFC 3339, "2006-01-02 15:04[:05]" and "2006-01-02" (UTC), or "now".
 func parseTime(s string) (time.Time, error) {
 	if s == "now" {

@@ -181,7 +181,6 @@ func onlyAdded(o *drift.Object) bool {
 
 func key(kind, ns, name string) string { return strings.Join([]string{kind, ns, name}, "/") }
 
-
 // lastWrittenByApplier says whether the newest write to the live object of d (status writes
 // aside) was the applier's.
 func (a *Auditor) lastWrittenByApplier(d *unstructured.Unstructured, applier string) bool {

@@ -82,6 +82,16 @@ type Config struct {
 	NoDefaultControllers bool               `json:"noDefaultControllers,omitempty"`
 	// AuditEvents names the people behind drift from the API server's audit events.
 	AuditEvents AuditEventsConfig `json:"auditEvents,omitempty"`
+	// Episodes bounds the drift history kept in the state dir.
+	Episodes EpisodesConfig `json:"episodes,omitempty"`
+}
+
+// EpisodesConfig bounds the ended drift episodes kept (open ones are always kept).
+type EpisodesConfig struct {
+	// Keep is how many ended episodes are kept (default episode.DefaultKeep).
+	Keep int `json:"keep,omitempty"`
+	// MaxAge drops ended episodes older than this (default episode.DefaultMaxAge, 30 days).
+	MaxAge Duration `json:"maxAge,omitempty"`
 }
 
 // AuditEventsConfig says where audit events come from (either or both).

@@ -32,6 +32,7 @@ import (
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/episode"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
@@ -56,6 +57,7 @@ type Daemon struct {
 	hooked    map[cache.SharedIndexInformer]bool
 	auditor   *audit.Auditor  // kept while repo and cache are: its schema and render caches persist
 	people    *auditlog.Store // audit events, when configured
+	episodes  *episode.Book   // drift episodes, saved in the state dir
 	peopleMu  sync.Mutex
 	firstSeen map[string]time.Time     // fields without a person yet: when first seen
 	held      map[string]*drift.Report // per env, the report held back waiting for people
@@ -147,6 +149,9 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		return nil, err
 	}
 	d.hmacKey = key
+	if d.episodes, err = loadEpisodes(cfg); err != nil {
+		return nil, err
+	}
 	d.tracker = report.NewTracker()
 	if data, err := os.ReadFile(d.trackerFile()); err == nil {
 		if err := json.Unmarshal(data, d.tracker); err != nil {
@@ -287,23 +292,37 @@ func vanished(held, cur *drift.Report) []drift.Object {
 	return out
 }
 
-// resolve says who set a resolved item's field back, from the watch's copy of the object.
+// resolve says how a resolved item ended: from its episode, else from the watch's copy of the
+// object (who set the field back).
 func (d *Daemon) resolve(it report.Item, revision string) *report.Resolution {
-	d.mu.RLock()
-	c := d.cache
-	d.mu.RUnlock()
-	if c == nil {
-		return nil
+	path := ""
+	if f := it.Field(); f != nil {
+		path = f.Path
 	}
-	gv, err := schema.ParseGroupVersion(it.Object.APIVersion)
-	if err != nil {
-		return nil
+	o := it.Object
+	if e, ok := d.episodes.LastEnded(episode.Identity(it.Env, o.APIVersion, o.Kind, o.Namespace, o.Name, path)); ok {
+		return report.ResolutionOf(e)
 	}
-	live, ok := c.Get(gv.WithKind(it.Object.Kind), it.Object.Namespace, it.Object.Name)
+	live, ok := d.liveObject(o.APIVersion, o.Kind, o.Namespace, o.Name)
 	if !ok {
 		return nil
 	}
 	return report.Resolve(it, live, revision)
+}
+
+// liveObject is the watch's copy of an object.
+func (d *Daemon) liveObject(apiVersion, kind, namespace, name string) (*unstructured.Unstructured, bool) {
+	d.mu.RLock()
+	c := d.cache
+	d.mu.RUnlock()
+	if c == nil {
+		return nil, false
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, false
+	}
+	return c.Get(gv.WithKind(kind), namespace, name)
 }
 
 func (d *Daemon) trackerFile() string { return filepath.Join(d.cfg.StateDir, "drift-state.json") }
@@ -592,6 +611,7 @@ func (d *Daemon) audited(ctx context.Context, env string, rep *drift.Report, err
 	}
 	d.metrics.lastSuccess.WithLabelValues(env).SetToCurrentTime()
 	d.metrics.observe(rep)
+	d.recordEpisodes(rep)
 	d.announce(rep)
 	d.recordSync(ctx, rep)
 	return true

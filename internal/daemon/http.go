@@ -43,6 +43,7 @@ func (d *Daemon) serveHTTP(ctx context.Context) error {
 	if d.people != nil && d.cfg.AuditEvents.Webhook {
 		opts.AuditEvents = auditlog.Handler(d.people)
 	}
+	opts.Episodes = http.HandlerFunc(d.serveEpisodes)
 	if d.cfg.Webhook != nil {
 		opts.Webhook = &server.WebhookOptions{Secret: d.secret}
 	}

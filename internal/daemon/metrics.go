@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/episode"
 	"github.com/llm-gitops/platform/internal/report"
 )
 
@@ -19,6 +20,8 @@ type metrics struct {
 	gitLastFetch   prometheus.Gauge
 	gitFetchErrors prometheus.Counter
 	leader         prometheus.Gauge
+	episodesOpen   *prometheus.GaugeVec
+	episodeLength  *prometheus.HistogramVec
 }
 
 func newMetrics() *metrics {
@@ -39,9 +42,15 @@ func newMetrics() *metrics {
 		gitFetchErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "auditor_git_fetch_errors_total",
 			Help: "Git fetches that failed (the last good revision keeps being audited)."}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "auditor_leader", Help: "1 when this replica posts reports."}),
+		episodesOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "auditor_drift_episodes_open",
+			Help: "Drift episodes still open (a drifted field, or a Missing or Extra object), per env and kind."}, []string{"env", "kind"}),
+		// 1s to ~6 days: a selfHeal revert to a drift nobody looked at for a week.
+		episodeLength: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "auditor_drift_episode_duration_seconds",
+			Help:    "How long ended drift episodes stood, per env and how they ended (reverted, adopted, overwritten, deleted, dropped).",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10)}, []string{"env", "how"}),
 	}
 	m.reg.MustRegister(m.driftedObjects, m.driftedFields, m.auditDuration, m.lastSuccess, m.auditErrors,
-		m.gitLastFetch, m.gitFetchErrors, m.leader, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.gitLastFetch, m.gitFetchErrors, m.leader, m.episodesOpen, m.episodeLength, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -71,5 +80,16 @@ func (m *metrics) observe(rep *drift.Report) {
 			n = 1
 		}
 		m.driftedFields.WithLabelValues(rep.Env, o.Kind).Add(float64(n))
+	}
+}
+
+// episodes records one env's open episodes and the episodes that just ended.
+func (m *metrics) episodes(env string, open, ended []episode.Episode) {
+	m.episodesOpen.DeletePartialMatch(prometheus.Labels{"env": env})
+	for _, e := range open {
+		m.episodesOpen.WithLabelValues(env, e.Kind).Inc()
+	}
+	for _, e := range ended {
+		m.episodeLength.WithLabelValues(env, e.End.How).Observe(e.Duration(e.End.At).Seconds())
 	}
 }

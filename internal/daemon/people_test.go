@@ -23,11 +23,7 @@ func TestChatNamesThePeople(t *testing.T) {
 	cfg.AuditEvents = AuditEventsConfig{File: cluster.AuditLog}
 	start(t, cfg)
 
-	editor := filepath.Join(t.TempDir(), "editor.sh")
-	require.NoError(t, os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/^  replicas: 1$/  replicas: 3/' \"$1\"\n"), 0o755))
-	edit := cluster.Kubectl(context.Background(), "--context", "alice", "-n", h.p.NS("rag"), "edit", "statefulset/qdrant")
-	edit.Env = append(edit.Env, "EDITOR="+editor)
-	out, err := edit.CombinedOutput()
+	out, err := editAs("alice", h.p.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
 	require.NoError(t, err, "%s", out)
 	out, err = cluster.Kubectl(context.Background(), "--context", "bob", "-n", h.p.NS("api"), "set", "env", "deployment/rag-api", "-c", "api", "QDRANT_URL-").CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -87,11 +83,7 @@ func TestWebhookFedDaemonNamesThePerson(t *testing.T) {
 	require.NoError(t, cluster.SetAuditWebhook("http://"+d.d.Addr()+"/api/v1/audit-events"))
 	t.Cleanup(func() { _ = cluster.SetAuditWebhook("") })
 
-	editor := filepath.Join(t.TempDir(), "editor.sh")
-	require.NoError(t, os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/^  replicas: 1$/  replicas: 3/' \"$1\"\n"), 0o755))
-	edit := cluster.Kubectl(context.Background(), "--context", "alice", "-n", h.p.NS("rag"), "edit", "statefulset/qdrant")
-	edit.Env = append(edit.Env, "EDITOR="+editor)
-	out, err := edit.CombinedOutput()
+	out, err := editAs("alice", h.p.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
 	require.NoError(t, err, "%s", out)
 
 	msgs := h.receivers[0].waitMessages(t, 1, 30*time.Second)

@@ -205,3 +205,6 @@ func minimal(s *fieldpath.Set) []fieldpath.Path {
 	})
 	return out
 }
+
+// ValueAt returns the value at p in obj (an object as JSON decodes it) and whether it is there.
+func ValueAt(obj map[string]any, p FieldPath) (any, bool) { return valueAt(obj, p.Path()) }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/episode"
 )
 
 // Kind is what a Message announces.
@@ -291,10 +292,11 @@ func ResolvedMessage(it Item, opts Options) Message {
 	if it.Revision != "" {
 		now += " at " + it.Revision
 	}
-	if r := it.Resolution; r != nil && r.By.Manager != "" {
-		now += "; " + r.Verb + " " + r.By.Manager
-		if took := r.Took(); took != "" {
-			now += " " + took
+	if r := it.Resolution; r != nil {
+		if r.How == episode.Overwritten {
+			now = r.Summary()
+		} else if summary := r.Summary(); summary != "" {
+			now += "; " + summary
 		}
 	}
 	lines = append(lines, Line{Label: "Was", Text: itemSummary(it)}, Line{Label: "Now", Text: now})

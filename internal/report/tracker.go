@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/episode"
+	"github.com/llm-gitops/platform/internal/gitrepo"
 )
 
 // Item is one unit of drift: a drifted field of a Modified object, or a whole Missing or
@@ -39,6 +41,68 @@ type Resolution struct {
 	// Verb says how it ended, for people: "reverted by" (another writer set Git's value back),
 	// "set back by" (the writer of the drift did).
 	Verb string `json:"verb,omitempty"`
+	// How is the episode's end (episode.Reverted, Adopted, Overwritten, Deleted, Dropped); empty
+	// when no episode was kept (Verb and By then say it).
+	How string `json:"how,omitempty"`
+	// Actor is the person behind By, when the audit events name one.
+	Actor *drift.Actor `json:"actor,omitempty"`
+	// Commit is the commit that adopted the live value into Git.
+	Commit *episode.Commit `json:"commit,omitempty"`
+}
+
+// ResolutionOf says how an ended episode ended, for a resolution notice.
+func ResolutionOf(e episode.Episode) *Resolution {
+	if e.End == nil {
+		return nil
+	}
+	r := &Resolution{How: e.End.How, Actor: e.End.Actor, Commit: e.End.Commit, After: e.Duration(e.End.At), Measured: true, Verb: "reverted by"}
+	if e.End.By != nil {
+		r.By = *e.End.By
+		if r.By.Manager == e.Writer.Manager && e.End.How == episode.Reverted {
+			r.Verb = "set back by"
+		}
+	}
+	return r
+}
+
+// Summary says how the drift ended and how long it stood, for people ("" when nothing is known):
+// "reverted by argocd-controller after 4m0s", "adopted into Git by commit 1a2b3c4 (prod: 3
+// replicas) after 1h0m0s", "overwritten by kubectl-scale (bob) after 30s", "object deleted after 2m0s".
+func (r *Resolution) Summary() string {
+	who := r.By.Manager
+	if r.Actor != nil && r.Actor.User != "" {
+		if who != "" {
+			who += " (" + r.Actor.User + ")"
+		} else {
+			who = r.Actor.User
+		}
+	}
+	var s string
+	switch r.How {
+	case episode.Adopted:
+		s = "adopted into Git"
+		if c := r.Commit; c != nil {
+			s += " by commit " + gitrepo.Short(c.SHA)
+			if c.Subject != "" {
+				s += " (" + truncate(c.Subject, 80) + ")"
+			}
+		}
+	case episode.Overwritten:
+		s = "overwritten by " + who + ", a new drift"
+	case episode.Deleted:
+		s = "object deleted"
+	case episode.Dropped:
+		s = "no longer reported"
+	default:
+		if who == "" {
+			return ""
+		}
+		s = r.Verb + " " + who
+	}
+	if took := r.Took(); took != "" {
+		s += " " + took
+	}
+	return s
 }
 
 // Took says how long the drift stood, for people: "after 12s", "within 1s", or "".

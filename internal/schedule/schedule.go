@@ -210,7 +210,6 @@ func Load(snap *gitrepo.Snapshot, env string) (*Schedule, error) {
 	return s, nil
 }
 
-
 // parser collects errors with positions.
 type parser struct {
 	file string

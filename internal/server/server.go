@@ -51,6 +51,8 @@ type Options struct {
 	// AuditEvents, when set, receives kube-apiserver's audit webhook (POST /api/v1/audit-events,
 	// an EventList per batch) behind Authorize.
 	AuditEvents http.Handler
+	// Episodes, when set, serves the drift episodes (GET /api/v1/episodes) behind Authorize.
+	Episodes http.Handler
 }
 
 // WebhookOptions configure the push webhook.
@@ -91,6 +93,9 @@ func New(b Backend, reg *prometheus.Registry, opts Options) http.Handler {
 	}
 	if opts.AuditEvents != nil {
 		mux.HandleFunc("POST /api/v1/audit-events", guard(opts.AuditEvents.ServeHTTP))
+	}
+	if opts.Episodes != nil {
+		mux.HandleFunc("GET /api/v1/episodes", guard(opts.Episodes.ServeHTTP))
 	}
 	mux.HandleFunc("GET /api/v1/status", guard(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.Status()) }))
 	mux.HandleFunc("GET /api/v1/drift", guard(func(w http.ResponseWriter, r *http.Request) {
