@@ -12,7 +12,7 @@ COMMIT       := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS      := -X github.com/llm-gitops/platform/internal/version.Commit=$(COMMIT)
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build tools test vet unit demo cluster-up cluster-down bench fuzz fmt clean help
+.PHONY: all build tools browser test vet unit demo cluster-up cluster-down bench fuzz fmt clean help
 
 all: build
 
@@ -30,7 +30,12 @@ vet: ## gofmt + go vet
 	@out=$$(gofmt -l cmd internal hack 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 
-test: tools vet ## vet and every test against the real API server
+browser: ## the distribution's Chromium, for the web view's browser test (apt-get as root when absent)
+	@command -v chromium >/dev/null || { echo "installing Debian's chromium (the web view is tested in it)"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get install -y --no-install-recommends chromium >/dev/null || { apt-get update -qq && apt-get install -y --no-install-recommends chromium >/dev/null; }; \
+	  else echo "run as root: apt-get install chromium" >&2; exit 1; fi; }
+
+test: tools browser vet ## vet and every test against the real API server
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 bench: tools ## benchmarks against the real API server

@@ -11,6 +11,7 @@ import (
 	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/server"
+	"github.com/llm-gitops/platform/internal/webview"
 )
 
 // backend adapts the daemon to the HTTP handlers.
@@ -44,6 +45,7 @@ func (d *Daemon) serveHTTP(ctx context.Context) error {
 		opts.AuditEvents = auditlog.Handler(d.people)
 	}
 	opts.Episodes = http.HandlerFunc(d.serveEpisodes)
+	opts.Pages = webview.Handler(newPages(d), d.log)
 	if d.cfg.Webhook != nil {
 		opts.Webhook = &server.WebhookOptions{Secret: d.secret}
 	}

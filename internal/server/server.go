@@ -53,6 +53,8 @@ type Options struct {
 	AuditEvents http.Handler
 	// Episodes, when set, serves the drift episodes (GET /api/v1/episodes) behind Authorize.
 	Episodes http.Handler
+	// Pages, when set, serves the web view (GET / and GET /blame) behind Authorize.
+	Pages http.Handler
 }
 
 // WebhookOptions configure the push webhook.
@@ -93,6 +95,10 @@ func New(b Backend, reg *prometheus.Registry, opts Options) http.Handler {
 	}
 	if opts.AuditEvents != nil {
 		mux.HandleFunc("POST /api/v1/audit-events", guard(opts.AuditEvents.ServeHTTP))
+	}
+	if opts.Pages != nil {
+		mux.HandleFunc("GET /{$}", guard(opts.Pages.ServeHTTP))
+		mux.HandleFunc("GET /blame", guard(opts.Pages.ServeHTTP))
 	}
 	if opts.Episodes != nil {
 		mux.HandleFunc("GET /api/v1/episodes", guard(opts.Episodes.ServeHTTP))

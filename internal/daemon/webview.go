@@ -1,0 +1,120 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/llm-gitops/platform/internal/episode"
+	"github.com/llm-gitops/platform/internal/ledger"
+	"github.com/llm-gitops/platform/internal/schedule"
+	"github.com/llm-gitops/platform/internal/webview"
+)
+
+// pages adapts the daemon to the web view. What it renders from Git (the models served, the
+// schedule) is kept per revision: a page load renders an env once per new revision.
+type pages struct {
+	d *Daemon
+
+	mu      sync.Mutex
+	serving map[string]servingAt // env → at the audited revision
+	plans   map[string]planAt    // env → at the branch head
+}
+
+type servingAt struct {
+	revision string
+	serving  []ledger.Serving
+	err      error
+}
+
+type planAt struct {
+	revision string
+	sched    *schedule.Schedule
+	err      error
+}
+
+func newPages(d *Daemon) *pages {
+	return &pages{d: d, serving: map[string]servingAt{}, plans: map[string]planAt{}}
+}
+
+func (p *pages) Envs() []string { return p.d.cfg.Envs }
+
+func (p *pages) Revision(env string) (string, error) {
+	p.d.mu.RLock()
+	defer p.d.mu.RUnlock()
+	rev := ""
+	if rep := p.d.reports[env]; rep != nil {
+		rev = rep.Revision
+	}
+	return rev, p.d.errs[env]
+}
+
+func (p *pages) Open(env string) []episode.Episode { return p.d.episodes.Open(env) }
+
+func (p *pages) Ended(env string, n int) []episode.Episode { return p.d.episodes.Ended(env, n) }
+
+func (p *pages) Serving(env string) ([]ledger.Serving, error) {
+	rev, _ := p.Revision(env)
+	p.d.mu.RLock()
+	repo := p.d.repo
+	p.d.mu.RUnlock()
+	if rev == "" || repo == nil {
+		return nil, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s, ok := p.serving[env]; ok && s.revision == rev {
+		return s.serving, s.err
+	}
+	st, err := ledger.StateAt(repo, env, rev)
+	s := servingAt{revision: rev, err: err}
+	if err == nil {
+		s.serving = st.Sorted()
+	}
+	p.serving[env] = s
+	return s.serving, s.err
+}
+
+func (p *pages) Upcoming(env string, n int) ([]webview.ScaleUp, error) {
+	p.d.mu.RLock()
+	repo := p.d.repo
+	p.d.mu.RUnlock()
+	if repo == nil {
+		return nil, nil
+	}
+	head, err := repo.Resolve("")
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	plan, ok := p.plans[env]
+	if !ok || plan.revision != head {
+		plan = planAt{revision: head}
+		snap, err := repo.Snapshot(head)
+		if err == nil {
+			plan.sched, err = schedule.Load(snap, env)
+		}
+		if errors.Is(err, schedule.ErrNoSchedule) {
+			err = nil
+		}
+		plan.err = err
+		p.plans[env] = plan
+	}
+	p.mu.Unlock()
+	if plan.err != nil || plan.sched == nil {
+		return nil, plan.err
+	}
+	var out []webview.ScaleUp
+	for _, f := range plan.sched.Plan(time.Now(), n) {
+		t := f.Peak.Target
+		out = append(out, webview.ScaleUp{Peak: f.Peak.Name, FireTime: f.FireTime, Start: f.Start,
+			Targets: fmt.Sprintf("%s/%s %s → %d", t.Kind, t.Name, t.Field, f.Peak.Warm)})
+	}
+	return out, nil
+}
+
+func (p *pages) Blame(ctx context.Context, env, kind, namespace, name string) (any, error) {
+	return nil, errors.New("blame: not available")
+}
