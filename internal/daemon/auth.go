@@ -108,8 +108,11 @@ func (k *kubeAuth) review(ctx context.Context, token, path, method string) (int,
 		verb = "create" // POST /api/v1/audit-events: kube-apiserver's audit webhook
 	}
 	resource := path[strings.LastIndex(path, "/")+1:] // /api/v1/drift → drift
-	if strings.HasPrefix(path, "/debug/pprof/") {
+	switch {
+	case strings.HasPrefix(path, "/debug/pprof/"):
 		resource = "pprof" // every profile is one right: it shows the process' memory
+	case !strings.HasPrefix(path, "/api/"):
+		resource = "pages" // the web view: / and /blame show what drift, episodes and blame do
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
