@@ -1,12 +1,35 @@
 package report
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"path"
 	"strings"
 
-	"github.com/llm-gitops/platform/internal/drift"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/llm-gitops/platform/internal/drift"
 )
+
+// ReadFunc reads a file of the repository at the audited revision; name is slash-separated from
+// the repository's root. An absent file is an error wrapping fs.ErrNotExist.
+type ReadFunc func(name string) ([]byte, error)
+
+// Adoption is the change to Git that makes it say what the cluster says.
+type Adoption struct {
+	// Diff is a unified diff in Git's format that `git apply` accepts on the revision read; empty
+	// when no drifted field can be expressed.
+	Diff string
+	// Fields is how many drifted fields the diff adopts.
+	Fields int
+	// Notes name the fields it cannot express (also comments in the adopt files).
+	Notes []string
+}
 
 // AdoptFileName is the name of the patch file that adopts the live state of an object into an
 // overlay: adopt-<kind>-<name>.yaml, kind lower-cased.
@@ -21,137 +44,246 @@ func AdoptFileName(o drift.Object) string {
 // the key fields. Fields the patch cannot express (list items addressed by index or by value)
 // are returned as notes.
 func AdoptPatchObject(o drift.Object) (patch map[string]any, notes []string) {
+	patch = identity(o)
+	_, notes = adoptFields(patch, o)
+	return patch, notes
+}
+
+func identity(o drift.Object) map[string]any {
 	meta := map[string]any{"name": o.Name}
 	if o.Namespace != "" {
 		meta["namespace"] = o.Namespace
 	}
-	var root any = map[string]any{"apiVersion": o.APIVersion, "kind": o.Kind, "metadata": meta}
+	return map[string]any{"apiVersion": o.APIVersion, "kind": o.Kind, "metadata": meta}
+}
+
+// adoptFields writes the patch value of each field of o into doc and returns how many it could.
+func adoptFields(doc map[string]any, o drift.Object) (n int, notes []string) {
+	// Without a schema kustomize merges no list: a patch naming one item would replace the list.
+	known := openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: o.APIVersion, Kind: o.Kind}) != nil
 	for _, f := range o.Fields {
 		els, err := pathElems(f)
-		if err == nil && len(els) == 0 {
-			err = fmt.Errorf("whole-object path")
-		}
-		var v any = f.Live
-		if f.Change == drift.Removed {
-			v = nil
+		if err == nil && !known && hasKey(els) {
+			err = fmt.Errorf("list item of a kind kustomize has no schema for: it would replace the whole list")
 		}
 		if err == nil {
-			var next any
-			if next, err = put(root, els, v); err == nil {
-				root = next
-			}
+			_, err = put(doc, els, patchValue(f))
 		}
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("%s: not expressible as a strategic-merge patch (%v); edit it by hand", f.Path, err))
+			note := fmt.Sprintf("%s: not expressible as a strategic-merge patch (%v); edit it by hand", f.Path, err)
+			notes = append(notes, strings.ReplaceAll(note, "\n", " "))
+			continue
 		}
+		n++
 	}
-	return root.(map[string]any), notes
+	return n, notes
 }
 
-// AdoptPatch renders a unified diff that creates overlays/<env>/<AdoptFileName> holding
-// AdoptPatchObject(o) and lists it under patches: of overlays/<env>/kustomization.yaml.
-// kustomization is the current content of that file; when it is nil the second hunk cannot be
-// placed, and the diff instead carries the lines to append to the patches: list with a note
-// (it then does not apply with `git apply` as is).
-func AdoptPatch(env string, o drift.Object, kustomization []byte) (string, error) {
-	obj, notes := AdoptPatchObject(o)
-	body, err := yaml.Marshal(obj)
+// AdoptPatch is the change that adopts the drifted fields of objs into overlays/<env>/ of Git,
+// against the files read returns (the repository at the audited revision): per object an adopt
+// file (AdoptFileName) holding the strategic-merge patch of its drifted fields' live values,
+// created, or merged into when it is already there, and listed in the overlay's kustomization —
+// under patches:, or under transformers: (as an inline PatchTransformer) when a transformer of
+// that kustomization that kustomize runs after its patches (images:, labels:, replicas:, ...)
+// would set one of the fields back. Rendered with the change, each adopted field equals its live
+// value.
+func AdoptPatch(env string, read ReadFunc, objs ...drift.Object) (*Adoption, error) {
+	ov := &overlay{dir: path.Join("overlays", env), read: read}
+	kust, err := ov.kustomization()
 	if err != nil {
-		return "", fmt.Errorf("report: adopt patch for %s: %w", ObjectRef(o), err)
+		return nil, err
 	}
-	var fileLines []string
-	for _, n := range notes {
-		fileLines = append(fileLines, "# "+n)
+	a := &Adoption{}
+	for _, o := range objs {
+		n, notes, err := ov.adopt(o, kust)
+		if err != nil {
+			return nil, fmt.Errorf("adopt %s: %w", ObjectRef(o), err)
+		}
+		a.Fields += n
+		a.Notes = append(a.Notes, notes...)
 	}
-	fileLines = append(fileLines, splitLines(string(body))...)
-	name := AdoptFileName(o)
-	dir := "overlays/" + env + "/"
-	var b strings.Builder
-	fmt.Fprintf(&b, "diff --git a/%[1]s b/%[1]s\nnew file mode 100644\n--- /dev/null\n+++ b/%[1]s\n", dir+name)
-	fmt.Fprintf(&b, "@@ -0,0 +1,%d @@\n", len(fileLines))
-	for _, l := range fileLines {
-		b.WriteString("+" + l + "\n")
+	ov.write(path.Base(kust.name), kust.bytes())
+	var changes []fileChange
+	for _, c := range ov.files {
+		if c.path != kust.name && (c.before == nil || !bytes.Equal(c.before, c.after)) {
+			changes = append(changes, *c)
+		}
 	}
-	b.WriteString(kustomizationHunk(dir+"kustomization.yaml", name, kustomization))
-	return b.String(), nil
+	for _, c := range ov.files { // the kustomization last: after the files it lists
+		if c.path == kust.name && !bytes.Equal(c.before, c.after) {
+			changes = append(changes, *c)
+		}
+	}
+	if a.Diff, err = unifiedDiff(changes); err != nil {
+		return nil, fmt.Errorf("adopt patch: %w", err)
+	}
+	return a, nil
 }
 
-// kustomizationHunk renders the diff adding "- path: name" to the patches: list.
-func kustomizationHunk(file, name string, content []byte) string {
-	head := fmt.Sprintf("diff --git a/%[1]s b/%[1]s\n--- a/%[1]s\n+++ b/%[1]s\n", file)
-	entry := "- path: " + name
-	if content == nil {
-		return "# " + file + " not read: append to its patches: list (create the list if missing):\n" +
-			"+patches:\n+  " + entry + "\n"
+// overlay is the files of one overlay as read and as the adoption changes them.
+type overlay struct {
+	dir   string
+	read  ReadFunc
+	files []*fileChange // in the order first written; before nil for a new file
+}
+
+// file returns the current content of an overlay file and whether it exists.
+func (ov *overlay) file(name string) ([]byte, bool, error) {
+	p := path.Join(ov.dir, name)
+	for _, c := range ov.files {
+		if c.path == p {
+			return c.after, true, nil
+		}
 	}
-	lines := splitLines(string(content))
+	data, err := ov.read(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("read %s: %w", p, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	ov.files = append(ov.files, &fileChange{path: p, before: data, after: data})
+	return data, true, nil
+}
+
+func (ov *overlay) write(name string, data []byte) {
+	p := path.Join(ov.dir, name)
+	for _, c := range ov.files {
+		if c.path == p {
+			c.after = data
+			return
+		}
+	}
+	ov.files = append(ov.files, &fileChange{path: p, after: data})
+}
+
+// kustomization reads the overlay's kustomization file.
+func (ov *overlay) kustomization() (*kustFile, error) {
+	for _, name := range kustomizationNames {
+		data, ok, err := ov.file(name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return parseKust(path.Join(ov.dir, name), data)
+		}
+	}
+	return nil, fmt.Errorf("%s: no kustomization.yaml", ov.dir)
+}
+
+// adopt writes o's fields into its adopt file and lists the file in kust. The file is
+// AdoptFileName(o), or with -2, -3, ... before .yaml when a file of that name is there and is not
+// a patch of o that can be merged into.
+func (ov *overlay) adopt(o drift.Object, kust *kustFile) (int, []string, error) {
+	base := strings.TrimSuffix(AdoptFileName(o), ".yaml")
+	for i := 1; i < 10; i++ {
+		name := base + ".yaml"
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d.yaml", base, i)
+		}
+		data, exists, err := ov.file(name)
+		if err != nil {
+			return 0, nil, err
+		}
+		doc, head := identity(o), []string(nil)
+		if exists {
+			var ok bool
+			if doc, head, ok = parseAdoptFile(data, o); !ok {
+				continue
+			}
+		}
+		n, notes := adoptFields(doc, o)
+		if n == 0 {
+			return 0, notes, nil
+		}
+		body, err := yaml.Marshal(doc)
+		if err != nil {
+			return 0, nil, err
+		}
+		for _, note := range notes {
+			if c := "# " + note; !contains(head, c) {
+				head = append(head, c)
+			}
+		}
+		ov.write(name, append([]byte(joinLines(head)), body...))
+		return n, notes, list(kust, name, doc)
+	}
+	return 0, nil, fmt.Errorf("%s: %s-2 to -9.yaml are taken by other content", ov.dir, base)
+}
+
+// list names the adopt file in the kustomization: under patches:, or under transformers: when a
+// transformer kustomize runs after patches: would change one of its fields (moving it there if
+// patches: lists it).
+func list(kust *kustFile, name string, doc map[string]any) error {
+	after := kust.overriddenBy(doc)
+	where, i := kust.listedIn(name)
+	switch {
+	case where == "transformers" || (where != "" && after == ""):
+		return nil
+	case where != "":
+		if err := kust.removeItem(where, i); err != nil {
+			return err
+		}
+	}
+	if after == "" {
+		return kust.appendItem("patches", []string{"path: " + name})
+	}
+	return kust.appendItem("transformers", []string{"|-",
+		"# here, not under patches:, as kustomize runs " + after + " after patches:",
+		"apiVersion: builtin",
+		"kind: PatchTransformer",
+		"metadata:",
+		"  name: " + strings.TrimSuffix(name, ".yaml"),
+		"path: " + name})
+}
+
+// parseAdoptFile reads an adopt file already in the overlay: its leading comment lines and its
+// patch, when that is one document patching o.
+func parseAdoptFile(data []byte, o drift.Object) (doc map[string]any, head []string, ok bool) {
+	lines := splitLines(string(data))
+	i := 0
+	for i < len(lines) && (strings.HasPrefix(lines[i], "#") || strings.TrimSpace(lines[i]) == "") {
+		i++
+	}
+	head = lines[:i]
+	rest := strings.Join(lines[i:], "\n")
+	if strings.HasPrefix(rest, "---") || strings.Contains(rest, "\n---") {
+		return nil, nil, false
+	}
+	js, err := yaml.YAMLToJSON([]byte(rest))
+	if err != nil {
+		return nil, nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber() // numbers stay as written
+	if dec.Decode(&doc) != nil || doc == nil {
+		return nil, nil, false
+	}
+	name, _, _ := nested(doc, "metadata", "name")
+	ns, _, _ := nested(doc, "metadata", "namespace")
+	if doc["apiVersion"] != o.APIVersion || doc["kind"] != o.Kind || name != o.Name || (ns != nil && ns != o.Namespace) {
+		return nil, nil, false
+	}
+	return doc, head, true
+}
+
+func contains(lines []string, s string) bool {
 	for _, l := range lines {
-		if strings.TrimSpace(l) == entry {
-			return "" // already listed
+		if l == s {
+			return true
 		}
 	}
-	var add []string
-	at := len(lines) // insert before lines[at]
-	start := -1
-	for i, l := range lines {
-		if strings.HasPrefix(l, "patches:") {
-			start = i
-			break
-		}
-	}
-	if start < 0 || strings.TrimSpace(strings.TrimPrefix(lines[start], "patches:")) != "" {
-		// no block list to extend (absent, or "patches: []"): append a new list at the end.
-		// A flow-style list is left alone; kustomize rejects the duplicate key, so say so.
-		if start >= 0 {
-			return "# " + file + " has a flow-style patches: list: add {path: " + name + "} to it by hand\n"
-		}
-		add = []string{"patches:", "  " + entry}
-	} else {
-		indent := "  "
-		last := start
-		for i := start + 1; i < len(lines); i++ {
-			l := lines[i]
-			if strings.TrimSpace(l) == "" {
-				continue
-			}
-			if l[0] != ' ' && l[0] != '-' && l[0] != '\t' && l[0] != '#' {
-				break
-			}
-			if l[0] == '#' {
-				continue
-			}
-			if t := strings.TrimLeft(l, " "); strings.HasPrefix(t, "- ") && last == start {
-				indent = l[:len(l)-len(t)]
-			}
-			last = i
-		}
-		at = last + 1
-		add = []string{indent + entry}
-	}
-	from := max(0, at-3)
-	to := min(len(lines), at+3)
-	var b strings.Builder
-	b.WriteString(head)
-	oldN := to - from
-	fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", hunkStart(from, oldN), oldN, from+1, oldN+len(add))
-	for i := from; i < at; i++ {
-		b.WriteString(" " + lines[i] + "\n")
-	}
-	for _, l := range add {
-		b.WriteString("+" + l + "\n")
-	}
-	for i := at; i < to; i++ {
-		b.WriteString(" " + lines[i] + "\n")
-	}
-	return b.String()
+	return false
 }
 
-// hunkStart is the 1-based start line of a hunk, 0 for an empty range (unified diff rules).
-func hunkStart(from, n int) int {
-	if n == 0 {
-		return from
+func joinLines(lines []string) string {
+	if len(lines) == 0 {
+		return ""
 	}
-	return from + 1
+	return strings.Join(lines, "\n") + "\n"
 }
 
 func splitLines(s string) []string {
@@ -160,117 +292,4 @@ func splitLines(s string) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
-}
-
-// pathElem is one step of a drift field path.
-type pathElem struct {
-	field string         // map field
-	key   map[string]any // [k=v,...]: list item by key fields
-	value *string        // [x]: set member (scalar list item)
-	index int            // [n]: list index, -1 otherwise
-}
-
-// pathElems converts a field's structured path into patch steps. Reports read back from an old
-// outbox may lack it: those fields cannot be adopted automatically.
-func pathElems(f drift.Field) ([]pathElem, error) {
-	if f.FieldPath == nil {
-		return nil, fmt.Errorf("no structured path")
-	}
-	var out []pathElem
-	for _, pe := range f.FieldPath.Path() {
-		switch {
-		case pe.FieldName != nil:
-			out = append(out, pathElem{field: *pe.FieldName, index: -1})
-		case pe.Key != nil:
-			key := map[string]any{}
-			for _, kf := range *pe.Key {
-				key[kf.Name] = kf.Value.Unstructured()
-			}
-			out = append(out, pathElem{key: key, index: -1})
-		case pe.Value != nil:
-			v := fmt.Sprint((*pe.Value).Unstructured())
-			out = append(out, pathElem{value: &v, index: -1})
-		case pe.Index != nil:
-			out = append(out, pathElem{index: *pe.Index})
-		}
-	}
-	return out, nil
-}
-
-// put sets v at els below node, creating maps and keyed list entries as needed.
-func put(node any, els []pathElem, v any) (any, error) {
-	e := els[0]
-	rest := els[1:]
-	switch {
-	case e.index >= 0:
-		return nil, fmt.Errorf("list item addressed by index")
-	case e.value != nil:
-		return nil, fmt.Errorf("list item addressed by value")
-	case e.key != nil:
-		list, ok := node.([]any)
-		if node != nil && !ok {
-			return nil, fmt.Errorf("not a list")
-		}
-		idx := -1
-		for i, it := range list {
-			if m, ok := it.(map[string]any); ok && matches(m, e.key) {
-				idx = i
-				break
-			}
-		}
-		if idx < 0 {
-			m := map[string]any{}
-			for k, kv := range e.key {
-				m[k] = kv
-			}
-			list = append(list, m)
-			idx = len(list) - 1
-		}
-		item := list[idx].(map[string]any)
-		if len(rest) == 0 {
-			if v == nil {
-				item["$patch"] = "delete"
-			} else if lm, ok := v.(map[string]any); ok {
-				for k, x := range lm {
-					item[k] = x
-				}
-			} else {
-				return nil, fmt.Errorf("keyed item is not an object")
-			}
-			return list, nil
-		}
-		child, err := put(item, rest, v)
-		if err != nil {
-			return nil, err
-		}
-		list[idx] = child
-		return list, nil
-	default:
-		m, ok := node.(map[string]any)
-		if node != nil && !ok {
-			return nil, fmt.Errorf("not an object")
-		}
-		if m == nil {
-			m = map[string]any{}
-		}
-		if len(rest) == 0 {
-			m[e.field] = v
-			return m, nil
-		}
-		child, err := put(m[e.field], rest, v)
-		if err != nil {
-			return nil, err
-		}
-		m[e.field] = child
-		return m, nil
-	}
-}
-
-func matches(m, key map[string]any) bool {
-	for k, v := range key {
-		if fmt.Sprint(m[k]) != fmt.Sprint(v) {
-			return false
-		}
-	}
-	return true
 }

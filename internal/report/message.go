@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -52,9 +54,10 @@ type Options struct {
 	ArgoCDURL string
 	// AppName maps an env to its Argo CD application; default "llm-"+env.
 	AppName func(env string) string
-	// Kustomization returns the current overlays/<env>/kustomization.yaml, so the adopt patch
-	// can extend its patches: list exactly; optional (see AdoptPatch).
-	Kustomization func(env string) ([]byte, error)
+	// ReadFile reads a file of the repository at a revision (name slash-separated from its root;
+	// an absent file is an error wrapping fs.ErrNotExist). The adopt patch is written against the
+	// overlay's files at the audited revision; without ReadFile a message offers none.
+	ReadFile func(revision, name string) ([]byte, error)
 	// MaxDigestItems is how many items a digest lists before "and K more"; default 10.
 	MaxDigestItems int
 }
@@ -254,29 +257,38 @@ func DriftMessage(it Item, opts Options) Message {
 			Line{Label: "Desired revision", Text: it.Revision},
 			Line{Label: "Restore Git's state", Text: SyncCommand(app, o), Code: true},
 			Line{Label: "or", Text: ApplyCommand(it.Env, it.Revision), Code: true})
-		lines = append(lines, adoptLine(it.Env, o, opts))
+		lines = append(lines, adoptLine(it.Env, it.Revision, o, opts))
 	}
 	return newMessage(KindDrift, it.Env, title, lines, []string{it.Key}, opts)
 }
 
-// adoptLine is the "adopt into Git" line of a Modified object.
-func adoptLine(env string, o drift.Object, opts Options) Line {
+// adoptLine is the "adopt into Git" line of a Modified object: a patch `git apply` accepts at
+// the audited revision, or why there is none.
+func adoptLine(env, revision string, o drift.Object, opts Options) Line {
+	const label = "Adopt into Git"
 	if o.Kind == "Secret" {
-		return Line{Label: "Adopt into Git", Text: "not generated for a Secret (values are never shown): re-encrypt the live value with your secrets workflow"}
+		return Line{Label: label, Text: "not generated for a Secret (values are never shown): re-encrypt the live value with your secrets workflow"}
 	}
-	var kust []byte
-	note := ""
-	if opts.Kustomization != nil {
-		var err error
-		if kust, err = opts.Kustomization(env); err != nil {
-			kust, note = nil, " (kustomization.yaml unreadable)"
+	if opts.ReadFile == nil {
+		return Line{Label: label + " (overlay not read)", Text: "no patch: this auditor does not read the repository's files to write one against overlays/" + env + "/"}
+	}
+	var readErr error
+	a, err := AdoptPatch(env, func(name string) ([]byte, error) {
+		data, err := opts.ReadFile(revision, name)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			readErr = err
 		}
+		return data, err
+	}, o)
+	switch {
+	case readErr != nil:
+		return Line{Label: label + " (overlay not read)", Text: "no patch: " + err.Error()}
+	case err != nil:
+		return Line{Label: label, Text: "no patch: " + err.Error()}
+	case a.Diff == "":
+		return Line{Label: label, Text: "no patch: " + strings.Join(a.Notes, "; ")}
 	}
-	diff, err := AdoptPatch(env, o, kust)
-	if err != nil {
-		return Line{Label: "Adopt into Git", Text: "patch not generated: " + err.Error()}
-	}
-	return Line{Label: "Adopt into Git" + note, Text: diff, Code: true}
+	return Line{Label: label, Text: a.Diff, Code: true}
 }
 
 // ResolvedMessage announces that a drift item went away.

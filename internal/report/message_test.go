@@ -1,6 +1,7 @@
 package report
 
 import (
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
@@ -14,7 +15,10 @@ import (
 func testOptions() Options {
 	return Options{
 		ArgoCDURL: "https://argocd.example.com/",
-		Kustomization: func(env string) ([]byte, error) {
+		ReadFile: func(revision, name string) ([]byte, error) {
+			if name != "overlays/dev/kustomization.yaml" {
+				return nil, fs.ErrNotExist
+			}
 			return os.ReadFile("testdata/kustomization.yaml")
 		},
 	}
@@ -45,16 +49,21 @@ func TestAdoptPatch(t *testing.T) {
 		kust []byte
 	}{
 		{"adopt-with-patches", kust},
-		{"adopt-no-patches", []byte("resources:\n  - ../../base\n")},
-		{"adopt-unknown-kustomization", nil},
+		{"adopt-no-patches", []byte("resources:\n  - ../../base/api\n")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			diff, err := AdoptPatch("dev", obj, tt.kust)
+			read := func(name string) ([]byte, error) {
+				if name != "overlays/dev/kustomization.yaml" {
+					return nil, fs.ErrNotExist
+				}
+				return tt.kust, nil
+			}
+			a, err := AdoptPatch("dev", read, obj)
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tt.name+".golden.diff", []byte(diff))
+			golden(t, tt.name+".golden.diff", []byte(a.Diff))
 		})
 	}
 }

@@ -1,0 +1,37 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// ReadFile reads one file (slash-separated path from the repository's root) of the tree at rev,
+// without reading the rest of the tree. An absent file is an error wrapping fs.ErrNotExist.
+func (r *Repo) ReadFile(rev, name string) ([]byte, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	hash, err := r.resolve(rev)
+	if err != nil {
+		return nil, err
+	}
+	commit, err := r.repo.CommitObject(plumbing.NewHash(hash))
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", hash, err)
+	}
+	f, err := commit.File(name)
+	switch {
+	case errors.Is(err, object.ErrFileNotFound):
+		return nil, fmt.Errorf("%s at %.12s: %w", name, hash, fs.ErrNotExist)
+	case err != nil:
+		return nil, fmt.Errorf("read %s at %.12s: %w", name, hash, err)
+	}
+	data, err := readBlob(&f.Blob)
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %.12s: %w", name, hash, err)
+	}
+	return data, nil
+}
