@@ -20,8 +20,10 @@ import (
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/report"
 )
 
 // kubeFlags are kubectl's connection flags.
@@ -66,13 +68,19 @@ head without one), compares it with the live objects field by field, and names t
 operation, subresource and time of every drifted field. Git ahead of the synced revision is
 reported as a pending sync, not as drift.
 
+-o patch prints instead the change that adopts the live state into overlays/<env>/: one
+strategic-merge patch file per drifted object, listed in the overlay's kustomization, as a diff
+that git apply accepts on the audited revision. What it cannot adopt (Secrets, missing and extra
+objects, list items addressed by position) is named on stderr.
+
 Exit codes: 0 in sync, 1 drift, >1 error.`,
 		Example: `  auditor diff --env prod
-  auditor diff --env prod --repo file:///srv/git/platform.git -o json`,
+  auditor diff --env prod --repo file:///srv/git/platform.git -o json
+  auditor diff --env prod -o patch | git apply   # make Git say what runs`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), cmd.OutOrStdout()) },
 	}
 	cmd.Flags().StringVar(&o.env, "env", "", "environment (a directory under overlays/)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json, or patch (the adopt-into-Git patch, for `git apply` at the audited revision)")
 	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
 	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
@@ -97,8 +105,8 @@ func (o *diffOptions) run(ctx context.Context, w io.Writer) error {
 	if o.env == "" {
 		return &exitError{code: 2, err: fmt.Errorf("--env is required")}
 	}
-	if o.output != "text" && o.output != "json" {
-		return &exitError{code: 2, err: fmt.Errorf("unknown output format %q (want text or json)", o.output)}
+	if o.output != "text" && o.output != "json" && o.output != "patch" {
+		return &exitError{code: 2, err: fmt.Errorf("unknown output format %q (want text, json or patch)", o.output)}
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -150,19 +158,60 @@ func (o *diffOptions) run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	if o.output == "json" {
+	switch o.output {
+	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
 			return &exitError{code: 2, err: err}
 		}
-	} else {
+	case "patch":
+		if err := writeAdoptPatch(w, os.Stderr, repo, rep); err != nil {
+			return &exitError{code: 2, err: err}
+		}
+	default:
 		writeText(w, rep, time.Now())
 	}
 	if !rep.InSync {
 		return &exitError{code: 1, err: fmt.Errorf("drift")}
 	}
 	return nil
+}
+
+// writeAdoptPatch prints the patch adopting every drifted field it can express into
+// overlays/<env>/, written against the audited revision, and names on errw what it leaves out.
+func writeAdoptPatch(w, errw io.Writer, repo *gitrepo.Repo, rep *drift.Report) error {
+	var objs []drift.Object
+	for _, o := range rep.Objects {
+		id := o.Kind + " " + o.Name
+		if o.Namespace != "" {
+			id = o.Kind + " " + o.Namespace + "/" + o.Name
+		}
+		switch {
+		case o.Status == drift.Missing:
+			fmt.Fprintf(errw, "not adopted: %s: missing from the cluster (delete it from Git, or sync it)\n", id)
+		case o.Status == drift.Extra:
+			fmt.Fprintf(errw, "not adopted: %s: not in Git (export it into overlays/%s/ and list it under resources:)\n", id, rep.Env)
+		case o.Status != drift.Modified || len(o.Fields) == 0:
+			fmt.Fprintf(errw, "not adopted: %s: no field to adopt (%s)\n", id, o.Status)
+		case o.Kind == "Secret":
+			fmt.Fprintf(errw, "not adopted: %s: values of a Secret are never shown (re-encrypt the live value with your secrets workflow)\n", id)
+		default:
+			objs = append(objs, o)
+		}
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	a, err := report.AdoptPatch(rep.Env, func(name string) ([]byte, error) { return repo.ReadFile(rep.Revision, name) }, objs...)
+	if err != nil {
+		return err
+	}
+	for _, n := range a.Notes {
+		fmt.Fprintln(errw, "not adopted: "+n)
+	}
+	_, err = io.WriteString(w, a.Diff)
+	return err
 }
 
 // writeText prints one line per drifted field: object, path, desired → live, manager, how long ago.
