@@ -281,7 +281,7 @@ func adoptLine(env, revision string, o drift.Object, opts Options) Line {
 		return data, err
 	}, o)
 	switch {
-	case readErr != nil:
+	case err != nil && readErr != nil:
 		return Line{Label: label + " (overlay not read)", Text: "no patch: " + err.Error()}
 	case err != nil:
 		return Line{Label: label, Text: "no patch: " + err.Error()}
