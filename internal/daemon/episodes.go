@@ -57,21 +57,6 @@ func (d *Daemon) recordEpisodes(rep *drift.Report) {
 	}
 }
 
-// commitOf names a revision of the repository, for an episode adopted into Git.
-func (d *Daemon) commitOf(revision string) *episode.Commit {
-	d.mu.RLock()
-	repo := d.repo
-	d.mu.RUnlock()
-	if repo == nil {
-		return nil
-	}
-	c, err := repo.CommitOf(revision)
-	if err != nil {
-		return nil
-	}
-	return &episode.Commit{SHA: c.Hash, Author: c.Author.Name, Date: c.Author.When, Subject: c.Subject}
-}
-
 // EpisodesResponse is the answer of GET /api/v1/episodes: the open episodes (oldest first) and
 // the most recently ended ones (newest first).
 type EpisodesResponse struct {

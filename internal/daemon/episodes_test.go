@@ -71,6 +71,11 @@ func TestEpisodesEndRevertedThenAdoptedAcrossRestarts(t *testing.T) {
 	assert.Equal(t, "alice", open.Actor.User)
 	assert.EqualValues(t, 3, open.Live)
 
+	// The drift's message carries the patch that would adopt it, against the audited revision.
+	waitFor(t, "chat offers the adopt patch", 30*time.Second, func() (bool, string) {
+		all := strings.Join(h.receivers[0].messages(), "\n---\n")
+		return strings.Contains(all, "overlays/prod/adopt-statefulset-qdrant.yaml"), all
+	})
 	h.p.Sync(h.p.Head) // the GitOps sync sets replicas back to 1
 	waitFor(t, "the episode ends as reverted", 30*time.Second, func() (bool, string) {
 		eps := d.episodes(t)
