@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/llm-gitops/platform/internal/drift"
@@ -48,8 +49,10 @@ type write struct {
 	subresource     string // scale for kubectl scale and the HPA
 	resourceVersion string // of the object the write returned
 	system          bool   // a Kubernetes identity (system:…: controllers, nodes, service accounts)
+	changesFrom     source // where changes come from
 	actor           drift.Actor
 	seq             uint64
+	changes         []heldChange // the fields it changed, when known (changesFrom)
 }
 
 // Store holds write events by object, bounded. It is safe for concurrent use.
@@ -60,6 +63,9 @@ type Store struct {
 	seq   uint64
 	byObj map[Object][]*write
 	order []held // in the order added: the front is evicted first
+
+	respMu sync.Mutex // orders the diffs of writes' responses; taken before mu, never inside it
+	resp   responses  // the latest response per object
 }
 
 type held struct {
@@ -72,7 +78,7 @@ func NewStore(max int) *Store {
 	if max <= 0 {
 		max = DefaultMax
 	}
-	return &Store{max: max, byObj: map[Object][]*write{}}
+	return &Store{max: max, byObj: map[Object][]*write{}, resp: responses{max: DefaultMaxResponseBytes}}
 }
 
 // Len is the number of events held.
@@ -90,18 +96,22 @@ func (s *Store) Add(ev *auditv1.Event) {
 		ev.ObjectRef.Subresource == "status" || ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 300 {
 		return
 	}
-	rv, uid := responseMeta(ev)
+	resp := response(ev)
+	rv, uid := responseMeta(resp)
 	if uid == "" {
 		uid = string(ev.ObjectRef.UID)
 	}
-	w := &write{at: ev.StageTimestamp.UTC(), uid: uid, manager: manager(ev), subresource: ev.ObjectRef.Subresource, resourceVersion: rv,
+	at := ev.StageTimestamp.UTC()
+	w := &write{at: at, uid: uid, manager: manager(ev), subresource: ev.ObjectRef.Subresource, resourceVersion: rv,
 		system: strings.HasPrefix(ev.User.Username, "system:") && ev.ImpersonatedUser == nil,
 		actor: drift.Actor{User: ev.User.Username, Groups: ev.User.Groups, SourceIPs: ev.SourceIPs, UserAgent: ev.UserAgent,
-			Verb: ev.Verb, Time: ev.StageTimestamp.UTC().Format(time.RFC3339), AuditID: string(ev.AuditID)}}
+			Verb: ev.Verb, Time: at.Format(time.RFC3339), AuditID: string(ev.AuditID)}}
 	if ev.ImpersonatedUser != nil {
 		w.actor.ImpersonatedUser = ev.ImpersonatedUser.Username
 	}
 	key := Object{Group: ev.ObjectRef.APIGroup, Resource: ev.ObjectRef.Resource, Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name}
+	changes, from := s.changesOf(key, ev, resp, uid, at)
+	w.changes, w.changesFrom = hold(changes), from
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
@@ -157,21 +167,24 @@ func manager(ev *auditv1.Event) string {
 	return ua
 }
 
-// responseMeta is the resourceVersion and UID of the object a write returned ("" when not logged).
-func responseMeta(ev *auditv1.Event) (rv, uid string) {
+// response is the object a write returned, decoded (nil when not logged).
+func response(ev *auditv1.Event) map[string]any {
 	if ev.ResponseObject == nil || len(ev.ResponseObject.Raw) == 0 {
-		return "", ""
+		return nil
 	}
-	var obj struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-			UID             string `json:"uid"`
-		} `json:"metadata"`
+	var obj map[string]any
+	if utiljson.Unmarshal(ev.ResponseObject.Raw, &obj) != nil {
+		return nil
 	}
-	if json.Unmarshal(ev.ResponseObject.Raw, &obj) != nil {
-		return "", ""
-	}
-	return obj.Metadata.ResourceVersion, obj.Metadata.UID
+	return obj
+}
+
+// responseMeta is the resourceVersion and UID of the object a write returned ("" when not logged).
+func responseMeta(obj map[string]any) (rv, uid string) {
+	md, _ := obj["metadata"].(map[string]any)
+	rv, _ = md["resourceVersion"].(string)
+	uid, _ = md["uid"].(string)
+	return rv, uid
 }
 
 // Live is what the matching knows of the object as it is now.

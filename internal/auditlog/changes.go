@@ -1,0 +1,393 @@
+package auditlog
+
+import (
+	"bytes"
+	"container/list"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/drift"
+)
+
+// DefaultMaxResponseBytes bounds the responses a Store holds to compute what each write changed:
+// the latest one per object, the least recently written object's going first.
+const DefaultMaxResponseBytes = 64 << 20
+
+// Where a write's changes come from (Write.ChangesFrom).
+const (
+	// FromResponses: the write's response compared with the previous response held for the object.
+	FromResponses = "responses"
+	// FromRequest: the fields the write sent (a patch, or the replicas of a scale), the first write
+	// seen to the object: the values before it are not known (From is nil, Change "set").
+	FromRequest = "request"
+)
+
+// source is where a held write's changes come from: none, FromResponses, FromRequest.
+type source uint8
+
+const (
+	noSource source = iota
+	fromResponses
+	fromRequest
+)
+
+func (s source) String() string {
+	switch s {
+	case fromResponses:
+		return FromResponses
+	case fromRequest:
+		return FromRequest
+	}
+	return ""
+}
+
+// Set is the change of a field a request set with its previous value unknown.
+const Set = "set"
+
+// maxChanges bounds the changes kept on one write; maxValueBytes the JSON size of a value kept as
+// is (a longer one is kept as the start of its JSON and its size).
+const (
+	maxChanges    = 64
+	maxValueBytes = 512
+)
+
+// Write is one held write to an object, with the fields it changed when they are known.
+type Write struct {
+	// Actor is who wrote (Match is empty).
+	Actor drift.Actor
+	// Manager is the field manager (the tool), Subresource the subresource written ("scale").
+	Manager, Subresource string
+	// UID and ResourceVersion are those of the object the write returned ("" when not logged).
+	UID, ResourceVersion string
+	// Changes are the fields the write changed, ChangesFrom where they come from: FromResponses,
+	// FromRequest, or "" when nothing is known (a create, a delete, a Secret — whose values are
+	// never kept —, a write logged without its response, an event older than the response held).
+	Changes     []drift.FieldChange
+	ChangesFrom string
+}
+
+// Writes returns the writes held for obj, newest first; writes whose response names another UID
+// than uid (an earlier object of that name) are left out when uid is not empty.
+func (s *Store) Writes(obj Object, uid string) []Write {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ws := s.byObj[obj]
+	out := make([]Write, 0, len(ws))
+	for i := len(ws) - 1; i >= 0; i-- {
+		w := ws[i]
+		if uid != "" && w.uid != "" && w.uid != uid {
+			continue
+		}
+		out = append(out, Write{Actor: w.actor, Manager: w.manager, Subresource: w.subresource, UID: w.uid,
+			ResourceVersion: w.resourceVersion, Changes: unhold(w.changes), ChangesFrom: w.changesFrom.String()})
+	}
+	return out
+}
+
+// heldChange is a drift.FieldChange as a held write keeps it: a change kind of one byte, no
+// structured path (100,000 writes hold a few of them each).
+type heldChange struct {
+	path     string
+	from, to any
+	kind     uint8 // index in changeKinds
+}
+
+var changeKinds = []string{drift.Changed, drift.Added, drift.Removed, Set}
+
+func hold(cs []drift.FieldChange) []heldChange {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]heldChange, len(cs))
+	for i, c := range cs {
+		out[i] = heldChange{path: c.Path, from: c.From, to: c.To, kind: uint8(slices.Index(changeKinds, c.Change))}
+	}
+	return out
+}
+
+func unhold(cs []heldChange) []drift.FieldChange {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]drift.FieldChange, len(cs))
+	for i, c := range cs {
+		out[i] = drift.FieldChange{Path: c.path, From: c.from, To: c.to, Change: changeKinds[c.kind]}
+	}
+	return out
+}
+
+// heldResponse is the latest response held for an object: its diffable fields as compact JSON.
+type heldResponse struct {
+	key  Object
+	uid  string
+	at   time.Time
+	raw  []byte
+	elem *list.Element
+}
+
+func (h *heldResponse) size() int {
+	return len(h.raw) + len(h.uid) + len(h.key.Group) + len(h.key.Resource) + len(h.key.Namespace) + len(h.key.Name) + 128
+}
+
+// responses holds the latest response per object, bounded in bytes (least recently written first
+// out). It is used under Store.respMu.
+type responses struct {
+	max, bytes int
+	byObj      map[Object]*heldResponse
+	lru        *list.List // of *heldResponse, most recent at the front
+	types      map[schema.GroupVersionKind]*typed.ParseableType
+	paths      map[string]string // one string per path changes name, shared by the writes
+}
+
+// maxPaths bounds the paths interned; past it each change has a string of its own.
+const maxPaths = 1 << 16
+
+func (r *responses) intern(p string) string {
+	if q, ok := r.paths[p]; ok {
+		return q
+	}
+	if len(r.paths) < maxPaths {
+		r.paths[p] = p
+	}
+	return p
+}
+
+func (r *responses) get(key Object) *heldResponse {
+	if r.byObj == nil {
+		r.byObj, r.lru, r.types, r.paths = map[Object]*heldResponse{}, list.New(), map[schema.GroupVersionKind]*typed.ParseableType{}, map[string]string{}
+	}
+	return r.byObj[key]
+}
+
+func (r *responses) drop(key Object) {
+	if h := r.byObj[key]; h != nil {
+		r.lru.Remove(h.elem)
+		r.bytes -= h.size()
+		delete(r.byObj, key)
+	}
+}
+
+func (r *responses) put(key Object, uid string, at time.Time, raw []byte) {
+	r.drop(key)
+	h := &heldResponse{key: key, uid: uid, at: at, raw: raw}
+	h.elem = r.lru.PushFront(h)
+	r.byObj[key] = h
+	r.bytes += h.size()
+	for r.bytes > r.max && r.lru.Len() > 1 {
+		r.drop(r.lru.Back().Value.(*heldResponse).key)
+	}
+}
+
+// typeOf types a kind from the Kubernetes API schema compiled in (nil for a CRD: maps compare by
+// key, lists as whole values).
+func (r *responses) typeOf(gvk schema.GroupVersionKind) *typed.ParseableType {
+	if pt, ok := r.types[gvk]; ok {
+		return pt
+	}
+	pt := argocd.StaticSchema([]schema.GroupVersionKind{gvk}).Type(gvk)
+	r.types[gvk] = pt
+	return pt
+}
+
+// changesOf works out the fields a write to key changed and keeps its response for the next
+// write. resp is the write's decoded response (nil when not logged).
+func (s *Store) changesOf(key Object, ev *auditv1.Event, resp map[string]any, uid string, at time.Time) ([]drift.FieldChange, source) {
+	if key.Group == "" && key.Resource == "secrets" {
+		return nil, noSource // never a value of a Secret, whatever the policy logged
+	}
+	s.respMu.Lock()
+	defer s.respMu.Unlock()
+	r := &s.resp
+	prev := r.get(key)
+	if prev != nil && uid != "" && prev.uid != "" && prev.uid != uid {
+		r.drop(key) // another object of that name
+		prev = nil
+	}
+	if prev != nil && at.Before(prev.at) {
+		return nil, noSource // a late event: the response held is newer
+	}
+	switch {
+	case ev.Verb == "delete" && ev.ObjectRef.Subresource == "":
+		r.drop(key)
+		return nil, noSource
+	case ev.ObjectRef.Subresource == "scale":
+		return s.scaleChanges(key, prev, resp, at)
+	case ev.ObjectRef.Subresource != "":
+		return nil, noSource
+	case resp == nil: // logged without its response: what is held no longer says what is live
+		r.drop(key)
+		return nil, noSource
+	}
+	next := diffable(resp)
+	raw, err := json.Marshal(next)
+	if err != nil {
+		r.drop(key)
+		return nil, noSource
+	}
+	r.put(key, uid, at, raw)
+	if prev == nil {
+		if ev.Verb == "patch" {
+			return requestChanges(ev), fromRequest
+		}
+		return nil, noSource
+	}
+	if bytes.Equal(prev.raw, raw) {
+		return nil, fromResponses
+	}
+	var before map[string]any
+	if utiljson.Unmarshal(prev.raw, &before) != nil {
+		return nil, noSource
+	}
+	apiVersion, _ := resp["apiVersion"].(string)
+	kind, _ := resp["kind"].(string)
+	pt := r.typeOf(schema.FromAPIVersionAndKind(apiVersion, kind))
+	return diffResponses(before, next, pt, r.intern), fromResponses
+}
+
+// scaleChanges is a write to the scale subresource (kubectl scale, an HPA): its response is a
+// Scale, whose spec.replicas is the object's.
+func (s *Store) scaleChanges(key Object, prev *heldResponse, resp map[string]any, at time.Time) ([]drift.FieldChange, source) {
+	spec, _ := resp["spec"].(map[string]any)
+	replicas, ok := spec["replicas"]
+	if !ok {
+		return nil, noSource
+	}
+	path := fieldpath.MakePathOrDie("spec", "replicas")
+	if prev == nil {
+		return []drift.FieldChange{{Path: drift.Display(path), To: replicas, Change: Set}}, fromRequest
+	}
+	var obj map[string]any
+	if utiljson.Unmarshal(prev.raw, &obj) != nil {
+		return nil, noSource
+	}
+	objSpec, _ := obj["spec"].(map[string]any)
+	if objSpec == nil {
+		objSpec = map[string]any{}
+		obj["spec"] = objSpec
+	}
+	old, had := objSpec["replicas"]
+	if had && reflect.DeepEqual(old, replicas) {
+		return nil, fromResponses
+	}
+	objSpec["replicas"] = replicas
+	if raw, err := json.Marshal(obj); err == nil {
+		s.resp.put(key, prev.uid, at, raw)
+	}
+	c := drift.FieldChange{Path: drift.Display(path), From: old, To: replicas, Change: drift.Changed}
+	if !had {
+		c.Change = drift.Added
+	}
+	return []drift.FieldChange{c}, fromResponses
+}
+
+// diffable is the part of an object a write's changes are looked for in: every top-level field
+// but apiVersion, kind and status, and of the metadata only labels and annotations (not
+// kubectl's last-applied-configuration, a copy of the object).
+func diffable(obj map[string]any) map[string]any {
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		switch k {
+		case "apiVersion", "kind", "status", "metadata":
+		default:
+			out[k] = v
+		}
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	meta := map[string]any{}
+	if l, ok := md["labels"].(map[string]any); ok && len(l) > 0 {
+		meta["labels"] = l
+	}
+	if a, ok := md["annotations"].(map[string]any); ok && len(a) > 0 {
+		if _, ok := a["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+			c := make(map[string]any, len(a))
+			for k, v := range a {
+				if k != "kubectl.kubernetes.io/last-applied-configuration" {
+					c[k] = v
+				}
+			}
+			a = c
+		}
+		meta["annotations"] = a
+	}
+	if len(meta) > 0 {
+		out["metadata"] = meta
+	}
+	return out
+}
+
+// requestChanges lists the leaf fields a patch body sets (maps walked, lists whole; a null is a
+// removal; strategic merge directives left out), for the first write seen to an object.
+func requestChanges(ev *auditv1.Event) []drift.FieldChange {
+	if ev.RequestObject == nil || len(ev.RequestObject.Raw) == 0 || ev.RequestObject.Raw[0] != '{' {
+		return nil // no body, or a JSON patch (a list of operations)
+	}
+	var body map[string]any
+	if utiljson.Unmarshal(ev.RequestObject.Raw, &body) != nil {
+		return nil
+	}
+	var out []drift.FieldChange
+	var walk func(p fieldpath.Path, v any)
+	walk = func(p fieldpath.Path, v any) {
+		if len(out) >= maxChanges {
+			return
+		}
+		if m, ok := v.(map[string]any); ok && len(m) > 0 {
+			for _, k := range sortedKeys(m) {
+				if !strings.HasPrefix(k, "$") {
+					walk(append(p[:len(p):len(p)], fieldpath.PathElement{FieldName: &k}), m[k])
+				}
+			}
+			return
+		}
+		c := drift.FieldChange{Path: drift.Display(p), To: capValue(v), Change: Set}
+		if v == nil {
+			c.Change = drift.Removed
+		}
+		out = append(out, c)
+	}
+	walk(nil, diffable(body))
+	return out
+}
+
+// capValue keeps a value whose JSON is short; a longer one becomes the start of its JSON and its
+// size, so a ConfigMap's file does not stay in memory once per write.
+func capValue(v any) any {
+	switch x := v.(type) {
+	case nil, bool, int64, float64:
+		return v
+	case string:
+		if len(x) <= maxValueBytes {
+			return v
+		}
+		return fmt.Sprintf("%s… (%d bytes)", head(x, maxValueBytes/2), len(x))
+	}
+	b, err := json.Marshal(v)
+	if err != nil || len(b) <= maxValueBytes {
+		return v
+	}
+	return fmt.Sprintf("%s… (%d bytes of JSON)", head(string(b), maxValueBytes/2), len(b))
+}
+
+// head is s cut to at most n bytes, at a rune boundary.
+func head(s string, n int) string {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,163 @@
+package auditlog
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/llm-gitops/platform/internal/drift"
+)
+
+var vllm = Object{Group: "apps", Resource: "deployments", Namespace: "llm-inference", Name: "vllm-qwen"}
+
+// deployWrite is a completed write to vllm-qwen by user, returning the Deployment with replicas
+// and image (and the request body, when not empty).
+func deployWrite(t *testing.T, user, verb, manager, uid, rv string, at time.Time, replicas int, image, request string) *auditv1.Event {
+	t.Helper()
+	ev := event(user, verb, manager, uid, rv, at)
+	ev.AuditID = types.UID(user + rv)
+	ev.ObjectRef.Resource, ev.ObjectRef.Namespace, ev.ObjectRef.Name = vllm.Resource, vllm.Namespace, vllm.Name
+	obj := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": vllm.Name, "namespace": vllm.Namespace, "uid": uid, "resourceVersion": rv, "generation": replicas,
+			"labels": map[string]any{"app": "vllm"}},
+		"spec": map[string]any{"replicas": replicas, "template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "vllm", "image": image, "args": []any{"--port=8000"}}}}}},
+		"status": map[string]any{"replicas": replicas}}
+	raw, err := json.Marshal(obj)
+	require.NoError(t, err)
+	ev.ResponseObject = &runtime.Unknown{Raw: raw}
+	if request != "" {
+		ev.RequestObject = &runtime.Unknown{Raw: []byte(request)}
+	}
+	return ev
+}
+
+type change struct {
+	Path     string
+	From, To any
+	Change   string
+}
+
+func changesOf(w Write) []change {
+	var out []change
+	for _, c := range w.Changes {
+		out = append(out, change{c.Path, c.From, c.To, c.Change})
+	}
+	return out
+}
+
+// TestWritesRecordWhatTheyChanged: each write's response is compared with the previous one held
+// for the object; the first write seen (a patch) records what its request set, a create nothing;
+// a scale is the replicas; a write to another incarnation, a delete and a Secret's writes record
+// nothing, and writes come back newest first.
+func TestWritesRecordWhatTheyChanged(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	s := NewStore(0)
+	s.Add(deployWrite(t, "argocd", "patch", "argocd-controller", "u1", "1", t0, 2, "vllm/vllm-openai:v0.11.0",
+		`{"metadata":{"labels":{"app":"vllm"}},"spec":{"replicas":2,"$setElementOrder/x":[]}}`))
+	s.Add(deployWrite(t, "alice", "patch", "kubectl-edit", "u1", "2", t0.Add(time.Minute), 3, "vllm/vllm-openai:v0.11.0", `{"spec":{"replicas":3}}`))
+	s.Add(deployWrite(t, "bob", "patch", "kubectl-set", "u1", "3", t0.Add(2*time.Minute), 3, "vllm/vllm-openai:v0.12.0", ""))
+	scale := event("carol", "patch", "", "u1", "4", t0.Add(3*time.Minute))
+	scale.ObjectRef.Resource, scale.ObjectRef.Namespace, scale.ObjectRef.Name, scale.ObjectRef.Subresource = vllm.Resource, vllm.Namespace, vllm.Name, "scale"
+	scale.ResponseObject = &runtime.Unknown{Raw: []byte(`{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"vllm-qwen","uid":"u1","resourceVersion":"4"},"spec":{"replicas":5}}`)}
+	s.Add(scale)
+	s.Add(deployWrite(t, "dave", "update", "kubectl-replace", "u1", "5", t0.Add(4*time.Minute), 5, "vllm/vllm-openai:v0.12.0", ""))
+	s.Add(deployWrite(t, "erin", "patch", "kubectl-edit", "old", "0", t0.Add(-time.Hour), 9, "x", ""))
+
+	ws := s.Writes(vllm, "u1")
+	var users []string
+	for _, w := range ws {
+		users = append(users, w.Actor.User)
+	}
+	require.Equal(t, []string{"dave", "carol", "bob", "alice", "argocd"}, users, "newest first, another UID's writes left out")
+	cases := []struct {
+		user string
+		from string
+		want []change
+	}{
+		{"argocd", FromRequest, []change{{".metadata.labels.app", nil, "vllm", Set}, {".spec.replicas", nil, int64(2), Set}}},
+		{"alice", FromResponses, []change{{".spec.replicas", int64(2), int64(3), drift.Changed}}},
+		{"bob", FromResponses, []change{{".spec.template.spec.containers[name=vllm].image", "vllm/vllm-openai:v0.11.0", "vllm/vllm-openai:v0.12.0", drift.Changed}}},
+		{"carol", FromResponses, []change{{".spec.replicas", int64(3), int64(5), drift.Changed}}},
+		{"dave", FromResponses, nil}, // the scale was taken into the response held: nothing else changed
+	}
+	for i, tc := range cases {
+		w := ws[len(ws)-1-i]
+		t.Run(tc.user, func(t *testing.T) {
+			assert.Equal(t, tc.user, w.Actor.User)
+			assert.Equal(t, tc.from, w.ChangesFrom)
+			if d := cmp.Diff(tc.want, changesOf(w), cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("changes (-want +got):\n%s", d)
+			}
+		})
+	}
+
+	// A delete forgets the response: the object made again starts over.
+	s.Add(deployWrite(t, "frank", "delete", "kubectl", "u1", "6", t0.Add(5*time.Minute), 5, "", ""))
+	s.Add(deployWrite(t, "argocd", "create", "argocd-controller", "u2", "7", t0.Add(6*time.Minute), 2, "vllm/vllm-openai:v0.11.0", ""))
+	ws = s.Writes(vllm, "u2")
+	require.Len(t, ws, 1, "the delete returned u1's object: it is not u2's")
+	assert.Equal(t, "create", ws[0].Actor.Verb)
+	assert.Empty(t, ws[0].Changes)
+	assert.Empty(t, ws[0].ChangesFrom, "a create changed nothing it could be compared with")
+}
+
+// TestSecretWritesKeepNoValues: even where a policy logs a Secret's bodies, no value of it is
+// kept, nor its response.
+func TestSecretWritesKeepNoValues(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	s := NewStore(0)
+	secret := Object{Resource: "secrets", Namespace: "llm-rag", Name: "db"}
+	for i, v := range []string{"aHVudGVyMg==", "c3dvcmRmaXNo"} {
+		ev := event("alice", "patch", "kubectl-edit", "u1", string(rune('1'+i)), t0.Add(time.Duration(i)*time.Minute))
+		ev.ObjectRef.APIGroup, ev.ObjectRef.Resource, ev.ObjectRef.Namespace, ev.ObjectRef.Name = "", "secrets", "llm-rag", "db"
+		ev.RequestObject = &runtime.Unknown{Raw: []byte(`{"data":{"password":"` + v + `"}}`)}
+		ev.ResponseObject = &runtime.Unknown{Raw: []byte(`{"kind":"Secret","apiVersion":"v1","metadata":{"uid":"u1"},"data":{"password":"` + v + `"}}`)}
+		s.Add(ev)
+	}
+	ws := s.Writes(secret, "")
+	require.Len(t, ws, 2)
+	for _, w := range ws {
+		assert.Empty(t, w.Changes)
+		assert.Empty(t, w.ChangesFrom)
+	}
+	s.respMu.Lock()
+	defer s.respMu.Unlock()
+	assert.Nil(t, s.resp.byObj[secret], "no response of a Secret is held")
+}
+
+// TestResponsesHeldAreBounded: past the byte bound, the least recently written object's response
+// goes first; its next write records nothing rather than a wrong change.
+func TestResponsesHeldAreBounded(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	s := NewStore(0)
+	s.resp.max = 1 // one response at most
+	a := deployWrite(t, "alice", "patch", "kubectl-edit", "u1", "1", t0, 1, "img:1", "")
+	s.Add(a)
+	other := deployWrite(t, "bob", "patch", "kubectl-edit", "u9", "2", t0, 1, "img:1", "")
+	other.ObjectRef.Name = "vllm-llama"
+	s.Add(other)
+	s.Add(deployWrite(t, "alice", "patch", "kubectl-edit", "u1", "3", t0.Add(time.Minute), 2, "img:1", ""))
+	w := s.Writes(vllm, "u1")[0]
+	assert.NotEqual(t, FromResponses, w.ChangesFrom, "vllm-qwen's response was dropped for vllm-llama's")
+	assert.Equal(t, 1, s.resp.lru.Len())
+}
+
+// TestLongValuesAreCapped: a value whose JSON is long is kept as its start and its size.
+func TestLongValuesAreCapped(t *testing.T) {
+	long := string(make([]byte, 2000))
+	got, ok := capValue(long).(string)
+	require.True(t, ok)
+	assert.Less(t, len(got), 400)
+	assert.Contains(t, got, "(2000 bytes)")
+	assert.Equal(t, int64(3), capValue(int64(3)))
+	assert.Equal(t, map[string]any{"a": "b"}, capValue(map[string]any{"a": "b"}))
+}
