@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -392,12 +393,27 @@ func (r *recordingFS) Open(p string) (filesys.File, error) {
 func (r *recordingFS) ReadFile(p string) ([]byte, error) {
 	r.note(probeRead, p)
 	data, err := r.FileSystem.ReadFile(p)
-	if err == nil && kustomizationFile(p) && remoteRef.Match(data) {
+	if err == nil && kustomizationFile(p) && remoteRef.Match(withoutCommentLines(data)) {
 		r.mu.Lock()
 		r.remote = true
 		r.mu.Unlock()
 	}
 	return data, err
+}
+
+// withoutCommentLines drops the lines that are only a YAML comment: a URL there ("filled from
+// s3://models/...") fetches nothing. A comment after a value is kept: the check stays conservative.
+func withoutCommentLines(data []byte) []byte {
+	if !bytes.Contains(data, []byte("#")) {
+		return data
+	}
+	var out []byte
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if !bytes.HasPrefix(bytes.TrimLeft(line, " \t"), []byte("#")) {
+			out = append(out, line...)
+		}
+	}
+	return out
 }
 
 func (r *recordingFS) Exists(p string) bool {

@@ -108,9 +108,10 @@ func TestRenderCacheByWhatTheRenderRead(t *testing.T) {
 // Helm chart) fetches what no probe records, so its render is never reused.
 func TestRenderReachingOutsideIsNotCached(t *testing.T) {
 	files := maps.Clone(miniRepo)
-	// The check is conservative: a URL anywhere in a kustomization (here a comment, as no network
-	// is at hand to fetch a real one) keeps its render out of the cache.
-	files["overlays/prod/kustomization.yaml"] = "resources: [../../base/app]\n# upstream: https://example.com/cm.yaml\n"
+	// The check is conservative: a URL anywhere in a kustomization but a comment line (here a
+	// comment after a value, as no network is at hand to fetch a real one) keeps its render out
+	// of the cache.
+	files["overlays/prod/kustomization.yaml"] = "resources: [../../base/app] # upstream: https://example.com/cm.yaml\n"
 	repo, err := gitrepo.Open(newRepo(t, files))
 	require.NoError(t, err)
 	c := NewCache(t.TempDir(), 4)
@@ -123,6 +124,22 @@ func TestRenderReachingOutsideIsNotCached(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, CacheStats{Rendered: 2}, c.Stats(), "rendered twice, never from the cache")
+
+	// A URL in a comment line fetches nothing: the render is cached (components/model-cache says
+	// where the weights come from, s3://models/...).
+	files["overlays/prod/kustomization.yaml"] = "# weights from s3://models/qwen\nresources: [../../base/app]\n"
+	repo, err = gitrepo.Open(newRepo(t, files))
+	require.NoError(t, err)
+	c = NewCache("", 4)
+	for range 2 {
+		snap, err := repo.Snapshot("HEAD")
+		require.NoError(t, err)
+		src, err := FromSnapshot(snap)
+		require.NoError(t, err)
+		_, err = src.RenderCached("prod", c)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, CacheStats{Rendered: 1, ByRevision: 1}, c.Stats())
 }
 
 // TestSharedCacheDecodesOnce: a Shared cache answers repeated hits with the same decoded objects
