@@ -79,6 +79,36 @@ func (s *Snapshot) Log(ctx context.Context, paths ...string) ([]Commit, error) {
 	return logFrom(ctx, s.repo, plumbing.NewHash(s.Revision), plumbing.ZeroHash, paths)
 }
 
+// FirstParents lists the first-parent chain from the revision from (empty: HEAD or main),
+// newest first, at most max commits (max <= 0: all): the commits a branch was at, one after the
+// other, each merge standing for what it brought in.
+func (r *Repo) FirstParents(ctx context.Context, from string, max int) ([]Commit, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	hash, err := r.resolve(from)
+	if err != nil {
+		return nil, err
+	}
+	var out []Commit
+	for h := plumbing.NewHash(hash); max <= 0 || len(out) < max; {
+		if ctx != nil {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		c, err := r.repo.CommitObject(h)
+		if err != nil {
+			return nil, fmt.Errorf("read commit %s: %w", h, err)
+		}
+		out = append(out, toCommit(c))
+		if c.NumParents() == 0 {
+			break
+		}
+		h = c.ParentHashes[0]
+	}
+	return out, nil
+}
+
 // FindTrailer returns the first commit having a trailer key: value (key case-insensitive, value
 // exact), or nil.
 func FindTrailer(commits []Commit, key, value string) *Commit {
