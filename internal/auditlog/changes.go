@@ -240,8 +240,11 @@ func (s *Store) changesOf(key Object, ev *auditv1.Event, resp map[string]any, ui
 	}
 	r.put(key, uid, at, raw)
 	if prev == nil {
-		if ev.Verb == "patch" {
-			return requestChanges(ev), fromRequest
+		if ev.Verb != "patch" {
+			return nil, noSource
+		}
+		if cs := requestChanges(ev); len(cs) > 0 {
+			return cs, fromRequest
 		}
 		return nil, noSource
 	}

@@ -256,6 +256,8 @@ type FieldChange struct {
 	From   any    `json:"from"`
 	To     any    `json:"to"`
 	Change string `json:"change"`
+	// FieldPath is Path structured, for programs that match paths (blame); not in the JSON form.
+	FieldPath FieldPath `json:"-"`
 }
 
 // CompareRendered compares two renderings of one object (e.g. at two Git revisions): fields
@@ -268,7 +270,7 @@ func CompareRendered(from, to map[string]any, pt *typed.ParseableType) []FieldCh
 	delete(to, "status")
 	var out []FieldChange
 	for _, d := range compareDeclared(to, from, pt, nil).diffs {
-		c := FieldChange{Path: Display(d.path), From: d.live, To: d.desired, Change: Changed}
+		c := FieldChange{Path: Display(d.path), From: d.live, To: d.desired, Change: Changed, FieldPath: FieldPath(d.path)}
 		if d.change == Removed { // declared in to, absent from from
 			c.Change, c.From = Added, nil
 		}
@@ -276,7 +278,7 @@ func CompareRendered(from, to map[string]any, pt *typed.ParseableType) []FieldCh
 	}
 	for _, d := range compareDeclared(from, to, pt, nil).diffs {
 		if d.change == Removed {
-			out = append(out, FieldChange{Path: Display(d.path), From: d.desired, Change: Removed})
+			out = append(out, FieldChange{Path: Display(d.path), From: d.desired, Change: Removed, FieldPath: FieldPath(d.path)})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
