@@ -10,8 +10,11 @@ import (
 
 var cluster *testcluster.Cluster
 
+// TestMain starts the API server with kube-controller-manager: Pod admission needs what it makes
+// (each namespace's default ServiceAccount, the ResourceQuotas' status) before Pod Security gets
+// its say (podsecurity_test.go).
 func TestMain(m *testing.M) {
-	os.Exit(testcluster.Main(m, testcluster.Options{}, &cluster))
+	os.Exit(testcluster.Main(m, testcluster.Options{ControllerManager: true}, &cluster))
 }
 
 // TestOverlaysAcceptedByAPIServer server-side applies every rendered object of every overlay as
