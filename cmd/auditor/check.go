@@ -27,7 +27,10 @@ server's own CEL machinery, and checks the capacity invariants (KV cache fits th
 workloads fit the GPU pool, startupProbe covers the cold start, every KEDA trigger can reach
 maxReplicaCount and has a fallback) and the sync rules (no object needs one of a later Argo CD
 sync wave; stateful objects carry sync-options Delete=false,Prune=false; a vLLM pod's grace
-period covers its preStop sleep and --shutdown-timeout).
+period covers its preStop sleep and --shutdown-timeout) and the security rules (every namespace
+enforces a Pod Security level at a pinned version and has a default-deny NetworkPolicy that
+leaves DNS open; every container in a namespace enforcing restricted fits restricted). Each env's
+section ends with what its namespaces enforce.
 
 Exit codes: 0 pass, 1 violations, >1 error.`,
 		Example: `  auditor check --base origin/main --head HEAD -o markdown > comment.md`,
@@ -106,6 +109,7 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 				fmt.Fprintf(w, "  WARNING %s %s: %s\n", v.Rule, v.Object, v.Message)
 			}
 		}
+		writeSecurity(w, e.Security, md)
 		if md && len(e.Changes) > 0 {
 			fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")
 		}
@@ -124,6 +128,30 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 			fmt.Fprintln(w, "```\n</details>")
 		}
 		fmt.Fprintln(w)
+	}
+}
+
+// writeSecurity prints what each namespace enforces: the Pod Security level, the default-deny
+// NetworkPolicy and the one that keeps DNS open ("none" where missing; the violations say why).
+func writeSecurity(w io.Writer, namespaces []check.NamespaceSecurity, md bool) {
+	if len(namespaces) == 0 {
+		return
+	}
+	none := func(s string) string {
+		if s == "" {
+			return "none"
+		}
+		return s
+	}
+	if md {
+		fmt.Fprintln(w, "\n| namespace | Pod Security (enforce) | default deny | DNS egress |\n|---|---|---|---|")
+	}
+	for _, n := range namespaces {
+		if md {
+			fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", n.Namespace, none(n.PodSecurity), none(n.DefaultDeny), none(n.DNS))
+		} else {
+			fmt.Fprintf(w, "  SECURITY %s pod-security=%s default-deny=%s dns=%s\n", n.Namespace, none(n.PodSecurity), none(n.DefaultDeny), none(n.DNS))
+		}
 	}
 }
 

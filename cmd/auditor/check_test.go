@@ -27,3 +27,28 @@ func TestWriteCheckShowsWarnings(t *testing.T) {
 		assert.Contains(t, b.String(), "PASS")
 	}
 }
+
+// TestWriteCheckShowsSecurity: each env's section lists what its namespaces enforce, "none" for
+// what is missing.
+func TestWriteCheckShowsSecurity(t *testing.T) {
+	res := &check.Result{Base: "aaa", Head: "bbb", Passed: false, Envs: []check.EnvResult{{Env: "prod",
+		Security: []check.NamespaceSecurity{
+			{Namespace: "llm-api", PodSecurity: "restricted:v1.37", DefaultDeny: "default-deny", DNS: "allow-dns"},
+			{Namespace: "llm-rag"},
+		}}}}
+	for _, tc := range []struct {
+		md   bool
+		want []string
+	}{
+		{false, []string{"  SECURITY llm-api pod-security=restricted:v1.37 default-deny=default-deny dns=allow-dns",
+			"  SECURITY llm-rag pod-security=none default-deny=none dns=none"}},
+		{true, []string{"| namespace | Pod Security (enforce) | default deny | DNS egress |",
+			"| `llm-api` | restricted:v1.37 | default-deny | allow-dns |", "| `llm-rag` | none | none | none |"}},
+	} {
+		var b strings.Builder
+		writeCheck(&b, res, tc.md)
+		for _, w := range tc.want {
+			assert.Contains(t, b.String(), w)
+		}
+	}
+}

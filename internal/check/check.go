@@ -3,7 +3,9 @@
 // policies of policies/ offline, and checks the capacity invariants of the seeds and the rules of
 // a safe Argo CD sync: sync waves in dependency order (waves.go), stateful objects kept on
 // Application deletion and prune (safety.go), KEDA triggers able to reach maxReplicaCount
-// (keda.go) and vLLM pods given time to drain (drain.go).
+// (keda.go) and vLLM pods given time to drain (drain.go); and the security of each namespace:
+// Pod Security enforced at a pinned version, a default-deny NetworkPolicy that leaves DNS open
+// (security.go), and containers fit for the restricted level where it is enforced (restricted.go).
 package check
 
 import (
@@ -38,6 +40,8 @@ type EnvResult struct {
 	Changes    []Change    `json:"changes"`
 	Violations []Violation `json:"violations"`
 	Warnings   []Violation `json:"warnings,omitempty"`
+	// Security is what each namespace the env renders enforces (Pod Security, NetworkPolicy).
+	Security []NamespaceSecurity `json:"security,omitempty"`
 }
 
 // Change is an object added, removed or changed between base and head.
@@ -98,7 +102,12 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Violations = append(er.Violations, retainStateful(h.Objects)...)
 		er.Violations = append(er.Violations, kedaReach(h.Objects)...)
 		er.Violations = append(er.Violations, vllmDrain(h.Objects)...)
-		v, w := capacityInvariants(h.Objects)
+		posture, v, w := namespaceSecurity(h.Objects)
+		er.Security = posture
+		er.Violations = append(er.Violations, v...)
+		er.Warnings = append(er.Warnings, w...)
+		er.Violations = append(er.Violations, restrictedPods(h.Objects)...)
+		v, w = capacityInvariants(h.Objects)
 		er.Violations = append(er.Violations, v...)
 		er.Warnings = append(er.Warnings, w...)
 		if len(er.Violations) > 0 {
