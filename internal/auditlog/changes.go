@@ -34,6 +34,9 @@ const (
 	// FromRequest: the fields the write sent (a patch, or the replicas of a scale), the first write
 	// seen to the object: the values before it are not known (From is nil, Change "set").
 	FromRequest = "request"
+	// Created: the write made the object (a create, or an apply or patch that created it): every
+	// field is its.
+	Created = "created"
 )
 
 // source is where a held write's changes come from: none, FromResponses, FromRequest.
@@ -43,6 +46,7 @@ const (
 	noSource source = iota
 	fromResponses
 	fromRequest
+	created
 )
 
 func (s source) String() string {
@@ -51,6 +55,8 @@ func (s source) String() string {
 		return FromResponses
 	case fromRequest:
 		return FromRequest
+	case created:
+		return Created
 	}
 	return ""
 }
@@ -74,8 +80,9 @@ type Write struct {
 	// UID and ResourceVersion are those of the object the write returned ("" when not logged).
 	UID, ResourceVersion string
 	// Changes are the fields the write changed, ChangesFrom where they come from: FromResponses,
-	// FromRequest, or "" when nothing is known (a create, a delete, a Secret — whose values are
-	// never kept —, a write logged without its response, an event older than the response held).
+	// FromRequest, Created (no Changes: every field), or "" when nothing is known (a delete, a
+	// Secret — whose values are never kept —, a write logged without its response, an event
+	// older than the response held).
 	Changes     []drift.FieldChange
 	ChangesFrom string
 }
@@ -239,10 +246,10 @@ func (s *Store) changesOf(key Object, ev *auditv1.Event, resp map[string]any, ui
 		return nil, noSource
 	}
 	r.put(key, uid, at, raw)
+	if ev.Verb == "create" || madeBy(ev, resp) {
+		return nil, created
+	}
 	if prev == nil {
-		if ev.Verb != "patch" {
-			return nil, noSource
-		}
 		if cs := requestChanges(ev); len(cs) > 0 {
 			return cs, fromRequest
 		}
@@ -258,7 +265,23 @@ func (s *Store) changesOf(key Object, ev *auditv1.Event, resp map[string]any, ui
 	apiVersion, _ := resp["apiVersion"].(string)
 	kind, _ := resp["kind"].(string)
 	pt := r.typeOf(schema.FromAPIVersionAndKind(apiVersion, kind))
-	return diffResponses(before, next, pt, r.intern), fromResponses
+	changes := diffResponses(before, next, pt, r.intern)
+	if fields, ok := patchFields(ev); ok {
+		changes = inPatch(changes, fields)
+	}
+	return changes, fromResponses
+}
+
+// madeBy says whether the write made the object (a server-side apply that created it): the
+// object was created (creationTimestamp, whole seconds) no earlier than the request came in.
+func madeBy(ev *auditv1.Event, resp map[string]any) bool {
+	md, _ := resp["metadata"].(map[string]any)
+	s, _ := md["creationTimestamp"].(string)
+	created, err := time.Parse(time.RFC3339, s)
+	if err != nil || ev.RequestReceivedTimestamp.IsZero() {
+		return false
+	}
+	return !created.Before(ev.RequestReceivedTimestamp.Truncate(time.Second))
 }
 
 // scaleChanges is a write to the scale subresource (kubectl scale, an HPA): its response is a
@@ -332,22 +355,33 @@ func diffable(obj map[string]any) map[string]any {
 	return out
 }
 
-// requestChanges lists the leaf fields a patch body sets (maps walked, lists whole; a null is a
-// removal; strategic merge directives left out), for the first write seen to an object.
-func requestChanges(ev *auditv1.Event) []drift.FieldChange {
-	if ev.RequestObject == nil || len(ev.RequestObject.Raw) == 0 || ev.RequestObject.Raw[0] != '{' {
-		return nil // no body, or a JSON patch (a list of operations)
+// patchField is a field a patch body names, with the value it gives it (exact: the value is
+// the field's, not a list's the path was cut at).
+type patchField struct {
+	path   string
+	value  any
+	remove bool
+	exact  bool
+}
+
+// patchFields lists the fields a patch's body names: a merge or strategic merge patch's leaves
+// (maps walked, lists whole, directives such as $setElementOrder left out), a JSON patch's
+// operation paths cut at the first list index. ok is false when the write is not a patch or its
+// body was not logged.
+func patchFields(ev *auditv1.Event) (fields []patchField, ok bool) {
+	if ev.Verb != "patch" || ev.RequestObject == nil || len(ev.RequestObject.Raw) == 0 {
+		return nil, false
+	}
+	raw := ev.RequestObject.Raw
+	if raw[0] == '[' {
+		return jsonPatchFields(raw)
 	}
 	var body map[string]any
-	if utiljson.Unmarshal(ev.RequestObject.Raw, &body) != nil {
-		return nil
+	if utiljson.Unmarshal(raw, &body) != nil {
+		return nil, false
 	}
-	var out []drift.FieldChange
 	var walk func(p fieldpath.Path, v any)
 	walk = func(p fieldpath.Path, v any) {
-		if len(out) >= maxChanges {
-			return
-		}
 		if m, ok := v.(map[string]any); ok && len(m) > 0 {
 			for _, k := range sortedKeys(m) {
 				if !strings.HasPrefix(k, "$") {
@@ -356,14 +390,94 @@ func requestChanges(ev *auditv1.Event) []drift.FieldChange {
 			}
 			return
 		}
-		c := drift.FieldChange{Path: drift.Display(p), To: capValue(v), Change: Set}
-		if v == nil {
+		fields = append(fields, patchField{path: drift.Display(p), value: v, remove: v == nil, exact: true})
+	}
+	walk(nil, diffable(body))
+	return fields, true
+}
+
+// jsonPatchFields reads a JSON patch's operations (RFC 6902).
+func jsonPatchFields(raw []byte) ([]patchField, bool) {
+	var ops []struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		From  string `json:"from"`
+		Value any    `json:"value"`
+	}
+	if utiljson.Unmarshal(raw, &ops) != nil {
+		return nil, false
+	}
+	var out []patchField
+	for _, op := range ops {
+		for _, ptr := range []string{op.Path, op.From} {
+			if ptr == "" || op.Op == "test" {
+				continue
+			}
+			var p fieldpath.Path
+			exact := true
+			for _, seg := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+				if seg == "-" || strings.Trim(seg, "0123456789") == "" {
+					exact = false // a list index: the list is what is named
+					break
+				}
+				name := strings.NewReplacer("~1", "/", "~0", "~").Replace(seg)
+				p = append(p, fieldpath.PathElement{FieldName: &name})
+			}
+			f := patchField{path: drift.Display(p), exact: exact && ptr == op.Path && op.Op != "move", remove: op.Op == "remove"}
+			if op.Op == "add" || op.Op == "replace" || op.Op == "copy" {
+				f.value = op.Value
+			}
+			out = append(out, f)
+		}
+	}
+	return out, true
+}
+
+// requestChanges lists what a patch body sets, for the first write seen to an object: the
+// values before it are not known.
+func requestChanges(ev *auditv1.Event) []drift.FieldChange {
+	fields, _ := patchFields(ev)
+	var out []drift.FieldChange
+	for _, f := range fields {
+		if !f.exact || len(out) >= maxChanges || !diffablePath(f.path) {
+			continue
+		}
+		c := drift.FieldChange{Path: f.path, To: capValue(f.value), Change: Set}
+		if f.remove {
 			c.Change = drift.Removed
 		}
 		out = append(out, c)
 	}
-	walk(nil, diffable(body))
 	return out
+}
+
+// diffablePath says whether a path is among those diffable keeps.
+func diffablePath(p string) bool {
+	return !strings.HasPrefix(p, ".metadata") || strings.HasPrefix(p, ".metadata.labels") || strings.HasPrefix(p, ".metadata.annotations")
+}
+
+// inPatch keeps the changes a patch's body names (at, above or below a field it names): a change
+// between two responses that the body does not name was made in between by a write the policy
+// does not log (a status write moves the deployment.kubernetes.io/revision annotation).
+func inPatch(changes []drift.FieldChange, fields []patchField) []drift.FieldChange {
+	out := changes[:0]
+	for _, c := range changes {
+		for _, f := range fields {
+			if under(c.Path, f.path) || under(f.path, c.Path) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// under says whether display path p is prefix or below it.
+func under(p, prefix string) bool {
+	if !strings.HasPrefix(p, prefix) {
+		return false
+	}
+	return len(p) == len(prefix) || p[len(prefix)] == '.' || p[len(prefix)] == '[' || prefix == "."
 }
 
 // capValue keeps a value whose JSON is short; a longer one becomes the start of its JSON and its

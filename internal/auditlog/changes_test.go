@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -107,7 +108,21 @@ func TestWritesRecordWhatTheyChanged(t *testing.T) {
 	require.Len(t, ws, 1, "the delete returned u1's object: it is not u2's")
 	assert.Equal(t, "create", ws[0].Actor.Verb)
 	assert.Empty(t, ws[0].Changes)
-	assert.Empty(t, ws[0].ChangesFrom, "a create changed nothing it could be compared with")
+	assert.Equal(t, Created, ws[0].ChangesFrom, "a create made every field")
+
+	// A server-side apply that made the object (created no earlier than the request came in) is
+	// a create too.
+	apply := deployWrite(t, "argocd", "patch", "argocd-controller", "u3", "8", t0.Add(8*time.Minute), 2, "img", `{"spec":{"replicas":2}}`)
+	apply.ObjectRef.Name = "other"
+	apply.RequestReceivedTimestamp = metav1.NewMicroTime(t0.Add(8*time.Minute - 300*time.Millisecond))
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal(apply.ResponseObject.Raw, &obj))
+	obj["metadata"].(map[string]any)["creationTimestamp"] = t0.Add(8 * time.Minute).Format(time.RFC3339)
+	apply.ResponseObject.Raw, _ = json.Marshal(obj)
+	s.Add(apply)
+	other := vllm
+	other.Name = "other"
+	assert.Equal(t, Created, s.Writes(other, "")[0].ChangesFrom)
 }
 
 // TestSecretWritesKeepNoValues: even where a policy logs a Secret's bodies, no value of it is
@@ -160,4 +175,39 @@ func TestLongValuesAreCapped(t *testing.T) {
 	assert.Contains(t, got, "(2000 bytes)")
 	assert.Equal(t, int64(3), capValue(int64(3)))
 	assert.Equal(t, map[string]any{"a": "b"}, capValue(map[string]any{"a": "b"}))
+}
+
+// TestPatchChangesAreWhatTheBodyNames: a change between two responses that the patch's body does
+// not name was made in between by a write the policy does not log (the deployment controller's
+// status write moves the revision annotation): it is not given to the patch. JSON patches name
+// their paths up to the first list index.
+func TestPatchChangesAreWhatTheBodyNames(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	withRevision := func(ev *auditv1.Event, rev string) *auditv1.Event {
+		var obj map[string]any
+		require.NoError(t, json.Unmarshal(ev.ResponseObject.Raw, &obj))
+		obj["metadata"].(map[string]any)["annotations"] = map[string]any{"deployment.kubernetes.io/revision": rev}
+		raw, err := json.Marshal(obj)
+		require.NoError(t, err)
+		ev.ResponseObject.Raw = raw
+		return ev
+	}
+	s := NewStore(0)
+	s.Add(withRevision(deployWrite(t, "argocd", "patch", "argocd-controller", "u1", "1", t0, 2, "img:1", ""), "1"))
+	s.Add(withRevision(deployWrite(t, "alice", "patch", "kubectl-edit", "u1", "2", t0.Add(time.Minute), 2, "img:2",
+		`{"spec":{"template":{"spec":{"$setElementOrder/containers":[{"name":"vllm"}],"containers":[{"image":"img:2","name":"vllm"}]}}}}`), "2"))
+	s.Add(withRevision(deployWrite(t, "bob", "patch", "kubectl-patch", "u1", "3", t0.Add(2*time.Minute), 4, "img:2",
+		`[{"op":"replace","path":"/spec/replicas","value":4},{"op":"test","path":"/metadata/annotations","value":{}}]`), "3"))
+	ws := s.Writes(vllm, "u1")
+	require.Len(t, ws, 3)
+	assert.Equal(t, []change{{".spec.replicas", int64(2), int64(4), drift.Changed}}, changesOf(ws[0]), "bob's JSON patch")
+	assert.Equal(t, []change{{".spec.template.spec.containers[name=vllm].image", "img:1", "img:2", drift.Changed}}, changesOf(ws[1]), "alice's edit")
+
+	// The first write seen: a JSON patch's exact paths are what it set.
+	first := NewStore(0)
+	first.Add(deployWrite(t, "bob", "patch", "kubectl-patch", "u1", "3", t0, 4, "img:2",
+		`[{"op":"replace","path":"/spec/replicas","value":4},{"op":"remove","path":"/spec/template/spec/containers/0/args"}]`))
+	w := first.Writes(vllm, "")[0]
+	assert.Equal(t, FromRequest, w.ChangesFrom)
+	assert.Equal(t, []change{{".spec.replicas", nil, int64(4), Set}}, changesOf(w), "a path cut at a list index is not a field's")
 }
