@@ -140,8 +140,9 @@ type Write struct {
 	AuditID         string `json:"auditID,omitempty"`
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 	// Changes are the fields the write changed; ChangesFrom says how they are known: "responses"
-	// (its response compared with the previous write's), "request" (what the first write seen
-	// sent: old values unknown), or "" (not known: a create, a delete, a Secret, whose values are
+	// (its response compared with the previous write's; for a patch, the fields its body names),
+	// "request" (what the first write seen sent: old values unknown), "created" (the write made
+	// the object: every field is its), or "" (not known: a delete, a Secret, whose values are
 	// never kept, or a write logged without its response).
 	Changes     []Change `json:"changes"`
 	ChangesFrom string   `json:"changesFrom,omitempty"`

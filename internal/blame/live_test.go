@@ -47,8 +47,8 @@ func write(user, tool, uid, rv string, at time.Time, replicas int) *auditv1.Even
 	resp := fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"vllm","namespace":"inference","uid":%q,"resourceVersion":%q},"spec":{"replicas":%d}}`, uid, rv, replicas)
 	return &auditv1.Event{Level: auditv1.LevelRequestResponse, AuditID: k8stypes.UID("id-" + rv), Stage: auditv1.StageResponseComplete, Verb: "patch",
 		RequestURI: "/apis/apps/v1/namespaces/inference/deployments/vllm?fieldManager=" + tool, UserAgent: "kubectl/v1.37.2",
-		User:      authnv1.UserInfo{Username: user, Groups: []string{"platform-oncall"}},
-		ObjectRef: &auditv1.ObjectReference{APIGroup: "apps", APIVersion: "v1", Resource: "deployments", Namespace: "inference", Name: "vllm"},
+		User:           authnv1.UserInfo{Username: user, Groups: []string{"platform-oncall"}},
+		ObjectRef:      &auditv1.ObjectReference{APIGroup: "apps", APIVersion: "v1", Resource: "deployments", Namespace: "inference", Name: "vllm"},
 		ResponseObject: &runtime.Unknown{Raw: []byte(resp)}, StageTimestamp: metav1.NewMicroTime(at)}
 }
 

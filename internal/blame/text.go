@@ -7,14 +7,16 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
 )
 
 // Widths of the text tables' columns (longer values are cut with "…").
 const (
-	pathWidth   = 64
-	valueWidth  = 40
-	personWidth = 60
+	pathWidth    = 64
+	valueWidth   = 40
+	personWidth  = 60
+	subjectWidth = 72
 )
 
 // WriteText prints b for people: a header, a row per field (path, Git value, commit, author,
@@ -128,7 +130,7 @@ func commitCols(c *Commit) string {
 	if c.Boundary {
 		sha = "^" + fmt.Sprintf("%.7s", c.SHA)
 	}
-	return fmt.Sprintf("%-8s  %-12s  %-10s  %s", sha, cut(c.Author, 12), c.Date.Format("2006-01-02"), c.Subject)
+	return fmt.Sprintf("%-8s  %-12s  %-10s  %s", sha, cut(c.Author, 12), c.Date.Format("2006-01-02"), cut(c.Subject, subjectWidth))
 }
 
 // driftLine says what the cluster has at a drifted field and who wrote it.
@@ -194,13 +196,12 @@ func person(a *drift.Actor) string {
 
 // changeLines are a write's changes, one per line.
 func changeLines(w Write) []string {
-	if w.ChangesFrom == "" {
-		switch w.Verb {
-		case "create":
-			return []string{"created"}
-		case "delete":
-			return []string{"deleted"}
-		}
+	switch {
+	case w.ChangesFrom == auditlog.Created:
+		return []string{"created the object"}
+	case w.ChangesFrom == "" && w.Verb == "delete":
+		return []string{"deleted the object"}
+	case w.ChangesFrom == "":
 		return []string{"(changes not known)"}
 	}
 	if len(w.Changes) == 0 {

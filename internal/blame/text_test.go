@@ -49,7 +49,8 @@ func TestWriteTextGolden(t *testing.T) {
 			{User: "carol", Tool: "kubectl", Subresource: "scale", Verb: "patch", Time: "2026-11-30T09:10:00Z", ChangesFrom: "request",
 				Changes: []Change{{Path: ".spec.replicas", New: int64(2), Change: "set"}}},
 			{User: "system:serviceaccount:kube-system:deployment-controller", Tool: "kube-controller-manager", Verb: "update", Time: "2026-11-30T09:05:00Z", ChangesFrom: "responses", Changes: []Change{}},
-			{User: "system:serviceaccount:argocd:argocd-application-controller", Tool: "argocd-controller", Verb: "create", Time: "2026-11-30T09:00:00Z", Changes: []Change{}},
+			{User: "system:serviceaccount:argocd:argocd-application-controller", Tool: "argocd-controller", Verb: "create", Time: "2026-11-30T09:00:00Z", ChangesFrom: "created", Changes: []Change{}},
+			{User: "dave", Tool: "kubectl", Verb: "delete", Time: "2026-11-30T08:00:00Z", Changes: []Change{}},
 		},
 		Notes: []string{"env prod did not render at 555555555555 (skipped; a change across it is given to the newer commit): render prod: boom"},
 	}
