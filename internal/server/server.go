@@ -55,6 +55,10 @@ type Options struct {
 	Episodes http.Handler
 	// Pages, when set, serves the web view (GET / and GET /blame) behind Authorize.
 	Pages http.Handler
+	// Blame, when set, serves GET /api/v1/blame (?env=&kind=&namespace=&name=: the commit behind
+	// each field of an object, its drift and the writes to it; blame.Blame as JSON) behind
+	// Authorize.
+	Blame http.Handler
 }
 
 // WebhookOptions configure the push webhook.
@@ -102,6 +106,9 @@ func New(b Backend, reg *prometheus.Registry, opts Options) http.Handler {
 	}
 	if opts.Episodes != nil {
 		mux.HandleFunc("GET /api/v1/episodes", guard(opts.Episodes.ServeHTTP))
+	}
+	if opts.Blame != nil {
+		mux.HandleFunc("GET /api/v1/blame", guard(opts.Blame.ServeHTTP))
 	}
 	mux.HandleFunc("GET /api/v1/status", guard(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.Status()) }))
 	mux.HandleFunc("GET /api/v1/drift", guard(func(w http.ResponseWriter, r *http.Request) {
