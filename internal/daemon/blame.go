@@ -27,7 +27,7 @@ type blamer struct {
 	busy    chan struct{}
 }
 
-func (d *Daemon) blameHandler() http.Handler {
+func (d *Daemon) blameHandler() *blamer {
 	b := &blamer{d: d, renders: render.NewCache("", 4), busy: make(chan struct{}, 1)}
 	b.renders.Shared = true // the walk never changes a render
 	return b

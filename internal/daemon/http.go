@@ -40,12 +40,13 @@ func (d *Daemon) serveHTTP(ctx context.Context) error {
 	}
 	d.addr = ln.Addr().String()
 	close(d.listening)
-	opts := server.Options{Authorize: d.authorize, Pprof: d.cfg.API.Pprof, Blame: d.blameHandler()}
+	blames := d.blameHandler()
+	opts := server.Options{Authorize: d.authorize, Pprof: d.cfg.API.Pprof, Blame: blames}
 	if d.people != nil && d.cfg.AuditEvents.Webhook {
 		opts.AuditEvents = auditlog.Handler(d.people)
 	}
 	opts.Episodes = http.HandlerFunc(d.serveEpisodes)
-	opts.Pages = webview.Handler(newPages(d), d.log)
+	opts.Pages = webview.Handler(newPages(d, blames), d.log)
 	if d.cfg.Webhook != nil {
 		opts.Webhook = &server.WebhookOptions{Secret: d.secret}
 	}

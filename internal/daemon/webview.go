@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llm-gitops/platform/internal/blame"
 	"github.com/llm-gitops/platform/internal/episode"
 	"github.com/llm-gitops/platform/internal/ledger"
 	"github.com/llm-gitops/platform/internal/schedule"
@@ -16,7 +17,8 @@ import (
 // pages adapts the daemon to the web view. What it renders from Git (the models served, the
 // schedule) is kept per revision: a page load renders an env once per new revision.
 type pages struct {
-	d *Daemon
+	d     *Daemon
+	blame *blamer
 
 	mu      sync.Mutex
 	serving map[string]servingAt // env → at the audited revision
@@ -35,8 +37,8 @@ type planAt struct {
 	err      error
 }
 
-func newPages(d *Daemon) *pages {
-	return &pages{d: d, serving: map[string]servingAt{}, plans: map[string]planAt{}}
+func newPages(d *Daemon, b *blamer) *pages {
+	return &pages{d: d, blame: b, serving: map[string]servingAt{}, plans: map[string]planAt{}}
 }
 
 func (p *pages) Envs() []string { return p.d.cfg.Envs }
@@ -115,6 +117,19 @@ func (p *pages) Upcoming(env string, n int) ([]webview.ScaleUp, error) {
 	return out, nil
 }
 
-func (p *pages) Blame(ctx context.Context, env, kind, namespace, name string) (any, error) {
-	return nil, errors.New("blame: not available")
+func (p *pages) Blame(ctx context.Context, env, kind, namespace, name string) (*blame.Blame, error) {
+	ref, err := blame.ParseRef(kind+"/"+name, namespace)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, blameTimeout)
+	defer cancel()
+	select {
+	case p.blame.busy <- struct{}{}:
+		defer func() { <-p.blame.busy }()
+	case <-ctx.Done():
+		return nil, errors.New("another blame is running; try again")
+	}
+	res, _, err := p.blame.run(ctx, env, ref, "", 0)
+	return res, err
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
 )
 
 // browser starts the distribution's Chromium, headless, for one test.
@@ -94,7 +96,21 @@ func TestWebViewInABrowser(t *testing.T) {
 	))
 	screenshot(t, ctx, shots, "blame.png")
 	assert.Contains(t, text(t, ctx, `h1`), "StatefulSet/qdrant")
-	assert.Contains(t, text(t, ctx, `main`), "alice (kubectl-edit)")
+	assert.Contains(t, text(t, ctx, `#drift`), "alice (kubectl-edit)")
+	// Git's side: the commit that set replicas; the live side: alice's write, 1 → 3.
+	replicas, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll('#git tbody tr')).filter(r => r.cells[0].innerText === '.spec.replicas')[0].cells`+
+			`.length ? Array.from(Array.from(document.querySelectorAll('#git tbody tr')).filter(r => r.cells[0].innerText === '.spec.replicas')[0].cells).map(c => c.innerText) : []`))
+	require.NoError(t, err)
+	require.Len(t, replicas, 4, "the blame page has a .spec.replicas row")
+	assert.Equal(t, "1", replicas[1], "Git says 1")
+	first := h.p.Git("rev-list", "--max-parents=0", "HEAD")
+	assert.Contains(t, replicas[2], gitrepo.Short(first)+" dev", "set by the fixture's first commit, not the schedule's")
+	assert.Contains(t, replicas[2], ": platform")
+	assert.Contains(t, replicas[3], "3 by alice (kubectl-edit)")
+	writes := text(t, ctx, `#writes`)
+	assert.Contains(t, writes, "alice")
+	assert.Contains(t, writes, ".spec.replicas: 1 → 3")
 
 	// On a phone the tables fold into one field per line: nothing is wider than the screen.
 	require.NoError(t, chromedp.Do(ctx,

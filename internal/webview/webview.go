@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llm-gitops/platform/internal/blame"
+	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/episode"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/ledger"
@@ -44,8 +46,9 @@ type Source interface {
 	Serving(env string) ([]ledger.Serving, error)
 	// Upcoming lists the env's next n scheduled scale-ups (none without a schedule).
 	Upcoming(env string, n int) ([]ScaleUp, error)
-	// Blame renders the blame page's data for one object.
-	Blame(ctx context.Context, env, kind, namespace, name string) (any, error)
+	// Blame is the history of one object: per field the commit that set it in Git, its drift,
+	// and the writes to the live object.
+	Blame(ctx context.Context, env, kind, namespace, name string) (*blame.Blame, error)
 }
 
 //go:embed templates/*.html
@@ -66,6 +69,15 @@ func Handler(src Source, log *slog.Logger) http.Handler {
 		"ended":    endedText,
 		"age":      func(e episode.Episode) string { return roundDuration(e.Duration(now())) },
 		"blameURL": blameURL,
+		"date":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
+		"stamp":    stamp,
+		"person":   person,
+		"plural": func(n int, what string) string {
+			if n == 1 {
+				return "1 " + what
+			}
+			return strconv.Itoa(n) + " " + what + "s"
+		},
 	}
 	pages := template.Must(template.New("").Funcs(funcs).ParseFS(templates, "templates/*.html"))
 	v := &view{src: src, pages: pages, log: log}
@@ -202,4 +214,27 @@ func roundDuration(d time.Duration) string {
 		return d.Round(time.Second).String()
 	}
 	return d.Round(time.Minute).String()
+}
+
+// stamp renders an RFC 3339 time as "2006-01-02 15:04:05" (as it is when it does not parse).
+func stamp(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+// person names who made a drifted field: "alice (kubectl-edit)", the tool alone without audit
+// events, "unknown" when neither is known.
+func person(f drift.Field) string {
+	switch {
+	case f.Actor != nil && f.Manager != "":
+		return f.Actor.User + " (" + f.Manager + ")"
+	case f.Actor != nil:
+		return f.Actor.User
+	case f.Manager != "":
+		return f.Manager
+	}
+	return "unknown"
 }
