@@ -33,6 +33,10 @@ type Source interface {
 	Load(ctx context.Context, s *Store) error
 }
 
+// writesPerSlab is how many writes are allocated at once (a slab is freed once all of its writes
+// are evicted; eviction goes in the order added).
+const writesPerSlab = 64
+
 // DefaultMax bounds the events a Store holds: the oldest go first.
 const DefaultMax = 100_000
 
@@ -63,6 +67,8 @@ type Store struct {
 	seq   uint64
 	byObj map[Object][]*write
 	order []held // in the order added: the front is evicted first
+
+	slab []write // where the next writes are allocated
 
 	respMu sync.Mutex // orders the diffs of writes' responses; taken before mu, never inside it
 	resp   responses  // the latest response per object
@@ -102,18 +108,25 @@ func (s *Store) Add(ev *auditv1.Event) {
 		uid = string(ev.ObjectRef.UID)
 	}
 	at := ev.StageTimestamp.UTC()
-	w := &write{at: at, uid: uid, manager: manager(ev), subresource: ev.ObjectRef.Subresource, resourceVersion: rv,
+	nw := write{at: at, uid: uid, manager: manager(ev), subresource: ev.ObjectRef.Subresource, resourceVersion: rv,
 		system: strings.HasPrefix(ev.User.Username, "system:") && ev.ImpersonatedUser == nil,
 		actor: drift.Actor{User: ev.User.Username, Groups: ev.User.Groups, SourceIPs: ev.SourceIPs, UserAgent: ev.UserAgent,
 			Verb: ev.Verb, Time: at.Format(time.RFC3339), AuditID: string(ev.AuditID)}}
 	if ev.ImpersonatedUser != nil {
-		w.actor.ImpersonatedUser = ev.ImpersonatedUser.Username
+		nw.actor.ImpersonatedUser = ev.ImpersonatedUser.Username
 	}
 	key := Object{Group: ev.ObjectRef.APIGroup, Resource: ev.ObjectRef.Resource, Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name}
 	changes, from := s.changesOf(key, ev, resp, uid, at)
-	w.changes, w.changesFrom = hold(changes), from
+	nw.changes, nw.changesFrom = hold(changes), from
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Writes are allocated in slabs, in the order added: an object's writes stay close in memory
+	// (matching walks them all) instead of among the decoded responses' garbage.
+	if len(s.slab) == cap(s.slab) {
+		s.slab = make([]write, 0, writesPerSlab)
+	}
+	s.slab = append(s.slab, nw)
+	w := &s.slab[len(s.slab)-1]
 	s.seq++
 	w.seq = s.seq
 	ws := s.byObj[key]
@@ -140,6 +153,7 @@ func (s *Store) evictOldest() {
 	for i, w := range ws {
 		if w.seq == h.seq {
 			ws = append(ws[:i], ws[i+1:]...)
+			ws[:len(ws)+1][len(ws)] = nil // the slab it lies in can go once its other writes do
 			break
 		}
 	}

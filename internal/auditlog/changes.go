@@ -240,6 +240,10 @@ func (s *Store) changesOf(key Object, ev *auditv1.Event, resp map[string]any, ui
 		return nil, noSource
 	}
 	next := diffable(resp)
+	if len(next) == 0 { // nothing to compare (a response without spec, data or metadata)
+		r.drop(key)
+		return nil, noSource
+	}
 	raw, err := json.Marshal(next)
 	if err != nil {
 		r.drop(key)
