@@ -3,7 +3,10 @@ package render
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
@@ -39,5 +42,46 @@ func TestOverlaysAcceptedByAPIServer(t *testing.T) {
 				t.Fatalf("%s dry-run rejected: %v", env, err)
 			}
 		})
+	}
+}
+
+// TestUpstreamCRDsValidateSecurityKinds shows the cert-manager and External Secrets CRDs (from
+// their Go modules) do validate what the overlays render: a Certificate without an issuer and an
+// ExternalSecret naming a store kind that does not exist are refused, server-side dry-run.
+func TestUpstreamCRDsValidateSecurityKinds(t *testing.T) {
+	syncer, err := testcluster.NewSyncer(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := renderRepo(t, "prod")
+	if err := syncer.Sync(context.Background(), "llm-prod", res.Objects, false); err != nil {
+		t.Fatalf("prod rejected by the API server: %v", err)
+	}
+	breaks := map[string]struct {
+		field []string
+		value any
+		want  string
+	}{
+		"Certificate":    {[]string{"spec", "issuerRef"}, map[string]any{"kind": "ClusterIssuer"}, "spec.issuerRef.name: Required value"},
+		"ExternalSecret": {[]string{"spec", "secretStoreRef", "kind"}, "Vault", `spec.secretStoreRef.kind: Unsupported value: "Vault"`},
+	}
+	seen := map[string]bool{}
+	for _, o := range res.Objects {
+		b, ok := breaks[o.GetKind()]
+		if !ok || seen[o.GetKind()] {
+			continue
+		}
+		seen[o.GetKind()] = true
+		bad := o.DeepCopy()
+		if err := unstructured.SetNestedField(bad.Object, b.value, b.field...); err != nil {
+			t.Fatal(err)
+		}
+		err := syncer.Sync(context.Background(), "llm-prod", []*unstructured.Unstructured{bad}, true)
+		if err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("%s %s/%s with %v = %v: got %v, want an error with %q", o.GetKind(), o.GetNamespace(), o.GetName(), b.field, b.value, err, b.want)
+		}
+	}
+	if len(seen) != len(breaks) {
+		t.Errorf("prod renders %v of the kinds %v", seen, breaks)
 	}
 }

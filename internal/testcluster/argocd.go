@@ -32,7 +32,7 @@ var argoConfigFiles = []string{
 
 // NotExercised lists the kinds the platform uses whose controllers do not run in the test cluster
 // although Argo CD has a health check for them: KEDA's operator, Karpenter, CloudNativePG, a
-// Gateway implementation, and metrics-server (the HPA controller runs, but without the resource
+// Gateway implementation, cert-manager, the External Secrets Operator, and metrics-server (the HPA controller runs, but without the resource
 // metrics API it reports FailedGetResourceMetric, which Argo CD calls Degraded and which fails the
 // sync that touches it). Without them these objects never get a healthy status and Argo CD would
 // hold back every later sync wave, so the test cluster configures their health as Healthy, with a
@@ -45,6 +45,8 @@ var NotExercised = map[string]string{
 	"postgresql.cnpg.io/Database":         "CloudNativePG",
 	"gateway.networking.k8s.io/Gateway":   "a Gateway API implementation",
 	"gateway.networking.k8s.io/HTTPRoute": "a Gateway API implementation",
+	"cert-manager.io/Certificate":         "cert-manager",
+	"external-secrets.io/ExternalSecret":  "the External Secrets Operator",
 }
 
 // argoSettings are what the test cluster adds to argocd-cm.

@@ -44,6 +44,10 @@ var UpstreamCRDs = []CRDSource{
 	{"github.com/cloudnative-pg/cloudnative-pg", "v1.28.0", []string{
 		"config/crd/bases/postgresql.cnpg.io_clusters.yaml", "config/crd/bases/postgresql.cnpg.io_scheduledbackups.yaml",
 		"config/crd/bases/postgresql.cnpg.io_backups.yaml", "config/crd/bases/postgresql.cnpg.io_databases.yaml"}},
+	// The kinds the platform renders, not their issuers and stores (cluster-specific, not in Git).
+	// cert-manager's deploy/crds are the controller-gen output its Helm chart's CRDs are made from.
+	{"github.com/cert-manager/cert-manager", "v1.21.2", []string{"deploy/crds/cert-manager.io_certificates.yaml"}},
+	{"github.com/external-secrets/external-secrets", "v1.3.2", []string{"config/crds/bases/external-secrets.io_externalsecrets.yaml"}},
 }
 
 // Toolchain is the Go toolchain the project builds with (see the Makefile).
@@ -112,7 +116,7 @@ func InstallUpstreamCRDs(ctx context.Context, cfg *rest.Config, log io.Writer) e
 		return fmt.Errorf("install CRDs: %w", err)
 	}
 	if log != nil {
-		fmt.Fprintf(log, "installing %d upstream CRDs (Argo CD, KEDA, Karpenter, Gateway API, Prometheus Operator, CloudNativePG)\n", len(crds))
+		fmt.Fprintf(log, "installing %d upstream CRDs (Argo CD, KEDA, Karpenter, Gateway API, Prometheus Operator, CloudNativePG, cert-manager, External Secrets)\n", len(crds))
 	}
 	force := true
 	for _, crd := range crds {
