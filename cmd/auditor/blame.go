@@ -40,7 +40,8 @@ head without one; --revision to choose), rendering the env at each commit, and n
 field Git declares for the object the commit that last changed its rendered value (sha, author,
 date, subject). Beside it, from the cluster: the object's drift (live value, field manager, and
 with --audit-log the person), and the writes to the live object the audit log holds, newest
-first, with old -> new for the fields each changed. --git-only leaves the cluster out.
+first, with old -> new for the fields each changed. --git-only leaves the cluster out. Only
+commits are read, never the work tree.
 
 Exit codes: 0 done, >1 error.`,
 		Example: `  auditor blame deployment/vllm-qwen --env prod -n llm-inference --audit-log /var/log/kubernetes/audit.log
