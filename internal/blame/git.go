@@ -138,8 +138,12 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 	for _, s := range b.History.Skipped {
 		b.Notes = append(b.Notes, fmt.Sprintf("env %s did not render at %.12s (skipped; a change across it is given to the newer commit): %s", req.Env, s.Commit, firstLine(s.Error)))
 	}
+	secret := gvk.Group == "" && gvk.Kind == "Secret"
 	for i, leaf := range leaves {
 		v, _ := valueAt(obj.Object, leaf)
+		if secret && secretValue(leaf) {
+			v = Redacted // as in the drift report: a Secret's values are never shown
+		}
 		b.Fields = append(b.Fields, Field{Path: drift.Display(leaf), FieldPath: drift.FieldPath(leaf), Git: v, Commit: commitOf[i]})
 	}
 	return b, nil
@@ -271,6 +275,14 @@ func hasPrefix(p, prefix fieldpath.Path) bool {
 		}
 	}
 	return true
+}
+
+// Redacted stands for the value of a Secret's key.
+const Redacted = "(redacted)"
+
+// secretValue says whether a path of a Secret holds a value (data, stringData).
+func secretValue(p fieldpath.Path) bool {
+	return len(p) > 0 && p[0].FieldName != nil && (*p[0].FieldName == "data" || *p[0].FieldName == "stringData")
 }
 
 func commitFrom(c gitrepo.Commit, boundary bool) *Commit {

@@ -225,3 +225,27 @@ func TestParseRef(t *testing.T) {
 		assert.Equal(t, tc.want, got)
 	}
 }
+
+// TestGitNeverShowsSecretValues: a Secret's keys are blamed like any field, their values are not
+// shown (the drift report masks them too).
+func TestGitNeverShowsSecretValues(t *testing.T) {
+	dir, _ := history(t)
+	gittest.WriteFiles(t, dir, map[string]string{
+		"base/vllm/secret.yaml":        "apiVersion: v1\nkind: Secret\nmetadata: {name: key, namespace: inference}\nstringData: {token: hunter2}\ndata: {b: c3dvcmRmaXNo}\n",
+		"base/vllm/kustomization.yaml": "resources: [vllm.yaml, llama.yaml, secret.yaml]\n"})
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "a secret")
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	b, err := Git(context.Background(), repo, Request{Env: "prod", Object: Ref{Kind: "secret", Name: "key"}}, Options{})
+	require.NoError(t, err)
+	got := map[string]any{}
+	for _, f := range b.Fields {
+		got[f.Path] = f.Git
+		require.NotNil(t, f.Commit)
+		assert.Equal(t, "a secret", f.Commit.Subject)
+	}
+	assert.Equal(t, Redacted, got[".stringData.token"])
+	assert.Equal(t, Redacted, got[".data.b"])
+	assert.Equal(t, "key", got[".metadata.name"])
+}
