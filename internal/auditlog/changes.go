@@ -2,24 +2,19 @@ package auditlog
 
 import (
 	"bytes"
-	"container/list"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-	"sigs.k8s.io/structured-merge-diff/v6/typed"
-
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
-	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
 )
 
@@ -135,79 +130,6 @@ func unhold(cs []heldChange) []drift.FieldChange {
 		out[i] = drift.FieldChange{Path: c.path, From: c.from, To: c.to, Change: changeKinds[c.kind]}
 	}
 	return out
-}
-
-// heldResponse is the latest response held for an object: its diffable fields as compact JSON.
-type heldResponse struct {
-	key  Object
-	uid  string
-	at   time.Time
-	raw  []byte
-	elem *list.Element
-}
-
-func (h *heldResponse) size() int {
-	return len(h.raw) + len(h.uid) + len(h.key.Group) + len(h.key.Resource) + len(h.key.Namespace) + len(h.key.Name) + 128
-}
-
-// responses holds the latest response per object, bounded in bytes (least recently written first
-// out). It is used under Store.respMu.
-type responses struct {
-	max, bytes int
-	byObj      map[Object]*heldResponse
-	lru        *list.List // of *heldResponse, most recent at the front
-	types      map[schema.GroupVersionKind]*typed.ParseableType
-	paths      map[string]string // one string per path changes name, shared by the writes
-}
-
-// maxPaths bounds the paths interned; past it each change has a string of its own.
-const maxPaths = 1 << 16
-
-func (r *responses) intern(p string) string {
-	if q, ok := r.paths[p]; ok {
-		return q
-	}
-	if len(r.paths) < maxPaths {
-		r.paths[p] = p
-	}
-	return p
-}
-
-func (r *responses) get(key Object) *heldResponse {
-	if r.byObj == nil {
-		r.byObj, r.lru, r.types, r.paths = map[Object]*heldResponse{}, list.New(), map[schema.GroupVersionKind]*typed.ParseableType{}, map[string]string{}
-	}
-	return r.byObj[key]
-}
-
-func (r *responses) drop(key Object) {
-	if h := r.byObj[key]; h != nil {
-		r.lru.Remove(h.elem)
-		r.bytes -= h.size()
-		delete(r.byObj, key)
-	}
-}
-
-func (r *responses) put(key Object, uid string, at time.Time, raw []byte) {
-	r.drop(key)
-	h := &heldResponse{key: key, uid: uid, at: at, raw: raw}
-	h.elem = r.lru.PushFront(h)
-	r.byObj[key] = h
-	r.bytes += h.size()
-	for r.bytes > r.max && r.lru.Len() > 1 {
-		r.drop(r.lru.Back().Value.(*heldResponse).key)
-	}
-}
-
-// typeOf types a kind from the Kubernetes API schema compiled in (nil for a CRD: maps compare by
-// key, lists as whole values).
-func (r *responses) typeOf(gvk schema.GroupVersionKind) *typed.ParseableType {
-	if pt, ok := r.types[gvk]; ok {
-		return pt
-	}
-	pt := argocd.StaticSchema([]schema.GroupVersionKind{gvk}).Type(gvk)
-	r.types[gvk] = pt
-	return pt
 }
 
 // changesOf works out the fields a write to key changed and keeps its response for the next
@@ -357,131 +279,6 @@ func diffable(obj map[string]any) map[string]any {
 		out["metadata"] = meta
 	}
 	return out
-}
-
-// patchField is a field a patch body names, with the value it gives it (exact: the value is
-// the field's, not a list's the path was cut at).
-type patchField struct {
-	path   string
-	value  any
-	remove bool
-	exact  bool
-}
-
-// patchFields lists the fields a patch's body names: a merge or strategic merge patch's leaves
-// (maps walked, lists whole, directives such as $setElementOrder left out), a JSON patch's
-// operation paths cut at the first list index. ok is false when the write is not a patch or its
-// body was not logged.
-func patchFields(ev *auditv1.Event) (fields []patchField, ok bool) {
-	if ev.Verb != "patch" || ev.RequestObject == nil || len(ev.RequestObject.Raw) == 0 {
-		return nil, false
-	}
-	raw := ev.RequestObject.Raw
-	if raw[0] == '[' {
-		return jsonPatchFields(raw)
-	}
-	var body map[string]any
-	if utiljson.Unmarshal(raw, &body) != nil {
-		return nil, false
-	}
-	var walk func(p fieldpath.Path, v any)
-	walk = func(p fieldpath.Path, v any) {
-		if m, ok := v.(map[string]any); ok && len(m) > 0 {
-			for _, k := range sortedKeys(m) {
-				if !strings.HasPrefix(k, "$") {
-					walk(append(p[:len(p):len(p)], fieldpath.PathElement{FieldName: &k}), m[k])
-				}
-			}
-			return
-		}
-		fields = append(fields, patchField{path: drift.Display(p), value: v, remove: v == nil, exact: true})
-	}
-	walk(nil, diffable(body))
-	return fields, true
-}
-
-// jsonPatchFields reads a JSON patch's operations (RFC 6902).
-func jsonPatchFields(raw []byte) ([]patchField, bool) {
-	var ops []struct {
-		Op    string `json:"op"`
-		Path  string `json:"path"`
-		From  string `json:"from"`
-		Value any    `json:"value"`
-	}
-	if utiljson.Unmarshal(raw, &ops) != nil {
-		return nil, false
-	}
-	var out []patchField
-	for _, op := range ops {
-		for _, ptr := range []string{op.Path, op.From} {
-			if ptr == "" || op.Op == "test" {
-				continue
-			}
-			var p fieldpath.Path
-			exact := true
-			for _, seg := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
-				if seg == "-" || strings.Trim(seg, "0123456789") == "" {
-					exact = false // a list index: the list is what is named
-					break
-				}
-				name := strings.NewReplacer("~1", "/", "~0", "~").Replace(seg)
-				p = append(p, fieldpath.PathElement{FieldName: &name})
-			}
-			f := patchField{path: drift.Display(p), exact: exact && ptr == op.Path && op.Op != "move", remove: op.Op == "remove"}
-			if op.Op == "add" || op.Op == "replace" || op.Op == "copy" {
-				f.value = op.Value
-			}
-			out = append(out, f)
-		}
-	}
-	return out, true
-}
-
-// requestChanges lists what a patch body sets, for the first write seen to an object: the
-// values before it are not known.
-func requestChanges(ev *auditv1.Event) []drift.FieldChange {
-	fields, _ := patchFields(ev)
-	var out []drift.FieldChange
-	for _, f := range fields {
-		if !f.exact || len(out) >= maxChanges || !diffablePath(f.path) {
-			continue
-		}
-		c := drift.FieldChange{Path: f.path, To: capValue(f.value), Change: Set}
-		if f.remove {
-			c.Change = drift.Removed
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// diffablePath says whether a path is among those diffable keeps.
-func diffablePath(p string) bool {
-	return !strings.HasPrefix(p, ".metadata") || strings.HasPrefix(p, ".metadata.labels") || strings.HasPrefix(p, ".metadata.annotations")
-}
-
-// inPatch keeps the changes a patch's body names (at, above or below a field it names): a change
-// between two responses that the body does not name was made in between by a write the policy
-// does not log (a status write moves the deployment.kubernetes.io/revision annotation).
-func inPatch(changes []drift.FieldChange, fields []patchField) []drift.FieldChange {
-	out := changes[:0]
-	for _, c := range changes {
-		for _, f := range fields {
-			if under(c.Path, f.path) || under(f.path, c.Path) {
-				out = append(out, c)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// under says whether display path p is prefix or below it.
-func under(p, prefix string) bool {
-	if !strings.HasPrefix(p, prefix) {
-		return false
-	}
-	return len(p) == len(prefix) || p[len(prefix)] == '.' || p[len(prefix)] == '[' || prefix == "."
 }
 
 // capValue keeps a value whose JSON is short; a longer one becomes the start of its JSON and its
