@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llm-gitops/platform/internal/blame"
@@ -60,21 +62,28 @@ func (b *blamer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), blameTimeout)
-	defer cancel()
-	select {
-	case b.busy <- struct{}{}:
-		defer func() { <-b.busy }()
-	case <-ctx.Done():
-		respondJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "another blame is running; try again"})
-		return
-	}
-	res, code, err := b.run(ctx, env, ref, q.Get("revision"), maxCommits)
+	res, code, err := b.blame(r.Context(), env, ref, q.Get("revision"), maxCommits)
 	if err != nil {
 		respondJSON(w, code, map[string]any{"error": err.Error(), "env": env})
 		return
 	}
 	respondJSON(w, http.StatusOK, res)
+}
+
+// blame runs one walk at a time, bounded by blameTimeout, for an env the daemon audits.
+func (b *blamer) blame(ctx context.Context, env string, ref blame.Ref, revision string, maxCommits int) (*blame.Blame, int, error) {
+	if !slices.Contains(b.d.cfg.Envs, env) {
+		return nil, http.StatusBadRequest, fmt.Errorf("env %q is not audited (envs: %s)", env, strings.Join(b.d.cfg.Envs, ", "))
+	}
+	ctx, cancel := context.WithTimeout(ctx, blameTimeout)
+	defer cancel()
+	select {
+	case b.busy <- struct{}{}:
+		defer func() { <-b.busy }()
+	case <-ctx.Done():
+		return nil, http.StatusServiceUnavailable, errors.New("another blame is running; try again")
+	}
+	return b.run(ctx, env, ref, revision, maxCommits)
 }
 
 // run walks the history of ref in env and adds what the cluster says; on error, the HTTP status.

@@ -46,25 +46,26 @@ type Daemon struct {
 	log     *slog.Logger
 	metrics *metrics
 
-	mu        sync.RWMutex
-	repo      *gitrepo.Repo
-	cache     *live.Cache
-	stopCache context.CancelFunc // ends the cache's informers (with the daemon's context anyway)
-	reports   map[string]*drift.Report
-	errs      map[string]error
-	lastFetch time.Time
-	fetchErr  error
-	hooked    map[cache.SharedIndexInformer]bool
-	auditor   *audit.Auditor  // kept while repo and cache are: its schema and render caches persist
-	people    *auditlog.Store // audit events, when configured
-	episodes  *episode.Book   // drift episodes, saved in the state dir
-	peopleMu  sync.Mutex
-	firstSeen map[string]time.Time     // fields without a person yet: when first seen
-	held      map[string]*drift.Report // per env, the report held back waiting for people
-	hmacKey   []byte                   // keys the HMACs that stand for Secret values in reports
-	saveMu    sync.Mutex               // one tracker save at a time
-	rendered  int                      // renders kustomize ran, as of the last full audit
-	lastFull  time.Time                // when every env was last audited in full
+	mu           sync.RWMutex
+	repo         *gitrepo.Repo
+	cache        *live.Cache
+	stopCache    context.CancelFunc // ends the cache's informers (with the daemon's context anyway)
+	reports      map[string]*drift.Report
+	errs         map[string]error
+	lastFetch    time.Time
+	fetchErr     error
+	hooked       map[cache.SharedIndexInformer]bool
+	auditor      *audit.Auditor  // kept while repo and cache are: its schema and render caches persist
+	people       *auditlog.Store // audit events, when configured
+	episodes     *episode.Book   // drift episodes, saved in the state dir
+	adoptRenders *render.Cache   // renders of the walks that name adopting commits (audit loop only)
+	peopleMu     sync.Mutex
+	firstSeen    map[string]time.Time     // fields without a person yet: when first seen
+	held         map[string]*drift.Report // per env, the report held back waiting for people
+	hmacKey      []byte                   // keys the HMACs that stand for Secret values in reports
+	saveMu       sync.Mutex               // one tracker save at a time
+	rendered     int                      // renders kustomize ran, as of the last full audit
+	lastFull     time.Time                // when every env was last audited in full
 
 	scheduleWake []chan struct{} // one per schedule runner: a revision was fetched
 

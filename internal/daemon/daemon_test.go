@@ -475,8 +475,8 @@ func TestAPIRequiresKubernetesAuth(t *testing.T) {
 	cfg := h.config(t.TempDir())
 	cfg.API = APIConfig{Auth: APIAuthKubernetes}
 	d := start(t, cfg)
-	get := func(token string) int {
-		req, err := http.NewRequest(http.MethodGet, "http://"+d.d.Addr()+"/api/v1/drift?env=prod", nil)
+	getPath := func(path, token string) int {
+		req, err := http.NewRequest(http.MethodGet, "http://"+d.d.Addr()+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -489,6 +489,14 @@ func TestAPIRequiresKubernetesAuth(t *testing.T) {
 		}
 		resp.Body.Close()
 		return resp.StatusCode
+	}
+	get := func(token string) int { return getPath("/api/v1/drift?env=prod", token) }
+	// The web view and every API route are behind the same authentication.
+	for _, path := range []string{"/", "/blame?env=prod&kind=StatefulSet&name=qdrant", "/api/v1/episodes", "/api/v1/blame?env=prod&kind=StatefulSet&name=qdrant"} {
+		assert.Equal(t, http.StatusUnauthorized, getPath(path, ""), "%s without a token", path)
+		if path != "/blame?env=prod&kind=StatefulSet&name=qdrant" { // asked once granted: verdicts are kept per path
+			assert.Equal(t, http.StatusForbidden, getPath(path, testcluster.ReaderToken), "%s for a user without RBAC", path)
+		}
 	}
 	if code := get(""); code != http.StatusUnauthorized {
 		t.Errorf("no token: %d, want 401", code)
@@ -508,7 +516,7 @@ func TestAPIRequiresKubernetesAuth(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte(`apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: `+role+`}
-rules: [{apiGroups: [`+APIGroup+`], resources: [drift, status], verbs: [get]}]
+rules: [{apiGroups: [`+APIGroup+`], resources: [drift, status, pages], verbs: [get]}]
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -528,6 +536,10 @@ rules: [{apiGroups: [`+APIGroup+`], resources: [drift, status], verbs: [get]}]
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("user granted get on /api/v1/*: %d, want 200", resp.StatusCode)
 	}
+	// pages is the web view (a path not asked before: verdicts are kept per path); episodes is
+	// not granted by this role.
+	assert.Equal(t, http.StatusOK, getPath("/blame?env=prod&kind=StatefulSet&name=qdrant&namespace="+h.p.NS("rag"), testcluster.ReaderToken))
+	assert.Equal(t, http.StatusForbidden, getPath("/api/v1/episodes?env=prod", testcluster.ReaderToken))
 }
 
 // TestStopWhileConnecting: a daemon told to stop before it ever reached the cluster returns

@@ -39,9 +39,9 @@ func (d *Daemon) recordEpisodes(rep *drift.Report) {
 	if rep.Syncing() {
 		return
 	}
-	opened, ended := d.episodes.Observe(episode.Observation{Report: rep, Live: d.liveObject, Commit: d.commitOf, Mask: report.MaskSecrets})
-	d.metrics.episodes(rep.Env, d.episodes.Open(rep.Env), ended)
-	if len(opened)+len(ended) == 0 {
+	_, ended := d.episodes.Observe(episode.Observation{Report: rep, Live: d.liveObject, Adopter: d.adopter, Mask: report.MaskSecrets})
+	d.metrics.episodes(rep.Env, d.episodes.Open(rep.Env), ended, d.leader.Load())
+	if !d.episodes.TakeDirty() {
 		return
 	}
 	for _, e := range ended {

@@ -102,8 +102,13 @@ func TestEpisodesEndRevertedThenAdoptedAcrossRestarts(t *testing.T) {
 		eps := d.episodes(t)
 		return len(eps.Open) == 1 && len(eps.Ended) == 1, jsonOf(eps)
 	})
+	waitFor(t, "her second episode names her", 30*time.Second, func() (bool, string) {
+		eps := d.episodes(t)
+		return len(eps.Open) == 1 && eps.Open[0].Actor != nil, jsonOf(eps)
+	})
 	second := d.episodes(t).Open[0]
 	assert.EqualValues(t, 2, second.Live)
+	assert.Equal(t, "alice", second.Actor.User)
 	_, metrics = d.get(t, "/metrics")
 	assert.Contains(t, metrics, `auditor_drift_episodes_open{env="prod",kind="StatefulSet"} 1`)
 	d.stop()
@@ -111,7 +116,11 @@ func TestEpisodesEndRevertedThenAdoptedAcrossRestarts(t *testing.T) {
 	// Git adopts her value while the daemon is down; the next daemon ends the episode as adopted.
 	h.p.Edit("base/rag/qdrant.yaml", "  replicas: 1\n", "  replicas: 2\n")
 	commit := h.p.Commit("rag: qdrant keeps 2 replicas, as alice set")
-	h.p.Sync(commit)
+	// A later commit that changes nothing of qdrant's is synced with it: the adopting commit is
+	// the one that changed the value, not the synced head.
+	require.NoError(t, h.p.Write("docs/notes.md", "typo fixed\n"))
+	head := h.p.Commit("docs: typo")
+	h.p.Sync(head)
 	d = start(t, cfg)
 	waitFor(t, "the episode ends as adopted", 30*time.Second, func() (bool, string) {
 		eps := d.episodes(t)
@@ -119,6 +128,7 @@ func TestEpisodesEndRevertedThenAdoptedAcrossRestarts(t *testing.T) {
 	})
 	adopted := d.episodes(t).Ended[0]
 	assert.Equal(t, second.ID, adopted.ID)
+	assert.Equal(t, "alice", adopted.Actor.User, "the person survives the restarts")
 	assert.Equal(t, episode.Adopted, adopted.End.How)
 	require.NotNil(t, adopted.End.Commit)
 	assert.Equal(t, commit, adopted.End.Commit.SHA)

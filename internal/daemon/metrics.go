@@ -44,7 +44,7 @@ func newMetrics() *metrics {
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "auditor_leader", Help: "1 when this replica posts reports."}),
 		episodesOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "auditor_drift_episodes_open",
 			Help: "Drift episodes still open (a drifted field, or a Missing or Extra object), per env and kind."}, []string{"env", "kind"}),
-		// 1s to ~6 days: a selfHeal revert to a drift nobody looked at for a week.
+		// 1 s to ~3 days (4^9 s): a selfHeal revert to a drift left over a long weekend.
 		episodeLength: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "auditor_drift_episode_duration_seconds",
 			Help:    "How long ended drift episodes stood, per env and how they ended (reverted, adopted, overwritten, deleted, dropped).",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 10)}, []string{"env", "how"}),
@@ -83,13 +83,18 @@ func (m *metrics) observe(rep *drift.Report) {
 	}
 }
 
-// episodes records one env's open episodes and the episodes that just ended.
-func (m *metrics) episodes(env string, open, ended []episode.Episode) {
+// episodes records one env's open episodes and the episodes that just ended. Only the leader
+// observes durations: every replica ends the same episodes, and a sum over replicas would count
+// each once per replica.
+func (m *metrics) episodes(env string, open, ended []episode.Episode, leader bool) {
 	m.episodesOpen.DeletePartialMatch(prometheus.Labels{"env": env})
 	for _, e := range open {
 		m.episodesOpen.WithLabelValues(env, e.Kind).Inc()
 	}
 	for _, e := range ended {
+		if !leader {
+			break
+		}
 		m.episodeLength.WithLabelValues(env, e.End.How).Observe(e.Duration(e.End.At).Seconds())
 	}
 }

@@ -1,9 +1,16 @@
 package daemon
 
 import (
+	"context"
 	"errors"
+	"strings"
+	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/llm-gitops/platform/internal/blame"
 	"github.com/llm-gitops/platform/internal/episode"
+	"github.com/llm-gitops/platform/internal/render"
 )
 
 // commitOf names a revision of the repository, for an episode adopted into Git.
@@ -30,4 +37,72 @@ func (d *Daemon) readFile(revision, name string) ([]byte, error) {
 		return nil, errors.New("repository not open yet")
 	}
 	return repo.ReadFile(revision, name)
+}
+
+// adoptWalk bounds the history walk that names an adopting commit (it runs in the audit loop).
+const adoptWalk = 20 * time.Second
+
+// adopter names the commit that put an episode's live value into Git: among the first-parent
+// commits after the episode's revision up to revision, the one that last changed the rendered
+// value at the field (blame's walk, over those commits only). ok is false when Git no longer
+// declares the object or the field. When the walk cannot say, the revision itself is named.
+func (d *Daemon) adopter(e episode.Episode, revision string) (*episode.Commit, bool) {
+	d.mu.RLock()
+	repo := d.repo
+	d.mu.RUnlock()
+	fallback := d.commitOf(revision)
+	if repo == nil {
+		return fallback, true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adoptWalk)
+	defer cancel()
+	commits, err := repo.FirstParents(ctx, revision, blame.DefaultMaxCommits)
+	if err != nil {
+		return fallback, true
+	}
+	n := 0
+	for n < len(commits) && commits[n].Hash != e.Revision {
+		n++
+	}
+	if n == len(commits) { // not an ancestor within reach: a force-push, or too far back
+		return fallback, true
+	}
+	gv, _ := schema.ParseGroupVersion(e.APIVersion)
+	ref := blame.Ref{Kind: e.Kind, Group: gv.Group, Namespace: e.Namespace, Name: e.Name}
+	if d.adoptRenders == nil {
+		d.adoptRenders = render.NewCache("", 2)
+		d.adoptRenders.Shared = true
+	}
+	res, err := blame.Git(ctx, repo, blame.Request{Env: e.Env, Object: ref, Revision: revision, MaxCommits: n + 1},
+		blame.Options{Renders: d.adoptRenders})
+	var nd *blame.NotDeclaredError
+	switch {
+	case errors.As(err, &nd):
+		return nil, false
+	case err != nil:
+		d.log.Warn("adopting commit not found", "object", e.Kind+"/"+e.Name, "err", err)
+		return fallback, true
+	}
+	var newest *blame.Commit
+	for _, f := range res.Fields {
+		if f.Git == nil || f.Commit == nil || !(f.Path == e.Path || strings.HasPrefix(f.Path, e.Path+".") || strings.HasPrefix(f.Path, e.Path+"[")) {
+			continue
+		}
+		if newest == nil || f.Commit.Date.After(newest.Date) {
+			newest = f.Commit
+		}
+	}
+	if newest != nil && (newest.SHA == e.Revision || newest.Boundary) {
+		newest = nil // unchanged over the walk: the render equals live by normalisation alone
+		if e.Path != "" {
+			return fallback, true
+		}
+	}
+	if newest == nil {
+		if e.Path == "" {
+			return fallback, true
+		}
+		return nil, false // Git no longer declares the field
+	}
+	return &episode.Commit{SHA: newest.SHA, Author: newest.Author, Date: newest.Date, Subject: newest.Subject}, true
 }

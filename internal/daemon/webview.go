@@ -122,14 +122,6 @@ func (p *pages) Blame(ctx context.Context, env, kind, namespace, name string) (*
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, blameTimeout)
-	defer cancel()
-	select {
-	case p.blame.busy <- struct{}{}:
-		defer func() { <-p.blame.busy }()
-	case <-ctx.Done():
-		return nil, errors.New("another blame is running; try again")
-	}
-	res, _, err := p.blame.run(ctx, env, ref, "", 0)
+	res, _, err := p.blame.blame(ctx, env, ref, "", 0)
 	return res, err
 }

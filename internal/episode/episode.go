@@ -51,6 +51,9 @@ type Episode struct {
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace,omitempty"`
 	Name       string `json:"name"`
+	// UID is the live object's when the episode began (empty for a Missing object): another UID
+	// at the end means the object was deleted and made again.
+	UID string `json:"uid,omitempty"`
 	// Status is Modified (a field drifted), Missing or Extra (the whole object).
 	Status string `json:"status"`
 	// Path is the drifted field ("" for a whole object); FieldPath its structured form.
@@ -121,8 +124,10 @@ type Observation struct {
 	Report *drift.Report
 	// Live reads the live objects; nil: every ended episode is Dropped.
 	Live LiveGetter
-	// Commit names a revision (for Adopted); nil or nil result: the SHA alone.
-	Commit func(revision string) *Commit
+	// Adopter names the commit, at or before the report's revision and after the episode's,
+	// that put the live value into Git; ok false when Git no longer declares the field (the
+	// episode is then Dropped). Nil, or a nil commit: the report's revision, by SHA alone.
+	Adopter func(e Episode, revision string) (c *Commit, ok bool)
 	// Mask hides Secret values in what the episodes keep; nil keeps values as they are.
 	Mask func(drift.Object) drift.Object
 	// Now is the observation time (default time.Now()).
@@ -143,6 +148,17 @@ type Book struct {
 	keep   int
 	maxAge time.Duration
 	seq    uint64
+	dirty  bool // changed since the last TakeDirty
+}
+
+// TakeDirty reports whether the episodes changed (opened, ended, or learnt their person) since
+// the last call: whether they need saving.
+func (b *Book) TakeDirty() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d := b.dirty
+	b.dirty = false
+	return d
 }
 
 // NewBook returns an empty Book keeping at most keep ended episodes no older than maxAge
@@ -173,9 +189,14 @@ func (b *Book) Observe(obs Observation) (opened, ended []Episode) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	seen := map[string]bool{}
+	unknown := map[string]bool{} // objects the report could not compare: their episodes wait
 	for _, o := range rep.Objects {
 		if obs.Mask != nil {
 			o = obs.Mask(o)
+		}
+		if o.Status == drift.Unknown {
+			unknown[Identity(rep.Env, o.APIVersion, o.Kind, o.Namespace, o.Name, "")] = true
+			continue
 		}
 		for _, e := range candidates(rep, o, now) {
 			id := e.identity()
@@ -186,9 +207,11 @@ func (b *Book) Observe(obs Observation) (opened, ended []Episode) {
 				if cur.Actor == nil && e.Actor != nil { // the person's audit event came later
 					cur.Actor = e.Actor
 					cur.Start = e.Start
+					b.dirty = true
 				}
-				if cur.Writer.Manager == "" { // a watch named the writer later
+				if cur.Writer.Manager == "" && e.Writer.Manager != "" { // a watch named the writer later
 					cur.Writer = e.Writer
+					b.dirty = true
 				}
 				continue
 			case ok:
@@ -202,16 +225,24 @@ func (b *Book) Observe(obs Observation) (opened, ended []Episode) {
 				e.ID = b.newID(id, e.Start)
 			}
 			ep := e
+			if obs.Live != nil && ep.Status != drift.Missing {
+				if live, ok := obs.Live(ep.APIVersion, ep.Kind, ep.Namespace, ep.Name); ok {
+					ep.UID = string(live.GetUID())
+				}
+			}
 			b.open[id] = &ep
 			opened = append(opened, ep)
 		}
 	}
 	for id, cur := range b.open {
-		if cur.Env != rep.Env || seen[id] {
+		if cur.Env != rep.Env || seen[id] || unknown[Identity(cur.Env, cur.APIVersion, cur.Kind, cur.Namespace, cur.Name, "")] {
 			continue
 		}
 		cur.End = howEnded(cur, obs, now)
 		ended = append(ended, b.close(id))
+	}
+	if len(opened)+len(ended) > 0 {
+		b.dirty = true
 	}
 	b.trim(now)
 	sort.Slice(opened, func(i, j int) bool { return opened[i].ID < opened[j].ID })
@@ -284,6 +315,12 @@ func equalJSON(a, b any) bool {
 }
 
 // howEnded reads how an episode the report no longer has ended.
+//
+// A field is reverted when its live value is no longer the one the hand edit left (who set it
+// is the field's owner now); adopted when Git moved and the live value is still the hand edit's
+// (the commit that put it into Git is named); dropped when neither Git nor the value moved (an
+// ignore rule, a controller rule, a new engine took it out of the report). An object whose UID
+// changed was deleted (and made again).
 func howEnded(e *Episode, obs Observation, now time.Time) *End {
 	end := &End{At: now, How: Dropped, Revision: obs.Report.Revision}
 	moved := obs.Report.Revision != e.Revision
@@ -292,14 +329,9 @@ func howEnded(e *Episode, obs Observation, now time.Time) *End {
 	if obs.Live != nil {
 		live, found = obs.Live(e.APIVersion, e.Kind, e.Namespace, e.Name)
 	}
-	adopt := func() {
-		end.How = Adopted
-		end.Commit = &Commit{SHA: end.Revision}
-		if obs.Commit != nil {
-			if c := obs.Commit(end.Revision); c != nil {
-				end.Commit = c
-			}
-		}
+	if found && e.UID != "" && string(live.GetUID()) != e.UID {
+		end.How = Deleted // and made again since
+		return end
 	}
 	switch {
 	case obs.Live == nil:
@@ -307,14 +339,14 @@ func howEnded(e *Episode, obs Observation, now time.Time) *End {
 		if !found {
 			end.How = Deleted
 		} else if moved {
-			adopt() // Git declares it now
+			adopted(e, obs, end, now) // Git declares it now
 		}
 	case e.Status == drift.Missing:
 		if found {
 			end.How = Reverted
 			end.By = drift.CreatorOf(live)
 		} else if moved {
-			adopt() // Git no longer declares it
+			adopted(e, obs, end, now) // Git no longer declares it
 		}
 	case !found:
 		end.How = Deleted
@@ -324,20 +356,42 @@ func howEnded(e *Episode, obs Observation, now time.Time) *End {
 		if e.Change == drift.Removed {
 			kept = !has
 		}
-		if moved && kept {
-			adopt()
-			break
-		}
-		end.How = Reverted
-		end.By = drift.OwnerOf(live, e.FieldPath)
-	}
-	if end.By != nil && end.How == Reverted {
-		// the writer's own time when managedFields has it: the sync, not the audit, ended it
-		if t, err := time.Parse(time.RFC3339, end.By.Time); err == nil && !t.Before(e.Start) && !t.After(now) {
-			end.At = t.UTC()
+		switch {
+		case kept && moved:
+			adopted(e, obs, end, now)
+		case kept: // nothing moved: the drift left the report for another reason
+		default:
+			end.How = Reverted
+			end.By = drift.OwnerOf(live, e.FieldPath)
+			// the writer's own time when managedFields has it: the sync, not the audit, ended it
+			if end.By != nil {
+				if t, err := time.Parse(time.RFC3339, end.By.Time); err == nil && !t.Before(e.Start) && !t.After(now) {
+					end.At = t.UTC()
+				}
+			}
 		}
 	}
 	return end
+}
+
+// adopted ends e as adopted into Git, naming the commit, at the commit's time when it is known
+// and falls inside the episode; as dropped when Git no longer declares the field.
+func adopted(e *Episode, obs Observation, end *End, now time.Time) {
+	end.How = Adopted
+	end.Commit = &Commit{SHA: end.Revision}
+	if obs.Adopter == nil {
+		return
+	}
+	c, ok := obs.Adopter(*e, end.Revision)
+	switch {
+	case !ok:
+		end.How, end.Commit = Dropped, nil
+	case c != nil:
+		end.Commit = c
+		if !c.Date.IsZero() && c.Date.After(e.Start) && c.Date.Before(now) {
+			end.At = c.Date.UTC()
+		}
+	}
 }
 
 // close moves the open episode id to the ended ones and returns it.

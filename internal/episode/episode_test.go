@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/llm-gitops/platform/internal/drift"
@@ -21,7 +22,7 @@ var t0 = time.Date(2026, 11, 30, 9, 14, 0, 0, time.UTC)
 func deployment(replicas int64, owners map[string]time.Time) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{"name": "vllm", "namespace": "llm"},
+		"metadata": map[string]any{"name": "vllm", "namespace": "llm", "uid": "uid-1"},
 		"spec":     map[string]any{"replicas": replicas},
 	}}
 	var mf []metav1.ManagedFieldsEntry
@@ -48,6 +49,11 @@ func replicasDrift(revision string, live int64, manager string, at time.Time, ac
 	}}}
 }
 
+func withUID(u *unstructured.Unstructured, uid string) *unstructured.Unstructured {
+	u.SetUID(types.UID(uid))
+	return u
+}
+
 func liveIs(u *unstructured.Unstructured) LiveGetter {
 	return func(_, _, _, _ string) (*unstructured.Unstructured, bool) { return u, u != nil }
 }
@@ -70,19 +76,25 @@ func TestEpisodeEnds(t *testing.T) {
 			want: End{How: Reverted, By: &drift.Writer{Manager: "argocd-controller", Operation: "Apply", Time: t0.Add(time.Minute).Format(time.RFC3339)}, Revision: "bbb"},
 			took: time.Minute - 500*time.Millisecond},
 		{name: "object deleted", revision: "aaa", live: nil, want: End{How: Deleted, Revision: "aaa"}, took: 10*time.Minute - 500*time.Millisecond},
+		{name: "object deleted and made again", revision: "aaa", live: withUID(deployment(1, map[string]time.Time{"argocd-controller": t0.Add(time.Minute)}), "uid-2"),
+			want: End{How: Deleted, Revision: "aaa"}, took: 10*time.Minute - 500*time.Millisecond},
+		{name: "left the report with the value and Git unmoved (an ignore rule)", revision: "aaa", live: deployment(3, map[string]time.Time{"kubectl-edit": t0}),
+			want: End{How: Dropped, Revision: "aaa"}, took: 10*time.Minute - 500*time.Millisecond},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := NewBook(0, 0)
-			opened, ended := b.Observe(Observation{Report: replicasDrift("aaa", 3, "kubectl-edit", t0, alice), Now: t0.Add(2 * time.Second)})
+			before := liveIs(withUID(deployment(3, map[string]time.Time{"kubectl-edit": t0}), "uid-1"))
+			opened, ended := b.Observe(Observation{Report: replicasDrift("aaa", 3, "kubectl-edit", t0, alice), Live: before, Now: t0.Add(2 * time.Second)})
 			require.Len(t, opened, 1)
+			assert.Equal(t, "uid-1", opened[0].UID)
 			require.Empty(t, ended)
 			assert.Equal(t, "alice", opened[0].Actor.User)
 			assert.Equal(t, t0.Add(500*time.Millisecond), opened[0].Start, "starts at the audit event")
 
 			now := t0.Add(10 * time.Minute)
 			_, ended = b.Observe(Observation{Report: &drift.Report{Env: "prod", Revision: tc.revision}, Live: liveIs(tc.live), Now: now,
-				Commit: func(rev string) *Commit { return &Commit{SHA: rev, Subject: "prod: keep 3 replicas"} }})
+				Adopter: func(_ Episode, rev string) (*Commit, bool) { return &Commit{SHA: rev, Subject: "prod: keep 3 replicas"}, true }})
 			require.Len(t, ended, 1)
 			got := ended[0]
 			require.NotNil(t, got.End)
@@ -192,4 +204,62 @@ func TestMissingAndExtraObjects(t *testing.T) {
 		how[e.Kind] = e.End.How
 	}
 	assert.Equal(t, map[string]string{"ConfigMap": Deleted, "Service": Reverted}, how)
+}
+
+func TestAdoptedNamesTheAdopterOrDrops(t *testing.T) {
+	kept := liveIs(deployment(3, map[string]time.Time{"kubectl-edit": t0}))
+	tests := []struct {
+		name    string
+		adopter func(Episode, string) (*Commit, bool)
+		want    string
+		commit  string
+		at      time.Time
+	}{
+		{name: "the commit that put 3 into Git, before the docs commit synced with it",
+			adopter: func(e Episode, rev string) (*Commit, bool) {
+				assert.Equal(t, "aaa", e.Revision)
+				assert.Equal(t, "ccc", rev)
+				return &Commit{SHA: "bbb", Subject: "prod: 3 replicas", Date: t0.Add(5 * time.Minute)}, true
+			},
+			want: Adopted, commit: "bbb", at: t0.Add(5 * time.Minute)},
+		{name: "Git no longer declares replicas", adopter: func(Episode, string) (*Commit, bool) { return nil, false }, want: Dropped, at: t0.Add(time.Hour)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBook(0, 0)
+			b.Observe(Observation{Report: replicasDrift("aaa", 3, "kubectl-edit", t0, nil), Now: t0})
+			_, ended := b.Observe(Observation{Report: &drift.Report{Env: "prod", Revision: "ccc"}, Live: kept, Adopter: tc.adopter, Now: t0.Add(time.Hour)})
+			require.Len(t, ended, 1)
+			assert.Equal(t, tc.want, ended[0].End.How)
+			assert.Equal(t, tc.at, ended[0].End.At, "adopted when the commit was made, not when the daemon saw it")
+			if tc.commit != "" {
+				assert.Equal(t, tc.commit, ended[0].End.Commit.SHA)
+			}
+		})
+	}
+}
+
+func TestUnknownObjectsNeitherOpenNorEnd(t *testing.T) {
+	b := NewBook(0, 0)
+	b.Observe(Observation{Report: replicasDrift("aaa", 3, "kubectl-edit", t0, nil), Now: t0})
+	unknown := &drift.Report{Env: "prod", Revision: "aaa", Objects: []drift.Object{
+		{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "llm", Name: "vllm", Status: drift.Unknown},
+		{APIVersion: "keda.sh/v1alpha1", Kind: "ScaledObject", Namespace: "llm", Name: "vllm", Status: drift.Unknown},
+	}}
+	opened, ended := b.Observe(Observation{Report: unknown, Now: t0.Add(time.Minute)})
+	assert.Empty(t, opened, "a kind the cluster does not serve is no drift")
+	assert.Empty(t, ended, "an object that could not be compared has not ended its drift")
+	assert.Len(t, b.Open("prod"), 1)
+}
+
+func TestThePersonLearntLaterIsSaved(t *testing.T) {
+	b := NewBook(0, 0)
+	b.Observe(Observation{Report: replicasDrift("aaa", 3, "kubectl-edit", t0, nil), Now: t0})
+	require.True(t, b.TakeDirty())
+	b.Observe(Observation{Report: replicasDrift("aaa", 3, "kubectl-edit", t0, nil), Now: t0.Add(time.Second)})
+	assert.False(t, b.TakeDirty(), "nothing new")
+	alice := &drift.Actor{User: "alice", Time: t0.Add(-time.Second).Format(time.RFC3339)}
+	b.Observe(Observation{Report: replicasDrift("aaa", 3, "kubectl-edit", t0, alice), Now: t0.Add(2 * time.Second)})
+	assert.True(t, b.TakeDirty(), "the person arrived: the book must be saved")
+	assert.Equal(t, "alice", b.Open("prod")[0].Actor.User)
 }

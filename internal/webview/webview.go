@@ -147,13 +147,16 @@ func (v *view) blame(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		data.Error = err.Error()
 	}
+	same := func(e episode.Episode) bool {
+		return strings.EqualFold(e.Kind, kind) && e.Name == name && (ns == "" || e.Namespace == ns)
+	}
 	for _, e := range v.src.Open(env) {
-		if e.Kind == kind && e.Namespace == ns && e.Name == name {
+		if same(e) {
 			data.Open = append(data.Open, e)
 		}
 	}
 	for _, e := range v.src.Ended(env, 0) {
-		if e.Kind == kind && e.Namespace == ns && e.Name == name && len(data.Ended) < 20 {
+		if same(e) && len(data.Ended) < 20 {
 			data.Ended = append(data.Ended, e)
 		}
 	}
