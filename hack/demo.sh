@@ -96,6 +96,19 @@ bin/auditor diff --env prod --repo "$repo" --kubeconfig "$KUBECONFIG" --audit-lo
 code=$?
 set -e
 echo "(exit code $code: 0 in sync, 1 drift, >1 error)"
+echo
+echo '$ auditor blame statefulset/qdrant --env prod --audit-log ...   (the commit behind each field; the writes, by whom)'
+bin/auditor blame statefulset/qdrant -n llm-rag --env prod --repo "$repo" --kubeconfig "$KUBECONFIG" --audit-log "$cluster/audit.log" 2>&1 |
+  grep -E '^(StatefulSet|history|live:|FIELD|writes)|spec.replicas|  TIME|alice|bob' | head -14 | cut -c1-150 | sed 's/^/  /'
+echo
+echo "The daemon's episodes (GET /api/v1/episodes, as alice once granted llm-auditor-api-reader):"
+kubectl create clusterrolebinding demo-alice-reads-auditor --clusterrole=llm-auditor-api-reader --user=alice >/dev/null
+token=$(kubectl config view --raw -o jsonpath='{.users[?(@.name=="alice")].user.token}')
+curl -sf -H "Authorization: Bearer $token" "http://127.0.0.1:$dport/api/v1/episodes?env=prod" |
+  python3 -c 'import json,sys; r=json.load(sys.stdin)
+for e in r["ended"]: print("  ended: %s/%s %s by %s: %s" % (e["kind"], e["name"], e.get("path",""), (e.get("actor") or {}).get("user", e["writer"]["manager"]), e["end"]["how"]))
+for e in r["open"]: print("  open:  %s/%s %s by %s" % (e["kind"], e["name"], e.get("path",""), (e.get("actor") or {}).get("user", e["writer"]["manager"])))'
+echo "The same, with the models served and the next scale-ups, in a browser: http://127.0.0.1:$dport/ (bearer token required)"
 
 step "5. A scheduled pre-peak scale-up, written as a Git commit and synced by Argo CD"
 echo '$ auditor schedule fire --env prod --peak payday     (rag-api HPA minReplicas 3 -> 6)'
