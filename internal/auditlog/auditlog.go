@@ -54,19 +54,23 @@ type write struct {
 	resourceVersion string // of the object the write returned
 	system          bool   // a Kubernetes identity (system:…: controllers, nodes, service accounts)
 	changesFrom     source // where changes come from
+	truncated       bool   // changes are not all it changed (Write.ChangesTruncated)
+	changeBytes     int32  // what changes take (heldSize), counted in Store.changeBytes
 	actor           drift.Actor
-	seq             uint64
 	changes         []heldChange // the fields it changed, when known (changesFrom)
 }
 
-// Store holds write events by object, bounded. It is safe for concurrent use.
+// Store holds write events by object, bounded in number, and their changes bounded in bytes. It
+// is safe for concurrent use.
 type Store struct {
 	mu    sync.Mutex
 	max   int
 	n     int
-	seq   uint64
 	byObj map[Object][]*write
 	order []held // in the order added: the front is evicted first
+
+	changeBytes, maxChangeBytes int // what the held writes' changes take, and its bound
+	stripped                    int // order[:stripped] hold no changes (dropped for the bound)
 
 	slab []write // where the next writes are allocated
 
@@ -76,7 +80,7 @@ type Store struct {
 
 type held struct {
 	key Object
-	seq uint64
+	w   *write
 }
 
 // NewStore returns a Store holding at most max events (DefaultMax when max <= 0).
@@ -84,7 +88,19 @@ func NewStore(max int) *Store {
 	if max <= 0 {
 		max = DefaultMax
 	}
-	return &Store{max: max, byObj: map[Object][]*write{}, resp: responses{max: DefaultMaxResponseBytes}}
+	return &Store{max: max, byObj: map[Object][]*write{}, maxChangeBytes: DefaultMaxChangeBytes, resp: responses{max: DefaultMaxResponseBytes}}
+}
+
+// LimitChanges bounds the memory the held writes' changes take (DefaultMaxChangeBytes when
+// bytes <= 0); past it, the oldest writes' changes are dropped first.
+func (s *Store) LimitChanges(bytes int) {
+	if bytes <= 0 {
+		bytes = DefaultMaxChangeBytes
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxChangeBytes = bytes
+	s.stripOldest()
 }
 
 // Len is the number of events held.
@@ -116,8 +132,10 @@ func (s *Store) Add(ev *auditv1.Event) {
 		nw.actor.ImpersonatedUser = ev.ImpersonatedUser.Username
 	}
 	key := Object{Group: ev.ObjectRef.APIGroup, Resource: ev.ObjectRef.Resource, Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name}
-	changes, from := s.changesOf(key, ev, resp, uid, at)
-	nw.changes, nw.changesFrom = hold(changes), from
+	changes, from, more := s.changesOf(key, ev, resp, uid, at)
+	var size int
+	nw.changes, size, nw.truncated = hold(changes, more)
+	nw.changesFrom, nw.changeBytes = from, int32(size)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Writes are allocated in slabs, in the order added: an object's writes stay close in memory
@@ -127,31 +145,51 @@ func (s *Store) Add(ev *auditv1.Event) {
 	}
 	s.slab = append(s.slab, nw)
 	w := &s.slab[len(s.slab)-1]
-	s.seq++
-	w.seq = s.seq
 	ws := s.byObj[key]
 	i := sort.Search(len(ws), func(i int) bool { return ws[i].at.After(w.at) })
 	ws = append(ws, nil)
 	copy(ws[i+1:], ws[i:])
 	ws[i] = w
 	s.byObj[key] = ws
-	s.order = append(s.order, held{key, w.seq})
+	s.order = append(s.order, held{key, w})
 	s.n++
+	s.changeBytes += int(w.changeBytes)
 	for s.n > s.max {
 		s.evictOldest()
+	}
+	s.stripOldest()
+}
+
+// stripOldest drops the changes of the oldest writes that hold some until the changes held fit
+// their bound (held under mu). The writes stay, marked truncated: their person and times still
+// match.
+func (s *Store) stripOldest() {
+	for s.changeBytes > s.maxChangeBytes && s.stripped < len(s.order) {
+		w := s.order[s.stripped].w
+		s.stripped++
+		if w.changes != nil || w.changeBytes != 0 {
+			s.changeBytes -= int(w.changeBytes)
+			w.changes, w.changeBytes, w.truncated = nil, 0, true
+		}
 	}
 }
 
 // evictOldest drops the event added first (held under mu).
 func (s *Store) evictOldest() {
 	h := s.order[0]
+	s.order[0] = held{} // the write can go with its slab
 	s.order = s.order[1:]
 	if len(s.order) < cap(s.order)/4 { // let the array behind the queue shrink
 		s.order = append([]held(nil), s.order...)
 	}
+	if s.stripped > 0 {
+		s.stripped--
+	}
+	s.changeBytes -= int(h.w.changeBytes)
+	h.w.changes = nil // its slab may stay for writes added after it
 	ws := s.byObj[h.key]
 	for i, w := range ws {
-		if w.seq == h.seq {
+		if w == h.w {
 			ws = append(ws[:i], ws[i+1:]...)
 			ws[:len(ws)+1][len(ws)] = nil // the slab it lies in can go once its other writes do
 			break
@@ -207,7 +245,11 @@ type Live struct {
 }
 
 // Who returns the person behind field f of obj (nil when no event matches):
-//   - the write that made the live object as it is (its response carries the live
+//   - the newest write whose held changes touch f's path (at it, above it — an atomic list or
+//     map, a list item, a parent removed — or below it), when what it left there is f's live
+//     value (nothing, for a removed field); when the newest such write left another value, a
+//     write whose changes are not known set the live one, and the rules below decide;
+//   - else the write that made the live object as it is (its response carries the live
 //     resourceVersion; the oldest such write, a write that changed nothing returns the same one),
 //     when its field manager and subresource are f's — or, for a removed field (no manager), when
 //     it is a person's write to the object itself (not the applier's, not a subresource's, not a
@@ -232,15 +274,13 @@ func (s *Store) Who(obj Object, live Live, f *drift.Field, applier string) *drif
 		}
 		return w.manager == f.Manager && w.subresource == f.Subresource
 	}
-	pick := func(w *write, how string) *drift.Actor {
-		a := w.actor
-		a.Match = how
-		return &a
+	if w := byChanges(ws, f); w != nil {
+		return pick(w, MatchChanges)
 	}
 	if live.ResourceVersion != "" {
 		for _, w := range ws {
 			if w.resourceVersion == live.ResourceVersion && mine(w) {
-				return pick(w, "resourceVersion")
+				return pick(w, MatchResourceVersion)
 			}
 		}
 	}
@@ -256,13 +296,72 @@ func (s *Store) Who(obj Object, live Live, f *drift.Field, applier string) *drif
 			}
 		}
 		if best != nil {
-			return pick(best, "fieldManager")
+			return pick(best, MatchFieldManager)
 		}
 		return nil
 	}
 	for i := len(ws) - 1; i >= 0; i-- {
 		if mine(ws[i]) {
-			return pick(ws[i], "latest write")
+			return pick(ws[i], MatchLatestWrite)
+		}
+	}
+	return nil
+}
+
+// How a write was matched (drift.Actor.Match).
+const (
+	MatchChanges         = "changes"
+	MatchResourceVersion = "resourceVersion"
+	MatchFieldManager    = "fieldManager"
+	MatchLatestWrite     = "latest write"
+	MatchCreated         = "created"
+	MatchDeleted         = "deleted"
+)
+
+func pick(w *write, how string) *drift.Actor {
+	a := w.actor
+	a.Match = how
+	return &a
+}
+
+// Creator returns the person who made obj, an object the cluster has that Git does not declare
+// (nil when no event says): the write that created it — a create, or an apply that made it —
+// whose response names uid, else the newest such write of that name whose UID is not known (a
+// create logged without its response, as the policy logs Secrets). Match is "created".
+func (s *Store) Creator(obj Object, uid string) *drift.Actor {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ws := s.byObj[obj]
+	var unknown *write
+	for i := len(ws) - 1; i >= 0; i-- {
+		w := ws[i]
+		if w.subresource != "" || w.actor.Verb != "create" && w.changesFrom != created {
+			continue
+		}
+		if uid != "" && w.uid == uid {
+			return pick(w, MatchCreated)
+		}
+		if unknown == nil && (w.uid == "" || uid == "") {
+			unknown = w
+		}
+	}
+	if unknown != nil {
+		return pick(unknown, MatchCreated)
+	}
+	return nil
+}
+
+// Deleter returns the person who deleted obj, an object Git declares that the cluster does not
+// have (nil when no event says): the newest delete of it (not of a subresource). A delete the
+// garbage collector or the namespace controller made names that controller; a deletecollection
+// names no object and is not held. Match is "deleted".
+func (s *Store) Deleter(obj Object) *drift.Actor {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ws := s.byObj[obj]
+	for i := len(ws) - 1; i >= 0; i-- {
+		if w := ws[i]; w.actor.Verb == "delete" && w.subresource == "" {
+			return pick(w, MatchDeleted)
 		}
 	}
 	return nil

@@ -85,6 +85,41 @@ func BenchmarkAdd100000WritesTo10000Deployments(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(evs)), "ns/event")
 }
 
+// BenchmarkWhoFor20000ChangedFieldsWith100000WritesHeld times matching by the writes' changes:
+// the store of BenchmarkAdd100000WritesTo10000Deployments (10 writes to each of 10,000
+// Deployments, each changing the replicas, the image and the revision annotation), and two
+// drifted fields per Deployment (replicas and image, live as the last write left them), each
+// matched to its write by what the writes changed.
+func BenchmarkWhoFor20000ChangedFieldsWith100000WritesHeld(b *testing.B) {
+	const objects, perObject = 10_000, 10
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	s := NewStore(objects * perObject)
+	for j := range perObject {
+		for i := range objects {
+			ev := event(fmt.Sprintf("user%d", j), "patch", "kubectl-edit", fmt.Sprintf("uid-%d", i), fmt.Sprint(j*objects+i+1), t0.Add(time.Duration(j)*time.Minute))
+			ev.ObjectRef.Resource, ev.ObjectRef.Name = "deployments", fmt.Sprintf("vllm-%d", i)
+			ev.ResponseObject = &k8sruntime.Unknown{Raw: deploymentJSON(b, fmt.Sprintf("vllm-%d", i), fmt.Sprintf("uid-%d", i), fmt.Sprint(j*objects+i+1), j)}
+			s.Add(ev)
+		}
+	}
+	edit := drift.Writer{Manager: "kubectl-edit", Operation: "Update", Time: t0.Add(9 * time.Minute).Format(time.RFC3339)}
+	fields := []drift.Field{
+		{Path: ".spec.replicas", Live: int64(perObject), Change: drift.Changed, Writer: edit},
+		{Path: ".spec.template.spec.containers[name=vllm].image", Live: fmt.Sprintf("vllm/vllm-openai:v0.11.%d", perObject-1), Change: drift.Changed, Writer: edit},
+	}
+	for b.Loop() {
+		for i := range objects {
+			obj := Object{Group: "apps", Resource: "deployments", Namespace: "llm-rag", Name: fmt.Sprintf("vllm-%d", i)}
+			live := Live{UID: fmt.Sprintf("uid-%d", i), ResourceVersion: "none"}
+			for k := range fields {
+				if a := s.Who(obj, live, &fields[k], "argocd-controller"); a == nil || a.User != "user9" || a.Match != MatchChanges {
+					b.Fatalf("vllm-%d %s: %+v", i, fields[k].Path, a)
+				}
+			}
+		}
+	}
+}
+
 // deploymentJSON is a vLLM Deployment as the API server returns it (without managedFields and
 // status), its replicas and image tag set from n.
 func deploymentJSON(b *testing.B, name, uid, rv string, n int) []byte {

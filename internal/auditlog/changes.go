@@ -60,11 +60,18 @@ func (s source) String() string {
 const Set = "set"
 
 // maxChanges bounds the changes kept on one write; maxValueBytes the JSON size of a value kept as
-// is (a longer one is kept as the start of its JSON and its size).
+// is (a longer one is kept as the start of its JSON and its size); maxWriteChangeBytes the memory
+// one write's changes may take (heldSize): the rest are dropped and the write's changes marked
+// truncated.
 const (
-	maxChanges    = 64
-	maxValueBytes = 512
+	maxChanges          = 64
+	maxValueBytes       = 512
+	maxWriteChangeBytes = 4 << 10
 )
+
+// DefaultMaxChangeBytes bounds the memory the changes of all held writes take (heldSize): past
+// it, the oldest writes' changes are dropped (the writes stay, marked truncated).
+const DefaultMaxChangeBytes = 64 << 20
 
 // Write is one held write to an object, with the fields it changed when they are known.
 type Write struct {
@@ -80,6 +87,10 @@ type Write struct {
 	// older than the response held).
 	Changes     []drift.FieldChange
 	ChangesFrom string
+	// ChangesTruncated says Changes are not all the write changed: it changed more than a write
+	// may hold (64 fields, 4 KiB), or its changes were dropped, oldest writes' first, to keep the
+	// store within its bound (DefaultMaxChangeBytes).
+	ChangesTruncated bool
 }
 
 // Writes returns the writes held for obj, newest first; writes whose response names another UID
@@ -95,7 +106,7 @@ func (s *Store) Writes(obj Object, uid string) []Write {
 			continue
 		}
 		out = append(out, Write{Actor: w.actor, Manager: w.manager, Subresource: w.subresource, UID: w.uid,
-			ResourceVersion: w.resourceVersion, Changes: unhold(w.changes), ChangesFrom: w.changesFrom.String()})
+			ResourceVersion: w.resourceVersion, Changes: unhold(w.changes), ChangesFrom: w.changesFrom.String(), ChangesTruncated: w.truncated})
 	}
 	return out
 }
@@ -110,15 +121,74 @@ type heldChange struct {
 
 var changeKinds = []string{drift.Changed, drift.Added, drift.Removed, Set}
 
-func hold(cs []drift.FieldChange) []heldChange {
+// hold keeps a write's changes within maxChanges and maxWriteChangeBytes: the size they take
+// (heldSize), and whether some were left out (more: the diff already left some out).
+func hold(cs []drift.FieldChange, more bool) (out []heldChange, size int, truncated bool) {
 	if len(cs) == 0 {
-		return nil
+		return nil, 0, more
 	}
-	out := make([]heldChange, len(cs))
-	for i, c := range cs {
-		out[i] = heldChange{path: c.Path, from: c.From, to: c.To, kind: uint8(slices.Index(changeKinds, c.Change))}
+	cs, truncated = cs[:min(len(cs), maxChanges)], more || len(cs) > maxChanges
+	all := make([]heldChange, len(cs))
+	size = sliceHeader
+	n := 0
+	for _, c := range cs {
+		h := heldChange{path: c.Path, from: c.From, to: c.To, kind: uint8(slices.Index(changeKinds, c.Change))}
+		hs := h.size()
+		if size+hs > maxWriteChangeBytes && n > 0 {
+			truncated = true
+			break
+		}
+		all[n] = h
+		n++
+		size += hs
 	}
-	return out
+	if n == len(all) {
+		return all, size, truncated
+	}
+	return slices.Clone(all[:n]), size, truncated // not the whole array behind it
+}
+
+// Memory estimates (64-bit): a slice, string and interface header, a map's fixed part and the
+// slots of one entry (key and value headers, control byte, load factor 7/8), a held change.
+const (
+	sliceHeader  = 24
+	stringHeader = 16
+	ifaceHeader  = 16
+	mapHeader    = 48
+	mapEntry     = 40
+	changeStruct = 56
+)
+
+// size is what a held change takes: its struct, path (counted even when interned: an upper
+// bound), and values.
+func (h heldChange) size() int {
+	return changeStruct + len(h.path) + heldSize(h.from) + heldSize(h.to)
+}
+
+// heldSize estimates the heap a decoded JSON value held in an interface takes beyond the
+// interface itself.
+func heldSize(v any) int {
+	switch x := v.(type) {
+	case nil, bool:
+		return 0
+	case int64, float64:
+		return 8
+	case string:
+		return stringHeader + len(x)
+	case map[string]any:
+		n := mapHeader
+		for k, e := range x {
+			n += mapEntry + len(k) + heldSize(e)
+		}
+		return n
+	case []any:
+		n := sliceHeader + ifaceHeader*len(x)
+		for _, e := range x {
+			n += heldSize(e)
+		}
+		return n
+	}
+	return 64
 }
 
 func unhold(cs []heldChange) []drift.FieldChange {
@@ -134,9 +204,10 @@ func unhold(cs []heldChange) []drift.FieldChange {
 
 // changesOf works out the fields a write to key changed and keeps its response for the next
 // write. resp is the write's decoded response (nil when not logged).
-func (s *Store) changesOf(key Object, ev *auditv1.Event, resp map[string]any, uid string, at time.Time) ([]drift.FieldChange, source) {
+// more says the write changed more fields than are listed (maxChanges).
+func (s *Store) changesOf(key Object, ev *auditv1.Event, resp map[string]any, uid string, at time.Time) (changes []drift.FieldChange, from source, more bool) {
 	if key.Group == "" && key.Resource == "secrets" {
-		return nil, noSource // never a value of a Secret, whatever the policy logged
+		return nil, noSource, false // never a value of a Secret, whatever the policy logged
 	}
 	s.respMu.Lock()
 	defer s.respMu.Unlock()
@@ -147,55 +218,60 @@ func (s *Store) changesOf(key Object, ev *auditv1.Event, resp map[string]any, ui
 		prev = nil
 	}
 	if prev != nil && at.Before(prev.at) {
-		return nil, noSource // a late event: the response held is newer
+		return nil, noSource, false // a late event: the response held is newer
 	}
 	switch {
 	case ev.Verb == "delete" && ev.ObjectRef.Subresource == "":
 		r.drop(key)
-		return nil, noSource
+		return nil, noSource, false
 	case ev.ObjectRef.Subresource == "scale":
-		return s.scaleChanges(key, prev, resp, at)
+		cs, src := s.scaleChanges(key, prev, resp, at)
+		return cs, src, false
 	case ev.ObjectRef.Subresource != "":
-		return nil, noSource
+		return nil, noSource, false
 	case resp == nil: // logged without its response: what is held no longer says what is live
 		r.drop(key)
-		return nil, noSource
+		return nil, noSource, false
 	}
 	next := diffable(resp)
 	if len(next) == 0 { // nothing to compare (a response without spec, data or metadata)
 		r.drop(key)
-		return nil, noSource
+		return nil, noSource, false
 	}
 	raw, err := json.Marshal(next)
 	if err != nil {
 		r.drop(key)
-		return nil, noSource
+		return nil, noSource, false
 	}
 	r.put(key, uid, at, raw)
-	if ev.Verb == "create" || madeBy(ev, resp) {
-		return nil, created
+	// A write returning the UID of the response held did not make the object, even within the
+	// second it was made in (creationTimestamp has whole seconds).
+	existed := prev != nil && prev.uid != "" && prev.uid == uid
+	if ev.Verb == "create" || !existed && madeBy(ev, resp) {
+		return nil, created, false
 	}
 	if prev == nil {
 		if cs := requestChanges(ev); len(cs) > 0 {
-			return cs, fromRequest
+			return cs, fromRequest, false // hold sees more than maxChanges
 		}
-		return nil, noSource
+		return nil, noSource, false
 	}
 	if bytes.Equal(prev.raw, raw) {
-		return nil, fromResponses
+		return nil, fromResponses, false
 	}
 	var before map[string]any
 	if utiljson.Unmarshal(prev.raw, &before) != nil {
-		return nil, noSource
+		return nil, noSource, false
 	}
 	apiVersion, _ := resp["apiVersion"].(string)
 	kind, _ := resp["kind"].(string)
 	pt := r.typeOf(schema.FromAPIVersionAndKind(apiVersion, kind))
-	changes := diffResponses(before, next, pt, r.intern)
+	changes = diffResponses(before, next, pt, r.intern)
+	more = len(changes) > maxChanges // the diff stops one past the bound
 	if fields, ok := patchFields(ev); ok {
 		changes = inPatch(changes, fields)
 	}
-	return changes, fromResponses
+	return changes, fromResponses, more
 }
 
 // madeBy says whether the write made the object (a server-side apply that created it): the

@@ -2,6 +2,9 @@ package auditlog
 
 import (
 	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
@@ -34,9 +37,9 @@ func deployWrite(t *testing.T, user, verb, manager, uid, rv string, at time.Time
 		"status": map[string]any{"replicas": replicas}}
 	raw, err := json.Marshal(obj)
 	require.NoError(t, err)
-	ev.ResponseObject = &runtime.Unknown{Raw: raw}
+	ev.ResponseObject = &k8sruntime.Unknown{Raw: raw}
 	if request != "" {
-		ev.RequestObject = &runtime.Unknown{Raw: []byte(request)}
+		ev.RequestObject = &k8sruntime.Unknown{Raw: []byte(request)}
 	}
 	return ev
 }
@@ -68,7 +71,7 @@ func TestWritesRecordWhatTheyChanged(t *testing.T) {
 	s.Add(deployWrite(t, "bob", "patch", "kubectl-set", "u1", "3", t0.Add(2*time.Minute), 3, "vllm/vllm-openai:v0.12.0", ""))
 	scale := event("carol", "patch", "", "u1", "4", t0.Add(3*time.Minute))
 	scale.ObjectRef.Resource, scale.ObjectRef.Namespace, scale.ObjectRef.Name, scale.ObjectRef.Subresource = vllm.Resource, vllm.Namespace, vllm.Name, "scale"
-	scale.ResponseObject = &runtime.Unknown{Raw: []byte(`{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"vllm-qwen","uid":"u1","resourceVersion":"4"},"spec":{"replicas":5}}`)}
+	scale.ResponseObject = &k8sruntime.Unknown{Raw: []byte(`{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"vllm-qwen","uid":"u1","resourceVersion":"4"},"spec":{"replicas":5}}`)}
 	s.Add(scale)
 	s.Add(deployWrite(t, "dave", "update", "kubectl-replace", "u1", "5", t0.Add(4*time.Minute), 5, "vllm/vllm-openai:v0.12.0", ""))
 	s.Add(deployWrite(t, "erin", "patch", "kubectl-edit", "old", "0", t0.Add(-time.Hour), 9, "x", ""))
@@ -123,6 +126,19 @@ func TestWritesRecordWhatTheyChanged(t *testing.T) {
 	other := vllm
 	other.Name = "other"
 	assert.Equal(t, Created, s.Writes(other, "")[0].ChangesFrom)
+
+	// A patch within the same second, returning the object the held response is of, did not
+	// make it: its changes are known.
+	edit := deployWrite(t, "alice", "patch", "kubectl-edit", "u3", "9", t0.Add(8*time.Minute+400*time.Millisecond), 3, "img", `{"spec":{"replicas":3}}`)
+	edit.ObjectRef.Name = "other"
+	edit.RequestReceivedTimestamp = metav1.NewMicroTime(t0.Add(8*time.Minute + 350*time.Millisecond))
+	require.NoError(t, json.Unmarshal(edit.ResponseObject.Raw, &obj))
+	obj["metadata"].(map[string]any)["creationTimestamp"] = t0.Add(8 * time.Minute).Format(time.RFC3339)
+	edit.ResponseObject.Raw, _ = json.Marshal(obj)
+	s.Add(edit)
+	w := s.Writes(other, "")[0]
+	assert.Equal(t, FromResponses, w.ChangesFrom)
+	assert.Equal(t, []change{{".spec.replicas", int64(2), int64(3), drift.Changed}}, changesOf(w))
 }
 
 // TestSecretWritesKeepNoValues: even where a policy logs a Secret's bodies, no value of it is
@@ -134,8 +150,8 @@ func TestSecretWritesKeepNoValues(t *testing.T) {
 	for i, v := range []string{"aHVudGVyMg==", "c3dvcmRmaXNo"} {
 		ev := event("alice", "patch", "kubectl-edit", "u1", string(rune('1'+i)), t0.Add(time.Duration(i)*time.Minute))
 		ev.ObjectRef.APIGroup, ev.ObjectRef.Resource, ev.ObjectRef.Namespace, ev.ObjectRef.Name = "", "secrets", "llm-rag", "db"
-		ev.RequestObject = &runtime.Unknown{Raw: []byte(`{"data":{"password":"` + v + `"}}`)}
-		ev.ResponseObject = &runtime.Unknown{Raw: []byte(`{"kind":"Secret","apiVersion":"v1","metadata":{"uid":"u1"},"data":{"password":"` + v + `"}}`)}
+		ev.RequestObject = &k8sruntime.Unknown{Raw: []byte(`{"data":{"password":"` + v + `"}}`)}
+		ev.ResponseObject = &k8sruntime.Unknown{Raw: []byte(`{"kind":"Secret","apiVersion":"v1","metadata":{"uid":"u1"},"data":{"password":"` + v + `"}}`)}
 		s.Add(ev)
 	}
 	ws := s.Writes(secret, "")
@@ -210,4 +226,91 @@ func TestPatchChangesAreWhatTheBodyNames(t *testing.T) {
 	w := first.Writes(vllm, "")[0]
 	assert.Equal(t, FromRequest, w.ChangesFrom)
 	assert.Equal(t, []change{{".spec.replicas", nil, int64(4), Set}}, changesOf(w), "a path cut at a list index is not a field's")
+}
+
+// configMapUpdate is the n-th update of a ConfigMap of 64 keys, every value (480 bytes) changed.
+func configMapUpdate(n int, at time.Time) *auditv1.Event {
+	ev := event("alice", "update", "kubectl-replace", "u1", fmt.Sprint(n+1), at)
+	ev.ObjectRef.APIGroup, ev.ObjectRef.Resource, ev.ObjectRef.Namespace, ev.ObjectRef.Name = "", "configmaps", "llm-rag", "prompts"
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"prompts","namespace":"llm-rag","uid":"u1","resourceVersion":"%d"},"data":{`, n+1)
+	for k := range 64 {
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"prompt-%02d.txt":"%08d%s"`, k, n, strings.Repeat("x", 472))
+	}
+	b.WriteString("}}")
+	ev.ResponseObject = &k8sruntime.Unknown{Raw: []byte(b.String())}
+	return ev
+}
+
+// TestChangesHeldAreBoundedInBytes: 2,000 updates to a ConfigMap of 64 keys, each changing every
+// value, held 66 KiB of changes per write (130 MiB in all, 6 GiB at 100,000 events). A write now
+// keeps 4 KiB of them (marked truncated), and all writes' changes stay within the store's bound,
+// the oldest writes' going first: the bytes the store counts and the heap it takes stay small.
+func TestChangesHeldAreBoundedInBytes(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	cm := Object{Resource: "configmaps", Namespace: "llm-rag", Name: "prompts"}
+	cases := []struct {
+		name  string
+		limit int // 0: the default
+	}{
+		{"the per-write bound", 0},
+		{"the store's bound", 1 << 20},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			s := NewStore(0)
+			s.LimitChanges(tc.limit)
+			for n := range 2000 {
+				s.Add(configMapUpdate(n, t0.Add(time.Duration(n)*time.Second)))
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			s.mu.Lock()
+			accounted, limit := s.changeBytes, s.maxChangeBytes
+			s.mu.Unlock()
+			t.Logf("changes counted: %d KiB; heap grown: %d KiB", accounted>>10, grown>>10)
+			assert.LessOrEqual(t, accounted, limit)
+			assert.LessOrEqual(t, accounted, 2000*maxWriteChangeBytes)
+			assert.Less(t, grown, int64(24<<20), "the heap the store takes")
+			assert.Less(t, grown, int64(2*accounted+4<<20), "what the store counts is near what it takes")
+
+			ws := s.Writes(cm, "u1")
+			require.Len(t, ws, 2000)
+			newest := ws[0]
+			assert.True(t, newest.ChangesTruncated, "64 values of 480 bytes do not fit in 4 KiB")
+			assert.NotEmpty(t, newest.Changes)
+			assert.Equal(t, FromResponses, newest.ChangesFrom)
+			oldest := ws[len(ws)-2] // the first write seen, an update, records nothing
+			assert.True(t, oldest.ChangesTruncated)
+			if tc.limit > 0 {
+				assert.Empty(t, oldest.Changes, "the oldest writes' changes went first")
+			}
+			runtime.KeepAlive(s)
+		})
+	}
+}
+
+// TestEvictionReleasesTheChangesCounted: the bytes counted go down as writes are evicted.
+func TestEvictionReleasesTheChangesCounted(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	s := NewStore(3)
+	for n := range 10 {
+		s.Add(configMapUpdate(n, t0.Add(time.Duration(n)*time.Second)))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum := 0
+	for _, h := range s.order {
+		sum += int(h.w.changeBytes)
+	}
+	assert.Equal(t, sum, s.changeBytes)
+	assert.Positive(t, sum)
+	assert.Len(t, s.order, 3)
 }

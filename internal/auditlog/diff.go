@@ -41,7 +41,7 @@ type step struct {
 }
 
 func (d *differ) add(from, to any, change string) {
-	if len(d.out) >= maxChanges {
+	if len(d.out) > maxChanges { // one more than kept: hold marks the write's changes truncated
 		return
 	}
 	p := make(fieldpath.Path, len(d.path))

@@ -94,7 +94,7 @@ func requestChanges(ev *auditv1.Event) []drift.FieldChange {
 	fields, _ := patchFields(ev)
 	var out []drift.FieldChange
 	for _, f := range fields {
-		if !f.exact || len(out) >= maxChanges || !diffablePath(f.path) {
+		if !f.exact || len(out) > maxChanges || !diffablePath(f.path) { // one more than kept: truncated
 			continue
 		}
 		c := drift.FieldChange{Path: f.path, To: capValue(f.value), Change: Set}

@@ -146,6 +146,10 @@ type Write struct {
 	// never kept, or a write logged without its response).
 	Changes     []Change `json:"changes"`
 	ChangesFrom string   `json:"changesFrom,omitempty"`
+	// ChangesTruncated says Changes are not all the write changed: it changed more than the audit
+	// events keep of one write (64 fields, 4 KiB), or its changes were dropped, oldest first, to
+	// keep them within their memory bound.
+	ChangesTruncated bool `json:"changesTruncated,omitempty"`
 }
 
 // Change is a field a write changed: Old → New. Change is changed, added, removed, or set (the

@@ -204,6 +204,9 @@ func changeLines(w Write) []string {
 	case w.ChangesFrom == "":
 		return []string{"(changes not known)"}
 	}
+	if len(w.Changes) == 0 && w.ChangesTruncated {
+		return []string{"(changes not kept: memory bound)"}
+	}
 	if len(w.Changes) == 0 {
 		return []string{"(no field changed)"}
 	}
@@ -221,6 +224,9 @@ func changeLines(w Write) []string {
 			nw = "(none)"
 		}
 		out = append(out, c.Path+": "+old+" → "+nw)
+	}
+	if w.ChangesTruncated {
+		out = append(out, "(more changes not kept)")
 	}
 	return out
 }

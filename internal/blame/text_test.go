@@ -66,3 +66,24 @@ func TestWriteTextGolden(t *testing.T) {
 		t.Errorf("text output (-want +got; go test -run TestWriteTextGolden -update rewrites it):\n%s", d)
 	}
 }
+
+// TestChangeLinesSayWhenTruncated: a write whose changes the audit events did not keep whole says
+// so, after the ones kept or alone.
+func TestChangeLinesSayWhenTruncated(t *testing.T) {
+	kept := []Change{{Path: `.data["a.txt"]`, Old: "1", New: "2", Change: drift.Changed}}
+	cases := []struct {
+		name string
+		w    Write
+		want []string
+	}{
+		{"all kept", Write{ChangesFrom: "responses", Changes: kept}, []string{`.data["a.txt"]: 1 → 2`}},
+		{"some kept", Write{ChangesFrom: "responses", Changes: kept, ChangesTruncated: true}, []string{`.data["a.txt"]: 1 → 2`, "(more changes not kept)"}},
+		{"none kept", Write{ChangesFrom: "responses", ChangesTruncated: true}, []string{"(changes not kept: memory bound)"}},
+		{"none changed", Write{ChangesFrom: "responses"}, []string{"(no field changed)"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, changeLines(tc.w))
+		})
+	}
+}
