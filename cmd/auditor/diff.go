@@ -231,11 +231,20 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 		}
 		switch o.Status {
 		case drift.Missing:
-			fmt.Fprintf(w, "%-8s %s: in Git, not in the cluster\n", o.Status, id)
+			by := ""
+			if o.Actor != nil {
+				by = " — deleted by " + person(o.Actor) + " (" + o.Actor.Verb + " " + o.Actor.Time + ")"
+			}
+			fmt.Fprintf(w, "%-8s %s: in Git, not in the cluster%s\n", o.Status, id, by)
 		case drift.Extra:
 			by := ""
-			if o.Creator != nil {
+			switch {
+			case o.Creator != nil && o.Actor != nil:
+				by = " — created by " + person(o.Actor) + " with " + who(o.Creator.Manager, o.Creator.Operation, o.Creator.Subresource, o.Creator.Time, now)
+			case o.Creator != nil:
 				by = " — created by " + who(o.Creator.Manager, o.Creator.Operation, o.Creator.Subresource, o.Creator.Time, now)
+			case o.Actor != nil:
+				by = " — created by " + person(o.Actor) + " (" + o.Actor.Verb + " " + o.Actor.Time + ")"
 			}
 			fmt.Fprintf(w, "%-8s %s: in the cluster, not in Git%s\n", o.Status, id, by)
 		case drift.Unknown:

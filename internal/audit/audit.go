@@ -360,14 +360,17 @@ func (a *Auditor) syncTimeout() time.Duration {
 	return time.Minute
 }
 
-// attribute names the person behind each drifted field from the audit events held, when any.
+// attribute names the person behind each drifted field from the audit events held, when any;
+// and who created each Extra object and deleted each Missing one.
 func (a *Auditor) attribute(objs []drift.Object) {
 	if a.People == nil {
 		return
 	}
 	for i := range objs {
 		o := &objs[i]
-		if o.Status != drift.Modified || len(o.Fields) == 0 {
+		switch {
+		case o.Status == drift.Missing, o.Status == drift.Extra:
+		case o.Status != drift.Modified || len(o.Fields) == 0:
 			continue
 		}
 		gv, err := schema.ParseGroupVersion(o.APIVersion)
@@ -380,9 +383,17 @@ func (a *Auditor) attribute(objs []drift.Object) {
 			continue
 		}
 		ref := auditlog.Object{Group: gv.Group, Resource: m.Resource.Resource, Namespace: o.Namespace, Name: o.Name}
+		if o.Status == drift.Missing {
+			o.Actor = a.People.Deleter(ref)
+			continue
+		}
 		var now auditlog.Live
 		if l, ok := a.Live.Get(gvk, o.Namespace, o.Name); ok {
 			now = auditlog.Live{UID: string(l.GetUID()), ResourceVersion: l.GetResourceVersion()}
+		}
+		if o.Status == drift.Extra {
+			o.Actor = a.People.Creator(ref, now.UID)
+			continue
 		}
 		for j := range o.Fields {
 			o.Fields[j].Actor = a.People.Who(ref, now, &o.Fields[j], a.Options.Applier)

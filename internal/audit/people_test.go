@@ -41,9 +41,9 @@ func TestAuditLogNamesThePeople(t *testing.T) {
 	assert.Equal(t, "alice", replicas.Actor.User)
 	assert.Equal(t, []string{"platform-oncall", "system:authenticated"}, replicas.Actor.Groups)
 	assert.Equal(t, "kubectl-edit", replicas.Manager)
-	// The StatefulSet controller's status writes moved the resourceVersion since: matched by the
-	// field manager and managedFields' time.
-	assert.Contains(t, []string{"resourceVersion", "fieldManager"}, replicas.Actor.Match)
+	// Her write's changes set the live value (the StatefulSet controller's status writes moved the
+	// resourceVersion since), even when she edits within the second the sync made the object in.
+	assert.Equal(t, "changes", replicas.Actor.Match)
 	assert.NotEmpty(t, replicas.Actor.SourceIPs)
 	assert.Contains(t, replicas.Actor.UserAgent, "kubectl")
 
@@ -65,4 +65,98 @@ func TestAuditLogNamesThePeople(t *testing.T) {
 	out, _ = runAuditor(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig, "--audit-log", cluster.AuditLog)
 	assert.Contains(t, out, "by alice with kubectl-edit")
 	assert.Contains(t, out, "by bob (patch")
+}
+
+// kubectlEditAs runs `kubectl edit` as a person (their context), with an editor applying a sed
+// expression.
+func kubectlEditAs(t *testing.T, person, ns, obj, sedExpr string) {
+	t.Helper()
+	editor := filepath.Join(t.TempDir(), "editor.sh")
+	require.NoError(t, os.WriteFile(editor, []byte("#!/bin/sh\nsed -i '"+sedExpr+"' \"$1\"\n"), 0o755))
+	edit := cluster.Kubectl(context.Background(), "--context", person, "-n", ns, "edit", obj)
+	edit.Env = append(edit.Env, "EDITOR="+editor)
+	out, err := edit.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "edited")
+}
+
+// TestAuditLogTellsTwoPeopleOnOneObjectApart: alice and bob both use kubectl on one object, each
+// changing a field of their own; the later write (and the field manager's managedFields time,
+// which moved with it) is not taken for the earlier one's field. On qdrant, alice edits the
+// replicas, then bob the image, both with `kubectl edit`. On rag-api, bob removes a Git-declared
+// env var with `kubectl set env X-`, then alice edits the image: the removal is bob's, although
+// alice's write is the person's write that made the live object. Each field is matched by what
+// the writes changed.
+func TestAuditLogTellsTwoPeopleOnOneObjectApart(t *testing.T) {
+	f := newFixture(t)
+	rag, api := f.NS("rag"), f.NS("api")
+	kubectlEditAs(t, "alice", rag, "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	kubectlEditAs(t, "bob", rag, "statefulset/qdrant", `s#image: qdrant/qdrant:v1.15.4#image: qdrant/qdrant:v1.15.5#`)
+	out, err := cluster.Kubectl(context.Background(), "--context", "bob", "-n", api, "set", "env", "deployment/rag-api", "-c", "api", "QDRANT_URL-").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	kubectlEditAs(t, "alice", api, "deployment/rag-api", `s#image: registry.example.com/llm/rag-api:1.4.2#image: registry.example.com/llm/rag-api:1.4.3#`)
+
+	report, code := runAuditor(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig,
+		"--audit-log", cluster.AuditLog, "-o", "json")
+	require.Equal(t, 1, code, report)
+	var rep drift.Report
+	require.NoError(t, json.Unmarshal([]byte(report), &rep), report)
+	qdrant, ragAPI := object(t, &rep, "StatefulSet", "qdrant"), object(t, &rep, "Deployment", "rag-api")
+	cases := []struct {
+		obj        drift.Object
+		path, user string
+	}{
+		{qdrant, ".spec.replicas", "alice"},
+		{qdrant, ".spec.template.spec.containers[name=qdrant].image", "bob"},
+		{ragAPI, ".spec.template.spec.containers[name=api].env[name=QDRANT_URL]", "bob"},
+		{ragAPI, ".spec.template.spec.containers[name=api].image", "alice"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.obj.Name+" "+tc.path, func(t *testing.T) {
+			fl := field(t, &rep, tc.obj, tc.path)
+			require.NotNil(t, fl.Actor, "no person:\n%s", dump(&rep))
+			assert.Equal(t, []string{tc.user, "changes"}, []string{fl.Actor.User, fl.Actor.Match}, "%+v", fl.Actor)
+		})
+	}
+	assert.Equal(t, "kubectl-edit", field(t, &rep, qdrant, ".spec.replicas").Manager, "one manager for both people")
+}
+
+// TestAuditLogNamesWhoMadeAndDeletedObjects: alice creates a ConfigMap Git does not declare with
+// `kubectl create configmap` (Extra), bob deletes one Git declares with `kubectl delete`
+// (Missing); `auditor diff --audit-log` names them on the objects, in JSON and text.
+func TestAuditLogNamesWhoMadeAndDeletedObjects(t *testing.T) {
+	f := newFixture(t)
+	var declared *drift.Object
+	for _, o := range f.Rendered(f.Head).Objects {
+		if o.GetKind() == "ConfigMap" && o.GetNamespace() != "" {
+			declared = &drift.Object{Namespace: o.GetNamespace(), Name: o.GetName()}
+			break
+		}
+	}
+	require.NotNil(t, declared, "prod declares no ConfigMap")
+	api := f.NS("api")
+	out, err := cluster.Kubectl(context.Background(), "--context", "alice", "-n", api, "create", "configmap", "hotfix", "--from-literal=k=v").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = cluster.Kubectl(context.Background(), "--context", "bob", "-n", declared.Namespace, "delete", "configmap", declared.Name).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	report, code := runAuditor(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig,
+		"--audit-log", cluster.AuditLog, "-o", "json")
+	require.Equal(t, 1, code, report)
+	var rep drift.Report
+	require.NoError(t, json.Unmarshal([]byte(report), &rep), report)
+	extra := object(t, &rep, "ConfigMap", "hotfix")
+	assert.Equal(t, drift.Extra, extra.Status)
+	require.NotNil(t, extra.Actor, "no person on the Extra ConfigMap:\n%s", dump(&rep))
+	assert.Equal(t, []string{"alice", "create", "created"}, []string{extra.Actor.User, extra.Actor.Verb, extra.Actor.Match})
+	require.NotNil(t, extra.Creator)
+	assert.Equal(t, "kubectl-create", extra.Creator.Manager)
+	missing := object(t, &rep, "ConfigMap", declared.Name)
+	assert.Equal(t, drift.Missing, missing.Status)
+	require.NotNil(t, missing.Actor, "no person on the Missing ConfigMap:\n%s", dump(&rep))
+	assert.Equal(t, []string{"bob", "delete", "deleted"}, []string{missing.Actor.User, missing.Actor.Verb, missing.Actor.Match})
+
+	text, _ := runAuditor(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig, "--audit-log", cluster.AuditLog)
+	assert.Contains(t, text, "ConfigMap "+api+"/hotfix: in the cluster, not in Git — created by alice with kubectl-create")
+	assert.Contains(t, text, "ConfigMap "+declared.Namespace+"/"+declared.Name+": in Git, not in the cluster — deleted by bob (delete ")
 }

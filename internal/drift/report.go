@@ -68,6 +68,11 @@ type Object struct {
 	Schema string `json:"schema,omitempty"`
 	// Creator names who made an Extra object (its earliest managedFields entry).
 	Creator *Writer `json:"creator,omitempty"`
+	// Actor is the person behind a Missing or Extra object, from the API server's audit log: who
+	// deleted it (Missing: the newest delete of it; Match "deleted"), who created it (Extra: the
+	// create that returned its UID, else the newest create of that name whose UID is not known;
+	// Match "created"). nil without audit events, or when none says.
+	Actor *Actor `json:"actor,omitempty"`
 	// ArgoCD is Argo CD's own verdict on the object, when computed.
 	ArgoCD *ArgoVerdict `json:"argocd,omitempty"`
 }
@@ -99,10 +104,11 @@ type Actor struct {
 	// Time is when the API server completed the write (RFC 3339); AuditID the event's ID.
 	Time    string `json:"time"`
 	AuditID string `json:"auditID,omitempty"`
-	// Match says how the write was matched to the field: "resourceVersion" (the write that made
-	// the live object as it is), "fieldManager" (the closest write in time under the field's
-	// manager) or "latest write" (a removed field: the newest write to the object not the
-	// applier's).
+	// Match says how the write was matched to the field: "changes" (the newest write whose
+	// changes, from the audit events, left the live value at the field's path), "resourceVersion"
+	// (the write that made the live object as it is), "fieldManager" (the closest write in time
+	// under the field's manager) or "latest write" (a removed field: the newest write to the
+	// object not the applier's); for an object (Object.Actor), "created" or "deleted".
 	Match string `json:"match"`
 }
 

@@ -320,10 +320,18 @@ func itemSummary(it Item) string {
 	o := MaskSecrets(it.Object)
 	switch o.Status {
 	case drift.Missing:
+		if o.Actor != nil {
+			return objectName(o) + ": missing (deleted by " + o.Actor.User + ")"
+		}
 		return objectName(o) + ": missing"
 	case drift.Extra:
 		s := objectName(o) + ": extra"
-		if o.Creator != nil && o.Creator.Manager != "" {
+		switch {
+		case o.Actor != nil && o.Creator != nil && o.Creator.Manager != "":
+			s += " (created by " + o.Actor.User + ", " + o.Creator.Manager + ")"
+		case o.Actor != nil:
+			s += " (created by " + o.Actor.User + ")"
+		case o.Creator != nil && o.Creator.Manager != "":
 			s += " (created by " + o.Creator.Manager + ")"
 		}
 		return s

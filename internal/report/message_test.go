@@ -183,3 +183,33 @@ func TestFolderWindow(t *testing.T) {
 	case <-time.After(80 * time.Millisecond):
 	}
 }
+
+// TestItemSummaryNamesWhoMadeOrDeletedAnObject: the resolution notice's "Was" line of a Missing
+// or Extra object names the person the audit events give.
+func TestItemSummaryNamesWhoMadeOrDeletedAnObject(t *testing.T) {
+	alice := &drift.Actor{User: "alice", Verb: "create", Match: "created"}
+	bob := &drift.Actor{User: "bob", Verb: "delete", Match: "deleted"}
+	creator := &drift.Writer{Manager: "kubectl-create", Operation: "Update"}
+	cm := func(status string, c *drift.Writer, a *drift.Actor) Item {
+		return Item{Env: "prod", Object: drift.Object{APIVersion: "v1", Kind: "ConfigMap", Namespace: "llm-rag", Name: "x", Status: status, Creator: c, Actor: a}}
+	}
+	cases := []struct {
+		name string
+		it   Item
+		want string
+	}{
+		{"missing", cm(drift.Missing, nil, nil), ": missing"},
+		{"missing, deleted by", cm(drift.Missing, nil, bob), ": missing (deleted by bob)"},
+		{"extra, tool", cm(drift.Extra, creator, nil), ": extra (created by kubectl-create)"},
+		{"extra, person and tool", cm(drift.Extra, creator, alice), ": extra (created by alice, kubectl-create)"},
+		{"extra, person", cm(drift.Extra, nil, alice), ": extra (created by alice)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := itemSummary(tc.it)
+			if !strings.HasSuffix(got, tc.want) {
+				t.Errorf("itemSummary = %q, want it to end in %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/llm-gitops/platform/internal/drift"
+)
+
+// TestWriteTextNamesWhoMadeOrDeletedAnObject: a Missing object says who deleted it, an Extra
+// one who created it (with the tool managedFields names, when known), from the audit events.
+func TestWriteTextNamesWhoMadeOrDeletedAnObject(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	alice := &drift.Actor{User: "alice", Verb: "create", Time: "2026-11-30T09:58:00Z", Match: "created"}
+	bob := &drift.Actor{User: "bob", Verb: "delete", Time: "2026-11-30T09:59:00Z", Match: "deleted"}
+	creator := &drift.Writer{Manager: "kubectl-create", Operation: "Update", Time: "2026-11-30T09:58:00Z"}
+	cases := []struct {
+		name string
+		obj  drift.Object
+		want string
+	}{
+		{"missing, deleted by", drift.Object{Kind: "ConfigMap", Namespace: "llm-rag", Name: "prompts", Status: drift.Missing, Actor: bob},
+			"Missing  ConfigMap llm-rag/prompts: in Git, not in the cluster — deleted by bob (delete 2026-11-30T09:59:00Z)"},
+		{"missing, nobody known", drift.Object{Kind: "ConfigMap", Namespace: "llm-rag", Name: "prompts", Status: drift.Missing},
+			"Missing  ConfigMap llm-rag/prompts: in Git, not in the cluster\n"},
+		{"extra, person and tool", drift.Object{Kind: "ConfigMap", Namespace: "llm-rag", Name: "scratch", Status: drift.Extra, Creator: creator, Actor: alice},
+			"Extra    ConfigMap llm-rag/scratch: in the cluster, not in Git — created by alice with kubectl-create (Update) 2m ago"},
+		{"extra, the person only", drift.Object{Kind: "ConfigMap", Namespace: "llm-rag", Name: "scratch", Status: drift.Extra, Actor: alice},
+			"created by alice (create 2026-11-30T09:58:00Z)"},
+		{"extra, the tool only", drift.Object{Kind: "ConfigMap", Namespace: "llm-rag", Name: "scratch", Status: drift.Extra, Creator: creator},
+			"Extra    ConfigMap llm-rag/scratch: in the cluster, not in Git — created by kubectl-create (Update) 2m ago"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			writeText(&b, &drift.Report{Env: "prod", Revision: "abc", Objects: []drift.Object{tc.obj}}, now)
+			assert.Contains(t, b.String(), tc.want)
+		})
+	}
+}
