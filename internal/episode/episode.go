@@ -260,7 +260,8 @@ func candidates(rep *drift.Report, o drift.Object, now time.Time) []Episode {
 		if o.Creator != nil {
 			e.Writer = *o.Creator
 		}
-		e.Start = startOf(e.Writer, nil, now)
+		e.Actor = o.Actor // who created an Extra object, or deleted a Missing one
+		e.Start = startOf(e.Writer, e.Actor, now)
 		return []Episode{e}
 	}
 	out := make([]Episode, 0, len(o.Fields))

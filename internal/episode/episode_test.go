@@ -182,7 +182,8 @@ func TestOtherEnvsStayOpen(t *testing.T) {
 func TestMissingAndExtraObjects(t *testing.T) {
 	extra := &drift.Report{Env: "prod", Revision: "aaa", Objects: []drift.Object{
 		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "llm", Name: "debug", Status: drift.Extra,
-			Creator: &drift.Writer{Manager: "kubectl-create", Time: t0.Format(time.RFC3339)}},
+			Creator: &drift.Writer{Manager: "kubectl-create", Time: t0.Format(time.RFC3339)},
+			Actor:   &drift.Actor{User: "alice", Verb: "create", Time: t0.Add(300 * time.Millisecond).Format(time.RFC3339Nano)}},
 		{APIVersion: "v1", Kind: "Service", Namespace: "llm", Name: "vllm", Status: drift.Missing},
 	}}
 	svc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "vllm", "namespace": "llm"}}}
@@ -191,6 +192,10 @@ func TestMissingAndExtraObjects(t *testing.T) {
 	b := NewBook(0, 0)
 	opened, _ := b.Observe(Observation{Report: extra, Now: t0.Add(time.Second)})
 	require.Len(t, opened, 2)
+	require.Equal(t, "ConfigMap", opened[0].Kind)
+	require.NotNil(t, opened[0].Actor)
+	assert.Equal(t, "alice", opened[0].Actor.User, "who created the Extra object")
+	assert.Equal(t, t0.Add(300*time.Millisecond), opened[0].Start)
 	_, ended := b.Observe(Observation{Report: &drift.Report{Env: "prod", Revision: "aaa"}, Now: t0.Add(2 * time.Minute),
 		Live: func(_, kind, _, _ string) (*unstructured.Unstructured, bool) {
 			if kind == "Service" {
