@@ -12,11 +12,16 @@ import (
 	"github.com/llm-gitops/platform/internal/capacity"
 )
 
+// startupMargin is how much longer than the cold-start estimate a startupProbe budget must be:
+// the estimate assumes nominal bandwidths, and a probe that runs out kills the replica and starts
+// the whole cold start again.
+const startupMargin = 1.2
+
 // capacityInvariants checks the seeds' arithmetic on an env's rendered objects:
 //   - a vLLM Deployment's KV cache at --max-model-len × --max-num-seqs fits the GPU memory left
 //     after the weights under --gpu-memory-utilization (model facts from its annotations);
 //   - the GPU workloads at their maximum scale fit the GPU NodePool's nvidia.com/gpu limit;
-//   - a vLLM startupProbe budget covers the cold-start estimate.
+//   - a vLLM startupProbe budget covers the cold-start estimate with startupMargin to spare.
 func capacityInvariants(objs []*unstructured.Unstructured) (violations, warnings []Violation) {
 	maxOf := map[string]int64{} // Deployment name -> max replicas from its autoscaler
 	var poolLimit int64 = -1
@@ -147,9 +152,9 @@ func vllmChecks(o *unstructured.Unstructured, pod map[string]any) []Violation {
 	}
 	est, err := cold.Estimate()
 	budget := capacity.StartupProbeBudget(time.Duration(delay)*time.Second, time.Duration(period)*time.Second, int32(failures))
-	if err == nil && budget < est.Total {
+	if need := time.Duration(float64(est.Total) * startupMargin).Round(time.Second); err == nil && budget < need {
 		out = append(out, Violation{Rule: "capacity-startup-probe", Object: obj,
-			Message: fmt.Sprintf("startupProbe budget %s (initialDelay %ds + %d × %ds) is below the cold-start estimate %s", budget, delay, failures, period, est.Total)})
+			Message: fmt.Sprintf("startupProbe budget %s (initialDelay %ds + %d × %ds) is below the cold-start estimate %s plus %.0f%% margin (%s)", budget, delay, failures, period, est.Total, (startupMargin-1)*100, need)})
 	}
 	return out
 }

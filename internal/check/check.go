@@ -102,6 +102,9 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Violations = append(er.Violations, retainStateful(h.Objects)...)
 		er.Violations = append(er.Violations, kedaReach(h.Objects)...)
 		er.Violations = append(er.Violations, vllmDrain(h.Objects)...)
+		er.Violations = append(er.Violations, vllmWeights(h.Objects)...)
+		er.Violations = append(er.Violations, vllmDtype(h.Objects)...)
+		er.Warnings = append(er.Warnings, vllmWarnings(h.Objects)...)
 		posture, v, w := namespaceSecurity(h.Objects)
 		er.Security = posture
 		er.Violations = append(er.Violations, v...)

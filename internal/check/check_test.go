@@ -71,8 +71,11 @@ func TestCheck(t *testing.T) {
 		{"more sequences than the KV cache holds", "base/vllm/llama.yaml", "--max-num-seqs=12", "--max-num-seqs=64", []string{"capacity-kv-cache"}},
 		{"more replicas than the GPU pool", "overlays/prod/scaling.yaml", "maxReplicaCount: 8", "maxReplicaCount: 12", []string{"capacity-gpu-pool-limit"}},
 		{"probe budget below the cold start", "base/vllm/qwen.yaml", "failureThreshold: 36", "failureThreshold: 10", []string{"capacity-startup-probe"}},
+		{"probe budget without its margin over the cold start", "base/vllm/qwen.yaml", "failureThreshold: 36", "failureThreshold: 33", []string{"capacity-startup-probe"}},
 		// issue #15: the rag-api HTTPRoute (wave 0) waiting on a Gateway of wave 1 that is never applied
-		{"vLLM shutdown timeout beyond the grace period", "base/vllm/qwen.yaml", "- --port=8000\n", "- --port=8000\n            - --shutdown-timeout=60\n", []string{"vllm-drain"}},
+		{"vLLM grace period shorter than the drain", "base/vllm/qwen.yaml", "terminationGracePeriodSeconds: 90", "terminationGracePeriodSeconds: 60", []string{"vllm-drain"}},
+		{"vLLM without the weights marker init container", "base/vllm/qwen.yaml", "value: /models/qwen/a09a35458c702b33eeacc393d103063234e8bc28.ready", "value: /models/qwen/latest.ready", []string{"vllm-weights"}},
+		{"vLLM in float16 on a bf16 card", "overlays/prod/canary/canary.yaml", "- --dtype=auto", "- --dtype=float16", []string{"vllm-dtype"}},
 		{"Gateway after its HTTPRoute", "base/gateway/kustomization.yaml", `sync-wave: "-1"`, `sync-wave: "1"`, []string{"sync-wave-order"}},
 	}
 	for _, tc := range cases {

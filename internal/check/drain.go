@@ -19,9 +19,10 @@ var shellSleep = regexp.MustCompile(`(?:^|[\s;&|(])sleep\s+(\d+(?:\.\d+)?)s?(?:$
 // vllmDrain checks that a vLLM pod gets to drain: the kubelet counts terminationGracePeriodSeconds
 // from the start of the preStop hook and kills the container when it runs out, so the grace period
 // must cover the preStop sleep (the time for endpoints and the Gateway to drop the pod) plus vLLM's
-// --shutdown-timeout (how long vLLM waits for in-flight requests after SIGTERM). Without a
-// --shutdown-timeout only the sleep is counted: how long vLLM drains is then not in Git.
-// A vLLM container is one whose image's repository name contains "vllm".
+// --shutdown-timeout (how long vLLM waits for in-flight requests after SIGTERM). A vLLM container
+// without a positive --shutdown-timeout is a violation too: its default, 0, aborts what is in
+// flight. So is one whose image tag is a release before v0.18, which has no such flag (the server
+// refuses to start on it). A vLLM container is one whose image's repository name contains "vllm".
 func vllmDrain(objs []*unstructured.Unstructured) []Violation {
 	var out []Violation
 	for _, o := range objs {
@@ -43,6 +44,15 @@ func vllmDrain(objs []*unstructured.Unstructured) []Violation {
 			name, _, _ := unstructured.NestedString(cm, "name")
 			sleep, sleepFrom := preStopSleep(cm)
 			shutdown, shutdownFrom := shutdownTimeout(cm)
+			if shutdown <= 0 {
+				out = append(out, Violation{Rule: "vllm-drain", Object: id(o), Message: fmt.Sprintf(
+					"container %s: %s: vLLM aborts the requests in flight on SIGTERM; set --shutdown-timeout (vLLM >= 0.18) and a grace period covering it",
+					name, shutdownFrom)})
+			} else if v, ok := imageVersion(image); ok && v.less(firstShutdownTimeout) {
+				out = append(out, Violation{Rule: "vllm-drain", Object: id(o), Message: fmt.Sprintf(
+					"container %s: image %s predates --shutdown-timeout (vLLM v0.%d): the server refuses the unknown flag; use v0.%d or later",
+					name, image, firstShutdownTimeout.minor, firstShutdownTimeout.minor)})
+			}
 			if need := sleep + shutdown; float64(grace) < need {
 				out = append(out, Violation{Rule: "vllm-drain", Object: id(o), Message: fmt.Sprintf(
 					"container %s: terminationGracePeriodSeconds %d is below the %gs vLLM needs to drain (preStop %s %gs + %s %gs): the kubelet kills it mid-request; raise the grace period to at least %g",
@@ -88,13 +98,7 @@ func preStopSleep(c map[string]any) (float64, string) {
 
 // shutdownTimeout reads vLLM's --shutdown-timeout (seconds) from the container's command and args.
 func shutdownTimeout(c map[string]any) (float64, string) {
-	var all []any
-	for _, field := range []string{"command", "args"} {
-		if l, ok := c[field].([]any); ok {
-			all = append(all, l...)
-		}
-	}
-	v, ok := flags(all)["--shutdown-timeout"]
+	v, ok := containerFlags(c)["--shutdown-timeout"]
 	if !ok {
 		return 0, "no --shutdown-timeout"
 	}
@@ -103,4 +107,32 @@ func shutdownTimeout(c map[string]any) (float64, string) {
 		return 0, fmt.Sprintf("unparsable --shutdown-timeout=%q", v)
 	}
 	return s, "--shutdown-timeout"
+}
+
+// release is a vLLM release number, major.minor.
+type release struct{ major, minor int }
+
+// firstShutdownTimeout is the first vLLM release with --shutdown-timeout (its CLI reference,
+// docs.vllm.ai/en/v0.18.0/cli/serve, lists it; v0.12.0's does not).
+var firstShutdownTimeout = release{0, 18}
+
+func (r release) less(o release) bool {
+	return r.major < o.major || r.major == o.major && r.minor < o.minor
+}
+
+// imageVersion reads the release from an image's tag (v0.30.0, 0.18.1, v0.28.0-cu129); false for
+// a digest-only reference or a tag that is not a release (latest, nightly).
+func imageVersion(image string) (release, bool) {
+	ref, _, _ := strings.Cut(image, "@")
+	i := strings.LastIndex(ref, ":")
+	if i <= strings.LastIndex(ref, "/") {
+		return release{}, false
+	}
+	var r release
+	var patch int
+	tag := strings.TrimPrefix(ref[i+1:], "v")
+	if n, _ := fmt.Sscanf(tag, "%d.%d.%d", &r.major, &r.minor, &patch); n < 2 {
+		return release{}, false
+	}
+	return r, true
 }
