@@ -19,14 +19,16 @@ import (
 // old → new. Bad requests are 400, an object Git does not declare 404.
 func TestBlameAPI(t *testing.T) {
 	h := newHarness(t)
-	h.p.Edit("overlays/prod/kustomization.yaml", "newTag: v0.11.0", "newTag: v0.11.1")
-	imageCommit := h.p.Commit("prod: vLLM v0.11.1")
+	// from the pinned v0.30.0 digest to the v0.30.1 tag
+	h.p.Edit("overlays/prod/kustomization.yaml", "newTag: v0.30.0", "newTag: v0.30.1")
+	h.p.Edit("overlays/prod/kustomization.yaml", "    digest: sha256:8a69ffad015f138d7170c4ddc429e230a3bc1c1719f67e14324749df200a4b90\n", "")
+	imageCommit := h.p.Commit("prod: vLLM v0.30.1")
 	h.p.Sync(imageCommit)
 	cfg := h.config(t.TempDir())
 	cfg.AuditEvents = AuditEventsConfig{File: cluster.AuditLog}
 	r := start(t, cfg)
 	inference := h.p.NS("inference")
-	out, err := editAs("alice", inference, "deployment/vllm-qwen", `s|vllm/vllm-openai:v0.11.1|vllm/vllm-openai:v0.12.0|`)
+	out, err := editAs("alice", inference, "deployment/vllm-qwen", `s|vllm/vllm-openai:v0.30.1|vllm/vllm-openai:v0.31.0|`)
 	require.NoError(t, err, "%s", out)
 
 	api := "http://" + r.d.Addr() + "/api/v1/blame?"
@@ -47,11 +49,11 @@ func TestBlameAPI(t *testing.T) {
 		return len(field.Drift) == 1 && field.Drift[0].Actor != nil
 	}, 40*time.Second, 200*time.Millisecond, "no drift with a person on the image; last answer: %+v", b)
 	assert.Equal(t, imageCommit, b.Revision, "the audited revision")
-	assert.Equal(t, "vllm/vllm-openai:v0.11.1", field.Git)
+	assert.Equal(t, "vllm/vllm-openai:v0.30.1", field.Git)
 	require.NotNil(t, field.Commit)
 	assert.Equal(t, imageCommit, field.Commit.SHA)
-	assert.Equal(t, "prod: vLLM v0.11.1", field.Commit.Subject)
-	assert.Equal(t, "vllm/vllm-openai:v0.12.0", field.Drift[0].Live)
+	assert.Equal(t, "prod: vLLM v0.30.1", field.Commit.Subject)
+	assert.Equal(t, "vllm/vllm-openai:v0.31.0", field.Drift[0].Live)
 	assert.Equal(t, "alice", field.Drift[0].Actor.User)
 	require.NotNil(t, b.Live)
 	assert.True(t, b.Live.Found)
@@ -65,7 +67,7 @@ func TestBlameAPI(t *testing.T) {
 	}
 	require.NotNil(t, alice, "alice's write: %+v", b.Writes)
 	assert.Equal(t, "kubectl-edit", alice.Tool)
-	assert.Contains(t, alice.Changes, blame.Change{Path: image, Old: "vllm/vllm-openai:v0.11.1", New: "vllm/vllm-openai:v0.12.0", Change: "changed"})
+	assert.Contains(t, alice.Changes, blame.Change{Path: image, Old: "vllm/vllm-openai:v0.30.1", New: "vllm/vllm-openai:v0.31.0", Change: "changed"})
 
 	var e map[string]any
 	assert.Equal(t, http.StatusBadRequest, getJSON(t, api+url.Values{"env": {"prod"}, "kind": {"deployment"}}.Encode(), &e), "no name")

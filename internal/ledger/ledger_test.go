@@ -13,6 +13,9 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 )
 
+// pinnedDigest is the vLLM image digest overlays/prod pins.
+const pinnedDigest = "sha256:8a69ffad015f138d7170c4ddc429e230a3bc1c1719f67e14324749df200a4b90"
+
 // TestCanaryLifecycle walks a canary of new qwen weights through prod: added at 10 %, 50 %
 // (+ a warm replica), 100 % (+ a new vLLM image), promoted (the old Deployment gets the new
 // weights, the canary is retired), reverted with the git CLI, then an earlier step rolled back
@@ -34,8 +37,10 @@ func TestCanaryLifecycle(t *testing.T) {
 	f.sync("prod")
 
 	f.setSplit(0, 100)
-	f.replace(prodKust, "newTag: v0.11.0", "newTag: v0.11.1")
-	c4 := f.commit("prod: qwen canary 100%, vLLM v0.11.1")
+	// from the pinned v0.30.0 digest to the v0.30.1 tag
+	f.replace(prodKust, "newTag: v0.30.0", "newTag: v0.30.1")
+	f.replace(prodKust, "    digest: "+pinnedDigest+"\n", "")
+	c4 := f.commit("prod: qwen canary 100%, vLLM v0.30.1")
 	f.sync("prod")
 
 	f.replace(qwenBase, "a09a35458c702b33eeacc393d103063234e8bc28", "bb46c15ee4bb56c5b63245ef50fd7637234d6f75")
@@ -90,12 +95,12 @@ func TestCanaryLifecycle(t *testing.T) {
 	}
 	canary := got[3]
 	if canary.WeightsRevision != "bb46c15ee4bb56c5b63245ef50fd7637234d6f75" || canary.Version != "bb46c15" ||
-		canary.WeightsURI != "s3://models/Qwen/Qwen2.5-7B-Instruct" || canary.Image != "vllm/vllm-openai:v0.11.0" ||
+		canary.WeightsURI != "s3://models/Qwen/Qwen2.5-7B-Instruct" || canary.Image != "vllm/vllm-openai:v0.30.0@"+pinnedDigest ||
 		canary.Replicas != 1 || canary.Model != "qwen" || canary.Subject != "prod: canary of qwen bb46c15 at 10%" ||
 		canary.Author != "Alice <alice@example.com>" || !canary.CommittedAt.Equal(t0.Add(time.Hour)) {
 		t.Errorf("canary record: %+v", canary)
 	}
-	if got[1].Replicas != 2 || got[5].Replicas != 2 || got[8].Image != "vllm/vllm-openai:v0.11.1" {
+	if got[1].Replicas != 2 || got[5].Replicas != 2 || got[8].Image != "vllm/vllm-openai:v0.30.1" {
 		t.Errorf("replicas/image: %+v %+v %+v", got[1], got[5], got[8])
 	}
 
