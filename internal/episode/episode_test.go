@@ -94,7 +94,9 @@ func TestEpisodeEnds(t *testing.T) {
 
 			now := t0.Add(10 * time.Minute)
 			_, ended = b.Observe(Observation{Report: &drift.Report{Env: "prod", Revision: tc.revision}, Live: liveIs(tc.live), Now: now,
-				Adopter: func(_ Episode, rev string) (*Commit, bool) { return &Commit{SHA: rev, Subject: "prod: keep 3 replicas"}, true }})
+				Adopter: func(_ Episode, rev string) (*Commit, bool) {
+					return &Commit{SHA: rev, Subject: "prod: keep 3 replicas"}, true
+				}})
 			require.Len(t, ended, 1)
 			got := ended[0]
 			require.NotNil(t, got.End)
