@@ -296,6 +296,8 @@ func TestKubectlDiffOracle(t *testing.T) {
 	assert.Empty(t, oracleMismatch(rep, theirs,
 		// Added by other managers: a server-side apply keeps them, so kubectl diff shows nothing.
 		"Deployment/vllm-llama .spec.template.spec.containers[name=vllm].env[name=EXTRA]",
+		// kubectl set env sets it on the init containers too (weights-ready)
+		"Deployment/vllm-llama .spec.template.spec.initContainers[name=weights-ready].env[name=EXTRA]",
 		"Service/vllm-llama .metadata.labels.team",
 	), "field paths differ from kubectl diff --server-side; report:\n%s", dump(rep))
 	var objs []string
