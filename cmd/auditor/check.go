@@ -26,8 +26,10 @@ state (prod first), evaluates the ValidatingAdmissionPolicies of policies/ offli
 server's own CEL machinery, and checks the capacity invariants (KV cache fits the GPU, GPU
 workloads fit the GPU pool, startupProbe covers the cold start, every KEDA trigger can reach
 maxReplicaCount and has a fallback) and the sync rules (no object needs one of a later Argo CD
-sync wave; stateful objects carry sync-options Delete=false,Prune=false; a vLLM pod's grace
-period covers its preStop sleep and --shutdown-timeout) and the security rules (every namespace
+sync wave; stateful objects carry sync-options Delete=false,Prune=false) and the vLLM rules (the
+grace period covers the preStop sleep and --shutdown-timeout; an init container waits for the
+weights revision's marker a weights-sync Job writes; --dtype fits the card; warnings for an image
+without a digest and logged probe paths) and the security rules (every namespace
 enforces a Pod Security level at a pinned version and has a default-deny NetworkPolicy that
 leaves DNS open; every container in a namespace enforcing restricted fits restricted). Each env's
 section ends with what its namespaces enforce.
