@@ -333,3 +333,14 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
+
+func newSink(sc SinkConfig) (report.Sink, error) {
+	switch {
+	case sc.Slack != nil:
+		return report.NewSlackSink(*sc.Slack)
+	case sc.Mattermost != nil:
+		return report.NewMattermostSink(*sc.Mattermost)
+	default:
+		return report.NewTelegramSink(*sc.Telegram)
+	}
+}

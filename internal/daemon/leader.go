@@ -168,3 +168,15 @@ func leaderIdentity(le LeaderElectionConfig) string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }
+
+func (d *Daemon) setLeader(on bool) {
+	d.leader.Store(on)
+	for _, disp := range d.dispatchers {
+		disp.Wake()
+	}
+	if on {
+		d.metrics.leader.Set(1)
+	} else {
+		d.metrics.leader.Set(0)
+	}
+}

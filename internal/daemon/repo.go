@@ -10,6 +10,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/blame"
 	"github.com/llm-gitops/platform/internal/episode"
+	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
@@ -105,4 +106,59 @@ func (d *Daemon) adopter(e episode.Episode, revision string) (*episode.Commit, b
 		return nil, false // Git no longer declares the field
 	}
 	return &episode.Commit{SHA: newest.SHA, Author: newest.Author, Date: newest.Date, Subject: newest.Subject}, true
+}
+
+// refreshRepo fetches Git; on failure the last good revision keeps being audited.
+//
+// A URL is cloned once into memory and then fetched incrementally (only new objects travel),
+// with RepoAuth's credentials and FetchTimeout per operation; errors name the URL without user
+// info. A local directory is read in place, and sees new commits without a fetch.
+func (d *Daemon) refreshRepo(ctx context.Context) {
+	d.mu.RLock()
+	repo := d.repo
+	d.mu.RUnlock()
+	var err error
+	if repo == nil {
+		repo, err = d.openRepo(ctx)
+	} else {
+		fctx, cancel := context.WithTimeout(ctx, d.cfg.FetchTimeout.or(30*time.Second))
+		err = repo.Fetch(fctx)
+		cancel()
+	}
+	d.mu.Lock()
+	if err != nil {
+		d.fetchErr = err
+		d.metrics.gitFetchErrors.Inc()
+		d.log.Error("git fetch failed; auditing the last fetched revision", "err", err, "stale", time.Since(d.lastFetch).Round(time.Second))
+		d.mu.Unlock()
+		return
+	}
+	d.repo, d.lastFetch, d.fetchErr = repo, time.Now(), nil
+	d.metrics.gitLastFetch.SetToCurrentTime()
+	d.mu.Unlock()
+	d.wakeSchedules()
+}
+
+// openRepo opens the repository: a directory in place, a URL cloned into memory with RepoAuth.
+func (d *Daemon) openRepo(ctx context.Context) (*gitrepo.Repo, error) {
+	if !gitrepo.IsURL(d.cfg.Repo) {
+		return gitrepo.Open(d.cfg.Repo)
+	}
+	rc := d.cfg.RepoAuth
+	rc.URL = d.cfg.Repo
+	remote, err := gitrepo.NewRemote(rc)
+	if err != nil {
+		return nil, err
+	}
+	octx, cancel := context.WithTimeout(ctx, d.cfg.FetchTimeout.or(30*time.Second))
+	defer cancel()
+	return remote.Open(octx)
+}
+
+// TriggerFetch asks for a Git fetch and a re-audit (the push webhook).
+func (d *Daemon) TriggerFetch() {
+	select {
+	case d.fetch <- struct{}{}:
+	default:
+	}
 }

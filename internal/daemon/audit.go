@@ -1,0 +1,120 @@
+package daemon
+
+import (
+	"context"
+	"runtime/debug"
+	"time"
+
+	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/render"
+)
+
+// auditorFor returns the daemon's Auditor, made anew only when the repository or the live cache
+// changed, so renders are cached by what they read and the schema by its documents across audits.
+func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if a := d.auditor; a != nil && a.Repo == repo && a.Live == c {
+		return a
+	}
+	a := audit.New(repo, c)
+	a.People = d.people
+	a.AppNamespace = d.cfg.AppNamespace
+	a.AppName = func(env string) string { return d.cfg.AppNamePrefix + env }
+	a.Renders = render.NewCache("", 2) // the synced revision and the one before: a 10,000-object render is ~50 MiB
+	a.Renders.Shared = true            // decoded once per revision, not at every full audit
+	a.Options.SecretKey = d.hmacKey
+	d.auditor = a
+	return a
+}
+
+// auditAll audits every env in full; an env that fails keeps its last report and the others go on.
+func (d *Daemon) auditAll(ctx context.Context) {
+	d.takeTouched() // a full audit covers what the watches saw so far
+	d.lastFull = time.Now()
+	if d.eachEnv(ctx, func(a *audit.Auditor, env string) (*drift.Report, error) { return a.Run(ctx, audit.Request{Env: env}) }) {
+		d.ready.Store(true)
+	}
+}
+
+// auditFetched audits after a fetch: an env whose branch head or synced revision moved is
+// audited in full (Update sees it), the others only for what the watches touched; every
+// ResyncInterval everything is audited in full, which also takes up what no watch reports
+// (argocd-cm's customizations when not watched, a CRD's new schema).
+func (d *Daemon) auditFetched(ctx context.Context) {
+	if time.Since(d.lastFull) >= d.cfg.ResyncInterval.or(5*time.Minute) {
+		d.auditAll(ctx)
+		return
+	}
+	d.auditChanged(ctx)
+}
+
+// auditChanged audits what the watches saw change: every env in full when a change could not be
+// named, else only the touched objects on top of each env's last full audit
+// (audit.Auditor.Update, which audits an env in full when it must).
+func (d *Daemon) auditChanged(ctx context.Context) {
+	refs, full := d.takeTouched()
+	if full {
+		d.auditAll(ctx)
+		return
+	}
+	ok := d.eachEnv(ctx, func(a *audit.Auditor, env string) (*drift.Report, error) { return a.Update(ctx, env, refs) })
+	if !ok && ctx.Err() == nil {
+		// What failed to be audited stays touched: the next audit (event or fetch) takes it again.
+		d.touchMu.Lock()
+		d.full = true
+		d.touchMu.Unlock()
+	}
+}
+
+// eachEnv audits every env with run, records and announces each report, subscribes to the
+// informers the audits started, and gives back the memory of a render kustomize just made. It
+// says whether every env's audit succeeded.
+func (d *Daemon) eachEnv(ctx context.Context, run func(a *audit.Auditor, env string) (*drift.Report, error)) bool {
+	d.mu.RLock()
+	repo, c := d.repo, d.cache
+	d.mu.RUnlock()
+	a := d.auditorFor(repo, c)
+	allOK := true
+	for _, env := range d.cfg.Envs {
+		start := time.Now()
+		a.Options.Controllers = d.cfg.controllersFor(env)
+		rep, err := run(a, env)
+		allOK = d.audited(ctx, env, rep, err, start) && allOK
+	}
+	d.hookInformers(c)
+	if rendered := a.Renders.Stats().Rendered; rendered != d.rendered {
+		// Kustomize just built and dropped a whole render: give that memory back to the system
+		// now rather than keep the process at its peak (10,000 objects: ~1 GiB during a render).
+		d.rendered = rendered
+		debug.FreeOSMemory()
+	}
+	return allOK
+}
+
+// audited records one env's audit and announces its report; it says whether the audit succeeded.
+func (d *Daemon) audited(ctx context.Context, env string, rep *drift.Report, err error, start time.Time) bool {
+	d.metrics.auditDuration.WithLabelValues(env).Observe(time.Since(start).Seconds())
+	d.mu.Lock()
+	d.errs[env] = err
+	if err == nil {
+		d.reports[env] = rep
+	}
+	d.mu.Unlock()
+	if err != nil {
+		d.metrics.auditErrors.WithLabelValues(env).Inc()
+		if ctx.Err() == nil {
+			d.log.Error("audit failed", "env", env, "err", err)
+		}
+		return false
+	}
+	d.metrics.lastSuccess.WithLabelValues(env).SetToCurrentTime()
+	d.metrics.observe(rep)
+	d.recordEpisodes(rep)
+	d.announce(rep)
+	d.recordSync(ctx, rep)
+	return true
+}

@@ -1,0 +1,82 @@
+package daemon
+
+import (
+	"path/filepath"
+	"slices"
+
+	"github.com/llm-gitops/platform/internal/atomicfile"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/episode"
+	"github.com/llm-gitops/platform/internal/report"
+)
+
+// resolve says how a resolved item ended: from its episode, else from the watch's copy of the
+// object (who set the field back).
+func (d *Daemon) resolve(it report.Item, revision string) *report.Resolution {
+	path := ""
+	if f := it.Field(); f != nil {
+		path = f.Path
+	}
+	o := it.Object
+	if e, ok := d.episodes.LastEnded(episode.Identity(it.Env, o.APIVersion, o.Kind, o.Namespace, o.Name, path)); ok {
+		return report.ResolutionOf(e)
+	}
+	live, ok := d.liveObject(o.APIVersion, o.Kind, o.Namespace, o.Name)
+	if !ok {
+		return nil
+	}
+	return report.Resolve(it, live, revision)
+}
+
+func (d *Daemon) trackerFile() string { return filepath.Join(d.cfg.StateDir, "drift-state.json") }
+
+// announce hands a report to the notifier. A follower leaves the tracker alone: what it saw
+// was not announced by it, and must be when it leads (it then announces relative to what it
+// last announced itself; a duplicate is the price of never losing one).
+//
+// While Argo CD syncs another revision, nothing is announced: what it has applied so far is
+// compared with the old revision and would read as drift, and resolve as soon as it finishes.
+// The report after the operation says what stands.
+func (d *Daemon) announce(rep *drift.Report) {
+	if !d.leader.Load() || rep.Syncing() {
+		return
+	}
+	if d.awaitPeople(rep) {
+		d.peopleMu.Lock()
+		d.held[rep.Env] = rep
+		d.peopleMu.Unlock()
+		return
+	}
+	d.peopleMu.Lock()
+	held := d.held[rep.Env]
+	delete(d.held, rep.Env)
+	d.peopleMu.Unlock()
+	if gone := vanished(held, rep); len(gone) > 0 {
+		// Drift that came and went while it waited for its person (Argo CD's selfHeal): it is
+		// announced, then resolved, like any other.
+		seen := *rep
+		seen.Objects = append(slices.Clone(rep.Objects), gone...)
+		if err := d.notifier.Observe(&seen); err != nil {
+			d.log.Error("track drift", "env", rep.Env, "err", err)
+		}
+	}
+	if err := d.notifier.Observe(rep); err != nil {
+		d.log.Error("track drift", "env", rep.Env, "err", err)
+		return
+	}
+	d.saveTracker()
+}
+
+// saveTracker persists what has been announced: drift still being folded is left out, so it is
+// announced after a crash rather than lost. Called after each report and each enqueue.
+func (d *Daemon) saveTracker() {
+	d.saveMu.Lock()
+	defer d.saveMu.Unlock()
+	data, err := d.notifier.State()
+	if err == nil {
+		err = atomicfile.Write(d.trackerFile(), data)
+	}
+	if err != nil {
+		d.log.Error("save drift state", "err", err)
+	}
+}

@@ -1,0 +1,44 @@
+package daemon
+
+import (
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/llm-gitops/platform/internal/drift"
+)
+
+func (d *Daemon) status() Status {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	st := Status{Ready: d.ready.Load(), Leader: d.leader.Load(), Timestamp: time.Now().UTC()}
+	for _, env := range d.cfg.Envs {
+		es := EnvStatus{Env: env}
+		if rep := d.reports[env]; rep != nil {
+			es.Revision, es.InSync, es.Drifted = rep.Revision, rep.InSync, len(rep.Objects)
+		}
+		if err := d.errs[env]; err != nil {
+			es.Error = err.Error()
+		}
+		st.Envs = append(st.Envs, es)
+	}
+	st.Git = GitStatus{LastFetch: d.lastFetch.UTC(), StaleSeconds: time.Since(d.lastFetch).Seconds()}
+	if d.fetchErr != nil {
+		st.Git.Error = d.fetchErr.Error()
+	}
+	sort.Slice(st.Envs, func(i, j int) bool { return st.Envs[i].Env < st.Envs[j].Env })
+	return st
+}
+
+// Report returns the last report of env.
+func (d *Daemon) Report(env string) (*drift.Report, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if rep, ok := d.reports[env]; ok {
+		return rep, nil
+	}
+	if err := d.errs[env]; err != nil {
+		return nil, err
+	}
+	return nil, errors.New("no audit yet")
+}

@@ -1,0 +1,176 @@
+package daemon
+
+import (
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/live"
+)
+
+// liveObject is the watch's copy of an object.
+func (d *Daemon) liveObject(apiVersion, kind, namespace, name string) (*unstructured.Unstructured, bool) {
+	d.mu.RLock()
+	c := d.cache
+	d.mu.RUnlock()
+	if c == nil {
+		return nil, false
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, false
+	}
+	return c.Get(gv.WithKind(kind), namespace, name)
+}
+
+// hookInformers subscribes to every informer the audits started: a change to an object re-audits
+// it (status-only writes and resyncs are ignored); a change to an Application's spec or synced
+// revision re-audits in full.
+func (d *Daemon) hookInformers(c *live.Cache) {
+	kinds := append([]schema.GroupVersionKind{argocd.ApplicationGVK}, drift.DefaultExtraKinds...)
+	kinds = append(kinds, c.Kinds()...)
+	for _, gvk := range kinds {
+		for _, inf := range c.Informers(gvk) { // new ones too: a kind's informers can be replaced
+			if d.hooked[inf] {
+				continue
+			}
+			d.hooked[inf] = true
+			d.hook(gvk, inf)
+		}
+	}
+}
+
+// hook subscribes to one informer of gvk.
+func (d *Daemon) hook(gvk schema.GroupVersionKind, inf cache.SharedIndexInformer) {
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { d.touch(gvk, obj) },
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := live.AsUnstructured(gvk, old)
+			n, ok2 := live.AsUnstructured(gvk, cur)
+			if ok1 && ok2 && !changed(gvk, o, n) {
+				return
+			}
+			if ok1 && ok2 && gvk.GroupKind() == argocd.ApplicationGVK.GroupKind() && !appStateChanged(o, n) {
+				// Only Argo CD's verdicts moved: re-audit the resources whose verdict did, not
+				// the whole env.
+				for _, r := range verdictsChanged(o, n) {
+					d.touchRef(r)
+				}
+				return
+			}
+			d.touch(gvk, cur)
+		},
+		DeleteFunc: func(obj any) { d.touch(gvk, obj) },
+	})
+}
+
+// changed says whether an update can change a verdict: not a resync (same resourceVersion) and
+// not a write of status alone — except an Application's synced revision, which is the desired state.
+func changed(gvk schema.GroupVersionKind, old, cur *unstructured.Unstructured) bool {
+	if old.GetResourceVersion() == cur.GetResourceVersion() {
+		return false
+	}
+	if gvk.GroupKind() == argocd.ApplicationGVK.GroupKind() {
+		// Argo CD's Application has no status subresource: every reconcile (reconciledAt, health)
+		// writes the main resource and bumps the generation. Only the spec, the compared and
+		// synced revision(s), the state of a sync and Argo CD's verdicts change what the audit says.
+		return appStateChanged(old, cur) || len(verdictsChanged(old, cur)) > 0
+	}
+	return !live.StatusOnly(old, cur)
+}
+
+// appStateChanged says whether what an Application says about the env's desired state or the
+// state of a sync changed: the spec, the compared and synced revisions, the operation's phase
+// and revision, the conditions (a comparison error).
+func appStateChanged(old, cur *unstructured.Unstructured) bool {
+	for _, path := range [][]string{{"spec"}, {"status", "sync", "revision"}, {"status", "sync", "revisions"},
+		{"status", "history"}, {"status", "operationState", "phase"}, {"status", "operationState", "syncResult", "revision"},
+		{"status", "conditions"}} {
+		o, _, _ := unstructured.NestedFieldNoCopy(old.Object, path...)
+		n, _, _ := unstructured.NestedFieldNoCopy(cur.Object, path...)
+		if !equality.Semantic.DeepEqual(o, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// verdictsChanged returns the resources whose verdict in status.resources differs between two
+// versions of an Application (listed in one only, or with another sync status).
+func verdictsChanged(old, cur *unstructured.Unstructured) []drift.Ref {
+	was, now := resourceStatuses(old), resourceStatuses(cur)
+	var out []drift.Ref
+	for r, st := range now {
+		if was[r] != st {
+			out = append(out, r)
+		}
+	}
+	for r := range was {
+		if _, ok := now[r]; !ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// resourceStatuses maps each resource of an Application's status.resources to its sync status.
+func resourceStatuses(app *unstructured.Unstructured) map[drift.Ref]string {
+	rs, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+	out := make(map[drift.Ref]string, len(rs))
+	for _, r := range rs {
+		m, _ := r.(map[string]any)
+		str := func(k string) string { v, _ := m[k].(string); return v }
+		out[drift.Ref{Group: str("group"), Kind: str("kind"), Namespace: str("namespace"), Name: str("name")}] = str("status")
+	}
+	return out
+}
+
+// touchRef asks for a re-audit of one object.
+func (d *Daemon) touchRef(r drift.Ref) {
+	d.touchMu.Lock()
+	if d.touched == nil {
+		d.touched = map[drift.Ref]bool{}
+	}
+	d.touched[r] = true
+	d.touchMu.Unlock()
+	d.markDirty()
+}
+
+// touch records that the watch saw obj of gvk change and asks for a re-audit.
+func (d *Daemon) touch(gvk schema.GroupVersionKind, obj any) {
+	u, ok := live.AsUnstructured(gvk, obj)
+	d.touchMu.Lock()
+	if ok {
+		if d.touched == nil {
+			d.touched = map[drift.Ref]bool{}
+		}
+		d.touched[drift.Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}] = true
+	} else {
+		d.full = true // an object the watch could not name
+	}
+	d.touchMu.Unlock()
+	d.markDirty()
+}
+
+// takeTouched returns and forgets what the watches saw change, and whether a full audit is due.
+func (d *Daemon) takeTouched() ([]drift.Ref, bool) {
+	d.touchMu.Lock()
+	defer d.touchMu.Unlock()
+	refs := make([]drift.Ref, 0, len(d.touched))
+	for r := range d.touched {
+		refs = append(refs, r)
+	}
+	full := d.full
+	d.touched, d.full = nil, false
+	return refs, full
+}
+
+func (d *Daemon) markDirty() {
+	select {
+	case d.dirty <- struct{}{}:
+	default:
+	}
+}
