@@ -363,9 +363,17 @@ func (a *Auditor) syncTimeout() time.Duration {
 // attribute names the person behind each drifted field from the audit events held, when any;
 // and who created each Extra object and deleted each Missing one.
 func (a *Auditor) attribute(objs []drift.Object) {
-	if a.People == nil {
-		return
+	if a.People != nil {
+		Attribute(objs, a.Live, a.People, a.Options.Applier)
 	}
+}
+
+// Attribute names, from the audit events people holds, the person behind each drifted field of
+// objs (matched by Store.Who against the live object's UID and resourceVersion), who created each
+// Extra object and who deleted each Missing one. applier is the GitOps sync's field manager. It
+// returns how many were named.
+func Attribute(objs []drift.Object, c *live.Cache, people *auditlog.Store, applier string) int {
+	named := 0
 	for i := range objs {
 		o := &objs[i]
 		switch {
@@ -378,25 +386,32 @@ func (a *Auditor) attribute(objs []drift.Object) {
 			continue
 		}
 		gvk := gv.WithKind(o.Kind)
-		m, err := a.Live.Mapping(gvk)
+		m, err := c.Mapping(gvk)
 		if err != nil {
 			continue
 		}
 		ref := auditlog.Object{Group: gv.Group, Resource: m.Resource.Resource, Namespace: o.Namespace, Name: o.Name}
 		if o.Status == drift.Missing {
-			o.Actor = a.People.Deleter(ref)
+			if o.Actor = people.Deleter(ref); o.Actor != nil {
+				named++
+			}
 			continue
 		}
 		var now auditlog.Live
-		if l, ok := a.Live.Get(gvk, o.Namespace, o.Name); ok {
+		if l, ok := c.Get(gvk, o.Namespace, o.Name); ok {
 			now = auditlog.Live{UID: string(l.GetUID()), ResourceVersion: l.GetResourceVersion()}
 		}
 		if o.Status == drift.Extra {
-			o.Actor = a.People.Creator(ref, now.UID)
+			if o.Actor = people.Creator(ref, now.UID); o.Actor != nil {
+				named++
+			}
 			continue
 		}
 		for j := range o.Fields {
-			o.Fields[j].Actor = a.People.Who(ref, now, &o.Fields[j], a.Options.Applier)
+			if o.Fields[j].Actor = people.Who(ref, now, &o.Fields[j], applier); o.Fields[j].Actor != nil {
+				named++
+			}
 		}
 	}
+	return named
 }

@@ -92,8 +92,8 @@ func sameValue(held, live any) bool {
 	if reflect.DeepEqual(held, live) {
 		return true
 	}
-	if a, ok := number(held); ok {
-		b, ok := number(live)
+	if a, ok := drift.Number(held); ok {
+		b, ok := drift.Number(live)
 		return ok && a == b
 	}
 	if s, ok := held.(string); ok {
@@ -106,23 +106,6 @@ func sameValue(held, live any) bool {
 	}
 	b, err := json.Marshal(live)
 	return err == nil && bytes.Equal(a, b)
-}
-
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case float64:
-		return x, true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // lookup follows the rest of a display path (".name", `["a.b/c"]`, "[name=vllm]", "[0]") into

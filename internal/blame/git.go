@@ -140,7 +140,7 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 	}
 	secret := gvk.Group == "" && gvk.Kind == "Secret"
 	for i, leaf := range leaves {
-		v, _ := valueAt(obj.Object, leaf)
+		v, _ := drift.ValueAt(obj.Object, drift.FieldPath(leaf))
 		if secret && secretValue(leaf) {
 			v = Redacted // as in the drift report: a Secret's values are never shown
 		}

@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 
@@ -226,8 +227,8 @@ func scalarEqual(a, b any, quantity bool) bool {
 	if reflect.DeepEqual(a, b) {
 		return true
 	}
-	if fa, ok := number(a); ok {
-		if fb, ok := number(b); ok {
+	if fa, ok := Number(a); ok {
+		if fb, ok := Number(b); ok {
 			return fa == fb
 		}
 	}
@@ -245,8 +246,13 @@ func scalarEqual(a, b any, quantity bool) bool {
 	return qa.Cmp(qb) == 0
 }
 
-func number(v any) (float64, bool) {
+// Number reads a JSON number as decoded by either encoding/json (float64, json.Number) or the
+// API machinery (int64, int32, int), for comparing values across the two.
+func Number(v any) (float64, bool) {
 	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
 	case int64:
 		return float64(x), true
 	case int:

@@ -11,12 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/llm-gitops/platform/internal/auditlog"
-	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/live"
 )
 
@@ -181,51 +179,4 @@ func driftedHistory(b *testing.B, o *unstructured.Unstructured, cache *live.Cach
 		b.Fatalf("%d events", len(evs))
 	}
 	return evs
-}
-
-// attribute does what audit.Auditor.attribute does with the report's objects: the resource of
-// each drifted object's kind, its live UID and resourceVersion, and Who for each field (Creator
-// and Deleter for an Extra or Missing object). It returns how many were named.
-func attribute(objs []drift.Object, c *live.Cache, people *auditlog.Store, applier string) int {
-	named := 0
-	for i := range objs {
-		o := &objs[i]
-		switch {
-		case o.Status == drift.Missing, o.Status == drift.Extra:
-		case o.Status != drift.Modified || len(o.Fields) == 0:
-			continue
-		}
-		gv, err := schema.ParseGroupVersion(o.APIVersion)
-		if err != nil {
-			continue
-		}
-		gvk := gv.WithKind(o.Kind)
-		m, err := c.Mapping(gvk)
-		if err != nil {
-			continue
-		}
-		ref := auditlog.Object{Group: gv.Group, Resource: m.Resource.Resource, Namespace: o.Namespace, Name: o.Name}
-		if o.Status == drift.Missing {
-			if o.Actor = people.Deleter(ref); o.Actor != nil {
-				named++
-			}
-			continue
-		}
-		var now auditlog.Live
-		if l, ok := c.Get(gvk, o.Namespace, o.Name); ok {
-			now = auditlog.Live{UID: string(l.GetUID()), ResourceVersion: l.GetResourceVersion()}
-		}
-		if o.Status == drift.Extra {
-			if o.Actor = people.Creator(ref, now.UID); o.Actor != nil {
-				named++
-			}
-			continue
-		}
-		for j := range o.Fields {
-			if o.Fields[j].Actor = people.Who(ref, now, &o.Fields[j], applier); o.Fields[j].Actor != nil {
-				named++
-			}
-		}
-	}
-	return named
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/live"
@@ -223,7 +224,7 @@ func benchAudit(b *testing.B, n int, attributed bool) {
 		found, last = len(rep), rep
 		if attributed {
 			start := time.Now()
-			named = attribute(rep, cache, store, opts.Applier)
+			named = audit.Attribute(rep, cache, store, opts.Applier)
 			attributing += time.Since(start)
 		}
 	}
