@@ -15,7 +15,6 @@ import (
 type envState struct {
 	app       *argocd.App // nil without an Application
 	head      string      // the branch head then
-	served    []*unstructured.Unstructured
 	index     *drift.Index
 	unknown   []drift.Object
 	opts      drift.Options // with the schema and the normaliser of that audit

@@ -1,7 +1,6 @@
 package blame
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -80,7 +79,7 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 	pending := len(leaves)
 	// newer is the last rendering looked at, made at commit at; each older rendering that differs
 	// at a pending field gives that field the commit at.
-	newer, newerYAML, at := obj, res.YAML, head
+	newer, newerDigest, at := obj, res.Digest, head
 	b.History.Commits = 1
 	oldest := head
 	blameAll := func(boundary bool) {
@@ -114,7 +113,7 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 			blameAll(false)
 			break
 		}
-		if !bytes.Equal(res.YAML, newerYAML) {
+		if res.Digest != newerDigest {
 			changed := drift.CompareRendered(older.Object, newer.Object, pt)
 			for i, leaf := range leaves {
 				if commitOf[i] == nil && touches(changed, leaf) {
@@ -123,7 +122,7 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 				}
 			}
 		}
-		newer, newerYAML, at = older, res.YAML, c
+		newer, newerDigest, at = older, res.Digest, c
 	}
 	b.History.Oldest = oldest.Hash
 	switch {

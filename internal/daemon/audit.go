@@ -24,8 +24,7 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	a.People = d.people
 	a.AppNamespace = d.cfg.AppNamespace
 	a.AppName = func(env string) string { return d.cfg.AppNamePrefix + env }
-	a.Renders = render.NewCache("", 2) // the synced revision and the one before: a 10,000-object render is ~50 MiB
-	a.Renders.Shared = true            // decoded once per revision, not at every full audit
+	a.Renders = render.NewCache("", 2) // the synced revision and the one before: a 10,000-object render is ~9 MiB as JSON
 	a.Options.SecretKey = d.hmacKey
 	d.auditor = a
 	return a

@@ -141,13 +141,13 @@ func (d *Daemon) touchRef(r drift.Ref) {
 
 // touch records that the watch saw obj of gvk change and asks for a re-audit.
 func (d *Daemon) touch(gvk schema.GroupVersionKind, obj any) {
-	u, ok := live.AsUnstructured(gvk, obj)
+	namespace, name, ok := live.Identity(obj)
 	d.touchMu.Lock()
 	if ok {
 		if d.touched == nil {
 			d.touched = map[drift.Ref]bool{}
 		}
-		d.touched[drift.Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}] = true
+		d.touched[drift.Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: namespace, Name: name}] = true
 	} else {
 		d.full = true // an object the watch could not name
 	}

@@ -17,8 +17,9 @@ const (
 )
 
 // history keeps the last versions of objects the watch saw updated, so a removed field — which
-// no managedFields entry owns any more — can be traced to the update that removed it. Informer
-// objects are never mutated, so keeping them costs no copy.
+// no managedFields entry owns any more — can be traced to the update that removed it. It keeps
+// the informers' stored objects (their JSON), which are never mutated, so keeping them costs no
+// copy; a version is decoded when read.
 type history struct {
 	mu       sync.Mutex
 	versions map[historyKey]*versions
@@ -27,7 +28,7 @@ type history struct {
 // versions are an object's updates that changed content, newest first, and the resourceVersion
 // of the newest update seen at all (status writes move only that).
 type versions struct {
-	list    []*unstructured.Unstructured
+	list    []*stored
 	current string
 }
 
@@ -36,32 +37,51 @@ type historyKey struct {
 	namespace, name string
 }
 
-func keyOf(u *unstructured.Unstructured) historyKey {
-	return historyKey{gk: u.GroupVersionKind().GroupKind(), namespace: u.GetNamespace(), name: u.GetName()}
+func keyOf(s *stored) historyKey {
+	return historyKey{gk: s.GroupVersionKind().GroupKind(), namespace: s.Namespace, name: s.Name}
+}
+
+// storedOf returns an informer's object in its stored form.
+func storedOf(obj any) (*stored, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	c, err := compact(obj)
+	if err != nil {
+		return nil, false
+	}
+	s, ok := c.(*stored)
+	return s, ok
 }
 
 // handler records updates and forgets deleted objects.
 func (h *history) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*unstructured.Unstructured)
-			n, ok2 := newObj.(*unstructured.Unstructured)
-			if !ok1 || !ok2 || o.GetResourceVersion() == n.GetResourceVersion() {
+			o, ok1 := storedOf(oldObj)
+			n, ok2 := storedOf(newObj)
+			if !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion {
 				return
 			}
 			h.record(o, n)
 		},
 		DeleteFunc: func(obj any) {
-			if u, ok := obj.(*unstructured.Unstructured); ok {
+			if s, ok := storedOf(obj); ok {
 				h.mu.Lock()
-				delete(h.versions, keyOf(u))
+				delete(h.versions, keyOf(s))
 				h.mu.Unlock()
 			}
 		},
 	}
 }
 
-func (h *history) record(old, cur *unstructured.Unstructured) {
+func (h *history) record(old, cur *stored) {
+	statusOnly := false
+	if o, err := old.unstructuredOf(); err == nil {
+		if c, err := cur.unstructuredOf(); err == nil {
+			statusOnly = StatusOnly(o, c)
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.versions == nil {
@@ -69,11 +89,11 @@ func (h *history) record(old, cur *unstructured.Unstructured) {
 	}
 	k := keyOf(cur)
 	vs, ok := h.versions[k]
-	if StatusOnly(old, cur) {
+	if statusOnly {
 		// A controller's status write changes nothing a diff reads, so it takes no place in the
 		// bounded history (a rollout's status updates would push the edit out).
-		if ok && vs.current == old.GetResourceVersion() {
-			vs.current = cur.GetResourceVersion()
+		if ok && vs.current == old.ResourceVersion {
+			vs.current = cur.ResourceVersion
 		}
 		return
 	}
@@ -84,14 +104,14 @@ func (h *history) record(old, cur *unstructured.Unstructured) {
 				break
 			}
 		}
-		vs = &versions{list: []*unstructured.Unstructured{old}}
+		vs = &versions{list: []*stored{old}}
 		h.versions[k] = vs
 	}
-	vs.list = append([]*unstructured.Unstructured{cur}, vs.list...)
+	vs.list = append([]*stored{cur}, vs.list...)
 	if len(vs.list) > historyDepth {
 		vs.list = vs.list[:historyDepth]
 	}
-	vs.current = cur.GetResourceVersion()
+	vs.current = cur.ResourceVersion
 }
 
 // Versions returns the versions of an object the watch saw, newest first (the cached one
@@ -108,15 +128,23 @@ func (c *Cache) Versions(gvk schema.GroupVersionKind, namespace, name string) []
 
 // of returns the versions of cur, newest first, when the history holds its line up to cur.
 func (h *history) of(cur *unstructured.Unstructured) []*unstructured.Unstructured {
-	vs := h.versions[keyOf(cur)]
+	vs := h.versions[historyKey{gk: cur.GroupVersionKind().GroupKind(), namespace: cur.GetNamespace(), name: cur.GetName()}]
+	var list []*stored
 	switch {
 	case vs == nil || len(vs.list) == 0 || vs.current != cur.GetResourceVersion():
 		return []*unstructured.Unstructured{cur}
-	case vs.list[0].GetResourceVersion() == cur.GetResourceVersion():
-		return append([]*unstructured.Unstructured(nil), vs.list...)
+	case vs.list[0].ResourceVersion == cur.GetResourceVersion():
+		list = vs.list[1:]
 	default: // status writes since the last content change
-		return append([]*unstructured.Unstructured{cur}, vs.list...)
+		list = vs.list
 	}
+	out := []*unstructured.Unstructured{cur}
+	for _, s := range list {
+		if u, err := s.unstructuredOf(); err == nil {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // StatusOnly says an update wrote only through the status subresource: the only managedFields

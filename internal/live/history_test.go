@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -32,11 +33,11 @@ func TestHistoryKeepsEditsThroughStatusWrites(t *testing.T) {
 	v1 := version(1, "1", apply)
 	removal := version(2, "2", apply) // kubectl patch removing a field: nobody stamped
 	var h history
-	h.record(v1, removal)
+	h.record(must(t, v1), must(t, removal))
 	prev := removal
 	for i := range 6 { // the Deployment controller writes status again and again
 		st := version(2, string(rune('3'+i)), apply, entry("kube-controller-manager", "status", t0.Add(time.Duration(i+1)*time.Second), `{"f:status":{}}`))
-		h.record(prev, st)
+		h.record(must(t, prev), must(t, st))
 		prev = st
 	}
 	vs := h.of(prev)
@@ -49,4 +50,11 @@ func TestHistoryKeepsEditsThroughStatusWrites(t *testing.T) {
 	edit := version(2, "20", apply, entry("kubectl-edit", "", t0.Add(time.Minute), `{"f:metadata":{}}`))
 	assert.False(t, StatusOnly(prev, edit), "a write through the main resource")
 	assert.False(t, StatusOnly(prev, version(2, "21", apply)), "a pure removal stamps nothing and is not a status write")
+}
+
+func must(t *testing.T, u *unstructured.Unstructured) *stored {
+	t.Helper()
+	s, ok := storedOf(u)
+	require.True(t, ok)
+	return s
 }

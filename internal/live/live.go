@@ -207,20 +207,25 @@ func (c *Cache) newInformer(gvr schema.GroupVersionResource, namespace string, m
 	if metaOnly {
 		return metadatainformer.NewFilteredMetadataInformer(c.watchMeta, gvr, namespace, 0, indexers, nil).Informer()
 	}
-	return dynamicinformer.NewFilteredDynamicInformer(c.watchDyn, gvr, namespace, 0, indexers, nil).Informer()
+	inf := dynamicinformer.NewFilteredDynamicInformer(c.watchDyn, gvr, namespace, 0, indexers, nil).Informer()
+	_ = inf.SetTransform(compact) // fails only on a started informer
+	return inf
 }
 
 // close stops the informers (once).
 func (w *watched) close() { w.closed.Do(func() { close(w.stop) }) }
 
-// AsUnstructured returns an informer's object as the audit reads it: a metadata-only object
-// (PartialObjectMetadata) becomes an Unstructured of gvk holding only its metadata; a deleted
-// object's last known state is unwrapped.
+// AsUnstructured returns an informer's object as the audit reads it: a stored object decoded
+// afresh (the caller may change it); a metadata-only object (PartialObjectMetadata) becomes an
+// Unstructured of gvk holding only its metadata; a deleted object's last known state is unwrapped.
 func AsUnstructured(gvk schema.GroupVersionKind, obj any) (*unstructured.Unstructured, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
 	switch o := obj.(type) {
+	case *stored:
+		u, err := o.unstructuredOf()
+		return u, err == nil
 	case *unstructured.Unstructured:
 		return o, true
 	case *metav1.PartialObjectMetadata:
@@ -233,6 +238,19 @@ func AsUnstructured(gvk schema.GroupVersionKind, obj any) (*unstructured.Unstruc
 		return u, true
 	}
 	return nil, false
+}
+
+// Identity returns the namespace and name of an informer's object (a deleted object's last
+// known state included) without decoding it.
+func Identity(obj any) (namespace, name string, ok bool) {
+	if t, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
+		obj = t.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", "", false
+	}
+	return m.GetNamespace(), m.GetName(), true
 }
 
 // namespacesOf returns the namespaces a namespaced kind is watched in (nil: all of them).

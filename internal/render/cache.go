@@ -26,12 +26,14 @@ import (
 // from the cache when every one of those still finds the same (at any revision: a commit that
 // touches only docs/ or another env reuses the render). The kustomize module version is part of
 // the key. Entries live in memory, and on disk too when the cache has a directory (the CLI's).
+// An entry keeps each object as JSON (a decoded render takes about five times as much) and the
+// YAML stream's digest, not the stream: a hit's Result has no YAML.
 type Cache struct {
 	dir string
 	max int
 	// Shared makes hits return one decoded render per entry instead of a fresh copy: callers
-	// must not change its objects (the auditor does not; it copies what it adapts). It saves
-	// decoding every object again at every audit of an unchanged revision.
+	// must not change its objects. It saves decoding every object again at every hit, and keeps
+	// the decoded objects as long as the entry: for short-lived caches (a blame walk).
 	Shared bool
 
 	mu      sync.Mutex
@@ -69,7 +71,7 @@ type cacheEntry struct {
 	Probes  map[string]string `json:"probes"`
 	Path    string            `json:"path"`
 	Objects []json.RawMessage `json:"objects"`
-	YAML    []byte            `json:"yaml"`
+	Digest  string            `json:"digest"`
 
 	shared     sync.Once
 	sharedObjs []*unstructured.Unstructured
@@ -77,7 +79,7 @@ type cacheEntry struct {
 }
 
 // cacheFormat changes whenever cacheEntry or the render options do.
-const cacheFormat = "v1"
+const cacheFormat = "v2"
 
 // NewCache returns a cache keeping up to perEnv renders of each env in memory, and on disk under
 // dir when dir is not empty.
@@ -173,7 +175,7 @@ func (c *Cache) load(env string) []*cacheEntry {
 }
 
 func (c *Cache) store(res *Result, probes map[string]string) {
-	e := &cacheEntry{Env: res.Env, Kustomize: KustomizeVersion, Probes: probes, Path: res.Path, YAML: res.YAML}
+	e := &cacheEntry{Env: res.Env, Kustomize: KustomizeVersion, Probes: probes, Path: res.Path, Digest: res.Digest}
 	if res.Revision != "" {
 		e.Revisions = []string{res.Revision}
 	}
@@ -253,12 +255,12 @@ func (c *Cache) resultFor(e *cacheEntry, revision string) (*Result, bool) {
 			e.sharedObjs, e.sharedOK = res.Objects, true
 		}
 	})
-	return &Result{Env: e.Env, Path: e.Path, Revision: revision, YAML: e.YAML, Objects: e.sharedObjs}, e.sharedOK
+	return &Result{Env: e.Env, Path: e.Path, Revision: revision, Digest: e.Digest, Objects: e.sharedObjs}, e.sharedOK
 }
 
 // result decodes a fresh copy of the render (callers may change their objects).
 func (e *cacheEntry) result(revision string) (*Result, bool) {
-	res := &Result{Env: e.Env, Path: e.Path, Revision: revision, YAML: e.YAML, Objects: make([]*unstructured.Unstructured, 0, len(e.Objects))}
+	res := &Result{Env: e.Env, Path: e.Path, Revision: revision, Digest: e.Digest, Objects: make([]*unstructured.Unstructured, 0, len(e.Objects))}
 	for _, data := range e.Objects {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(data); err != nil {

@@ -4,6 +4,8 @@ package render
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -30,8 +32,10 @@ type Result struct {
 	Revision string
 	// Objects in Kustomize's output order.
 	Objects []*unstructured.Unstructured
-	// YAML is the multi-document stream kustomize produced.
+	// YAML is the multi-document stream kustomize produced; nil in a Result a Cache answered.
 	YAML []byte
+	// Digest identifies YAML (its SHA-256, hex): two renders with the same Digest are the same.
+	Digest string
 }
 
 // Source is a repository content to render from.
@@ -139,7 +143,8 @@ func (s Source) RenderPath(rel string) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", rel, err)
 	}
-	res := &Result{Path: rel, Revision: s.revision, YAML: out}
+	sum := sha256.Sum256(out)
+	res := &Result{Path: rel, Revision: s.revision, YAML: out, Digest: hex.EncodeToString(sum[:])}
 	for _, r := range m.Resources() {
 		// Through JSON so numbers become int64, as the rest of client-go expects.
 		data, err := r.MarshalJSON()
