@@ -93,3 +93,28 @@ func walArchiver(cluster *unstructured.Unstructured) (plugin, store string) {
 	}
 	return "", ""
 }
+
+// barmanStoreRefs lists the ObjectStores a CloudNativePG Cluster names for the Barman Cloud
+// plugin: the one it archives to (spec.plugins) and those it recovers or replicates from
+// (spec.externalClusters). The Cluster cannot archive, nor bootstrap from a backup, without them.
+func barmanStoreRefs(cluster *unstructured.Unstructured) []objRef {
+	var out []objRef
+	add := func(plugin map[string]any, via string) {
+		if name, _, _ := unstructured.NestedString(plugin, "name"); name != barmanCloudPlugin {
+			return
+		}
+		if store, _, _ := unstructured.NestedString(plugin, "parameters", "barmanObjectName"); store != "" {
+			out = append(out, objRef{gk: barmanObjectStore, namespace: cluster.GetNamespace(), name: store, via: via})
+		}
+	}
+	plugins, _, _ := unstructured.NestedSlice(cluster.Object, "spec", "plugins")
+	for _, p := range plugins {
+		add(asMap(p), "its spec.plugins")
+	}
+	ext, _, _ := unstructured.NestedSlice(cluster.Object, "spec", "externalClusters")
+	for _, e := range ext {
+		plugin, _, _ := unstructured.NestedMap(asMap(e), "plugin")
+		add(plugin, "its spec.externalClusters")
+	}
+	return out
+}

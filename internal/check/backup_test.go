@@ -126,3 +126,30 @@ func TestCheckBackupOffsite(t *testing.T) {
 		assert.Contains(t, got[2], "ScheduledBackup llm-rag/pgvector-nightly: ScheduledBackup llm-rag/pgvector-nightly backs up with method barmanObjectStore", env.Env)
 	}
 }
+
+// TestWaveOrderClusterNeedsItsObjectStore: a Cluster cannot archive (or recover) before the
+// ObjectStore its Barman Cloud plugin names exists.
+func TestWaveOrderClusterNeedsItsObjectStore(t *testing.T) {
+	objs := parseObjects(t, `apiVersion: postgresql.cnpg.io/v1
+kind: Cluster
+metadata: {name: pgvector, namespace: llm-rag, annotations: {argocd.argoproj.io/sync-wave: "0"}}
+spec:
+  instances: 1
+  plugins: [{name: barman-cloud.cloudnative-pg.io, isWALArchiver: true, parameters: {barmanObjectName: pgvector}}]
+  externalClusters: [{name: archive, plugin: {name: barman-cloud.cloudnative-pg.io, parameters: {barmanObjectName: old-store, serverName: pgvector}}}]
+---
+apiVersion: barmancloud.cnpg.io/v1
+kind: ObjectStore
+metadata: {name: pgvector, namespace: llm-rag, annotations: {argocd.argoproj.io/sync-wave: "1"}}
+spec: {retentionPolicy: 30d, configuration: {destinationPath: "s3://b"}}
+---
+apiVersion: barmancloud.cnpg.io/v1
+kind: ObjectStore
+metadata: {name: old-store, namespace: llm-rag, annotations: {argocd.argoproj.io/sync-wave: "2"}}
+spec: {retentionPolicy: 30d, configuration: {destinationPath: "s3://old"}}`)
+	got := waveOrder(objs)
+	require.Len(t, got, 2, "%+v", got)
+	assert.Contains(t, got[0].Message, "Cluster llm-rag/pgvector (sync wave 0) needs ObjectStore llm-rag/pgvector (sync wave 1, its spec.plugins)")
+	assert.Contains(t, got[1].Message, "needs ObjectStore llm-rag/old-store (sync wave 2, its spec.externalClusters)")
+	require.Empty(t, waveOrder(objs[:1]), "an ObjectStore the env does not render is not the wave rule's business")
+}
