@@ -26,7 +26,9 @@ state (prod first), evaluates the ValidatingAdmissionPolicies of policies/ offli
 server's own CEL machinery, and checks the capacity invariants (KV cache fits the GPU, GPU
 workloads fit the GPU pool, startupProbe covers the cold start, every KEDA trigger can reach
 maxReplicaCount and has a fallback) and the sync rules (no object needs one of a later Argo CD
-sync wave; stateful objects carry sync-options Delete=false,Prune=false) and the vLLM rules (the
+sync wave; stateful objects carry sync-options Delete=false,Prune=false), the backup rule (CNPG
+Clusters archive WAL through the Barman Cloud plugin to a rendered ObjectStore with a retention;
+ScheduledBackups use method plugin) and the vLLM rules (the
 grace period covers the preStop sleep and --shutdown-timeout; an init container waits for the
 weights revision's marker a weights-sync Job writes; --dtype fits the card; warnings for an image
 without a digest and logged probe paths) and the security rules (every namespace

@@ -2,7 +2,8 @@
 // two revisions, shows what changes in the rendered cluster state, evaluates the admission
 // policies of policies/ offline, and checks the capacity invariants of the seeds and the rules of
 // a safe Argo CD sync: sync waves in dependency order (waves.go), stateful objects kept on
-// Application deletion and prune (safety.go), KEDA triggers able to reach maxReplicaCount
+// Application deletion and prune (safety.go), databases archiving WAL and backups off the cluster
+// through the Barman Cloud plugin (backup.go), KEDA triggers able to reach maxReplicaCount
 // (keda.go) and vLLM pods given time to drain (drain.go); and the security of each namespace:
 // Pod Security enforced at a pinned version, a default-deny NetworkPolicy that leaves DNS open
 // (security.go), and containers fit for the restricted level where it is enforced (restricted.go).
@@ -100,6 +101,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Violations = append(er.Violations, dataFiles(headSnap, env)...)
 		er.Violations = append(er.Violations, waveOrder(h.Objects)...)
 		er.Violations = append(er.Violations, retainStateful(h.Objects)...)
+		er.Violations = append(er.Violations, backupOffsite(h.Objects)...)
 		er.Violations = append(er.Violations, kedaReach(h.Objects)...)
 		er.Violations = append(er.Violations, vllmDrain(h.Objects)...)
 		er.Violations = append(er.Violations, vllmWeights(h.Objects)...)

@@ -109,6 +109,8 @@ func needs(o *unstructured.Unstructured) []objRef {
 		if ref["name"] != "" {
 			out = append(out, objRef{gk: schema.GroupKind{Group: ref["group"], Kind: ref["kind"]}, name: ref["name"], via: "its nodeClassRef"})
 		}
+	case gk == cnpgCluster:
+		out = append(out, barmanStoreRefs(o)...)
 	case gk.Group == "postgresql.cnpg.io" && (gk.Kind == "ScheduledBackup" || gk.Kind == "Database"):
 		if name, _, _ := unstructured.NestedString(o.Object, "spec", "cluster", "name"); name != "" {
 			out = append(out, objRef{gk: schema.GroupKind{Group: "postgresql.cnpg.io", Kind: "Cluster"}, namespace: ns, name: name, via: "its spec.cluster"})

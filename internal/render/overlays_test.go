@@ -338,6 +338,12 @@ func summary(t *testing.T) string {
 				if rev := o.GetAnnotations()["platform.llm/weights-revision"]; rev != "" {
 					add(name+" weights", o.GetAnnotations()["platform.llm/weights-uri"]+"@"+rev)
 				}
+			case "ObjectStore", "CronJob":
+				for what, uri := range backupDestinations(o) {
+					add(name+" "+what, uri)
+				}
+				r, _, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "retentionPolicy")
+				add(name+" retention", r)
 			case "HTTPRoute":
 				rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "rules")
 				var parts []string

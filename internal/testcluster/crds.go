@@ -44,6 +44,9 @@ var UpstreamCRDs = []CRDSource{
 	{"github.com/cloudnative-pg/cloudnative-pg", "v1.28.0", []string{
 		"config/crd/bases/postgresql.cnpg.io_clusters.yaml", "config/crd/bases/postgresql.cnpg.io_scheduledbackups.yaml",
 		"config/crd/bases/postgresql.cnpg.io_backups.yaml", "config/crd/bases/postgresql.cnpg.io_databases.yaml"}},
+	// CloudNativePG's backups and WAL archive go through the Barman Cloud plugin (the in-tree
+	// barmanObjectStore is deprecated since 1.26); its ObjectStore says where.
+	{"github.com/cloudnative-pg/plugin-barman-cloud", "v0.15.0", []string{"config/crd/bases/barmancloud.cnpg.io_objectstores.yaml"}},
 	// The kinds the platform renders, not their issuers and stores (cluster-specific, not in Git).
 	// cert-manager's deploy/crds are the controller-gen output its Helm chart's CRDs are made from.
 	{"github.com/cert-manager/cert-manager", "v1.21.2", []string{"deploy/crds/cert-manager.io_certificates.yaml"}},
@@ -116,7 +119,7 @@ func InstallUpstreamCRDs(ctx context.Context, cfg *rest.Config, log io.Writer) e
 		return fmt.Errorf("install CRDs: %w", err)
 	}
 	if log != nil {
-		fmt.Fprintf(log, "installing %d upstream CRDs (Argo CD, KEDA, Karpenter, Gateway API, Prometheus Operator, CloudNativePG, cert-manager, External Secrets)\n", len(crds))
+		fmt.Fprintf(log, "installing %d upstream CRDs (Argo CD, KEDA, Karpenter, Gateway API, Prometheus Operator, CloudNativePG and its Barman Cloud plugin, cert-manager, External Secrets)\n", len(crds))
 	}
 	force := true
 	for _, crd := range crds {
