@@ -87,6 +87,13 @@ var auditorMetrics = map[string]string{
 	"auditor_audits_total":                             "counter",
 }
 
+// kubeStateMetrics: kubernetes/kube-state-metrics, internal/store/node.go (labels node, resource
+// sanitized: nvidia.com/gpu is nvidia_com_gpu, unit); kube-prometheus-stack installs it.
+var kubeStateMetrics = map[string]string{
+	"kube_node_status_capacity":    "gauge",
+	"kube_node_status_allocatable": "gauge",
+}
+
 // prometheusMetrics: Prometheus' own series for every target.
 var prometheusMetrics = map[string]string{"up": "gauge"}
 
@@ -95,7 +102,7 @@ func knownSeries() map[string]string {
 	out := map[string]string{}
 	for exporter, list := range map[string]map[string]string{
 		"vllm": vllmMetrics, "dcgm-exporter": dcgmMetrics, "keda": kedaMetrics,
-		"auditor": auditorMetrics, "prometheus": prometheusMetrics,
+		"auditor": auditorMetrics, "kube-state-metrics": kubeStateMetrics, "prometheus": prometheusMetrics,
 	} {
 		for name, typ := range list {
 			if typ == "histogram" {
