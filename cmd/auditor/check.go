@@ -33,7 +33,9 @@ grace period covers the preStop sleep and --shutdown-timeout; an init container 
 weights revision's marker a weights-sync Job writes; --dtype fits the card; warnings for an image
 without a digest and logged probe paths) and the security rules (every namespace
 enforces a Pod Security level at a pinned version and has a default-deny NetworkPolicy that
-leaves DNS open; every container in a namespace enforcing restricted fits restricted). Each env's
+leaves DNS open; every container in a namespace enforcing restricted fits restricted) and the
+monitoring rule (every PrometheusRule alert has a runbook_url naming a file of docs/runbooks/ at
+--head). Each env's
 section ends with what its namespaces enforce.
 
 Exit codes: 0 pass, 1 violations, >1 error.`,

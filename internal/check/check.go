@@ -4,7 +4,8 @@
 // a safe Argo CD sync: sync waves in dependency order (waves.go), stateful objects kept on
 // Application deletion and prune (safety.go), databases archiving WAL and backups off the cluster
 // through the Barman Cloud plugin (backup.go), KEDA triggers able to reach maxReplicaCount
-// (keda.go) and vLLM pods given time to drain (drain.go); and the security of each namespace:
+// (keda.go) and vLLM pods given time to drain (drain.go); every alert with a runbook in the
+// repository (runbooks.go); and the security of each namespace:
 // Pod Security enforced at a pinned version, a default-deny NetworkPolicy that leaves DNS open
 // (security.go), and containers fit for the restricted level where it is enforced (restricted.go).
 package check
@@ -99,6 +100,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 			er.Violations = append(er.Violations, evaluate(pols, h.Objects)...)
 		}
 		er.Violations = append(er.Violations, dataFiles(headSnap, env)...)
+		er.Violations = append(er.Violations, alertRunbooks(h.Objects, headSnap.Files)...)
 		er.Violations = append(er.Violations, waveOrder(h.Objects)...)
 		er.Violations = append(er.Violations, retainStateful(h.Objects)...)
 		er.Violations = append(er.Violations, backupOffsite(h.Objects)...)
