@@ -1,0 +1,105 @@
+package render
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/llm-gitops/platform/internal/testcluster"
+)
+
+// renderApps renders what an env's app-of-apps syncs (apps/<env>).
+func renderApps(t *testing.T, env string) []*unstructured.Unstructured {
+	t.Helper()
+	src, err := FromDir("../..")
+	require.NoError(t, err)
+	res, err := src.RenderPath("apps/" + env)
+	require.NoError(t, err, "render apps/%s", env)
+	return res.Objects
+}
+
+func application(t *testing.T, objs []*unstructured.Unstructured, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == "Application" && o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("no Application %s", name)
+	return nil
+}
+
+func wave(o *unstructured.Unstructured) int {
+	w, err := strconv.Atoi(o.GetAnnotations()["argocd.argoproj.io/sync-wave"])
+	if err != nil {
+		return 0 // Argo CD's default
+	}
+	return w
+}
+
+// TestGPUStackApplication: every env's cluster gets the GPU Operator from its Helm repository at a
+// pinned chart version, before the env's workloads, with the values the platform relies on, and
+// exactly one DCGM exporter (the repository's DaemonSet, not the operator's as well).
+func TestGPUStackApplication(t *testing.T) {
+	pinned := regexp.MustCompile(`^v?\d+\.\d+\.\d+$`)
+	for _, env := range envs {
+		t.Run(env, func(t *testing.T) {
+			objs := renderApps(t, env)
+			op := application(t, objs, "gpu-operator")
+			platform := application(t, objs, "llm-"+env)
+			src := func(field string) string {
+				v, _, _ := unstructured.NestedString(op.Object, "spec", "source", field)
+				return v
+			}
+			assert.Equal(t, "https://helm.ngc.nvidia.com/nvidia", src("repoURL"))
+			assert.Equal(t, "gpu-operator", src("chart"))
+			assert.Regexp(t, pinned, src("targetRevision"), "chart version pinned, not a range")
+			assert.Less(t, wave(op), wave(platform), "the GPU stack syncs before %s", platform.GetName())
+
+			values, _, _ := unstructured.NestedMap(op.Object, "spec", "source", "helm", "valuesObject")
+			off := func(path ...string) {
+				v, found, _ := unstructured.NestedBool(values, path...)
+				assert.True(t, found && !v, "values %v must be false", path)
+			}
+			off("driver", "enabled")  // the AMI ships the driver
+			off("toolkit", "enabled") // and the container toolkit
+			off("dcgmExporter", "enabled")
+			off("migManager", "enabled")
+			cfg, _, _ := unstructured.NestedString(values, "devicePlugin", "config", "name")
+			assert.Empty(t, cfg, "no device plugin sharing config: time-slicing off")
+			tols, _, _ := unstructured.NestedSlice(values, "daemonsets", "tolerations")
+			require.Len(t, tols, 1)
+			assert.Equal(t, "nvidia.com/gpu", tols[0].(map[string]any)["key"], "operands tolerate the GPU pool's taint")
+
+			var exporters []string
+			for _, o := range renderRepo(t, env).Objects {
+				if o.GetKind() == "DaemonSet" && o.GetName() == "dcgm-exporter" {
+					exporters = append(exporters, o.GetNamespace()+"/"+o.GetName())
+				}
+			}
+			assert.Equal(t, []string{"llm-monitoring/dcgm-exporter"}, exporters)
+		})
+	}
+}
+
+// TestAppsAcceptedByAPIServer server-side dry-runs what each env's app-of-apps syncs (its
+// Application, the GPU Operator's, the auditor's read access in argocd) against the real API
+// server with Argo CD's CRDs: a misspelt source or sync policy is refused here, not by a cluster.
+func TestAppsAcceptedByAPIServer(t *testing.T) {
+	ctx := context.Background()
+	syncer, err := testcluster.NewSyncer(cluster.Config)
+	require.NoError(t, err)
+	ns := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": testcluster.ArgoCDNamespace}}}
+	require.NoError(t, syncer.Sync(ctx, "apps", []*unstructured.Unstructured{ns}, false))
+	for _, env := range envs {
+		t.Run(env, func(t *testing.T) {
+			require.NoError(t, syncer.Sync(ctx, "root-"+env, renderApps(t, env), true))
+		})
+	}
+}
