@@ -29,7 +29,11 @@ maxReplicaCount and has a fallback) and the sync rules (no object needs one of a
 sync wave; stateful objects carry sync-options Delete=false,Prune=false) and the vLLM rules (the
 grace period covers the preStop sleep and --shutdown-timeout; an init container waits for the
 weights revision's marker a weights-sync Job writes; --dtype fits the card; warnings for an image
-without a digest and logged probe paths) and the security rules (every namespace
+without a digest and logged probe paths) and the GPU node rules (a GPU NodePool's EC2NodeClass is
+rendered, has a root volume of at least 100Gi and a pinned AMI; a budget of 0 nodes covers
+business hours, a bounded one the rest, expireAfter Never; a GPU Deployment's PDB keeps its last
+replica; GPU Jobs and CronJobs ignore DisruptionTarget in their podFailurePolicy and carry
+karpenter.sh/do-not-disrupt) and the security rules (every namespace
 enforces a Pod Security level at a pinned version and has a default-deny NetworkPolicy that
 leaves DNS open; every container in a namespace enforcing restricted fits restricted). Each env's
 section ends with what its namespaces enforce.

@@ -3,7 +3,9 @@
 // policies of policies/ offline, and checks the capacity invariants of the seeds and the rules of
 // a safe Argo CD sync: sync waves in dependency order (waves.go), stateful objects kept on
 // Application deletion and prune (safety.go), KEDA triggers able to reach maxReplicaCount
-// (keda.go) and vLLM pods given time to drain (drain.go); and the security of each namespace:
+// (keda.go) and vLLM pods given time to drain (drain.go); GPU nodes and their disruption: node
+// classes in Git with room for the images and a pinned AMI, batch that survives preemption
+// (gpu.go), GPU capacity kept in business hours (disruption.go); and the security of each namespace:
 // Pod Security enforced at a pinned version, a default-deny NetworkPolicy that leaves DNS open
 // (security.go), and containers fit for the restricted level where it is enforced (restricted.go).
 package check
@@ -104,6 +106,9 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Violations = append(er.Violations, vllmDrain(h.Objects)...)
 		er.Violations = append(er.Violations, vllmWeights(h.Objects)...)
 		er.Violations = append(er.Violations, vllmDtype(h.Objects)...)
+		er.Violations = append(er.Violations, gpuNodeClassRoot(h.Objects)...)
+		er.Violations = append(er.Violations, gpuDisruptionBudget(h.Objects)...)
+		er.Violations = append(er.Violations, batchPreemption(h.Objects)...)
 		er.Warnings = append(er.Warnings, vllmWarnings(h.Objects)...)
 		posture, v, w := namespaceSecurity(h.Objects)
 		er.Security = posture
