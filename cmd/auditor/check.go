@@ -116,6 +116,7 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 			}
 		}
 		writeSecurity(w, e.Security, md)
+		writeGPUPools(w, e.GPUPools, md)
 		if md && len(e.Changes) > 0 {
 			fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")
 		}
@@ -157,6 +158,31 @@ func writeSecurity(w io.Writer, namespaces []check.NamespaceSecurity, md bool) {
 			fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", n.Namespace, none(n.PodSecurity), none(n.DefaultDeny), none(n.DNS))
 		} else {
 			fmt.Fprintf(w, "  SECURITY %s pod-security=%s default-deny=%s dns=%s\n", n.Namespace, none(n.PodSecurity), none(n.DefaultDeny), none(n.DNS))
+		}
+	}
+}
+
+// writeGPUPools prints each GPU NodePool's node class (root volume, AMI), disruption budgets and
+// expiry: what keeps GPU nodes in business hours (the violations say what is wrong).
+func writeGPUPools(w io.Writer, pools []check.GPUPool, md bool) {
+	if len(pools) == 0 {
+		return
+	}
+	dash := func(s string) string {
+		if s == "" {
+			return "none"
+		}
+		return s
+	}
+	if md {
+		fmt.Fprintln(w, "\n| GPU NodePool | node class | root volume | AMI | disruption budgets (UTC) | expireAfter |\n|---|---|---|---|---|---|")
+	}
+	for _, p := range pools {
+		budgets := strings.Join(p.Budgets, "; ")
+		if md {
+			fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s |\n", p.Pool, p.NodeClass, dash(p.RootVolume), dash(p.AMI), dash(budgets), p.ExpireAfter)
+		} else {
+			fmt.Fprintf(w, "  GPU-POOL %s node-class=%s root=%s ami=%s budgets=%s expireAfter=%s\n", p.Pool, p.NodeClass, dash(p.RootVolume), dash(p.AMI), dash(budgets), p.ExpireAfter)
 		}
 	}
 }

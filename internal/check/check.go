@@ -44,6 +44,8 @@ type EnvResult struct {
 	Warnings   []Violation `json:"warnings,omitempty"`
 	// Security is what each namespace the env renders enforces (Pod Security, NetworkPolicy).
 	Security []NamespaceSecurity `json:"security,omitempty"`
+	// GPUPools is what each GPU NodePool gives its nodes (node class, root, AMI) and its budgets.
+	GPUPools []GPUPool `json:"gpuPools,omitempty"`
 }
 
 // Change is an object added, removed or changed between base and head.
@@ -106,6 +108,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Violations = append(er.Violations, vllmDrain(h.Objects)...)
 		er.Violations = append(er.Violations, vllmWeights(h.Objects)...)
 		er.Violations = append(er.Violations, vllmDtype(h.Objects)...)
+		er.GPUPools = gpuPoolPosture(h.Objects)
 		er.Violations = append(er.Violations, gpuNodeClassRoot(h.Objects)...)
 		er.Violations = append(er.Violations, gpuDisruptionBudget(h.Objects)...)
 		er.Violations = append(er.Violations, batchPreemption(h.Objects)...)

@@ -270,3 +270,66 @@ func scaled(v any, replicas int64) int64 {
 	}
 	return 0
 }
+
+// GPUPool is what a GPU NodePool gives its nodes and when it lets them go.
+type GPUPool struct {
+	Pool string `json:"pool"`
+	// NodeClass is the EC2NodeClass, "(not rendered)" appended when the env lacks it.
+	NodeClass string `json:"nodeClass"`
+	// RootVolume is the node class's root volume size ("" when none).
+	RootVolume string `json:"rootVolume,omitempty"`
+	// AMI is the AMI selector: an alias or an id ("" when neither).
+	AMI string `json:"ami,omitempty"`
+	// Budgets lists the disruption budgets as Karpenter reads them (schedules in UTC).
+	Budgets     []string `json:"budgets"`
+	ExpireAfter string   `json:"expireAfter"`
+}
+
+// gpuPoolPosture describes each GPU NodePool of an env (the check's GPU section).
+func gpuPoolPosture(objs []*unstructured.Unstructured) []GPUPool {
+	classes := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		if o.GroupVersionKind().Group == "karpenter.k8s.aws" && o.GetKind() == "EC2NodeClass" {
+			classes[o.GetName()] = o
+		}
+	}
+	var out []GPUPool
+	for _, pool := range gpuNodePools(objs) {
+		p := GPUPool{Pool: pool.GetName(), Budgets: []string{}}
+		name, _, _ := unstructured.NestedString(pool.Object, "spec", "template", "spec", "nodeClassRef", "name")
+		p.NodeClass = name
+		if class, ok := classes[name]; ok {
+			alias, family := amiAlias(class)
+			p.AMI = alias
+			if alias == "" && amiByID(class) {
+				terms, _, _ := unstructured.NestedSlice(class.Object, "spec", "amiSelectorTerms")
+				p.AMI, _, _ = unstructured.NestedString(asMap(terms[0]), "id")
+			}
+			if size, device, found := rootVolume(class, family); found {
+				p.RootVolume = size.String() + " on " + device
+			}
+		} else {
+			p.NodeClass += " (not rendered)"
+		}
+		budgets, _, _ := unstructured.NestedSlice(pool.Object, "spec", "disruption", "budgets")
+		for _, b := range budgets {
+			bm := asMap(b)
+			nodes, _, _ := unstructured.NestedString(bm, "nodes")
+			s := nodes + " nodes"
+			if sched, _, _ := unstructured.NestedString(bm, "schedule"); sched != "" {
+				dur, _, _ := unstructured.NestedString(bm, "duration")
+				s += fmt.Sprintf(" from %q for %s", sched, dur)
+			}
+			if reasons, _, _ := unstructured.NestedStringSlice(bm, "reasons"); len(reasons) > 0 {
+				s += " (" + strings.Join(reasons, ", ") + ")"
+			}
+			p.Budgets = append(p.Budgets, s)
+		}
+		p.ExpireAfter, _, _ = unstructured.NestedString(pool.Object, "spec", "template", "spec", "expireAfter")
+		if p.ExpireAfter == "" {
+			p.ExpireAfter = "720h (default)"
+		}
+		out = append(out, p)
+	}
+	return out
+}

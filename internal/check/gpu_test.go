@@ -222,3 +222,21 @@ func TestCheckGPUNegatives(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckGPUPoolsOnHead: the repository's GPU pool passes the GPU rules in every env, and the
+// check's GPU section says why (node class, root, pinned AMI, budgets, expiry).
+func TestCheckGPUPoolsOnHead(t *testing.T) {
+	dir, commit, edit := repoCopy(t)
+	edit("overlays/prod/kustomization.yaml", "newTag: 1.4.2", "newTag: 1.4.3")
+	commit("an unrelated change")
+	res := runCheck(t, dir)
+	for _, env := range res.Envs {
+		for _, v := range env.Violations {
+			assert.NotContains(t, []string{"gpu-nodeclass-root", "gpu-disruption-budget", "batch-preemption"}, v.Rule, "%s: %+v", env.Env, v)
+		}
+		require.Len(t, env.GPUPools, 1, env.Env)
+		p := env.GPUPools[0]
+		assert.Equal(t, GPUPool{Pool: "gpu", NodeClass: "gpu", RootVolume: "200Gi on /dev/xvda", AMI: "al2023@v20260714",
+			Budgets: []string{"1 nodes", `0 nodes from "0 5 * * 1-5" for 14h (Empty, Drifted, Underutilized)`}, ExpireAfter: "Never"}, p, env.Env)
+	}
+}
