@@ -103,3 +103,40 @@ func TestAppsAcceptedByAPIServer(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamCRDsValidateNodeClasses shows the EC2NodeClass CRD (from karpenter-provider-aws's
+// module) and the NodePool CRD do validate what the overlays render: a malformed AMI alias, a root
+// volume size AWS does not take and a budget schedule without a duration are refused, server-side
+// dry-run.
+func TestUpstreamCRDsValidateNodeClasses(t *testing.T) {
+	ctx := context.Background()
+	syncer, err := testcluster.NewSyncer(cluster.Config)
+	require.NoError(t, err)
+	breaks := []struct {
+		kind, name string
+		field      []string
+		value      any
+		want       string
+	}{
+		{"EC2NodeClass", "gpu", []string{"spec", "amiSelectorTerms"}, []any{map[string]any{"alias": "al2023"}}, "'alias' is improperly formatted"},
+		{"EC2NodeClass", "gpu", []string{"spec", "blockDeviceMappings"}, []any{map[string]any{"deviceName": "/dev/xvda", "rootVolume": true,
+			"ebs": map[string]any{"volumeSize": "200GB"}}}, "volumeSize"},
+		{"NodePool", "gpu", []string{"spec", "disruption", "budgets"}, []any{map[string]any{"nodes": "0", "schedule": "0 5 * * 1-5"}}, "'schedule' must be set with 'duration'"},
+	}
+	objs := renderRepo(t, "prod").Objects
+	for _, b := range breaks {
+		var obj *unstructured.Unstructured
+		for _, o := range objs {
+			if o.GetKind() == b.kind && o.GetName() == b.name {
+				obj = o.DeepCopy()
+			}
+		}
+		require.NotNil(t, obj, "prod renders no %s %s", b.kind, b.name)
+		require.NoError(t, syncer.Sync(ctx, "llm-prod", []*unstructured.Unstructured{obj}, true), "%s %s as rendered", b.kind, b.name)
+		require.NoError(t, unstructured.SetNestedField(obj.Object, b.value, b.field...))
+		err := syncer.Sync(ctx, "llm-prod", []*unstructured.Unstructured{obj}, true)
+		if assert.Error(t, err, "%s %s with %v = %v", b.kind, b.name, b.field, b.value) {
+			assert.Contains(t, err.Error(), b.want)
+		}
+	}
+}
