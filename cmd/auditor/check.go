@@ -31,7 +31,11 @@ Clusters archive WAL through the Barman Cloud plugin to a rendered ObjectStore w
 ScheduledBackups use method plugin) and the vLLM rules (the
 grace period covers the preStop sleep and --shutdown-timeout; an init container waits for the
 weights revision's marker a weights-sync Job writes; --dtype fits the card; warnings for an image
-without a digest and logged probe paths) and the security rules (every namespace
+without a digest and logged probe paths) and the GPU node rules (a GPU NodePool's EC2NodeClass is
+rendered, has a root volume of at least 100Gi and a pinned AMI; a budget of 0 nodes covers
+business hours, a bounded one the rest, expireAfter Never; a GPU Deployment's PDB keeps its last
+replica; GPU Jobs and CronJobs ignore DisruptionTarget in their podFailurePolicy and carry
+karpenter.sh/do-not-disrupt) and the security rules (every namespace
 enforces a Pod Security level at a pinned version and has a default-deny NetworkPolicy that
 leaves DNS open; every container in a namespace enforcing restricted fits restricted) and the
 monitoring rule (every PrometheusRule alert has a runbook_url naming a file of docs/runbooks/ at
@@ -116,6 +120,7 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 			}
 		}
 		writeSecurity(w, e.Security, md)
+		writeGPUPools(w, e.GPUPools, md)
 		if md && len(e.Changes) > 0 {
 			fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")
 		}
@@ -157,6 +162,31 @@ func writeSecurity(w io.Writer, namespaces []check.NamespaceSecurity, md bool) {
 			fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", n.Namespace, none(n.PodSecurity), none(n.DefaultDeny), none(n.DNS))
 		} else {
 			fmt.Fprintf(w, "  SECURITY %s pod-security=%s default-deny=%s dns=%s\n", n.Namespace, none(n.PodSecurity), none(n.DefaultDeny), none(n.DNS))
+		}
+	}
+}
+
+// writeGPUPools prints each GPU NodePool's node class (root volume, AMI), disruption budgets and
+// expiry: what keeps GPU nodes in business hours (the violations say what is wrong).
+func writeGPUPools(w io.Writer, pools []check.GPUPool, md bool) {
+	if len(pools) == 0 {
+		return
+	}
+	dash := func(s string) string {
+		if s == "" {
+			return "none"
+		}
+		return s
+	}
+	if md {
+		fmt.Fprintln(w, "\n| GPU NodePool | node class | root volume | AMI | disruption budgets (UTC) | expireAfter |\n|---|---|---|---|---|---|")
+	}
+	for _, p := range pools {
+		budgets := strings.Join(p.Budgets, "; ")
+		if md {
+			fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s |\n", p.Pool, p.NodeClass, dash(p.RootVolume), dash(p.AMI), dash(budgets), p.ExpireAfter)
+		} else {
+			fmt.Fprintf(w, "  GPU-POOL %s node-class=%s root=%s ami=%s budgets=%s expireAfter=%s\n", p.Pool, p.NodeClass, dash(p.RootVolume), dash(p.AMI), dash(budgets), p.ExpireAfter)
 		}
 	}
 }

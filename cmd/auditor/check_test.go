@@ -52,3 +52,29 @@ func TestWriteCheckShowsSecurity(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteCheckShowsGPUPools: each env's section lists its GPU NodePools' node class, root, AMI,
+// budgets and expiry.
+func TestWriteCheckShowsGPUPools(t *testing.T) {
+	res := &check.Result{Base: "aaa", Head: "bbb", Passed: true, Envs: []check.EnvResult{{Env: "prod",
+		GPUPools: []check.GPUPool{
+			{Pool: "gpu", NodeClass: "gpu", RootVolume: "200Gi on /dev/xvda", AMI: "al2023@v20260714",
+				Budgets: []string{"1 nodes", `0 nodes from "0 5 * * 1-5" for 14h (Empty, Drifted, Underutilized)`}, ExpireAfter: "Never"},
+			{Pool: "old", NodeClass: "default (not rendered)", Budgets: []string{}, ExpireAfter: "720h (default)"},
+		}}}}
+	for _, tc := range []struct {
+		md   bool
+		want []string
+	}{
+		{false, []string{`  GPU-POOL gpu node-class=gpu root=200Gi on /dev/xvda ami=al2023@v20260714 budgets=1 nodes; 0 nodes from "0 5 * * 1-5" for 14h (Empty, Drifted, Underutilized) expireAfter=Never`,
+			"  GPU-POOL old node-class=default (not rendered) root=none ami=none budgets=none expireAfter=720h (default)"}},
+		{true, []string{"| GPU NodePool | node class | root volume | AMI | disruption budgets (UTC) | expireAfter |",
+			"| `gpu` | gpu | 200Gi on /dev/xvda | al2023@v20260714 | 1 nodes; 0 nodes from \"0 5 * * 1-5\" for 14h (Empty, Drifted, Underutilized) | Never |"}},
+	} {
+		var b strings.Builder
+		writeCheck(&b, res, tc.md)
+		for _, w := range tc.want {
+			assert.Contains(t, b.String(), w)
+		}
+	}
+}

@@ -5,7 +5,9 @@
 // Application deletion and prune (safety.go), databases archiving WAL and backups off the cluster
 // through the Barman Cloud plugin (backup.go), KEDA triggers able to reach maxReplicaCount
 // (keda.go) and vLLM pods given time to drain (drain.go); every alert with a runbook in the
-// repository (runbooks.go); and the security of each namespace:
+// repository (runbooks.go); GPU nodes and their disruption: node classes in Git with room for the
+// images and a pinned AMI, batch that survives preemption (gpu.go), GPU capacity kept in business
+// hours (disruption.go); and the security of each namespace:
 // Pod Security enforced at a pinned version, a default-deny NetworkPolicy that leaves DNS open
 // (security.go), and containers fit for the restricted level where it is enforced (restricted.go).
 package check
@@ -44,6 +46,8 @@ type EnvResult struct {
 	Warnings   []Violation `json:"warnings,omitempty"`
 	// Security is what each namespace the env renders enforces (Pod Security, NetworkPolicy).
 	Security []NamespaceSecurity `json:"security,omitempty"`
+	// GPUPools is what each GPU NodePool gives its nodes (node class, root, AMI) and its budgets.
+	GPUPools []GPUPool `json:"gpuPools,omitempty"`
 }
 
 // Change is an object added, removed or changed between base and head.
@@ -108,6 +112,10 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Violations = append(er.Violations, vllmDrain(h.Objects)...)
 		er.Violations = append(er.Violations, vllmWeights(h.Objects)...)
 		er.Violations = append(er.Violations, vllmDtype(h.Objects)...)
+		er.GPUPools = gpuPoolPosture(h.Objects)
+		er.Violations = append(er.Violations, gpuNodeClassRoot(h.Objects)...)
+		er.Violations = append(er.Violations, gpuDisruptionBudget(h.Objects)...)
+		er.Violations = append(er.Violations, batchPreemption(h.Objects)...)
 		er.Warnings = append(er.Warnings, vllmWarnings(h.Objects)...)
 		posture, v, w := namespaceSecurity(h.Objects)
 		er.Security = posture

@@ -128,7 +128,7 @@ func TestOverlaysKeepGPURules(t *testing.T) {
 				}
 				limit, inLimits := gpuCount(pod, "limits")
 				request, inRequests := gpuCount(pod, "requests")
-				agent := o.GetLabels()["platform.llm/gpu-node-agent"] == "true"
+				agent := o.GetKind() == "DaemonSet" // node agents (policies/gpu-taint-only-gpu-pods.yaml)
 				switch {
 				case inLimits || inRequests:
 					if !inLimits {

@@ -32,9 +32,10 @@ func report(ctx context.Context, cs kubernetes.Interface, objs []*unstructured.U
 		g := n.Status.Allocatable[gpuResource]
 		pr.GPUs += g.Value()
 	}
-	agents := map[string]bool{} // DaemonSets allowed on GPU nodes without a GPU
+	// DaemonSets (node agents) may run on GPU nodes without a GPU (policies/gpu-taint-only-gpu-pods.yaml).
+	agents := map[string]bool{}
 	for _, o := range objs {
-		if o.GetKind() == "DaemonSet" && o.GetLabels()["platform.llm/gpu-node-agent"] == "true" {
+		if o.GetKind() == "DaemonSet" {
 			agents[o.GetNamespace()+"/"+o.GetName()] = true
 		}
 	}
@@ -129,11 +130,8 @@ func podGPUs(p *corev1.Pod) int64 {
 }
 
 func isAgent(p *corev1.Pod, agents map[string]bool) bool {
-	if p.Labels["platform.llm/gpu-node-agent"] == "true" {
-		return true
-	}
 	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" && agents[p.Namespace+"/"+o.Name] {
+		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller && agents[p.Namespace+"/"+o.Name] {
 			return true
 		}
 	}

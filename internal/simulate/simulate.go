@@ -207,7 +207,7 @@ func fireCronJobs(ctx context.Context, cs kubernetes.Interface, objs []*unstruct
 	return nil
 }
 
-// settle plays the kubelet's part in pod deletion (a preempted pod is removed at once) and waits
+// settle plays the kubelet's part in pod deletion (a preempted pod fails and is removed at once) and waits
 // until no pod changes node or state for opts.Settle. It returns the preempted pods.
 func settle(ctx context.Context, cs kubernetes.Interface, opts Options) ([]string, error) {
 	deadline := time.Now().Add(opts.Timeout)
@@ -223,6 +223,13 @@ func settle(ctx context.Context, cs kubernetes.Interface, opts Options) ([]strin
 			if p.DeletionTimestamp != nil {
 				if p.Spec.NodeName != "" {
 					preempted[p.Namespace+"/"+p.Name] = true
+				}
+				// The kubelet moves a pod it killed to a terminal phase before it goes: a Job with a
+				// podFailurePolicy counts (or ignores) the pod, and lifts its tracking finalizer, only then.
+				if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded {
+					failed := p.DeepCopy()
+					failed.Status.Phase = corev1.PodFailed
+					_, _ = cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, failed, metav1.UpdateOptions{})
 				}
 				zero := int64(0)
 				_ = cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})

@@ -31,7 +31,7 @@ var argoConfigFiles = []string{
 }
 
 // NotExercised lists the kinds the platform uses whose controllers do not run in the test cluster
-// although Argo CD has a health check for them: KEDA's operator, Karpenter, CloudNativePG, a
+// although Argo CD has a health check for them: KEDA's operator, Karpenter (and its AWS provider), CloudNativePG, a
 // Gateway implementation, cert-manager, the External Secrets Operator, and metrics-server (the HPA controller runs, but without the resource
 // metrics API it reports FailedGetResourceMetric, which Argo CD calls Degraded and which fails the
 // sync that touches it). Without them these objects never get a healthy status and Argo CD would
@@ -41,6 +41,7 @@ var NotExercised = map[string]string{
 	"autoscaling/HorizontalPodAutoscaler": "metrics-server",
 	"keda.sh/ScaledObject":                "KEDA's operator",
 	"karpenter.sh/NodePool":               "Karpenter",
+	"karpenter.k8s.aws/EC2NodeClass":      "Karpenter's AWS provider",
 	"postgresql.cnpg.io/Cluster":          "CloudNativePG",
 	"postgresql.cnpg.io/Database":         "CloudNativePG",
 	"gateway.networking.k8s.io/Gateway":   "a Gateway API implementation",

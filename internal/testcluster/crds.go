@@ -34,6 +34,8 @@ var UpstreamCRDs = []CRDSource{
 		"config/crd/bases/keda.sh_triggerauthentications.yaml", "config/crd/bases/keda.sh_clustertriggerauthentications.yaml"}},
 	{"sigs.k8s.io/karpenter", "v1.15.0", []string{
 		"pkg/apis/crds/karpenter.sh_nodepools.yaml", "pkg/apis/crds/karpenter.sh_nodeclaims.yaml"}},
+	// The AWS provider release built on sigs.k8s.io/karpenter v1.15.0 (its go.mod pins exactly that).
+	{"github.com/aws/karpenter-provider-aws", "v1.15.0", []string{"pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml"}},
 	{"sigs.k8s.io/gateway-api", "v1.7.0", []string{
 		"config/crd/standard/gateway.networking.k8s.io_gatewayclasses.yaml", "config/crd/standard/gateway.networking.k8s.io_gateways.yaml",
 		"config/crd/standard/gateway.networking.k8s.io_httproutes.yaml", "config/crd/standard/gateway.networking.k8s.io_referencegrants.yaml"}},
@@ -119,7 +121,7 @@ func InstallUpstreamCRDs(ctx context.Context, cfg *rest.Config, log io.Writer) e
 		return fmt.Errorf("install CRDs: %w", err)
 	}
 	if log != nil {
-		fmt.Fprintf(log, "installing %d upstream CRDs (Argo CD, KEDA, Karpenter, Gateway API, Prometheus Operator, CloudNativePG and its Barman Cloud plugin, cert-manager, External Secrets)\n", len(crds))
+		fmt.Fprintf(log, "installing %d upstream CRDs (Argo CD, KEDA, Karpenter and its AWS provider, Gateway API, Prometheus Operator, CloudNativePG and its Barman Cloud plugin, cert-manager, External Secrets)\n", len(crds))
 	}
 	force := true
 	for _, crd := range crds {
