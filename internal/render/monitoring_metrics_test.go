@@ -92,6 +92,23 @@ var auditorMetrics = map[string]string{
 var kubeStateMetrics = map[string]string{
 	"kube_node_status_capacity":    "gauge",
 	"kube_node_status_allocatable": "gauge",
+	// internal/store/cronjob.go and job.go (labels namespace, cronjob / job_name).
+	"kube_cronjob_status_last_successful_time": "gauge",
+	"kube_cronjob_created":                     "gauge",
+	"kube_job_status_failed":                   "gauge",
+	"kube_job_status_start_time":               "gauge",
+}
+
+// cnpgMetrics: cloudnative-pg v1.28.0 (pkg/management/postgres/webserver/metricserver and
+// config/manager/default-monitoring.yaml: pg_stat_archiver as cnpg_pg_stat_archiver_*), and the
+// Barman Cloud plugin v0.15.0's (web/docs: barman_cloud_cloudnative_pg_io_* replace the
+// cnpg_collector_*_backup_* series, deprecated since 1.26 and not fed by plugins).
+var cnpgMetrics = map[string]string{
+	"cnpg_collector_pg_wal_archive_status":                           "gauge",
+	"cnpg_pg_stat_archiver_last_archived_time":                       "gauge",
+	"cnpg_pg_stat_archiver_last_failed_time":                         "gauge",
+	"barman_cloud_cloudnative_pg_io_last_available_backup_timestamp": "gauge",
+	"barman_cloud_cloudnative_pg_io_last_failed_backup_timestamp":    "gauge",
 }
 
 // prometheusMetrics: Prometheus' own series for every target.
@@ -103,6 +120,7 @@ func knownSeries() map[string]string {
 	for exporter, list := range map[string]map[string]string{
 		"vllm": vllmMetrics, "dcgm-exporter": dcgmMetrics, "keda": kedaMetrics,
 		"auditor": auditorMetrics, "kube-state-metrics": kubeStateMetrics, "prometheus": prometheusMetrics,
+		"cloudnative-pg": cnpgMetrics,
 	} {
 		for name, typ := range list {
 			if typ == "histogram" {
