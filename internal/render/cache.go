@@ -1,21 +1,16 @@
 package render
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/llm-gitops/platform/internal/atomicfile"
 )
@@ -269,181 +264,4 @@ func (e *cacheEntry) result(revision string) (*Result, bool) {
 		res.Objects = append(res.Objects, u)
 	}
 	return res, true
-}
-
-// Probe kinds: what a read found.
-const (
-	probeStat = "stat" // absent, file or dir
-	probeRead = "read" // the file's content hash, or absent
-	probeList = "list" // a directory's entries
-	probeTree = "tree" // every file below a directory, with content (Walk)
-	probeGlob = "glob" // a pattern's matches
-)
-
-// probe computes what a read of kind at p finds in fs.
-func probe(fs filesys.FileSystem, kind, p string) string {
-	switch kind {
-	case probeStat:
-		switch {
-		case !fs.Exists(p):
-			return "absent"
-		case fs.IsDir(p):
-			return "dir"
-		default:
-			return "file"
-		}
-	case probeRead:
-		if fs.IsDir(p) {
-			return "dir"
-		}
-		data, err := fs.ReadFile(p)
-		if err != nil {
-			return "absent"
-		}
-		sum := sha256.Sum256(data)
-		return hex.EncodeToString(sum[:])
-	case probeList:
-		names, err := fs.ReadDir(p)
-		if err != nil {
-			return "absent"
-		}
-		sort.Strings(names)
-		return digest(names)
-	case probeTree:
-		var parts []string
-		err := fs.Walk(p, func(q string, info os.FileInfo, err error) error {
-			if err != nil {
-				return err
-			}
-			if info.IsDir() {
-				parts = append(parts, q+"/")
-				return nil
-			}
-			parts = append(parts, q+"="+probe(fs, probeRead, q))
-			return nil
-		})
-		if err != nil {
-			return "absent"
-		}
-		return digest(parts)
-	case probeGlob:
-		m, err := fs.Glob(p)
-		if err != nil {
-			return "error"
-		}
-		sort.Strings(m)
-		return digest(m)
-	}
-	return fmt.Sprintf("unknown probe %q", kind)
-}
-
-func digest(parts []string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
-}
-
-// recordingFS passes kustomize's reads through and records each with what it found.
-type recordingFS struct {
-	filesys.FileSystem
-	root   string
-	mu     sync.Mutex
-	probes map[string]string
-	// remote: a kustomization read may reach outside the repository (a URL or Git remote in
-	// resources, components, openapi, crds; a Helm chart): what it fetches leaves no probe, so
-	// the render is not cached.
-	remote bool
-}
-
-// remoteRef matches what makes kustomize read outside the filesystem.
-var remoteRef = regexp.MustCompile(`://|git@|github\.com/|gitlab\.com/|bitbucket\.org/|helmCharts:|helmGlobals:`)
-
-// kustomizationFile reports whether a path is one kustomize reads as a kustomization.
-func kustomizationFile(p string) bool {
-	switch filepath.Base(p) {
-	case "kustomization.yaml", "kustomization.yml", "Kustomization":
-		return true
-	}
-	return false
-}
-
-func (r *recordingFS) note(kind, p string) {
-	rel, err := filepath.Rel(r.root, p)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		rel = p // outside the repository: kept absolute, still checked
-	}
-	v := probe(r.FileSystem, kind, p)
-	r.mu.Lock()
-	r.probes[kind+":"+filepath.ToSlash(rel)] = v
-	r.mu.Unlock()
-}
-
-func (r *recordingFS) recorded() map[string]string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.probes
-}
-
-func (r *recordingFS) Open(p string) (filesys.File, error) {
-	r.note(probeRead, p)
-	return r.FileSystem.Open(p)
-}
-
-func (r *recordingFS) ReadFile(p string) ([]byte, error) {
-	r.note(probeRead, p)
-	data, err := r.FileSystem.ReadFile(p)
-	if err == nil && kustomizationFile(p) && remoteRef.Match(withoutCommentLines(data)) {
-		r.mu.Lock()
-		r.remote = true
-		r.mu.Unlock()
-	}
-	return data, err
-}
-
-// withoutCommentLines drops the lines that are only a YAML comment: a URL there ("filled from
-// s3://models/...") fetches nothing. A comment after a value is kept: the check stays conservative.
-func withoutCommentLines(data []byte) []byte {
-	if !bytes.Contains(data, []byte("#")) {
-		return data
-	}
-	var out []byte
-	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-		if !bytes.HasPrefix(bytes.TrimLeft(line, " \t"), []byte("#")) {
-			out = append(out, line...)
-		}
-	}
-	return out
-}
-
-func (r *recordingFS) Exists(p string) bool {
-	r.note(probeStat, p)
-	return r.FileSystem.Exists(p)
-}
-
-func (r *recordingFS) IsDir(p string) bool {
-	r.note(probeStat, p)
-	return r.FileSystem.IsDir(p)
-}
-
-func (r *recordingFS) ReadDir(p string) ([]string, error) {
-	r.note(probeList, p)
-	return r.FileSystem.ReadDir(p)
-}
-
-func (r *recordingFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
-	r.note(probeStat, p)
-	return r.FileSystem.CleanedAbs(p)
-}
-
-func (r *recordingFS) Glob(pattern string) ([]string, error) {
-	r.note(probeGlob, pattern)
-	return r.FileSystem.Glob(pattern)
-}
-
-func (r *recordingFS) Walk(p string, fn filepath.WalkFunc) error {
-	r.note(probeTree, p)
-	return r.FileSystem.Walk(p, fn)
 }
