@@ -8,6 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
@@ -49,22 +52,27 @@ func TestOverlaysAcceptedByAPIServer(t *testing.T) {
 // their Go modules) do validate what the overlays render: a Certificate without an issuer and an
 // ExternalSecret naming a store kind that does not exist are refused, server-side dry-run.
 func TestUpstreamCRDsValidateSecurityKinds(t *testing.T) {
-	syncer, err := testcluster.NewSyncer(cluster.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := renderRepo(t, "prod")
-	if err := syncer.Sync(context.Background(), "llm-prod", res.Objects, false); err != nil {
-		t.Fatalf("prod rejected by the API server: %v", err)
-	}
-	breaks := map[string]struct {
-		field []string
-		value any
-		want  string
-	}{
+	assertCRDsRefuse(t, map[string]crdBreak{
 		"Certificate":    {[]string{"spec", "issuerRef"}, map[string]any{"kind": "ClusterIssuer"}, "spec.issuerRef.name: Required value"},
 		"ExternalSecret": {[]string{"spec", "secretStoreRef", "kind"}, "Vault", `spec.secretStoreRef.kind: Unsupported value: "Vault"`},
-	}
+	})
+}
+
+// crdBreak is a field set to a value its upstream CRD refuses, with what the refusal says.
+type crdBreak struct {
+	field []string
+	value any
+	want  string
+}
+
+// assertCRDsRefuse applies prod, then each object of a kind breaks names with its field broken
+// (server-side dry-run): the API server must refuse it saying want; prod must render every kind.
+func assertCRDsRefuse(t *testing.T, breaks map[string]crdBreak) {
+	t.Helper()
+	syncer, err := testcluster.NewSyncer(cluster.Config)
+	require.NoError(t, err)
+	res := renderRepo(t, "prod")
+	require.NoError(t, syncer.Sync(context.Background(), "llm-prod", res.Objects, false), "prod rejected by the API server")
 	seen := map[string]bool{}
 	for _, o := range res.Objects {
 		b, ok := breaks[o.GetKind()]
@@ -73,15 +81,11 @@ func TestUpstreamCRDsValidateSecurityKinds(t *testing.T) {
 		}
 		seen[o.GetKind()] = true
 		bad := o.DeepCopy()
-		if err := unstructured.SetNestedField(bad.Object, b.value, b.field...); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, unstructured.SetNestedField(bad.Object, b.value, b.field...))
 		err := syncer.Sync(context.Background(), "llm-prod", []*unstructured.Unstructured{bad}, true)
 		if err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("%s %s/%s with %v = %v: got %v, want an error with %q", o.GetKind(), o.GetNamespace(), o.GetName(), b.field, b.value, err, b.want)
 		}
 	}
-	if len(seen) != len(breaks) {
-		t.Errorf("prod renders %v of the kinds %v", seen, breaks)
-	}
+	assert.Len(t, seen, len(breaks), "prod renders %v", seen)
 }
