@@ -168,7 +168,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 		rep.Operation = &drift.Operation{Phase: app.Operation.Phase, Revision: app.Operation.Revision, Message: app.Operation.Message}
 	}
 	if req.Revision == "" {
-		a.keep(req.Env, &envState{app: app, head: head, index: drift.NewIndex(served), unknown: unknown,
+		a.keep(req.Env, &envState{app: app, head: head, index: drift.NewIndex(served).Compact(), unknown: unknown,
 			opts: opts, overrides: overrides, report: rep})
 	}
 	return rep, nil

@@ -30,9 +30,9 @@ type blamer struct {
 }
 
 func (d *Daemon) blameHandler() *blamer {
-	b := &blamer{d: d, renders: render.NewCache("", 4), busy: make(chan struct{}, 1)}
-	b.renders.Shared = true // the walk never changes a render
-	return b
+	// Not Shared: the cache lives as long as the daemon, and shared entries would keep whole
+	// decoded renders (a 10,000-object env: ~70 MiB each) instead of their JSON.
+	return &blamer{d: d, renders: render.NewCache("", 4), busy: make(chan struct{}, 1)}
 }
 
 func (b *blamer) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -48,6 +48,9 @@ func (d *Daemon) hook(gvk schema.GroupVersionKind, inf cache.SharedIndexInformer
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { d.touch(gvk, obj) },
 		UpdateFunc: func(old, cur any) {
+			if live.SameVersion(old, cur) {
+				return // a resync or a relist: nothing changed (and nothing decoded)
+			}
 			o, ok1 := live.AsUnstructured(gvk, old)
 			n, ok2 := live.AsUnstructured(gvk, cur)
 			if ok1 && ok2 && !changed(gvk, o, n) {

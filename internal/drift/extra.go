@@ -4,9 +4,16 @@ import (
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
+
+// FilteringLister is what a LiveReader may also offer: List of the objects keep accepts, judged
+// on their metadata before anything else is read.
+type FilteringLister interface {
+	ListWhere(gvk schema.GroupVersionKind, namespace string, keep func(metav1.Object) bool) []*unstructured.Unstructured
+}
 
 // systemObjects are made in every namespace by Kubernetes itself.
 var systemObjects = map[string]bool{"ConfigMap/kube-root-ca.crt": true, "ServiceAccount/default": true}
@@ -15,10 +22,19 @@ var systemObjects = map[string]bool{"ConfigMap/kube-root-ca.crt": true, "Service
 // not in Git, have no owner, and were not made by an allowed controller.
 func extras(desired []*unstructured.Unstructured, live LiveReader, opts Options) []Object {
 	idx := NewIndex(desired)
+	filtering, _ := live.(FilteringLister)
 	var out []Object
 	for _, gvk := range opts.ExtraKinds {
 		for ns := range idx.namespaces {
-			for _, l := range live.List(gvk, ns) {
+			list := func() []*unstructured.Unstructured { return live.List(gvk, ns) }
+			if filtering != nil { // decode only what can be Extra: not declared, not owned
+				list = func() []*unstructured.Unstructured {
+					return filtering.ListWhere(gvk, ns, func(m metav1.Object) bool {
+						return len(m.GetOwnerReferences()) == 0 && !idx.Has(Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: m.GetName()})
+					})
+				}
+			}
+			for _, l := range list() {
 				if o := idx.extra(gvk, l, opts); o != nil {
 					out = append(out, *o)
 				}

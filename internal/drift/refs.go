@@ -26,23 +26,18 @@ func RefOfObject(o *Object) Ref {
 }
 
 // Index is a render's desired objects by Ref, and the namespaces they manage: what an audit of
-// a few objects needs to know of the whole render. It holds each object as JSON (kept between
-// audits, a decoded 10,000-object render would take about five times as much) and decodes the
-// ones asked for.
+// a few objects needs to know of the whole render. Compact makes one to keep between audits.
 type Index struct {
-	byRef      map[Ref]json.RawMessage
+	byRef      map[Ref]*unstructured.Unstructured
+	raw        map[Ref]json.RawMessage // Compact's: the objects as JSON
 	namespaces map[string]bool
 }
 
 // NewIndex indexes desired.
 func NewIndex(desired []*unstructured.Unstructured) *Index {
-	idx := &Index{byRef: make(map[Ref]json.RawMessage, len(desired)), namespaces: map[string]bool{}}
+	idx := &Index{byRef: make(map[Ref]*unstructured.Unstructured, len(desired)), namespaces: map[string]bool{}}
 	for _, d := range desired {
-		raw, err := d.MarshalJSON()
-		if err != nil {
-			raw = nil // not encodable (not from a render): declared, but never decoded
-		}
-		idx.byRef[RefOf(d)] = raw
+		idx.byRef[RefOf(d)] = d
 		if d.GetNamespace() != "" {
 			idx.namespaces[d.GetNamespace()] = true
 		}
@@ -53,18 +48,46 @@ func NewIndex(desired []*unstructured.Unstructured) *Index {
 	return idx
 }
 
-// Has says whether Git declares the object r names.
-func (idx *Index) Has(r Ref) bool { _, ok := idx.byRef[r]; return ok }
+// Compact returns the index holding each object as JSON, to keep between audits (a decoded
+// 10,000-object render takes about five times as much); Desired then decodes the ones asked for.
+// An object that cannot be encoded stays decoded.
+func (idx *Index) Compact() *Index {
+	out := &Index{byRef: map[Ref]*unstructured.Unstructured{}, raw: make(map[Ref]json.RawMessage, len(idx.byRef)), namespaces: idx.namespaces}
+	for r, d := range idx.byRef {
+		raw, err := d.MarshalJSON()
+		if err != nil {
+			out.byRef[r] = d
+			continue
+		}
+		out.raw[r] = raw
+	}
+	for r, raw := range idx.raw {
+		out.raw[r] = raw
+	}
+	return out
+}
 
-// Desired returns a fresh copy of Git's object r names.
+// Has says whether Git declares the object r names.
+func (idx *Index) Has(r Ref) bool {
+	if _, ok := idx.byRef[r]; ok {
+		return true
+	}
+	_, ok := idx.raw[r]
+	return ok
+}
+
+// Desired returns Git's object r names (a fresh copy from a compact index).
 func (idx *Index) Desired(r Ref) (*unstructured.Unstructured, bool) {
-	raw, ok := idx.byRef[r]
-	if !ok || raw == nil {
+	if d, ok := idx.byRef[r]; ok {
+		return d, true
+	}
+	raw, ok := idx.raw[r]
+	if !ok {
 		return nil, false
 	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(raw); err != nil {
-		return nil, false
+		return nil, false // cannot happen: Compact encoded it from an Unstructured
 	}
 	return u, true
 }

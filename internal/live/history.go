@@ -115,28 +115,46 @@ func (h *history) record(old, cur *stored) {
 }
 
 // Versions returns the versions of an object the watch saw, newest first (the cached one
-// included), or just the cached one when no update was seen.
+// included), or nil when the watch saw no update of it: most objects, which then cost no decoding.
 func (c *Cache) Versions(gvk schema.GroupVersionKind, namespace, name string) []*unstructured.Unstructured {
+	list, current := c.history.line(historyKey{gk: gvk.GroupKind(), namespace: namespace, name: name})
+	if len(list) == 0 {
+		return nil
+	}
 	cur, ok := c.Get(gvk, namespace, name)
 	if !ok {
 		return nil
 	}
-	c.history.mu.Lock()
-	defer c.history.mu.Unlock()
-	return c.history.of(cur)
+	return versionsOf(cur, list, current)
 }
 
 // of returns the versions of cur, newest first, when the history holds its line up to cur.
 func (h *history) of(cur *unstructured.Unstructured) []*unstructured.Unstructured {
-	vs := h.versions[historyKey{gk: cur.GroupVersionKind().GroupKind(), namespace: cur.GetNamespace(), name: cur.GetName()}]
-	var list []*stored
+	list, current := h.line(historyKey{gk: cur.GroupVersionKind().GroupKind(), namespace: cur.GetNamespace(), name: cur.GetName()})
+	return versionsOf(cur, list, current)
+}
+
+// line returns a copy of an object's recorded versions and the resourceVersion of the newest
+// update seen.
+func (h *history) line(k historyKey) ([]*stored, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	vs := h.versions[k]
+	if vs == nil {
+		return nil, ""
+	}
+	return append([]*stored(nil), vs.list...), vs.current
+}
+
+// versionsOf decodes an object's recorded versions (newest first; current is the resourceVersion
+// of the newest update seen) behind cur, outside the history's lock.
+func versionsOf(cur *unstructured.Unstructured, list []*stored, current string) []*unstructured.Unstructured {
 	switch {
-	case vs == nil || len(vs.list) == 0 || vs.current != cur.GetResourceVersion():
+	case len(list) == 0 || current != cur.GetResourceVersion():
 		return []*unstructured.Unstructured{cur}
-	case vs.list[0].ResourceVersion == cur.GetResourceVersion():
-		list = vs.list[1:]
+	case list[0].ResourceVersion == cur.GetResourceVersion():
+		list = list[1:]
 	default: // status writes since the last content change
-		list = vs.list
 	}
 	out := []*unstructured.Unstructured{cur}
 	for _, s := range list {

@@ -78,6 +78,11 @@ func (c *Cache) publish(w *watched) {
 	}
 }
 
+// decodedKinds are held decoded rather than as JSON: few objects, read at every event. Argo CD's
+// Application (one per env, its status listing every resource: 1.5 MB of JSON at 10,000) is read
+// several times per reconcile.
+var decodedKinds = map[schema.GroupResource]bool{{Group: "argoproj.io", Resource: "applications"}: true}
+
 // newInformer makes an informer of one resource in one namespace (or all): of full objects, or
 // of their metadata.
 func (c *Cache) newInformer(gvr schema.GroupVersionResource, namespace string, metaOnly bool) cache.SharedIndexInformer {
@@ -86,7 +91,9 @@ func (c *Cache) newInformer(gvr schema.GroupVersionResource, namespace string, m
 		return metadatainformer.NewFilteredMetadataInformer(c.watchMeta, gvr, namespace, 0, indexers, nil).Informer()
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(c.watchDyn, gvr, namespace, 0, indexers, nil).Informer()
-	_ = inf.SetTransform(compact) // fails only on a started informer
+	if !decodedKinds[gvr.GroupResource()] {
+		_ = inf.SetTransform(compact) // fails only on a started informer
+	}
 	return inf
 }
 
@@ -129,6 +136,14 @@ func Identity(obj any) (namespace, name string, ok bool) {
 		return "", "", false
 	}
 	return m.GetNamespace(), m.GetName(), true
+}
+
+// SameVersion says whether two informer objects are the same version of an object (same
+// resourceVersion), without decoding them: a relist hands every object to the update handlers.
+func SameVersion(a, b any) bool {
+	ma, errA := meta.Accessor(a)
+	mb, errB := meta.Accessor(b)
+	return errA == nil && errB == nil && ma.GetResourceVersion() != "" && ma.GetResourceVersion() == mb.GetResourceVersion()
 }
 
 // namespacesOf returns the namespaces a namespaced kind is watched in (nil: all of them).
@@ -203,7 +218,7 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 			}
 		}
 		for _, inf := range w.each() {
-			if !w.meta {
+			if !w.meta && !decodedKinds[m.Resource.GroupResource()] {
 				if _, err := inf.AddEventHandler(c.history.handler()); err != nil {
 					return fmt.Errorf("watch %s: %w", gvk.Kind, err)
 				}

@@ -238,6 +238,12 @@ func (c *Cache) Get(gvk schema.GroupVersionKind, namespace, name string) (*unstr
 
 // List returns the cached objects of a kind in a namespace ("" for a cluster-scoped kind).
 func (c *Cache) List(gvk schema.GroupVersionKind, namespace string) []*unstructured.Unstructured {
+	return c.ListWhere(gvk, namespace, nil)
+}
+
+// ListWhere is List of the objects keep accepts (nil: all), judged on their metadata before
+// they are decoded: name, namespace, UID, labels, owner references and resourceVersion.
+func (c *Cache) ListWhere(gvk schema.GroupVersionKind, namespace string, keep func(metav1.Object) bool) []*unstructured.Unstructured {
 	c.mu.RLock()
 	w, ok := c.informers[gvk]
 	c.mu.RUnlock()
@@ -254,6 +260,11 @@ func (c *Cache) List(gvk schema.GroupVersionKind, namespace string) []*unstructu
 	}
 	out := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
+		if keep != nil {
+			if m, err := meta.Accessor(o); err != nil || !keep(m) {
+				continue
+			}
+		}
 		if u, ok := AsUnstructured(gvk, o); ok {
 			out = append(out, u)
 		}
