@@ -39,10 +39,11 @@ type Overhead struct {
 }
 
 // DefaultOverhead is the platform's estimate: 1 GiB fixed plus 1 MiB per batched token, 3 GiB
-// at vLLM's 2048-token default. Published vLLM start-up logs (Llama-3.1-8B, Qwen3-0.6B,
-// gpt-oss-20b on an H100 at 8192 batched tokens) show 4.8-7.4 GiB of peak activation, i.e.
-// 0.6-0.9 MiB per batched token, 0.13 GiB non-torch and -0.45 to 0.4 GiB of CUDA graphs: 1 MiB
-// per token and 1 GiB fixed stay above all of them. An estimate, not a measurement: the
+// at vLLM's 2048-token default. Published vLLM start-up logs (llm-d-benchmark,
+// config_explorer/empirical-vllm-memory-results.md: Llama-3.1-8B, Qwen3-0.6B, gpt-oss-20b on an
+// H100 at 8192 batched tokens) show 4.8-7.4 GiB of peak activation, i.e. 0.6-0.9 MiB per batched
+// token, 0.13-0.55 GiB outside torch and -0.45 to 0.6 GiB of CUDA graphs: 1 MiB per token and
+// 1 GiB fixed stay above all of them. An estimate, not a measurement: the
 // replica's log line "Available KV cache memory" is the truth.
 func DefaultOverhead() Overhead {
 	return Overhead{FixedBytes: 1 << 30, PerBatchedTokenBytes: 1 << 20}
