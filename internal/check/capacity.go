@@ -118,19 +118,7 @@ func vllmChecks(o *unstructured.Unstructured, pod map[string]any) []Violation {
 		return nil
 	}
 	c := cs[0].(map[string]any)
-	args := flags(c["args"])
-	num := func(s string) int64 { v, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64); return v }
-	util, _ := strconv.ParseFloat(args["--gpu-memory-utilization"], 64)
-	if util == 0 {
-		util = 0.9
-	}
-	cfg := capacity.VLLMConfig{
-		Model: capacity.Model{Layers: num(ann["platform.llm/model-layers"]), KVHeads: num(ann["platform.llm/model-kv-heads"]),
-			HeadDim: num(ann["platform.llm/model-head-dim"]), DType: ann["platform.llm/model-dtype"]},
-		WeightsBytes: num(ann["platform.llm/weights-bytes"]), GPUMemoryBytes: num(ann["platform.llm/gpu-memory-bytes"]),
-		GPUMemoryUtilization: util, MaxModelLen: num(args["--max-model-len"]), MaxNumSeqs: num(args["--max-num-seqs"]),
-	}
-	fit, err := capacity.CheckVLLM(cfg)
+	fit, err := capacity.CheckVLLM(vllmConfig(ann, flags(c["args"])))
 	switch {
 	case err != nil:
 		out = append(out, Violation{Rule: "capacity-kv-cache", Object: obj, Message: "model facts missing or invalid (annotations platform.llm/model-*, weights-bytes, gpu-memory-bytes; args --max-model-len, --max-num-seqs): " + err.Error()})
@@ -157,6 +145,25 @@ func vllmChecks(o *unstructured.Unstructured, pod map[string]any) []Violation {
 			Message: fmt.Sprintf("startupProbe budget %s (initialDelay %ds + %d × %ds) is below the cold-start estimate %s plus %.0f%% margin (%s)", budget, delay, failures, period, est.Total, (startupMargin-1)*100, need)})
 	}
 	return out
+}
+
+// num parses an annotation or flag value as an integer; 0 when it is not one.
+func num(s string) int64 { v, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64); return v }
+
+// vllmConfig reads a vLLM Deployment's KV-cache facts: the model, weights and card from its
+// annotations, the engine settings from its first container's args (--gpu-memory-utilization
+// defaults to vLLM's 0.9).
+func vllmConfig(ann, args map[string]string) capacity.VLLMConfig {
+	util, _ := strconv.ParseFloat(args["--gpu-memory-utilization"], 64)
+	if util == 0 {
+		util = 0.9
+	}
+	return capacity.VLLMConfig{
+		Model: capacity.Model{Layers: num(ann["platform.llm/model-layers"]), KVHeads: num(ann["platform.llm/model-kv-heads"]),
+			HeadDim: num(ann["platform.llm/model-head-dim"]), DType: ann["platform.llm/model-dtype"]},
+		WeightsBytes: num(ann["platform.llm/weights-bytes"]), GPUMemoryBytes: num(ann["platform.llm/gpu-memory-bytes"]),
+		GPUMemoryUtilization: util, MaxModelLen: num(args["--max-model-len"]), MaxNumSeqs: num(args["--max-num-seqs"]),
+	}
 }
 
 // flags reads --name=value and --name value arguments.

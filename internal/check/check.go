@@ -4,7 +4,8 @@
 // a safe Argo CD sync: sync waves in dependency order (waves.go), stateful objects kept on
 // Application deletion and prune (safety.go), databases archiving WAL and backups off the cluster
 // through the Barman Cloud plugin (backup.go), KEDA triggers able to reach maxReplicaCount
-// (keda.go) and vLLM pods given time to drain (drain.go); every alert with a runbook in the
+// (keda.go), vLLM pods given time to drain (drain.go) and --max-num-seqs sized from a stated traffic
+// profile (seqs.go); every alert with a runbook in the
 // repository (runbooks.go); GPU nodes and their disruption: node classes in Git with room for the
 // images and a pinned AMI, batch that survives preemption (gpu.go), GPU capacity kept in business
 // hours (disruption.go); and the security of each namespace:
@@ -48,6 +49,9 @@ type EnvResult struct {
 	Security []NamespaceSecurity `json:"security,omitempty"`
 	// GPUPools is what each GPU NodePool gives its nodes (node class, root, AMI) and its budgets.
 	GPUPools []GPUPool `json:"gpuPools,omitempty"`
+	// KVCache is how much of each vLLM Deployment's KV cache its --max-num-seqs can use at the
+	// Deployment's traffic profile (WriteKVCache prints it).
+	KVCache []KVCacheUse `json:"kvCache,omitempty"`
 }
 
 // Change is an object added, removed or changed between base and head.
@@ -123,6 +127,9 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Warnings = append(er.Warnings, w...)
 		er.Violations = append(er.Violations, restrictedPods(h.Objects)...)
 		v, w = capacityInvariants(h.Objects)
+		er.Violations = append(er.Violations, v...)
+		er.Warnings = append(er.Warnings, w...)
+		er.KVCache, v, w = vllmMaxNumSeqs(h.Objects)
 		er.Violations = append(er.Violations, v...)
 		er.Warnings = append(er.Warnings, w...)
 		if len(er.Violations) > 0 {
