@@ -87,8 +87,8 @@ func BenchmarkEditToChat10000(b *testing.B) {
 	}
 	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
 	for !ready(addr) {
-		if time.Since(started) > 10*time.Minute {
-			b.Fatalf("daemon not ready after 10m:\n%s", logs.String())
+		if time.Since(started) > 20*time.Minute {
+			b.Fatalf("daemon not ready after 20m:\n%s", logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
