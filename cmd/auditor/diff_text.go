@@ -32,7 +32,7 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 			by := ""
 			switch {
 			case o.Creator != nil && o.Actor != nil:
-				by = " — created by " + person(o.Actor) + " with " + who(o.Creator.Manager, o.Creator.Operation, o.Creator.Subresource, o.Creator.Time, now)
+				by = " — created by " + o.Actor.Person() + " with " + who(o.Creator.Manager, o.Creator.Operation, o.Creator.Subresource, o.Creator.Time, now)
 			case o.Creator != nil:
 				by = " — created by " + who(o.Creator.Manager, o.Creator.Operation, o.Creator.Subresource, o.Creator.Time, now)
 			case o.Actor != nil:
@@ -52,7 +52,7 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 			for _, f := range o.Fields {
 				by := who(f.Manager, f.Operation, f.Subresource, f.Time, now)
 				if f.Actor != nil {
-					by = person(f.Actor) + " with " + by
+					by = f.Actor.Person() + " with " + by
 					if f.Manager == "" {
 						by = personAt(f.Actor)
 					}
@@ -72,17 +72,9 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 	fmt.Fprintf(w, "%d objects drifted, %d fields\n", n, f)
 }
 
-// person names an actor from the audit log: the user, and whom they acted as (kubectl --as).
-func person(a *drift.Actor) string {
-	if a.ImpersonatedUser != "" {
-		return a.User + " (as " + a.ImpersonatedUser + ")"
-	}
-	return a.User
-}
-
 // personAt names an actor and the request they made: "alice (patch 2025-03-01T12:00:00Z)".
 func personAt(a *drift.Actor) string {
-	return person(a) + " (" + a.Verb + " " + a.Time + ")"
+	return a.Person() + " (" + a.Verb + " " + a.Time + ")"
 }
 
 // who names a field manager, its operation and subresource, and how long ago it wrote.

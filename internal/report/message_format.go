@@ -38,10 +38,7 @@ func truncate(s string, n int) string {
 // removal leaves no managedFields entry to name.
 func fieldWriterText(f drift.Field) string {
 	if a := f.Actor; a != nil {
-		user := a.User
-		if a.ImpersonatedUser != "" {
-			user = a.User + " (as " + a.ImpersonatedUser + ")"
-		}
+		user := a.Person()
 		if f.Manager == "" {
 			return user + " (" + a.Verb + " at " + a.Time + ", from the audit log)"
 		}
