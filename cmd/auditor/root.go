@@ -19,9 +19,13 @@ func newRootCommand() *cobra.Command {
 		Short:         "Audit live Kubernetes objects against the GitOps repository",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) (err error) {
-			stopProfile, err = startProfile(profile, profileOutput)
-			return err
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			stop, err := startProfile(profile, profileOutput)
+			if err != nil {
+				return err // stopProfile stays a no-op: main calls it whatever happened
+			}
+			stopProfile = stop
+			return nil
 		},
 	}
 	// As kubectl's: where a slow command spends its time.
