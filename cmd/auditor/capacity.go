@@ -1,11 +1,7 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
-
-	"github.com/llm-gitops/platform/internal/capacity"
 )
 
 // newCapacityCommand groups the capacity calculators: KV cache, HPA decisions, cold start.
@@ -32,12 +28,4 @@ Exit codes: 0 fine, 1 a check failed (KV cache does not fit, probe budget too sh
 	flagErrorsExit2(cmd)
 	cmd.AddCommand(newCapacityKVCommand(), newCapacityHPACommand(), newCapacityColdStartCommand())
 	return cmd
-}
-
-// inputErr turns a capacity error into exit code 2 when it is bad input.
-func inputErr(err error) error {
-	if errors.Is(err, capacity.ErrInvalid) {
-		return failed(err)
-	}
-	return err
 }

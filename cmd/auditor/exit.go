@@ -6,6 +6,9 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/llm-gitops/platform/internal/capacity"
+	"github.com/llm-gitops/platform/internal/schedule"
 )
 
 // The process exit codes of every command, as kubectl diff's.
@@ -63,4 +66,27 @@ func exitStatus(stderr io.Writer, err error) int {
 	}
 	fmt.Fprintln(stderr, "error:", err)
 	return codeError
+}
+
+// inputErr turns a capacity error into exit code 2 when it is bad input.
+func inputErr(err error) error {
+	if errors.Is(err, capacity.ErrInvalid) {
+		return failed(err)
+	}
+	return err
+}
+
+// scheduleErr maps schedule errors to exit codes: malformed schedule 2, missed deadline 1.
+func scheduleErr(err error) error {
+	var el schedule.ErrorList
+	var de *schedule.DeadlineError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &el), errors.Is(err, schedule.ErrNoSchedule):
+		return failed(err)
+	case errors.As(err, &de):
+		return &exitError{code: codeFound, err: err}
+	}
+	return err
 }

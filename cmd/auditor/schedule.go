@@ -1,11 +1,7 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
-
-	"github.com/llm-gitops/platform/internal/schedule"
 )
 
 // newScheduleCommand groups the scheduled pre-peak scale-ups: plan and fire.
@@ -26,19 +22,4 @@ reported as file:line).`,
 	flagErrorsExit2(cmd)
 	cmd.AddCommand(newSchedulePlanCommand(), newScheduleFireCommand())
 	return cmd
-}
-
-// scheduleErr maps schedule errors to exit codes: malformed schedule 2, missed deadline 1.
-func scheduleErr(err error) error {
-	var el schedule.ErrorList
-	var de *schedule.DeadlineError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &el), errors.Is(err, schedule.ErrNoSchedule):
-		return failed(err)
-	case errors.As(err, &de):
-		return &exitError{code: codeFound, err: err}
-	}
-	return err
 }
