@@ -2,21 +2,21 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/blame"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
+// blameOptions are the flags and argument of `auditor blame`.
 type blameOptions struct {
+	arg          string    // KIND/NAME
+	ref          blame.Ref // arg, parsed
 	src          sourceFlags
 	kube         kubeFlags
 	env          string
@@ -47,7 +47,7 @@ Exit codes: 0 done, >1 error.`,
 		Example: `  auditor blame deployment/vllm-qwen --env prod -n llm-inference --audit-log /var/log/kubernetes/audit.log
   auditor blame deployment/vllm-qwen --env prod --git-only --max-commits 50 -o json`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), cmd.OutOrStdout(), args[0]) },
+		RunE: runE(o),
 	}
 	cmd.Flags().StringVar(&o.env, "env", "", "environment (a directory under overlays/)")
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace of the object (needed when the name is not unique in the env)")
@@ -63,60 +63,67 @@ Exit codes: 0 done, >1 error.`,
 	return cmd
 }
 
-func (o *blameOptions) run(ctx context.Context, w io.Writer, arg string) error {
+// Complete takes the object from the arguments.
+func (o *blameOptions) Complete(_ *cobra.Command, args []string) error {
+	o.arg = args[0]
+	return nil
+}
+
+// Validate rejects a missing --env, a bad -o and a malformed object.
+func (o *blameOptions) Validate() error {
 	if o.env == "" {
-		return &exitError{code: 2, err: fmt.Errorf("--env is required")}
+		return usageErr("--env is required")
 	}
-	if o.output != "text" && o.output != "json" {
-		return &exitError{code: 2, err: fmt.Errorf("unknown output format %q (want text or json)", o.output)}
+	if err := checkOutputFormat(o.output); err != nil {
+		return err
 	}
-	ref, err := blame.ParseRef(arg, o.namespace)
+	ref, err := blame.ParseRef(o.arg, o.namespace)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return failed(err)
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	o.ref = ref
+	return nil
+}
+
+// Run blames the object and prints it.
+func (o *blameOptions) Run(ctx context.Context, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	repo, err := gitOpts.open(ctx, o.src.repo)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return failed(err)
 	}
-	req := blame.Request{Env: o.env, Object: ref, Revision: o.src.revision, MaxCommits: o.maxCommits}
+	req := blame.Request{Env: o.env, Object: o.ref, Revision: o.src.revision, MaxCommits: o.maxCommits}
 	renders := render.NewCache("", 4) // in memory: a walk adds a revision to an entry at every commit
 	renders.Shared = true
 	var b *blame.Blame
 	if o.gitOnly {
 		if b, err = blame.Git(ctx, repo, req, blame.Options{Renders: renders}); err != nil {
-			return &exitError{code: 2, err: err}
+			return failed(err)
 		}
 	} else {
 		cfg, err := o.kube.config()
 		if err != nil {
-			return &exitError{code: 2, err: err}
+			return failed(err)
 		}
 		cache, err := live.New(ctx, cfg)
 		if err != nil {
-			return &exitError{code: 2, err: err}
+			return failed(err)
 		}
 		a := audit.New(repo, cache)
 		a.AppNamespace, a.Options.Applier = o.appNamespace, o.applier
 		a.Renders = renders // the audit's render of the synced revision is the walk's first
-		if o.auditLog != "" {
-			a.People = auditlog.NewStore(0)
-			if err := (auditlog.File{Path: o.auditLog}).Load(ctx, a.People); err != nil {
-				return &exitError{code: 2, err: err}
-			}
+		if a.People, err = loadAuditLog(ctx, o.auditLog); err != nil {
+			return failed(err)
 		}
 		// The drift, and the revision Argo CD synced, as `auditor diff` finds them.
 		rep, err := a.Run(ctx, audit.Request{Env: o.env, Revision: o.src.revision})
 		if err != nil {
-			return &exitError{code: 2, err: err}
+			return failed(err)
 		}
 		req.Revision = rep.Revision
 		if b, err = blame.Git(ctx, repo, req, blame.Options{Renders: renders, Types: blame.ClusterTypes(ctx, cache)}); err != nil {
-			return &exitError{code: 2, err: err}
+			return failed(err)
 		}
 		b.AddLive(cache, a.People, rep)
 	}
@@ -125,15 +132,7 @@ func (o *blameOptions) run(ctx context.Context, w io.Writer, arg string) error {
 
 func writeBlame(w io.Writer, b *blame.Blame, output string) error {
 	if output == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(b); err != nil {
-			return &exitError{code: 2, err: err}
-		}
-		return nil
+		return failed(writeJSON(w, b))
 	}
-	if err := blame.WriteText(w, b); err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	return nil
+	return failed(blame.WriteText(w, b))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/audit"
@@ -23,29 +20,9 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
-	"github.com/llm-gitops/platform/internal/report"
 )
 
-// kubeFlags are kubectl's connection flags.
-type kubeFlags struct {
-	kubeconfig, context string
-}
-
-func (f *kubeFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
-	cmd.Flags().StringVar(&f.context, "context", "", "kubeconfig context to use")
-}
-
-func (f *kubeFlags) config() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig: %w", err)
-	}
-	return cfg, nil
-}
-
+// diffOptions are the flags of `auditor diff`.
 type diffOptions struct {
 	src          sourceFlags
 	kube         kubeFlags
@@ -77,7 +54,7 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 		Example: `  auditor diff --env prod
   auditor diff --env prod --repo file:///srv/git/platform.git -o json
   auditor diff --env prod -o patch | git apply   # make Git say what runs`,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), cmd.OutOrStdout()) },
+		RunE: runE(o),
 	}
 	cmd.Flags().StringVar(&o.env, "env", "", "environment (a directory under overlays/)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json, or patch (the adopt-into-Git patch, for `git apply` at the audited revision)")
@@ -101,38 +78,76 @@ func defaultCacheDir() string {
 	return filepath.Join(dir, "llm-auditor")
 }
 
-func (o *diffOptions) run(ctx context.Context, w io.Writer) error {
+// Complete has nothing to fill.
+func (o *diffOptions) Complete(*cobra.Command, []string) error { return nil }
+
+// Validate rejects a missing --env and a bad -o.
+func (o *diffOptions) Validate() error {
 	if o.env == "" {
-		return &exitError{code: 2, err: fmt.Errorf("--env is required")}
+		return usageErr("--env is required")
 	}
 	if o.output != "text" && o.output != "json" && o.output != "patch" {
-		return &exitError{code: 2, err: fmt.Errorf("unknown output format %q (want text, json or patch)", o.output)}
+		return usageErr("unknown output format %q (want text, json or patch)", o.output)
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	return nil
+}
+
+// Run audits the env and prints the drift; exit code 1 when there is some.
+func (o *diffOptions) Run(ctx context.Context, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	repo, a, err := o.auditor(ctx)
+	if err != nil {
+		return failed(err)
+	}
+	var stages []string
+	if o.timings {
+		a.Timing = func(stage string, took time.Duration) {
+			stages = append(stages, fmt.Sprintf("%s=%.3fs", stage, took.Seconds()))
+		}
+		defer func() { fmt.Fprintln(os.Stderr, "timings:", strings.Join(stages, " ")) }()
+	}
+	rep, err := a.Run(ctx, audit.Request{Env: o.env, Revision: o.src.revision})
+	if err != nil {
+		return failed(err)
+	}
+	switch o.output {
+	case "json":
+		if err := writeJSON(w, rep); err != nil {
+			return failed(err)
+		}
+	case "patch":
+		if err := writeAdoptPatch(w, os.Stderr, repo, rep); err != nil {
+			return failed(err)
+		}
+	default:
+		writeText(w, rep, time.Now())
+	}
+	if !rep.InSync {
+		return found("drift")
+	}
+	return nil
+}
+
+// auditor opens the repository and the cluster and sets up the audit the flags ask for.
+func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Auditor, error) {
 	cfg, err := o.kube.config()
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return nil, nil, err
 	}
 	repo, err := gitOpts.open(ctx, o.src.repo)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return nil, nil, err
 	}
 	cache, err := live.New(ctx, cfg)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return nil, nil, err
 	}
 	a := audit.New(repo, cache)
 	a.AppNamespace = o.appNamespace
 	a.Options.Applier = o.applier
-	if o.auditLog != "" {
-		a.People = auditlog.NewStore(0)
-		if err := (auditlog.File{Path: o.auditLog}).Load(ctx, a.People); err != nil {
-			return &exitError{code: 2, err: err}
-		}
+	if a.People, err = loadAuditLog(ctx, o.auditLog); err != nil {
+		return nil, nil, err
 	}
 	a.Renders, a.Verdicts = nil, nil
 	if o.cacheDir != "off" && o.cacheDir != "" {
@@ -147,201 +162,17 @@ func (o *diffOptions) run(ctx context.Context, w io.Writer) error {
 			return filepath.Join(o.cacheDir, "verdicts", hex.EncodeToString(cluster[:8])+"-"+env+".json")
 		})
 	}
-	var stages []string
-	if o.timings {
-		a.Timing = func(stage string, took time.Duration) {
-			stages = append(stages, fmt.Sprintf("%s=%.3fs", stage, took.Seconds()))
-		}
-		defer func() { fmt.Fprintln(os.Stderr, "timings:", strings.Join(stages, " ")) }()
-	}
-	rep, err := a.Run(ctx, audit.Request{Env: o.env, Revision: o.src.revision})
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	switch o.output {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return &exitError{code: 2, err: err}
-		}
-	case "patch":
-		if err := writeAdoptPatch(w, os.Stderr, repo, rep); err != nil {
-			return &exitError{code: 2, err: err}
-		}
-	default:
-		writeText(w, rep, time.Now())
-	}
-	if !rep.InSync {
-		return &exitError{code: 1, err: fmt.Errorf("drift")}
-	}
-	return nil
+	return repo, a, nil
 }
 
-// writeAdoptPatch prints the patch adopting every drifted field it can express into
-// overlays/<env>/, written against the audited revision, and names on errw what it leaves out.
-func writeAdoptPatch(w, errw io.Writer, repo *gitrepo.Repo, rep *drift.Report) error {
-	var objs []drift.Object
-	for _, o := range rep.Objects {
-		id := o.Kind + " " + o.Name
-		if o.Namespace != "" {
-			id = o.Kind + " " + o.Namespace + "/" + o.Name
-		}
-		switch {
-		case o.Status == drift.Missing:
-			fmt.Fprintf(errw, "not adopted: %s: missing from the cluster (delete it from Git, or sync it)\n", id)
-		case o.Status == drift.Extra:
-			fmt.Fprintf(errw, "not adopted: %s: not in Git (export it into overlays/%s/ and list it under resources:)\n", id, rep.Env)
-		case o.Status != drift.Modified || len(o.Fields) == 0:
-			fmt.Fprintf(errw, "not adopted: %s: no field to adopt (%s)\n", id, o.Status)
-		case o.Kind == "Secret":
-			fmt.Fprintf(errw, "not adopted: %s: values of a Secret are never shown (re-encrypt the live value with your secrets workflow)\n", id)
-		default:
-			objs = append(objs, o)
-		}
+// loadAuditLog reads the API server's audit log at path into a new store; none without a path.
+func loadAuditLog(ctx context.Context, path string) (*auditlog.Store, error) {
+	if path == "" {
+		return nil, nil
 	}
-	if len(objs) == 0 {
-		return nil
+	people := auditlog.NewStore(0)
+	if err := (auditlog.File{Path: path}).Load(ctx, people); err != nil {
+		return nil, err
 	}
-	a, err := report.AdoptPatch(rep.Env, func(name string) ([]byte, error) { return repo.ReadFile(rep.Revision, name) }, objs...)
-	if err != nil {
-		return err
-	}
-	for _, n := range a.Notes {
-		fmt.Fprintln(errw, "not adopted: "+n)
-	}
-	_, err = io.WriteString(w, a.Diff)
-	return err
-}
-
-// writeText prints one line per drifted field: object, path, desired → live, manager, how long ago.
-func writeText(w io.Writer, rep *drift.Report, now time.Time) {
-	fmt.Fprintf(w, "env %s, revision %.12s", rep.Env, rep.Revision)
-	if rep.PendingSync {
-		fmt.Fprintf(w, " (pending sync: Git is at %.12s)", rep.HeadRevision)
-	}
-	fmt.Fprintln(w)
-	for _, o := range rep.Objects {
-		id := o.Kind + " " + o.Name
-		if o.Namespace != "" {
-			id = o.Kind + " " + o.Namespace + "/" + o.Name
-		}
-		if o.ArgoCD != nil {
-			id += argoLabel(o.ArgoCD)
-		}
-		switch o.Status {
-		case drift.Missing:
-			by := ""
-			if o.Actor != nil {
-				by = " — deleted by " + person(o.Actor) + " (" + o.Actor.Verb + " " + o.Actor.Time + ")"
-			}
-			fmt.Fprintf(w, "%-8s %s: in Git, not in the cluster%s\n", o.Status, id, by)
-		case drift.Extra:
-			by := ""
-			switch {
-			case o.Creator != nil && o.Actor != nil:
-				by = " — created by " + person(o.Actor) + " with " + who(o.Creator.Manager, o.Creator.Operation, o.Creator.Subresource, o.Creator.Time, now)
-			case o.Creator != nil:
-				by = " — created by " + who(o.Creator.Manager, o.Creator.Operation, o.Creator.Subresource, o.Creator.Time, now)
-			case o.Actor != nil:
-				by = " — created by " + person(o.Actor) + " (" + o.Actor.Verb + " " + o.Actor.Time + ")"
-			}
-			fmt.Fprintf(w, "%-8s %s: in the cluster, not in Git%s\n", o.Status, id, by)
-		case drift.Unknown:
-			fmt.Fprintf(w, "%-8s %s: not compared — %s\n", o.Status, id, o.Note)
-		default:
-			fmt.Fprintf(w, "%-8s %s\n", o.Status, id)
-			if o.Note != "" {
-				fmt.Fprintf(w, "           %s\n", o.Note)
-			}
-			if o.Schema != "" {
-				fmt.Fprintf(w, "           compared without the cluster's schema (%s)\n", o.Schema)
-			}
-			for _, f := range o.Fields {
-				by := who(f.Manager, f.Operation, f.Subresource, f.Time, now)
-				if f.Actor != nil {
-					by = person(f.Actor) + " with " + by
-					if f.Manager == "" {
-						by = person(f.Actor) + " (" + f.Actor.Verb + " " + f.Actor.Time + ")"
-					}
-				}
-				fmt.Fprintf(w, "           %-50s %s  %s → %s  by %s\n", f.Path, f.Change, short(f.Desired), short(f.Live), by)
-			}
-		}
-	}
-	for _, a := range rep.ArgoCDOnly {
-		fmt.Fprintf(w, "argo-cd  %s %s/%s: OutOfSync for Argo CD only — %s\n", a.Kind, a.Namespace, a.Name, a.Note)
-	}
-	n, f := rep.Counts()
-	if n == 0 {
-		fmt.Fprintln(w, "in sync: no drift")
-		return
-	}
-	fmt.Fprintf(w, "%d objects drifted, %d fields\n", n, f)
-}
-
-// person names an actor from the audit log: the user, and whom they acted as (kubectl --as).
-func person(a *drift.Actor) string {
-	if a.ImpersonatedUser != "" {
-		return a.User + " (as " + a.ImpersonatedUser + ")"
-	}
-	return a.User
-}
-
-func who(manager, op, sub, t string, now time.Time) string {
-	if manager == "" {
-		return "unknown writer (a removal leaves no managedFields entry, and no watch saw it happen)"
-	}
-	s := manager + " (" + op
-	if sub != "" {
-		s += ", subresource " + sub
-	}
-	s += ")"
-	if ts, err := time.Parse(time.RFC3339, t); err == nil {
-		s += " " + ago(now.Sub(ts)) + " ago"
-	}
-	return s
-}
-
-func ago(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	default:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
-	}
-}
-
-func short(v any) string {
-	if v == nil {
-		return "(none)"
-	}
-	var s string
-	switch x := v.(type) {
-	case string:
-		s = x
-	default:
-		b, _ := json.Marshal(x)
-		s = string(b)
-	}
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > 60 {
-		s = s[:57] + "..."
-	}
-	return s
-}
-
-func argoLabel(v *drift.ArgoVerdict) string {
-	state := "Synced"
-	if v.OutOfSync {
-		state = "OutOfSync"
-	}
-	if v.Note != "" {
-		return "  [Argo CD: " + state + "; " + v.Note + "]"
-	}
-	return "  [Argo CD: " + state + "]"
+	return people, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -11,10 +12,16 @@ import (
 	"github.com/llm-gitops/platform/internal/ledger"
 )
 
+// rollbackOptions are the flags and argument of `auditor rollback`.
+type rollbackOptions struct {
+	repo, branch, prom, output string
+	envs                       []string
+	sha                        string
+}
+
 // newRollbackCommand reverts a commit on the branch and records the rollback in the ledger.
 func newRollbackCommand() *cobra.Command {
-	var repoFlag, branch, prom, output string
-	var envs []string
+	o := &rollbackOptions{}
 	cmd := &cobra.Command{
 		Use:   "rollback SHA [--repo DIR|URL] [--branch main] [--env ENV]... [--prometheus URL]",
 		Short: "Roll back a change by a revert commit, and record the rollback in the model ledger",
@@ -32,76 +39,66 @@ revert changed, in a following commit of auditor-bot.`,
 		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutputFormat(output); err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			remote, err := remoteFor(repoFlag)
-			if err != nil {
-				return err
-			}
-			req := ledger.RollbackRequest{Branch: branch, Envs: envs}
-			if prom != "" {
-				req.Metrics = (&ledger.Prometheus{URL: prom}).ForRecord
-			}
-			res, err := ledger.Rollback(ctx, remote, args[0], req)
-			var conflict *gitrepo.RevertConflictError
-			switch {
-			case errors.As(err, &conflict):
-				return &exitError{code: 2, err: fmt.Errorf("rollback refused: %w", err)}
-			case err != nil && res.Revert.Commit == "" && !res.Revert.NoChange:
-				return &exitError{code: 2, err: err}
-			}
-			var records []ledger.Record
-			for _, s := range res.Synced {
-				records = append(records, s.Records...)
-			}
-			if output == "json" {
-				out := struct {
-					Revert   string          `json:"revert,omitempty"`
-					NoChange bool            `json:"noChange,omitempty"`
-					Records  []ledger.Record `json:"records"`
-					Error    string          `json:"error,omitempty"`
-				}{Revert: res.Revert.Commit, NoChange: res.Revert.NoChange, Records: records}
-				if out.Records == nil {
-					out.Records = []ledger.Record{}
-				}
-				if err != nil {
-					out.Error = err.Error()
-				}
-				if werr := writeJSON(cmd.OutOrStdout(), out); werr != nil {
-					return werr
-				}
-			} else {
-				w := cmd.OutOrStdout()
-				if res.Revert.NoChange {
-					fmt.Fprintf(w, "%s is already reverted on %s\n", args[0], branch)
-				} else {
-					fmt.Fprintf(w, "reverted %s: commit %s on %s (%d attempt(s))\n", args[0], gitrepo.Short(res.Revert.Commit), branch, res.Revert.Attempts)
-				}
-				if len(records) > 0 {
-					if perr := printRecords(w, records); perr != nil {
-						return perr
-					}
-				} else {
-					fmt.Fprintln(w, "no served model changed: no ledger record")
-				}
-			}
-			if err != nil { // the revert is pushed, the ledger is not up to date
-				return &exitError{code: 2, err: fmt.Errorf("revert pushed, but the ledger was not updated (run `auditor ledger sync`): %w", err)}
-			}
-			return nil
-		},
+		RunE:          runE(o),
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
-	cmd.Flags().StringVar(&repoFlag, "repo", ".", "repository: a URL (or a bare repository directory)")
-	cmd.Flags().StringVar(&branch, "branch", "main", "branch to revert on")
-	cmd.Flags().StringSliceVar(&envs, "env", nil, "environments whose ledgers record the rollback (default: all)")
-	cmd.Flags().StringVar(&prom, "prometheus", "", "Prometheus base URL: metrics snapshot on the rollback records")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	flagErrorsExit2(cmd)
+	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a URL (or a bare repository directory)")
+	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to revert on")
+	cmd.Flags().StringSliceVar(&o.envs, "env", nil, "environments whose ledgers record the rollback (default: all)")
+	cmd.Flags().StringVar(&o.prom, "prometheus", "", "Prometheus base URL: metrics snapshot on the rollback records")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	return cmd
+}
+
+// Complete takes the commit from the arguments.
+func (o *rollbackOptions) Complete(_ *cobra.Command, args []string) error {
+	o.sha = args[0]
+	return nil
+}
+
+// Validate rejects a bad -o.
+func (o *rollbackOptions) Validate() error { return checkOutputFormat(o.output) }
+
+// Run reverts the commit, records the rollback and says what it did.
+func (o *rollbackOptions) Run(ctx context.Context, w io.Writer) error {
+	remote, err := remoteFor(o.repo)
+	if err != nil {
+		return err
+	}
+	req := ledger.RollbackRequest{Branch: o.branch, Envs: o.envs}
+	if o.prom != "" {
+		req.Metrics = (&ledger.Prometheus{URL: o.prom}).ForRecord
+	}
+	res, err := ledger.Rollback(ctx, remote, o.sha, req)
+	var conflict *gitrepo.RevertConflictError
+	switch {
+	case errors.As(err, &conflict):
+		return failed(fmt.Errorf("rollback refused: %w", err))
+	case err != nil && res.Revert.Commit == "" && !res.Revert.NoChange:
+		return failed(err)
+	}
+	if o.output == "json" {
+		if werr := writeJSON(w, res.Summary(err)); werr != nil {
+			return werr
+		}
+	} else if perr := o.print(w, res); perr != nil {
+		return perr
+	}
+	if err != nil { // the revert is pushed, the ledger is not up to date
+		return failed(fmt.Errorf("revert pushed, but the ledger was not updated (run `auditor ledger sync`): %w", err))
+	}
+	return nil
+}
+
+func (o *rollbackOptions) print(w io.Writer, res ledger.RollbackResult) error {
+	if res.Revert.NoChange {
+		fmt.Fprintf(w, "%s is already reverted on %s\n", o.sha, o.branch)
+	} else {
+		fmt.Fprintf(w, "reverted %s: commit %s on %s (%d attempt(s))\n", o.sha, gitrepo.Short(res.Revert.Commit), o.branch, res.Revert.Attempts)
+	}
+	if records := res.Records(); len(records) > 0 {
+		return printRecords(w, records)
+	}
+	fmt.Fprintln(w, "no served model changed: no ledger record")
+	return nil
 }

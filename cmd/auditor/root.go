@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -12,6 +11,7 @@ import (
 	"github.com/llm-gitops/platform/internal/version"
 )
 
+// newRootCommand is `auditor` with every command.
 func newRootCommand() *cobra.Command {
 	var profile, profileOutput string
 	root := &cobra.Command{
@@ -19,9 +19,13 @@ func newRootCommand() *cobra.Command {
 		Short:         "Audit live Kubernetes objects against the GitOps repository",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) (err error) {
-			stopProfile, err = startProfile(profile, profileOutput)
-			return err
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			stop, err := startProfile(profile, profileOutput)
+			if err != nil {
+				return err // stopProfile stays a no-op: main calls it whatever happened
+			}
+			stopProfile = stop
+			return nil
 		},
 	}
 	// As kubectl's: where a slow command spends its time.
@@ -41,14 +45,12 @@ func newVersionCommand() *cobra.Command {
 			info := version.Get()
 			switch output {
 			case "json":
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(info)
+				return writeJSON(cmd.OutOrStdout(), info)
 			case "", "text":
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), info.String())
 				return err
 			default:
-				return &exitError{code: 2, err: fmt.Errorf("unknown output format %q (want text or json)", output)}
+				return usageErr("unknown output format %q (want text or json)", output)
 			}
 		},
 	}
@@ -88,5 +90,5 @@ func startProfile(kind, output string) (func(), error) {
 			}
 		}, nil
 	}
-	return nil, &exitError{code: 2, err: fmt.Errorf("unknown profile %q (want none, cpu or heap)", kind)}
+	return nil, usageErr("unknown profile %q (want none, cpu or heap)", kind)
 }

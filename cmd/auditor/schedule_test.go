@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llm-gitops/platform/internal/schedule"
 )
 
 func runSchedule(t *testing.T, args ...string) (string, error) {
@@ -81,7 +83,7 @@ func TestSchedulePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []planFiring
+	var got []schedule.PlannedFiring
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -15,46 +16,59 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 )
 
+// serveOptions are the flags of `auditor serve`.
+type serveOptions struct {
+	configFile, logFormat string
+}
+
 func newServeCommand() *cobra.Command {
-	var configFile, logFormat string
+	o := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve --config FILE",
 		Short: "Run the auditor as a daemon: watch-driven audits, chat reports, HTTP API and metrics",
 		Example: `  auditor serve --config /etc/auditor/config.yaml
   curl localhost:8080/api/v1/drift?env=prod`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if configFile == "" {
-				return &exitError{code: 2, err: fmt.Errorf("--config is required")}
-			}
-			cfg, err := daemon.LoadConfig(configFile)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			var handler slog.Handler = slog.NewTextHandler(os.Stderr, nil)
-			if logFormat == "json" {
-				handler = slog.NewJSONHandler(os.Stderr, nil)
-			}
-			log := slog.New(handler)
-			restCfg, err := clusterConfig(cfg)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			d, err := daemon.New(cfg, restCfg, log)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			log.Info("auditor serving", "listen", cfg.Listen, "envs", cfg.Envs, "repo", gitrepo.RedactURL(cfg.Repo), "sinks", len(cfg.Sinks))
-			if err := d.Run(ctx); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			return nil
-		},
+		RunE: runE(o),
 	}
-	cmd.Flags().StringVar(&configFile, "config", "", "configuration file (YAML)")
-	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	cmd.Flags().StringVar(&o.configFile, "config", "", "configuration file (YAML)")
+	cmd.Flags().StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	return cmd
+}
+
+// Complete has nothing to fill.
+func (o *serveOptions) Complete(*cobra.Command, []string) error { return nil }
+
+// Validate rejects a missing --config.
+func (o *serveOptions) Validate() error {
+	if o.configFile == "" {
+		return usageErr("--config is required")
+	}
+	return nil
+}
+
+// Run runs the daemon until SIGINT or SIGTERM.
+func (o *serveOptions) Run(context.Context, io.Writer) error {
+	cfg, err := daemon.LoadConfig(o.configFile)
+	if err != nil {
+		return failed(err)
+	}
+	var handler slog.Handler = slog.NewTextHandler(os.Stderr, nil)
+	if o.logFormat == "json" {
+		handler = slog.NewJSONHandler(os.Stderr, nil)
+	}
+	log := slog.New(handler)
+	restCfg, err := clusterConfig(cfg)
+	if err != nil {
+		return failed(err)
+	}
+	d, err := daemon.New(cfg, restCfg, log)
+	if err != nil {
+		return failed(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info("auditor serving", "listen", cfg.Listen, "envs", cfg.Envs, "repo", gitrepo.RedactURL(cfg.Repo), "sinks", len(cfg.Sinks))
+	return failed(d.Run(ctx))
 }
 
 // clusterConfig is the in-cluster config inside a pod without an explicit kubeconfig, else

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -16,10 +15,16 @@ import (
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
+// simulateOptions are the flags of `auditor simulate`.
+type simulateOptions struct {
+	src            sourceFlags
+	kube           kubeFlags
+	env, nodesFile string
+	output         string
+}
+
 func newSimulateCommand() *cobra.Command {
-	var src sourceFlags
-	var kube kubeFlags
-	var env, nodesFile, output string
+	o := &simulateOptions{}
 	cmd := &cobra.Command{
 		Use:   "simulate --env ENV [--nodes FILE] [-o text|json]",
 		Short: "Prove placement with the real kube-scheduler on a model of the env's node pools",
@@ -31,40 +36,47 @@ reports where the scheduler put each pod: per pool, pending pods with the schedu
 used and free, and violations (a non-GPU pod on a GPU node, a GPU pod on a CPU node or the wrong card).
 
 Exit codes: 0 no violations, 1 violations, >1 error.`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := src.render(env)
-			if err != nil {
-				return err
-			}
-			opts := simulate.Options{Env: env, RunCronJobs: true}
-			if nodesFile != "" {
-				if opts.Groups, err = simulate.LoadNodes(nodesFile); err != nil {
-					return &exitError{code: 2, err: err}
-				}
-			}
-			rep, err := simulateOn(context.Background(), kube, res.Objects, opts)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				_ = enc.Encode(rep)
-			} else {
-				writeSimulation(cmd.OutOrStdout(), rep)
-			}
-			if len(rep.Violations) > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("placement violations")}
-			}
-			return nil
-		},
+		RunE: runE(o),
 	}
-	cmd.Flags().StringVar(&env, "env", "", "environment")
-	cmd.Flags().StringVar(&nodesFile, "nodes", "", "nodes file (groups: pool, count, labels, taints, cpu, memory, gpus)")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
-	src.add(cmd)
-	kube.add(cmd)
+	cmd.Flags().StringVar(&o.env, "env", "", "environment")
+	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "nodes file (groups: pool, count, labels, taints, cpu, memory, gpus)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	o.src.add(cmd)
+	o.kube.add(cmd)
 	return cmd
+}
+
+// Complete has nothing to fill.
+func (o *simulateOptions) Complete(*cobra.Command, []string) error { return nil }
+
+// Validate has nothing to check before rendering: sourceFlags.render rejects a missing --env.
+func (o *simulateOptions) Validate() error { return nil }
+
+// Run renders the env, simulates its placement and prints it; exit code 1 on violations.
+func (o *simulateOptions) Run(_ context.Context, w io.Writer) error {
+	res, err := o.src.render(o.env)
+	if err != nil {
+		return err
+	}
+	opts := simulate.Options{Env: o.env, RunCronJobs: true}
+	if o.nodesFile != "" {
+		if opts.Groups, err = simulate.LoadNodes(o.nodesFile); err != nil {
+			return failed(err)
+		}
+	}
+	rep, err := simulateOn(context.Background(), o.kube, res.Objects, opts)
+	if err != nil {
+		return failed(err)
+	}
+	if o.output == "json" {
+		_ = writeJSON(w, rep)
+	} else {
+		writeSimulation(w, rep)
+	}
+	if len(rep.Violations) > 0 {
+		return found("placement violations")
+	}
+	return nil
 }
 
 func writeSimulation(w io.Writer, rep *simulate.Report) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -41,15 +40,15 @@ func (f *sourceFlags) open() (render.Source, error) {
 // render renders env from the source the flags name; every failure is an exit-2 error.
 func (f *sourceFlags) render(env string) (*render.Result, error) {
 	if env == "" {
-		return nil, &exitError{code: 2, err: fmt.Errorf("--env is required")}
+		return nil, usageErr("--env is required")
 	}
 	s, err := f.open()
 	if err != nil {
-		return nil, &exitError{code: 2, err: err}
+		return nil, failed(err)
 	}
 	res, err := s.Render(env)
 	if err != nil {
-		return nil, &exitError{code: 2, err: err}
+		return nil, failed(err)
 	}
 	return res, nil
 }

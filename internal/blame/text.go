@@ -160,9 +160,9 @@ func driftLine(f Field, d drift.Field) string {
 	}
 	switch {
 	case d.Actor != nil && writer != "":
-		s += " — by " + person(d.Actor) + " with " + writer
+		s += " — by " + d.Actor.Person() + " with " + writer
 	case d.Actor != nil:
-		s += " — by " + person(d.Actor) + " (" + d.Actor.Verb + " " + d.Actor.Time + ")"
+		s += " — by " + d.Actor.Person() + " (" + d.Actor.Verb + " " + d.Actor.Time + ")"
 	case writer != "":
 		s += " — by " + writer
 	default:
@@ -172,12 +172,7 @@ func driftLine(f Field, d drift.Field) string {
 }
 
 // writer is who made a write: the user, and whom they acted as.
-func writer(w Write) string {
-	if w.ImpersonatedUser != "" {
-		return w.User + " (as " + w.ImpersonatedUser + ")"
-	}
-	return w.User
-}
+func writer(w Write) string { return drift.Person(w.User, w.ImpersonatedUser) }
 
 // tool is the field manager of a write, and the subresource it wrote.
 func tool(w Write) string {
@@ -185,13 +180,6 @@ func tool(w Write) string {
 		return w.Tool + " (" + w.Subresource + ")"
 	}
 	return w.Tool
-}
-
-func person(a *drift.Actor) string {
-	if a.ImpersonatedUser != "" {
-		return a.User + " (as " + a.ImpersonatedUser + ")"
-	}
-	return a.User
 }
 
 // changeLines are a write's changes, one per line.

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/llm-gitops/platform/internal/check"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+)
+
+// writeCheck prints the check's result per env, as text or as a Markdown comment (md).
+func writeCheck(w io.Writer, res *check.Result, md bool) {
+	h := func(level int, s string) {
+		if md {
+			fmt.Fprintf(w, "%s %s\n\n", strings.Repeat("#", level), s)
+		} else {
+			fmt.Fprintf(w, "== %s\n", s)
+		}
+	}
+	verdict := "PASS"
+	if !res.Passed {
+		verdict = "FAIL"
+	}
+	h(2, fmt.Sprintf("auditor check: %s (%s → %s)", verdict, gitrepo.Short(res.Base), gitrepo.Short(res.Head)))
+	for _, e := range res.Envs {
+		h(3, fmt.Sprintf("%s: %d objects changed, %d violations", e.Env, len(e.Changes), len(e.Violations)))
+		for _, v := range e.Violations {
+			if md {
+				fmt.Fprintf(w, "- :x: **%s** `%s`: %s\n", v.Rule, v.Object, v.Message)
+			} else {
+				fmt.Fprintf(w, "  VIOLATION %s %s: %s\n", v.Rule, v.Object, v.Message)
+			}
+		}
+		for _, v := range e.Warnings { // reported, not failing the check
+			if md {
+				fmt.Fprintf(w, "- :warning: **%s** `%s`: %s\n", v.Rule, v.Object, v.Message)
+			} else {
+				fmt.Fprintf(w, "  WARNING %s %s: %s\n", v.Rule, v.Object, v.Message)
+			}
+		}
+		writeSecurity(w, e.Security, md)
+		writeGPUPools(w, e.GPUPools, md)
+		if md && len(e.Changes) > 0 {
+			fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")
+		}
+		for _, c := range e.Changes {
+			obj := objectID(c.Kind, c.Namespace, c.Name)
+			sign := map[string]string{"added": "+", "removed": "-", "changed": "~"}[c.Change]
+			fmt.Fprintf(w, "%s %s (%s)\n", sign, obj, c.Change)
+			for _, f := range c.Fields {
+				fmt.Fprintf(w, "    %s: %s → %s\n", f.Path, short(f.From), short(f.To))
+			}
+		}
+		if md && len(e.Changes) > 0 {
+			fmt.Fprintln(w, "```\n</details>")
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// writeSecurity prints what each namespace enforces: the Pod Security level, the default-deny
+// NetworkPolicy and the one that keeps DNS open ("none" where missing; the violations say why).
+func writeSecurity(w io.Writer, namespaces []check.NamespaceSecurity, md bool) {
+	if len(namespaces) == 0 {
+		return
+	}
+	if md {
+		fmt.Fprintln(w, "\n| namespace | Pod Security (enforce) | default deny | DNS egress |\n|---|---|---|---|")
+	}
+	for _, n := range namespaces {
+		if md {
+			fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", n.Namespace, orNone(n.PodSecurity), orNone(n.DefaultDeny), orNone(n.DNS))
+		} else {
+			fmt.Fprintf(w, "  SECURITY %s pod-security=%s default-deny=%s dns=%s\n", n.Namespace, orNone(n.PodSecurity), orNone(n.DefaultDeny), orNone(n.DNS))
+		}
+	}
+}
+
+// writeGPUPools prints each GPU NodePool's node class (root volume, AMI), disruption budgets and
+// expiry: what keeps GPU nodes in business hours (the violations say what is wrong).
+func writeGPUPools(w io.Writer, pools []check.GPUPool, md bool) {
+	if len(pools) == 0 {
+		return
+	}
+	if md {
+		fmt.Fprintln(w, "\n| GPU NodePool | node class | root volume | AMI | disruption budgets (UTC) | expireAfter |\n|---|---|---|---|---|---|")
+	}
+	for _, p := range pools {
+		budgets := strings.Join(p.Budgets, "; ")
+		if md {
+			fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s |\n", p.Pool, p.NodeClass, orNone(p.RootVolume), orNone(p.AMI), orNone(budgets), p.ExpireAfter)
+		} else {
+			fmt.Fprintf(w, "  GPU-POOL %s node-class=%s root=%s ami=%s budgets=%s expireAfter=%s\n", p.Pool, p.NodeClass, orNone(p.RootVolume), orNone(p.AMI), orNone(budgets), p.ExpireAfter)
+		}
+	}
+}
+
+// orNone is s, or "none" when empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+)
+
+// writeText prints one line per drifted field: object, path, desired → live, manager, how long ago.
+func writeText(w io.Writer, rep *drift.Report, now time.Time) {
+	fmt.Fprintf(w, "env %s, revision %s", rep.Env, gitrepo.Short(rep.Revision))
+	if rep.PendingSync {
+		fmt.Fprintf(w, " (pending sync: Git is at %s)", gitrepo.Short(rep.HeadRevision))
+	}
+	fmt.Fprintln(w)
+	for _, o := range rep.Objects {
+		id := objectID(o.Kind, o.Namespace, o.Name)
+		if o.ArgoCD != nil {
+			id += argoLabel(o.ArgoCD)
+		}
+		switch o.Status {
+		case drift.Missing:
+			by := ""
+			if o.Actor != nil {
+				by = " — deleted by " + personAt(o.Actor)
+			}
+			fmt.Fprintf(w, "%-8s %s: in Git, not in the cluster%s\n", o.Status, id, by)
+		case drift.Extra:
+			by := ""
+			switch {
+			case o.Creator != nil && o.Actor != nil:
+				by = " — created by " + o.Actor.Person() + " with " + who(o.Creator.Manager, o.Creator.Operation, o.Creator.Subresource, o.Creator.Time, now)
+			case o.Creator != nil:
+				by = " — created by " + who(o.Creator.Manager, o.Creator.Operation, o.Creator.Subresource, o.Creator.Time, now)
+			case o.Actor != nil:
+				by = " — created by " + personAt(o.Actor)
+			}
+			fmt.Fprintf(w, "%-8s %s: in the cluster, not in Git%s\n", o.Status, id, by)
+		case drift.Unknown:
+			fmt.Fprintf(w, "%-8s %s: not compared — %s\n", o.Status, id, o.Note)
+		default:
+			fmt.Fprintf(w, "%-8s %s\n", o.Status, id)
+			if o.Note != "" {
+				fmt.Fprintf(w, "           %s\n", o.Note)
+			}
+			if o.Schema != "" {
+				fmt.Fprintf(w, "           compared without the cluster's schema (%s)\n", o.Schema)
+			}
+			for _, f := range o.Fields {
+				by := who(f.Manager, f.Operation, f.Subresource, f.Time, now)
+				if f.Actor != nil {
+					by = f.Actor.Person() + " with " + by
+					if f.Manager == "" {
+						by = personAt(f.Actor)
+					}
+				}
+				fmt.Fprintf(w, "           %-50s %s  %s → %s  by %s\n", f.Path, f.Change, short(f.Desired), short(f.Live), by)
+			}
+		}
+	}
+	for _, a := range rep.ArgoCDOnly {
+		fmt.Fprintf(w, "argo-cd  %s %s/%s: OutOfSync for Argo CD only — %s\n", a.Kind, a.Namespace, a.Name, a.Note)
+	}
+	n, f := rep.Counts()
+	if n == 0 {
+		fmt.Fprintln(w, "in sync: no drift")
+		return
+	}
+	fmt.Fprintf(w, "%d objects drifted, %d fields\n", n, f)
+}
+
+// personAt names an actor and the request they made: "alice (patch 2025-03-01T12:00:00Z)".
+func personAt(a *drift.Actor) string {
+	return a.Person() + " (" + a.Verb + " " + a.Time + ")"
+}
+
+// who names a field manager, its operation and subresource, and how long ago it wrote.
+func who(manager, op, sub, t string, now time.Time) string {
+	if manager == "" {
+		return "unknown writer (a removal leaves no managedFields entry, and no watch saw it happen)"
+	}
+	s := manager + " (" + op
+	if sub != "" {
+		s += ", subresource " + sub
+	}
+	s += ")"
+	if ts, err := time.Parse(time.RFC3339, t); err == nil {
+		s += " " + ago(now.Sub(ts)) + " ago"
+	}
+	return s
+}
+
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+func argoLabel(v *drift.ArgoVerdict) string {
+	state := "Synced"
+	if v.OutOfSync {
+		state = "OutOfSync"
+	}
+	if v.Note != "" {
+		return "  [Argo CD: " + state + "; " + v.Note + "]"
+	}
+	return "  [Argo CD: " + state + "]"
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/ledger"
+)
+
+// ledgerAtOptions are the flags of `auditor ledger at`.
+type ledgerAtOptions struct {
+	ledgerQuery
+	at   string
+	time time.Time // --time, parsed
+}
+
+func newLedgerAtCommand() *cobra.Command {
+	o := &ledgerAtOptions{}
+	cmd := &cobra.Command{
+		Use:   "at --env ENV --time T [--repo DIR|URL] [-o json]",
+		Short: "What served in an environment at a time, and at what traffic shares",
+		Long: `at replays the ledger up to the last record committed at or before --time and prints the
+served model versions then: deployment, version, weights, share of the model's traffic, warm
+minimum replicas.`,
+		Example: `  auditor ledger at --env prod --time 2025-03-01T12:00:00Z`,
+		Args:    cobra.NoArgs,
+		RunE:    runE(o),
+	}
+	o.add(cmd, "environment")
+	cmd.Flags().StringVar(&o.at, "time", "now", "point in time: RFC 3339, '2006-01-02 15:04' (UTC) or now")
+	return cmd
+}
+
+// Complete has nothing to fill.
+func (o *ledgerAtOptions) Complete(*cobra.Command, []string) error { return nil }
+
+// Validate rejects a bad -o, a missing --env and a malformed --time.
+func (o *ledgerAtOptions) Validate() error {
+	if err := checkOutputFormat(o.output); err != nil {
+		return err
+	}
+	if o.env == "" {
+		return usageErr("--env is required")
+	}
+	t, err := parseTime(o.at)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	o.time = t
+	return nil
+}
+
+// Run prints what served in the env at the time.
+func (o *ledgerAtOptions) Run(_ context.Context, w io.Writer) error {
+	recs, err := o.records()
+	if err != nil {
+		return err
+	}
+	served := ledger.At(recs, o.env, o.time)
+	if o.output == "json" {
+		return writeJSON(w, served)
+	}
+	rev := "no record at or before that time"
+	if served.Revision != "" {
+		rev = "revision " + gitrepo.Short(served.Revision)
+	}
+	fmt.Fprintf(w, "%s at %s (%s)\n", o.env, served.At.UTC().Format(time.RFC3339), rev)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tDEPLOYMENT\tVERSION\tSHARE\tREPLICAS\tWEIGHTS\tIMAGE")
+	for _, m := range served.Models {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%%\t%d\t%s@%s\t%s\n", m.Model, m.Deployment, m.Version, pct(m.SharePercent),
+			m.Replicas, m.WeightsURI, gitrepo.Short(m.WeightsRevision), m.Image)
+	}
+	return tw.Flush()
+}
+
+// parseTime accepts RFC 3339, "2006-01-02 15:04[:05]" and "2006-01-02" (UTC), or "now".
+func parseTime(s string) (time.Time, error) {
+	if s == "now" {
+		return time.Now(), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("invalid time %q (want RFC 3339, e.g. 2025-03-01T12:00:00Z, or 2025-03-01 12:00)", s)
+}

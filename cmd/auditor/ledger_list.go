@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/ledger"
+)
+
+// ledgerListOptions are the flags of `auditor ledger list`.
+type ledgerListOptions struct {
+	ledgerQuery
+	model string
+}
+
+func newLedgerListCommand() *cobra.Command {
+	o := &ledgerListOptions{}
+	cmd := &cobra.Command{
+		Use:   "list [--env ENV] [--model NAME] [--repo DIR|URL] [-o json]",
+		Short: "List ledger records, oldest first",
+		Args:  cobra.NoArgs,
+		RunE:  runE(o),
+	}
+	o.add(cmd, "environment (default: every environment with a ledger)")
+	cmd.Flags().StringVar(&o.model, "model", "", "served model name, e.g. qwen")
+	return cmd
+}
+
+// Complete has nothing to fill.
+func (o *ledgerListOptions) Complete(*cobra.Command, []string) error { return nil }
+
+// Validate rejects a bad -o.
+func (o *ledgerListOptions) Validate() error { return checkOutputFormat(o.output) }
+
+// Run prints the records of the env (all envs) and model, oldest first.
+func (o *ledgerListOptions) Run(_ context.Context, w io.Writer) error {
+	recs, err := o.records()
+	if err != nil {
+		return err
+	}
+	recs = ledger.Filter(recs, "", o.model)
+	if o.output == "json" {
+		if recs == nil {
+			recs = []ledger.Record{}
+		}
+		return writeJSON(w, recs)
+	}
+	return printRecords(w, recs)
+}
+
+// printRecords prints records as a table, one a line.
+func printRecords(w io.Writer, recs []ledger.Record) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tCOMMITTED\tENV\tKIND\tMODEL\tDEPLOYMENT\tVERSION\tSHARE\tREPLICAS\tREVISION\tSUBJECT")
+	for _, r := range recs {
+		kind := string(r.Kind)
+		if r.Effect != "" {
+			kind += "/" + string(r.Effect)
+		}
+		if len(r.Changes) > 0 {
+			kind += " (" + strings.Join(r.Changes, ",") + ")"
+		}
+		subject := r.Subject
+		if r.Reverts != "" {
+			subject = "reverts " + gitrepo.Short(r.Reverts) + ": " + subject
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%%\t%d\t%s\t%s\n", r.ID, r.CommittedAt.UTC().Format(time.RFC3339),
+			r.Env, kind, r.Model, r.Deployment, r.Version, pct(r.SharePercent), r.Replicas, gitrepo.Short(r.Revision), subject)
+	}
+	return tw.Flush()
+}
+
+func pct(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/ledger"
+)
+
+// ledgerRebuildOptions are the flags of `auditor ledger rebuild`.
+type ledgerRebuildOptions struct {
+	repo, env, branch string
+	dryRun, force     bool
+}
+
+func newLedgerRebuildCommand() *cobra.Command {
+	o := &ledgerRebuildOptions{}
+	cmd := &cobra.Command{
+		Use:   "rebuild --env ENV [--repo DIR|URL] [--branch main] [--dry-run] [--force]",
+		Short: "Rebuild an environment's ledger from the history of its manifests",
+		Long: `rebuild walks the first-parent commits of the branch that touched overlays/<env>, base/ or
+components/, renders each, and turns every change of the served models into a record; reverts
+give rollback records. --dry-run prints the JSON Lines; otherwise the ledger file is replaced by
+a commit of auditor-bot (syncedAt and metrics of records already there are kept). A malformed
+existing ledger is only overwritten with --force.`,
+		Args: cobra.NoArgs,
+		RunE: runE(o),
+	}
+	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a directory (bare, to write) or a URL")
+	cmd.Flags().StringVar(&o.env, "env", "", "environment")
+	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to read and write")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the rebuilt ledger instead of committing it")
+	cmd.Flags().BoolVar(&o.force, "force", false, "overwrite a malformed ledger")
+	return cmd
+}
+
+// Complete has nothing to fill.
+func (o *ledgerRebuildOptions) Complete(*cobra.Command, []string) error { return nil }
+
+// Validate rejects a missing --env.
+func (o *ledgerRebuildOptions) Validate() error {
+	if o.env == "" {
+		return usageErr("--env is required")
+	}
+	return nil
+}
+
+// Run prints the rebuilt ledger (--dry-run) or commits it.
+func (o *ledgerRebuildOptions) Run(ctx context.Context, w io.Writer) error {
+	if o.dryRun {
+		return o.print(ctx, w)
+	}
+	remote, err := remoteFor(o.repo)
+	if err != nil {
+		return err
+	}
+	repo, err := remote.Open(ctx)
+	if err != nil {
+		return failed(err)
+	}
+	head, err := repo.Resolve(o.branch)
+	if err != nil {
+		return failed(err)
+	}
+	recs, err := ledger.Records(ctx, repo, o.env, "", head)
+	if err != nil {
+		return failed(err)
+	}
+	res, err := ledger.Replace(ctx, remote, o.env, o.branch, recs, head, o.force)
+	if err != nil {
+		return failed(err)
+	}
+	if res.NoChange {
+		fmt.Fprintf(w, "%s: ledger up to date (%d records)\n", ledger.Path(o.env), len(recs))
+		return nil
+	}
+	fmt.Fprintf(w, "%s: %d records, commit %s\n", ledger.Path(o.env), len(recs), gitrepo.Short(res.Commit))
+	return nil
+}
+
+// print writes the rebuilt ledger as JSON Lines.
+func (o *ledgerRebuildOptions) print(ctx context.Context, w io.Writer) error {
+	repo, err := openLedgerRepo(o.repo)
+	if err != nil {
+		return err
+	}
+	rev := ""
+	if gitrepo.IsURL(o.repo) {
+		rev = o.branch
+	}
+	recs, err := ledger.Records(ctx, repo, o.env, "", rev)
+	if err != nil {
+		return failed(err)
+	}
+	data, err := ledger.Marshal(recs)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}

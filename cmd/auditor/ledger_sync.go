@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/ledger"
+)
+
+// ledgerSyncOptions are the flags of `auditor ledger sync`.
+type ledgerSyncOptions struct {
+	repo, env, branch, prom, window string
+}
+
+func newLedgerSyncCommand() *cobra.Command {
+	o := &ledgerSyncOptions{}
+	cmd := &cobra.Command{
+		Use:   "sync --env ENV [--repo DIR|URL] [--branch main] [--prometheus URL]",
+		Short: "Append the records of the commits since the ledger's Synced-Revision",
+		Long: `sync computes the records of the commits after the revision named by the last ledger commit's
+Synced-Revision trailer up to the branch head and appends those not in the ledger yet. With
+--prometheus, each new record of a serving version gets a metrics snapshot (e2e latency and TTFT
+p50/p95, error rate = aborted / finished requests) from the Prometheus HTTP API.`,
+		Args: cobra.NoArgs,
+		RunE: runE(o),
+	}
+	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a directory (bare, to write) or a URL")
+	cmd.Flags().StringVar(&o.env, "env", "", "environment")
+	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to read and write")
+	cmd.Flags().StringVar(&o.prom, "prometheus", "", "Prometheus base URL for metrics snapshots (none: no snapshot)")
+	cmd.Flags().StringVar(&o.window, "window", "5m", "rate window of the metrics queries")
+	return cmd
+}
+
+// Complete has nothing to fill.
+func (o *ledgerSyncOptions) Complete(*cobra.Command, []string) error { return nil }
+
+// Validate rejects a missing --env.
+func (o *ledgerSyncOptions) Validate() error {
+	if o.env == "" {
+		return usageErr("--env is required")
+	}
+	return nil
+}
+
+// Run appends the new records and says what it committed.
+func (o *ledgerSyncOptions) Run(ctx context.Context, w io.Writer) error {
+	remote, err := remoteFor(o.repo)
+	if err != nil {
+		return err
+	}
+	req := ledger.SyncRequest{Env: o.env, Branch: o.branch}
+	if o.prom != "" {
+		req.Metrics = (&ledger.Prometheus{URL: o.prom, Window: o.window}).ForRecord
+	}
+	res, err := ledger.Sync(ctx, remote, req)
+	if err != nil {
+		return failed(err)
+	}
+	if res.Appended == 0 {
+		fmt.Fprintf(w, "%s: up to date\n", ledger.Path(o.env))
+		return nil
+	}
+	fmt.Fprintf(w, "%s: %d records appended, commit %s\n", ledger.Path(o.env), res.Appended, gitrepo.Short(res.Result.Commit))
+	return nil
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/mail"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/schedule"
+)
+
+// fireOptions are the flags of `auditor schedule fire`.
+type fireOptions struct {
+	env, peak, repo, at, author, branch string
+	scaleDown                           bool
+	person                              gitrepo.Person // --author, parsed
+	fireTime                            time.Time      // --at, parsed; zero without it
+}
+
+func newScheduleFireCommand() *cobra.Command {
+	o := &fireOptions{}
+	cmd := &cobra.Command{
+		Use:   "fire --env ENV --peak NAME [--repo URL] [--at RFC3339] [--author 'Name <email>']",
+		Short: "Fire one peak's scale-up (or --scale-down) by hand: commit and push it",
+		Long: `fire commits the scale-up of one occurrence of a peak and pushes it, exactly once: a firing
+already in the history (trailers Schedule-Id and Fire-Time) is not committed again.
+
+--at is the occurrence's fire time (peak start − lead time); by default the occurrence in
+progress, else the next one. --repo is the repository to push to; a directory is pushed to
+through file://.`,
+		Args: cobra.NoArgs,
+		RunE: runE(o),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.env, "env", "", "environment (reads clusters/<env>/schedule.yaml)")
+	f.StringVar(&o.peak, "peak", "", "peak name")
+	f.StringVar(&o.repo, "repo", ".", "repository URL to push to (file://, https://, ssh://) or a directory")
+	f.StringVar(&o.at, "at", "", "fire time of the occurrence (RFC 3339)")
+	f.StringVar(&o.author, "author", "Schedule Bot <schedule@llm-gitops.invalid>", "commit author, 'Name <email>'")
+	f.StringVar(&o.branch, "branch", "main", "branch to commit to")
+	f.BoolVar(&o.scaleDown, "scale-down", false, "undo the occurrence's scale-up instead")
+	return cmd
+}
+
+// Complete has nothing to fill.
+func (o *fireOptions) Complete(*cobra.Command, []string) error { return nil }
+
+// Validate rejects a missing --env or --peak and a malformed --author.
+func (o *fireOptions) Validate() error {
+	if o.env == "" || o.peak == "" {
+		return usageErr("--env and --peak are required")
+	}
+	addr, err := mail.ParseAddress(o.author)
+	if err != nil || addr.Name == "" {
+		return usageErr("--author %q: want 'Name <email>'", o.author)
+	}
+	o.person = gitrepo.Person{Name: addr.Name, Email: addr.Address}
+	return nil
+}
+
+// Run commits and pushes the firing (or its scale-down) and says what it did.
+func (o *fireOptions) Run(ctx context.Context, w io.Writer) error {
+	remote, err := gitOpts.remote(o.repo)
+	if err != nil {
+		return usageErr("--repo: %v", err)
+	}
+	repo, err := remote.Open(ctx)
+	if err != nil {
+		return err
+	}
+	snap, err := repo.Snapshot(o.branch)
+	if err != nil {
+		return err
+	}
+	s, err := schedule.Load(snap, o.env)
+	if err != nil {
+		return scheduleErr(err)
+	}
+	p, fireTime, err := o.occurrence(s)
+	if err != nil {
+		return err
+	}
+	opts := schedule.FireOptions{Branch: o.branch, Author: o.person}
+	var res *schedule.Result
+	if o.scaleDown {
+		res, err = s.ScaleDown(ctx, remote, p.Name, fireTime, opts)
+	} else {
+		res, err = s.Fire(ctx, remote, p.Name, fireTime, opts)
+	}
+	if res != nil {
+		f := res.Firing
+		fmt.Fprintf(w, "%s %s: fire time %s, peak %s → %s\n", res.Phase, p.Name,
+			f.FireTime.In(p.Location).Format(time.RFC3339), f.Start.In(p.Location).Format(time.RFC3339), f.End.In(p.Location).Format(time.RFC3339))
+		fmt.Fprintf(w, "  lead    %s\n", f.Lead)
+		switch {
+		case res.NoChange:
+			fmt.Fprintf(w, "  no commit: %s\n", res.Reason)
+		case res.Commit != "":
+			fmt.Fprintf(w, "  change  %s: %d → %d (line %d)\n  commit  %s pushed to %s/%s after %d attempt(s)\n",
+				p.Target, res.From, res.To, res.Line, res.Commit, remote.URL(), o.branch, res.Attempts)
+		}
+	}
+	return scheduleErr(err)
+}
+
+// occurrence is the peak --peak names and the fire time of the occurrence to fire: --at, else
+// the one in progress, else the next.
+func (o *fireOptions) occurrence(s *schedule.Schedule) (*schedule.Peak, time.Time, error) {
+	p := s.Peak(o.peak)
+	if p == nil {
+		var names []string
+		for _, q := range s.Peaks {
+			names = append(names, q.Name)
+		}
+		return nil, time.Time{}, usageErr("no peak %q in %s (peaks: %s)", o.peak, schedule.Path(o.env), strings.Join(names, ", "))
+	}
+	if o.at != "" {
+		t, err := time.Parse(time.RFC3339, o.at)
+		if err != nil {
+			return nil, time.Time{}, usageErr("--at: %v", err)
+		}
+		return p, t, nil
+	}
+	f, ok := s.Current(p, time.Now())
+	if !ok {
+		return nil, time.Time{}, usageErr("peak %s has no current or future occurrence: give --at", p.Name)
+	}
+	return p, f.FireTime, nil
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/schedule"
+)
+
+// planOptions are the flags of `auditor schedule plan`.
+type planOptions struct {
+	env, repo, revision, output, now string
+	count                            int
+	at                               time.Time // --now, parsed; the current time without it
+}
+
+func newSchedulePlanCommand() *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan --env ENV [--repo DIR] [--count N] [-o text|json]",
+		Short: "Print the next firings with the lead-time breakdown and the change each would commit",
+		Args:  cobra.NoArgs,
+		RunE:  runE(o),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.env, "env", "", "environment (reads clusters/<env>/schedule.yaml)")
+	f.StringVar(&o.repo, "repo", ".", "repository: a directory or a URL (file://, https://, ssh://)")
+	f.StringVar(&o.revision, "revision", "", "Git revision to read (default HEAD)")
+	f.IntVar(&o.count, "count", 10, "number of firings")
+	f.StringVar(&o.now, "now", "", "plan from this time (RFC 3339) instead of now")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// Complete has nothing to fill.
+func (o *planOptions) Complete(*cobra.Command, []string) error { return nil }
+
+// Validate rejects a bad -o, a missing --env, a non-positive --count and a malformed --now.
+func (o *planOptions) Validate() error {
+	if err := checkOutputFormat(o.output); err != nil {
+		return err
+	}
+	if o.env == "" {
+		return usageErr("--env is required")
+	}
+	if o.count < 1 {
+		return usageErr("--count must be positive")
+	}
+	o.at = time.Now()
+	if o.now != "" {
+		t, err := time.Parse(time.RFC3339, o.now)
+		if err != nil {
+			return usageErr("--now: %v", err)
+		}
+		o.at = t
+	}
+	return nil
+}
+
+// Run prints the next firings of the env's schedule.
+func (o *planOptions) Run(_ context.Context, w io.Writer) error {
+	repo, err := gitOpts.open(context.Background(), o.repo)
+	if err != nil {
+		return err
+	}
+	snap, err := repo.Snapshot(o.revision)
+	if err != nil {
+		return err
+	}
+	s, err := schedule.Load(snap, o.env)
+	if err != nil {
+		return scheduleErr(err)
+	}
+	out := []schedule.PlannedFiring{}
+	for _, f := range s.Plan(o.at, o.count) {
+		out = append(out, schedule.Describe(f, snap.Files))
+	}
+	if o.output == "json" {
+		return writeJSON(w, out)
+	}
+	fmt.Fprintf(w, "%s at %s: lead time %s\n", schedule.Path(o.env), gitrepo.Short(snap.Revision), s.Lead)
+	if len(out) == 0 {
+		_, err := fmt.Fprintln(w, "no firings")
+		return err
+	}
+	for _, f := range out {
+		writePlannedFiring(w, f)
+	}
+	return nil
+}
+
+func writePlannedFiring(w io.Writer, f schedule.PlannedFiring) {
+	fmt.Fprintf(w, "\n%s  %s\n", f.FireTime, f.Peak)
+	fmt.Fprintf(w, "  peak      %s → %s (%s)\n", f.Start, f.End, f.TimeZone)
+	fmt.Fprintf(w, "  lead      %gs = argo sync %gs + cold start %gs + margin %gs\n",
+		f.Lead.TotalSeconds, f.Lead.ArgoSyncSeconds, f.Lead.ColdStartSeconds, f.Lead.MarginSeconds)
+	for _, st := range f.Lead.ColdStartStages {
+		fmt.Fprintf(w, "            %-18s %gs (%s)\n", st.Name, st.Seconds, st.Detail)
+	}
+	c := f.Change
+	from := "?"
+	if c.From != nil {
+		from = fmt.Sprint(*c.From)
+	}
+	fmt.Fprintf(w, "  change    %s %s %s: %s → %d", c.File, c.Object, c.Field, from, c.To)
+	if c.Note != "" {
+		fmt.Fprintf(w, " (%s)", c.Note)
+	}
+	fmt.Fprintln(w)
+}

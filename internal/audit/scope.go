@@ -1,0 +1,155 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/live"
+)
+
+// revisions picks the desired revision (forced, else the one Argo CD synced, else the branch
+// head) and says whether the branch head is a pending sync: ahead of the synced revision, which
+// it descends from. A branch that was reset behind the synced revision is not pending.
+func (a *Auditor) revisions(app *argocd.App, req Request) (desired, head string, pending bool, err error) {
+	branch := "HEAD"
+	if app != nil && app.TargetRevision != "" && app.TargetRevision != "HEAD" {
+		branch = app.TargetRevision
+	}
+	if head, err = a.Repo.Resolve(branch); err != nil {
+		return "", "", false, err
+	}
+	desired = head
+	switch {
+	case req.Revision != "":
+		desired, err = a.Repo.Resolve(req.Revision)
+		return desired, head, false, err
+	case app != nil && app.SyncedRevision != "":
+		if desired, err = a.Repo.Resolve(app.SyncedRevision); err != nil {
+			return "", "", false, fmt.Errorf("Application %s/%s is synced to %s, which the repository does not have (fetch it?): %w", app.Namespace, app.Name, app.SyncedRevision, err)
+		}
+	}
+	if head == desired {
+		return desired, head, false, nil
+	}
+	pending, err = a.Repo.IsAncestor(desired, head)
+	return desired, head, pending, err
+}
+
+// scope splits the rendered objects into those of kinds the cluster serves — namespaced ones
+// given the Application's destination namespace when Git leaves it out, cluster-scoped ones
+// stripped of a namespace the API server would ignore — and Unknown objects of kinds it lacks.
+func (a *Auditor) scope(objs []*unstructured.Unstructured, destNS string) (served []*unstructured.Unstructured, unknown []drift.Object) {
+	if destNS == "" {
+		destNS = "default"
+	}
+	for _, o := range objs {
+		m, err := a.Live.Mapping(o.GroupVersionKind())
+		if err != nil {
+			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(),
+				Name: o.GetName(), Status: drift.Unknown, Fields: []drift.Field{}, Note: err.Error()})
+			continue
+		}
+		namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
+		switch {
+		case namespaced && o.GetNamespace() == "":
+			o = o.DeepCopy()
+			o.SetNamespace(destNS)
+		case !namespaced && o.GetNamespace() != "":
+			o = o.DeepCopy()
+			o.SetNamespace("")
+		}
+		if ns := o.GetNamespace(); namespaced && !a.Live.Covers(ns) {
+			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: ns,
+				Name: o.GetName(), Status: drift.Unknown, Fields: []drift.Field{},
+				Note: fmt.Sprintf("namespace %s is not among the namespaces the auditor watches (watchNamespaces): add it, and the auditor's read access there", ns)})
+			continue
+		}
+		served = append(served, o)
+	}
+	return served, unknown
+}
+
+// schemaFor types the kinds of objs from the cluster's OpenAPI v3, reusing the last schema while
+// the documents behind it are unchanged.
+func (a *Auditor) schemaFor(ctx context.Context, objs []*unstructured.Unstructured) (*drift.Schema, error) {
+	seen := map[schema.GroupVersion]bool{}
+	var gvs []schema.GroupVersion
+	for _, gvk := range kindsOf(objs) {
+		if gv := gvk.GroupVersion(); !seen[gv] {
+			seen[gv] = true
+			gvs = append(gvs, gv)
+		}
+	}
+	models, key, err := a.Live.OpenAPIModels(ctx, gvs)
+	if err != nil {
+		return nil, err
+	}
+	a.schemaMu.Lock()
+	defer a.schemaMu.Unlock()
+	if a.schema != nil && a.schemaKey == key {
+		return a.schema, nil
+	}
+	s, err := drift.NewSchema(models)
+	if err != nil {
+		return nil, err
+	}
+	a.schema, a.schemaKey = s, key
+	return s, nil
+}
+
+// application reads the env's Application; nil when Argo CD (or the Application) is absent.
+func (a *Auditor) application(ctx context.Context, env string) (*argocd.App, error) {
+	u, err := a.Live.GetDirect(ctx, argocd.ApplicationGVK, a.AppNamespace, a.AppName(env))
+	var kerr *live.KindError
+	if apierrors.IsNotFound(err) || errors.As(err, &kerr) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return argocd.FromUnstructured(u)
+}
+
+// overrides reads argocd-cm's ignoreDifferences customizations; none when the ConfigMap is
+// absent or the auditor may not read it.
+func (a *Auditor) overrides(ctx context.Context) (map[string]v1alpha1.ResourceOverride, error) {
+	u, err := a.Live.GetDirect(ctx, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, a.AppNamespace, argocd.ConfigMapName)
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+	return argocd.Overrides(data)
+}
+
+func kindsOf(objs []*unstructured.Unstructured) []schema.GroupVersionKind {
+	seen := map[schema.GroupVersionKind]bool{}
+	var out []schema.GroupVersionKind
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if !seen[gvk] {
+			seen[gvk] = true
+			out = append(out, gvk)
+		}
+	}
+	return out
+}
+
+func (a *Auditor) syncTimeout() time.Duration {
+	if a.SyncTimeout > 0 {
+		return a.SyncTimeout
+	}
+	return time.Minute
+}

@@ -1,0 +1,70 @@
+package capacity
+
+// KVResult is the KV cache arithmetic of one model and context length, as `auditor capacity kv`
+// prints it: per token, per conversation and, given free memory, how many conversations fit.
+type KVResult struct {
+	Model                Model    `json:"model"`
+	BytesPerToken        int64    `json:"bytesPerToken"`
+	ContextTokens        int64    `json:"contextTokens"`
+	ConversationBytes    int64    `json:"conversationBytes"`
+	FreeMemoryBytes      *int64   `json:"freeMemoryBytes,omitempty"`
+	ConversationsThatFit *int64   `json:"conversationsThatFit,omitempty"`
+	VLLM                 *VLLMFit `json:"vllm,omitempty"`
+}
+
+// HPAResult is an HPA decision with the rules it was taken under.
+type HPAResult struct {
+	HPADecision
+	MinReplicas            int32   `json:"minReplicas"`
+	MaxReplicas            int32   `json:"maxReplicas,omitempty"`
+	Tolerance              float64 `json:"tolerance"`
+	ScaleDownWindowSeconds float64 `json:"scaleDownWindowSeconds"`
+	ScaleUpWindowSeconds   float64 `json:"scaleUpWindowSeconds"`
+}
+
+// NewHPAResult is decision d of h.
+func NewHPAResult(h HPA, d HPADecision) HPAResult {
+	return HPAResult{
+		HPADecision: d, MinReplicas: h.MinReplicas, MaxReplicas: h.MaxReplicas,
+		Tolerance: h.Tolerance, ScaleDownWindowSeconds: h.ScaleDownWindow.Seconds(),
+		ScaleUpWindowSeconds: h.ScaleUpWindow.Seconds(),
+	}
+}
+
+// StageReport is one cold start stage in seconds.
+type StageReport struct {
+	Name        string  `json:"name"`
+	Seconds     float64 `json:"seconds"`
+	Detail      string  `json:"detail"`
+	InContainer bool    `json:"inContainer"`
+}
+
+// ProbeReport is a startupProbe check in seconds.
+type ProbeReport struct {
+	BudgetSeconds     float64 `json:"budgetSeconds"`
+	CoversInContainer bool    `json:"coversInContainer"`
+	CoversTotal       bool    `json:"coversTotal"`
+	Explanation       string  `json:"explanation"`
+}
+
+// ColdStartReport is a cold start estimate and, when a budget was given, its startupProbe check,
+// in seconds: the JSON of `auditor capacity coldstart`.
+type ColdStartReport struct {
+	Stages             []StageReport `json:"stages"`
+	TotalSeconds       float64       `json:"totalSeconds"`
+	InContainerSeconds float64       `json:"inContainerSeconds"`
+	StartupProbe       *ProbeReport  `json:"startupProbe,omitempty"`
+}
+
+// NewColdStartReport reports e and, when not nil, probe.
+func NewColdStartReport(e ColdStartEstimate, probe *ProbeCheck) ColdStartReport {
+	out := ColdStartReport{TotalSeconds: e.Total.Seconds(), InContainerSeconds: e.InContainer.Seconds()}
+	for _, s := range e.Stages {
+		out.Stages = append(out.Stages, StageReport{Name: s.Name, Seconds: s.Duration.Seconds(), Detail: s.Detail, InContainer: s.InContainer})
+	}
+	if probe != nil {
+		out.StartupProbe = &ProbeReport{BudgetSeconds: probe.Budget.Seconds(), CoversInContainer: probe.CoversInContainer,
+			CoversTotal: probe.CoversTotal, Explanation: probe.Explanation}
+	}
+	return out
+}

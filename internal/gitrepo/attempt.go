@@ -1,0 +1,147 @@
+package gitrepo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// attempt fetches the branch, computes the changes, commits and pushes once. It returns the
+// new commit ("" when there is nothing to commit) and the head it built on.
+func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer *openpgp.Entity,
+	req *UpdateRequest, compute computeFunc) (string, string, error) {
+	repo, err := r.cached()
+	if err != nil {
+		return "", "", err
+	}
+	tracking := plumbing.NewRemoteReferenceName("origin", req.Branch)
+	local := plumbing.NewBranchReferenceName(req.Branch)
+	spec := config.RefSpec(fmt.Sprintf("+%s:%s", local, tracking))
+	err = repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, RefSpecs: []config.RefSpec{spec}})
+	missing := false
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+	case errors.Is(err, transport.ErrEmptyRemoteRepository), isNoMatchingRef(err):
+		missing = true
+	case isAuthErr(err):
+		return "", "", &AuthError{URL: redactURL(r.cfg.URL), Err: err}
+	default:
+		return "", "", fmt.Errorf("fetch %s: %w", redactURL(r.cfg.URL), err)
+	}
+	var head *object.Commit
+	if missing {
+		if !req.CreateBranch {
+			return "", "", &permanentError{fmt.Errorf("%w: %s in %s", ErrBranchNotFound, req.Branch, redactURL(r.cfg.URL))}
+		}
+		_ = repo.Storer.RemoveReference(tracking)
+	} else {
+		ref, err := repo.Reference(tracking, true)
+		if err != nil {
+			return "", "", fmt.Errorf("read fetched %s: %w", tracking, err)
+		}
+		if head, err = repo.CommitObject(ref.Hash()); err != nil {
+			return "", "", fmt.Errorf("read head %s: %w", ref.Hash(), err)
+		}
+	}
+	parent := ""
+	if head != nil {
+		parent = head.Hash.String()
+	}
+	base, changes, err := compute(repo, head)
+	if err != nil {
+		return "", parent, err
+	}
+	if len(changes) == 0 {
+		return "", parent, nil
+	}
+	treeHash, err := buildTree(repo.Storer, base, changes)
+	if err != nil {
+		return "", parent, &permanentError{err}
+	}
+	if base != nil && treeHash == base.Hash {
+		return "", parent, nil
+	}
+	now := time.Now()
+	sig := object.Signature{Name: req.Author.Name, Email: req.Author.Email, When: now}
+	c := &object.Commit{Author: sig, Committer: sig, Message: renderMessage(req.Message, req.Trailers), TreeHash: treeHash}
+	if head != nil {
+		c.ParentHashes = []plumbing.Hash{head.Hash}
+	}
+	if signer != nil {
+		if err := signCommit(c, signer); err != nil {
+			return "", parent, &permanentError{err}
+		}
+	}
+	obj := repo.Storer.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return "", parent, &permanentError{err}
+	}
+	hash, err := repo.Storer.SetEncodedObject(obj)
+	if err != nil {
+		return "", parent, &permanentError{err}
+	}
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(local, hash)); err != nil {
+		return "", parent, &permanentError{err}
+	}
+	err = repo.PushContext(ctx, &git.PushOptions{RemoteName: "origin", Auth: auth,
+		RefSpecs: []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:%s", local, local))}})
+	switch {
+	case err == nil:
+	case isAuthErr(err):
+		return "", parent, &AuthError{URL: redactURL(r.cfg.URL), Err: err}
+	default:
+		return "", parent, fmt.Errorf("push %s to %s: %w", req.Branch, redactURL(r.cfg.URL), err)
+	}
+	_ = repo.Storer.SetReference(plumbing.NewHashReference(tracking, hash))
+	return hash.String(), parent, nil
+}
+
+func isNoMatchingRef(err error) bool {
+	var nm git.NoMatchingRefSpecError
+	return errors.As(err, &nm) || strings.Contains(err.Error(), "couldn't find remote ref")
+}
+
+// cached returns the in-memory clone kept between calls.
+func (r *Remote) cached() (*git.Repository, error) {
+	if r.repo != nil {
+		return r.repo, nil
+	}
+	repo, err := git.Init(memory.NewStorage(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{r.cfg.URL}}); err != nil {
+		return nil, err
+	}
+	r.repo = repo
+	return repo, nil
+}
+
+func signCommit(c *object.Commit, signer *openpgp.Entity) error {
+	enc := &plumbing.MemoryObject{}
+	if err := c.EncodeWithoutSignature(enc); err != nil {
+		return err
+	}
+	rd, err := enc.Reader()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	var sig bytes.Buffer
+	if err := openpgp.ArmoredDetachSign(&sig, signer, rd, nil); err != nil {
+		return fmt.Errorf("sign commit: %w", err)
+	}
+	c.PGPSignature = sig.String()
+	return nil
+}

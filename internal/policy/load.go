@@ -1,0 +1,80 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// LoadDir is Load over a directory on disk.
+func LoadDir(dir string) (*Set, error) {
+	return Load(os.DirFS(dir))
+}
+
+// Load reads every *.yaml / *.yml file of fsys (recursively, kustomization files excepted) and
+// builds a Set from the ValidatingAdmissionPolicies, ValidatingAdmissionPolicyBindings and any
+// other object (a potential param, e.g. a ConfigMap) found.
+func Load(fsys fs.FS) (*Set, error) {
+	var objs []*unstructured.Unstructured
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		base := path.Base(p)
+		ext := path.Ext(base)
+		if (ext != ".yaml" && ext != ".yml") || strings.HasPrefix(base, "kustomization.") || base == "Kustomization" {
+			return nil
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		docs, err := DecodeObjects(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		objs = append(objs, docs...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load policies: %w", err)
+	}
+	return New(objs)
+}
+
+// DecodeObjects decodes a multi-document YAML (or JSON) stream into objects; empty documents are
+// skipped.
+func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" {
+			return nil, fmt.Errorf("document without apiVersion/kind (name %q)", u.GetName())
+		}
+		out = append(out, u)
+	}
+}
+
+const admissionGroup = "admissionregistration.k8s.io"
