@@ -2,7 +2,8 @@
 // two revisions, shows what changes in the rendered cluster state, evaluates the admission
 // policies of policies/ offline, and checks the capacity invariants of the seeds and the rules of
 // a safe Argo CD sync: sync waves in dependency order (waves.go), stateful objects kept on
-// Application deletion and prune (safety.go), databases archiving WAL and backups off the cluster
+// Application deletion and prune (safety.go) and no Application deleting them with it through
+// Argo CD's cascade finalizer (cascade.go), databases archiving WAL and backups off the cluster
 // through the Barman Cloud plugin (backup.go), KEDA triggers able to reach maxReplicaCount
 // (keda.go), vLLM pods given time to drain (drain.go) and --max-num-seqs sized from a stated traffic
 // profile (seqs.go); every alert with a runbook in the
@@ -111,6 +112,11 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Violations = append(er.Violations, alertRunbooks(h.Objects, headSnap.Files)...)
 		er.Violations = append(er.Violations, waveOrder(h.Objects)...)
 		er.Violations = append(er.Violations, retainStateful(h.Objects)...)
+		apps, err := envApplications(headSrc, env)
+		if err != nil {
+			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
+		}
+		er.Violations = append(er.Violations, cascadeStateful(apps, h.Objects)...)
 		er.Violations = append(er.Violations, backupOffsite(h.Objects)...)
 		er.Violations = append(er.Violations, kedaReach(h.Objects)...)
 		er.Violations = append(er.Violations, vllmDrain(h.Objects)...)

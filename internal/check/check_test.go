@@ -17,7 +17,7 @@ import (
 func repoCopy(t *testing.T) (string, func(msg string), func(rel, old, new string)) {
 	t.Helper()
 	dir := t.TempDir()
-	for _, top := range []string{"base", "components", "overlays", "policies", "clusters", "docs"} {
+	for _, top := range []string{"base", "components", "overlays", "apps", "policies", "clusters", "docs"} {
 		err := filepath.Walk(filepath.Join("../..", top), func(p string, info os.FileInfo, err error) error {
 			if err != nil || info.IsDir() {
 				return err

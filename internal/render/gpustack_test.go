@@ -88,7 +88,8 @@ func TestGPUStackApplication(t *testing.T) {
 }
 
 // TestAppsAcceptedByAPIServer server-side dry-runs what each env's app-of-apps syncs (its
-// Application, the GPU Operator's, the auditor's read access in argocd) against the real API
+// AppProjects, its Application, the policies' and the GPU Operator's, the auditor's read access
+// in argocd) and the app-of-apps itself (clusters/<env>/root.yaml) against the real API
 // server with Argo CD's CRDs: a misspelt source or sync policy is refused here, not by a cluster.
 func TestAppsAcceptedByAPIServer(t *testing.T) {
 	ctx := context.Background()
@@ -99,7 +100,8 @@ func TestAppsAcceptedByAPIServer(t *testing.T) {
 	require.NoError(t, syncer.Sync(ctx, "apps", []*unstructured.Unstructured{ns}, false))
 	for _, env := range envs {
 		t.Run(env, func(t *testing.T) {
-			require.NoError(t, syncer.Sync(ctx, "root-"+env, renderApps(t, env), true))
+			objs := append(renderApps(t, env), rootApplication(t, env))
+			require.NoError(t, syncer.Sync(ctx, "root-"+env, objs, true))
 		})
 	}
 }

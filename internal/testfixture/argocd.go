@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -18,14 +19,20 @@ import (
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
-// createApplication applies the env's Application from the fixture's apps/ tree, as a person
-// bootstrapping the cluster would: its source is the fixture's repository; its automated sync
-// keeps prune and takes selfHeal from the options (Git says true; tests that look at hand edits
-// need Argo CD to leave them in place), or is removed for ManualSync.
+// createApplication applies the env's AppProject and Application from the fixture's apps/ tree,
+// as a person bootstrapping the cluster would: their source is the fixture's repository; the
+// Application's automated sync keeps prune and takes selfHeal from the options (Git says true;
+// tests that look at hand edits need Argo CD to leave them in place), or is removed for
+// ManualSync. The project is Git's (its names prefixed like the rest): Argo CD syncs the test's
+// copy within exactly the namespaces and cluster-scoped kinds the project allows.
 func (f *Platform) createApplication() {
 	f.t.Helper()
+	f.createProject()
 	u := f.applicationManifest()
 	must(f.t, unstructured.SetNestedField(u.Object, "file://"+f.Dir, "spec", "source", "repoURL"))
+	// Git's Application has no cascade finalizer (deleting it orphans the platform's data); the
+	// test's copy is disposable and must leave the nodes to later tests, so it cascades.
+	u.SetFinalizers([]string{"resources-finalizer.argocd.argoproj.io"})
 	if f.opts.ManualSync {
 		unstructured.RemoveNestedField(u.Object, "spec", "syncPolicy", "automated")
 	} else {
@@ -62,10 +69,46 @@ func (f *Platform) deleteApplication() {
 	}
 }
 
+// appProjectGVR is Argo CD's AppProject resource.
+var appProjectGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "appprojects"}
+
+// createProject applies the env's AppProject (apps/<env>/project.yaml) with the fixture's
+// repository as its source; it goes after the Application (cleanups run last first).
+func (f *Platform) createProject() {
+	f.t.Helper()
+	rel := filepath.Join("apps", f.Env, "project.yaml")
+	if _, err := os.Stat(filepath.Join(f.Dir, rel)); err != nil {
+		return // a tree without projects syncs in the default project
+	}
+	u := f.manifest(rel)
+	must(f.t, unstructured.SetNestedStringSlice(u.Object, []string{"file://" + f.Dir}, "spec", "sourceRepos"))
+	out, err := yaml.Marshal(u.Object)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	file := filepath.Join(f.t.TempDir(), "project.yaml")
+	if err := os.WriteFile(file, out, 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	f.Kubectl("apply", "--server-side", "-f", file)
+	f.t.Cleanup(func() {
+		err := f.dynamic().Resource(appProjectGVR).Namespace(testcluster.ArgoCDNamespace).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			f.t.Logf("delete AppProject %s: %v", u.GetName(), err)
+		}
+	})
+}
+
 // applicationManifest reads the env's Application from the fixture's apps/ tree.
 func (f *Platform) applicationManifest() *unstructured.Unstructured {
 	f.t.Helper()
-	data, err := os.ReadFile(filepath.Join(f.Dir, "apps", f.Env, "llm-"+f.Env+".yaml"))
+	return f.manifest(filepath.Join("apps", f.Env, "llm-"+f.Env+".yaml"))
+}
+
+// manifest reads one object from a file of the fixture's tree.
+func (f *Platform) manifest(rel string) *unstructured.Unstructured {
+	f.t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.Dir, rel))
 	if err != nil {
 		f.t.Fatal(err)
 	}
