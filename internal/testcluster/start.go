@@ -20,6 +20,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	tokens := fmt.Sprintf("%s,admin,admin-uid,system:masters\n%s,%s,auditor-uid\n", AdminToken, ReaderToken, ReaderUser)
+	// kube-controller-manager under its own name, as on a real cluster (admission policies that
+	// tell its writes apart, such as the GPU-taint exemption for DaemonSet pods, see it so).
+	tokens += fmt.Sprintf("%s,system:kube-controller-manager,kcm-uid,system:masters\n", controllerManagerToken)
 	for _, p := range People {
 		tokens += fmt.Sprintf("%s,%s,%s-uid,\"%s\"\n", p.Token, p.Name, p.Name, strings.Join(p.Groups, ","))
 	}
@@ -157,8 +160,16 @@ func (c *Cluster) startControllerManager(keys pki, port int) error {
 	if c.opts.Kwok {
 		controllers = "*,-nodeipam,-ttl"
 	}
+	kubeconfig := filepath.Join(c.Dir, "kube-controller-manager.kubeconfig")
+	caPEM, err := os.ReadFile(keys.caCert)
+	if err != nil {
+		return fmt.Errorf("read CA: %w", err)
+	}
+	if err := writeKubeconfig(kubeconfig, c.URL, caPEM, controllerManagerToken); err != nil {
+		return err
+	}
 	p, err := startProcess(c.Dir, "kube-controller-manager", c.bins.ControllerManager, []string{
-		"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false",
+		"--kubeconfig=" + kubeconfig, "--leader-elect=false",
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
 		"--service-account-private-key-file=" + keys.saKey,
 		"--root-ca-file=" + keys.caCert,

@@ -34,9 +34,11 @@ var People = []Person{
 // AdminToken authenticates as a member of system:masters; ReaderToken as user "auditor" with no
 // groups, for tests of least privilege.
 const (
-	AdminToken  = "admin-token-testcluster"
-	ReaderToken = "reader-token-testcluster"
-	ReaderUser  = "auditor"
+	AdminToken = "admin-token-testcluster"
+	// controllerManagerToken is kube-controller-manager's: user system:kube-controller-manager.
+	controllerManagerToken = "kcm-token-testcluster"
+	ReaderToken            = "reader-token-testcluster"
+	ReaderUser             = "auditor"
 )
 
 // Options say what to run and where.
