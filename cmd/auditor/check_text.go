@@ -41,6 +41,7 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		}
 		writeSecurity(w, e.Security, md)
 		writeGPUPools(w, e.GPUPools, md)
+		check.WriteKVCache(w, e.KVCache, md)
 		if md && len(e.Changes) > 0 {
 			fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")
 		}
