@@ -88,3 +88,26 @@ func remoteFor(location string) (*gitrepo.Remote, error) {
 	r, err := gitOpts.remote(location)
 	return r, failed(err)
 }
+
+// ledgerWrite are the flags of the ledger commands that commit to a branch: the repository, the
+// env (required) and the branch; Complete and Validate are theirs too.
+type ledgerWrite struct {
+	repo, env, branch string
+}
+
+func (o *ledgerWrite) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a directory (bare, to write) or a URL")
+	cmd.Flags().StringVar(&o.env, "env", "", "environment")
+	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to read and write")
+}
+
+// Complete has nothing to fill.
+func (o *ledgerWrite) Complete(*cobra.Command, []string) error { return nil }
+
+// Validate rejects a missing --env.
+func (o *ledgerWrite) Validate() error {
+	if o.env == "" {
+		return usageErr("--env is required")
+	}
+	return nil
+}

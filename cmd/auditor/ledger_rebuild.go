@@ -13,8 +13,8 @@ import (
 
 // ledgerRebuildOptions are the flags of `auditor ledger rebuild`.
 type ledgerRebuildOptions struct {
-	repo, env, branch string
-	dryRun, force     bool
+	ledgerWrite
+	dryRun, force bool
 }
 
 func newLedgerRebuildCommand() *cobra.Command {
@@ -30,23 +30,10 @@ existing ledger is only overwritten with --force.`,
 		Args: cobra.NoArgs,
 		RunE: runE(o),
 	}
-	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a directory (bare, to write) or a URL")
-	cmd.Flags().StringVar(&o.env, "env", "", "environment")
-	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to read and write")
+	o.ledgerWrite.add(cmd)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the rebuilt ledger instead of committing it")
 	cmd.Flags().BoolVar(&o.force, "force", false, "overwrite a malformed ledger")
 	return cmd
-}
-
-// Complete has nothing to fill.
-func (o *ledgerRebuildOptions) Complete(*cobra.Command, []string) error { return nil }
-
-// Validate rejects a missing --env.
-func (o *ledgerRebuildOptions) Validate() error {
-	if o.env == "" {
-		return usageErr("--env is required")
-	}
-	return nil
 }
 
 // Run prints the rebuilt ledger (--dry-run) or commits it.

@@ -13,7 +13,8 @@ import (
 
 // ledgerSyncOptions are the flags of `auditor ledger sync`.
 type ledgerSyncOptions struct {
-	repo, env, branch, prom, window string
+	ledgerWrite
+	prom, window string
 }
 
 func newLedgerSyncCommand() *cobra.Command {
@@ -28,23 +29,10 @@ p50/p95, error rate = aborted / finished requests) from the Prometheus HTTP API.
 		Args: cobra.NoArgs,
 		RunE: runE(o),
 	}
-	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a directory (bare, to write) or a URL")
-	cmd.Flags().StringVar(&o.env, "env", "", "environment")
-	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to read and write")
+	o.ledgerWrite.add(cmd)
 	cmd.Flags().StringVar(&o.prom, "prometheus", "", "Prometheus base URL for metrics snapshots (none: no snapshot)")
 	cmd.Flags().StringVar(&o.window, "window", "5m", "rate window of the metrics queries")
 	return cmd
-}
-
-// Complete has nothing to fill.
-func (o *ledgerSyncOptions) Complete(*cobra.Command, []string) error { return nil }
-
-// Validate rejects a missing --env.
-func (o *ledgerSyncOptions) Validate() error {
-	if o.env == "" {
-		return usageErr("--env is required")
-	}
-	return nil
 }
 
 // Run appends the new records and says what it committed.
