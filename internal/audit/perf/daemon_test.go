@@ -38,7 +38,7 @@ func (c *chat) last() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.at[
 // is folded into the digest at its end by design). Every minute the daemon also fetches Git and
 // audits the env in full; an edit that lands then waits for it, and counts.
 // Reported: p50, p99 (= the slowest, with 20 edits) from kubectl's return, the time from start
-// to the first audit, and the daemon's RSS and peak RSS.
+// to the first audit, the daemon's RSS and peak RSS, and where the RSS goes (reportMemory).
 func BenchmarkEditToChat10000(b *testing.B) {
 	const n, edits = 10000, 20
 	prefix := "b" + strconv.Itoa(n)
@@ -135,7 +135,66 @@ func BenchmarkEditToChat10000(b *testing.B) {
 	rss, hwm := procRSS(cmd.Process.Pid)
 	b.ReportMetric(rss, "daemon-RSS-MiB")
 	b.ReportMetric(hwm, "daemon-peak-RSS-MiB")
+	reportMemory(b, addr, cmd.Process.Pid)
 	b.ReportMetric(float64(n), "objects")
+}
+
+// reportMemory reports where the daemon's resident memory goes: anonymous pages (the Go heap,
+// stacks, runtime) against file pages (mostly the binary's text), and, from the Go runtime's own
+// series on /metrics, the heap in use, the heap kept but idle (not yet given back to the system),
+// goroutine stacks and the heap size the next GC aims at; with the peak resident size of the
+// last render worker (a child process) when the daemon renders out of process.
+func reportMemory(b *testing.B, addr string, pid int) {
+	const mib = 1 << 20
+	status := procStatus(pid)
+	b.ReportMetric(status["RssAnon"]/1024, "daemon-RssAnon-MiB")
+	b.ReportMetric(status["RssFile"]/1024, "daemon-RssFile-MiB")
+	m := scrape(addr)
+	b.ReportMetric(m["go_memstats_heap_inuse_bytes"]/mib, "go-heap-inuse-MiB")
+	b.ReportMetric((m["go_memstats_heap_idle_bytes"]-m["go_memstats_heap_released_bytes"])/mib, "go-heap-idle-kept-MiB")
+	b.ReportMetric(m["go_memstats_stack_inuse_bytes"]/mib, "go-stacks-MiB")
+	b.ReportMetric(m["go_memstats_next_gc_bytes"]/mib, "go-next-gc-MiB")
+	if v, ok := m["auditor_render_worker_peak_rss_bytes"]; ok {
+		b.ReportMetric(v/mib, "render-worker-peak-RSS-MiB")
+	}
+}
+
+// procStatus reads the kB figures of /proc/<pid>/status (VmRSS, RssAnon, RssFile, ...).
+func procStatus(pid int) map[string]float64 {
+	out := map[string]float64{}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if f := strings.Fields(v); ok && len(f) == 2 && f[1] == "kB" {
+			kb, _ := strconv.ParseFloat(f[0], 64)
+			out[k] = kb
+		}
+	}
+	return out
+}
+
+// scrape reads the unlabelled series of the daemon's /metrics (Prometheus text format).
+func scrape(addr string) map[string]float64 {
+	out := map[string]float64{}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || strings.HasPrefix(line, "#") || strings.Contains(f[0], "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+			out[f[0]] = v
+		}
+	}
+	return out
 }
 
 func ready(addr string) bool {
