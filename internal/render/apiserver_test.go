@@ -20,6 +20,7 @@ var cluster *testcluster.Cluster
 // (each namespace's default ServiceAccount, the ResourceQuotas' status) before Pod Security gets
 // its say (podsecurity_test.go).
 func TestMain(m *testing.M) {
+	serveTestWorker() // worker_test.go: this binary is also the render worker its tests start
 	os.Exit(testcluster.Main(m, testcluster.Options{ControllerManager: true}, &cluster))
 }
 

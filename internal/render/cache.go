@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -30,6 +31,9 @@ type Cache struct {
 	// must not change its objects. It saves decoding every object again at every hit, and keeps
 	// the decoded objects as long as the entry: for short-lived caches (a blame walk).
 	Shared bool
+	// Worker, when set, runs the renders the cache cannot answer in a child process (Worker):
+	// kustomize's working set then never enters this process' heap. Hits are unchanged.
+	Worker *Worker
 
 	mu      sync.Mutex
 	entries map[string][]*cacheEntry // env → newest first
@@ -122,6 +126,12 @@ func (c *Cache) ByRevision(env, revision string) (*Result, bool) {
 // RenderCached renders env from s through the cache: a render whose recorded reads all find the
 // same content in s is reused; otherwise kustomize runs and its reads are recorded.
 func (s Source) RenderCached(env string, c *Cache) (*Result, error) {
+	return s.RenderCachedContext(context.Background(), env, c)
+}
+
+// RenderCachedContext is RenderCached whose render, when the cache's Worker runs it in a child
+// process, is stopped (the child killed) when ctx is cancelled.
+func (s Source) RenderCachedContext(ctx context.Context, env string, c *Cache) (*Result, error) {
 	if c == nil {
 		return s.Render(env)
 	}
@@ -137,16 +147,29 @@ func (s Source) RenderCached(env string, c *Cache) (*Result, error) {
 			}
 		}
 	}
+	r, err := c.render(ctx, s, env)
+	if err != nil {
+		return nil, err
+	}
+	c.count(func(s *CacheStats) { s.Rendered++ })
+	if !r.remote {
+		c.store(r.res, r.probes)
+	}
+	return r.res, nil
+}
+
+// render runs kustomize, in the Worker's child process when the cache has one, recording what
+// the render read.
+func (c *Cache) render(ctx context.Context, s Source, env string) (*recordedRender, error) {
+	if c.Worker != nil && (s.files != nil || s.dir != "") {
+		return c.Worker.render(ctx, s, env)
+	}
 	rec := &recordingFS{FileSystem: s.fs, root: s.root, probes: map[string]string{}}
 	res, err := Source{fs: rec, root: s.root, revision: s.revision}.Render(env)
 	if err != nil {
 		return nil, err
 	}
-	c.count(func(s *CacheStats) { s.Rendered++ })
-	if !rec.remote {
-		c.store(res, rec.recorded())
-	}
-	return res, nil
+	return &recordedRender{res: res, probes: rec.recorded(), remote: rec.remote}, nil
 }
 
 func (c *Cache) key(env string) string {

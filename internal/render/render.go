@@ -43,6 +43,10 @@ type Source struct {
 	fs       filesys.FileSystem
 	root     string
 	revision string
+	// files are a snapshot's contents (nil for a work tree): what a Worker is sent.
+	files map[string][]byte
+	// dir is a work tree's directory ("" for a snapshot).
+	dir string
 }
 
 // FromDir renders from a work tree on disk rooted at dir.
@@ -51,18 +55,23 @@ func FromDir(dir string) (Source, error) {
 	if err != nil {
 		return Source{}, fmt.Errorf("repository directory %s: %w", dir, err)
 	}
-	return Source{fs: filesys.MakeFsOnDisk(), root: abs}, nil
+	return Source{fs: filesys.MakeFsOnDisk(), root: abs, dir: abs}, nil
 }
 
 // FromSnapshot renders from a Git snapshot, in memory: no checkout, no temporary files.
 func FromSnapshot(s *gitrepo.Snapshot) (Source, error) {
+	return fromFiles(s.Files, s.Revision)
+}
+
+// fromFiles is a Source over files (slash-separated paths) held in memory.
+func fromFiles(files map[string][]byte, revision string) (Source, error) {
 	fs := filesys.MakeFsInMemory()
-	for name, data := range s.Files {
+	for name, data := range files {
 		if err := fs.WriteFile("/"+name, data); err != nil {
 			return Source{}, fmt.Errorf("load %s: %w", name, err)
 		}
 	}
-	return Source{fs: fs, root: "/", revision: s.Revision}, nil
+	return Source{fs: fs, root: "/", revision: revision, files: files}, nil
 }
 
 // Has reports whether the repository holds a file (slash-separated path).

@@ -1,0 +1,229 @@
+package render
+
+// Rendering in a child process: kustomize's working set for a large env (about 1.1 GiB at 10,000
+// objects) is held by a process that exits when the render is done, so a long-running parent
+// never grows its heap, and keeps its pages, to that peak.
+//
+// The protocol, one JSON value per line. Parent → child (stdin): a workerRequest, then, for a
+// snapshot, one workerFile per file. Child → parent (stdout): a workerHeader (the render's path,
+// digest, what it read, or its error), then exactly Count objects, one per line, which the parent
+// decodes one at a time.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// WorkerEnv is the environment variable that makes a process a render worker (ServeWorkerIfChild).
+const WorkerEnv = "AUDITOR_RENDER_WORKER"
+
+// Worker runs kustomize in a child process of the given executable, one process per render. The
+// executable must call ServeWorkerIfChild before anything else (cmd/auditor's main does, and so
+// must the TestMain of tests whose renders go through a Worker).
+type Worker struct {
+	// Path is the executable (default: this process' own, os.Executable).
+	Path string
+
+	peakRSS atomic.Int64
+	started atomic.Int64
+}
+
+// NewWorker returns a Worker running this process' own executable.
+func NewWorker() *Worker { return &Worker{} }
+
+// PeakRSS is the peak resident set size, in bytes, of the last worker that exited (0 before the
+// first, or where the system does not say).
+func (w *Worker) PeakRSS() int64 { return w.peakRSS.Load() }
+
+// Started counts the worker processes started so far.
+func (w *Worker) Started() int64 { return w.started.Load() }
+
+// workerRequest is what the parent asks: env rendered from the work tree Dir, or from the
+// snapshot at Revision whose files follow.
+type workerRequest struct {
+	Env      string `json:"env"`
+	Revision string `json:"revision,omitempty"`
+	Dir      string `json:"dir,omitempty"`
+}
+
+// workerFile is one file of a snapshot.
+type workerFile struct {
+	Name string `json:"name"`
+	Data []byte `json:"data"`
+}
+
+// workerHeader is the first line the child writes.
+type workerHeader struct {
+	Path   string            `json:"path,omitempty"`
+	Digest string            `json:"digest,omitempty"`
+	Count  int               `json:"count"`
+	Probes map[string]string `json:"probes,omitempty"`
+	Remote bool              `json:"remote,omitempty"`
+	// Error is the render's error message, as an in-process render would have returned it; YAML
+	// is its file and line when a file does not parse.
+	Error string     `json:"error,omitempty"`
+	YAML  *YAMLError `json:"yaml,omitempty"`
+}
+
+// workerError is a render error reported by the child: the same message, and the same
+// *YAMLError through errors.As, as in process.
+type workerError struct {
+	msg  string
+	yaml *YAMLError
+}
+
+func (e *workerError) Error() string { return e.msg }
+
+func (e *workerError) Unwrap() error {
+	if e.yaml == nil {
+		return nil
+	}
+	return e.yaml
+}
+
+// recordedRender is a render done by a child, with what it read.
+type recordedRender struct {
+	res    *Result
+	probes map[string]string
+	remote bool
+}
+
+// render renders env from s in a child process. Cancelling ctx kills the child.
+func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRender, error) {
+	path := w.Path
+	if path == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("render %s: render worker: %w", env, err)
+		}
+		path = exe
+	}
+	cmd := exec.CommandContext(ctx, path)
+	cmd.Env = append(os.Environ(), WorkerEnv+"=1")
+	cmd.WaitDelay = 10 * time.Second
+	stderr := &tailBuffer{max: 16 << 10}
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("render %s: render worker: %w", env, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("render %s: render worker: %w", env, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("render %s: start render worker %s: %w", env, path, err)
+	}
+	w.started.Add(1)
+	sent := make(chan error, 1)
+	go func() {
+		err := writeRequest(stdin, s, env)
+		if cerr := stdin.Close(); err == nil {
+			err = cerr
+		}
+		sent <- err
+	}()
+	out, rerr := readRender(stdout, s.revision, env)
+	if rerr != nil {
+		_ = cmd.Process.Kill() // a child whose stream broke is not waited for
+	}
+	werr := cmd.Wait()
+	serr := <-sent
+	w.peakRSS.Store(peakRSS(cmd.ProcessState))
+	var reported *workerError
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("render %s: %w", env, ctx.Err())
+	case errors.As(rerr, &reported):
+		return nil, rerr
+	case rerr != nil || werr != nil:
+		cause := errors.Join(rerr, werr, serr)
+		return nil, fmt.Errorf("render %s: render worker: %w%s", env, cause, stderr.suffix())
+	}
+	return out, nil
+}
+
+// writeRequest sends the request and, for a snapshot, its files.
+func writeRequest(w io.Writer, s Source, env string) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	enc := json.NewEncoder(bw)
+	if err := enc.Encode(workerRequest{Env: env, Revision: s.revision, Dir: s.dir}); err != nil {
+		return err
+	}
+	if s.dir == "" {
+		for name, data := range s.files {
+			if err := enc.Encode(workerFile{Name: name, Data: data}); err != nil {
+				return err
+			}
+		}
+	}
+	return bw.Flush()
+}
+
+// readRender reads the child's stream: its header, then its objects one line at a time.
+func readRender(r io.Reader, revision, env string) (*recordedRender, error) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("read header: %w", err)
+	}
+	var h workerHeader
+	if err := json.Unmarshal(line, &h); err != nil {
+		return nil, fmt.Errorf("read header: %w", err)
+	}
+	if h.Error != "" {
+		return nil, &workerError{msg: h.Error, yaml: h.YAML}
+	}
+	res := &Result{Env: env, Path: h.Path, Revision: revision, Digest: h.Digest, Objects: make([]*unstructured.Unstructured, 0, h.Count)}
+	for i := range h.Count {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			return nil, fmt.Errorf("read object %d of %d: %w", i+1, h.Count, err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(line); err != nil {
+			return nil, fmt.Errorf("read object %d of %d: %w", i+1, h.Count, err)
+		}
+		res.Objects = append(res.Objects, u)
+	}
+	return &recordedRender{res: res, probes: h.Probes, remote: h.Remote}, nil
+}
+
+// tailBuffer keeps the last max bytes written: a crashing worker's panic or fatal error.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+// suffix is the worker's standard error to append to an error message, if it wrote any.
+func (t *tailBuffer) suffix() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := strings.TrimSpace(string(t.b)); s != "" {
+		return "\n" + s
+	}
+	return ""
+}

@@ -1,0 +1,89 @@
+package render
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// ServeWorkerIfChild makes this process a render worker when a Worker started it (WorkerEnv is
+// set): it reads the request on standard input, renders, writes the render to standard output
+// and exits. Otherwise it returns at once. Call it first thing in main, before flags are parsed.
+func ServeWorkerIfChild() {
+	if os.Getenv(WorkerEnv) != "1" {
+		return
+	}
+	if err := serveWorker(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "render worker: %v\n", err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+// serveWorker answers one request. A render that fails is reported in the header (the parent
+// returns its error); an error here is the protocol's.
+func serveWorker(in io.Reader, out io.Writer) error {
+	dec := json.NewDecoder(bufio.NewReaderSize(in, 256<<10))
+	var req workerRequest
+	if err := dec.Decode(&req); err != nil {
+		return fmt.Errorf("read request: %w", err)
+	}
+	src, err := requestSource(dec, req)
+	if err != nil {
+		return err
+	}
+	rec := &recordingFS{FileSystem: src.fs, root: src.root, probes: map[string]string{}}
+	res, err := Source{fs: rec, root: src.root, revision: src.revision}.Render(req.Env)
+	bw := bufio.NewWriterSize(out, 256<<10)
+	enc := json.NewEncoder(bw)
+	if err != nil {
+		h := workerHeader{Error: err.Error()}
+		var ye *YAMLError
+		if errors.As(err, &ye) {
+			h.YAML = ye
+		}
+		if err := enc.Encode(h); err != nil {
+			return fmt.Errorf("write error: %w", err)
+		}
+		return bw.Flush()
+	}
+	h := workerHeader{Path: res.Path, Digest: res.Digest, Count: len(res.Objects), Probes: rec.recorded(), Remote: rec.remote}
+	if err := enc.Encode(h); err != nil {
+		return fmt.Errorf("write header: %w", err)
+	}
+	for _, o := range res.Objects {
+		data, err := o.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("%s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+		if _, err := bw.Write(append(data, '\n')); err != nil {
+			return fmt.Errorf("write %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return bw.Flush()
+}
+
+// requestSource is the Source a request names: a work tree, or the snapshot whose files follow.
+func requestSource(dec *json.Decoder, req workerRequest) (Source, error) {
+	if req.Dir != "" {
+		src, err := FromDir(req.Dir)
+		src.revision = req.Revision
+		return src, err
+	}
+	files := map[string][]byte{}
+	for {
+		var f workerFile
+		err := dec.Decode(&f)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return Source{}, fmt.Errorf("read files: %w", err)
+		}
+		files[f.Name] = f.Data
+	}
+	return fromFiles(files, req.Revision)
+}

@@ -1,0 +1,153 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+)
+
+// hangEnv names a FIFO: a worker started with it writes its pid there and then hangs, in place
+// of rendering, so a test can cancel a render that is certain to be running.
+const hangEnv = "RENDER_TEST_WORKER_HANG_FIFO"
+
+// serveTestWorker makes this test binary a render worker when a test's Worker started it.
+func serveTestWorker() {
+	if fifo := os.Getenv(hangEnv); fifo != "" && os.Getenv(WorkerEnv) == "1" {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err == nil {
+			fmt.Fprintf(f, "%d\n", os.Getpid())
+			f.Close()
+		}
+		select {} // until killed
+	}
+	ServeWorkerIfChild()
+}
+
+func snapshotSource(t *testing.T, files map[string]string, revision string) Source {
+	t.Helper()
+	snap := &gitrepo.Snapshot{Revision: revision, Files: map[string][]byte{}}
+	for k, v := range files {
+		snap.Files[k] = []byte(v)
+	}
+	src, err := FromSnapshot(snap)
+	require.NoError(t, err)
+	return src
+}
+
+// A render through a Worker runs in a child process and gives what the in-process render gives;
+// the cache answers the next one without starting another child.
+func TestWorkerRendersOutOfProcess(t *testing.T) {
+	src := snapshotSource(t, miniRepo, "r1")
+	want, err := src.Render("prod")
+	require.NoError(t, err)
+
+	c := NewCache("", 2)
+	c.Worker = NewWorker()
+	got, err := src.RenderCachedContext(context.Background(), "prod", c)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, c.Worker.Started(), "one child process rendered")
+	assert.Equal(t, want.Digest, got.Digest)
+	assert.Equal(t, "overlays/prod", got.Path)
+	assert.Equal(t, "r1", got.Revision)
+	require.Len(t, got.Objects, len(want.Objects))
+	for i := range want.Objects {
+		if d := cmp.Diff(want.Objects[i].Object, got.Objects[i].Object); d != "" {
+			t.Errorf("object %d (-in process +worker):\n%s", i, d)
+		}
+	}
+	if c.Worker.PeakRSS() <= 0 {
+		t.Errorf("peak RSS of the worker not recorded: %d", c.Worker.PeakRSS())
+	}
+
+	// Another commit with the same content: answered from what the child recorded it read.
+	again, err := snapshotSource(t, miniRepo, "r2").RenderCachedContext(context.Background(), "prod", c)
+	require.NoError(t, err)
+	assert.Equal(t, want.Digest, again.Digest)
+	assert.Equal(t, CacheStats{ByContent: 1, Rendered: 1}, c.Stats())
+	assert.EqualValues(t, 1, c.Worker.Started(), "a cache hit starts no child")
+
+	// A work tree is rendered by the child from its directory.
+	dir := t.TempDir()
+	writeTree(t, dir, miniRepo)
+	fromDir, err := FromDir(dir)
+	require.NoError(t, err)
+	res, err := fromDir.RenderCachedContext(context.Background(), "prod", &Cache{max: 1, entries: map[string][]*cacheEntry{}, Worker: c.Worker})
+	require.NoError(t, err)
+	assert.Equal(t, want.Digest, res.Digest)
+	assert.EqualValues(t, 2, c.Worker.Started())
+}
+
+// A malformed manifest's error comes back from the child as the in-process render words it:
+// naming the file and line, and as a *YAMLError.
+func TestWorkerMalformedYAMLNamesFileAndLine(t *testing.T) {
+	files := map[string]string{}
+	for k, v := range miniRepo {
+		files[k] = v
+	}
+	files["overlays/prod/more.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n   namespace: llm-api\n"
+	src := snapshotSource(t, files, "bad")
+	_, inProcess := src.Render("prod")
+	require.Error(t, inProcess)
+
+	c := NewCache("", 2)
+	c.Worker = NewWorker()
+	_, err := src.RenderCachedContext(context.Background(), "prod", c)
+	require.Error(t, err)
+	assert.EqualValues(t, 1, c.Worker.Started())
+	assert.Contains(t, err.Error(), "overlays/prod/more.yaml:5:")
+	assert.Equal(t, inProcess.Error(), err.Error())
+	var ye *YAMLError
+	if assert.True(t, errors.As(err, &ye), "errors.As *YAMLError: %v", err) {
+		assert.Equal(t, "overlays/prod/more.yaml", ye.File)
+		assert.Equal(t, 5, ye.Line)
+	}
+}
+
+// Cancelling the context of a running render kills the child: the render returns the context's
+// error and the process is gone.
+func TestWorkerCancelKillsChild(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "pid")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	t.Setenv(hangEnv, fifo)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	w := NewWorker()
+	go func() {
+		_, err := w.render(ctx, snapshotSource(t, miniRepo, "r1"), "prod")
+		done <- err
+	}()
+	data, err := os.ReadFile(fifo) // blocks until the child is running and says its pid
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(string(data[:len(data)-1]))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(pid, 0), "the worker runs")
+
+	cancel()
+	err = <-done
+	require.ErrorIs(t, err, context.Canceled)
+	// render returned after Wait reaped the child: its pid names no process any more.
+	assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "worker %d still exists", pid)
+}
+
+// A child that dies without answering (here: not a worker at all) is an error that says so,
+// with what it wrote on standard error.
+func TestWorkerCrashIsAnError(t *testing.T) {
+	w := &Worker{Path: "/bin/sh"}
+	t.Setenv("ENV", "") // sh reads its script from stdin: the JSON request is not one
+	_, err := w.render(context.Background(), snapshotSource(t, miniRepo, "r1"), "prod")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "render prod: render worker:")
+}
