@@ -4,9 +4,12 @@ package main
 
 import (
 	"os"
+
+	"github.com/llm-gitops/platform/internal/render"
 )
 
 func main() {
+	render.ServeWorkerIfChild() // `auditor serve` renders in a child process of this binary
 	err := newRootCommand().Execute()
 	stopProfile()
 	os.Exit(exitStatus(os.Stderr, err))

@@ -106,7 +106,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 		defer cancel()
 		prefetch(pctx, a.Live, a.Options.ExtraKinds)
 	}()
-	res, err := a.render(req.Env, desired)
+	res, err := a.render(ctx, req.Env, desired)
 	if err != nil {
 		<-prefetched
 		return nil, err

@@ -12,7 +12,7 @@ import (
 )
 
 // render renders env at revision, through the render cache when the Auditor has one.
-func (a *Auditor) render(env, revision string) (*render.Result, error) {
+func (a *Auditor) render(ctx context.Context, env, revision string) (*render.Result, error) {
 	if res, ok := a.Renders.ByRevision(env, revision); ok {
 		return res, nil
 	}
@@ -24,7 +24,7 @@ func (a *Auditor) render(env, revision string) (*render.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := src.RenderCached(env, a.Renders)
+	res, err := src.RenderCachedContext(ctx, env, a.Renders)
 	if err != nil {
 		return nil, fmt.Errorf("%s at %.12s: %w", env, revision, err)
 	}

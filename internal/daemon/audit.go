@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
@@ -25,9 +27,28 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	a.AppNamespace = d.cfg.AppNamespace
 	a.AppName = func(env string) string { return d.cfg.AppNamePrefix + env }
 	a.Renders = render.NewCache("", 2) // the synced revision and the one before: a 10,000-object render is ~9 MiB as JSON
+	a.Renders.Worker = d.worker
 	a.Options.SecretKey = d.hmacKey
 	d.auditor = a
 	return a
+}
+
+// startWorker makes the audits render in a child process (render.Worker) unless the config asks
+// for in-process renders, and exposes the worker's figures: kustomize's working set (about
+// 1.1 GiB at 10,000 objects) is then the child's, which exits, and never the daemon's heap.
+func (d *Daemon) startWorker() {
+	if d.cfg.RenderInProcess {
+		return
+	}
+	w := render.NewWorker()
+	d.worker = w
+	d.metrics.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_render_worker_peak_rss_bytes",
+			Help: "Peak resident set size of the last render worker (the child process running kustomize)."},
+			func() float64 { return float64(w.PeakRSS()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_render_workers_total",
+			Help: "Render worker processes started (one per render the render cache could not answer)."},
+			func() float64 { return float64(w.Started()) }))
 }
 
 // auditAll audits every env in full; an env that fails keeps its last report and the others go on.

@@ -51,6 +51,7 @@ type Daemon struct {
 	people       *auditlog.Store // audit events, when configured
 	episodes     *episode.Book   // drift episodes, saved in the state dir
 	adoptRenders *render.Cache   // renders of the walks that name adopting commits (audit loop only)
+	worker       *render.Worker  // runs the audits' renders in a child process; nil with RenderInProcess
 	peopleMu     sync.Mutex
 	firstSeen    map[string]time.Time     // fields without a person yet: when first seen
 	held         map[string]*drift.Report // per env, the report held back waiting for people
@@ -111,6 +112,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		return nil, err
 	}
 	d.authorize = authorize
+	d.startWorker()
 	d.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_watch_starts_total",
 		Help: "Watch requests the informers made: one per kind, then one per reconnect."}, func() float64 {
 		d.mu.RLock()

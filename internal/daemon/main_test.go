@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/report"
 	"github.com/llm-gitops/platform/internal/testcluster"
 	"github.com/llm-gitops/platform/internal/testfixture"
@@ -24,6 +25,7 @@ import (
 var cluster *testcluster.Cluster
 
 func TestMain(m *testing.M) {
+	render.ServeWorkerIfChild() // the daemon renders in a child process of this test binary
 	os.Exit(testcluster.Main(m, testcluster.Options{AuditWebhook: true}, &cluster))
 }
 

@@ -23,6 +23,7 @@ import (
 var cluster *testcluster.Cluster
 
 func TestMain(m *testing.M) {
+	render.ServeWorkerIfChild() // the daemon renders in a child process of this test binary
 	os.Exit(testcluster.Main(m, testcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true, ArgoCD: true}, &cluster))
 }
 
