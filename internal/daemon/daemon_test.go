@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,11 @@ func TestKubectlEditReachesEveryReceiverOnceThenResolves(t *testing.T) {
 	_, metrics := d.get(t, "/metrics")
 	if !strings.Contains(metrics, `auditor_drifted_objects{env="prod",kind="StatefulSet"} 1`) {
 		t.Errorf("metrics lack the drifted StatefulSet:\n%s", grep(metrics, "auditor_"))
+	}
+	// The render ran in a render worker, a child process, not in the daemon's heap (the default).
+	if !regexp.MustCompile(`(?m)^auditor_render_workers_total [1-9]`).MatchString(metrics) ||
+		!regexp.MustCompile(`(?m)^auditor_render_worker_peak_rss_bytes [1-9]`).MatchString(metrics) {
+		t.Errorf("no render worker ran:\n%s", grep(metrics, "auditor_render"))
 	}
 	// Undo by hand: one resolution notice per receiver.
 	time.Sleep(400 * time.Millisecond) // let the fold window close so the notice is not folded

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,7 +60,9 @@ func serveWorker(in io.Reader, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
-		if _, err := bw.Write(append(data, '\n')); err != nil {
+		// Unstructured's encoder ends the JSON with a newline already: one line per object.
+		data = append(bytes.TrimRight(data, "\n"), '\n')
+		if _, err := bw.Write(data); err != nil {
 			return fmt.Errorf("write %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}

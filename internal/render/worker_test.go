@@ -48,9 +48,19 @@ func snapshotSource(t *testing.T, files map[string]string, revision string) Sour
 // A render through a Worker runs in a child process and gives what the in-process render gives;
 // the cache answers the next one without starting another child.
 func TestWorkerRendersOutOfProcess(t *testing.T) {
-	src := snapshotSource(t, miniRepo, "r1")
+	files := map[string]string{
+		"base/app/kustomization.yaml": "resources: [cm.yaml, svc.yaml]\n",
+		"base/app/svc.yaml":           "apiVersion: v1\nkind: Service\nmetadata:\n  name: app\n  namespace: llm-api\nspec:\n  ports: [{port: 80}]\n",
+	}
+	for k, v := range miniRepo {
+		if _, ok := files[k]; !ok {
+			files[k] = v
+		}
+	}
+	src := snapshotSource(t, files, "r1")
 	want, err := src.Render("prod")
 	require.NoError(t, err)
+	require.Len(t, want.Objects, 2)
 
 	c := NewCache("", 2)
 	c.Worker = NewWorker()
@@ -71,7 +81,7 @@ func TestWorkerRendersOutOfProcess(t *testing.T) {
 	}
 
 	// Another commit with the same content: answered from what the child recorded it read.
-	again, err := snapshotSource(t, miniRepo, "r2").RenderCachedContext(context.Background(), "prod", c)
+	again, err := snapshotSource(t, files, "r2").RenderCachedContext(context.Background(), "prod", c)
 	require.NoError(t, err)
 	assert.Equal(t, want.Digest, again.Digest)
 	assert.Equal(t, CacheStats{ByContent: 1, Rendered: 1}, c.Stats())
@@ -79,7 +89,7 @@ func TestWorkerRendersOutOfProcess(t *testing.T) {
 
 	// A work tree is rendered by the child from its directory.
 	dir := t.TempDir()
-	writeTree(t, dir, miniRepo)
+	writeTree(t, dir, files)
 	fromDir, err := FromDir(dir)
 	require.NoError(t, err)
 	res, err := fromDir.RenderCachedContext(context.Background(), "prod", &Cache{max: 1, entries: map[string][]*cacheEntry{}, Worker: c.Worker})
