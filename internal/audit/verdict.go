@@ -13,6 +13,9 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 )
 
+// verdictBatch is how many live objects argoVerdicts decodes at a time.
+const verdictBatch = 1000
+
 // argoVerdicts puts Argo CD's own verdict beside each drifted object and explains where the two
 // disagree. An object Argo CD calls OutOfSync that the auditor's comparison passed is drift too:
 // it joins the report's objects and is also listed in argocdOnly, so the disagreement stays
@@ -52,18 +55,23 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 			}
 		}
 	} else {
-		lives := make([]*unstructured.Unstructured, len(desired))
-		for i, d := range desired {
-			if l, ok := a.Live.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName()); ok {
-				lives[i] = l
+		// Each object's verdict stands alone, so the live objects are decoded a batch at a time:
+		// all 10,000 of a large env at once held ~110 MB of heap for the length of the diff.
+		for lo := 0; lo < len(desired); lo += verdictBatch {
+			part := desired[lo:min(lo+verdictBatch, len(desired))]
+			lives := make([]*unstructured.Unstructured, len(part))
+			for i, d := range part {
+				if l, ok := a.Live.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName()); ok {
+					lives[i] = l
+				}
 			}
-		}
-		verdicts, err := app.OutOfSync(ctx, desired, lives, overrides, a.memo(rep.Env))
-		if err != nil {
-			return err
-		}
-		for i, v := range verdicts {
-			outOfSync[i], sides[i] = v.OutOfSync, [2]map[string]any{v.Predicted, v.Live}
+			verdicts, err := app.OutOfSync(ctx, part, lives, overrides, a.memo(rep.Env))
+			if err != nil {
+				return err
+			}
+			for i, v := range verdicts {
+				outOfSync[lo+i], sides[lo+i] = v.OutOfSync, [2]map[string]any{v.Predicted, v.Live}
+			}
 		}
 	}
 	argo, none := map[string]bool{}, map[string]bool{}
