@@ -16,8 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -112,6 +116,9 @@ func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRen
 	}
 	cmd := exec.CommandContext(ctx, path)
 	cmd.Env = append(os.Environ(), WorkerEnv+"=1")
+	if lim := childMemoryLimit(); lim > 0 {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+strconv.FormatInt(lim, 10))
+	}
 	cmd.WaitDelay = 10 * time.Second
 	stderr := &tailBuffer{max: 16 << 10}
 	cmd.Stderr = stderr
@@ -153,6 +160,20 @@ func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRen
 		return nil, fmt.Errorf("render %s: render worker: %w%s", env, cause, stderr.suffix())
 	}
 	return out, nil
+}
+
+// childMemoryLimit is the soft memory limit a worker runs with when this process has one
+// (GOMEMLIMIT, set from a container's memory limit): what this process does not use of it, as the
+// container's limit counts both, but at least a quarter of it. 0 when this process has none.
+func childMemoryLimit() int64 {
+	lim := debug.SetMemoryLimit(-1)
+	if lim == math.MaxInt64 {
+		return 0
+	}
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	used := int64(s[0].Value.Uint64() - s[1].Value.Uint64())
+	return max(lim-used, lim/4)
 }
 
 // writeRequest sends the request and, for a snapshot, its files.

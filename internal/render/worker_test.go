@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"testing"
@@ -160,4 +162,16 @@ func TestWorkerCrashIsAnError(t *testing.T) {
 	_, err := w.render(context.Background(), snapshotSource(t, miniRepo, "r1"), "prod")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "render prod: render worker:")
+}
+
+// Under a soft memory limit (a container's, through GOMEMLIMIT) the worker gets what this
+// process leaves of it, as the container counts both; without one, none.
+func TestWorkerShareOfMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	defer debug.SetMemoryLimit(prev)
+	assert.Zero(t, childMemoryLimit())
+	debug.SetMemoryLimit(1 << 30)
+	got := childMemoryLimit()
+	assert.Less(t, got, int64(1<<30), "this process' own use is left out")
+	assert.GreaterOrEqual(t, got, int64(1<<28))
 }
