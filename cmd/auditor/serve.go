@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -64,6 +65,12 @@ func (o *serveOptions) Run(context.Context, io.Writer) error {
 	d, err := daemon.New(cfg, restCfg, log)
 	if err != nil {
 		return failed(err)
+	}
+	if os.Getenv("GOGC") == "" {
+		// A long-running daemon whose live heap is mostly its caches: half of it as headroom
+		// between collections instead of all of it (GOGC=100) keeps ~35 MB off the RSS at
+		// 10,000 objects for a few more collections; GOGC in the environment overrides.
+		debug.SetGCPercent(daemon.DefaultGCPercent)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -58,7 +58,14 @@ func (d *Daemon) auditAll(ctx context.Context) {
 	if d.eachEnv(ctx, func(a *audit.Auditor, env string) (*drift.Report, error) { return a.Run(ctx, audit.Request{Env: env}) }) {
 		d.ready.Store(true)
 	}
+	// A full audit decodes every object once more (the render, Argo CD's verdicts): at 10,000
+	// objects it allocates ~1 GB, and the pages the heap grew to would otherwise stay resident
+	// until the scavenger's slow pace gives them back. Once a fetch interval, one forced GC.
+	debug.FreeOSMemory()
 }
+
+// DefaultGCPercent is the GOGC `auditor serve` runs with when GOGC is not set.
+const DefaultGCPercent = 50
 
 // auditFetched audits after a fetch: an env whose branch head or synced revision moved is
 // audited in full (Update sees it), the others only for what the watches touched; every
@@ -107,8 +114,9 @@ func (d *Daemon) eachEnv(ctx context.Context, run func(a *audit.Auditor, env str
 	}
 	d.hookInformers(c)
 	if rendered := a.Renders.Stats().Rendered; rendered != d.rendered {
-		// Kustomize just built and dropped a whole render: give that memory back to the system
-		// now rather than keep the process at its peak (10,000 objects: ~1 GiB during a render).
+		// A render was decoded and cached (in process, kustomize built and dropped a whole
+		// render: ~1 GiB at 10,000 objects): give that memory back to the system now rather than
+		// keep the process at its peak.
 		d.rendered = rendered
 		debug.FreeOSMemory()
 	}
