@@ -85,6 +85,8 @@ var auditorMetrics = map[string]string{
 	"auditor_outbox_dropped_total":                     "counter",
 	"auditor_watch_starts_total":                       "counter",
 	"auditor_audits_total":                             "counter",
+	"auditor_render_workers_total":                     "counter",
+	"auditor_render_worker_peak_rss_bytes":             "gauge",
 }
 
 // kubeStateMetrics: kubernetes/kube-state-metrics, internal/store/node.go (labels node, resource
