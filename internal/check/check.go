@@ -27,6 +27,7 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/ledger"
 	"github.com/llm-gitops/platform/internal/policy"
+	"github.com/llm-gitops/platform/internal/release"
 	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/schedule"
 )
@@ -42,7 +43,10 @@ type Result struct {
 
 // EnvResult is one env's rendered diff and findings.
 type EnvResult struct {
-	Env        string      `json:"env"`
+	Env string `json:"env"`
+	// Revision is the commit the env was rendered at: its pin (apps/<env>/release.yaml) when it
+	// is pinned, else the head.
+	Revision   string      `json:"revision,omitempty"`
 	Changes    []Change    `json:"changes"`
 	Violations []Violation `json:"violations"`
 	Warnings   []Violation `json:"warnings,omitempty"`
@@ -92,16 +96,28 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Base: baseRev, Head: headRev, Passed: true}
+	releases := newReleaseSources(repo)
 	for _, env := range envs {
-		h, err := headSrc.Render(env)
+		// Each env is rendered at the revision it runs: its pin (apps/<env>/release.yaml) at base
+		// and at head, so a change of base/ shows in prod only once a promotion moves prod's pin.
+		er := EnvResult{Env: env, Violations: []Violation{}}
+		envHead, pinErr := releases.source(headSrc, headRev, env)
+		if pinErr != nil {
+			er.Violations = append(er.Violations, Violation{Rule: "release-pinned", Object: release.File(env), Message: pinErr.Error()})
+			envHead = headSrc
+		}
+		h, err := envHead.Render(env)
 		if err != nil {
-			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
+			return nil, fmt.Errorf("head %.12s: %w", envHead.Revision(), err)
 		}
+		er.Revision = envHead.Revision()
 		var baseObjs []*unstructured.Unstructured
-		if b, err := baseSrc.Render(env); err == nil {
-			baseObjs = b.Objects
+		if envBase, err := releases.source(baseSrc, baseRev, env); err == nil {
+			if b, err := envBase.Render(env); err == nil {
+				baseObjs = b.Objects
+			}
 		}
-		er := EnvResult{Env: env, Changes: diffObjects(baseObjs, h.Objects), Violations: []Violation{}}
+		er.Changes = diffObjects(baseObjs, h.Objects)
 		if er.Changes == nil {
 			er.Changes = []Change{}
 		}
@@ -117,6 +133,12 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
 		}
 		er.Violations = append(er.Violations, cascadeStateful(apps, h.Objects)...)
+		pinned, unpinnable, err := releasePinned(repo, headSrc, env)
+		if err != nil {
+			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
+		}
+		er.Violations = append(er.Violations, pinned...)
+		er.Warnings = append(er.Warnings, unpinnable...)
 		er.Violations = append(er.Violations, backupOffsite(h.Objects)...)
 		er.Violations = append(er.Violations, kedaReach(h.Objects)...)
 		er.Violations = append(er.Violations, vllmDrain(h.Objects)...)

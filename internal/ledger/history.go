@@ -5,18 +5,24 @@ import (
 	"fmt"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/release"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
 // WatchedPaths are the paths whose changes can change what env serves.
 func WatchedPaths(env string) []string {
-	return []string{render.OverlayPath(env), "base", "components"}
+	return []string{render.OverlayPath(env), "base", "components", release.File(env)}
 }
 
-// StateAt renders env at rev and returns what it serves (empty when the overlay does not exist
-// at rev).
+// StateAt renders env as it runs when the repository is at rev — at its pinned commit
+// (apps/<env>/release.yaml) when it has one, else at rev — and returns what it serves (empty when
+// the overlay does not exist there).
 func StateAt(repo *gitrepo.Repo, env, rev string) (State, error) {
-	snap, err := repo.Snapshot(rev)
+	pin, err := release.RevisionAt(repo, env, rev)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := repo.Snapshot(pin)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +122,13 @@ func Records(ctx context.Context, repo *gitrepo.Repo, env, from, to string) ([]R
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, commitRecords(env, c, prev, next)...)
+		recs := commitRecords(env, c, prev, next)
+		if pin, err := release.RevisionAt(repo, env, c.Hash); err == nil && pin != c.Hash {
+			for i := range recs {
+				recs[i].Release = pin
+			}
+		}
+		out = append(out, recs...)
 		prev = next
 	}
 	return out, nil
