@@ -6,10 +6,12 @@ import (
 	"path"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/release"
 	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/testcluster"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // syncEnv plays Argo CD for the local cluster: renders env at revision, server-side applies it as
@@ -35,11 +37,27 @@ func syncEnv(dir, env, repoURL, revision string) error {
 	if err != nil {
 		return err
 	}
-	res, err := src.Render(env)
+	apps, err := src.RenderPath(path.Join("apps", env))
 	if err != nil {
 		return err
 	}
-	apps, err := src.RenderPath(path.Join("apps", env))
+	// What Argo CD applies: the env's pin, with its Application's kustomize patches.
+	runs, err := release.At(repo, env, snap.Revision)
+	if err != nil {
+		return err
+	}
+	if runs.Revision != snap.Revision {
+		if snap, err = repo.Snapshot(runs.Revision); err != nil {
+			return err
+		}
+		if src, err = render.FromSnapshot(snap); err != nil {
+			return err
+		}
+	}
+	if src, err = src.WithPatches(env, runs.Patches); err != nil {
+		return err
+	}
+	res, err := src.Render(env)
 	if err != nil {
 		return err
 	}

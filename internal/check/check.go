@@ -133,12 +133,11 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
 		}
 		er.Violations = append(er.Violations, cascadeStateful(apps, h.Objects)...)
-		pinned, unpinnable, err := releasePinned(repo, headSrc, env)
+		pinned, err := releasePinned(repo, headSrc, env)
 		if err != nil {
 			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
 		}
 		er.Violations = append(er.Violations, pinned...)
-		er.Warnings = append(er.Warnings, unpinnable...)
 		er.Violations = append(er.Violations, backupOffsite(h.Objects)...)
 		er.Violations = append(er.Violations, kedaReach(h.Objects)...)
 		er.Violations = append(er.Violations, vllmDrain(h.Objects)...)

@@ -9,7 +9,6 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/release"
 	"github.com/llm-gitops/platform/internal/render"
-	"github.com/llm-gitops/platform/internal/schedule"
 )
 
 // releaseSources renders envs at their pins, one Source per pinned commit.
@@ -22,49 +21,41 @@ func newReleaseSources(repo *gitrepo.Repo) *releaseSources {
 	return &releaseSources{repo: repo, sources: map[string]render.Source{}}
 }
 
-// source returns what env renders from when the repository is at rev (src): src itself when the
-// env follows the branch, else the Source of its pinned commit.
+// source returns what env renders from when the repository is at rev (src): its pinned commit
+// (src itself when the env follows the branch) with the kustomize patches of its Application at
+// rev, as Argo CD builds it.
 func (r *releaseSources) source(src render.Source, rev, env string) (render.Source, error) {
 	pin, err := release.RevisionAt(r.repo, env, rev)
 	if err != nil {
 		return render.Source{}, err
 	}
-	if pin == rev {
-		return src, nil
-	}
-	if s, ok := r.sources[pin]; ok {
-		return s, nil
-	}
-	s, _, err := snapshot(r.repo, pin)
+	patches, err := release.ApplicationPatches(src, env)
 	if err != nil {
 		return render.Source{}, err
 	}
-	r.sources[pin] = s
-	return s, nil
+	s, ok := r.sources[pin]
+	switch {
+	case pin == rev:
+		s = src
+	case !ok:
+		if s, _, err = snapshot(r.repo, pin); err != nil {
+			return render.Source{}, err
+		}
+		r.sources[pin] = s
+	}
+	return s.WithPatches(env, patches)
 }
 
 // releasePinned checks that every env but the one that follows main (release.Following) is
 // pinned: its release file names a commit the repository has, and every Application of apps/<env>
 // that syncs from the platform repository (the one its overlay's Application uses) carries a
 // commit as targetRevision. An env tracking a branch takes every change of main unreviewed
-// (issue #15: "prod tracking a branch"). For an env with a schedule (clusters/<env>/schedule.yaml)
-// the findings are warnings: its scale-ups commit to its overlay on main, which a pinned env
-// would not sync, so it cannot be pinned until the schedule writes where a pinned env reads.
-func releasePinned(repo *gitrepo.Repo, src render.Source, env string) (violations, warnings []Violation, err error) {
+// (issue #15: "prod tracking a branch").
+func releasePinned(repo *gitrepo.Repo, src render.Source, env string) ([]Violation, error) {
 	if env == release.Following {
-		return nil, nil, nil
+		return nil, nil
 	}
-	out, err := releaseFindings(repo, src, env)
-	if err != nil || len(out) == 0 {
-		return nil, nil, err
-	}
-	if !src.Has(schedule.Path(env)) {
-		return out, nil, nil
-	}
-	for i := range out {
-		out[i].Message += fmt.Sprintf(" (a warning while %s's scheduled scale-ups commit to overlays/%s on main: a pinned %s would not sync them)", schedule.Path(env), env, env)
-	}
-	return nil, out, nil
+	return releaseFindings(repo, src, env)
 }
 
 func releaseFindings(repo *gitrepo.Repo, src render.Source, env string) ([]Violation, error) {

@@ -15,55 +15,36 @@ import (
 
 // TestTrackingABranchIsRejected: staging's and prod's releases name main instead of a commit,
 // and their Applications' targetRevision with them; the check names the release file and the
-// Applications. Prod, which has a schedule, gets the same findings as warnings; without its
-// schedule they are violations.
+// Applications of each.
 func TestTrackingABranchIsRejected(t *testing.T) {
-	for _, tc := range []struct {
-		name         string
-		dropSchedule bool
-	}{{"prod with its schedule", false}, {"prod without a schedule", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir, _, _ := repoCopy(t)
-			for _, env := range []string{"staging", "prod"} {
-				p := filepath.Join(dir, release.File(env))
-				data, err := os.ReadFile(p)
-				require.NoError(t, err)
-				out, err := release.Set(env, data, "main", "")
-				require.NoError(t, err)
-				require.NoError(t, os.WriteFile(p, out, 0o644))
-			}
-			if tc.dropSchedule {
-				require.NoError(t, os.Remove(filepath.Join(dir, "clusters/prod/schedule.yaml")))
-			}
-			gitOut(t, dir, "commit", "-qam", "staging and prod follow main")
+	dir, _, _ := repoCopy(t)
+	for _, env := range []string{"staging", "prod"} {
+		p := filepath.Join(dir, release.File(env))
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		out, err := release.Set(env, data, "main", "")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, out, 0o644))
+	}
+	gitOut(t, dir, "commit", "-qam", "staging and prod follow main")
 
-			repo, err := gitrepo.Open(dir)
-			require.NoError(t, err)
-			res, err := Run(repo, "HEAD~1", "HEAD")
-			require.NoError(t, err)
-			assert.False(t, res.Passed)
-			for _, env := range res.Envs {
-				violations, warnings := rulesOf(env.Violations, "release-pinned"), rulesOf(env.Warnings, "release-pinned")
-				if env.Env == "dev" {
-					assert.Empty(t, violations)
-					assert.Empty(t, warnings)
-					continue
-				}
-				got := violations
-				if env.Env == "prod" && !tc.dropSchedule {
-					assert.Empty(t, violations)
-					got = warnings
-				} else {
-					assert.Empty(t, warnings, env.Env)
-				}
-				var objects []string
-				for _, v := range got {
-					objects = append(objects, v.Object)
-					assert.Contains(t, v.Message, `"main"`, v.Object)
-				}
-				assert.ElementsMatch(t, []string{"apps/" + env.Env + "/release.yaml", "Application argocd/llm-" + env.Env, "Application argocd/llm-policies"}, objects, env.Env)
-			}
-		})
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	res, err := Run(repo, "HEAD~1", "HEAD")
+	require.NoError(t, err)
+	assert.False(t, res.Passed)
+	for _, env := range res.Envs {
+		got := rulesOf(env.Violations, "release-pinned")
+		if env.Env == "dev" {
+			assert.Empty(t, got)
+			continue
+		}
+		var objects []string
+		for _, v := range got {
+			objects = append(objects, v.Object)
+			assert.Contains(t, v.Message, `"main"`, v.Object)
+		}
+		assert.ElementsMatch(t, []string{"apps/" + env.Env + "/release.yaml", "Application argocd/llm-" + env.Env, "Application argocd/llm-policies"}, objects, env.Env)
 	}
 }
 

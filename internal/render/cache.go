@@ -100,7 +100,8 @@ var KustomizeVersion = func() string {
 	return "unknown"
 }()
 
-// ByRevision returns the render of env at a commit if the cache knows that commit.
+// ByRevision returns the render of env at a commit if the cache knows that commit; revision is
+// the commit, or CacheRevision's key for a render with an Application's patches.
 func (c *Cache) ByRevision(env, revision string) (*Result, bool) {
 	if c == nil || revision == "" {
 		return nil, false
@@ -108,7 +109,8 @@ func (c *Cache) ByRevision(env, revision string) (*Result, bool) {
 	for _, e := range c.load(env) {
 		for _, r := range e.Revisions {
 			if r == revision {
-				res, ok := c.resultFor(e, revision)
+				commit, _, _ := strings.Cut(revision, "#") // a patched render's key (CacheRevision)
+				res, ok := c.resultFor(e, commit)
 				if ok {
 					c.count(func(s *CacheStats) { s.ByRevision++ })
 				}
@@ -125,26 +127,27 @@ func (s Source) RenderCached(env string, c *Cache) (*Result, error) {
 	if c == nil {
 		return s.Render(env)
 	}
-	if res, ok := c.ByRevision(env, s.revision); ok {
+	key := s.cacheRevision()
+	if res, ok := c.ByRevision(env, key); ok {
 		return res, nil
 	}
 	for _, e := range c.load(env) {
 		if e.matches(s) {
 			if res, ok := c.resultFor(e, s.revision); ok {
-				c.addRevision(e, s.revision)
+				c.addRevision(e, key)
 				c.count(func(s *CacheStats) { s.ByContent++ })
 				return res, nil
 			}
 		}
 	}
 	rec := &recordingFS{FileSystem: s.fs, root: s.root, probes: map[string]string{}}
-	res, err := Source{fs: rec, root: s.root, revision: s.revision}.Render(env)
+	res, err := Source{fs: rec, root: s.root, revision: s.revision, variant: s.variant}.Render(env)
 	if err != nil {
 		return nil, err
 	}
 	c.count(func(s *CacheStats) { s.Rendered++ })
 	if !rec.remote {
-		c.store(res, rec.recorded())
+		c.store(res, key, rec.recorded())
 	}
 	return res, nil
 }
@@ -169,10 +172,10 @@ func (c *Cache) load(env string) []*cacheEntry {
 	return append([]*cacheEntry(nil), es...)
 }
 
-func (c *Cache) store(res *Result, probes map[string]string) {
+func (c *Cache) store(res *Result, key string, probes map[string]string) {
 	e := &cacheEntry{Env: res.Env, Kustomize: KustomizeVersion, Probes: probes, Path: res.Path, Digest: res.Digest}
-	if res.Revision != "" {
-		e.Revisions = []string{res.Revision}
+	if key != "" {
+		e.Revisions = []string{key}
 	}
 	for _, o := range res.Objects {
 		data, err := o.MarshalJSON()

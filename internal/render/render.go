@@ -43,6 +43,8 @@ type Source struct {
 	fs       filesys.FileSystem
 	root     string
 	revision string
+	// variant is the digest of the Application patches the Source renders with (WithPatches).
+	variant string
 }
 
 // FromDir renders from a work tree on disk rooted at dir.

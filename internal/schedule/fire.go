@@ -182,7 +182,11 @@ func (s *Schedule) Fire(ctx context.Context, remote *gitrepo.Remote, peak string
 			Trailers: trailers(f, ScaleUp, known, p.Warm),
 			Change: func(snap *gitrepo.Snapshot) (map[string][]byte, error) {
 				res.NoChange, res.Reason = false, ""
-				commits, err := snap.Log(ctx, p.Target.Path)
+				st, err := s.siteOf(snap, p)
+				if err != nil {
+					return nil, err
+				}
+				commits, err := snap.Log(ctx, st.paths(p)...)
 				if err != nil {
 					return nil, err
 				}
@@ -190,11 +194,7 @@ func (s *Schedule) Fire(ctx context.Context, remote *gitrepo.Remote, peak string
 					res.NoChange, res.Reason = true, "already fired in "+c.Hash
 					return nil, nil
 				}
-				data, ok := snap.Files[p.Target.Path]
-				if !ok {
-					return nil, fmt.Errorf("target file %s not found at %s", p.Target.Path, gitrepo.Short(snap.Revision))
-				}
-				out, from, line, err := setField(data, p.Target, p.Warm)
+				out, from, line, err := st.set(snap, p.Target, p.Warm)
 				if err != nil {
 					return nil, err
 				}
@@ -206,7 +206,7 @@ func (s *Schedule) Fire(ctx context.Context, remote *gitrepo.Remote, peak string
 				if from != known {
 					return nil, errRetryMessage
 				}
-				return map[string][]byte{p.Target.Path: out}, nil
+				return map[string][]byte{st.file: out}, nil
 			},
 		}
 		r, err := remote.Update(ctx, req)
@@ -257,7 +257,11 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 	inspect := func(snap *gitrepo.Snapshot) (map[string][]byte, error) {
 		up = nil
 		res.NoChange, res.Reason = false, ""
-		commits, err := snap.Log(ctx, p.Target.Path)
+		st, err := s.siteOf(snap, p)
+		if err != nil {
+			return nil, err
+		}
+		commits, err := snap.Log(ctx, st.paths(p)...)
 		if err != nil {
 			return nil, err
 		}
@@ -312,7 +316,11 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 	r, err = remote.Update(ctx, gitrepo.UpdateRequest{Branch: o.Branch, Author: o.Author, Message: msg, Trailers: tr, Deadline: deadline, Backoff: o.Backoff,
 		Change: func(snap *gitrepo.Snapshot) (map[string][]byte, error) {
 			res.NoChange, res.Reason = false, ""
-			commits, err := snap.Log(ctx, p.Target.Path)
+			st, err := s.siteOf(snap, p)
+			if err != nil {
+				return nil, err
+			}
+			commits, err := snap.Log(ctx, st.paths(p)...)
 			if err != nil {
 				return nil, err
 			}
@@ -320,25 +328,24 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 				res.NoChange, res.Reason = true, "already scaled down in "+c.Hash
 				return nil, nil
 			}
-			data, ok := snap.Files[p.Target.Path]
-			if !ok {
-				res.NoChange, res.Reason = true, "target file "+p.Target.Path+" is gone"
+			if _, ok := snap.Files[st.file]; !ok {
+				res.NoChange, res.Reason = true, "target file "+st.file+" is gone"
 				return nil, nil
 			}
-			loc, err := lookup(data, p.Target)
+			cur, err := st.current(snap, p.Target)
 			if err != nil {
 				return nil, err
 			}
-			if loc.value != res.From {
-				res.NoChange, res.Reason = true, fmt.Sprintf("%s was changed to %d since the scale-up: left alone", p.Target.Field, loc.value)
+			if cur != res.From {
+				res.NoChange, res.Reason = true, fmt.Sprintf("%s was changed to %d since the scale-up: left alone", p.Target.Field, cur)
 				return nil, nil
 			}
-			out, _, line, err := setField(data, p.Target, res.To)
+			out, _, line, err := st.set(snap, p.Target, res.To)
 			if err != nil {
 				return nil, err
 			}
 			res.Line = line
-			return map[string][]byte{p.Target.Path: out}, nil
+			return map[string][]byte{st.file: out}, nil
 		}})
 	res.Attempts += r.Attempts
 	if err != nil {
