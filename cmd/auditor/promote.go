@@ -126,15 +126,12 @@ func orRevision(env, rev string) string {
 	return env
 }
 
-// writeChanges prints each changed object and its fields; a Secret's values are never printed.
+// writeChanges prints each changed object and its fields' old and new values; a Secret's values
+// are never printed.
 func writeChanges(w io.Writer, changes []check.Change) {
 	for _, c := range changes {
-		obj := c.Kind + " " + c.Name
-		if c.Namespace != "" {
-			obj = c.Kind + " " + c.Namespace + "/" + c.Name
-		}
 		sign := map[string]string{"added": "+", "removed": "-", "changed": "~"}[c.Change]
-		fmt.Fprintf(w, "%s %s\n", sign, obj)
+		fmt.Fprintf(w, "%s %s (%s)\n", sign, objectID(c.Kind, c.Namespace, c.Name), c.Change)
 		for _, f := range c.Fields {
 			if c.Kind == "Secret" {
 				fmt.Fprintf(w, "    %s: (%s, value hidden)\n", f.Path, f.Change)
