@@ -85,6 +85,11 @@ func TestFirePinnedEnvPatchesItsApplication(t *testing.T) {
 	remote := fileRemote(t, bare)
 	require.Equal(t, int64(3), minReplicas(t, renderProd(t, bare), "HorizontalPodAutoscaler", "rag-api"))
 
+	plan := s.Describe(s.FiringAt(s.Peak("payday"), fire), before)
+	assert.Equal(t, "apps/prod/llm-prod.yaml", plan.Change.File, "the plan names where the commit goes")
+	require.NotNil(t, plan.Change.From)
+	assert.Equal(t, int64(3), *plan.Change.From)
+
 	up, err := s.Fire(ctx, remote, "payday", fire, FireOptions{Author: bot})
 	require.NoError(t, err)
 	require.NotEmpty(t, up.Commit)
