@@ -69,13 +69,9 @@ func (o *promoteOptions) Complete(*cobra.Command, []string) error { return nil }
 
 // Run shows the diff, commits the promotion and records it in the ledger.
 func (o *promoteOptions) Run(ctx context.Context, w io.Writer) error {
-	remote, err := remoteFor(o.repo)
+	remote, repo, err := openRemote(ctx, o.repo)
 	if err != nil {
 		return err
-	}
-	repo, err := remote.Open(ctx)
-	if err != nil {
-		return failed(err)
 	}
 	req := release.Request{From: o.from, To: o.to, Revision: o.revision, Branch: o.branch}
 	plan, err := release.Resolve(repo, req)

@@ -47,10 +47,7 @@ func syncEnv(dir, env, repoURL, revision string) error {
 		return err
 	}
 	if runs.Revision != snap.Revision {
-		if snap, err = repo.Snapshot(runs.Revision); err != nil {
-			return err
-		}
-		if src, err = render.FromSnapshot(snap); err != nil {
+		if src, err = render.AtRevision(repo, runs.Revision); err != nil {
 			return err
 		}
 	}
@@ -73,11 +70,15 @@ func syncEnv(dir, env, repoURL, revision string) error {
 	}
 	for _, app := range apps.Objects {
 		if app.GetKind() == "Application" {
-			if err := syncer.RecordSync(ctx, app, repoURL, snap.Revision); err != nil {
+			rev := snap.Revision
+			if app.GetName() == "llm-"+env {
+				rev = runs.Revision // the pin it synced
+			}
+			if err := syncer.RecordSync(ctx, app, repoURL, rev); err != nil {
 				return err
 			}
 		}
 	}
-	fmt.Printf("synced %s at %.12s: %d objects applied server-side as %s in %s\n", env, snap.Revision, len(res.Objects), testcluster.ArgoManager, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("synced %s at %.12s: %d objects applied server-side as %s in %s\n", env, runs.Revision, len(res.Objects), testcluster.ArgoManager, time.Since(start).Round(time.Millisecond))
 	return nil
 }

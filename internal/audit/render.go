@@ -24,11 +24,7 @@ func (a *Auditor) render(env, revision string, patches []render.Patch) (*render.
 	if res, ok := a.Renders.ByRevision(env, key); ok {
 		return res, nil
 	}
-	snap, err := a.Repo.Snapshot(revision)
-	if err != nil {
-		return nil, err
-	}
-	src, err := render.FromSnapshot(snap)
+	src, err := render.AtRevision(a.Repo, revision)
 	if err != nil {
 		return nil, err
 	}
@@ -91,11 +87,7 @@ func (a *Auditor) patches(app *argocd.App, env string) ([]render.Patch, error) {
 	if p, ok := a.gitPatches[key]; ok {
 		return p, nil
 	}
-	snap, err := a.Repo.Snapshot(head)
-	if err != nil {
-		return nil, err
-	}
-	src, err := render.FromSnapshot(snap)
+	src, err := render.AtRevision(a.Repo, head)
 	if err != nil {
 		return nil, err
 	}

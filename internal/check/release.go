@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"path"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -78,13 +77,9 @@ func releaseFindings(repo *gitrepo.Repo, src render.Source, env string) ([]Viola
 				file, r.Line, env, r.Revision, env, env)})
 		}
 	}
-	dir := path.Join("apps", env)
-	if !src.Has(path.Join(dir, "kustomization.yaml")) {
-		return out, nil
-	}
-	res, err := src.RenderPath(dir)
-	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", dir, err)
+	res, err := src.RenderApps(env)
+	if err != nil || res == nil {
+		return out, err
 	}
 	platformRepo := ""
 	for _, o := range res.Objects {

@@ -26,11 +26,7 @@ func At(repo *gitrepo.Repo, env, rev string) (Runs, error) {
 	if err != nil {
 		return Runs{}, err
 	}
-	snap, err := repo.Snapshot(rev)
-	if err != nil {
-		return Runs{}, err
-	}
-	src, err := render.FromSnapshot(snap)
+	src, err := render.AtRevision(repo, rev)
 	if err != nil {
 		return Runs{}, err
 	}
@@ -59,13 +55,9 @@ func ApplicationPatches(src render.Source, env string) ([]render.Patch, error) {
 // Application renders apps/<env> and returns the Application whose source is overlays/<env>; nil
 // when there is none.
 func Application(src render.Source, env string) (*unstructured.Unstructured, error) {
-	dir := path.Join("apps", env)
-	if !src.Has(path.Join(dir, "kustomization.yaml")) {
-		return nil, nil
-	}
-	res, err := src.RenderPath(dir)
-	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", dir, err)
+	res, err := src.RenderApps(env)
+	if err != nil || res == nil {
+		return nil, err
 	}
 	for _, o := range res.Objects {
 		p, _, _ := unstructured.NestedString(o.Object, "spec", "source", "path")

@@ -67,6 +67,15 @@ func FromSnapshot(s *gitrepo.Snapshot) (Source, error) {
 	return Source{fs: fs, root: "/", revision: s.Revision}, nil
 }
 
+// AtRevision renders from the repository's tree at rev (a snapshot read into memory).
+func AtRevision(repo *gitrepo.Repo, rev string) (Source, error) {
+	snap, err := repo.Snapshot(rev)
+	if err != nil {
+		return Source{}, err
+	}
+	return FromSnapshot(snap)
+}
+
 // Has reports whether the repository holds a file (slash-separated path).
 func (s Source) Has(rel string) bool { return s.fs.Exists(filepath.Join(s.root, rel)) }
 
@@ -131,6 +140,20 @@ func (s Source) RenderAll(envs []string) ([]*Result, error) {
 		}
 	}
 	return out, nil
+}
+
+// RenderApps renders what env's app-of-apps syncs (apps/<env>: its Applications, its project, its
+// release file as local config); nil when the repository has no apps/<env>.
+func (s Source) RenderApps(env string) (*Result, error) {
+	dir := path.Join("apps", env)
+	if !s.Has(path.Join(dir, "kustomization.yaml")) {
+		return nil, nil
+	}
+	res, err := s.RenderPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", dir, err)
+	}
+	return res, nil
 }
 
 // RenderPath runs kustomize over any kustomization directory of the repository (e.g. apps/prod).
