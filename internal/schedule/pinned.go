@@ -106,6 +106,16 @@ func (st site) set(snap *gitrepo.Snapshot, t Target, value int64) (out []byte, f
 	return out, from, line, err
 }
 
+// restore undoes a scale-up by hand (its revert conflicted): the target file gets the previous
+// value back; a pinned env's Application loses the patch, so the env runs its pin's value again.
+func (st site) restore(snap *gitrepo.Snapshot, t Target, previous int64) ([]byte, int, error) {
+	if st.app == "" {
+		out, _, line, err := st.set(snap, t, previous)
+		return out, line, err
+	}
+	return removeAppPatch(snap.Files[st.app], st.app, t)
+}
+
 func pathEnv(appFile string) string { return path.Base(path.Dir(appFile)) }
 
 // applicationDoc returns the index of the document holding the Application whose source is
@@ -286,4 +296,63 @@ func patchesInsertion(doc *kyaml.Node, lines []string) (at, indent int, wrap []s
 		at--
 	}
 	return at, indent, wrap, nil
+}
+
+// removeAppPatch returns the Application file without the patch of t's field, and without the
+// kustomize: and patches: keys when nothing else is left under them: the env then runs the
+// pinned overlay's value. It is the scale-down of a pinned env when the revert of its scale-up
+// conflicts (another peak's patch was appended next to it).
+func removeAppPatch(data []byte, file string, t Target) ([]byte, int, error) {
+	docs, seps := splitDocs(data)
+	i := applicationDoc(docs, pathEnv(file))
+	if i < 0 {
+		return nil, 0, fmt.Errorf("%s: no Application of overlays/%s", file, pathEnv(file))
+	}
+	rn, err := kyaml.Parse(docs[i].text)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", file, err)
+	}
+	it, _, ok := findPatch(rn, t)
+	if !ok {
+		return data, 0, nil
+	}
+	_, spec := mapEntry(rn.YNode(), "spec")
+	_, source := mapEntry(spec, "source")
+	kk, k := mapEntry(source, "kustomize")
+	pk, list := mapEntry(k, "patches")
+	lines := strings.SplitAfter(docs[i].text, "\n")
+	// The item runs from its first line to the next item's (or the end of the mapping that holds
+	// the list).
+	from := it.YNode().Line - 1
+	to := -1
+	for j, item := range list.Content {
+		if item == it.YNode() && j+1 < len(list.Content) {
+			to = list.Content[j+1].Line - 1
+		}
+	}
+	only := len(list.Content) == 1
+	if to < 0 || only {
+		end, _, _, err := patchesInsertion(rn.YNode(), lines)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", file, err)
+		}
+		to = end
+	}
+	switch {
+	case only && len(k.Content) == 2: // kustomize: holds nothing else
+		from = kk.Line - 1
+	case only:
+		from = pk.Line - 1
+	}
+	line := docs[i].firstLine + from
+	lines = append(lines[:from], lines[to:]...)
+	docs[i].text = strings.Join(lines, "")
+	chk, err := kyaml.Parse(docs[i].text)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: the removal does not parse: %w", file, err)
+	}
+	if _, _, still := findPatch(chk, t); still {
+		return nil, 0, fmt.Errorf("%s: the patch of %s is still there", file, t.Field)
+	}
+	return joinDocs(docs, seps), line, nil
 }

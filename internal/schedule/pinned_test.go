@@ -75,7 +75,7 @@ func minReplicas(t *testing.T, objs []*unstructured.Unstructured, kind, name str
 
 // TestFirePinnedEnvPatchesItsApplication: prod is pinned, so a commit to overlays/prod on main
 // would not reach it. The scale-up goes into llm-prod's kustomize patches (apps/prod, read from
-// main), a render as Argo CD builds it has the warm floor, and the scale-down reverts it.
+// main), a render as Argo CD builds it has the warm floor, and the scale-down removes the patch.
 func TestFirePinnedEnvPatchesItsApplication(t *testing.T) {
 	ctx := context.Background()
 	bare, _ := pinnedProd(t)
@@ -113,8 +113,41 @@ func TestFirePinnedEnvPatchesItsApplication(t *testing.T) {
 
 	down, err := s.ScaleDown(ctx, remote, "payday", fire, FireOptions{Author: bot})
 	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(down.Reason, "reverted "+up.Commit), down.Reason)
+	assert.True(t, strings.HasPrefix(down.Reason, "restored 3"), down.Reason)
 	assert.Equal(t, string(before.Files["apps/prod/llm-prod.yaml"]), string(headSnapshot(t, bare).Files["apps/prod/llm-prod.yaml"]))
+	assert.Equal(t, int64(3), minReplicas(t, renderProd(t, bare), "HorizontalPodAutoscaler", "rag-api"))
+	fsck(t, bare)
+}
+
+// TestOverlappingPeaksOfAPinnedEnvLeaveNoPatch: two peaks fire (their patches on adjacent lines),
+// then end in the order that makes each revert conflict; each scale-down removes its own patch,
+// so after both the Application is as it was and prod runs its pin's values (a promotion of
+// those fields is not masked by a leftover patch).
+func TestOverlappingPeaksOfAPinnedEnvLeaveNoPatch(t *testing.T) {
+	ctx := context.Background()
+	bare, _ := pinnedProd(t)
+	before := string(headSnapshot(t, bare).Files["apps/prod/llm-prod.yaml"])
+	s := loadProd(t, bare)
+	remote := fileRemote(t, bare)
+	morning, payday := futureFiring(t, s, "weekday-morning"), futureFiring(t, s, "payday")
+	_, err := s.Fire(ctx, remote, "weekday-morning", morning, FireOptions{Author: bot})
+	require.NoError(t, err)
+	_, err = s.Fire(ctx, remote, "payday", payday, FireOptions{Author: bot})
+	require.NoError(t, err)
+	assert.Equal(t, int64(6), minReplicas(t, renderProd(t, bare), "HorizontalPodAutoscaler", "rag-api"))
+
+	down, err := s.ScaleDown(ctx, remote, "weekday-morning", morning, FireOptions{Author: bot})
+	require.NoError(t, err)
+	require.NotEmpty(t, down.Commit, down.Reason)
+	app := string(headSnapshot(t, bare).Files["apps/prod/llm-prod.yaml"])
+	assert.NotContains(t, app, "vllm-qwen}", "the morning's patch is gone")
+	assert.Contains(t, app, "name: rag-api}", "payday's patch stays while payday runs")
+	assert.Equal(t, int64(6), minReplicas(t, renderProd(t, bare), "HorizontalPodAutoscaler", "rag-api"))
+
+	down, err = s.ScaleDown(ctx, remote, "payday", payday, FireOptions{Author: bot})
+	require.NoError(t, err)
+	require.NotEmpty(t, down.Commit, down.Reason)
+	assert.Equal(t, before, string(headSnapshot(t, bare).Files["apps/prod/llm-prod.yaml"]), "no patch left behind")
 	assert.Equal(t, int64(3), minReplicas(t, renderProd(t, bare), "HorizontalPodAutoscaler", "rag-api"))
 	fsck(t, bare)
 }
