@@ -46,11 +46,15 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		writeSecurity(w, e.Security, md)
 		writeGPUPools(w, e.GPUPools, md)
 		check.WriteKVCache(w, e.KVCache, md)
-		if md && len(e.Changes) > 0 {
+		if md && len(e.Changes)+len(e.Apps) > 0 {
 			fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")
 		}
 		writeChanges(w, e.Changes)
-		if md && len(e.Changes) > 0 {
+		if len(e.Apps) > 0 {
+			fmt.Fprintf(w, "apps/%s (synced from main, unpinned): %d objects changed\n", e.Env, len(e.Apps))
+			writeChanges(w, e.Apps)
+		}
+		if md && len(e.Changes)+len(e.Apps) > 0 {
 			fmt.Fprintln(w, "```\n</details>")
 		}
 		fmt.Fprintln(w)

@@ -54,6 +54,9 @@ type EnvResult struct {
 	Security []NamespaceSecurity `json:"security,omitempty"`
 	// GPUPools is what each GPU NodePool gives its nodes (node class, root, AMI) and its budgets.
 	GPUPools []GPUPool `json:"gpuPools,omitempty"`
+	// Apps lists what changes in what the env's app-of-apps syncs from main (apps/<env>: its
+	// Applications, their pins and patches, projects, the GPU stack): it reaches the env unpinned.
+	Apps []Change `json:"apps,omitempty"`
 	// KVCache is how much of each vLLM Deployment's KV cache its --max-num-seqs can use at the
 	// Deployment's traffic profile (WriteKVCache prints it).
 	KVCache []KVCacheUse `json:"kvCache,omitempty"`
@@ -118,6 +121,9 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 			}
 		}
 		er.Changes = diffObjects(baseObjs, h.Objects)
+		if er.Apps, err = appsDiff(baseSrc, headSrc, env); err != nil {
+			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
+		}
 		if er.Changes == nil {
 			er.Changes = []Change{}
 		}
@@ -138,6 +144,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
 		}
 		er.Violations = append(er.Violations, pinned...)
+		er.Violations = append(er.Violations, releasePatches(headSnap, headSrc, env)...)
 		er.Violations = append(er.Violations, backupOffsite(h.Objects)...)
 		er.Violations = append(er.Violations, kedaReach(h.Objects)...)
 		er.Violations = append(er.Violations, vllmDrain(h.Objects)...)
