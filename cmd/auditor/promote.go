@@ -12,12 +12,13 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/ledger"
 	"github.com/llm-gitops/platform/internal/release"
+	"github.com/llm-gitops/platform/internal/render"
 )
 
 // promoteOptions are the flags of `auditor promote`.
 type promoteOptions struct {
 	repo, branch, from, to, revision string
-	dryRun                           bool
+	dryRun, skipStage, backwards     bool
 }
 
 // newPromoteCommand moves an env's pin by a promotion commit.
@@ -32,7 +33,8 @@ an env that follows the branch (dev). It first prints what the move changes in t
 rendered objects (each changed field, old and new value), then commits on the branch (retrying
 when the branch moved; refused when --to's pin moved since the diff was made) and appends the
 model ledger's records of the promotion. Reverting the promotion commit is the rollback.
---dry-run prints the diff only.`,
+--dry-run prints the diff only. The path is dev → staging → prod: --to prod takes staging's
+release unless --skip-stage; moving an env back to an ancestor needs --backwards.`,
 		Example: `  auditor promote --from dev --to staging --repo https://git.example.com/platform.git
   auditor promote --from staging --to prod --repo https://git.example.com/platform.git`,
 		Args: cobra.NoArgs,
@@ -45,6 +47,8 @@ model ledger's records of the promotion. Reverting the promotion commit is the r
 	cmd.Flags().StringVar(&o.to, "to", "", "env whose pin moves")
 	cmd.Flags().StringVar(&o.revision, "revision", "", "promote this commit of the branch instead of --from's release")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print what would change; commit nothing")
+	cmd.Flags().BoolVar(&o.skipStage, "skip-stage", false, "promote from another env than the one before --to (dev → staging → prod), or a --revision")
+	cmd.Flags().BoolVar(&o.backwards, "backwards", false, "allow moving --to back to an ancestor of what it runs")
 	return cmd
 }
 
@@ -73,7 +77,7 @@ func (o *promoteOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	req := release.Request{From: o.from, To: o.to, Revision: o.revision, Branch: o.branch}
+	req := release.Request{From: o.from, To: o.to, Revision: o.revision, Branch: o.branch, SkipStage: o.skipStage, Backwards: o.backwards}
 	plan, err := release.Resolve(repo, req)
 	if err != nil {
 		return failed(err)
@@ -82,7 +86,17 @@ func (o *promoteOptions) Run(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "%s already runs %s: nothing to promote\n", o.to, gitrepo.Short(plan.New))
 		return nil
 	}
-	changes, err := check.EnvDiff(repo, o.to, plan.Old, plan.New)
+	// Both sides with the patches --to's Application carries on main (its scheduled scale-ups):
+	// the diff is what the move changes in what --to runs.
+	head, err := render.AtRevision(repo, plan.Head)
+	if err != nil {
+		return failed(err)
+	}
+	patches, err := release.ApplicationPatches(head, o.to)
+	if err != nil {
+		return failed(err)
+	}
+	changes, err := check.EnvDiff(repo, o.to, plan.Old, plan.New, patches)
 	if err != nil {
 		return failed(err)
 	}

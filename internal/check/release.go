@@ -188,14 +188,17 @@ func isApplication(o *unstructured.Unstructured) bool {
 	return o.GetKind() == "Application" && o.GroupVersionKind().Group == "argoproj.io"
 }
 
-// EnvDiff renders env's overlay at two commits as they are (no pin is read: pass the pins) and
-// lists the objects added, removed or changed, with the changed fields' old and new values: what a
+// EnvDiff renders env's overlay at two commits as they are (no pin is read: pass the pins), with
+// the Application's kustomize patches, and lists the objects added, removed or changed, with the changed fields' old and new values: what a
 // promotion from base to head does to the env.
-func EnvDiff(repo *gitrepo.Repo, env, base, head string) ([]Change, error) {
+func EnvDiff(repo *gitrepo.Repo, env, base, head string, patches []render.Patch) ([]Change, error) {
 	var objs [2][]*unstructured.Unstructured
 	for i, rev := range []string{base, head} {
 		src, _, err := source(repo, rev)
 		if err != nil {
+			return nil, err
+		}
+		if src, err = src.WithPatches(env, patches); err != nil {
 			return nil, err
 		}
 		res, err := src.Render(env)

@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
@@ -25,10 +26,28 @@ type Request struct {
 	Revision string
 	// Branch holding the release files (default main).
 	Branch string
+	// SkipStage allows a source other than the stage before To (Order), or a Revision.
+	SkipStage bool
+	// Backwards allows moving To to an ancestor of what it runs (a rollback is better done by
+	// reverting the promotion commit).
+	Backwards bool
 	// Author defaults to Bot.
 	Author   gitrepo.Person
 	Deadline time.Time
 	Backoff  gitrepo.Backoff
+}
+
+// Order is the promotion path: each env takes what the one before it runs.
+var Order = []string{Following, "staging", "prod"}
+
+// previous returns the env before env on the promotion path; "" when env is not on it or first.
+func previous(env string) string {
+	for i, e := range Order {
+		if e == env && i > 0 {
+			return Order[i-1]
+		}
+	}
+	return ""
 }
 
 // Plan is a promotion resolved against the branch head: To moves from Old to New.
@@ -56,6 +75,14 @@ func Resolve(repo *gitrepo.Repo, req Request) (Plan, error) {
 	}
 	if req.From == req.To {
 		return Plan{}, fmt.Errorf("promote: from and to are the same env %q", req.To)
+	}
+	if prev := previous(req.To); !req.SkipStage && prev != "" && (req.Revision != "" || req.From != prev) {
+		from := req.From
+		if req.Revision != "" {
+			from = "revision " + req.Revision
+		}
+		return Plan{}, fmt.Errorf("promote: %s takes what %s runs, not %s (the promotion path is %s; --skip-stage to go around it)",
+			req.To, prev, from, strings.Join(Order, " → "))
 	}
 	head, err := repo.Resolve(req.Branch)
 	if err != nil {
@@ -103,6 +130,10 @@ func Resolve(repo *gitrepo.Repo, req Request) (Plan, error) {
 		if _, err := repo.Resolve(p.Old); err == nil {
 			p.Backwards, _ = repo.IsAncestor(p.New, p.Old)
 		}
+	}
+	if p.Backwards && !req.Backwards {
+		return Plan{}, fmt.Errorf("promote: %s would move %s back from %s to %s, an ancestor: revert the promotion commit instead, or allow it (--backwards)",
+			req.From, req.To, gitrepo.Short(p.Old), gitrepo.Short(p.New))
 	}
 	return p, nil
 }

@@ -149,18 +149,19 @@ func TestPromoteRefusesAPinThatMovedSinceThePlan(t *testing.T) {
 	require.NoError(t, err)
 	repo, err := remote.Open(ctx)
 	require.NoError(t, err)
-	stale, err := Resolve(repo, Request{From: "dev", To: "prod"})
+	req := Request{From: "dev", To: "prod", SkipStage: true}
+	stale, err := Resolve(repo, req)
 	require.NoError(t, err)
 
 	two := commitBase(t, work, "two")
 	require.NoError(t, repo.Fetch(ctx))
-	fresh, err := Resolve(repo, Request{From: "dev", To: "prod"})
+	fresh, err := Resolve(repo, req)
 	require.NoError(t, err)
 	require.Equal(t, two, fresh.New)
-	_, err = Promote(ctx, remote, fresh, Request{From: "dev", To: "prod"})
+	_, err = Promote(ctx, remote, fresh, req)
 	require.NoError(t, err)
 
-	_, err = Promote(ctx, remote, stale, Request{From: "dev", To: "prod"})
+	_, err = Promote(ctx, remote, stale, req)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "pin moved to "+two)
 	require.NoError(t, repo.Fetch(ctx))
@@ -171,14 +172,22 @@ func TestPromoteRefusesAPinThatMovedSinceThePlan(t *testing.T) {
 
 func TestResolveRefuses(t *testing.T) {
 	ctx := context.Background()
-	bare, work, _ := platform(t)
+	bare, work, back := platform(t)
 	remote, err := gitrepo.NewRemote(gitrepo.RemoteConfig{URL: "file://" + bare})
 	require.NoError(t, err)
+	// prod runs a later commit than the first, which is then an ancestor of its pin.
+	two := commitBase(t, work, "two")
+	repo, err := remote.Open(ctx)
+	require.NoError(t, err)
+	plan, err := Resolve(repo, Request{Revision: two, To: "prod", SkipStage: true})
+	require.NoError(t, err)
+	_, err = Promote(ctx, remote, plan, Request{Revision: two, To: "prod", SkipStage: true})
+	require.NoError(t, err)
+	gittest.Run(t, work, "pull", "-q", "--rebase", "origin", "main")
 	// A commit on another branch, never merged.
 	gittest.Run(t, work, "checkout", "-qb", "feature")
 	side := commitBaseOn(t, work, "feature", "side")
-	repo, err := remote.Open(ctx)
-	require.NoError(t, err)
+	require.NoError(t, repo.Fetch(ctx))
 
 	for _, tc := range []struct {
 		name string
@@ -187,8 +196,11 @@ func TestResolveRefuses(t *testing.T) {
 	}{
 		{"to an env that follows main", Request{From: "staging", To: "dev"}, "dev is not pinned"},
 		{"from itself", Request{From: "prod", To: "prod"}, "same env"},
-		{"from an env that does not exist", Request{From: "qa", To: "prod"}, `no env "qa"`},
-		{"a commit off the branch", Request{Revision: side, To: "prod"}, "is not on main's history"},
+		{"from an env that does not exist", Request{From: "qa", To: "prod", SkipStage: true}, `no env "qa"`},
+		{"a commit off the branch", Request{Revision: side, To: "prod", SkipStage: true}, "is not on main's history"},
+		{"prod from dev", Request{From: "dev", To: "prod"}, "prod takes what staging runs, not dev (the promotion path is dev → staging → prod"},
+		{"prod from a revision", Request{Revision: "main", To: "prod"}, "prod takes what staging runs, not revision main"},
+		{"prod back to an ancestor", Request{Revision: back, To: "prod", SkipStage: true}, "would move prod back"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Resolve(repo, tc.req)

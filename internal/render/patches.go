@@ -24,7 +24,14 @@ func (s Source) WithPatches(env string, patches []Patch) (Source, error) {
 	if len(patches) == 0 {
 		return s, nil
 	}
+	// The kustomization file kustomize (and Argo CD) would read, under any of its names.
 	rel := filepath.Join(OverlayPath(env), "kustomization.yaml")
+	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if s.fs.Exists(filepath.Join(s.root, OverlayPath(env), name)) {
+			rel = filepath.Join(OverlayPath(env), name)
+			break
+		}
+	}
 	file := filepath.Join(s.root, rel)
 	data, err := s.fs.ReadFile(file)
 	if err != nil {
