@@ -36,6 +36,18 @@ synced() {
   echo "Argo CD did not sync ${1:0:8} in 2 min: $got"; exit 1
 }
 main() { git --git-dir "$cluster/git/platform.git" rev-parse main; }
+# pin: the commit prod runs (apps/prod/release.yaml on main).
+pin() { git --git-dir "$cluster/git/platform.git" show main:apps/prod/release.yaml | awk '$1 == "revision:" {print $2}'; }
+# root_synced: wait until root-prod (apps/prod: llm-prod itself, its pin and patches) is Synced at main.
+root_synced() {
+  kubectl -n argocd annotate application root-prod argocd.argoproj.io/refresh=normal --overwrite >/dev/null
+  for _ in $(seq 1 240); do
+    got=$(kubectl -n argocd get application root-prod -o jsonpath='{.status.sync.status} {.status.sync.revision} {.status.operationState.phase}')
+    case "$got" in "Synced $(main) Succeeded") return 0 ;; esac
+    sleep 0.5
+  done
+  echo "Argo CD did not sync root-prod to main in 2 min: $got"; exit 1
+}
 # chat N PATTERN: wait until the chat log holds N messages matching PATTERN.
 chat() {
   for _ in $(seq 1 600); do
@@ -111,9 +123,12 @@ for e in r["open"]: print("  open:  %s/%s %s by %s" % (e["kind"], e["name"], e.g
 echo "The same, with the models served and the next scale-ups, in a browser: http://127.0.0.1:$dport/ (bearer token required)"
 
 step "5. A scheduled pre-peak scale-up, written as a Git commit and synced by Argo CD"
+pin=$(pin)
+echo "prod is pinned to ${pin:0:8} (apps/prod/release.yaml); a scale-up goes into llm-prod's kustomize patches, on main:"
 echo '$ auditor schedule fire --env prod --peak payday     (rag-api HPA minReplicas 3 -> 6)'
 bin/auditor schedule fire --env prod --peak payday --repo "$repo" 2>&1 | head -4 | sed 's/^/  /'
-synced "$(main)"
+git --git-dir "$cluster/git/platform.git" show main -- apps/prod/llm-prod.yaml | grep '^[+]' | grep -v '^+++' | sed 's/^/  /'
+root_synced
 for _ in $(seq 1 120); do [ "$(kubectl -n llm-api get deploy rag-api -o jsonpath='{.status.readyReplicas}')" = 6 ] && break; sleep 0.5; done
 kubectl -n llm-api get hpa rag-api -o jsonpath='  hpa rag-api: minReplicas {.spec.minReplicas}, maxReplicas {.spec.maxReplicas}{"\n"}'
 kubectl -n llm-api get deploy rag-api -o jsonpath='  deployment rag-api: {.status.readyReplicas} ready of {.spec.replicas}{"\n"}'
@@ -125,13 +140,18 @@ git clone -q "$repo" "$work/clone"
 ( cd "$work/clone" && sed -i 's/weight: 90/weight: 50/; s/weight: 10$/weight: 50/' overlays/prod/canary/route-split.yaml &&
   git -c user.name=alice -c user.email=alice@example.com commit -qam "qwen canary: 50% of traffic" && git push -q origin main )
 canary=$(main)
-echo "alice pushed ${canary:0:8}: qwen canary 10% -> 50%"
+echo "alice pushed ${canary:0:8}: qwen canary 10% -> 50%. prod still runs ${pin:0:8}; it gets the change by promotion:"
+echo '$ auditor promote --from dev --to staging; auditor promote --from staging --to prod'
+bin/auditor promote --from dev --to staging --repo "$repo" 2>&1 | head -1 | sed 's/^/  /'
+bin/auditor promote --from staging --to prod --repo "$repo" 2>&1 | grep -E '^(promote|committed|[~+-] |    spec)|ledger' | head -8 | sed 's/^/  /'
+promotion=$(git --git-dir "$cluster/git/platform.git" log -1 --format=%H --grep '^promote staging' main)
+root_synced
 synced "$canary"
 kubectl -n llm-inference get httproute qwen -o jsonpath='  live weights: {range .spec.rules[0].backendRefs[*]}{.name}={.weight} {end}{"\n"}'
-bin/auditor ledger sync --env prod --repo "$repo" >/dev/null 2>&1 || true
-echo '$ auditor rollback '"${canary:0:8}"' --env prod'
-bin/auditor rollback "$canary" --repo "$repo" --env prod 2>&1 | head -4 | sed 's/^/  /'
-synced "$(main)"
+echo '$ auditor rollback '"${promotion:0:8}"' --env prod     (git revert of the promotion: prod runs '"${pin:0:8}"' again)'
+bin/auditor rollback "$promotion" --repo "$repo" --env prod 2>&1 | head -4 | sed 's/^/  /'
+root_synced
+synced "$pin"
 kubectl -n llm-inference get httproute qwen -o jsonpath='  live weights: {range .spec.rules[0].backendRefs[*]}{.name}={.weight} {end}{"\n"}'
 echo '$ auditor ledger list --env prod'
 bin/auditor ledger list --env prod --repo "$repo" 2>&1 | tail -6 | sed 's/^/  /'

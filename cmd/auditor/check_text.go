@@ -24,7 +24,11 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 	}
 	h(2, fmt.Sprintf("auditor check: %s (%s → %s)", verdict, gitrepo.Short(res.Base), gitrepo.Short(res.Head)))
 	for _, e := range res.Envs {
-		h(3, fmt.Sprintf("%s: %d objects changed, %d violations", e.Env, len(e.Changes), len(e.Violations)))
+		pinned := ""
+		if e.Revision != "" && e.Revision != res.Head {
+			pinned = " at its pin " + gitrepo.Short(e.Revision)
+		}
+		h(3, fmt.Sprintf("%s%s: %d objects changed, %d violations", e.Env, pinned, len(e.Changes), len(e.Violations)))
 		for _, v := range e.Violations {
 			if md {
 				fmt.Fprintf(w, "- :x: **%s** `%s`: %s\n", v.Rule, v.Object, v.Message)
@@ -42,18 +46,15 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		writeSecurity(w, e.Security, md)
 		writeGPUPools(w, e.GPUPools, md)
 		check.WriteKVCache(w, e.KVCache, md)
-		if md && len(e.Changes) > 0 {
+		if md && len(e.Changes)+len(e.Apps) > 0 {
 			fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")
 		}
-		for _, c := range e.Changes {
-			obj := objectID(c.Kind, c.Namespace, c.Name)
-			sign := map[string]string{"added": "+", "removed": "-", "changed": "~"}[c.Change]
-			fmt.Fprintf(w, "%s %s (%s)\n", sign, obj, c.Change)
-			for _, f := range c.Fields {
-				fmt.Fprintf(w, "    %s: %s → %s\n", f.Path, short(f.From), short(f.To))
-			}
+		writeChanges(w, e.Changes)
+		if len(e.Apps) > 0 {
+			fmt.Fprintf(w, "apps/%s (synced from main, unpinned): %d objects changed\n", e.Env, len(e.Apps))
+			writeChanges(w, e.Apps)
 		}
-		if md && len(e.Changes) > 0 {
+		if md && len(e.Changes)+len(e.Apps) > 0 {
 			fmt.Fprintln(w, "```\n</details>")
 		}
 		fmt.Fprintln(w)

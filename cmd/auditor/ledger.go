@@ -89,6 +89,19 @@ func remoteFor(location string) (*gitrepo.Remote, error) {
 	return r, failed(err)
 }
 
+// openRemote is remoteFor and the repository it reads, cloned once.
+func openRemote(ctx context.Context, location string) (*gitrepo.Remote, *gitrepo.Repo, error) {
+	remote, err := remoteFor(location)
+	if err != nil {
+		return nil, nil, err
+	}
+	repo, err := remote.Open(ctx)
+	if err != nil {
+		return nil, nil, failed(err)
+	}
+	return remote, repo, nil
+}
+
 // ledgerWrite are the flags of the ledger commands that commit to a branch: the repository, the
 // env (required) and the branch; Complete and Validate are theirs too.
 type ledgerWrite struct {

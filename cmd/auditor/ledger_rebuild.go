@@ -41,13 +41,9 @@ func (o *ledgerRebuildOptions) Run(ctx context.Context, w io.Writer) error {
 	if o.dryRun {
 		return o.print(ctx, w)
 	}
-	remote, err := remoteFor(o.repo)
+	remote, repo, err := openRemote(ctx, o.repo)
 	if err != nil {
 		return err
-	}
-	repo, err := remote.Open(ctx)
-	if err != nil {
-		return failed(err)
 	}
 	head, err := repo.Resolve(o.branch)
 	if err != nil {

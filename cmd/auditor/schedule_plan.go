@@ -78,7 +78,7 @@ func (o *planOptions) Run(_ context.Context, w io.Writer) error {
 	}
 	out := []schedule.PlannedFiring{}
 	for _, f := range s.Plan(o.at, o.count) {
-		out = append(out, schedule.Describe(f, snap.Files))
+		out = append(out, s.Describe(f, snap))
 	}
 	if o.output == "json" {
 		return writeJSON(w, out)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/release"
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
@@ -57,12 +59,54 @@ func publish(dir string) (url, head string, err error) {
 		if _, err := git(work, "commit", "-qam", "local cluster: Argo CD reads this repository ("+url+")"); err != nil {
 			return "", "", err
 		}
-		if _, err := git(work, "push", "-q", "origin", "main"); err != nil {
-			return "", "", err
-		}
+	}
+	// The local cluster runs the work tree: every pinned env is promoted to it.
+	if err := pinAll(work); err != nil {
+		return "", "", err
+	}
+	if _, err := git(work, "push", "-q", "origin", "main"); err != nil {
+		return "", "", err
 	}
 	head, err = git(work, "rev-parse", "HEAD")
 	return url, head, err
+}
+
+// pinAll moves the pin of every pinned env of the work tree (apps/<env>/release.yaml) to its
+// HEAD, in a commit of its own: what a first promotion does.
+func pinAll(work string) error {
+	head, err := git(work, "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	files, _ := filepath.Glob(filepath.Join(work, "apps", "*", "release.yaml"))
+	var moved []string
+	for _, f := range files {
+		env := filepath.Base(filepath.Dir(f))
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		r, err := release.Parse(env, data)
+		if err != nil {
+			return err
+		}
+		if !r.Pinned() || r.Revision == head {
+			continue
+		}
+		out, err := release.Set(env, data, head, "")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(f, out, 0o644); err != nil {
+			return err
+		}
+		moved = append(moved, env)
+	}
+	if len(moved) == 0 {
+		return nil
+	}
+	_, err = git(work, "commit", "-qam", fmt.Sprintf("local cluster: %s run %.12s", strings.Join(moved, " and "), head))
+	return err
 }
 
 // bootstrap applies clusters/<env>/root.yaml of the published repository, as a person does once
@@ -72,10 +116,18 @@ func bootstrap(ctx context.Context, c *testcluster.Cluster, dir, env, head strin
 	if out, err := c.Kubectl(ctx, "apply", "--server-side", "-f", root).CombinedOutput(); err != nil {
 		return fmt.Errorf("bootstrap %s: %v: %s", root, err, out)
 	}
-	fmt.Fprintf(os.Stderr, "bootstrapped clusters/%s/root.yaml; waiting for Argo CD to sync llm-%s at %.8s\n", env, env, head)
+	repo, err := gitrepo.Open(filepath.Join(dir, "git", "work"))
+	if err != nil {
+		return err
+	}
+	pin, err := release.RevisionAt(repo, env, head)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bootstrapped clusters/%s/root.yaml; waiting for Argo CD to sync llm-%s at %.8s\n", env, env, pin)
 	start := time.Now()
-	for _, app := range []string{"root-" + env, "llm-" + env} {
-		if err := c.WaitSynced(ctx, app, head, 5*time.Minute); err != nil {
+	for app, rev := range map[string]string{"root-" + env: head, "llm-" + env: pin} {
+		if err := c.WaitSynced(ctx, app, rev, 5*time.Minute); err != nil {
 			return err
 		}
 	}

@@ -6,10 +6,12 @@ import (
 	"path"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/release"
 	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/testcluster"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // syncEnv plays Argo CD for the local cluster: renders env at revision, server-side applies it as
@@ -35,11 +37,24 @@ func syncEnv(dir, env, repoURL, revision string) error {
 	if err != nil {
 		return err
 	}
-	res, err := src.Render(env)
+	apps, err := src.RenderPath(path.Join("apps", env))
 	if err != nil {
 		return err
 	}
-	apps, err := src.RenderPath(path.Join("apps", env))
+	// What Argo CD applies: the env's pin, with its Application's kustomize patches.
+	runs, err := release.At(repo, env, snap.Revision)
+	if err != nil {
+		return err
+	}
+	if runs.Revision != snap.Revision {
+		if src, err = render.AtRevision(repo, runs.Revision); err != nil {
+			return err
+		}
+	}
+	if src, err = src.WithPatches(env, runs.Patches); err != nil {
+		return err
+	}
+	res, err := src.Render(env)
 	if err != nil {
 		return err
 	}
@@ -55,11 +70,15 @@ func syncEnv(dir, env, repoURL, revision string) error {
 	}
 	for _, app := range apps.Objects {
 		if app.GetKind() == "Application" {
-			if err := syncer.RecordSync(ctx, app, repoURL, snap.Revision); err != nil {
+			rev := snap.Revision
+			if app.GetName() == "llm-"+env {
+				rev = runs.Revision // the pin it synced
+			}
+			if err := syncer.RecordSync(ctx, app, repoURL, rev); err != nil {
 				return err
 			}
 		}
 	}
-	fmt.Printf("synced %s at %.12s: %d objects applied server-side as %s in %s\n", env, snap.Revision, len(res.Objects), testcluster.ArgoManager, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("synced %s at %.12s: %d objects applied server-side as %s in %s\n", env, runs.Revision, len(res.Objects), testcluster.ArgoManager, time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -4,7 +4,9 @@
 package argocd
 
 import (
+	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -35,8 +37,15 @@ type App struct {
 	// reconciled the Application once.
 	Status *Status
 	// Operation is the sync operation Argo CD runs or last ran; nil when none is recorded.
-	Operation  *Operation
-	rawIgnores []v1alpha1.ResourceIgnoreDifferences
+	Operation *Operation
+	// KustomizePatches are the source's spec.source.kustomize.patches (of the synced source when
+	// Argo CD recorded one): Argo CD appends them to the overlay's patches before it builds, and
+	// so must a render of what it applied (render.Source.WithPatches).
+	KustomizePatches []map[string]any
+	// KustomizeUnsupported names the source's other kustomize options (namePrefix, images, ...),
+	// which the auditor does not apply: a render without them is not what Argo CD applied.
+	KustomizeUnsupported []string
+	rawIgnores           []v1alpha1.ResourceIgnoreDifferences
 }
 
 // Operation is the state of a sync operation (status.operationState).
@@ -110,6 +119,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 	case app.Spec.Source != nil:
 		a.RepoURL, a.TargetRevision, a.Path = app.Spec.Source.RepoURL, app.Spec.Source.TargetRevision, app.Spec.Source.Path
 	}
+	kustomize := sourceKustomize(&app, src)
 	a.SyncedRevision = compared // an Application written before any sync operation (or by hand)
 	if src < len(synced) && synced[src] != "" {
 		a.SyncedRevision = synced[src]
@@ -120,10 +130,16 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 			switch {
 			case len(app.Spec.Sources) > 0 && src < len(last.Sources):
 				a.RepoURL, a.Path = last.Sources[src].RepoURL, last.Sources[src].Path
+				kustomize = last.Sources[src].Kustomize
 			case len(app.Spec.Sources) == 0 && last.Source.RepoURL != "":
 				a.RepoURL, a.Path = last.Source.RepoURL, last.Source.Path
+				kustomize = last.Source.Kustomize
 			}
 		}
+	}
+	var err error
+	if a.KustomizePatches, a.KustomizeUnsupported, err = kustomizeOptions(kustomize); err != nil {
+		return nil, fmt.Errorf("application %s: %w", app.Name, err)
 	}
 	if op := app.Status.OperationState; op != nil {
 		o := &Operation{Phase: string(op.Phase), Message: op.Message}
@@ -174,4 +190,47 @@ func syncedRevisions(app *v1alpha1.Application) []string {
 		return []string{op.SyncResult.Revision}
 	}
 	return nil
+}
+
+// sourceKustomize returns the kustomize options of source src of the Application's spec.
+func sourceKustomize(app *v1alpha1.Application, src int) *v1alpha1.ApplicationSourceKustomize {
+	switch {
+	case len(app.Spec.Sources) > src:
+		return app.Spec.Sources[src].Kustomize
+	case app.Spec.Source != nil:
+		return app.Spec.Source.Kustomize
+	}
+	return nil
+}
+
+// kustomizeOptions splits a source's kustomize options into its patches, in their JSON form, and
+// the names of the options set besides.
+func kustomizeOptions(k *v1alpha1.ApplicationSourceKustomize) (patches []map[string]any, other []string, err error) {
+	if k == nil {
+		return nil, nil, nil
+	}
+	if len(k.Patches) > 0 {
+		data, err := json.Marshal(k.Patches)
+		if err != nil {
+			return nil, nil, fmt.Errorf("kustomize patches: %w", err)
+		}
+		if err := json.Unmarshal(data, &patches); err != nil {
+			return nil, nil, fmt.Errorf("kustomize patches: %w", err)
+		}
+	}
+	rest := *k
+	rest.Patches = nil
+	data, err := json.Marshal(rest)
+	if err != nil {
+		return nil, nil, err
+	}
+	var set map[string]any
+	if err := json.Unmarshal(data, &set); err != nil {
+		return nil, nil, err
+	}
+	for name := range set {
+		other = append(other, name)
+	}
+	sort.Strings(other)
+	return patches, other, nil
 }

@@ -91,3 +91,38 @@ func TestFromUnstructuredReadsWhatArgoCDRecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestKustomizePatchesAreTheSyncedSources: the patches the audit renders with are those of the
+// source Argo CD last synced (history), not a spec edited since; other kustomize options are named.
+func TestKustomizePatchesAreTheSyncedSources(t *testing.T) {
+	u := application(t, `
+  sync: {status: OutOfSync, revision: bbb}
+  history:
+  - id: 1
+    revision: aaa
+    source:
+      repoURL: https://git.example.com/p.git
+      path: overlays/prod
+      kustomize:
+        patches:
+        - target: {kind: HorizontalPodAutoscaler, name: rag-api}
+          patch: '[{"op":"replace","path":"/spec/minReplicas","value":6}]'
+`)
+	require.NoError(t, unstructured.SetNestedField(u.Object, map[string]any{"namePrefix": "x-"}, "spec", "source", "kustomize"))
+	a, err := FromUnstructured(u)
+	require.NoError(t, err)
+	assert.Equal(t, []map[string]any{{
+		"target": map[string]any{"kind": "HorizontalPodAutoscaler", "name": "rag-api"},
+		"patch":  `[{"op":"replace","path":"/spec/minReplicas","value":6}]`,
+	}}, a.KustomizePatches)
+	assert.Empty(t, a.KustomizeUnsupported, "the synced source has no other option")
+
+	unsynced := application(t, `
+  sync: {status: OutOfSync, revision: bbb}
+`)
+	require.NoError(t, unstructured.SetNestedField(unsynced.Object, map[string]any{"namePrefix": "x-", "images": []any{"a=b"}}, "spec", "source", "kustomize"))
+	a, err = FromUnstructured(unsynced)
+	require.NoError(t, err)
+	assert.Nil(t, a.KustomizePatches)
+	assert.Equal(t, []string{"images", "namePrefix"}, a.KustomizeUnsupported)
+}

@@ -46,9 +46,12 @@ type Auditor struct {
 	// whose write made it (drift.Field.Actor).
 	People *auditlog.Store
 
-	schemaMu  sync.Mutex
-	schemaKey string
-	schema    *drift.Schema
+	schemaMu sync.Mutex
+	// gitPatches caches Git's Application patches per env at a branch head (audits without Argo CD).
+	gitPatchesMu sync.Mutex
+	gitPatches   map[string][]render.Patch
+	schemaKey    string
+	schema       *drift.Schema
 
 	statesMu sync.Mutex
 	states   map[string]*envState // the last full audit of each env, for Update
@@ -106,7 +109,12 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 		defer cancel()
 		prefetch(pctx, a.Live, a.Options.ExtraKinds)
 	}()
-	res, err := a.render(ctx, req.Env, desired)
+	patches, err := a.patches(app, req.Env)
+	if err != nil {
+		<-prefetched
+		return nil, err
+	}
+	res, err := a.render(ctx, req.Env, desired, patches)
 	if err != nil {
 		<-prefetched
 		return nil, err

@@ -3,25 +3,32 @@ package audit
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/release"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
-// render renders env at revision, through the render cache when the Auditor has one.
-func (a *Auditor) render(ctx context.Context, env, revision string) (*render.Result, error) {
-	if res, ok := a.Renders.ByRevision(env, revision); ok {
-		return res, nil
-	}
-	snap, err := a.Repo.Snapshot(revision)
+// render renders env at revision with the Application's kustomize patches, as Argo CD builds
+// it, through the render cache when the Auditor has one.
+func (a *Auditor) render(ctx context.Context, env, revision string, patches []render.Patch) (*render.Result, error) {
+	key, err := render.CacheRevision(revision, patches)
 	if err != nil {
 		return nil, err
 	}
-	src, err := render.FromSnapshot(snap)
+	if res, ok := a.Renders.ByRevision(env, key); ok {
+		return res, nil
+	}
+	src, err := render.AtRevision(a.Repo, revision)
 	if err != nil {
+		return nil, err
+	}
+	if src, err = src.WithPatches(env, patches); err != nil {
 		return nil, err
 	}
 	res, err := src.RenderCachedContext(ctx, env, a.Renders)
@@ -58,4 +65,44 @@ func prefetch(ctx context.Context, c *live.Cache, kinds []schema.GroupVersionKin
 		}
 	}
 	_, _, _ = c.OpenAPIModels(ctx, gvs)
+}
+
+// patches returns the kustomize patches Argo CD adds to env's overlay: the synced source's when
+// Argo CD is there, else those of Git's Application (apps/<env> at the branch head).
+func (a *Auditor) patches(app *argocd.App, env string) ([]render.Patch, error) {
+	if app != nil {
+		if len(app.KustomizeUnsupported) > 0 {
+			return nil, fmt.Errorf("Application %s/%s sets kustomize options the auditor does not apply (%v): its render would not be what Argo CD applied",
+				app.Namespace, app.Name, app.KustomizeUnsupported)
+		}
+		return app.KustomizePatches, nil
+	}
+	head, err := a.Repo.Resolve("HEAD")
+	if err != nil {
+		return nil, err
+	}
+	a.gitPatchesMu.Lock()
+	defer a.gitPatchesMu.Unlock()
+	key := env + "@" + head
+	if p, ok := a.gitPatches[key]; ok {
+		return p, nil
+	}
+	src, err := render.AtRevision(a.Repo, head)
+	if err != nil {
+		return nil, err
+	}
+	p, err := release.ApplicationPatches(src, env)
+	if err != nil {
+		return nil, err
+	}
+	if a.gitPatches == nil {
+		a.gitPatches = map[string][]render.Patch{}
+	}
+	for k := range a.gitPatches { // one head per env is enough
+		if strings.HasPrefix(k, env+"@") {
+			delete(a.gitPatches, k)
+		}
+	}
+	a.gitPatches[key] = p
+	return p, nil
 }

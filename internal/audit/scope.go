@@ -15,11 +15,13 @@ import (
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/release"
 )
 
-// revisions picks the desired revision (forced, else the one Argo CD synced, else the branch
-// head) and says whether the branch head is a pending sync: ahead of the synced revision, which
-// it descends from. A branch that was reset behind the synced revision is not pending.
+// revisions picks the desired revision (forced, else the one Argo CD synced, else what Git says
+// the env runs: its pin in apps/<env>/release.yaml, or the branch head) and says whether the
+// target is a pending sync: ahead of the synced revision, which it descends from. A branch that
+// was reset behind the synced revision is not pending.
 func (a *Auditor) revisions(app *argocd.App, req Request) (desired, head string, pending bool, err error) {
 	branch := "HEAD"
 	if app != nil && app.TargetRevision != "" && app.TargetRevision != "HEAD" {
@@ -27,6 +29,12 @@ func (a *Auditor) revisions(app *argocd.App, req Request) (desired, head string,
 	}
 	if head, err = a.Repo.Resolve(branch); err != nil {
 		return "", "", false, err
+	}
+	if app == nil && req.Revision == "" {
+		// No Argo CD to ask: Git's release file says which commit the env runs.
+		if head, err = release.RevisionAt(a.Repo, req.Env, head); err != nil {
+			return "", "", false, err
+		}
 	}
 	desired = head
 	switch {

@@ -17,13 +17,9 @@ const cascadeFinalizer = "resources-finalizer.argocd.argoproj.io"
 // envApplications renders what the env's app-of-apps syncs (apps/<env>) and returns the
 // Applications that sync the env's overlay; nil when the revision has no apps/<env>.
 func envApplications(src render.Source, env string) ([]*unstructured.Unstructured, error) {
-	dir := path.Join("apps", env)
-	if !src.Has(path.Join(dir, "kustomization.yaml")) {
-		return nil, nil
-	}
-	res, err := src.RenderPath(dir)
-	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", dir, err)
+	res, err := src.RenderApps(env)
+	if err != nil || res == nil {
+		return nil, err
 	}
 	var out []*unstructured.Unstructured
 	for _, o := range res.Objects {

@@ -27,6 +27,7 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/ledger"
 	"github.com/llm-gitops/platform/internal/policy"
+	"github.com/llm-gitops/platform/internal/release"
 	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/schedule"
 )
@@ -42,7 +43,10 @@ type Result struct {
 
 // EnvResult is one env's rendered diff and findings.
 type EnvResult struct {
-	Env        string      `json:"env"`
+	Env string `json:"env"`
+	// Revision is the commit the env was rendered at: its pin (apps/<env>/release.yaml) when it
+	// is pinned, else the head.
+	Revision   string      `json:"revision,omitempty"`
 	Changes    []Change    `json:"changes"`
 	Violations []Violation `json:"violations"`
 	Warnings   []Violation `json:"warnings,omitempty"`
@@ -50,6 +54,9 @@ type EnvResult struct {
 	Security []NamespaceSecurity `json:"security,omitempty"`
 	// GPUPools is what each GPU NodePool gives its nodes (node class, root, AMI) and its budgets.
 	GPUPools []GPUPool `json:"gpuPools,omitempty"`
+	// Apps lists what changes in what the env's app-of-apps syncs from main (apps/<env>: its
+	// Applications, their pins and patches, projects, the GPU stack): it reaches the env unpinned.
+	Apps []Change `json:"apps,omitempty"`
 	// KVCache is how much of each vLLM Deployment's KV cache its --max-num-seqs can use at the
 	// Deployment's traffic profile (WriteKVCache prints it).
 	KVCache []KVCacheUse `json:"kvCache,omitempty"`
@@ -92,16 +99,31 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Base: baseRev, Head: headRev, Passed: true}
+	releases := newReleaseSources(repo)
 	for _, env := range envs {
-		h, err := headSrc.Render(env)
+		// Each env is rendered at the revision it runs: its pin (apps/<env>/release.yaml) at base
+		// and at head, so a change of base/ shows in prod only once a promotion moves prod's pin.
+		er := EnvResult{Env: env, Violations: []Violation{}}
+		envHead, pinErr := releases.source(headSrc, headRev, env)
+		if pinErr != nil {
+			er.Violations = append(er.Violations, Violation{Rule: "release-pinned", Object: release.File(env), Message: pinErr.Error()})
+			envHead = headSrc
+		}
+		h, err := envHead.Render(env)
 		if err != nil {
+			return nil, fmt.Errorf("head %.12s: %w", envHead.Revision(), err)
+		}
+		er.Revision = envHead.Revision()
+		var baseObjs []*unstructured.Unstructured
+		if envBase, err := releases.source(baseSrc, baseRev, env); err == nil {
+			if b, err := envBase.Render(env); err == nil {
+				baseObjs = b.Objects
+			}
+		}
+		er.Changes = diffObjects(baseObjs, h.Objects)
+		if er.Apps, err = appsDiff(baseSrc, headSrc, env); err != nil {
 			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
 		}
-		var baseObjs []*unstructured.Unstructured
-		if b, err := baseSrc.Render(env); err == nil {
-			baseObjs = b.Objects
-		}
-		er := EnvResult{Env: env, Changes: diffObjects(baseObjs, h.Objects), Violations: []Violation{}}
 		if er.Changes == nil {
 			er.Changes = []Change{}
 		}
@@ -117,6 +139,12 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
 		}
 		er.Violations = append(er.Violations, cascadeStateful(apps, h.Objects)...)
+		pinned, err := releasePinned(repo, headSrc, env)
+		if err != nil {
+			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
+		}
+		er.Violations = append(er.Violations, pinned...)
+		er.Violations = append(er.Violations, releasePatches(headSnap, headSrc, env)...)
 		er.Violations = append(er.Violations, backupOffsite(h.Objects)...)
 		er.Violations = append(er.Violations, kedaReach(h.Objects)...)
 		er.Violations = append(er.Violations, vllmDrain(h.Objects)...)

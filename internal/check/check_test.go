@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/release"
 )
 
 // repoCopy puts the project's manifests and policies in a fresh Git repository and commits them.
@@ -45,7 +46,16 @@ func repoCopy(t *testing.T) (string, func(msg string), func(rel, old, new string
 		}
 	}
 	git("init", "-q", "-b", "main")
-	commit := func(msg string) { git("add", "-A"); git("commit", "-qm", msg) }
+	// Every commit is promoted to staging and prod right after (their pins move to it in a
+	// commit of its own), so the rules see each change in every env: HEAD~1 is the change,
+	// HEAD the promotion.
+	commit := func(msg string) {
+		git("add", "-A")
+		git("commit", "-qm", msg)
+		pinAll(t, dir, strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD")))
+		git("add", "-A")
+		git("commit", "-qm", "promote "+msg)
+	}
 	edit := func(rel, old, new string) {
 		p := filepath.Join(dir, rel)
 		data, _ := os.ReadFile(p)
@@ -56,6 +66,28 @@ func repoCopy(t *testing.T) (string, func(msg string), func(rel, old, new string
 	}
 	commit("platform")
 	return dir, commit, edit
+}
+
+// pinAll pins staging and prod of the copy in dir to rev (their release files' data.revision).
+func pinAll(t *testing.T, dir, rev string) {
+	t.Helper()
+	for _, env := range []string{"staging", "prod"} {
+		p := filepath.Join(dir, release.File(env))
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		out, err := release.Set(env, data, rev, "")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, out, 0o644))
+	}
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	require.NoError(t, err, "git %v", args)
+	return string(out)
 }
 
 func TestCheck(t *testing.T) {

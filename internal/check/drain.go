@@ -109,30 +109,30 @@ func shutdownTimeout(c map[string]any) (float64, string) {
 	return s, "--shutdown-timeout"
 }
 
-// release is a vLLM release number, major.minor.
-type release struct{ major, minor int }
+// vllmRelease is a vLLM release number, major.minor.
+type vllmRelease struct{ major, minor int }
 
 // firstShutdownTimeout is the first vLLM release with --shutdown-timeout (its CLI reference,
 // docs.vllm.ai/en/v0.18.0/cli/serve, lists it; v0.12.0's does not).
-var firstShutdownTimeout = release{0, 18}
+var firstShutdownTimeout = vllmRelease{0, 18}
 
-func (r release) less(o release) bool {
+func (r vllmRelease) less(o vllmRelease) bool {
 	return r.major < o.major || r.major == o.major && r.minor < o.minor
 }
 
 // imageVersion reads the release from an image's tag (v0.30.0, 0.18.1, v0.28.0-cu129); false for
 // a digest-only reference or a tag that is not a release (latest, nightly).
-func imageVersion(image string) (release, bool) {
+func imageVersion(image string) (vllmRelease, bool) {
 	ref, _, _ := strings.Cut(image, "@")
 	i := strings.LastIndex(ref, ":")
 	if i <= strings.LastIndex(ref, "/") {
-		return release{}, false
+		return vllmRelease{}, false
 	}
-	var r release
+	var r vllmRelease
 	var patch int
 	tag := strings.TrimPrefix(ref[i+1:], "v")
 	if n, _ := fmt.Sscanf(tag, "%d.%d.%d", &r.major, &r.minor, &patch); n < 2 {
-		return release{}, false
+		return vllmRelease{}, false
 	}
 	return r, true
 }

@@ -57,15 +57,15 @@ func TestVLLMDrain(t *testing.T) {
 func TestImageVersion(t *testing.T) {
 	cases := []struct {
 		image string
-		want  release
+		want  vllmRelease
 		ok    bool
 	}{
-		{"vllm/vllm-openai:v0.30.0", release{0, 30}, true},
-		{"vllm/vllm-openai:0.18.1", release{0, 18}, true},
-		{"vllm/vllm-openai:v0.28.0-cu129@sha256:abc", release{0, 28}, true},
-		{"vllm/vllm-openai@sha256:abc", release{}, false},
-		{"vllm/vllm-openai:latest", release{}, false},
-		{"vllm.example.com:5000/serving", release{}, false},
+		{"vllm/vllm-openai:v0.30.0", vllmRelease{0, 30}, true},
+		{"vllm/vllm-openai:0.18.1", vllmRelease{0, 18}, true},
+		{"vllm/vllm-openai:v0.28.0-cu129@sha256:abc", vllmRelease{0, 28}, true},
+		{"vllm/vllm-openai@sha256:abc", vllmRelease{}, false},
+		{"vllm/vllm-openai:latest", vllmRelease{}, false},
+		{"vllm.example.com:5000/serving", vllmRelease{}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.image, func(t *testing.T) {

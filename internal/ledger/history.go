@@ -3,32 +3,45 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"path"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/release"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
 // WatchedPaths are the paths whose changes can change what env serves.
 func WatchedPaths(env string) []string {
-	return []string{render.OverlayPath(env), "base", "components"}
+	// apps/<env>: its release file (the pin) and its Application (kustomize patches).
+	return []string{render.OverlayPath(env), "base", "components", path.Join("apps", env)}
 }
 
-// StateAt renders env at rev and returns what it serves (empty when the overlay does not exist
-// at rev).
+// StateAt renders env as it runs when the repository is at rev — at its pinned commit
+// (apps/<env>/release.yaml) when it has one, else at rev — and returns what it serves (empty when
+// the overlay does not exist there).
 func StateAt(repo *gitrepo.Repo, env, rev string) (State, error) {
-	snap, err := repo.Snapshot(rev)
+	runs, err := release.At(repo, env, rev)
 	if err != nil {
 		return nil, err
 	}
-	return stateOf(snap, env)
+	snap, err := repo.Snapshot(runs.Revision)
+	if err != nil {
+		return nil, err
+	}
+	return stateOf(snap, env, runs.Patches)
 }
 
-func stateOf(snap *gitrepo.Snapshot, env string) (State, error) {
+// stateOf renders env from snap with its Application's kustomize patches (the runtime knobs, such
+// as a scheduled scale-up's replica floor) and returns what it serves.
+func stateOf(snap *gitrepo.Snapshot, env string, patches []render.Patch) (State, error) {
 	if _, ok := snap.Files[render.OverlayPath(env)+"/kustomization.yaml"]; !ok {
 		return State{}, nil
 	}
 	src, err := render.FromSnapshot(snap)
 	if err != nil {
+		return nil, err
+	}
+	if src, err = src.WithPatches(env, patches); err != nil {
 		return nil, err
 	}
 	res, err := src.Render(env)
@@ -116,7 +129,13 @@ func Records(ctx context.Context, repo *gitrepo.Repo, env, from, to string) ([]R
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, commitRecords(env, c, prev, next)...)
+		recs := commitRecords(env, c, prev, next)
+		if pin, err := release.RevisionAt(repo, env, c.Hash); err == nil && pin != c.Hash {
+			for i := range recs {
+				recs[i].Release = pin
+			}
+		}
+		out = append(out, recs...)
 		prev = next
 	}
 	return out, nil

@@ -82,7 +82,10 @@ type Record struct {
 	Replicas int64 `json:"replicas"`
 
 	// Revision is the manifest commit; Overlay the rendered path (overlays/<env>).
-	Revision    string    `json:"revision"`
+	Revision string `json:"revision"`
+	// Release is, for a pinned env, the commit its overlay was rendered at: Revision is then the
+	// promotion commit that moved the pin (revert it to roll back).
+	Release     string    `json:"release,omitempty"`
 	Overlay     string    `json:"overlay"`
 	Author      string    `json:"author"`
 	Subject     string    `json:"subject"`

@@ -104,7 +104,8 @@ var KustomizeVersion = func() string {
 	return "unknown"
 }()
 
-// ByRevision returns the render of env at a commit if the cache knows that commit.
+// ByRevision returns the render of env at a commit if the cache knows that commit; revision is
+// the commit, or CacheRevision's key for a render with an Application's patches.
 func (c *Cache) ByRevision(env, revision string) (*Result, bool) {
 	if c == nil || revision == "" {
 		return nil, false
@@ -112,7 +113,8 @@ func (c *Cache) ByRevision(env, revision string) (*Result, bool) {
 	for _, e := range c.load(env) {
 		for _, r := range e.Revisions {
 			if r == revision {
-				res, ok := c.resultFor(e, revision)
+				commit, _, _ := strings.Cut(revision, "#") // a patched render's key (CacheRevision)
+				res, ok := c.resultFor(e, commit)
 				if ok {
 					c.count(func(s *CacheStats) { s.ByRevision++ })
 				}
@@ -135,13 +137,14 @@ func (s Source) RenderCachedContext(ctx context.Context, env string, c *Cache) (
 	if c == nil {
 		return s.Render(env)
 	}
-	if res, ok := c.ByRevision(env, s.revision); ok {
+	key := s.cacheRevision()
+	if res, ok := c.ByRevision(env, key); ok {
 		return res, nil
 	}
 	for _, e := range c.load(env) {
 		if e.matches(s) {
 			if res, ok := c.resultFor(e, s.revision); ok {
-				c.addRevision(e, s.revision)
+				c.addRevision(e, key)
 				c.count(func(s *CacheStats) { s.ByContent++ })
 				return res, nil
 			}
@@ -153,7 +156,7 @@ func (s Source) RenderCachedContext(ctx context.Context, env string, c *Cache) (
 	}
 	c.count(func(s *CacheStats) { s.Rendered++ })
 	if !r.remote {
-		c.store(r.res, r.probes)
+		c.store(r.res, key, r.probes)
 	}
 	return r.res, nil
 }
@@ -165,7 +168,7 @@ func (c *Cache) render(ctx context.Context, s Source, env string) (*recordedRend
 		return c.Worker.render(ctx, s, env)
 	}
 	rec := &recordingFS{FileSystem: s.fs, root: s.root, probes: map[string]string{}}
-	res, err := Source{fs: rec, root: s.root, revision: s.revision}.Render(env)
+	res, err := Source{fs: rec, root: s.root, revision: s.revision, variant: s.variant}.Render(env)
 	if err != nil {
 		return nil, err
 	}
@@ -192,10 +195,10 @@ func (c *Cache) load(env string) []*cacheEntry {
 	return append([]*cacheEntry(nil), es...)
 }
 
-func (c *Cache) store(res *Result, probes map[string]string) {
+func (c *Cache) store(res *Result, key string, probes map[string]string) {
 	e := &cacheEntry{Env: res.Env, Kustomize: KustomizeVersion, Probes: probes, Path: res.Path, Digest: res.Digest}
-	if res.Revision != "" {
-		e.Revisions = []string{res.Revision}
+	if key != "" {
+		e.Revisions = []string{key}
 	}
 	for _, o := range res.Objects {
 		data, err := o.MarshalJSON()

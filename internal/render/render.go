@@ -43,10 +43,14 @@ type Source struct {
 	fs       filesys.FileSystem
 	root     string
 	revision string
+	// variant is the digest of the Application patches the Source renders with (WithPatches).
+	variant string
 	// files are a snapshot's contents (nil for a work tree): what a Worker is sent.
 	files map[string][]byte
 	// dir is a work tree's directory ("" for a snapshot).
 	dir string
+	// overrides are files WithPatches replaced (path from root → content), sent to a Worker too.
+	overrides map[string][]byte
 }
 
 // FromDir renders from a work tree on disk rooted at dir.
@@ -72,6 +76,15 @@ func fromFiles(files map[string][]byte, revision string) (Source, error) {
 		}
 	}
 	return Source{fs: fs, root: "/", revision: revision, files: files}, nil
+}
+
+// AtRevision renders from the repository's tree at rev (a snapshot read into memory).
+func AtRevision(repo *gitrepo.Repo, rev string) (Source, error) {
+	snap, err := repo.Snapshot(rev)
+	if err != nil {
+		return Source{}, err
+	}
+	return FromSnapshot(snap)
 }
 
 // Has reports whether the repository holds a file (slash-separated path).
@@ -138,6 +151,20 @@ func (s Source) RenderAll(envs []string) ([]*Result, error) {
 		}
 	}
 	return out, nil
+}
+
+// RenderApps renders what env's app-of-apps syncs (apps/<env>: its Applications, its project, its
+// release file as local config); nil when the repository has no apps/<env>.
+func (s Source) RenderApps(env string) (*Result, error) {
+	dir := path.Join("apps", env)
+	if !s.Has(path.Join(dir, "kustomization.yaml")) {
+		return nil, nil
+	}
+	res, err := s.RenderPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", dir, err)
+	}
+	return res, nil
 }
 
 // RenderPath runs kustomize over any kustomization directory of the repository (e.g. apps/prod).

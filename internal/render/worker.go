@@ -60,6 +60,10 @@ type workerRequest struct {
 	Env      string `json:"env"`
 	Revision string `json:"revision,omitempty"`
 	Dir      string `json:"dir,omitempty"`
+	// Variant and Overrides are an Application's patches (Source.WithPatches): the digest, and
+	// the kustomization files they rewrote (path from the root → content).
+	Variant   string            `json:"variant,omitempty"`
+	Overrides map[string][]byte `json:"overrides,omitempty"`
 }
 
 // workerFile is one file of a snapshot.
@@ -180,7 +184,7 @@ func childMemoryLimit() int64 {
 func writeRequest(w io.Writer, s Source, env string) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)
-	if err := enc.Encode(workerRequest{Env: env, Revision: s.revision, Dir: s.dir}); err != nil {
+	if err := enc.Encode(workerRequest{Env: env, Revision: s.revision, Dir: s.dir, Variant: s.variant, Overrides: s.overrides}); err != nil {
 		return err
 	}
 	if s.dir == "" {

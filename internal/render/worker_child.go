@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // ServeWorkerIfChild makes this process a render worker when a Worker started it (WorkerEnv is
@@ -36,8 +37,11 @@ func serveWorker(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	for rel, data := range req.Overrides {
+		src.fs = &overrideFS{FileSystem: src.fs, path: filepath.Join(src.root, filepath.FromSlash(rel)), data: data}
+	}
 	rec := &recordingFS{FileSystem: src.fs, root: src.root, probes: map[string]string{}}
-	res, err := Source{fs: rec, root: src.root, revision: src.revision}.Render(req.Env)
+	res, err := Source{fs: rec, root: src.root, revision: src.revision, variant: req.Variant}.Render(req.Env)
 	bw := bufio.NewWriterSize(out, 256<<10)
 	enc := json.NewEncoder(bw)
 	if err != nil {

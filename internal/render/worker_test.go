@@ -175,3 +175,29 @@ func TestWorkerShareOfMemoryLimit(t *testing.T) {
 	assert.Less(t, got, int64(1<<30), "this process' own use is left out")
 	assert.GreaterOrEqual(t, got, int64(1<<28))
 }
+
+// An Application's patches (WithPatches) reach the worker: it renders what the patched Source
+// renders in process.
+func TestWorkerRendersWithPatches(t *testing.T) {
+	patches := []Patch{{"patch": "- op: replace\n  path: /data/replicas\n  value: \"9\"\n", "target": map[string]any{"kind": "ConfigMap", "name": "app"}}}
+	src, err := snapshotSource(t, miniRepo, "r1").WithPatches("prod", patches)
+	require.NoError(t, err)
+	want, err := src.Render("prod")
+	require.NoError(t, err)
+	require.Equal(t, "9", want.Objects[0].Object["data"].(map[string]any)["replicas"])
+
+	c := NewCache("", 2)
+	c.Worker = NewWorker()
+	got, err := src.RenderCachedContext(context.Background(), "prod", c)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, c.Worker.Started())
+	assert.Equal(t, want.Digest, got.Digest)
+	if d := cmp.Diff(want.Objects[0].Object, got.Objects[0].Object); d != "" {
+		t.Errorf("(-in process +worker):\n%s", d)
+	}
+	// The plain render is another cache entry, rendered by a second worker.
+	plain, err := snapshotSource(t, miniRepo, "r1").RenderCachedContext(context.Background(), "prod", c)
+	require.NoError(t, err)
+	assert.Equal(t, "3", plain.Objects[0].Object["data"].(map[string]any)["replicas"])
+	assert.EqualValues(t, 2, c.Worker.Started())
+}

@@ -182,7 +182,11 @@ func (s *Schedule) Fire(ctx context.Context, remote *gitrepo.Remote, peak string
 			Trailers: trailers(f, ScaleUp, known, p.Warm),
 			Change: func(snap *gitrepo.Snapshot) (map[string][]byte, error) {
 				res.NoChange, res.Reason = false, ""
-				commits, err := snap.Log(ctx, p.Target.Path)
+				st, err := s.siteOf(snap, p)
+				if err != nil {
+					return nil, err
+				}
+				commits, err := snap.Log(ctx, st.paths(p)...)
 				if err != nil {
 					return nil, err
 				}
@@ -190,11 +194,7 @@ func (s *Schedule) Fire(ctx context.Context, remote *gitrepo.Remote, peak string
 					res.NoChange, res.Reason = true, "already fired in "+c.Hash
 					return nil, nil
 				}
-				data, ok := snap.Files[p.Target.Path]
-				if !ok {
-					return nil, fmt.Errorf("target file %s not found at %s", p.Target.Path, gitrepo.Short(snap.Revision))
-				}
-				out, from, line, err := setField(data, p.Target, p.Warm)
+				out, from, line, err := st.set(snap, p.Target, p.Warm)
 				if err != nil {
 					return nil, err
 				}
@@ -206,7 +206,7 @@ func (s *Schedule) Fire(ctx context.Context, remote *gitrepo.Remote, peak string
 				if from != known {
 					return nil, errRetryMessage
 				}
-				return map[string][]byte{p.Target.Path: out}, nil
+				return map[string][]byte{st.file: out}, nil
 			},
 		}
 		r, err := remote.Update(ctx, req)
@@ -254,10 +254,16 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 	res := &Result{Firing: f, Phase: ScaleDown}
 	var up *gitrepo.Commit
 	// One read of the head (no commit) to find the scale-up.
+	pinned := false
 	inspect := func(snap *gitrepo.Snapshot) (map[string][]byte, error) {
 		up = nil
 		res.NoChange, res.Reason = false, ""
-		commits, err := snap.Log(ctx, p.Target.Path)
+		st, err := s.siteOf(snap, p)
+		if err != nil {
+			return nil, err
+		}
+		pinned = st.app != ""
+		commits, err := snap.Log(ctx, st.paths(p)...)
 		if err != nil {
 			return nil, err
 		}
@@ -290,29 +296,41 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 		return res, nil
 	}
 	tr := trailers(f, ScaleDown, res.From, res.To)
-	rv, err := remote.Revert(ctx, up.Hash, gitrepo.RevertRequest{Branch: o.Branch, Author: o.Author, Trailers: tr, Deadline: deadline, Backoff: o.Backoff})
-	res.Attempts += rv.Attempts
-	var conflict *gitrepo.RevertConflictError
-	switch {
-	case err == nil:
-		res.Commit, res.NoChange, res.PushedAt = rv.Commit, rv.NoChange, o.Now()
-		res.Reason = "reverted " + up.Hash
-		if rv.NoChange {
-			res.Reason = "scale-up " + up.Hash + " already undone"
+	var why string
+	if pinned {
+		// A pinned env's patches share their kustomize: and patches: lines: a revert would leave
+		// them empty, or conflict with another peak's patch. Remove this peak's patch instead.
+		why = "The scale-up " + up.Hash + " was a patch of the env's Application: it is removed,\nand the env runs its pinned value again.\n"
+	} else {
+		rv, err := remote.Revert(ctx, up.Hash, gitrepo.RevertRequest{Branch: o.Branch, Author: o.Author, Trailers: tr, Deadline: deadline, Backoff: o.Backoff})
+		res.Attempts += rv.Attempts
+		var conflict *gitrepo.RevertConflictError
+		switch {
+		case err == nil:
+			res.Commit, res.NoChange, res.PushedAt = rv.Commit, rv.NoChange, o.Now()
+			res.Reason = "reverted " + up.Hash
+			if rv.NoChange {
+				res.Reason = "scale-up " + up.Hash + " already undone"
+			}
+			return res, nil
+		case !errors.As(err, &conflict):
+			return res, fmt.Errorf("peak %s: scale-down: revert %s: %w", p.Name, up.Hash, err)
 		}
-		return res, nil
-	case !errors.As(err, &conflict):
-		return res, fmt.Errorf("peak %s: scale-down: revert %s: %w", p.Name, up.Hash, err)
+		// Later commits touched those lines: restore the previous value if the field still holds ours.
+		why = fmt.Sprintf("The scale-up %s cannot be reverted (%v),\nso the previous value is restored.\n", up.Hash, conflict)
 	}
-	// Later commits touched those lines: restore the previous value if the field still holds ours.
 	msg := fmt.Sprintf("schedule: scale %s/%s down after peak %s (%d → %d)\n\n"+
-		"Peak %s ended at %s. The scale-up %s cannot be reverted (%v),\nso the previous value is restored.\n"+
+		"Peak %s ended at %s. %s"+
 		"Change: %s %d → %d.\n",
-		p.Target.Kind, p.Target.Name, p.Name, res.From, res.To, p.Name, local(f.End, p.Location), up.Hash, conflict, p.Target, res.From, res.To)
+		p.Target.Kind, p.Target.Name, p.Name, res.From, res.To, p.Name, local(f.End, p.Location), why, p.Target, res.From, res.To)
 	r, err = remote.Update(ctx, gitrepo.UpdateRequest{Branch: o.Branch, Author: o.Author, Message: msg, Trailers: tr, Deadline: deadline, Backoff: o.Backoff,
 		Change: func(snap *gitrepo.Snapshot) (map[string][]byte, error) {
 			res.NoChange, res.Reason = false, ""
-			commits, err := snap.Log(ctx, p.Target.Path)
+			st, err := s.siteOf(snap, p)
+			if err != nil {
+				return nil, err
+			}
+			commits, err := snap.Log(ctx, st.paths(p)...)
 			if err != nil {
 				return nil, err
 			}
@@ -320,25 +338,24 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 				res.NoChange, res.Reason = true, "already scaled down in "+c.Hash
 				return nil, nil
 			}
-			data, ok := snap.Files[p.Target.Path]
-			if !ok {
-				res.NoChange, res.Reason = true, "target file "+p.Target.Path+" is gone"
+			if _, ok := snap.Files[st.file]; !ok {
+				res.NoChange, res.Reason = true, "target file "+st.file+" is gone"
 				return nil, nil
 			}
-			loc, err := lookup(data, p.Target)
+			cur, err := st.current(snap, p.Target)
 			if err != nil {
 				return nil, err
 			}
-			if loc.value != res.From {
-				res.NoChange, res.Reason = true, fmt.Sprintf("%s was changed to %d since the scale-up: left alone", p.Target.Field, loc.value)
+			if cur != res.From {
+				res.NoChange, res.Reason = true, fmt.Sprintf("%s was changed to %d since the scale-up: left alone", p.Target.Field, cur)
 				return nil, nil
 			}
-			out, _, line, err := setField(data, p.Target, res.To)
+			out, line, err := st.restore(snap, p.Target, res.To)
 			if err != nil {
 				return nil, err
 			}
 			res.Line = line
-			return map[string][]byte{p.Target.Path: out}, nil
+			return map[string][]byte{st.file: out}, nil
 		}})
 	res.Attempts += r.Attempts
 	if err != nil {
@@ -348,7 +365,7 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 	if r.NoChange {
 		res.NoChange = true
 	} else {
-		res.Reason = fmt.Sprintf("restored %d (revert refused: %v)", res.To, conflict)
+		res.Reason = fmt.Sprintf("restored %d (%s)", res.To, strings.TrimSpace(strings.ReplaceAll(why, "\n", " ")))
 	}
 	return res, nil
 }

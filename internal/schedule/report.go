@@ -1,6 +1,10 @@
 package schedule
 
-import "time"
+import (
+	"time"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+)
 
 // PlannedChange is the edit a firing would commit.
 type PlannedChange struct {
@@ -41,8 +45,9 @@ type PlannedFiring struct {
 	Change   PlannedChange `json:"change"`
 }
 
-// Describe is firing f with the change it would commit on files (a snapshot's files).
-func Describe(f Firing, files map[string][]byte) PlannedFiring {
+// Describe is firing f with the change it would commit on snap: to the target file, or for a
+// pinned env to its Application's kustomize patches, from the value the env runs now.
+func (s *Schedule) Describe(f Firing, snap *gitrepo.Snapshot) PlannedFiring {
 	p := f.Peak
 	pf := PlannedFiring{
 		Peak: p.Name, TimeZone: p.TimeZone,
@@ -60,7 +65,13 @@ func Describe(f Firing, files map[string][]byte) PlannedFiring {
 	for _, st := range f.Lead.ColdStart.Stages {
 		pf.Lead.ColdStartStages = append(pf.Lead.ColdStartStages, PlannedStage{st.Name, st.Duration.Seconds(), st.Detail})
 	}
-	if v, err := CurrentValue(files, p.Target); err == nil {
+	st, err := s.siteOf(snap, p)
+	if err != nil {
+		pf.Change.Note = err.Error()
+		return pf
+	}
+	pf.Change.File = st.file
+	if v, err := st.current(snap, p.Target); err == nil {
 		pf.Change.From = &v
 		if v >= p.Warm {
 			pf.Change.Note = "no commit: already at or above the target"

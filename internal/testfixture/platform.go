@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/release"
 	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
@@ -81,6 +82,13 @@ func NewWith(t testing.TB, c *testcluster.Cluster, root string, opts Options) *P
 			}
 			rel, _ := filepath.Rel(root, p)
 			data = llmName.ReplaceAll(data, []byte(f.Prefix+"-llm-"))
+			if env, ok := releaseFile(rel); ok {
+				// The copy has none of the project's history: every env follows the copy's
+				// main branch, as its Application does (createApplication).
+				if data, err = release.Set(env, data, "main", ""); err != nil {
+					return err
+				}
+			}
 			return f.Write(rel, string(data))
 		})
 		if err != nil {
@@ -104,6 +112,15 @@ func NewWith(t testing.TB, c *testcluster.Cluster, root string, opts Options) *P
 	}
 	f.Sync(f.Head)
 	return f
+}
+
+// releaseFile says whether rel is an env's release file (apps/<env>/release.yaml).
+func releaseFile(rel string) (env string, ok bool) {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	if len(parts) == 3 && parts[0] == "apps" && parts[2] == "release.yaml" {
+		return parts[1], true
+	}
+	return "", false
 }
 
 // freePrefix draws a prefix no namespace of the cluster has yet: a fixture's namespaces outlive it

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/ledger"
+	"github.com/llm-gitops/platform/internal/release"
+)
+
+// pinnedLedgerRepo is newLedgerRepo with the project's apps/ and staging and prod pinned to the
+// first commit.
+func pinnedLedgerRepo(t *testing.T) (*ledgerRepo, string) {
+	l := newLedgerRepo(t)
+	first := l.git(ledgerT0, "rev-parse", "HEAD")
+	for _, dir := range []string{"apps/common", "apps/dev", "apps/staging", "apps/prod"} {
+		entries, err := os.ReadDir(filepath.Join("..", "..", dir))
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(l.work, dir), 0o755))
+		for _, e := range entries {
+			data, err := os.ReadFile(filepath.Join("..", "..", dir, e.Name()))
+			require.NoError(t, err)
+			if e.Name() == "release.yaml" && dir != "apps/dev" {
+				data, err = release.Set(filepath.Base(dir), data, first, "")
+				require.NoError(t, err)
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(l.work, dir, e.Name()), data, 0o644))
+		}
+	}
+	l.commit("apps: staging and prod pinned")
+	return l, first
+}
+
+// TestPromoteCommand: a canary change on main reaches prod by two promotions, each showing the
+// fields it changes; the ledger records the promotion; reverting the promotion is the rollback.
+func TestPromoteCommand(t *testing.T) {
+	l, first := pinnedLedgerRepo(t)
+	url := "file://" + l.bare
+	l.setCanary("50", "50")
+	canary := l.commit("prod: qwen canary 50%")
+
+	// dev → staging: staging has no canary route, so the move changes nothing it renders.
+	out, err := runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "staging")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "promote dev → staging: "+gitrepo.Short(first)+" → "+gitrepo.Short(canary)+", 0 objects change")
+	assert.Contains(t, out, "committed ")
+
+	// staging → prod: --dry-run shows the weights and commits nothing.
+	out, err = runCmd(t, newPromoteCommand(), "--repo", url, "--from", "staging", "--to", "prod", "--dry-run")
+	require.NoError(t, err)
+	assert.Contains(t, out, "promote staging → prod: "+gitrepo.Short(first)+" → "+gitrepo.Short(canary))
+	assert.Contains(t, out, "~ HTTPRoute llm-inference/qwen")
+	assert.Contains(t, out, ".weight: 90 → 50")
+	assert.NotContains(t, out, "committed")
+	bare, err := gitrepo.Open(url)
+	require.NoError(t, err)
+	rev, err := release.RevisionAt(bare, "prod", "main")
+	require.NoError(t, err)
+	assert.Equal(t, first, rev, "--dry-run committed nothing")
+
+	out, err = runCmd(t, newPromoteCommand(), "--repo", url, "--from", "staging", "--to", "prod")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "clusters/prod/model-ledger.jsonl: ")
+
+	// The ledger: the share change, at the promotion commit, with the release it runs.
+	var recs []ledger.Record
+	out, err = runCmd(t, newLedgerCommand(), "list", "--repo", url, "--env", "prod", "-o", "json")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal([]byte(out), &recs))
+	var promotion string
+	for _, r := range recs {
+		if r.Deployment == "vllm-qwen-canary" && r.Kind == ledger.KindChanged {
+			assert.Equal(t, 50.0, r.SharePercent)
+			assert.Equal(t, canary, r.Release)
+			assert.True(t, strings.HasPrefix(r.Subject, "promote staging → prod"), r.Subject)
+			promotion = r.Revision
+		}
+	}
+	require.NotEmpty(t, promotion, "no ledger record of the promotion:\n%s", out)
+
+	// Roll prod back by reverting the promotion.
+	out, err = runCmd(t, newRollbackCommand(), promotion, "--repo", url, "--env", "prod")
+	require.NoError(t, err, out)
+	require.NoError(t, bare.Fetch(t.Context()))
+	rev, err = release.RevisionAt(bare, "prod", "main")
+	require.NoError(t, err)
+	assert.Equal(t, first, rev, "the revert moved prod back")
+	assert.Contains(t, out, "rollback")
+}
