@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/llm-gitops/platform/internal/sinks"
 )
 
@@ -70,12 +72,12 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 // Dispatcher delivers the messages of one Outbox to one sinks.Sink from its own goroutine, oldest
 // first, at least once: a message leaves the outbox only after the sink accepted it (or when
 // its dedupe keys were already announced). Failures are retried with exponential backoff and
-// jitter, honouring Retry-After; sends are rate limited with a token bucket.
+// jitter, honouring Retry-After; sends are rate limited (a token bucket, golang.org/x/time/rate).
 type Dispatcher struct {
 	sink    sinks.Sink
 	outbox  *Outbox
 	cfg     DispatcherConfig
-	limiter *tokenBucket
+	limiter *rate.Limiter
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -88,7 +90,7 @@ type Dispatcher struct {
 func NewDispatcher(sink sinks.Sink, ob *Outbox, cfg DispatcherConfig) *Dispatcher {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &Dispatcher{sink: sink, outbox: ob, cfg: cfg, limiter: newTokenBucket(cfg.Rate, cfg.Burst), cancel: cancel, wake: make(chan struct{}, 1)}
+	d := &Dispatcher{sink: sink, outbox: ob, cfg: cfg, limiter: newLimiter(cfg.Rate, cfg.Burst), cancel: cancel, wake: make(chan struct{}, 1)}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -242,6 +244,29 @@ func (d *Dispatcher) run(ctx context.Context) {
 		}
 		log.Warn("send failed, will retry", "id", p.Message.ID, "attempt", attempt, "in", wait, "err", err)
 		_ = sleepCtx(ctx, wait)
+	}
+}
+
+// newLimiter allows r sends per second, burst at once; r < 0 is unlimited.
+func newLimiter(r float64, burst int) *rate.Limiter {
+	if r < 0 {
+		return rate.NewLimiter(rate.Inf, burst)
+	}
+	return rate.NewLimiter(rate.Limit(r), burst)
+}
+
+// sleepCtx sleeps d or until ctx ends (returning its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
