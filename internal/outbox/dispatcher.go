@@ -4,12 +4,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"math/rand/v2"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/llm-gitops/platform/internal/sinks"
 )
@@ -132,12 +133,14 @@ func (d *Dispatcher) Dropped() uint64 { return d.outbox.Dropped() }
 // rejected is a message the sink refused as invalid, waiting for its own next attempt.
 type rejected struct {
 	attempts  int
+	backoff   wait.Backoff
 	notBefore time.Time
 }
 
 func (d *Dispatcher) run(ctx context.Context) {
 	log := d.cfg.Logger.With("sink", d.sink.Name())
 	attempt := 0 // consecutive failures of the sink itself (down, throttling)
+	backoff := d.cfg.retryBackoff()
 	// Messages the sink rejected wait apart: the others go out meanwhile (no head-of-line block).
 	held := map[string]*rejected{}
 	for ctx.Err() == nil {
@@ -163,7 +166,7 @@ func (d *Dispatcher) run(ctx context.Context) {
 		if err != nil {
 			log.Error("read outbox", "err", err)
 			attempt++
-			_ = sleepCtx(ctx, d.backoff(attempt))
+			_ = sleepCtx(ctx, backoff.Step())
 			continue
 		}
 		if !ok {
@@ -186,7 +189,8 @@ func (d *Dispatcher) run(ctx context.Context) {
 		if d.outbox.Announced(p.Message) {
 			if err := d.outbox.Remove(p); err != nil {
 				log.Error("remove suppressed message", "id", p.Message.ID, "err", err)
-				_ = sleepCtx(ctx, d.backoff(attempt+1))
+				next := backoff // the delay of one more failure, not counted as one
+				_ = sleepCtx(ctx, next.Step())
 				continue
 			}
 			d.suppressed.Add(1)
@@ -202,7 +206,7 @@ func (d *Dispatcher) run(ctx context.Context) {
 		err = d.sink.Send(sctx, p.Message)
 		cancel()
 		if err == nil {
-			attempt = 0
+			attempt, backoff = 0, d.cfg.retryBackoff()
 			delete(held, p.Message.ID)
 			d.sent.Add(1)
 			if err := d.outbox.MarkDelivered(p.Message); err != nil {
@@ -221,7 +225,7 @@ func (d *Dispatcher) run(ctx context.Context) {
 			// This message is the problem, not the sink: retry it on its own clock.
 			r := held[p.Message.ID]
 			if r == nil {
-				r = &rejected{}
+				r = &rejected{backoff: d.cfg.retryBackoff()}
 				held[p.Message.ID] = r
 			}
 			r.attempts++
@@ -233,17 +237,17 @@ func (d *Dispatcher) run(ctx context.Context) {
 				delete(held, p.Message.ID)
 				continue
 			}
-			r.notBefore = time.Now().Add(d.backoff(r.attempts))
+			r.notBefore = time.Now().Add(r.backoff.Step())
 			log.Warn("message rejected, will retry it after the others", "id", p.Message.ID, "attempt", r.attempts, "err", err)
 			continue
 		}
 		attempt++
-		wait := d.backoff(attempt)
+		delay := backoff.Step()
 		if ra, ok := sinks.RetryAfter(err); ok {
-			wait = min(ra, d.cfg.MaxRetryAfter)
+			delay = min(ra, d.cfg.MaxRetryAfter)
 		}
-		log.Warn("send failed, will retry", "id", p.Message.ID, "attempt", attempt, "in", wait, "err", err)
-		_ = sleepCtx(ctx, wait)
+		log.Warn("send failed, will retry", "id", p.Message.ID, "attempt", attempt, "in", delay, "err", err)
+		_ = sleepCtx(ctx, delay)
 	}
 }
 
@@ -270,13 +274,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// backoff is the jittered delay before retry number attempt (1-based).
-func (d *Dispatcher) backoff(attempt int) time.Duration {
-	w := d.cfg.BackoffBase
-	for i := 1; i < attempt && w < d.cfg.BackoffMax; i++ {
-		w *= 2
-	}
-	w = min(w, d.cfg.BackoffMax)
-	half := w / 2
-	return half + time.Duration(rand.Int64N(int64(w-half)+1))
+// retryBackoff is the backoff of consecutive failures: delays double from BackoffBase up to
+// BackoffMax, each drawn from [d/2, d]. wait.Backoff jitters upwards (d to d·(1+Jitter)), so it
+// starts from half the delays with a jitter of 1.
+func (c DispatcherConfig) retryBackoff() wait.Backoff {
+	return wait.Backoff{Duration: max(c.BackoffBase/2, 1), Factor: 2, Jitter: 1, Steps: math.MaxInt32, Cap: max(c.BackoffMax/2, 1)}
 }

@@ -280,3 +280,19 @@ func TestDispatcherCloseNoLeak(t *testing.T) {
 	rcv.CloseClientConnections()
 	notifytest.WaitFor(t, 2*time.Second, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before+2 })
 }
+
+// TestRetryBackoff: retry n waits between w/2 and w, w = BackoffBase·2^(n-1) up to BackoffMax.
+func TestRetryBackoff(t *testing.T) {
+	cfg := DispatcherConfig{BackoffBase: time.Second, BackoffMax: 5 * time.Minute}.withDefaults()
+	for range 100 {
+		b := cfg.retryBackoff()
+		w := cfg.BackoffBase
+		for n := 1; n <= 12; n++ {
+			got := b.Step()
+			if got < w/2 || got > w {
+				t.Fatalf("retry %d waits %v, want within [%v, %v]", n, got, w/2, w)
+			}
+			w = min(2*w, cfg.BackoffMax)
+		}
+	}
+}
