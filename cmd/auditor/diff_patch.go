@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/llm-gitops/platform/internal/adopt"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/report"
 )
 
 // writeAdoptPatch prints the patch adopting every drifted field it can express into
@@ -31,7 +31,7 @@ func writeAdoptPatch(w, errw io.Writer, repo *gitrepo.Repo, rep *drift.Report) e
 	if len(objs) == 0 {
 		return nil
 	}
-	a, err := report.AdoptPatch(rep.Env, func(name string) ([]byte, error) { return repo.ReadFile(rep.Revision, name) }, objs...)
+	a, err := adopt.Patch(rep.Env, func(name string) ([]byte, error) { return repo.ReadFile(rep.Revision, name) }, objs...)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,8 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/gittest"
 	"github.com/llm-gitops/platform/internal/live"
-	"github.com/llm-gitops/platform/internal/report"
+	"github.com/llm-gitops/platform/internal/notify"
+	"github.com/llm-gitops/platform/internal/notify/message"
 )
 
 // TestAdoptPatchesEndTheirDrift: hand edits of six kinds with the real kubectl (replicas, an image
@@ -78,7 +79,7 @@ func TestAdoptPatchesEndTheirDrift(t *testing.T) {
 		gittest.Run(t, clone, "checkout", "-q", "main")
 	})
 
-	opts := report.Options{ReadFile: func(rev, name string) ([]byte, error) {
+	opts := notify.Options{ReadFile: func(rev, name string) ([]byte, error) {
 		repo, err := gitrepo.Open(f.Dir)
 		if err != nil {
 			return nil, err
@@ -88,8 +89,8 @@ func TestAdoptPatchesEndTheirDrift(t *testing.T) {
 	var adopted []string
 	notAdopted := map[string]string{}
 	for {
-		var next *report.Item
-		for _, it := range report.Items(rep) {
+		var next *notify.Item
+		for _, it := range notify.Items(rep) {
 			if k := itemName(it); !slices.Contains(adopted, k) && notAdopted[k] == "" {
 				next = &it
 				break
@@ -99,7 +100,7 @@ func TestAdoptPatchesEndTheirDrift(t *testing.T) {
 			break
 		}
 		k := itemName(*next)
-		line := adoptLine(t, report.DriftMessage(*next, opts))
+		line := adoptLine(t, notify.DriftMessage(*next, opts))
 		if !line.Code {
 			notAdopted[k] = line.Text
 			continue
@@ -138,14 +139,14 @@ func (f *fixture) auditAt(rev string) *drift.Report {
 // drifted names each drifted field of a report "Kind/name path", sorted.
 func drifted(rep *drift.Report) []string {
 	var out []string
-	for _, it := range report.Items(rep) {
+	for _, it := range notify.Items(rep) {
 		out = append(out, itemName(it))
 	}
 	sort.Strings(out)
 	return out
 }
 
-func itemName(it report.Item) string {
+func itemName(it notify.Item) string {
 	s := it.Object.Kind + "/" + it.Object.Name
 	if f := it.Field(); f != nil {
 		s += " " + f.Path
@@ -154,7 +155,7 @@ func itemName(it report.Item) string {
 }
 
 // adoptLine is the message's "Adopt into Git" line.
-func adoptLine(t *testing.T, m report.Message) report.Line {
+func adoptLine(t *testing.T, m message.Message) message.Line {
 	t.Helper()
 	for _, l := range m.Lines {
 		if strings.HasPrefix(l.Label, "Adopt into Git") {
@@ -162,7 +163,7 @@ func adoptLine(t *testing.T, m report.Message) report.Line {
 		}
 	}
 	t.Fatalf("no adopt line in:\n%s", m.PlainText())
-	return report.Line{}
+	return message.Line{}
 }
 
 // applyCommitPush applies a patch with `git apply` in a clone, commits and pushes the branch.

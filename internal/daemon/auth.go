@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/llm-gitops/platform/internal/report"
+	"github.com/llm-gitops/platform/internal/sinks"
 )
 
 // apiAuth returns the guard of the API routes the config asks for (nil: open).
@@ -25,7 +25,7 @@ func apiAuth(cfg APIConfig, restCfg *rest.Config) (func(*http.Request) (int, str
 	case APIAuthNone:
 		return nil, nil
 	case APIAuthToken:
-		want, err := report.ReadSecret("api token", cfg.TokenFile, "")
+		want, err := sinks.ReadSecret("api token", cfg.TokenFile, "")
 		if err != nil {
 			return nil, err
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/report"
+	"github.com/llm-gitops/platform/internal/sinks"
 )
 
 // Config is the daemon's configuration file (YAML). Secrets — webhook URLs, bot tokens, the Git
@@ -73,7 +73,7 @@ type Config struct {
 	Schedule ScheduleConfig `json:"schedule,omitempty"`
 	// Ledger keeps the model ledger in Git as revisions get synced.
 	Ledger LedgerConfig `json:"ledger,omitempty"`
-	// OutboxMax bounds each sink's on-disk outbox (default report.DefaultOutboxMax).
+	// OutboxMax bounds each sink's on-disk outbox (default outbox.DefaultOutboxMax).
 	OutboxMax int `json:"outboxMax,omitempty"`
 	// Controllers name the controllers that own fields Git also declares (an autoscaler on
 	// replicas): a value they wrote there is not drift. They add to drift.DefaultControllers
@@ -177,10 +177,10 @@ type LeaderElectionConfig struct {
 
 // SinkConfig is one chat destination; exactly one of Slack, Mattermost, Telegram.
 type SinkConfig struct {
-	Name       string                   `json:"name"`
-	Slack      *report.SlackConfig      `json:"slack,omitempty"`
-	Mattermost *report.MattermostConfig `json:"mattermost,omitempty"`
-	Telegram   *report.TelegramConfig   `json:"telegram,omitempty"`
+	Name       string                  `json:"name"`
+	Slack      *sinks.SlackConfig      `json:"slack,omitempty"`
+	Mattermost *sinks.MattermostConfig `json:"mattermost,omitempty"`
+	Telegram   *sinks.TelegramConfig   `json:"telegram,omitempty"`
 }
 
 // DispatchConfig tunes every sink's dispatcher.
@@ -338,13 +338,13 @@ func (c *Config) validate() error {
 	return nil
 }
 
-func newSink(sc SinkConfig) (report.Sink, error) {
+func newSink(sc SinkConfig) (sinks.Sink, error) {
 	switch {
 	case sc.Slack != nil:
-		return report.NewSlackSink(*sc.Slack)
+		return sinks.NewSlack(*sc.Slack)
 	case sc.Mattermost != nil:
-		return report.NewMattermostSink(*sc.Mattermost)
+		return sinks.NewMattermost(*sc.Mattermost)
 	default:
-		return report.NewTelegramSink(*sc.Telegram)
+		return sinks.NewTelegram(*sc.Telegram)
 	}
 }

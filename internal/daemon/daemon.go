@@ -27,8 +27,10 @@ import (
 	"github.com/llm-gitops/platform/internal/episode"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/notify"
+	"github.com/llm-gitops/platform/internal/outbox"
 	"github.com/llm-gitops/platform/internal/render"
-	"github.com/llm-gitops/platform/internal/report"
+	"github.com/llm-gitops/platform/internal/sinks"
 )
 
 // Daemon is one running auditor.
@@ -66,10 +68,10 @@ type Daemon struct {
 	ledgerBusy map[string]bool
 	wg         sync.WaitGroup // background writes (ledger)
 
-	outboxes    []*report.Outbox
-	tracker     *report.Tracker
-	notifier    *report.Notifier
-	dispatchers []*report.Dispatcher
+	outboxes    []*outbox.Outbox
+	tracker     *notify.Tracker
+	notifier    *notify.Notifier
+	dispatchers []*outbox.Dispatcher
 	secret      string
 	authorize   func(*http.Request) (int, string)
 
@@ -101,7 +103,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
 	if w := cfg.Webhook; w != nil && (w.SecretFile != "" || w.SecretEnv != "") {
-		s, err := report.ReadSecret("git webhook secret", w.SecretFile, w.SecretEnv)
+		s, err := sinks.ReadSecret("git webhook secret", w.SecretFile, w.SecretEnv)
 		if err != nil {
 			return nil, err
 		}
@@ -147,24 +149,24 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	if d.episodes, err = loadEpisodes(cfg); err != nil {
 		return nil, err
 	}
-	d.tracker = report.NewTracker()
+	d.tracker = notify.NewTracker()
 	if data, err := os.ReadFile(d.trackerFile()); err == nil {
 		if err := json.Unmarshal(data, d.tracker); err != nil {
 			return nil, fmt.Errorf("drift state %s: %w", d.trackerFile(), err)
 		}
 	}
-	var outboxes []*report.Outbox
+	var outboxes []*outbox.Outbox
 	for _, sc := range cfg.Sinks {
 		sink, err := newSink(sc)
 		if err != nil {
 			return nil, fmt.Errorf("sink %s: %w", sc.Name, err)
 		}
-		ob, err := report.OpenOutbox(filepath.Join(cfg.StateDir, "outbox", sc.Name), cfg.OutboxMax)
+		ob, err := outbox.OpenOutbox(filepath.Join(cfg.StateDir, "outbox", sc.Name), cfg.OutboxMax)
 		if err != nil {
 			return nil, fmt.Errorf("sink %s: %w", sc.Name, err)
 		}
 		outboxes = append(outboxes, ob)
-		disp := report.NewDispatcher(sink, ob, report.DispatcherConfig{BackoffBase: cfg.Dispatch.BackoffBase.Duration,
+		disp := outbox.NewDispatcher(sink, ob, outbox.DispatcherConfig{BackoffBase: cfg.Dispatch.BackoffBase.Duration,
 			BackoffMax: cfg.Dispatch.BackoffMax.Duration, Rate: cfg.Dispatch.Rate, Burst: cfg.Dispatch.Burst, Logger: log,
 			Paused: func() bool { return !d.leader.Load() }})
 		d.dispatchers = append(d.dispatchers, disp)
@@ -180,9 +182,9 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	opts := report.Options{ArgoCDURL: cfg.ArgoCDURL, AppName: func(env string) string { return cfg.AppNamePrefix + env },
+	opts := notify.Options{ArgoCDURL: cfg.ArgoCDURL, AppName: func(env string) string { return cfg.AppNamePrefix + env },
 		ReadFile: d.readFile}
-	d.notifier = report.NewNotifier(report.NotifierConfig{Window: cfg.FoldWindow.or(10 * time.Second), Options: opts,
+	d.notifier = notify.NewNotifier(notify.NotifierConfig{Window: cfg.FoldWindow.or(10 * time.Second), Options: opts,
 		Outboxes: outboxes, Tracker: d.tracker, Logger: log, Leading: true, OnEnqueued: d.saveTracker, Resolve: d.resolve})
 	return d, nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/llm-gitops/platform/internal/atomicfile"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/episode"
-	"github.com/llm-gitops/platform/internal/report"
+	"github.com/llm-gitops/platform/internal/notify"
 )
 
 func episodesFile(cfg *Config) string { return filepath.Join(cfg.StateDir, "episodes.json") }
@@ -39,7 +39,7 @@ func (d *Daemon) recordEpisodes(rep *drift.Report) {
 	if rep.Syncing() {
 		return
 	}
-	_, ended := d.episodes.Observe(episode.Observation{Report: rep, Live: d.liveObject, Adopter: d.adopter, Mask: report.MaskSecrets})
+	_, ended := d.episodes.Observe(episode.Observation{Report: rep, Live: d.liveObject, Adopter: d.adopter, Mask: notify.MaskSecrets})
 	d.metrics.episodes(rep.Env, d.episodes.Open(rep.Env), ended, d.leader.Load())
 	if !d.episodes.TakeDirty() {
 		return

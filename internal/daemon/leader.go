@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
-	"github.com/llm-gitops/platform/internal/report"
+	"github.com/llm-gitops/platform/internal/notify/message"
 )
 
 // campaign runs leader election on a Lease until ctx ends; leadership lost is campaigned for again.
@@ -99,7 +99,7 @@ func (d *Daemon) takeOver(ctx context.Context) {
 	// What this replica queued in an earlier leadership and never delivered is not sent: the
 	// seeded tracker announces what is still true, against the current report. Alerts stay.
 	for i, ob := range d.outboxes {
-		n, err := ob.DropPending(func(m report.Message) bool { return !isAlert(m) })
+		n, err := ob.DropPending(func(m message.Message) bool { return !isAlert(m) })
 		if err != nil {
 			d.log.Error("drop stale messages", "sink", d.cfg.Sinks[i].Name, "err", err)
 		} else if n > 0 {
@@ -120,7 +120,7 @@ func (d *Daemon) takeOver(ctx context.Context) {
 }
 
 // isAlert says whether m is a one-off alert (a schedule's), not a drift announcement.
-func isAlert(m report.Message) bool {
+func isAlert(m message.Message) bool {
 	for _, k := range m.Keys {
 		if strings.HasPrefix(k, alertKeyPrefix) {
 			return true

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/llm-gitops/platform/internal/render"
-	"github.com/llm-gitops/platform/internal/report"
+	"github.com/llm-gitops/platform/internal/sinks"
 	"github.com/llm-gitops/platform/internal/testcluster"
 	"github.com/llm-gitops/platform/internal/testfixture"
 )
@@ -117,9 +117,9 @@ func (h *harness) config(stateDir string) *Config {
 		FetchInterval: Duration{time.Minute}, Debounce: Duration{20 * time.Millisecond}, FoldWindow: Duration{300 * time.Millisecond},
 		Dispatch: DispatchConfig{BackoffBase: Duration{50 * time.Millisecond}, BackoffMax: Duration{200 * time.Millisecond}, Rate: 100, Burst: 100},
 		Sinks: []SinkConfig{
-			{Name: "slack", Slack: &report.SlackConfig{URLFile: h.secretFile("slack", h.receivers[0].srv.URL+"/services/T000/B000/XXXX")}},
-			{Name: "mattermost", Mattermost: &report.MattermostConfig{URLFile: h.secretFile("mm", h.receivers[1].srv.URL+"/hooks/abc")}},
-			{Name: "telegram", Telegram: &report.TelegramConfig{TokenFile: h.secretFile("tg", "123456:SECRET-TOKEN"), ChatID: "-100", BaseURL: h.receivers[2].srv.URL}},
+			{Name: "slack", Slack: &sinks.SlackConfig{URLFile: h.secretFile("slack", h.receivers[0].srv.URL+"/services/T000/B000/XXXX")}},
+			{Name: "mattermost", Mattermost: &sinks.MattermostConfig{URLFile: h.secretFile("mm", h.receivers[1].srv.URL+"/hooks/abc")}},
+			{Name: "telegram", Telegram: &sinks.TelegramConfig{TokenFile: h.secretFile("tg", "123456:SECRET-TOKEN"), ChatID: "-100", BaseURL: h.receivers[2].srv.URL}},
 		},
 	}
 	if err := cfg.validate(); err != nil {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/episode"
-	"github.com/llm-gitops/platform/internal/report"
+	"github.com/llm-gitops/platform/internal/outbox"
 )
 
 // metrics are the daemon's Prometheus series; a registry of its own keeps tests independent.
@@ -55,7 +55,7 @@ func newMetrics() *metrics {
 }
 
 // sinkMetrics exposes a dispatcher's counters.
-func (m *metrics) sinkMetrics(name string, d *report.Dispatcher) {
+func (m *metrics) sinkMetrics(name string, d *outbox.Dispatcher) {
 	l := prometheus.Labels{"sink": name}
 	m.reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_sink_failures_total", Help: "Failed deliveries to a sink.", ConstLabels: l},

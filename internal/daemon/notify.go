@@ -7,25 +7,25 @@ import (
 	"github.com/llm-gitops/platform/internal/atomicfile"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/episode"
-	"github.com/llm-gitops/platform/internal/report"
+	"github.com/llm-gitops/platform/internal/notify"
 )
 
 // resolve says how a resolved item ended: from its episode, else from the watch's copy of the
 // object (who set the field back).
-func (d *Daemon) resolve(it report.Item, revision string) *report.Resolution {
+func (d *Daemon) resolve(it notify.Item, revision string) *notify.Resolution {
 	path := ""
 	if f := it.Field(); f != nil {
 		path = f.Path
 	}
 	o := it.Object
 	if e, ok := d.episodes.LastEnded(episode.Identity(it.Env, o.APIVersion, o.Kind, o.Namespace, o.Name, path)); ok {
-		return report.ResolutionOf(e)
+		return notify.ResolutionOf(e)
 	}
 	live, ok := d.liveObject(o.APIVersion, o.Kind, o.Namespace, o.Name)
 	if !ok {
 		return nil
 	}
-	return report.Resolve(it, live, revision)
+	return notify.Resolve(it, live, revision)
 }
 
 func (d *Daemon) trackerFile() string { return filepath.Join(d.cfg.StateDir, "drift-state.json") }

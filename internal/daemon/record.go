@@ -24,7 +24,7 @@ import (
 // recordAnnotation prefixes the Lease annotation holding one sink's delivery record.
 const recordAnnotation = "auditor.platform.llm/delivered."
 
-// leaseRecord keeps one sink's delivery record (report.RecordStore) in an annotation of the
+// leaseRecord keeps one sink's delivery record (outbox.RecordStore) in an annotation of the
 // leader Lease, gzipped and base64-encoded: the replica that leads next reads what the last
 // leader delivered, so a leader change announces every drift once. The Lease is the only object
 // the daemon writes; the election's own renewals retry on the conflicts these writes cause.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/report"
+	"github.com/llm-gitops/platform/internal/notify/message"
 	"github.com/llm-gitops/platform/internal/schedule"
 )
 
@@ -162,8 +162,8 @@ const alertKeyPrefix = "alert/"
 // alert puts a one-off message in every sink's outbox; key makes it announced once.
 func (d *Daemon) alert(env, key, title, text string) {
 	sum := sha256.Sum256([]byte(key))
-	m := report.Message{ID: hex.EncodeToString(sum[:8]), Kind: report.KindDigest, Env: env, Title: title,
-		Lines: []report.Line{{Text: text}}, Keys: []string{alertKeyPrefix + key}}
+	m := message.Message{ID: hex.EncodeToString(sum[:8]), Kind: message.KindDigest, Env: env, Title: title,
+		Lines: []message.Line{{Text: text}}, Keys: []string{alertKeyPrefix + key}}
 	for _, ob := range d.outboxes {
 		if err := ob.Enqueue(m); err != nil {
 			d.log.Error("enqueue alert", "err", err)

@@ -8,10 +8,12 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
 // RevertRequest describes a revert commit (see Remote.Revert).
@@ -330,71 +332,38 @@ func merge3(base, ours, theirs []string) ([]string, bool) {
 	return append(out, base[i:]...), true
 }
 
-// lineHunks diffs a and b by lines (longest common subsequence after trimming the common prefix
-// and suffix; a very large middle becomes one hunk, which is valid, only coarser).
+// lineHunks diffs a and b by lines with go-diff's Myers diff (line mode: each line is one
+// symbol) and returns the changes as hunks over a.
 func lineHunks(a, b []string) []hunk {
-	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		pre++
-	}
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
-		suf++
-	}
-	am, bm := a[pre:len(a)-suf], b[pre:len(b)-suf]
-	if len(am) == 0 && len(bm) == 0 {
-		return nil
-	}
-	n, m := len(am), len(bm)
-	if n == 0 || m == 0 || n*m > 16_000_000 {
-		return []hunk{{s: pre, e: pre + n, lines: bm}}
-	}
-	// lcs[i][j] = LCS length of am[i:], bm[j:].
-	lcs := make([][]int32, n+1)
-	for i := range lcs {
-		lcs[i] = make([]int32, m+1)
-	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if am[i] == bm[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else if lcs[i+1][j] >= lcs[i][j+1] {
-				lcs[i][j] = lcs[i+1][j]
-			} else {
-				lcs[i][j] = lcs[i][j+1]
-			}
-		}
-	}
+	dmp := diffmatchpatch.New()
+	dmp.DiffTimeout = 0 // the exact diff, not one cut short by a clock
+	ra, rb, _ := dmp.DiffLinesToRunes(strings.Join(a, ""), strings.Join(b, ""))
 	var out []hunk
 	var cur *hunk
-	i, j := 0, 0
-	flush := func() {
-		if cur != nil {
-			out = append(out, *cur)
-			cur = nil
+	i, j := 0, 0 // lines of a and b consumed
+	for _, d := range dmp.DiffMainRunes(ra, rb, false) {
+		n := utf8.RuneCountInString(d.Text)
+		if d.Type == diffmatchpatch.DiffEqual {
+			if cur != nil {
+				out = append(out, *cur)
+				cur = nil
+			}
+			i, j = i+n, j+n
+			continue
 		}
-	}
-	open := func() {
 		if cur == nil {
-			cur = &hunk{s: pre + i, e: pre + i}
+			cur = &hunk{s: i, e: i}
+		}
+		if d.Type == diffmatchpatch.DiffDelete {
+			i += n
+			cur.e = i
+		} else {
+			cur.lines = append(cur.lines, b[j:j+n]...)
+			j += n
 		}
 	}
-	for i < n || j < m {
-		switch {
-		case i < n && j < m && am[i] == bm[j]:
-			flush()
-			i++
-			j++
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			open()
-			cur.lines = append(cur.lines, bm[j])
-			j++
-		default:
-			open()
-			i++
-			cur.e = pre + i
-		}
+	if cur != nil {
+		out = append(out, *cur)
 	}
-	flush()
 	return out
 }

@@ -2,20 +2,20 @@ package ledger
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"regexp"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
 )
 
 // Prometheus reads a metrics snapshot of a served version from the Prometheus HTTP API
-// (instant queries on /api/v1/query).
+// (instant queries on /api/v1/query, through client_golang's API client).
 type Prometheus struct {
 	// URL is the server's base URL, e.g. http://prometheus-operated.llm-monitoring.svc:9090.
 	URL string
@@ -93,80 +93,61 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("prometheus: HTTP %d: %s: %s", e.Status, e.ErrorType, e.Message)
 }
 
-type apiResponse struct {
-	Status    string `json:"status"`
-	ErrorType string `json:"errorType"`
-	Error     string `json:"error"`
-	Data      struct {
-		ResultType string          `json:"resultType"`
-		Result     json.RawMessage `json:"result"`
-	} `json:"data"`
-}
-
-// Query runs an instant query at t and returns its single value: a scalar, or the first sample
-// of a vector (nil for an empty vector or NaN).
+// Query runs an instant query at t with client_golang's API client and returns its single
+// value: a scalar, or the first sample of a vector (nil for an empty vector or NaN).
 func (p *Prometheus) Query(ctx context.Context, query string, t time.Time) (*float64, error) {
-	base := strings.TrimRight(p.URL, "/")
-	form := url.Values{"query": {query}, "time": {strconv.FormatInt(t.Unix(), 10)}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?"+form.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
 	client := p.Client
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
-	resp, err := client.Do(req)
+	c, err := api.NewClient(api.Config{Address: p.URL, Client: client})
 	if err != nil {
+		return nil, fmt.Errorf("prometheus %s: %w", p.URL, err)
+	}
+	sc := &statusClient{Client: c}
+	val, _, err := promv1.NewAPI(sc).Query(ctx, query, t)
+	var apiErr *promv1.Error
+	switch {
+	case errors.As(err, &apiErr):
+		msg := apiErr.Msg
+		if apiErr.Detail != "" {
+			msg += ": " + truncate(apiErr.Detail, 200)
+		}
+		return nil, &APIError{Status: sc.status, ErrorType: string(apiErr.Type), Message: msg}
+	case err != nil:
 		return nil, fmt.Errorf("prometheus: %w", err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return nil, fmt.Errorf("prometheus: read answer: %w", err)
-	}
-	var ar apiResponse
-	if err := json.Unmarshal(body, &ar); err != nil {
-		return nil, &APIError{Status: resp.StatusCode, ErrorType: "bad_response", Message: truncate(string(body), 200)}
-	}
-	if ar.Status != "success" || resp.StatusCode != http.StatusOK {
-		return nil, &APIError{Status: resp.StatusCode, ErrorType: ar.ErrorType, Message: ar.Error}
-	}
-	var sample []any
-	switch ar.Data.ResultType {
-	case "scalar":
-		if err := json.Unmarshal(ar.Data.Result, &sample); err != nil {
-			return nil, fmt.Errorf("prometheus: scalar: %w", err)
-		}
-	case "vector":
-		var vec []struct {
-			Value []any `json:"value"`
-		}
-		if err := json.Unmarshal(ar.Data.Result, &vec); err != nil {
-			return nil, fmt.Errorf("prometheus: vector: %w", err)
-		}
-		if len(vec) == 0 {
+	var v float64
+	switch val := val.(type) {
+	case *model.Scalar:
+		v = float64(val.Value)
+	case model.Vector:
+		if len(val) == 0 {
 			return nil, nil
 		}
-		sample = vec[0].Value
+		v = float64(val[0].Value)
 	default:
-		return nil, fmt.Errorf("prometheus: unexpected result type %q", ar.Data.ResultType)
-	}
-	if len(sample) != 2 {
-		return nil, fmt.Errorf("prometheus: malformed sample %v", sample)
-	}
-	s, ok := sample[1].(string)
-	if !ok {
-		return nil, fmt.Errorf("prometheus: malformed sample value %v", sample[1])
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return nil, fmt.Errorf("prometheus: sample value %q: %w", s, err)
+		return nil, fmt.Errorf("prometheus: unexpected result type %q", val.Type())
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return nil, nil
 	}
 	return &v, nil
+}
+
+// statusClient keeps the HTTP status of the last answer, which client_golang's API errors do
+// not carry, for APIError.
+type statusClient struct {
+	api.Client
+	status int
+}
+
+func (c *statusClient) Do(ctx context.Context, req *http.Request) (*http.Response, []byte, error) {
+	resp, body, err := c.Client.Do(ctx, req)
+	if resp != nil {
+		c.status = resp.StatusCode
+	}
+	return resp, body, err
 }
 
 func truncate(s string, n int) string {

@@ -141,3 +141,32 @@ func TestSyncWithMetrics(t *testing.T) {
 		t.Fatalf("rebuild differs:\n%s\nvs\n%s", b, a)
 	}
 }
+
+// TestPrometheusQueryAnswers: a scalar result, and an answer that is not the API's JSON (a
+// proxy's error page) reported with its HTTP status.
+func TestPrometheusQueryAnswers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			t.Error(err)
+		}
+		if r.Form.Get("query") == "scalar(1)" {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"status": "success",
+				"data": map[string]any{"resultType": "scalar", "result": []any{1740819600.123, "0.75"}}})
+			return
+		}
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = w.Write([]byte("<html>bad gateway</html>"))
+	}))
+	t.Cleanup(srv.Close)
+	p := &Prometheus{URL: srv.URL}
+	v, err := p.Query(context.Background(), "scalar(1)", time.Now())
+	if err != nil || v == nil || *v != 0.75 {
+		t.Fatalf("scalar: %v %v", v, err)
+	}
+	_, err = p.Query(context.Background(), "up", time.Now())
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadGateway || !strings.Contains(apiErr.Message, "bad gateway") {
+		t.Fatalf("bad gateway: %#v", err)
+	}
+}

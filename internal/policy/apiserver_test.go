@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-gitops/platform/internal/manifest"
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
@@ -68,7 +69,7 @@ func TestAdmissionVerdictsEqualOffline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs, err := DecodeObjects(data)
+		objs, err := manifest.Decode(data)
 		if err != nil || len(objs) != 1 {
 			t.Fatalf("%s: %v (%d objects)", f, err, len(objs))
 		}

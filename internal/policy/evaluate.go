@@ -6,7 +6,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,18 +19,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// clusterScopedKinds are the kinds Evaluate treats as cluster-scoped (no namespace); any other
-// kind without metadata.namespace is evaluated in namespace "default", as kubectl would create it.
-var clusterScopedKinds = map[string]bool{
-	"Namespace": true, "Node": true, "PersistentVolume": true, "PriorityClass": true,
-	"StorageClass": true, "ClusterRole": true, "ClusterRoleBinding": true,
-	"CustomResourceDefinition": true, "ValidatingAdmissionPolicy": true,
-	"ValidatingAdmissionPolicyBinding": true, "MutatingWebhookConfiguration": true,
-	"ValidatingWebhookConfiguration": true, "APIService": true, "RuntimeClass": true,
-	"IngressClass": true, "GatewayClass": true, "NodePool": true, "EC2NodeClass": true,
-	"ClusterIssuer": true, "ClusterSecretStore": true,
-}
-
 // Evaluate runs every binding of every policy against obj as a CREATE request, the object's
 // namespace carrying namespaceLabels (plus kubernetes.io/metadata.name=<namespace>, which the
 // API server always sets), and returns the violations: denied validations of bindings with the
@@ -40,9 +27,11 @@ var clusterScopedKinds = map[string]bool{
 func (s *Set) Evaluate(obj *unstructured.Unstructured, namespaceLabels map[string]string) []Violation {
 	id := ObjectID(obj)
 	gvk := obj.GroupVersionKind()
-	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	// A namespaced object without metadata.namespace is evaluated in namespace "default", as
+	// kubectl would create it.
+	gvr, namespaced := resourceOf(RESTMapper(), gvk)
 	ns := obj.GetNamespace()
-	if ns == "" && !clusterScopedKinds[gvk.Kind] {
+	if ns == "" && namespaced {
 		ns = metav1.NamespaceDefault
 	}
 	var namespace *corev1.Namespace

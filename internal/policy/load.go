@@ -1,17 +1,15 @@
 package policy
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/llm-gitops/platform/internal/manifest"
 )
 
 // LoadDir is Load over a directory on disk.
@@ -40,7 +38,7 @@ func Load(fsys fs.FS) (*Set, error) {
 		if err != nil {
 			return err
 		}
-		docs, err := DecodeObjects(data)
+		docs, err := manifest.Decode(data)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -51,30 +49,6 @@ func Load(fsys fs.FS) (*Set, error) {
 		return nil, fmt.Errorf("load policies: %w", err)
 	}
 	return New(objs)
-}
-
-// DecodeObjects decodes a multi-document YAML (or JSON) stream into objects; empty documents are
-// skipped.
-func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(m) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: m}
-		if u.GetKind() == "" || u.GetAPIVersion() == "" {
-			return nil, fmt.Errorf("document without apiVersion/kind (name %q)", u.GetName())
-		}
-		out = append(out, u)
-	}
 }
 
 const admissionGroup = "admissionregistration.k8s.io"

@@ -9,7 +9,8 @@ import (
 )
 
 // paramStore builds an informer-like store over the loaded objects of the param kind, for
-// generic.CollectParams. The kind is namespaced if a loaded param or a paramRef has a namespace.
+// generic.CollectParams. The kind's scope is the API server's (RESTMapper); for a kind it does
+// not serve, the kind is namespaced if a loaded param or a paramRef has a namespace.
 func (s *Set) paramStore(pk *admissionregistrationv1.ParamKind, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) (informers.GenericInformer, meta.RESTScope) {
 	gv, _ := schema.ParseGroupVersion(pk.APIVersion)
 	gvk := gv.WithKind(pk.Kind)
@@ -27,9 +28,12 @@ func (s *Set) paramStore(pk *admissionregistrationv1.ParamKind, bindings []*admi
 			namespaced = true
 		}
 	}
-	scope := meta.RESTScopeRoot
+	var scope meta.RESTScope = meta.RESTScopeRoot
 	if namespaced {
 		scope = meta.RESTScopeNamespace
+	}
+	if m, err := RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+		gvr, scope = m.Resource, m.Scope
 	}
 	return &staticInformer{lister: cache.NewGenericLister(indexer, gvr.GroupResource())}, scope
 }

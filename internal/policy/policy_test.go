@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/llm-gitops/platform/internal/manifest"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
@@ -67,7 +68,7 @@ func TestKustomizeRenderedPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := DecodeObjects(data)
+	objs, err := manifest.Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func readCorpus(t *testing.T) []corpusCase {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs, err := DecodeObjects(data)
+		objs, err := manifest.Decode(data)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
@@ -200,7 +201,7 @@ func mustDecode(t *testing.T, file string) *unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := DecodeObjects(data)
+	objs, err := manifest.Decode(data)
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("%s: %v (%d objects)", file, err, len(objs))
 	}

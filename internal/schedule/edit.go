@@ -2,8 +2,9 @@ package schedule
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"regexp"
+	"io"
 	"strconv"
 	"strings"
 
@@ -12,50 +13,49 @@ import (
 
 // location is where a target field is in a file.
 type location struct {
-	doc     int // index of the YAML document
 	line    int // 1-based line in the file of the value
 	value   int64
 	max     int64 // the object's maximum (maxReplicaCount / maxReplicas), 0 when unknown
 	maxLine int
 }
 
-var docSep = regexp.MustCompile(`^---(\s.*)?$`)
-
-// document is one YAML document of a multi-document file, with its position.
-type document struct {
-	text      string
-	firstLine int // 1-based line of the document's first line in the file
+// doc is one YAML document of a file: its root (nil when empty) and the lines it spans (1-based,
+// inclusive).
+type doc struct {
+	rn         *kyaml.RNode
+	start, end int
 }
 
-// splitDocs splits a file at `---` lines; the separators stay outside the documents. Joining
-// the documents with the separators gives the file back byte for byte (see joinDocs).
-func splitDocs(data []byte) (docs []document, seps []string) {
-	lines := strings.SplitAfter(string(data), "\n")
-	var cur strings.Builder
-	first := 1
-	for i, l := range lines {
-		if docSep.MatchString(strings.TrimRight(l, "\r\n")) {
-			docs = append(docs, document{cur.String(), first})
-			seps = append(seps, l)
-			cur.Reset()
-			first = i + 2
-			continue
+// parseDocs decodes every document of a multi-document file with the YAML library's stream
+// decoder rather than splitting the text: the document boundaries are the library's (a
+// document node starts at its "---" line), and node lines and columns are positions in the
+// whole file, so an edit changes the file's bytes where the library points and leaves every
+// other byte alone (a kio round trip would re-indent and re-quote the user's file).
+func parseDocs(file string, data []byte) ([]doc, error) {
+	dec := kyaml.NewDecoder(bytes.NewReader(data))
+	var docs []doc
+	for {
+		var n kyaml.Node
+		if err := dec.Decode(&n); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("%s: parse: %w", file, err)
 		}
-		cur.WriteString(l)
-	}
-	docs = append(docs, document{cur.String(), first})
-	return docs, seps
-}
-
-func joinDocs(docs []document, seps []string) []byte {
-	var b bytes.Buffer
-	for i, d := range docs {
-		b.WriteString(d.text)
-		if i < len(seps) {
-			b.WriteString(seps[i])
+		d := doc{start: 1} // what precedes the first document (comments) belongs to it
+		if len(docs) > 0 {
+			d.start = n.Line
+			docs[len(docs)-1].end = n.Line - 1
 		}
+		if len(n.Content) == 1 {
+			d.rn = kyaml.NewRNode(n.Content[0])
+		}
+		docs = append(docs, d)
 	}
-	return b.Bytes()
+	if len(docs) > 0 {
+		docs[len(docs)-1].end = len(strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n"))
+	}
+	return docs, nil
 }
 
 // maxField is the field holding the maximum for a min field.
@@ -78,17 +78,15 @@ type lookupError struct {
 
 func (e *lookupError) Error() string { return e.Msg }
 
-// find parses the documents with kyaml and returns the one holding the target object.
-func find(docs []document, t Target) (int, *kyaml.RNode, error) {
-	idx, found := -1, (*kyaml.RNode)(nil)
-	for i, d := range docs {
-		if strings.TrimSpace(d.text) == "" {
-			continue
-		}
-		rn, err := kyaml.Parse(d.text)
-		if err != nil {
-			return 0, nil, fmt.Errorf("%s:%d: parse: %v", t.Path, d.firstLine, err)
-		}
+// find parses data and returns the document holding the target object.
+func find(data []byte, t Target) (*kyaml.RNode, error) {
+	docs, err := parseDocs(t.Path, data)
+	if err != nil {
+		return nil, err
+	}
+	var found *kyaml.RNode
+	for _, d := range docs {
+		rn := d.rn
 		if rn.IsNilOrEmpty() || rn.YNode().Kind != kyaml.MappingNode {
 			continue
 		}
@@ -96,15 +94,15 @@ func find(docs []document, t Target) (int, *kyaml.RNode, error) {
 			continue
 		}
 		if found != nil {
-			return 0, nil, &lookupError{"name", fmt.Sprintf("%s: %s/%s is defined twice (lines %d and %d): set target.namespace",
-				t.Path, t.Kind, t.Name, docs[idx].firstLine, d.firstLine)}
+			return nil, &lookupError{"name", fmt.Sprintf("%s: %s/%s is defined twice (lines %d and %d): set target.namespace",
+				t.Path, t.Kind, t.Name, found.YNode().Line, rn.YNode().Line)}
 		}
-		idx, found = i, rn
+		found = rn
 	}
 	if found == nil {
-		return 0, nil, &lookupError{"name", fmt.Sprintf("%s: no %s named %s", t.Path, t.Kind, t.Name)}
+		return nil, &lookupError{"name", fmt.Sprintf("%s: no %s named %s", t.Path, t.Kind, t.Name)}
 	}
-	return idx, found, nil
+	return found, nil
 }
 
 // intField looks up a dotted integer field of rn; nil node when absent.
@@ -126,8 +124,7 @@ func intField(rn *kyaml.RNode, field string) (*kyaml.RNode, int64, error) {
 
 // lookup finds the target field in data.
 func lookup(data []byte, t Target) (location, error) {
-	docs, _ := splitDocs(data)
-	i, rn, err := find(docs, t)
+	rn, err := find(data, t)
 	if err != nil {
 		return location{}, err
 	}
@@ -138,74 +135,45 @@ func lookup(data []byte, t Target) (location, error) {
 	if n == nil {
 		return location{}, &lookupError{"field", fmt.Sprintf("%s: %s/%s has no field %s", t.Path, t.Kind, t.Name, t.Field)}
 	}
-	loc := location{doc: i, line: docs[i].firstLine + n.YNode().Line - 1, value: v}
+	loc := location{line: n.YNode().Line, value: v}
 	if mf := maxField(t.Field); mf != "" {
 		if mn, mv, err := intField(rn, mf); err == nil && mn != nil {
-			loc.max, loc.maxLine = mv, docs[i].firstLine+mn.YNode().Line-1
+			loc.max, loc.maxLine = mv, mn.YNode().Line
 		}
 	}
 	return loc, nil
 }
 
-// setField returns data with the target field set to value, touching only the field's line:
+// setField returns data with the target field set to value, touching only the value's bytes:
 // comments, order, quoting and indentation of everything else are kept. It also returns the
 // previous value and the changed line.
 func setField(data []byte, t Target, value int64) (out []byte, from int64, line int, err error) {
-	docs, seps := splitDocs(data)
-	i, rn, err := find(docs, t)
+	rn, err := find(data, t)
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	n, from, err := intField(rn, t.Field)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("%s %s/%s: %v", t.Path, t.Kind, t.Name, err)
+		return nil, 0, 0, fmt.Errorf("%s %s/%s: %w", t.Path, t.Kind, t.Name, err)
 	}
 	if n == nil {
 		return nil, 0, 0, fmt.Errorf("%s: %s/%s has no field %s", t.Path, t.Kind, t.Name, t.Field)
 	}
 	y := n.YNode()
-	line = docs[i].firstLine + y.Line - 1
 	if from == value {
-		return data, from, line, nil
+		return data, from, y.Line, nil
 	}
-	old, col := y.Value, y.Column
-	// Edit in place so comments attached to the value node stay, and let kyaml serialise the
-	// document.
-	y.Value = strconv.FormatInt(value, 10)
-	text, err := rn.String()
+	text, err := replaceToken(string(data), y.Line, y.Column, y.Value, strconv.FormatInt(value, 10))
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("%s: serialise: %v", t.Path, err)
+		return nil, 0, 0, fmt.Errorf("%s:%d: %w", t.Path, y.Line, err)
 	}
-	if onlyLineDiffers(docs[i].text, text, y.Line) {
-		docs[i].text = text
-	} else {
-		// kyaml re-indented or re-quoted something else in the document: replace the value's
-		// token on its line instead.
-		if docs[i].text, err = replaceToken(docs[i].text, y.Line, col, old, y.Value); err != nil {
-			return nil, 0, 0, fmt.Errorf("%s:%d: %v", t.Path, line, err)
-		}
-	}
-	out = joinDocs(docs, seps)
+	out = []byte(text)
 	// Check the result.
 	chk, err := lookup(out, t)
 	if err != nil || chk.value != value {
 		return nil, 0, 0, fmt.Errorf("%s: edit of %s did not take (%v)", t.Path, t.Field, err)
 	}
-	return out, from, line, nil
-}
-
-// onlyLineDiffers reports whether b equals a except on line (1-based).
-func onlyLineDiffers(a, b string, line int) bool {
-	la, lb := strings.SplitAfter(a, "\n"), strings.SplitAfter(b, "\n")
-	if len(la) != len(lb) {
-		return false
-	}
-	for i := range la {
-		if i != line-1 && la[i] != lb[i] {
-			return false
-		}
-	}
-	return true
+	return out, from, y.Line, nil
 }
 
 // replaceToken replaces old at (line, col) (1-based, col in characters) by repl.

@@ -45,8 +45,8 @@ func (s *Schedule) siteOf(snap *gitrepo.Snapshot, p *Peak) (site, error) {
 		if !strings.HasPrefix(name, prefix) || strings.Contains(name[len(prefix):], "/") || !strings.HasSuffix(name, ".yaml") {
 			continue
 		}
-		docs, _ := splitDocs(data)
-		if i := applicationDoc(docs, env); i >= 0 {
+		// A file that does not parse is not the one (as before, when its documents were skipped).
+		if docs, err := parseDocs(name, data); err == nil && applicationDoc(docs, env) != nil {
 			return site{file: name, app: name, pin: r.Revision}, nil
 		}
 	}
@@ -65,15 +65,8 @@ func (st site) paths(p *Peak) []string {
 // it has one for the field, else the target file (at the pin for a pinned env).
 func (st site) current(snap *gitrepo.Snapshot, t Target) (int64, error) {
 	if st.app != "" {
-		docs, _ := splitDocs(snap.Files[st.app])
-		if i := applicationDoc(docs, pathEnv(st.app)); i >= 0 {
-			rn, err := kyaml.Parse(docs[i].text)
-			if err != nil {
-				return 0, err
-			}
-			if _, v, ok := findPatch(rn, t); ok {
-				return v, nil
-			}
+		if _, v, ok, err := appPatch(st.app, snap.Files[st.app], t); err != nil || ok {
+			return v, err
 		}
 		data, err := snap.ReadFileAt(st.pin, t.Path)
 		if err != nil {
@@ -118,19 +111,32 @@ func (st site) restore(snap *gitrepo.Snapshot, t Target, previous int64) ([]byte
 
 func pathEnv(appFile string) string { return path.Base(path.Dir(appFile)) }
 
-// applicationDoc returns the index of the document holding the Application whose source is
-// overlays/<env>, -1 when none.
-func applicationDoc(docs []document, env string) int {
+// applicationDoc returns the document holding the Application whose source is overlays/<env>,
+// nil when none.
+func applicationDoc(docs []doc, env string) *doc {
 	for i, d := range docs {
-		rn, err := kyaml.Parse(d.text)
-		if err != nil || rn.IsNilOrEmpty() || rn.GetKind() != "Application" {
+		rn := d.rn
+		if rn.IsNilOrEmpty() || rn.YNode().Kind != kyaml.MappingNode || rn.GetKind() != "Application" {
 			continue
 		}
 		if p, err := rn.Pipe(kyaml.Lookup("spec", "source", "path")); err == nil && p != nil && path.Clean(p.YNode().Value) == render.OverlayPath(env) {
-			return i
+			return &docs[i]
 		}
 	}
-	return -1
+	return nil
+}
+
+// appPatch returns the patch of t's field in the Application of overlays/<env> of an apps/<env>
+// file: its node and value, ok false when it has none.
+func appPatch(file string, data []byte, t Target) (it *kyaml.RNode, v int64, ok bool, err error) {
+	docs, err := parseDocs(file, data)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if d := applicationDoc(docs, pathEnv(file)); d != nil {
+		it, v, ok = findPatch(d.rn, t)
+	}
+	return it, v, ok, nil
 }
 
 // fieldPointer is the JSON pointer of a dotted field (spec.minReplicaCount → /spec/minReplicaCount).
@@ -178,25 +184,25 @@ func findPatch(app *kyaml.RNode, t Target) (*kyaml.RNode, int64, bool) {
 // other line of the file, comments and layout included, stays as it is, and a revert of the
 // commit removes exactly the lines it added.
 func setAppPatch(data []byte, file string, t Target, value int64) ([]byte, int, error) {
-	docs, seps := splitDocs(data)
-	i := applicationDoc(docs, pathEnv(file))
-	if i < 0 {
+	docs, err := parseDocs(file, data)
+	if err != nil {
+		return nil, 0, err
+	}
+	d := applicationDoc(docs, pathEnv(file))
+	if d == nil {
 		return nil, 0, fmt.Errorf("%s: no Application of overlays/%s", file, pathEnv(file))
 	}
-	rn, err := kyaml.Parse(docs[i].text)
-	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", file, err)
-	}
+	rn := d.rn
 	ops, err := json.Marshal([]patchOp{{Op: "replace", Path: fieldPointer(t.Field), Value: value}})
 	if err != nil {
 		return nil, 0, err
 	}
 	body := "'" + string(ops) + "'"
-	lines := strings.SplitAfter(docs[i].text, "\n")
+	lines := strings.SplitAfter(string(data), "\n")
 	if it, _, ok := findPatch(rn, t); ok {
 		key, val := mapEntry(it.YNode(), "patch")
 		if val.Line != key.Line || strings.Contains(val.Value, "\n") || val.Style&(kyaml.LiteralStyle|kyaml.FoldedStyle) != 0 {
-			return nil, 0, fmt.Errorf("%s:%d: the patch of %s/%s %s spans lines: edit it by hand", file, docs[i].firstLine+key.Line-1, t.Kind, t.Name, t.Field)
+			return nil, 0, fmt.Errorf("%s:%d: the patch of %s/%s %s spans lines: edit it by hand", file, key.Line, t.Kind, t.Name, t.Field)
 		}
 		lines[key.Line-1] = strings.Repeat(" ", key.Column-1) + "patch: " + body + "\n"
 	} else {
@@ -205,7 +211,7 @@ func setAppPatch(data []byte, file string, t Target, value int64) ([]byte, int, 
 			target += ", namespace: " + t.Namespace
 		}
 		entry := []string{"- target: " + target + "}", "  patch: " + body}
-		at, indent, wrap, err := patchesInsertion(rn.YNode(), lines)
+		at, indent, wrap, err := patchesInsertion(rn.YNode(), lines, d.end)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", file, err)
 		}
@@ -218,18 +224,16 @@ func setAppPatch(data []byte, file string, t Target, value int64) ([]byte, int, 
 		}
 		lines = append(lines[:at], append(add, lines[at:]...)...)
 	}
-	docs[i].text = strings.Join(lines, "")
-	out := joinDocs(docs, seps)
+	out := []byte(strings.Join(lines, ""))
 	// Check the result, and find its line.
-	chk, err := kyaml.Parse(docs[i].text)
+	it, v, ok, err := appPatch(file, out, t)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: the edit does not parse: %w", file, err)
 	}
-	it, v, ok := findPatch(chk, t)
 	if !ok || v != value {
 		return nil, 0, fmt.Errorf("%s: the patch of %s did not take", file, t.Field)
 	}
-	return out, docs[i].firstLine + it.YNode().Line - 1, nil
+	return out, it.YNode().Line, nil
 }
 
 // mapEntry returns the key and value nodes of a mapping's key; nil when absent.
@@ -245,10 +249,10 @@ func mapEntry(m *kyaml.Node, key string) (k, v *kyaml.Node) {
 	return nil, nil
 }
 
-// patchesInsertion finds where a new patch goes in the Application document (lines): the
-// 0-based line to insert before, the indentation, and the keys to open first (kustomize:,
-// patches:) when they are missing.
-func patchesInsertion(doc *kyaml.Node, lines []string) (at, indent int, wrap []string, err error) {
+// patchesInsertion finds where a new patch goes in the Application document (doc, ending at line
+// end of the file's lines): the 0-based line to insert before, the indentation, and the keys to
+// open first (kustomize:, patches:) when they are missing.
+func patchesInsertion(doc *kyaml.Node, lines []string, end int) (at, indent int, wrap []string, err error) {
 	_, spec := mapEntry(doc, "spec")
 	_, source := mapEntry(spec, "source")
 	if source == nil || source.Kind != kyaml.MappingNode || len(source.Content) == 0 {
@@ -277,7 +281,7 @@ func patchesInsertion(doc *kyaml.Node, lines []string) (at, indent int, wrap []s
 	}
 	// Insert after the last line of the deepest node: before the next key of the nearest
 	// enclosing mapping that has one (less the comments above it), else at the document's end.
-	at = len(lines)
+	at = end
 	for j := len(chain) - 1; j >= 1; j-- {
 		parent := chain[j-1]
 		for c := 0; c+1 < len(parent.Content); c += 2 {
@@ -303,15 +307,15 @@ func patchesInsertion(doc *kyaml.Node, lines []string) (at, indent int, wrap []s
 // pinned overlay's value. It is the scale-down of a pinned env when the revert of its scale-up
 // conflicts (another peak's patch was appended next to it).
 func removeAppPatch(data []byte, file string, t Target) ([]byte, int, error) {
-	docs, seps := splitDocs(data)
-	i := applicationDoc(docs, pathEnv(file))
-	if i < 0 {
+	docs, err := parseDocs(file, data)
+	if err != nil {
+		return nil, 0, err
+	}
+	d := applicationDoc(docs, pathEnv(file))
+	if d == nil {
 		return nil, 0, fmt.Errorf("%s: no Application of overlays/%s", file, pathEnv(file))
 	}
-	rn, err := kyaml.Parse(docs[i].text)
-	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", file, err)
-	}
+	rn := d.rn
 	it, _, ok := findPatch(rn, t)
 	if !ok {
 		return data, 0, nil
@@ -320,7 +324,7 @@ func removeAppPatch(data []byte, file string, t Target) ([]byte, int, error) {
 	_, source := mapEntry(spec, "source")
 	kk, k := mapEntry(source, "kustomize")
 	pk, list := mapEntry(k, "patches")
-	lines := strings.SplitAfter(docs[i].text, "\n")
+	lines := strings.SplitAfter(string(data), "\n")
 	// The item runs from its first line to the next item's (or the end of the mapping that holds
 	// the list).
 	from := it.YNode().Line - 1
@@ -332,7 +336,7 @@ func removeAppPatch(data []byte, file string, t Target) ([]byte, int, error) {
 	}
 	only := len(list.Content) == 1
 	if to < 0 || only {
-		end, _, _, err := patchesInsertion(rn.YNode(), lines)
+		end, _, _, err := patchesInsertion(rn.YNode(), lines, d.end)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", file, err)
 		}
@@ -344,17 +348,15 @@ func removeAppPatch(data []byte, file string, t Target) ([]byte, int, error) {
 	case only:
 		from = pk.Line - 1
 	}
-	line := docs[i].firstLine + from
+	line := from + 1
 	lines = append(lines[:from], lines[to:]...)
-	docs[i].text = strings.Join(lines, "")
-	chk, err := kyaml.Parse(docs[i].text)
-	if err != nil {
+	out := []byte(strings.Join(lines, ""))
+	if _, _, still, err := appPatch(file, out, t); err != nil {
 		return nil, 0, fmt.Errorf("%s: the removal does not parse: %w", file, err)
-	}
-	if _, _, still := findPatch(chk, t); still {
+	} else if still {
 		return nil, 0, fmt.Errorf("%s: the patch of %s is still there", file, t.Field)
 	}
-	return joinDocs(docs, seps), line, nil
+	return out, line, nil
 }
 
 // ScaleUpPatch checks that an Application kustomize patch (spec.source.kustomize.patches, in

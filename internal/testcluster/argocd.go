@@ -1,11 +1,8 @@
 package testcluster
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/llm-gitops/platform/internal/manifest"
 )
 
 // ArgoCDNamespace is where Argo CD's components read their configuration and Applications.
@@ -155,7 +153,7 @@ func (c *Cluster) installArgoConfig(ctx context.Context, dir string) error {
 		if err != nil {
 			return fmt.Errorf("argocd config: %w", err)
 		}
-		docs, err := decodeYAML(data)
+		docs, err := manifest.Decode(data)
 		if err != nil {
 			return fmt.Errorf("argocd config %s: %w", f, err)
 		}
@@ -188,7 +186,7 @@ func (c *Cluster) installArgoConfig(ctx context.Context, dir string) error {
 
 // applyYAML server-side applies every object of a multi-document YAML text.
 func (c *Cluster) applyYAML(ctx context.Context, text, manager string) error {
-	objs, err := decodeYAML([]byte(text))
+	objs, err := manifest.Decode([]byte(text))
 	if err != nil {
 		return err
 	}
@@ -206,23 +204,6 @@ func (c *Cluster) apply(ctx context.Context, objs []*unstructured.Unstructured, 
 		}
 	}
 	return nil
-}
-
-func decodeYAML(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("decode YAML: %w", err)
-		}
-		if len(m) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: m})
-		}
-	}
 }
 
 // WaitSynced waits until Argo CD has synced the Application app (in ArgoCDNamespace) to rev: its

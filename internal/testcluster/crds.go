@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/llm-gitops/platform/internal/manifest"
 )
 
 // CRDSource names CRD files inside a Go module at a pinned version.
@@ -168,7 +170,7 @@ func readYAMLObjects(path string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	objs, err := decodeYAML(data)
+	objs, err := manifest.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -102,7 +102,7 @@ func (f *Platform) createProject() {
 // applicationManifest reads the env's Application from the fixture's apps/ tree.
 func (f *Platform) applicationManifest() *unstructured.Unstructured {
 	f.t.Helper()
-	return f.manifest(filepath.Join("apps", f.Env, "llm-"+f.Env+".yaml"))
+	return f.manifest(filepath.Join("apps", f.Env, f.App()+".yaml"))
 }
 
 // manifest reads one object from a file of the fixture's tree.

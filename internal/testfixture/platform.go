@@ -81,6 +81,9 @@ func NewWith(t testing.TB, c *testcluster.Cluster, root string, opts Options) *P
 				return err
 			}
 			rel, _ := filepath.Rel(root, p)
+			// Names and the files named after them (apps/<env>/llm-<env>.yaml, which its
+			// kustomization lists) get the prefix alike.
+			rel = filepath.Join(filepath.Dir(rel), llmName.ReplaceAllString(filepath.Base(rel), f.Prefix+"-llm-"))
 			data = llmName.ReplaceAll(data, []byte(f.Prefix+"-llm-"))
 			if env, ok := releaseFile(rel); ok {
 				// The copy has none of the project's history: every env follows the copy's

@@ -21,7 +21,7 @@ import (
 	"github.com/llm-gitops/platform/internal/episode"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/ledger"
-	"github.com/llm-gitops/platform/internal/report"
+	"github.com/llm-gitops/platform/internal/notify"
 )
 
 // ScaleUp is one upcoming scheduled scale-up.
@@ -62,7 +62,7 @@ func Handler(src Source, log *slog.Logger) http.Handler {
 	now := time.Now
 	funcs := template.FuncMap{
 		"short":    gitrepo.Short,
-		"value":    func(v any) string { return report.FormatValue(v) },
+		"value":    func(v any) string { return notify.FormatValue(v) },
 		"percent":  func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) + "%" },
 		"when":     func(t time.Time) string { return t.Format("Mon 2 Jan 15:04 MST") },
 		"who":      who,
@@ -191,7 +191,7 @@ func who(e episode.Episode) string {
 
 // endedText says how an episode ended, as the resolution notice in chat does.
 func endedText(e episode.Episode) string {
-	r := report.ResolutionOf(e)
+	r := notify.ResolutionOf(e)
 	if r == nil {
 		return ""
 	}

@@ -1,0 +1,218 @@
+package notify
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/llm-gitops/platform/internal/notify/message"
+)
+
+// DefaultFoldWindow is how long a Folder collects items of an env before emitting them.
+const DefaultFoldWindow = 10 * time.Second
+
+// Fold turns the items of one env collected in one window into messages: one DriftMessage or
+// ResolvedMessage for a single item, one digest (DigestMessage) for several.
+func Fold(env string, added, resolved []Item, opts Options) []message.Message {
+	var out []message.Message
+	switch len(added) {
+	case 0:
+	case 1:
+		out = append(out, DriftMessage(added[0], opts))
+	default:
+		out = append(out, DigestMessage(env, message.KindDigest, added, opts))
+	}
+	switch len(resolved) {
+	case 0:
+	case 1:
+		out = append(out, ResolvedMessage(resolved[0], opts))
+	default:
+		out = append(out, DigestMessage(env, message.KindResolved, resolved, opts))
+	}
+	return out
+}
+
+// Folder collects items per env for Window after the first one arrives, then emits them folded
+// (see Fold). It is safe for concurrent use.
+type Folder struct {
+	window time.Duration
+	opts   Options
+	emit   func([]message.Message)
+
+	// leading sends the first items of a quiet env at once instead of after the window.
+	leading bool
+
+	mu      sync.Mutex
+	pending map[string]*foldBuf
+	// inflight are buffers taken from pending whose messages emit has not returned from yet.
+	inflight map[*foldBuf]bool
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+type foldBuf struct {
+	added, resolved map[string]Item
+	timer           *time.Timer
+}
+
+// NewFolder returns a Folder that calls emit with the messages of each env when its window
+// ends; window <= 0 means DefaultFoldWindow. emit is called from a timer goroutine, one env at
+// a time per call.
+func NewFolder(window time.Duration, opts Options, emit func([]message.Message)) *Folder {
+	if window <= 0 {
+		window = DefaultFoldWindow
+	}
+	return &Folder{window: window, opts: opts, emit: emit, pending: map[string]*foldBuf{}, inflight: map[*foldBuf]bool{}}
+}
+
+// Add queues new and resolved items of env. An item resolved within the window it appeared in
+// cancels out (neither is announced); an item that reappears cancels its resolution.
+func (f *Folder) Add(env string, added, resolved []Item) {
+	if len(added) == 0 && len(resolved) == 0 {
+		return
+	}
+	var leading []message.Message // emitted after the lock is released: emit may ask for Unsent
+	var lead *foldBuf             // its items, unsent until emit returns
+	defer func() {
+		if lead == nil {
+			return
+		}
+		if len(leading) > 0 {
+			f.emit(leading)
+		}
+		f.mu.Lock()
+		delete(f.inflight, lead)
+		f.mu.Unlock()
+	}()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return
+	}
+	b := f.pending[env]
+	if b == nil {
+		// Leading edge: the first drift after a quiet window goes out at once (on-call wants it
+		// within a second); what follows within the window is folded into one digest.
+		b = &foldBuf{added: map[string]Item{}, resolved: map[string]Item{}}
+		f.pending[env] = b
+		f.wg.Add(1)
+		b.timer = time.AfterFunc(f.window, func() {
+			defer f.wg.Done()
+			f.flushEnv(env, b)
+		})
+		if f.leading {
+			leading = Fold(env, added, resolved, f.opts)
+			lead = &foldBuf{added: map[string]Item{}, resolved: map[string]Item{}}
+			for _, it := range added {
+				lead.added[it.Key] = it
+			}
+			for _, it := range resolved {
+				lead.resolved[it.Key] = it
+			}
+			f.inflight[lead] = true
+			return
+		}
+	}
+	for _, it := range added {
+		if _, ok := b.resolved[it.Key]; ok {
+			delete(b.resolved, it.Key)
+			continue
+		}
+		b.added[it.Key] = it
+	}
+	for _, it := range resolved {
+		if _, ok := b.added[it.Key]; ok {
+			delete(b.added, it.Key)
+			continue
+		}
+		b.resolved[it.Key] = it
+	}
+}
+
+// flushEnv emits b if it is still env's pending buffer.
+func (f *Folder) flushEnv(env string, b *foldBuf) {
+	f.mu.Lock()
+	if f.pending[env] != b {
+		f.mu.Unlock()
+		return
+	}
+	delete(f.pending, env)
+	f.inflight[b] = true
+	f.mu.Unlock()
+	if msgs := Fold(env, values(b.added), values(b.resolved), f.opts); len(msgs) > 0 {
+		f.emit(msgs)
+	}
+	f.mu.Lock()
+	delete(f.inflight, b)
+	f.mu.Unlock()
+}
+
+// Flush emits everything pending now, without waiting for the windows to end.
+func (f *Folder) Flush() {
+	f.mu.Lock()
+	bufs := f.pending
+	f.pending = map[string]*foldBuf{}
+	var envs []string
+	for env, b := range bufs {
+		if b.timer.Stop() {
+			f.wg.Done() // the timer will not run
+		}
+		envs = append(envs, env)
+		f.inflight[b] = true
+	}
+	f.mu.Unlock()
+	sort.Strings(envs)
+	for _, env := range envs {
+		b := bufs[env]
+		if msgs := Fold(env, values(b.added), values(b.resolved), f.opts); len(msgs) > 0 {
+			f.emit(msgs)
+		}
+		f.mu.Lock()
+		delete(f.inflight, b)
+		f.mu.Unlock()
+	}
+}
+
+// Unsent returns the items being folded or emitted now: added and resolved items whose
+// messages no emit has completed yet.
+func (f *Folder) Unsent() (added, resolved []Item) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	collect := func(b *foldBuf) {
+		added = append(added, values(b.added)...)
+		resolved = append(resolved, values(b.resolved)...)
+	}
+	for _, b := range f.pending {
+		collect(b)
+	}
+	for b := range f.inflight {
+		collect(b)
+	}
+	return added, resolved
+}
+
+// SetLeading makes the Folder send the first items after a quiet window immediately and fold
+// only those that follow within the window.
+func (f *Folder) SetLeading(on bool) {
+	f.mu.Lock()
+	f.leading = on
+	f.mu.Unlock()
+}
+
+// Close flushes what is pending, refuses further items and waits for running emits.
+func (f *Folder) Close() {
+	f.Flush()
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	f.wg.Wait()
+}
+
+func values(m map[string]Item) []Item {
+	out := make([]Item, 0, len(m))
+	for _, it := range m {
+		out = append(out, it)
+	}
+	sortItems(out)
+	return out
+}
