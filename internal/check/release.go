@@ -198,10 +198,7 @@ func EnvDiff(repo *gitrepo.Repo, env, base, head string, patches []render.Patch)
 		if err != nil {
 			return nil, err
 		}
-		if src, err = src.WithPatches(env, patches); err != nil {
-			return nil, err
-		}
-		res, err := src.Render(env)
+		res, err := src.RenderWith(env, patches)
 		if err != nil {
 			return nil, fmt.Errorf("%.12s: %w", rev, err)
 		}

@@ -41,10 +41,7 @@ func stateOf(snap *gitrepo.Snapshot, env string, patches []render.Patch) (State,
 	if err != nil {
 		return nil, err
 	}
-	if src, err = src.WithPatches(env, patches); err != nil {
-		return nil, err
-	}
-	res, err := src.Render(env)
+	res, err := src.RenderWith(env, patches)
 	if err != nil {
 		return nil, fmt.Errorf("revision %s: %w", snap.Revision, err)
 	}

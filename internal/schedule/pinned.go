@@ -178,19 +178,29 @@ func findPatch(app *kyaml.RNode, t Target) (*kyaml.RNode, int64, bool) {
 	return nil, 0, false
 }
 
+// appDocument parses the file holding a pinned env's Application and returns the Application's
+// document.
+func appDocument(data []byte, file string) (*doc, error) {
+	docs, err := parseDocs(file, data)
+	if err != nil {
+		return nil, err
+	}
+	d := applicationDoc(docs, pathEnv(file))
+	if d == nil {
+		return nil, fmt.Errorf("%s: no Application of overlays/%s", file, pathEnv(file))
+	}
+	return d, nil
+}
+
 // setAppPatch returns the Application file with a patch replacing t's field by value: the
 // existing patch of that field rewritten on its line, or a new one appended to
 // spec.source.kustomize.patches (created when missing). The edit is made on the text: every
 // other line of the file, comments and layout included, stays as it is, and a revert of the
 // commit removes exactly the lines it added.
 func setAppPatch(data []byte, file string, t Target, value int64) ([]byte, int, error) {
-	docs, err := parseDocs(file, data)
+	d, err := appDocument(data, file)
 	if err != nil {
 		return nil, 0, err
-	}
-	d := applicationDoc(docs, pathEnv(file))
-	if d == nil {
-		return nil, 0, fmt.Errorf("%s: no Application of overlays/%s", file, pathEnv(file))
 	}
 	rn := d.rn
 	ops, err := json.Marshal([]patchOp{{Op: "replace", Path: fieldPointer(t.Field), Value: value}})
@@ -307,13 +317,9 @@ func patchesInsertion(doc *kyaml.Node, lines []string, end int) (at, indent int,
 // pinned overlay's value. It is the scale-down of a pinned env when the revert of its scale-up
 // conflicts (another peak's patch was appended next to it).
 func removeAppPatch(data []byte, file string, t Target) ([]byte, int, error) {
-	docs, err := parseDocs(file, data)
+	d, err := appDocument(data, file)
 	if err != nil {
 		return nil, 0, err
-	}
-	d := applicationDoc(docs, pathEnv(file))
-	if d == nil {
-		return nil, 0, fmt.Errorf("%s: no Application of overlays/%s", file, pathEnv(file))
 	}
 	rn := d.rn
 	it, _, ok := findPatch(rn, t)
