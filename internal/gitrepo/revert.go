@@ -301,10 +301,30 @@ func (h hunk) conflicts(o hunk) bool {
 	return false
 }
 
-// merge3 applies the changes base→theirs to ours, which has its own changes base→ours.
+// touches reports whether two hunks that do not overlap meet: one ends where the other starts.
+func (h hunk) touches(o hunk) bool { return h.e == o.s || o.e == h.s }
+
+// ambiguous reports whether a base line next to or under the hunk occurs more than once in base:
+// a diff may then have aligned it with another copy, so where the hunk sits is a guess.
+func (h hunk) ambiguous(base []string, count map[string]int) bool {
+	for i := h.s - 1; i <= h.e; i++ {
+		if i >= 0 && i < len(base) && count[base[i]] > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// merge3 applies the changes base→theirs to ours, which has its own changes base→ours. Hunks of
+// the two sides that overlap conflict; hunks that only meet merge, unless a line around either
+// repeats in base (where the diffs' alignment is a guess, git's merge conflicts, and so does this).
 func merge3(base, ours, theirs []string) ([]string, bool) {
 	a := lineHunks(base, ours)
 	b := lineHunks(base, theirs)
+	count := map[string]int{}
+	for _, l := range base {
+		count[l]++
+	}
 	all := append([]hunk(nil), a...)
 	for _, hb := range b {
 		dup := false
@@ -313,7 +333,7 @@ func merge3(base, ours, theirs []string) ([]string, bool) {
 				dup = true
 				break
 			}
-			if ha.conflicts(hb) {
+			if ha.conflicts(hb) || (ha.touches(hb) && (ha.ambiguous(base, count) || hb.ambiguous(base, count))) {
 				return nil, false
 			}
 		}

@@ -210,6 +210,16 @@ func TestMerge3(t *testing.T) {
 			t.Fatalf("%s: %q", c.name, strings.Join(got, ""))
 		}
 	}
+	// Edits that meet around repeated lines: where each diff put its hunk is a guess, and git's
+	// revert of the same three versions conflicts (review of #17), so this refuses too.
+	for _, c := range []struct{ parent, commit, head string }{
+		{"a\nb\na\n", "a\na\nb\na\n", "a\ny\nb\na\n"},
+		{"a\nc\na\nb\n", "a\na\nc\ny\n", "a\na\ny\ny\n"},
+	} {
+		if got, ok := merge3(splitLines([]byte(c.commit)), splitLines([]byte(c.head)), splitLines([]byte(c.parent))); ok {
+			t.Fatalf("revert of %q → %q on %q merged to %q; git conflicts", c.parent, c.commit, c.head, strings.Join(got, ""))
+		}
+	}
 	// Insertions and deletions shift line numbers.
 	ours := append(append([]string{"new 0\n"}, base[:5]...), base[6:]...) // insert at top, delete line 6
 	theirs := append([]string(nil), base...)

@@ -236,6 +236,7 @@ func TestMalformedSchedule(t *testing.T) {
 		{"weekend policy", peak("    recurrence:\n      daysOfMonth: [10]\n      weekendPolicy: sometimes\n      at: \"09:00\"\n      timeZone: UTC\n    duration: 3h\n" + target + "    warm: 4\n"), 7, "unknown weekendPolicy", false},
 		{"bad exclude", peak(rec + "    exclude: [2027-13-01]\n    duration: 3h\n" + target + "    warm: 4\n"), 6, "bad date", false},
 		{"unknown field", peak(rec + "    duraton: 3h\n" + target + "    warm: 4\n"), 6, "unknown field \"duraton\"", false},
+		{"empty duration", peak(rec + "    duration: \"\"\n" + target + "    warm: 4\n"), 6, "empty duration", false},
 		{"invalid yaml", "peaks:\n  - name: p\n    duration: 3h: 4\n", 3, "invalid YAML", false},
 		{"unknown file", peak(rec + "    duration: 3h\n    target: {path: overlays/prod/nope.yaml, kind: ScaledObject, name: vllm-qwen, field: spec.minReplicaCount}\n    warm: 4\n"), 7, "target file overlays/prod/nope.yaml not found", true},
 		{"unknown object", peak(rec + "    duration: 3h\n    target:\n      path: overlays/prod/scaling.yaml\n      kind: ScaledObject\n      name: vllm-gemma\n      field: spec.minReplicaCount\n    warm: 4\n"), 10, "no ScaledObject named vllm-gemma", true},

@@ -47,9 +47,13 @@ func (v *validator) schedule(doc *at[fileYAML]) *Schedule {
 	return s
 }
 
-// duration parses a duration value; false when absent, empty or bad (reported).
+// duration parses a duration value; false when absent, or empty or bad (both reported).
 func (v *validator) duration(a at[string], what string) (time.Duration, bool) {
-	if !a.ok() || a.V == "" {
+	if !a.ok() {
+		return 0, false
+	}
+	if strings.TrimSpace(a.V) == "" {
+		errAt(v, a, "%s: empty duration (want e.g. 3m, 90s, 2h30m)", what)
 		return 0, false
 	}
 	d, err := time.ParseDuration(a.V)
