@@ -3,8 +3,8 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"strings"
-	"unicode/utf8"
+
+	"github.com/llm-gitops/platform/internal/drift"
 )
 
 // checkOutputFormat accepts -o text and -o json.
@@ -22,23 +22,8 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// short is a value on one line: strings as they are, others as JSON, cut to 60 characters
-// (runes, so a multi-byte character is never split).
-func short(v any) string {
-	if v == nil {
-		return "(none)"
-	}
-	s, ok := v.(string)
-	if !ok {
-		b, _ := json.Marshal(v)
-		s = string(b)
-	}
-	s = strings.ReplaceAll(s, "\n", " ")
-	if utf8.RuneCountInString(s) > 60 {
-		s = string([]rune(s)[:57]) + "..."
-	}
-	return s
-}
+// short is a value on one line, cut to 60 characters.
+func short(v any) string { return drift.ShortValue(v, 60) }
 
 // objectID names an object as "Kind namespace/name", or "Kind name" when cluster-scoped.
 func objectID(kind, namespace, name string) string {

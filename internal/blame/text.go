@@ -1,7 +1,6 @@
 package blame
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -33,15 +32,15 @@ func WriteText(w io.Writer, b *Blame) error {
 	pw, vw := len("FIELD"), len("GIT")
 	for _, f := range b.Fields {
 		pw = max(pw, min(pathWidth, utf8.RuneCountInString(f.Path)))
-		vw = max(vw, min(valueWidth, utf8.RuneCountInString(short(f.Git, valueWidth))))
+		vw = max(vw, min(valueWidth, utf8.RuneCountInString(drift.ShortValue(f.Git, valueWidth))))
 	}
 	p.printf("%-*s  %-*s  %-8s  %-12s  %-10s  %s\n", pw, "FIELD", vw, "GIT", "COMMIT", "AUTHOR", "DATE", "SUBJECT")
 	for _, f := range b.Fields {
-		git := short(f.Git, valueWidth)
+		git := drift.ShortValue(f.Git, valueWidth)
 		if f.Commit == nil {
 			git = "(not in Git)"
 		}
-		p.printf("%s\n", strings.TrimRight(fmt.Sprintf("%-*s  %-*s  %s", pw, cut(f.Path, pathWidth), vw, git, commitCols(f.Commit)), " "))
+		p.printf("%s\n", strings.TrimRight(fmt.Sprintf("%-*s  %-*s  %s", pw, drift.Cut(f.Path, pathWidth), vw, git, commitCols(f.Commit)), " "))
 		for _, d := range f.Drift {
 			p.printf("  ↳ %s\n", driftLine(f, d))
 		}
@@ -61,7 +60,7 @@ func WriteText(w io.Writer, b *Blame) error {
 		}
 		for _, wr := range b.Writes {
 			lines := changeLines(wr)
-			p.printf("  %-20s  %-*s  %-*s  %-6s  %s\n", wr.Time, ww, cut(writer(wr), personWidth), tw, cut(tool(wr), personWidth), wr.Verb, lines[0])
+			p.printf("  %-20s  %-*s  %-*s  %-6s  %s\n", wr.Time, ww, drift.Cut(writer(wr), personWidth), tw, drift.Cut(tool(wr), personWidth), wr.Verb, lines[0])
 			for _, l := range lines[1:] {
 				p.printf("  %-20s  %-*s  %-*s  %-6s  %s\n", "", ww, "", tw, "", "", l)
 			}
@@ -130,7 +129,7 @@ func commitCols(c *Commit) string {
 	if c.Boundary {
 		sha = "^" + fmt.Sprintf("%.7s", c.SHA)
 	}
-	return fmt.Sprintf("%-8s  %-12s  %-10s  %s", sha, cut(c.Author, 12), c.Date.Format("2006-01-02"), cut(c.Subject, subjectWidth))
+	return fmt.Sprintf("%-8s  %-12s  %-10s  %s", sha, drift.Cut(c.Author, 12), c.Date.Format("2006-01-02"), drift.Cut(c.Subject, subjectWidth))
 }
 
 // driftLine says what the cluster has at a drifted field and who wrote it.
@@ -140,9 +139,9 @@ func driftLine(f Field, d drift.Field) string {
 	case drift.Removed:
 		s = "live: removed"
 	case drift.Added:
-		s = "live: " + short(d.Live, valueWidth) + " (added)"
+		s = "live: " + drift.ShortValue(d.Live, valueWidth) + " (added)"
 	default:
-		s = "live: " + short(d.Live, valueWidth)
+		s = "live: " + drift.ShortValue(d.Live, valueWidth)
 	}
 	if d.Path != f.Path {
 		s = d.Path + " " + s
@@ -200,14 +199,14 @@ func changeLines(w Write) []string {
 	}
 	var out []string
 	for _, c := range w.Changes {
-		old := short(c.Old, valueWidth)
+		old := drift.ShortValue(c.Old, valueWidth)
 		switch c.Change {
 		case "set":
 			old = "?"
 		case drift.Added:
 			old = "(none)"
 		}
-		nw := short(c.New, valueWidth)
+		nw := drift.ShortValue(c.New, valueWidth)
 		if c.Change == drift.Removed {
 			nw = "(none)"
 		}
@@ -217,25 +216,4 @@ func changeLines(w Write) []string {
 		out = append(out, "(more changes not kept)")
 	}
 	return out
-}
-
-// short is a value on one line: strings as they are, others as JSON, cut to n characters.
-func short(v any, n int) string {
-	if v == nil {
-		return "(none)"
-	}
-	s, ok := v.(string)
-	if !ok {
-		b, _ := json.Marshal(v)
-		s = string(b)
-	}
-	return cut(strings.ReplaceAll(s, "\n", "⏎"), n)
-}
-
-func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }
