@@ -62,12 +62,16 @@ func restMapperOf(data []byte) (meta.RESTMapper, error) {
 	return m, nil
 }
 
-// resourceOf returns the resource of gvk and whether it is namespaced, from mapper; a kind the
-// mapper does not know is taken as namespaced, as kubectl would create it, with its resource
-// guessed from the kind.
+// resourceOf returns the resource of gvk and whether it is namespaced, from mapper. A version the
+// mapper does not know takes the scope of the kind at a version it knows (a kind's scope does not
+// change between versions). A kind the mapper does not know at all is taken as namespaced, as
+// kubectl would create it, with its resource guessed from the kind.
 func resourceOf(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool) {
 	if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
 		return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace
+	}
+	if m, err := mapper.RESTMapping(gvk.GroupKind()); err == nil {
+		return gvk.GroupVersion().WithResource(m.Resource.Resource), m.Scope.Name() == meta.RESTScopeNameNamespace
 	}
 	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
 	return gvr, true

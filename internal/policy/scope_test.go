@@ -72,7 +72,8 @@ func TestResourceOf(t *testing.T) {
 		{schema.GroupVersionKind{Group: "karpenter.k8s.aws", Version: "v1", Kind: "EC2NodeClass"}, "ec2nodeclasses", false},
 		{schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "GatewayClass"}, "gatewayclasses", false},
 		{schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}, "scaledobjects", true},
-		{schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, "widgets", true}, // unknown: namespaced
+		{schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1beta1", Kind: "ClusterRole"}, "clusterroles", false}, // an unserved version keeps the kind's scope
+		{schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, "widgets", true},                               // unknown: namespaced
 	}
 	for _, c := range cases {
 		gvr, namespaced := resourceOf(RESTMapper(), c.gvk)
