@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // ChangeFunc computes the changes to make on the branch head: path → new content, a nil value
@@ -155,7 +156,9 @@ func (r *Remote) update(ctx context.Context, req *UpdateRequest, compute compute
 	if b.Multiplier < 1 {
 		b.Multiplier = 2
 	}
-	delay := b.Initial
+	// Each sleep is drawn from [d/2, d), d doubling from Initial up to Max: wait.Backoff jitters
+	// upwards only, so it steps half the delays with a jitter of 1.
+	steps := wait.Backoff{Duration: b.Initial / 2, Factor: b.Multiplier, Jitter: 1, Cap: b.Max / 2, Steps: math.MaxInt32}
 	var res Result
 	var last error // the last error not caused by the deadline itself
 	giveUp := func(err error) error {
@@ -189,7 +192,7 @@ func (r *Remote) update(ctx context.Context, req *UpdateRequest, compute compute
 			return res, giveUp(err)
 		}
 		last = err
-		sleep := delay/2 + time.Duration(rand.Int64N(int64(delay/2)+1))
+		sleep := steps.Step()
 		if time.Now().Add(sleep).After(deadline) {
 			return res, giveUp(err)
 		}
@@ -199,10 +202,6 @@ func (r *Remote) update(ctx context.Context, req *UpdateRequest, compute compute
 			t.Stop()
 			return res, giveUp(err)
 		case <-t.C:
-		}
-		delay = time.Duration(float64(delay) * b.Multiplier)
-		if delay > b.Max {
-			delay = b.Max
 		}
 	}
 }
