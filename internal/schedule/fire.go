@@ -107,6 +107,16 @@ func trailers(f Firing, phase Phase, from, to int64) []gitrepo.Trailer {
 	}
 }
 
+// history finds where peak p's firings write at snap and the commits that touched it.
+func (s *Schedule) history(ctx context.Context, snap *gitrepo.Snapshot, p *Peak) (site, []gitrepo.Commit, error) {
+	st, err := s.siteOf(snap, p)
+	if err != nil {
+		return site{}, nil, err
+	}
+	commits, err := snap.Log(ctx, st.paths(p)...)
+	return st, commits, err
+}
+
 // findFiring returns the newest commit of the firing (any phase when phase is ""), or nil.
 func findFiring(commits []gitrepo.Commit, f Firing, phase Phase) *gitrepo.Commit {
 	want := []gitrepo.Trailer{{Key: TrailerID, Value: f.Peak.Name}, {Key: TrailerFireTime, Value: fireTimeValue(f.FireTime)}}
@@ -182,11 +192,7 @@ func (s *Schedule) Fire(ctx context.Context, remote *gitrepo.Remote, peak string
 			Trailers: trailers(f, ScaleUp, known, p.Warm),
 			Change: func(snap *gitrepo.Snapshot) (map[string][]byte, error) {
 				res.NoChange, res.Reason = false, ""
-				st, err := s.siteOf(snap, p)
-				if err != nil {
-					return nil, err
-				}
-				commits, err := snap.Log(ctx, st.paths(p)...)
+				st, commits, err := s.history(ctx, snap, p)
 				if err != nil {
 					return nil, err
 				}
@@ -258,15 +264,11 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 	inspect := func(snap *gitrepo.Snapshot) (map[string][]byte, error) {
 		up = nil
 		res.NoChange, res.Reason = false, ""
-		st, err := s.siteOf(snap, p)
+		st, commits, err := s.history(ctx, snap, p)
 		if err != nil {
 			return nil, err
 		}
 		pinned = st.app != ""
-		commits, err := snap.Log(ctx, st.paths(p)...)
-		if err != nil {
-			return nil, err
-		}
 		if c := findFiring(commits, f, ScaleDown); c != nil {
 			res.NoChange, res.Reason = true, "already scaled down in "+c.Hash
 			return nil, nil
@@ -326,11 +328,7 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 	r, err = remote.Update(ctx, gitrepo.UpdateRequest{Branch: o.Branch, Author: o.Author, Message: msg, Trailers: tr, Deadline: deadline, Backoff: o.Backoff,
 		Change: func(snap *gitrepo.Snapshot) (map[string][]byte, error) {
 			res.NoChange, res.Reason = false, ""
-			st, err := s.siteOf(snap, p)
-			if err != nil {
-				return nil, err
-			}
-			commits, err := snap.Log(ctx, st.paths(p)...)
+			st, commits, err := s.history(ctx, snap, p)
 			if err != nil {
 				return nil, err
 			}
