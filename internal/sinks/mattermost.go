@@ -2,8 +2,6 @@ package sinks
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -35,26 +33,16 @@ type Mattermost struct {
 
 // NewMattermost reads the webhook URL and returns the sink.
 func NewMattermost(cfg MattermostConfig) (*Mattermost, error) {
-	u, err := ReadSecret("mattermost webhook URL", cfg.URLFile, cfg.URLEnv)
+	h, u, err := webhook("mattermost", cfg.URLFile, cfg.URLEnv, cfg.Client, cfg.Timeout.Duration)
 	if err != nil {
 		return nil, err
 	}
-	s := &Mattermost{httpSink: newHTTPSink("mattermost", cfg.Client, cfg.Timeout.Duration), url: u, username: cfg.Username, iconURL: cfg.IconURL}
-	s.secrets = []string{u}
-	return s, nil
+	return &Mattermost{httpSink: h, url: u, username: cfg.Username, iconURL: cfg.IconURL}, nil
 }
-
-// Name implements Sink.
-func (s *Mattermost) Name() string { return s.name }
 
 // Send implements Sink.
 func (s *Mattermost) Send(ctx context.Context, m message.Message) error {
-	body, err := json.Marshal(MattermostPayload(m, s.username, s.iconURL))
-	if err != nil {
-		return fmt.Errorf("mattermost: encode: %w", err)
-	}
-	_, err = s.post(ctx, s.url, body)
-	return err
+	return s.postJSON(ctx, s.url, MattermostPayload(m, s.username, s.iconURL))
 }
 
 // mattermostMax is below Mattermost's 16383-character post limit.

@@ -3,6 +3,7 @@ package sinks
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -154,6 +155,31 @@ func newHTTPSink(name string, client *http.Client, timeout time.Duration) httpSi
 		client = &http.Client{Timeout: timeout}
 	}
 	return httpSink{name: name, client: client}
+}
+
+// Name implements Sink.
+func (s httpSink) Name() string { return s.name }
+
+// webhook reads an incoming-webhook URL (a secret, from a file or an environment variable) and
+// returns the sink posting to it, with the URL redacted from its errors.
+func webhook(name, urlFile, urlEnv string, client *http.Client, timeout time.Duration) (httpSink, string, error) {
+	u, err := ReadSecret(name+" webhook URL", urlFile, urlEnv)
+	if err != nil {
+		return httpSink{}, "", err
+	}
+	s := newHTTPSink(name, client, timeout)
+	s.secrets = []string{u}
+	return s, u, nil
+}
+
+// postJSON encodes payload and posts it to target (see post).
+func (s httpSink) postJSON(ctx context.Context, target string, payload any) error {
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("%s: encode: %w", s.name, err)
+	}
+	_, err = s.post(ctx, target, body)
+	return err
 }
 
 // post sends body as JSON to target; a non-2xx answer is an *HTTPError. The returned error

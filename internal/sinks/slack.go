@@ -2,8 +2,6 @@ package sinks
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -31,26 +29,16 @@ type Slack struct {
 
 // NewSlack reads the webhook URL and returns the sink.
 func NewSlack(cfg SlackConfig) (*Slack, error) {
-	u, err := ReadSecret("slack webhook URL", cfg.URLFile, cfg.URLEnv)
+	h, u, err := webhook("slack", cfg.URLFile, cfg.URLEnv, cfg.Client, cfg.Timeout.Duration)
 	if err != nil {
 		return nil, err
 	}
-	s := &Slack{httpSink: newHTTPSink("slack", cfg.Client, cfg.Timeout.Duration), url: u}
-	s.secrets = []string{u}
-	return s, nil
+	return &Slack{httpSink: h, url: u}, nil
 }
-
-// Name implements Sink.
-func (s *Slack) Name() string { return s.name }
 
 // Send implements Sink.
 func (s *Slack) Send(ctx context.Context, m message.Message) error {
-	body, err := json.Marshal(SlackPayload(m))
-	if err != nil {
-		return fmt.Errorf("slack: encode: %w", err)
-	}
-	_, err = s.post(ctx, s.url, body)
-	return err
+	return s.postJSON(ctx, s.url, SlackPayload(m))
 }
 
 // Slack Block Kit limits.

@@ -61,9 +61,6 @@ func NewTelegram(cfg TelegramConfig) (*Telegram, error) {
 	return s, nil
 }
 
-// Name implements Sink.
-func (s *Telegram) Name() string { return s.name }
-
 // Send implements Sink. A message longer than Telegram's limit goes as several parts, in
 // order; a retry after a failed part resends the parts already delivered (at-least-once).
 func (s *Telegram) Send(ctx context.Context, m message.Message) error {
