@@ -206,7 +206,9 @@ func TestLeaderKilledAnnouncesEveryDriftOnce(t *testing.T) {
 		t.Skip("builds and runs three daemon processes")
 	}
 	h := newHarness(t)
-	fl := newFleet(t, h, 3*time.Second, "replica-a", "replica-b", "replica-c") // a fold window long enough to kill inside it
+	// A fold window long enough to kill inside it even on a loaded machine (with 3 s, a slow
+	// kubectl let the window close and the leader send before the kill: a different test).
+	fl := newFleet(t, h, 8*time.Second, "replica-a", "replica-b", "replica-c")
 	leader, kill, seen, logs := fl.leader, fl.kill, fl.seen, fl.logs
 	tokens := map[string]string{ // a hand edit's drift, as a message names it
 		"replicas": "replicas",

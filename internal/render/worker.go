@@ -112,6 +112,9 @@ type recordedRender struct {
 func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRender, error) {
 	path := w.Path
 	if path == "" {
+		if !workerHook.Load() {
+			return nil, fmt.Errorf("render %s: render worker: this program never called render.ServeWorkerIfChild, so a copy of it would not serve renders (call it first thing in main, or TestMain)", env)
+		}
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("render %s: render worker: %w", env, err)

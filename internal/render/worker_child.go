@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 )
 
 // ServeWorkerIfChild makes this process a render worker when a Worker started it (WorkerEnv is
@@ -16,6 +17,7 @@ import (
 // and exits. Otherwise it returns at once. Call it first thing in main, before flags are parsed.
 func ServeWorkerIfChild() {
 	if os.Getenv(WorkerEnv) != "1" {
+		workerHook.Store(true)
 		return
 	}
 	if err := serveWorker(os.Stdin, os.Stdout); err != nil {
@@ -24,6 +26,11 @@ func ServeWorkerIfChild() {
 	}
 	os.Exit(0)
 }
+
+// workerHook records that this process called ServeWorkerIfChild: only then does a copy of its
+// own executable serve a render instead of running the whole program again (a test binary
+// without the hook in its TestMain would start copies of itself, each running every test).
+var workerHook atomic.Bool
 
 // serveWorker answers one request. A render that fails is reported in the header (the parent
 // returns its error); an error here is the protocol's.

@@ -201,3 +201,16 @@ func TestWorkerRendersWithPatches(t *testing.T) {
 	assert.Equal(t, "3", plain.Objects[0].Object["data"].(map[string]any)["replicas"])
 	assert.EqualValues(t, 2, c.Worker.Started())
 }
+
+// TestWorkerRefusesWithoutTheHook: a program that never called ServeWorkerIfChild would start a
+// copy of itself that runs the whole program (a test binary: every test, again and again); the
+// Worker refuses with an error saying what to add instead.
+func TestWorkerRefusesWithoutTheHook(t *testing.T) {
+	workerHook.Store(false)
+	t.Cleanup(func() { workerHook.Store(true) })
+	src, err := FromDir("../..")
+	require.NoError(t, err)
+	_, err = NewWorker().render(context.Background(), src, "dev")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "never called render.ServeWorkerIfChild")
+}
