@@ -101,8 +101,12 @@ func (o *fireOptions) Run(ctx context.Context, w io.Writer) error {
 		case res.NoChange:
 			fmt.Fprintf(w, "  no commit: %s\n", res.Reason)
 		case res.Commit != "":
-			fmt.Fprintf(w, "  change  %s: %d → %d (line %d)\n  commit  %s pushed to %s/%s after %d attempt(s)\n",
-				p.Target, res.From, res.To, res.Line, res.Commit, remote.URL(), o.branch, res.Attempts)
+			where := ""
+			if res.File != "" && res.File != p.Target.Path {
+				where = " in " + res.File + "'s kustomize patches (the env is pinned)"
+			}
+			fmt.Fprintf(w, "  change  %s: %d → %d%s (line %d)\n  commit  %s pushed to %s/%s after %d attempt(s)\n",
+				p.Target, res.From, res.To, where, res.Line, res.Commit, remote.URL(), o.branch, res.Attempts)
 		}
 	}
 	return scheduleErr(err)

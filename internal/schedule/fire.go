@@ -61,7 +61,9 @@ type Result struct {
 	Reason string
 	// From and To are the field's values before and after.
 	From, To int64
-	// Line is the changed line of the target file.
+	// File is the file the commit changed: the target file, or a pinned env's Application file
+	// (its kustomize patches); Line the changed line there.
+	File     string
 	Line     int
 	Attempts int
 	// PushedAt is when the push was confirmed.
@@ -204,7 +206,7 @@ func (s *Schedule) Fire(ctx context.Context, remote *gitrepo.Remote, peak string
 				if err != nil {
 					return nil, err
 				}
-				seen, res.From, res.Line = from, from, line
+				seen, res.From, res.Line, res.File = from, from, line, st.file
 				if from >= p.Warm {
 					res.NoChange, res.Reason = true, fmt.Sprintf("%s is already %d (≥ %d)", p.Target.Field, from, p.Warm)
 					return nil, nil
@@ -352,7 +354,7 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 			if err != nil {
 				return nil, err
 			}
-			res.Line = line
+			res.Line, res.File = line, st.file
 			return map[string][]byte{st.file: out}, nil
 		}})
 	res.Attempts += r.Attempts

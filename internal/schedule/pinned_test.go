@@ -94,6 +94,7 @@ func TestFirePinnedEnvPatchesItsApplication(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, up.Commit)
 	assert.Equal(t, int64(3), up.From)
+	assert.Equal(t, "apps/prod/llm-prod.yaml", up.File, "the commit's file")
 	assert.Equal(t, int64(6), up.To)
 
 	after := headSnapshot(t, bare)
