@@ -69,9 +69,12 @@ func repoCopy(t *testing.T) (string, func(msg string), func(rel, old, new string
 }
 
 // pinAll pins staging and prod of the copy in dir to rev (their release files' data.revision).
-func pinAll(t *testing.T, dir, rev string) {
+func pinAll(t *testing.T, dir, rev string) { t.Helper(); setRelease(t, dir, rev, "staging", "prod") }
+
+// setRelease sets the release of envs in the copy in dir to rev (a commit or a branch).
+func setRelease(t *testing.T, dir, rev string, envs ...string) {
 	t.Helper()
-	for _, env := range []string{"staging", "prod"} {
+	for _, env := range envs {
 		p := filepath.Join(dir, release.File(env))
 		data, err := os.ReadFile(p)
 		require.NoError(t, err)

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/release"
 )
 
 // TestTrackingABranchIsRejected: staging's and prod's releases name main instead of a commit,
@@ -18,14 +17,7 @@ import (
 // Applications of each.
 func TestTrackingABranchIsRejected(t *testing.T) {
 	dir, _, _ := repoCopy(t)
-	for _, env := range []string{"staging", "prod"} {
-		p := filepath.Join(dir, release.File(env))
-		data, err := os.ReadFile(p)
-		require.NoError(t, err)
-		out, err := release.Set(env, data, "main", "")
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(p, out, 0o644))
-	}
+	setRelease(t, dir, "main", "staging", "prod")
 	gitOut(t, dir, "commit", "-qam", "staging and prod follow main")
 
 	repo, err := gitrepo.Open(dir)
@@ -160,12 +152,7 @@ func TestPinOffTheBranchIsRejected(t *testing.T) {
 	gitOut(t, dir, "commit", "-qam", "unmerged")
 	side := strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD"))
 	gitOut(t, dir, "checkout", "-q", "main")
-	p := filepath.Join(dir, release.File("prod"))
-	data, err := os.ReadFile(p)
-	require.NoError(t, err)
-	out, err := release.Set("prod", data, side, "")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(p, out, 0o644))
+	setRelease(t, dir, side, "prod")
 	gitOut(t, dir, "commit", "-qam", "pin prod to an unmerged commit")
 
 	repo, err := gitrepo.Open(dir)

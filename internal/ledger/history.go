@@ -20,15 +20,22 @@ func WatchedPaths(env string) []string {
 // (apps/<env>/release.yaml) when it has one, else at rev — and returns what it serves (empty when
 // the overlay does not exist there).
 func StateAt(repo *gitrepo.Repo, env, rev string) (State, error) {
+	st, _, err := stateAt(repo, env, rev)
+	return st, err
+}
+
+// stateAt is StateAt, also returning the commit env's overlay was rendered at.
+func stateAt(repo *gitrepo.Repo, env, rev string) (State, string, error) {
 	runs, err := release.At(repo, env, rev)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	snap, err := repo.Snapshot(runs.Revision)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return stateOf(snap, env, runs.Patches)
+	st, err := stateOf(snap, env, runs.Patches)
+	return st, runs.Revision, err
 }
 
 // stateOf renders env from snap with its Application's kustomize patches (the runtime knobs, such
@@ -122,12 +129,12 @@ func Records(ctx context.Context, repo *gitrepo.Repo, env, from, to string) ([]R
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		next, err := StateAt(repo, env, c.Hash)
+		next, pin, err := stateAt(repo, env, c.Hash)
 		if err != nil {
 			return nil, err
 		}
 		recs := commitRecords(env, c, prev, next)
-		if pin, err := release.RevisionAt(repo, env, c.Hash); err == nil && pin != c.Hash {
+		if pin != c.Hash {
 			for i := range recs {
 				recs[i].Release = pin
 			}
