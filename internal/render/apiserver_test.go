@@ -18,10 +18,15 @@ var cluster *testcluster.Cluster
 
 // TestMain starts the API server with kube-controller-manager: Pod admission needs what it makes
 // (each namespace's default ServiceAccount, the ResourceQuotas' status) before Pod Security gets
-// its say (podsecurity_test.go).
+// its say (podsecurity_test.go). Only those controllers run: a Deployment controller would create
+// the applied workloads' Pods, whose requests fill the namespaces' quotas, and the dry-run Pods of
+// podsecurity_test.go would then be refused by quota, not judged by Pod Security.
 func TestMain(m *testing.M) {
 	serveTestWorker() // worker_test.go: this binary is also the render worker its tests start
-	os.Exit(testcluster.Main(m, testcluster.Options{ControllerManager: true}, &cluster))
+	os.Exit(testcluster.Main(m, testcluster.Options{
+		ControllerManager: true,
+		Controllers:       []string{"serviceaccount-controller", "serviceaccount-token-controller", "resourcequota-controller", "namespace-controller", "garbage-collector-controller", "root-ca-certificate-publisher-controller"},
+	}, &cluster))
 }
 
 // TestOverlaysAcceptedByAPIServer server-side applies every rendered object of every overlay as

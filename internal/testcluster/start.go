@@ -160,6 +160,9 @@ func (c *Cluster) startControllerManager(keys pki, port int) error {
 	if c.opts.Kwok {
 		controllers = "*,-nodeipam,-ttl"
 	}
+	if len(c.opts.Controllers) > 0 {
+		controllers = strings.Join(c.opts.Controllers, ",")
+	}
 	kubeconfig := filepath.Join(c.Dir, "kube-controller-manager.kubeconfig")
 	caPEM, err := os.ReadFile(keys.caCert)
 	if err != nil {

@@ -47,6 +47,9 @@ type Options struct {
 	Dir string
 	// Scheduler and ControllerManager also start kube-scheduler and kube-controller-manager.
 	Scheduler, ControllerManager bool
+	// Controllers, when set, are the only controllers kube-controller-manager runs (its
+	// --controllers); empty runs all but those this cluster cannot serve.
+	Controllers []string
 	// SkipCRDs leaves the upstream CRDs out (they are installed by default).
 	SkipCRDs bool
 	// Kwok runs kwok, which makes the nodes added with AddNodes Ready and runs the Pods scheduled
