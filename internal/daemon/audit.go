@@ -44,7 +44,7 @@ func (d *Daemon) startWorker() {
 	d.worker = w
 	d.metrics.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_render_worker_peak_rss_bytes",
-			Help: "Peak resident set size of the last render worker (the child process running kustomize)."},
+			Help: "Peak resident set size of the last render worker (the child process running kustomize), as it measured its own."},
 			func() float64 { return float64(w.PeakRSS()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_render_workers_total",
 			Help: "Render worker processes started (one per render the render cache could not answer)."},

@@ -16,7 +16,8 @@ import (
 // TestBlameAPI: GET /api/v1/blame answers what `auditor blame -o json` does, from the daemon's
 // own state: the commit that set the vLLM image (walking from the audited revision), alice's live
 // edit of it on the field (her person from the followed audit log) and among the writes, with
-// old → new. Bad requests are 400, an object Git does not declare 404.
+// old → new. The walk's renders run in render workers, as the audits' do. Bad requests are 400,
+// an object Git does not declare 404.
 func TestBlameAPI(t *testing.T) {
 	h := newHarness(t)
 	// from the pinned v0.30.0 digest to the v0.30.1 tag
@@ -31,6 +32,7 @@ func TestBlameAPI(t *testing.T) {
 	out, err := editAs("alice", inference, "deployment/vllm-qwen", `s|vllm/vllm-openai:v0.30.1|vllm/vllm-openai:v0.31.0|`)
 	require.NoError(t, err, "%s", out)
 
+	workers := r.d.worker.Started() // the audits' renders so far
 	api := "http://" + r.d.Addr() + "/api/v1/blame?"
 	q := url.Values{"env": {"prod"}, "kind": {"deployment"}, "namespace": {inference}, "name": {"vllm-qwen"}}
 	const image = ".spec.template.spec.containers[name=vllm].image"
@@ -49,6 +51,7 @@ func TestBlameAPI(t *testing.T) {
 		return len(field.Drift) == 1 && field.Drift[0].Actor != nil
 	}, 40*time.Second, 200*time.Millisecond, "no drift with a person on the image; last answer: %+v", b)
 	assert.Equal(t, imageCommit, b.Revision, "the audited revision")
+	assert.Greater(t, r.d.worker.Started(), workers, "the walk rendered the commits before the audited one in render workers, not in the daemon")
 	assert.Equal(t, "vllm/vllm-openai:v0.30.1", field.Git)
 	require.NotNil(t, field.Commit)
 	assert.Equal(t, imageCommit, field.Commit.SHA)

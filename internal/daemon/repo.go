@@ -72,6 +72,7 @@ func (d *Daemon) adopter(e episode.Episode, revision string) (*episode.Commit, b
 	ref := blame.Ref{Kind: e.Kind, Group: gv.Group, Namespace: e.Namespace, Name: e.Name}
 	if d.adoptRenders == nil {
 		d.adoptRenders = render.NewCache("", 2) // not Shared: JSON kept, not decoded renders
+		d.adoptRenders.Worker = d.worker        // kustomize out of the daemon, as for audits
 	}
 	res, err := blame.Git(ctx, repo, blame.Request{Env: e.Env, Object: ref, Revision: revision, MaxCommits: n + 1},
 		blame.Options{Renders: d.adoptRenders})

@@ -7,7 +7,7 @@ package render
 // The protocol, one JSON value per line. Parent → child (stdin): a workerRequest, then, for a
 // snapshot, one workerFile per file. Child → parent (stdout): a workerHeader (the render's path,
 // digest, what it read, or its error), then exactly Count objects, one per line, which the parent
-// decodes one at a time.
+// decodes one at a time, then a workerTrailer.
 
 import (
 	"bufio"
@@ -47,8 +47,8 @@ type Worker struct {
 // NewWorker returns a Worker running this process' own executable.
 func NewWorker() *Worker { return &Worker{} }
 
-// PeakRSS is the peak resident set size, in bytes, of the last worker that exited (0 before the
-// first, or where the system does not say).
+// PeakRSS is the peak resident set size, in bytes, of the last worker that rendered, as the worker
+// measured its own (0 before the first, or off Linux).
 func (w *Worker) PeakRSS() int64 { return w.peakRSS.Load() }
 
 // Started counts the worker processes started so far.
@@ -85,6 +85,12 @@ type workerHeader struct {
 	YAML  *YAMLError `json:"yaml,omitempty"`
 }
 
+// workerTrailer is the last line the child writes after a render's objects.
+type workerTrailer struct {
+	// PeakRSS is the child's own peak resident set size in bytes, after it wrote the objects.
+	PeakRSS int64 `json:"peakRSS"`
+}
+
 // workerError is a render error reported by the child: the same message, and the same
 // *YAMLError through errors.As, as in process.
 type workerError struct {
@@ -106,6 +112,8 @@ type recordedRender struct {
 	res    *Result
 	probes map[string]string
 	remote bool
+	// peakRSS is the child's peak resident set size in bytes (0 in process).
+	peakRSS int64
 }
 
 // render renders env from s in a child process. Cancelling ctx kills the child.
@@ -115,7 +123,7 @@ func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRen
 		if !workerHook.Load() {
 			return nil, fmt.Errorf("render %s: render worker: this program never called render.ServeWorkerIfChild, so a copy of it would not serve renders (call it first thing in main, or TestMain)", env)
 		}
-		exe, err := os.Executable()
+		exe, err := workerExecutable()
 		if err != nil {
 			return nil, fmt.Errorf("render %s: render worker: %w", env, err)
 		}
@@ -127,6 +135,7 @@ func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRen
 		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+strconv.FormatInt(lim, 10))
 	}
 	cmd.WaitDelay = 10 * time.Second
+	cmd.SysProcAttr = workerSysProcAttr()
 	stderr := &tailBuffer{max: 16 << 10}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
@@ -155,7 +164,9 @@ func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRen
 	}
 	werr := cmd.Wait()
 	serr := <-sent
-	w.peakRSS.Store(peakRSS(cmd.ProcessState))
+	if out != nil {
+		w.peakRSS.Store(out.peakRSS)
+	}
 	var reported *workerError
 	switch {
 	case ctx.Err() != nil:
@@ -226,7 +237,15 @@ func readRender(r io.Reader, revision, env string) (*recordedRender, error) {
 		}
 		res.Objects = append(res.Objects, u)
 	}
-	return &recordedRender{res: res, probes: h.Probes, remote: h.Remote}, nil
+	line, err = br.ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("read trailer: %w", err)
+	}
+	var tr workerTrailer
+	if err := json.Unmarshal(line, &tr); err != nil {
+		return nil, fmt.Errorf("read trailer: %w", err)
+	}
+	return &recordedRender{res: res, probes: h.Probes, remote: h.Remote, peakRSS: tr.PeakRSS}, nil
 }
 
 // tailBuffer keeps the last max bytes written: a crashing worker's panic or fatal error.

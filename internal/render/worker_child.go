@@ -77,6 +77,9 @@ func serveWorker(in io.Reader, out io.Writer) error {
 			return fmt.Errorf("write %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}
+	if err := enc.Encode(workerTrailer{PeakRSS: selfPeakRSS()}); err != nil {
+		return fmt.Errorf("write trailer: %w", err)
+	}
 	return bw.Flush()
 }
 

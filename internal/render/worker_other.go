@@ -2,7 +2,16 @@
 
 package render
 
-import "os"
+import (
+	"os"
+	"syscall"
+)
 
-// peakRSS is not measured off Linux.
-func peakRSS(*os.ProcessState) int64 { return 0 }
+// selfPeakRSS is not measured off Linux.
+func selfPeakRSS() int64 { return 0 }
+
+// workerExecutable is this process' executable, as its path names it now.
+func workerExecutable() (string, error) { return os.Executable() }
+
+// workerSysProcAttr has no parent-death signal off Linux.
+func workerSysProcAttr() *syscall.SysProcAttr { return nil }
