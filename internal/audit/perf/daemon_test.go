@@ -30,15 +30,23 @@ func (c *chat) count() int { c.mu.Lock(); defer c.mu.Unlock(); return len(c.at) 
 func (c *chat) last() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.at[len(c.at)-1] }
 
 // BenchmarkEditToChat10000 times a hand edit reaching chat through `auditor serve` — the process
-// a user runs, with the default settings (50 ms debounce, 10 s fold window, 1 m Git fetch, the
-// dispatcher's rate limit) — over an env of 10,000 objects: kubectl scale of one Deployment,
-// the watch event, the re-audit, the message, the HTTP POST. Edits alternate the replicas between
-// 3 and Git's 2, so each one yields one message (a drift or its resolution), and are spaced past
-// the fold window, so each message is the leading edge of a quiet env (an edit inside the window
-// is folded into the digest at its end by design). Every minute the daemon also fetches Git and
-// audits the env in full; an edit that lands then waits for it, and counts.
-// Reported: p50, p99 (= the slowest, with 20 edits) from kubectl's return, the time from start
-// to the first audit, the daemon's RSS and peak RSS, and where the RSS goes (reportMemory).
+// a user runs, with the default settings (50 ms debounce, 10 s fold window, 1 m Git fetch, 5 m
+// resync, the dispatcher's rate limit) — over an env of 10,000 objects: kubectl scale of one
+// Deployment, the watch event, the re-audit, the message, the HTTP POST. Edits alternate the
+// replicas between 3 and Git's 2, so each one yields one message (a drift or its resolution), and
+// are spaced past the fold window, so each message is the leading edge of a quiet env (an edit
+// inside the window is folded into the digest at its end by design). Every minute the daemon also
+// fetches Git and audits the env in full; an edit that lands then waits for it, and counts.
+//
+// Two phases: 20 edits with Git still (p50-ms, p99-ms); then a commit to Git that changes a
+// rendered file but no object, so the daemon fetches it, renders the env again in a render worker
+// and audits it in full, while edits go on for two resync intervals (push-p50-ms, push-p99-ms).
+// Memory is sampled every second from ready to the end: the daemon's RSS (p50 and max), its
+// render workers' RSS (max), and, where the benchmark may make a memory cgroup for the daemon
+// (Linux, cgroup v1 or v2 with the memory controller), what a container's limit counts: the
+// cgroup's working set (max) and its peak charge over the daemon's whole life, start-up included.
+// CPU is the daemon's own and its workers', per minute after ready. reportMemory says where the
+// RSS at the end goes.
 func BenchmarkEditToChat10000(b *testing.B) {
 	const n, edits = 10000, 20
 	prefix := "b" + strconv.Itoa(n)
@@ -85,7 +93,22 @@ func BenchmarkEditToChat10000(b *testing.B) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	pid := cmd.Process.Pid
+	cg, err := newMemCgroup("auditor-bench-" + strconv.Itoa(pid))
+	if err == nil {
+		err = cg.add(pid) // before its first render: the daemon reads its config and lists first
+	}
+	if err != nil {
+		b.Logf("no memory cgroup for the daemon (%v): container figures not reported", err)
+		cg = nil
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if cg != nil {
+			cg.remove()
+		}
+	}()
 	for !ready(addr) {
 		if time.Since(started) > 20*time.Minute {
 			b.Fatalf("daemon not ready after 20m:\n%s", logs.String())
@@ -93,38 +116,66 @@ func BenchmarkEditToChat10000(b *testing.B) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	firstAudit := time.Since(started)
+	mem := startSampler(pid, cg, time.Second)
+	cpuAtReady, reapedAtReady := cpuSeconds(pid)
+	readyAt := time.Now()
 	// The every-100th Deployments drifted by ensure make one digest at start: wait it out.
 	time.Sleep(11 * time.Second)
 
 	target := objs[1] // a Deployment ensure leaves in sync
-	var fromStored []time.Duration
+	i := 0
+	edit := func() time.Duration {
+		replicas := "3"
+		if i%2 == 1 {
+			replicas = "2"
+		}
+		i++
+		before := c.count()
+		out, err := cluster.Kubectl(context.Background(), "-n", target.GetNamespace(), "scale", "deployment/"+target.GetName(), "--replicas="+replicas).CombinedOutput()
+		if err != nil {
+			b.Fatalf("kubectl scale: %v\n%s", err, out)
+		}
+		stored := time.Now()
+		deadline := stored.Add(90 * time.Second)
+		for c.count() == before {
+			if time.Now().After(deadline) {
+				b.Fatalf("edit %d: no message after 90s:\n%s", i, logs.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		took := c.last().Sub(stored)
+		time.Sleep(10*time.Second + 500*time.Millisecond) // past the fold window the message opened
+		return took
+	}
+	var still, pushed []time.Duration
 	for b.Loop() {
-		for i := range edits {
-			replicas := "3"
-			if i%2 == 1 {
-				replicas = "2"
-			}
-			before := c.count()
-			out, err := cluster.Kubectl(context.Background(), "-n", target.GetNamespace(), "scale", "deployment/"+target.GetName(), "--replicas="+replicas).CombinedOutput()
-			if err != nil {
-				b.Fatalf("kubectl scale: %v\n%s", err, out)
-			}
-			stored := time.Now()
-			deadline := stored.Add(60 * time.Second)
-			for c.count() == before {
-				if time.Now().After(deadline) {
-					b.Fatalf("edit %d: no message after 60s:\n%s", i, logs.String())
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			fromStored = append(fromStored, c.last().Sub(stored))
-			time.Sleep(10*time.Second + 500*time.Millisecond) // past the fold window the message opened
+		for range edits {
+			still = append(still, edit())
+		}
+		workers := scrape(addr)["auditor_render_workers_total"]
+		f := filepath.Join(dir, "base", "bench", target.GetNamespace()+".yaml")
+		appendFile(b, f, "# a comment: a new revision, a new render, no object changed\n")
+		gitIn(b, dir, "commit", "-qam", "bench: touch "+filepath.Base(f))
+		push := time.Now()
+		for time.Since(push) < 11*time.Minute { // two resync intervals and the fetch that finds the commit
+			pushed = append(pushed, edit())
+		}
+		if got := scrape(addr)["auditor_render_workers_total"]; got <= workers {
+			b.Fatalf("the commit was not rendered (render workers %v before, %v after):\n%s", workers, got, logs.String())
 		}
 	}
-	b.ReportMetric(pct(fromStored, 50).Seconds()*1000, "p50-ms")
-	b.ReportMetric(pct(fromStored, 99).Seconds()*1000, "p99-ms")
-	b.ReportMetric(float64(len(fromStored)), "edits")
+	samples := mem.finish()
+	minutes := time.Since(readyAt).Minutes()
+	cpu, reaped := cpuSeconds(pid)
+	b.ReportMetric(pct(still, 50).Seconds()*1000, "p50-ms")
+	b.ReportMetric(pct(still, 99).Seconds()*1000, "p99-ms")
+	b.ReportMetric(pct(pushed, 50).Seconds()*1000, "push-p50-ms")
+	b.ReportMetric(pct(pushed, 99).Seconds()*1000, "push-p99-ms")
+	b.ReportMetric(float64(len(still)+len(pushed)), "edits")
 	b.ReportMetric(firstAudit.Seconds(), "start-to-ready-s")
+	b.ReportMetric((cpu-cpuAtReady)/minutes, "daemon-cpu-s/min")
+	b.ReportMetric((reaped-reapedAtReady)/minutes, "worker-cpu-s/min")
+	b.ReportMetric(reapedAtReady, "start-worker-cpu-s")
 	if d := os.Getenv("BENCH_PROFILE_DIR"); d != "" { // the daemon's heap, for go tool pprof
 		if resp, err := http.Get("http://" + addr + "/debug/pprof/heap"); err == nil {
 			data, _ := io.ReadAll(resp.Body)
@@ -132,11 +183,46 @@ func BenchmarkEditToChat10000(b *testing.B) {
 			_ = os.WriteFile(filepath.Join(d, "daemon-heap.pprof"), data, 0o644)
 		}
 	}
-	rss, hwm := procRSS(cmd.Process.Pid)
-	b.ReportMetric(rss, "daemon-RSS-MiB")
-	b.ReportMetric(hwm, "daemon-peak-RSS-MiB")
-	reportMemory(b, addr, cmd.Process.Pid)
+	status := procStatus(pid)
+	b.ReportMetric(status["VmRSS"]/1024, "daemon-RSS-MiB")
+	b.ReportMetric(status["VmHWM"]/1024, "daemon-peak-RSS-MiB")
+	b.ReportMetric(stat(samples, 50, func(m memSample) float64 { return m.daemon }), "daemon-RSS-p50-MiB")
+	b.ReportMetric(stat(samples, 100, func(m memSample) float64 { return m.daemon }), "daemon-RSS-max-MiB")
+	b.ReportMetric(stat(samples, 100, func(m memSample) float64 { return m.workers }), "workers-RSS-max-MiB")
+	b.ReportMetric(stat(samples, 100, func(m memSample) float64 { return m.daemon + m.workers }), "daemon+workers-RSS-max-MiB")
+	if cg != nil {
+		b.ReportMetric(stat(samples, 100, func(m memSample) float64 { return m.workingSet }), "container-working-set-max-MiB")
+		b.ReportMetric(cg.peak()/(1<<20), "container-peak-MiB")
+	}
+	b.ReportMetric(float64(len(samples)), "memory-samples")
+	reportMemory(b, addr, pid)
 	b.ReportMetric(float64(n), "objects")
+}
+
+// appendFile appends text to the file at path.
+func appendFile(b *testing.B, path, text string) {
+	b.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// gitIn runs git in dir as the benchmark's author.
+func gitIn(b *testing.B, dir string, args ...string) {
+	b.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.com", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.com")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("git %v: %v\n%s", args, err, out)
+	}
 }
 
 // reportMemory reports where the daemon's resident memory goes: anonymous pages (the Go heap,
@@ -204,26 +290,6 @@ func ready(addr string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-// procRSS reads a process' resident and peak resident set size in MiB.
-func procRSS(pid int) (rss, hwm float64) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		for _, f := range []struct {
-			prefix string
-			v      *float64
-		}{{"VmRSS:", &rss}, {"VmHWM:", &hwm}} {
-			if v, ok := strings.CutPrefix(line, f.prefix); ok {
-				kb, _ := strconv.Atoi(strings.Fields(v)[0])
-				*f.v = float64(kb) / 1024
-			}
-		}
-	}
-	return rss, hwm
 }
 
 // lockedBuffer is a log buffer a process writes while the benchmark may read it.

@@ -84,12 +84,7 @@ func benchRepo(b *testing.B, env string, objs []*unstructured.Unstructured) stri
 	write("base/bench/kustomization.yaml", []byte("resources:\n  - "+strings.Join(names, "\n  - ")+"\n"))
 	write(filepath.Join("overlays", env, "kustomization.yaml"), []byte("resources:\n  - ../../base/bench\n"))
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-qm", "bench"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.com", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.com")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v\n%s", args, err, out)
-		}
+		gitIn(b, dir, args...)
 	}
 	head, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
 	if err != nil {

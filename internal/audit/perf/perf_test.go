@@ -254,22 +254,7 @@ func benchAudit(b *testing.B, n int, attributed bool) {
 	}
 	b.ReportMetric(float64(n), "objects")
 	b.ReportMetric(float64(after.HeapInuse-min(before.HeapInuse, after.HeapInuse))/(1<<20), "cache-heap-MiB")
-	b.ReportMetric(rssMiB(), "process-RSS-MiB")
-}
-
-// rssMiB reads the resident set size of this process.
-func rssMiB() float64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.Atoi(strings.Fields(v)[0])
-			return float64(kb) / 1024
-		}
-	}
-	return 0
+	b.ReportMetric(rssMiB(os.Getpid()), "process-RSS-MiB")
 }
 
 func BenchmarkAudit1000(b *testing.B)  { benchAudit(b, 1000, false) }
@@ -383,13 +368,6 @@ func TestRSSChild(t *testing.T) {
 	}
 	runtime.GC()
 	debug.FreeOSMemory()
-	var hwm float64
-	data, _ := os.ReadFile("/proc/self/status")
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.Atoi(strings.Fields(v)[0])
-			hwm = float64(kb) / 1024
-		}
-	}
-	fmt.Printf("RSS %.1f HWM %.1f OBJECTS %d\n", rssMiB(), hwm, n)
+	status := procStatus(os.Getpid())
+	fmt.Printf("RSS %.1f HWM %.1f OBJECTS %d\n", status["VmRSS"]/1024, status["VmHWM"]/1024, n)
 }
