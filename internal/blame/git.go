@@ -59,7 +59,7 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 	}
 	head := commits[0]
 	snaps := repo.Snapshots() // each commit reads only the trees and files it changed
-	res, present, err := renderAt(snaps, renders, req.Env, head.Hash)
+	res, present, err := renderAt(ctx, snaps, renders, req.Env, head.Hash)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 		}
 		b.History.Commits++
 		oldest = c
-		res, present, err := renderAt(snaps, renders, req.Env, c.Hash)
+		res, present, err := renderAt(ctx, snaps, renders, req.Env, c.Hash)
 		if err != nil {
 			b.History.Skipped = append(b.History.Skipped, Skipped{Commit: c.Hash, Error: err.Error()})
 			continue
@@ -150,7 +150,7 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 
 // renderAt renders env at a commit; present is false when the commit has no overlay for env
 // (before the env was made).
-func renderAt(snaps *gitrepo.Snapshots, renders *render.Cache, env, rev string) (res *render.Result, present bool, err error) {
+func renderAt(ctx context.Context, snaps *gitrepo.Snapshots, renders *render.Cache, env, rev string) (res *render.Result, present bool, err error) {
 	if res, ok := renders.ByRevision(env, rev); ok {
 		return res, true, nil
 	}
@@ -165,7 +165,7 @@ func renderAt(snaps *gitrepo.Snapshots, renders *render.Cache, env, rev string) 
 	if err != nil {
 		return nil, true, err
 	}
-	res, err = src.RenderCached(env, renders)
+	res, err = src.RenderCachedContext(ctx, env, renders)
 	if err != nil {
 		return nil, true, fmt.Errorf("%s at %.12s: %w", env, rev, err)
 	}

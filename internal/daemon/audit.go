@@ -26,11 +26,20 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	a.People = d.people
 	a.AppNamespace = d.cfg.AppNamespace
 	a.AppName = func(env string) string { return d.cfg.AppNamePrefix + env }
-	a.Renders = render.NewCache("", 2) // the synced revision and the one before: a 10,000-object render is ~9 MiB as JSON
-	a.Renders.Worker = d.worker
+	a.Renders = d.renderCache(2) // the synced revision and the one before: a 10,000-object render is ~9 MiB as JSON
 	a.Options.SecretKey = d.hmacKey
 	d.auditor = a
 	return a
+}
+
+// renderCache is a render cache keeping n renders per env (as JSON: not Shared, since the daemon
+// keeps its caches for its lifetime and shared entries would hold decoded renders), whose renders
+// run in the daemon's render worker. Every render of `auditor serve` goes through one: audits,
+// blame and adopt walks, the ledger and the web view.
+func (d *Daemon) renderCache(n int) *render.Cache {
+	c := render.NewCache("", n)
+	c.Worker = d.worker
+	return c
 }
 
 // startWorker makes the audits render in a child process (render.Worker) unless the config asks
@@ -48,7 +57,10 @@ func (d *Daemon) startWorker() {
 			func() float64 { return float64(w.PeakRSS()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_render_workers_total",
 			Help: "Render worker processes started (one per render the render cache could not answer)."},
-			func() float64 { return float64(w.Started()) }))
+			func() float64 { return float64(w.Started()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_render_workers_queued",
+			Help: "Renders waiting for the running render worker to finish (one runs at a time)."},
+			func() float64 { return float64(w.Queued()) }))
 }
 
 // auditAll audits every env in full; an env that fails keeps its last report and the others go on.

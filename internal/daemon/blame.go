@@ -30,13 +30,7 @@ type blamer struct {
 }
 
 func (d *Daemon) blameHandler() *blamer {
-	// Not Shared: the cache lives as long as the daemon, and shared entries would keep whole
-	// decoded renders (a 10,000-object env: ~70 MiB each) instead of their JSON.
-	// Its renders go through the audits' worker: a walk renders up to one commit per change to
-	// what the env reads, and kustomize's working set stays out of the daemon.
-	renders := render.NewCache("", 4)
-	renders.Worker = d.worker
-	return &blamer{d: d, renders: renders, busy: make(chan struct{}, 1)}
+	return &blamer{d: d, renders: d.renderCache(4), busy: make(chan struct{}, 1)}
 }
 
 func (b *blamer) ServeHTTP(w http.ResponseWriter, r *http.Request) {

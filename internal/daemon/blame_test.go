@@ -32,7 +32,6 @@ func TestBlameAPI(t *testing.T) {
 	out, err := editAs("alice", inference, "deployment/vllm-qwen", `s|vllm/vllm-openai:v0.30.1|vllm/vllm-openai:v0.31.0|`)
 	require.NoError(t, err, "%s", out)
 
-	workers := r.d.worker.Started() // the audits' renders so far
 	api := "http://" + r.d.Addr() + "/api/v1/blame?"
 	q := url.Values{"env": {"prod"}, "kind": {"deployment"}, "namespace": {inference}, "name": {"vllm-qwen"}}
 	const image = ".spec.template.spec.containers[name=vllm].image"
@@ -51,7 +50,9 @@ func TestBlameAPI(t *testing.T) {
 		return len(field.Drift) == 1 && field.Drift[0].Actor != nil
 	}, 40*time.Second, 200*time.Millisecond, "no drift with a person on the image; last answer: %+v", b)
 	assert.Equal(t, imageCommit, b.Revision, "the audited revision")
-	assert.Greater(t, r.d.worker.Started(), workers, "the walk rendered the commits before the audited one in render workers, not in the daemon")
+	walked := r.d.blames.renders.Stats()
+	assert.Positive(t, walked.Rendered, "the walk rendered the commits before the audited one")
+	assert.Equal(t, walked.Rendered, walked.InWorker, "the walk rendered in render workers, not in the daemon")
 	assert.Equal(t, "vllm/vllm-openai:v0.30.1", field.Git)
 	require.NotNil(t, field.Commit)
 	assert.Equal(t, imageCommit, field.Commit.SHA)

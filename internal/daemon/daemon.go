@@ -53,6 +53,8 @@ type Daemon struct {
 	people       *auditlog.Store // audit events, when configured
 	episodes     *episode.Book   // drift episodes, saved in the state dir
 	adoptRenders *render.Cache   // renders of the walks that name adopting commits (audit loop only)
+	ledger       *render.Cache   // renders of the ledger's commits and of the web view's serving state
+	blames       *blamer         // serves /api/v1/blame, with its own renders
 	worker       *render.Worker  // runs the audits' renders in a child process; nil with RenderInProcess
 	peopleMu     sync.Mutex
 	firstSeen    map[string]time.Time     // fields without a person yet: when first seen
@@ -115,6 +117,8 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	}
 	d.authorize = authorize
 	d.startWorker()
+	d.adoptRenders, d.ledger = d.renderCache(2), d.renderCache(2)
+	d.blames = d.blameHandler()
 	d.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_watch_starts_total",
 		Help: "Watch requests the informers made: one per kind, then one per reconnect."}, func() float64 {
 		d.mu.RLock()

@@ -464,6 +464,9 @@ func TestLedgerRecordsTheSyncedRevision(t *testing.T) {
 			if !strings.Contains(string(msg), "Synced-Revision: "+h.p.Head) {
 				t.Errorf("ledger commit lacks the Synced-Revision trailer:\n%s", msg)
 			}
+			rendered := d.d.ledger.Stats()
+			assert.Positive(t, rendered.Rendered, "the ledger's commits were rendered")
+			assert.Equal(t, rendered.Rendered, rendered.InWorker, "the ledger's commits were rendered in render workers, not in the daemon")
 			return
 		}
 		time.Sleep(300 * time.Millisecond)

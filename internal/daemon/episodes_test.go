@@ -133,6 +133,9 @@ func TestEpisodesEndRevertedThenAdoptedAcrossRestarts(t *testing.T) {
 	require.NotNil(t, adopted.End.Commit)
 	assert.Equal(t, commit, adopted.End.Commit.SHA)
 	assert.Equal(t, "rag: qdrant keeps 2 replicas, as alice set", adopted.End.Commit.Subject)
+	walked := d.d.adoptRenders.Stats() // the walk that found the adopting commit
+	assert.Positive(t, walked.Rendered, "the walk rendered the commits before the synced one")
+	assert.Equal(t, walked.Rendered, walked.InWorker, "the walk rendered in render workers, not in the daemon")
 	waitFor(t, "chat names the adopting commit", 30*time.Second, func() (bool, string) {
 		all := strings.Join(h.receivers[0].messages(), "\n---\n")
 		return strings.Contains(all, "adopted into Git by commit "+gitrepo.Short(commit)), all

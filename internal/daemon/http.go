@@ -40,7 +40,7 @@ func (d *Daemon) serveHTTP(ctx context.Context) error {
 	}
 	d.addr = ln.Addr().String()
 	close(d.listening)
-	blames := d.blameHandler()
+	blames := d.blames
 	opts := server.Options{Authorize: d.authorize, Pprof: d.cfg.API.Pprof, Blame: blames}
 	if d.people != nil && d.cfg.AuditEvents.Webhook {
 		opts.AuditEvents = auditlog.Handler(d.people)

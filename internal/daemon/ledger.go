@@ -58,7 +58,7 @@ func (d *Daemon) syncLedger(ctx context.Context, env, revision string, seenAt ti
 		return err
 	}
 	req := ledger.SyncRequest{Env: env, Branch: d.cfg.Ledger.Branch, Revision: revision, SyncedAt: seenAt,
-		Deadline: time.Now().Add(2 * time.Minute)}
+		Deadline: time.Now().Add(2 * time.Minute), Renders: d.ledger}
 	if u := d.cfg.Ledger.PrometheusURL; u != "" {
 		req.Metrics = (&ledger.Prometheus{URL: u}).ForRecord
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/llm-gitops/platform/internal/blame"
 	"github.com/llm-gitops/platform/internal/episode"
 	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/render"
 )
 
 // commitOf names a revision of the repository, for an episode adopted into Git.
@@ -70,10 +69,6 @@ func (d *Daemon) adopter(e episode.Episode, revision string) (*episode.Commit, b
 	}
 	gv, _ := schema.ParseGroupVersion(e.APIVersion)
 	ref := blame.Ref{Kind: e.Kind, Group: gv.Group, Namespace: e.Namespace, Name: e.Name}
-	if d.adoptRenders == nil {
-		d.adoptRenders = render.NewCache("", 2) // not Shared: JSON kept, not decoded renders
-		d.adoptRenders.Worker = d.worker        // kustomize out of the daemon, as for audits
-	}
 	res, err := blame.Git(ctx, repo, blame.Request{Env: e.Env, Object: ref, Revision: revision, MaxCommits: n + 1},
 		blame.Options{Renders: d.adoptRenders})
 	var nd *blame.NotDeclaredError

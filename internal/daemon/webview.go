@@ -70,7 +70,7 @@ func (p *pages) Serving(env string) ([]ledger.Serving, error) {
 	if s, ok := p.serving[env]; ok && s.revision == rev {
 		return s.serving, s.err
 	}
-	st, err := ledger.StateAt(repo, env, rev)
+	st, err := ledger.StateAtCached(context.Background(), repo, env, rev, p.d.ledger)
 	s := servingAt{revision: rev, err: err}
 	if err == nil {
 		s.serving = st.Sorted()

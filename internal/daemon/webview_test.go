@@ -84,6 +84,9 @@ func TestWebViewInABrowser(t *testing.T) {
 		"Models served", "vllm-qwen-canary", "10%", "Next scale-ups", "weekday-morning"} {
 		assert.Contains(t, overview, want)
 	}
+	rendered := d.d.ledger.Stats()
+	assert.Positive(t, rendered.Rendered, "the models served were rendered")
+	assert.Equal(t, rendered.Rendered, rendered.InWorker, "the models served were rendered in render workers, not in the daemon")
 	row, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
 		`Array.from(document.querySelectorAll('#env-prod tbody tr')[0].cells).map(c => c.innerText)`))
 	require.NoError(t, err)

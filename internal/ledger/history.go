@@ -20,12 +20,19 @@ func WatchedPaths(env string) []string {
 // (apps/<env>/release.yaml) when it has one, else at rev — and returns what it serves (empty when
 // the overlay does not exist there).
 func StateAt(repo *gitrepo.Repo, env, rev string) (State, error) {
-	st, _, err := stateAt(repo, env, rev)
+	return StateAtCached(context.Background(), repo, env, rev, nil)
+}
+
+// StateAtCached is StateAt rendering through renders: its cache, and its Worker's child process
+// (a long-running process keeps kustomize's working set out of its heap); cancelling ctx stops a
+// running render. A nil renders renders in process, uncached.
+func StateAtCached(ctx context.Context, repo *gitrepo.Repo, env, rev string, renders *render.Cache) (State, error) {
+	st, _, err := stateAt(ctx, repo, env, rev, renders)
 	return st, err
 }
 
-// stateAt is StateAt, also returning the commit env's overlay was rendered at.
-func stateAt(repo *gitrepo.Repo, env, rev string) (State, string, error) {
+// stateAt is StateAtCached, also returning the commit env's overlay was rendered at.
+func stateAt(ctx context.Context, repo *gitrepo.Repo, env, rev string, renders *render.Cache) (State, string, error) {
 	runs, err := release.At(repo, env, rev)
 	if err != nil {
 		return nil, "", err
@@ -34,13 +41,13 @@ func stateAt(repo *gitrepo.Repo, env, rev string) (State, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	st, err := stateOf(snap, env, runs.Patches)
+	st, err := stateOf(ctx, snap, env, runs.Patches, renders)
 	return st, runs.Revision, err
 }
 
 // stateOf renders env from snap with its Application's kustomize patches (the runtime knobs, such
 // as a scheduled scale-up's replica floor) and returns what it serves.
-func stateOf(snap *gitrepo.Snapshot, env string, patches []render.Patch) (State, error) {
+func stateOf(ctx context.Context, snap *gitrepo.Snapshot, env string, patches []render.Patch, renders *render.Cache) (State, error) {
 	if _, ok := snap.Files[render.OverlayPath(env)+"/kustomization.yaml"]; !ok {
 		return State{}, nil
 	}
@@ -48,7 +55,10 @@ func stateOf(snap *gitrepo.Snapshot, env string, patches []render.Patch) (State,
 	if err != nil {
 		return nil, err
 	}
-	res, err := src.RenderWith(env, patches)
+	if src, err = src.WithPatches(env, patches); err != nil {
+		return nil, fmt.Errorf("revision %s: %w", snap.Revision, err)
+	}
+	res, err := src.RenderCachedContext(ctx, env, renders)
 	if err != nil {
 		return nil, fmt.Errorf("revision %s: %w", snap.Revision, err)
 	}
@@ -67,6 +77,11 @@ func Rebuild(ctx context.Context, repo *gitrepo.Repo, env string) ([]Record, err
 // up to to (inclusive; "" = HEAD or main), as Rebuild does. When from is not on to's first-parent
 // chain, the whole history up to to is used.
 func Records(ctx context.Context, repo *gitrepo.Repo, env, from, to string) ([]Record, error) {
+	return records(ctx, repo, env, from, to, nil)
+}
+
+// records is Records rendering through renders (nil: in process, uncached).
+func records(ctx context.Context, repo *gitrepo.Repo, env, from, to string, renders *render.Cache) ([]Record, error) {
 	head, err := repo.Resolve(to)
 	if err != nil {
 		return nil, err
@@ -106,7 +121,7 @@ func Records(ctx context.Context, repo *gitrepo.Repo, env, from, to string) ([]R
 	if !found { // from is not an ancestor: start over
 		from = ""
 	} else if from != "" {
-		if prev, err = StateAt(repo, env, from); err != nil {
+		if prev, err = StateAtCached(ctx, repo, env, from, renders); err != nil {
 			return nil, err
 		}
 	}
@@ -129,7 +144,7 @@ func Records(ctx context.Context, repo *gitrepo.Repo, env, from, to string) ([]R
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		next, pin, err := stateAt(repo, env, c.Hash)
+		next, pin, err := stateAt(ctx, repo, env, c.Hash, renders)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/render"
 )
 
 // Bot is the identity of ledger commits.
@@ -189,6 +190,9 @@ type SyncRequest struct {
 	// Metrics, when set, is called for each new record that still serves (not retired).
 	Metrics  func(ctx context.Context, r Record) (*Metrics, error)
 	Deadline time.Time
+	// Renders, when set, renders each commit through this cache and its Worker (the daemon's
+	// render workers); nil renders in process.
+	Renders *render.Cache
 }
 
 // SyncResult is the outcome of Sync.
@@ -225,7 +229,7 @@ func Sync(ctx context.Context, remote *gitrepo.Remote, req SyncRequest) (SyncRes
 	if err != nil {
 		return out, err
 	}
-	recs, err := Records(ctx, repo, req.Env, from, to)
+	recs, err := records(ctx, repo, req.Env, from, to, req.Renders)
 	if err != nil {
 		return out, err
 	}

@@ -43,8 +43,8 @@ type Cache struct {
 // CacheStats counts how renders were answered.
 type CacheStats struct {
 	// ByRevision: the commit was known; ByContent: another commit's render read the same;
-	// Rendered: kustomize ran.
-	ByRevision, ByContent, Rendered int
+	// Rendered: kustomize ran; InWorker: of those, in the Worker's child process.
+	ByRevision, ByContent, Rendered, InWorker int
 }
 
 // Stats returns the counts so far.
@@ -154,7 +154,12 @@ func (s Source) RenderCachedContext(ctx context.Context, env string, c *Cache) (
 	if err != nil {
 		return nil, err
 	}
-	c.count(func(s *CacheStats) { s.Rendered++ })
+	c.count(func(st *CacheStats) {
+		st.Rendered++
+		if r.worker {
+			st.InWorker++
+		}
+	})
 	if !r.remote {
 		c.store(r.res, key, r.probes)
 	}

@@ -36,12 +36,21 @@ const WorkerEnv = "AUDITOR_RENDER_WORKER"
 // Worker runs kustomize in a child process of the given executable, one process per render. The
 // executable must call ServeWorkerIfChild before anything else (cmd/auditor's main does, and so
 // must the TestMain of tests whose renders go through a Worker).
+//
+// A Worker runs one child at a time (Parallel raises that): a container's memory limit must hold
+// the parent and its children together, and a render of a large env peaks high. Every render
+// cache of a process should share one Worker.
 type Worker struct {
-	// Path is the executable (default: this process' own, os.Executable).
+	// Path is the executable (default: the one this process runs, even if replaced since).
 	Path string
+	// Parallel is how many children may run at once (default 1); others wait their turn.
+	Parallel int
 
-	peakRSS atomic.Int64
-	started atomic.Int64
+	slotsOnce sync.Once
+	slots     chan struct{}
+	peakRSS   atomic.Int64
+	started   atomic.Int64
+	queued    atomic.Int64
 }
 
 // NewWorker returns a Worker running this process' own executable.
@@ -53,6 +62,9 @@ func (w *Worker) PeakRSS() int64 { return w.peakRSS.Load() }
 
 // Started counts the worker processes started so far.
 func (w *Worker) Started() int64 { return w.started.Load() }
+
+// Queued is how many renders wait for a child to finish.
+func (w *Worker) Queued() int64 { return w.queued.Load() }
 
 // workerRequest is what the parent asks: env rendered from the work tree Dir, or from the
 // snapshot at Revision whose files follow.
@@ -83,6 +95,9 @@ type workerHeader struct {
 	// is its file and line when a file does not parse.
 	Error string     `json:"error,omitempty"`
 	YAML  *YAMLError `json:"yaml,omitempty"`
+	// PeakRSS is the child's own peak resident set size in bytes, with Error (a render's comes
+	// in the trailer).
+	PeakRSS int64 `json:"peakRSS,omitempty"`
 }
 
 // workerTrailer is the last line the child writes after a render's objects.
@@ -94,8 +109,9 @@ type workerTrailer struct {
 // workerError is a render error reported by the child: the same message, and the same
 // *YAMLError through errors.As, as in process.
 type workerError struct {
-	msg  string
-	yaml *YAMLError
+	msg     string
+	yaml    *YAMLError
+	peakRSS int64
 }
 
 func (e *workerError) Error() string { return e.msg }
@@ -112,12 +128,28 @@ type recordedRender struct {
 	res    *Result
 	probes map[string]string
 	remote bool
-	// peakRSS is the child's peak resident set size in bytes (0 in process).
+	// worker says a child rendered; peakRSS is its peak resident set size in bytes.
+	worker  bool
 	peakRSS int64
 }
 
-// render renders env from s in a child process. Cancelling ctx kills the child.
+// render renders env from s in a child process, once a slot is free. Cancelling ctx kills the
+// child (and what it started: it leads its own process group).
 func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRender, error) {
+	w.slotsOnce.Do(func() { w.slots = make(chan struct{}, max(w.Parallel, 1)) })
+	select {
+	case w.slots <- struct{}{}:
+	default:
+		w.queued.Add(1)
+		select {
+		case w.slots <- struct{}{}:
+			w.queued.Add(-1)
+		case <-ctx.Done():
+			w.queued.Add(-1)
+			return nil, fmt.Errorf("render %s: waiting for a render worker: %w", env, ctx.Err())
+		}
+	}
+	defer func() { <-w.slots }()
 	path := w.Path
 	if path == "" {
 		if !workerHook.Load() {
@@ -130,12 +162,13 @@ func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRen
 		path = exe
 	}
 	cmd := exec.CommandContext(ctx, path)
+	cmd.Args = []string{"auditor-render-worker"} // what ps shows: /proc/self/exe says nothing
 	cmd.Env = append(os.Environ(), WorkerEnv+"=1")
 	if lim := childMemoryLimit(); lim > 0 {
 		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+strconv.FormatInt(lim, 10))
 	}
 	cmd.WaitDelay = 10 * time.Second
-	cmd.SysProcAttr = workerSysProcAttr()
+	prepareWorker(cmd)
 	stderr := &tailBuffer{max: 16 << 10}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
@@ -146,7 +179,7 @@ func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRen
 	if err != nil {
 		return nil, fmt.Errorf("render %s: render worker: %w", env, err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startWorker(cmd); err != nil {
 		return nil, fmt.Errorf("render %s: start render worker %s: %w", env, path, err)
 	}
 	w.started.Add(1)
@@ -160,14 +193,17 @@ func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRen
 	}()
 	out, rerr := readRender(stdout, s.revision, env)
 	if rerr != nil {
-		_ = cmd.Process.Kill() // a child whose stream broke is not waited for
+		_ = cmd.Cancel() // a child whose stream broke is not waited for
 	}
 	werr := cmd.Wait()
 	serr := <-sent
-	if out != nil {
-		w.peakRSS.Store(out.peakRSS)
-	}
 	var reported *workerError
+	switch {
+	case out != nil:
+		w.peakRSS.Store(out.peakRSS)
+	case errors.As(rerr, &reported):
+		w.peakRSS.Store(reported.peakRSS)
+	}
 	switch {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("render %s: %w", env, ctx.Err())
@@ -223,7 +259,7 @@ func readRender(r io.Reader, revision, env string) (*recordedRender, error) {
 		return nil, fmt.Errorf("read header: %w", err)
 	}
 	if h.Error != "" {
-		return nil, &workerError{msg: h.Error, yaml: h.YAML}
+		return nil, &workerError{msg: h.Error, yaml: h.YAML, peakRSS: h.PeakRSS}
 	}
 	res := &Result{Env: env, Path: h.Path, Revision: revision, Digest: h.Digest, Objects: make([]*unstructured.Unstructured, 0, h.Count)}
 	for i := range h.Count {
@@ -245,7 +281,7 @@ func readRender(r io.Reader, revision, env string) (*recordedRender, error) {
 	if err := json.Unmarshal(line, &tr); err != nil {
 		return nil, fmt.Errorf("read trailer: %w", err)
 	}
-	return &recordedRender{res: res, probes: h.Probes, remote: h.Remote, peakRSS: tr.PeakRSS}, nil
+	return &recordedRender{res: res, probes: h.Probes, remote: h.Remote, worker: true, peakRSS: tr.PeakRSS}, nil
 }
 
 // tailBuffer keeps the last max bytes written: a crashing worker's panic or fatal error.

@@ -52,7 +52,7 @@ func serveWorker(in io.Reader, out io.Writer) error {
 	bw := bufio.NewWriterSize(out, 256<<10)
 	enc := json.NewEncoder(bw)
 	if err != nil {
-		h := workerHeader{Error: err.Error()}
+		h := workerHeader{Error: err.Error(), PeakRSS: selfPeakRSS()}
 		var ye *YAMLError
 		if errors.As(err, &ye) {
 			h.YAML = ye

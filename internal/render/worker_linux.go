@@ -2,8 +2,11 @@ package render
 
 import (
 	"os"
+	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -37,10 +40,40 @@ func workerExecutable() (string, error) {
 	return os.Executable()
 }
 
-// workerSysProcAttr makes the kernel kill a worker whose parent dies (SIGKILL included), so no
-// orphan renders on for a daemon that is gone. The kernel sends it when the parent's thread that
-// started the worker exits; Go's threads outlive the process unless a goroutine locked to one
-// exits, which the daemon's code does not do.
-func workerSysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+// prepareWorker makes the worker lead a process group of its own, killed whole when the render
+// is cancelled (kustomize runs git for a remote base), and makes the kernel kill the worker when
+// its parent dies, SIGKILL included, so no orphan renders on for a daemon that is gone.
+func prepareWorker(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+}
+
+// spawner is the goroutine that starts every worker, locked to its OS thread for the life of the
+// process. The kernel sends a child's parent-death signal when the thread that forked it exits,
+// not the process; Go ends a thread when a goroutine locked to it returns, so a worker forked by
+// whichever thread the caller ran on could be killed mid-render by unrelated code's LockOSThread.
+var spawner struct {
+	once sync.Once
+	reqs chan spawnRequest
+}
+
+type spawnRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startWorker starts cmd from the spawner's thread.
+func startWorker(cmd *exec.Cmd) error {
+	spawner.once.Do(func() {
+		spawner.reqs = make(chan spawnRequest)
+		go func() {
+			runtime.LockOSThread() // never unlocked: this goroutine never returns
+			for r := range spawner.reqs {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	spawner.reqs <- spawnRequest{cmd, done}
+	return <-done
 }

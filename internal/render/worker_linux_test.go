@@ -16,13 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Cancelling the context of a running render kills the child: the render returns the context's
-// error and the process is gone.
+// Cancelling the context of a running render kills the child and what it started (its process
+// group): the render returns the context's error and both processes are gone.
 func TestWorkerCancelKillsChild(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "pid")
-	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
-	t.Setenv(hangEnv, fifo)
-
+	fifo := hangFIFO(t)
+	t.Setenv(grandchildEnv, "1")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -31,17 +29,74 @@ func TestWorkerCancelKillsChild(t *testing.T) {
 		_, err := w.render(ctx, snapshotSource(t, miniRepo, "r1"), "prod")
 		done <- err
 	}()
-	data, err := os.ReadFile(fifo) // blocks until the child is running and says its pid
-	require.NoError(t, err)
-	pid, err := strconv.Atoi(string(data[:len(data)-1]))
-	require.NoError(t, err)
-	require.NoError(t, syscall.Kill(pid, 0), "the worker runs")
+	pids := readPIDs(t, fifo) // blocks until the child is running and says its pids
+	require.Len(t, pids, 2, "the worker and its sleep")
+	for _, pid := range pids {
+		require.True(t, running(pid), "process %d runs", pid)
+	}
 
 	cancel()
-	err = <-done
+	err := <-done
 	require.ErrorIs(t, err, context.Canceled)
-	// render returned after Wait reaped the child: its pid names no process any more.
-	assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "worker %d still exists", pid)
+	// render returned after Wait reaped the child: its pid names no live process any more.
+	assert.False(t, running(pids[0]), "worker %d still runs", pids[0])
+	assert.Eventually(t, func() bool { return !running(pids[1]) }, 10*time.Second, 20*time.Millisecond,
+		"the worker's own child %d still runs", pids[1])
+}
+
+// A Worker runs one child at a time: a second render waits until the first one's child is gone,
+// so a container's limit holds the daemon and one render.
+func TestWorkerRendersOneAtATime(t *testing.T) {
+	fifo := hangFIFO(t)
+	w := NewWorker()
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	defer cancel1()
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	done := make(chan error, 2)
+	go func() {
+		_, err := w.render(ctx1, snapshotSource(t, miniRepo, "r1"), "prod")
+		done <- err
+	}()
+	first := readPIDs(t, fifo)[0]
+	go func() {
+		_, err := w.render(ctx2, snapshotSource(t, miniRepo, "r2"), "prod")
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return w.Queued() == 1 }, 10*time.Second, 5*time.Millisecond, "the second render waits its turn")
+	assert.EqualValues(t, 1, w.Started(), "one child while the first runs")
+	assert.True(t, running(first))
+	cancel1()
+	second := readPIDs(t, fifo)[0] // the second child says its pid once it runs
+	assert.False(t, running(first), "the second worker %d started while the first, %d, still ran", second, first)
+	assert.EqualValues(t, 2, w.Started())
+	cancel2()
+	for range 2 {
+		assert.ErrorIs(t, <-done, context.Canceled)
+	}
+}
+
+// hangFIFO makes the workers this test starts hang after writing their pid to the returned FIFO.
+func hangFIFO(t *testing.T) string {
+	t.Helper()
+	fifo := filepath.Join(t.TempDir(), "pid")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	t.Setenv(hangEnv, fifo)
+	return fifo
+}
+
+// readPIDs reads one line of pids from the FIFO, blocking until a worker writes it.
+func readPIDs(t *testing.T, fifo string) []int {
+	t.Helper()
+	data, err := os.ReadFile(fifo)
+	require.NoError(t, err)
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		pid, err := strconv.Atoi(f)
+		require.NoError(t, err)
+		pids = append(pids, pid)
+	}
+	return pids
 }
 
 // The worker's peak RSS is its own: with this process' high-water mark raised well above what a
@@ -69,19 +124,15 @@ func TestWorkerPeakRSSIsTheChildsOwn(t *testing.T) {
 // A worker whose parent is killed (SIGKILL: no deferred cleanup runs) is killed by the kernel,
 // not left rendering as an orphan.
 func TestWorkerDiesWithItsParent(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "pid")
-	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	fifo := hangFIFO(t)
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	parent := exec.Command(exe, "-test.run=^$")
-	parent.Env = append(os.Environ(), parentEnv+"=1", hangEnv+"="+fifo)
+	parent.Env = append(os.Environ(), parentEnv+"=1")
 	require.NoError(t, parent.Start())
 	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
-	data, err := os.ReadFile(fifo) // blocks until the worker runs and says its pid
-	require.NoError(t, err)
-	child, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	require.NoError(t, err)
-	require.NoError(t, syscall.Kill(child, 0), "the worker runs")
+	child := readPIDs(t, fifo)[0] // blocks until the worker runs and says its pid
+	require.True(t, running(child), "the worker runs")
 
 	require.NoError(t, parent.Process.Signal(syscall.SIGKILL))
 	_ = parent.Wait()

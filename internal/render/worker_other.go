@@ -4,7 +4,7 @@ package render
 
 import (
 	"os"
-	"syscall"
+	"os/exec"
 )
 
 // selfPeakRSS is not measured off Linux.
@@ -13,5 +13,8 @@ func selfPeakRSS() int64 { return 0 }
 // workerExecutable is this process' executable, as its path names it now.
 func workerExecutable() (string, error) { return os.Executable() }
 
-// workerSysProcAttr has no parent-death signal off Linux.
-func workerSysProcAttr() *syscall.SysProcAttr { return nil }
+// prepareWorker leaves the defaults off Linux: no parent-death signal, no process group.
+func prepareWorker(*exec.Cmd) {}
+
+// startWorker starts cmd.
+func startWorker(cmd *exec.Cmd) error { return cmd.Start() }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"runtime/debug"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,6 +22,10 @@ import (
 // of rendering, so a test can cancel a render that is certain to be running.
 const hangEnv = "RENDER_TEST_WORKER_HANG_FIFO"
 
+// grandchildEnv makes a hanging worker first start a `sleep` (as kustomize starts git for a
+// remote base) and write its pid to the FIFO too.
+const grandchildEnv = "RENDER_TEST_WORKER_GRANDCHILD"
+
 // parentEnv makes this test binary a daemon stand-in: it starts a render through a Worker (which,
 // with hangEnv, hangs) and waits to be killed.
 const parentEnv = "RENDER_TEST_WORKER_PARENT"
@@ -27,9 +33,16 @@ const parentEnv = "RENDER_TEST_WORKER_PARENT"
 // serveTestWorker makes this test binary a render worker when a test's Worker started it.
 func serveTestWorker() {
 	if fifo := os.Getenv(hangEnv); fifo != "" && os.Getenv(WorkerEnv) == "1" {
+		pids := strconv.Itoa(os.Getpid())
+		if os.Getenv(grandchildEnv) == "1" {
+			sleep := exec.Command("sleep", "600")
+			if err := sleep.Start(); err == nil {
+				pids += " " + strconv.Itoa(sleep.Process.Pid)
+			}
+		}
 		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 		if err == nil {
-			fmt.Fprintf(f, "%d\n", os.Getpid())
+			fmt.Fprintf(f, "%s\n", pids)
 			f.Close()
 		}
 		select {} // until killed
@@ -97,7 +110,7 @@ func TestWorkerRendersOutOfProcess(t *testing.T) {
 	again, err := snapshotSource(t, files, "r2").RenderCachedContext(context.Background(), "prod", c)
 	require.NoError(t, err)
 	assert.Equal(t, want.Digest, again.Digest)
-	assert.Equal(t, CacheStats{ByContent: 1, Rendered: 1}, c.Stats())
+	assert.Equal(t, CacheStats{ByContent: 1, Rendered: 1, InWorker: 1}, c.Stats())
 	assert.EqualValues(t, 1, c.Worker.Started(), "a cache hit starts no child")
 
 	// A work tree is rendered by the child from its directory.

@@ -262,7 +262,8 @@ func procStatus(pid int) map[string]float64 {
 	return out
 }
 
-// scrape reads the unlabelled series of the daemon's /metrics (Prometheus text format).
+// scrape reads the series of the daemon's /metrics (Prometheus text format), keyed by name and
+// labels as written (`auditor_audits_total{mode="full"}`).
 func scrape(addr string) map[string]float64 {
 	out := map[string]float64{}
 	resp, err := http.Get("http://" + addr + "/metrics")
@@ -273,7 +274,7 @@ func scrape(addr string) map[string]float64 {
 	data, _ := io.ReadAll(resp.Body)
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
-		if len(f) != 2 || strings.HasPrefix(line, "#") || strings.Contains(f[0], "{") {
+		if len(f) != 2 || strings.HasPrefix(line, "#") {
 			continue
 		}
 		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
