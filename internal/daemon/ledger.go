@@ -53,7 +53,7 @@ func (d *Daemon) recordSync(ctx context.Context, rep *drift.Report) {
 }
 
 func (d *Daemon) syncLedger(ctx context.Context, env, revision string, seenAt time.Time) error {
-	remote, err := gitrepo.NewRemote(d.cfg.Ledger.Remote)
+	remote, err := gitrepo.NewRemote(d.onDisk(d.cfg.Ledger.Remote, "ledger"))
 	if err != nil {
 		return err
 	}

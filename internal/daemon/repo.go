@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -105,7 +106,7 @@ func (d *Daemon) adopter(e episode.Episode, revision string) (*episode.Commit, b
 
 // refreshRepo fetches Git; on failure the last good revision keeps being audited.
 //
-// A URL is cloned once into memory and then fetched incrementally (only new objects travel),
+// A URL is cloned once into the state directory and then fetched incrementally (only new objects travel),
 // with RepoAuth's credentials and FetchTimeout per operation; errors name the URL without user
 // info. A local directory is read in place, and sees new commits without a fetch.
 func (d *Daemon) refreshRepo(ctx context.Context) {
@@ -134,14 +135,23 @@ func (d *Daemon) refreshRepo(ctx context.Context) {
 	d.wakeSchedules()
 }
 
-// openRepo opens the repository: a directory in place, a URL cloned into memory with RepoAuth.
+// onDisk keeps rc's clone in the state directory, under git/<use>: one clone per use, as each is
+// written by its own loop. Its history then costs disk, not memory (a large file committed once
+// is held inflated by an in-memory clone), and a restart fetches only what is new.
+func (d *Daemon) onDisk(rc gitrepo.RemoteConfig, use string) gitrepo.RemoteConfig {
+	rc.Dir = filepath.Join(d.cfg.StateDir, "git", use)
+	return rc
+}
+
+// openRepo opens the repository: a directory in place, a URL cloned into the state directory
+// with RepoAuth.
 func (d *Daemon) openRepo(ctx context.Context) (*gitrepo.Repo, error) {
 	if !gitrepo.IsURL(d.cfg.Repo) {
 		return gitrepo.Open(d.cfg.Repo)
 	}
 	rc := d.cfg.RepoAuth
 	rc.URL = d.cfg.Repo
-	remote, err := gitrepo.NewRemote(rc)
+	remote, err := gitrepo.NewRemote(d.onDisk(rc, "repo"))
 	if err != nil {
 		return nil, err
 	}

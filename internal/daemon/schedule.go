@@ -31,7 +31,7 @@ func (d *Daemon) runSchedules(ctx context.Context) {
 	case <-ctx.Done():
 		return
 	}
-	remote, err := gitrepo.NewRemote(d.cfg.Schedule.Remote)
+	remote, err := gitrepo.NewRemote(d.onDisk(d.cfg.Schedule.Remote, "schedule"))
 	if err != nil {
 		d.log.Error("schedules disabled", "err", err)
 		return

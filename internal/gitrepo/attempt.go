@@ -14,7 +14,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/storage/memory"
 )
 
 // attempt fetches the branch, computes the changes, commits and pushes once. It returns the
@@ -112,16 +111,13 @@ func isNoMatchingRef(err error) bool {
 	return errors.As(err, &nm) || strings.Contains(err.Error(), "couldn't find remote ref")
 }
 
-// cached returns the in-memory clone kept between calls.
+// cached returns the clone kept between calls (in Dir, or memory).
 func (r *Remote) cached() (*git.Repository, error) {
 	if r.repo != nil {
 		return r.repo, nil
 	}
-	repo, err := git.Init(memory.NewStorage(), nil)
+	repo, err := cloneStorage(r.cfg.URL, r.cfg.Dir)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{r.cfg.URL}}); err != nil {
 		return nil, err
 	}
 	r.repo = repo

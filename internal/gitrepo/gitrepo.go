@@ -34,6 +34,10 @@ type Snapshot struct {
 	Revision string
 	// Files maps slash-separated paths to file contents (regular files only).
 	Files map[string][]byte
+	// Omitted are the files larger than MaxFileSize, with their sizes: left out of Files, as no
+	// manifest is that large and reading them would put a binary committed to the repository in
+	// memory at every snapshot. A render that reads one fails, naming it.
+	Omitted map[string]int64
 
 	repo *git.Repository // for Log; nil in snapshots built by hand
 	mu   *sync.RWMutex   // the Repo's, when it has one
@@ -43,7 +47,7 @@ type Snapshot struct {
 // or a URL (file://, https://, ssh://), which is cloned into memory.
 func Open(location string) (*Repo, error) {
 	if IsURL(location) {
-		return openURL(context.Background(), location, nil)
+		return openURL(context.Background(), location, nil, "")
 	}
 	r, err := git.PlainOpenWithOptions(location, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true}) // a git worktree too
 	if err != nil {
@@ -126,15 +130,9 @@ func snapshotOf(repo *git.Repository, h plumbing.Hash) (*Snapshot, error) {
 		if !entry.Mode.IsFile() || entry.Mode == filemode.Symlink {
 			continue
 		}
-		blob, err := repo.BlobObject(entry.Hash)
-		if err != nil {
+		if err := readFile(repo, snap, name, entry.Hash, nil); err != nil {
 			return nil, fmt.Errorf("read %s at %s: %w", name, hash, err)
 		}
-		data, err := readBlob(blob)
-		if err != nil {
-			return nil, fmt.Errorf("read %s at %s: %w", name, hash, err)
-		}
-		snap.Files[name] = data
 	}
 	return snap, nil
 }
@@ -162,6 +160,38 @@ func (r *Repo) IsAncestor(ancestor, descendant string) (bool, error) {
 		return false, fmt.Errorf("commit %.12s: %w", descendant, err)
 	}
 	return a.IsAncestor(d)
+}
+
+// MaxFileSize is the largest file a snapshot reads (Snapshot.Omitted lists the others).
+const MaxFileSize = 8 << 20
+
+// readFile reads a regular file's blob into snap, or records it as omitted when it is larger
+// than MaxFileSize (its size comes from the object's header, nothing is inflated).
+func readFile(repo *git.Repository, snap *Snapshot, name string, h plumbing.Hash, cached map[plumbing.Hash][]byte) error {
+	if data, ok := cached[h]; ok {
+		snap.Files[name] = data
+		return nil
+	}
+	blob, err := repo.BlobObject(h)
+	if err != nil {
+		return err
+	}
+	if blob.Size > MaxFileSize {
+		if snap.Omitted == nil {
+			snap.Omitted = map[string]int64{}
+		}
+		snap.Omitted[name] = blob.Size
+		return nil
+	}
+	data, err := readBlob(blob)
+	if err != nil {
+		return err
+	}
+	if cached != nil {
+		cached[h] = data
+	}
+	snap.Files[name] = data
+	return nil
 }
 
 // Short abbreviates a commit SHA to 12 hex digits, as people quote it.

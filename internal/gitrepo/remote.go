@@ -6,15 +6,20 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 	gossh "golang.org/x/crypto/ssh"
 )
@@ -45,6 +50,13 @@ type RemoteConfig struct {
 	SignKeyFile string
 	// SignKeyPassphraseFile optionally holds the passphrase of the signing key.
 	SignKeyPassphraseFile string
+
+	// Dir, when set, keeps the clone on disk, a bare repository there reused by every Open and
+	// Update and by the next process, which fetches only what is new; empty keeps it in memory.
+	// A long-running process should set it: in memory, go-git holds every object of the history
+	// inflated (one binary committed by mistake and deleted since costs its full size, always),
+	// and every clone starts from nothing.
+	Dir string `json:"-"`
 }
 
 // Remote writes commits to one remote repository. It keeps an in-memory clone between calls;
@@ -89,13 +101,14 @@ func NewRemote(cfg RemoteConfig) (*Remote, error) {
 // URL is the remote's URL without user info.
 func (r *Remote) URL() string { return redactURL(r.cfg.URL) }
 
-// Open clones the remote into memory with the remote's credentials; Repo.Fetch refreshes it.
+// Open clones the remote (into Dir, or memory) with the remote's credentials; Repo.Fetch
+// refreshes it.
 func (r *Remote) Open(ctx context.Context) (*Repo, error) {
 	auth, err := r.auth()
 	if err != nil {
 		return nil, err
 	}
-	return openURL(ctx, r.cfg.URL, auth)
+	return openURL(ctx, r.cfg.URL, auth, r.cfg.Dir)
 }
 
 func readSecret(path, what string) (string, error) {
@@ -221,15 +234,12 @@ func redactURL(s string) string {
 	return u.String()
 }
 
-// openURL clones a URL into memory (init + fetch).
-func openURL(ctx context.Context, location string, auth transport.AuthMethod) (*Repo, error) {
+// openURL clones a URL (init + fetch) into dir, or memory when dir is empty.
+func openURL(ctx context.Context, location string, auth transport.AuthMethod, dir string) (*Repo, error) {
 	// Init + fetch rather than clone: a clone fails when the remote HEAD names a missing branch,
 	// as a fresh bare repository's does.
-	r, err := git.Init(memory.NewStorage(), nil)
+	r, err := cloneStorage(location, dir)
 	if err != nil {
-		return nil, fmt.Errorf("clone %s: %w", redactURL(location), err)
-	}
-	if _, err := r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{location}}); err != nil {
 		return nil, fmt.Errorf("clone %s: %w", redactURL(location), err)
 	}
 	repo := &Repo{repo: r, location: location, remote: true, auth: auth, mu: &sync.RWMutex{}}
@@ -251,7 +261,7 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	err := r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: r.auth, Prune: true,
-		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}})
+		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*", "+HEAD:refs/remotes/origin/HEAD"}})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return nil
@@ -260,6 +270,43 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	default:
 		return fmt.Errorf("fetch %s: %w", redactURL(r.location), err)
 	}
+}
+
+// objectCacheSize bounds the decoded objects an on-disk clone keeps in memory (go-git's default
+// is 96 MiB).
+const objectCacheSize = 16 * cache.MiByte
+
+// cloneStorage is a repository with the remote "origin" at location: in memory when dir is
+// empty, else the bare repository at dir — reused when it is a clone of location, made anew when
+// it is missing, unreadable or of another URL.
+func cloneStorage(location, dir string) (*git.Repository, error) {
+	if dir == "" {
+		return initClone(memory.NewStorage(), location)
+	}
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(objectCacheSize))
+	if r, err := git.Open(st, nil); err == nil {
+		if rc, err := r.Remote("origin"); err == nil && slices.Equal(rc.Config().URLs, []string{location}) {
+			return r, nil
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return initClone(filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(objectCacheSize)), location)
+}
+
+func initClone(st storage.Storer, location string) (*git.Repository, error) {
+	r, err := git.Init(st, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{location}}); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 func isAuthErr(err error) bool {

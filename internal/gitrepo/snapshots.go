@@ -48,18 +48,9 @@ func (s *Snapshots) At(rev string) (*Snapshot, error) {
 	}
 	snap := &Snapshot{Revision: hash, Files: make(map[string][]byte, len(files)), repo: s.r.repo, mu: s.r.mu}
 	for _, f := range files {
-		data, ok := s.blobs[f.blob]
-		if !ok {
-			blob, err := s.r.repo.BlobObject(f.blob)
-			if err != nil {
-				return nil, fmt.Errorf("read %s at %s: %w", f.name, hash, err)
-			}
-			if data, err = readBlob(blob); err != nil {
-				return nil, fmt.Errorf("read %s at %s: %w", f.name, hash, err)
-			}
-			s.blobs[f.blob] = data
+		if err := readFile(s.r.repo, snap, f.name, f.blob, s.blobs); err != nil {
+			return nil, fmt.Errorf("read %s at %s: %w", f.name, hash, err)
 		}
-		snap.Files[f.name] = data
 	}
 	return snap, nil
 }

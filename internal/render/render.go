@@ -51,6 +51,8 @@ type Source struct {
 	dir string
 	// overrides are files WithPatches replaced (path from root → content), sent to a Worker too.
 	overrides map[string][]byte
+	// omitted are a snapshot's files too large to read (gitrepo.Snapshot.Omitted), by size.
+	omitted map[string]int64
 }
 
 // FromDir renders from a work tree on disk rooted at dir.
@@ -64,18 +66,56 @@ func FromDir(dir string) (Source, error) {
 
 // FromSnapshot renders from a Git snapshot, in memory: no checkout, no temporary files.
 func FromSnapshot(s *gitrepo.Snapshot) (Source, error) {
-	return fromFiles(s.Files, s.Revision)
+	return fromFiles(s.Files, s.Omitted, s.Revision)
 }
 
-// fromFiles is a Source over files (slash-separated paths) held in memory.
-func fromFiles(files map[string][]byte, revision string) (Source, error) {
-	fs := filesys.MakeFsInMemory()
+// fromFiles is a Source over files (slash-separated paths) held in memory. The omitted ones
+// exist, but reading one is an error that names it.
+func fromFiles(files map[string][]byte, omitted map[string]int64, revision string) (Source, error) {
+	mem := filesys.MakeFsInMemory()
 	for name, data := range files {
-		if err := fs.WriteFile("/"+name, data); err != nil {
+		if err := mem.WriteFile("/"+name, data); err != nil {
 			return Source{}, fmt.Errorf("load %s: %w", name, err)
 		}
 	}
-	return Source{fs: fs, root: "/", revision: revision, files: files}, nil
+	var fs filesys.FileSystem = mem
+	if len(omitted) > 0 {
+		for name := range omitted {
+			if err := mem.WriteFile("/"+name, nil); err != nil {
+				return Source{}, fmt.Errorf("load %s: %w", name, err)
+			}
+		}
+		fs = &omittedFS{FileSystem: mem, omitted: omitted}
+	}
+	return Source{fs: fs, root: "/", revision: revision, files: files, omitted: omitted}, nil
+}
+
+// omittedFS refuses to read the files a snapshot left out for their size.
+type omittedFS struct {
+	filesys.FileSystem
+	omitted map[string]int64
+}
+
+func (o *omittedFS) check(p string) error {
+	name := strings.TrimPrefix(filepath.ToSlash(filepath.Clean(p)), "/")
+	if size, ok := o.omitted[name]; ok {
+		return fmt.Errorf("%s is %d bytes, larger than the %d a snapshot reads: not a manifest", name, size, gitrepo.MaxFileSize)
+	}
+	return nil
+}
+
+func (o *omittedFS) ReadFile(p string) ([]byte, error) {
+	if err := o.check(p); err != nil {
+		return nil, err
+	}
+	return o.FileSystem.ReadFile(p)
+}
+
+func (o *omittedFS) Open(p string) (filesys.File, error) {
+	if err := o.check(p); err != nil {
+		return nil, err
+	}
+	return o.FileSystem.Open(p)
 }
 
 // AtRevision renders from the repository's tree at rev (a snapshot read into memory).

@@ -76,6 +76,8 @@ type workerRequest struct {
 	// the kustomization files they rewrote (path from the root → content).
 	Variant   string            `json:"variant,omitempty"`
 	Overrides map[string][]byte `json:"overrides,omitempty"`
+	// Omitted are the snapshot's files too large to read, by size.
+	Omitted map[string]int64 `json:"omitted,omitempty"`
 }
 
 // workerFile is one file of a snapshot.
@@ -234,7 +236,7 @@ func childMemoryLimit() int64 {
 func writeRequest(w io.Writer, s Source, env string) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)
-	if err := enc.Encode(workerRequest{Env: env, Revision: s.revision, Dir: s.dir, Variant: s.variant, Overrides: s.overrides}); err != nil {
+	if err := enc.Encode(workerRequest{Env: env, Revision: s.revision, Dir: s.dir, Variant: s.variant, Overrides: s.overrides, Omitted: s.omitted}); err != nil {
 		return err
 	}
 	if s.dir == "" {

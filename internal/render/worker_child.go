@@ -102,5 +102,5 @@ func requestSource(dec *json.Decoder, req workerRequest) (Source, error) {
 		}
 		files[f.Name] = f.Data
 	}
-	return fromFiles(files, req.Revision)
+	return fromFiles(files, req.Omitted, req.Revision)
 }

@@ -53,7 +53,7 @@ func serveTestWorker() {
 		for k, v := range miniRepo {
 			files[k] = []byte(v)
 		}
-		src, err := fromFiles(files, "r1")
+		src, err := fromFiles(files, nil, "r1")
 		if err == nil {
 			_, err = NewWorker().render(context.Background(), src, "prod")
 		}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // memCgroup is a memory cgroup the benchmark makes for the daemon, so that what a container's
@@ -54,9 +57,42 @@ func newMemCgroup(name string) (*memCgroup, error) {
 	return nil, fmt.Errorf("no memory cgroup in /proc/self/cgroup")
 }
 
-// add moves pid into the cgroup; the children it starts afterwards are born in it.
-func (c *memCgroup) add(pid int) error {
-	return os.WriteFile(filepath.Join(c.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+// command runs bin in the cgroup from its first instruction, as a container's process starts in
+// the container's: a shell writes its own pid into the cgroup, then execs bin (same pid). Memory
+// is charged to the cgroup that faults it in, so the binary's file pages are first dropped from
+// the page cache (clean and unmapped, they go): the daemon faults them in again, charged here, as
+// a container faults in its image's.
+func (c *memCgroup) command(bin string, args ...string) *exec.Cmd {
+	if f, err := os.Open(bin); err == nil {
+		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+		f.Close()
+	}
+	return exec.Command("sh", append([]string{"-c", `echo $$ > "$0" && exec "$@"`, filepath.Join(c.dir, "cgroup.procs"), bin}, args...)...)
+}
+
+// limit sets the cgroup's memory limit in bytes (a container's limits.memory).
+func (c *memCgroup) limit(bytes int64) error {
+	name := "memory.limit_in_bytes"
+	if c.v2 {
+		name = "memory.max"
+	}
+	return os.WriteFile(filepath.Join(c.dir, name), []byte(strconv.FormatInt(bytes, 10)), 0o644)
+}
+
+// oomKills is how many of the cgroup's processes the kernel's OOM killer killed.
+func (c *memCgroup) oomKills() float64 {
+	name := "memory.oom_control"
+	if c.v2 {
+		name = "memory.events"
+	}
+	data, _ := os.ReadFile(filepath.Join(c.dir, name))
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 func (c *memCgroup) read(name string) float64 {
@@ -103,7 +139,8 @@ func (c *memCgroup) remove() {
 	}
 }
 
-// memSample is one reading, in MiB: the daemon's RSS, its render workers' (its children), and
+// memSample is one reading, in MiB: the daemon's RSS, its render workers' (its children: their
+// RSS counts the binary's text, which the daemon's counts too, so the two do not add up), and
 // the cgroup's working set (0 without a cgroup).
 type memSample struct{ daemon, workers, workingSet float64 }
 

@@ -7,24 +7,30 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/llm-gitops/platform/internal/gittest"
 	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
-// BenchmarkServeMemoryProdEnv measures what the shipped StatefulSet's memory limit must hold:
-// `auditor serve` auditing this repository's prod env (applied to the cluster first, so its
-// informers hold the live objects) with the shipped config's settings, in a memory cgroup of its
-// own as a container would be. After ready it runs for two fetch intervals (two full audits) and
-// answers a blame request, whose walk renders older commits in render workers. Reported: the
-// cgroup's peak charge (start-up included) and its working set, the daemon's RSS, its workers'.
-// Without a memory cgroup (not Linux, or not allowed) the benchmark is skipped: the container's
+// BenchmarkServeMemoryProdEnv runs `auditor serve` as the prod overlay ships it, and measures
+// whether its container's memory limit holds: this repository's prod env applied to the cluster
+// first (so the informers hold its live objects); the daemon started in a memory cgroup limited
+// to the limits.memory of the auditor StatefulSet prod renders, with GOMEMLIMIT set to it as the
+// StatefulSet's resourceFieldRef does; the shipped config's settings (base/auditor/config.yaml:
+// the six watched namespaces, leader election, 1 m fetch), the repository cloned over
+// authenticated smart HTTP (`git http-backend`). After ready it answers a blame request (the
+// walk renders older commits in render workers) and runs until two more full audits. Reported:
+// the cgroup's peak charge and working set against the limit, OOM kills (the benchmark fails on
+// any), the daemon's and its workers' RSS. Skipped without a memory cgroup: the container's
 // figure is its point.
 func BenchmarkServeMemoryProdEnv(b *testing.B) {
 	root, err := filepath.Abs("../../..")
@@ -39,6 +45,7 @@ func BenchmarkServeMemoryProdEnv(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	limit := auditorMemoryLimit(b, res.Objects)
 	syncer, err := testcluster.NewSyncer(cluster.Config)
 	if err != nil {
 		b.Fatal(err)
@@ -48,16 +55,26 @@ func BenchmarkServeMemoryProdEnv(b *testing.B) {
 	}
 	bin := auditorBinary(b)
 	state := b.TempDir()
+	repos := filepath.Join(state, "git")
+	gittest.Run(b, root, "clone", "-q", "--bare", root, filepath.Join(repos, "platform.git"))
+	srv := gittest.HTTPServer(b, repos, "auditor", "s3cret")
+	passFile := filepath.Join(state, "git-password")
+	if err := os.WriteFile(passFile, []byte("s3cret"), 0o600); err != nil {
+		b.Fatal(err)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cfg := map[string]any{ // base/auditor/config.yaml's settings, but a local repo and no chat
-		"repo": root, "envs": []string{"prod"}, "kubeconfig": cluster.Kubeconfig, "stateDir": filepath.Join(state, "state"),
+	cfg := map[string]any{ // base/auditor/config.yaml's settings; this cluster, no chat
+		"repo": srv.URL + "/platform.git", "repoAuth": map[string]any{"username": "auditor", "passwordFile": passFile},
+		"envs": []string{"prod"}, "kubeconfig": cluster.Kubeconfig, "stateDir": filepath.Join(state, "state"),
 		"watchNamespaces": []string{"llm-inference", "llm-api", "llm-rag", "llm-batch", "llm-monitoring", "llm-system"},
-		"listen":          addr, "api": map[string]any{"auth": "none"},
+		"leaderElection":  map[string]any{"enabled": true, "namespace": "llm-system", "name": "auditor-bench"},
+		"fetchInterval":   "1m", "resyncInterval": "5m", "foldWindow": "10s",
+		"listen": addr, "api": map[string]any{"auth": "none"},
 	}
 	data, _ := json.Marshal(cfg)
 	cfgFile := filepath.Join(state, "config.yaml")
@@ -65,39 +82,42 @@ func BenchmarkServeMemoryProdEnv(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
+		cg, err := newMemCgroup("auditor-bench-" + strconv.Itoa(os.Getpid()))
+		if err == nil {
+			err = cg.limit(limit)
+		}
+		if err != nil {
+			b.Skipf("no memory cgroup for the daemon: %v", err)
+		}
 		logs := &lockedBuffer{}
-		cmd := exec.Command(bin, "serve", "--config", cfgFile)
+		cmd := cg.command(bin, "serve", "--config", cfgFile)
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+strconv.FormatInt(limit, 10), "POD_NAME=auditor-0")
 		cmd.Stdout, cmd.Stderr = logs, logs
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
 		pid := cmd.Process.Pid
-		cg, err := newMemCgroup("auditor-bench-" + strconv.Itoa(pid))
-		if err == nil {
-			err = cg.add(pid)
-		}
-		if err != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			b.Skipf("no memory cgroup for the daemon: %v", err)
-		}
 		mem := startSampler(pid, cg, 250*time.Millisecond)
 		started := time.Now()
 		for !ready(addr) {
 			if time.Since(started) > 5*time.Minute {
-				b.Fatalf("daemon not ready after 5m:\n%s", logs.String())
+				b.Fatalf("daemon not ready after 5m (OOM kills: %v):\n%s", cg.oomKills(), logs.String())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 		b.ReportMetric(time.Since(started).Seconds(), "start-to-ready-s")
+		workers := scrape(addr)["auditor_render_workers_total"]
 		q := url.Values{"env": {"prod"}, "kind": {"deployment"}, "namespace": {"llm-inference"}, "name": {"vllm-qwen"}}
 		resp, err := http.Get("http://" + addr + "/api/v1/blame?" + q.Encode())
 		if err != nil {
-			b.Fatal(err)
+			b.Fatalf("blame: %v (OOM kills: %v)\n%s", err, cg.oomKills(), logs.String())
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			b.Fatalf("blame: %s\n%s", resp.Status, logs.String())
+		}
+		if scrape(addr)["auditor_render_workers_total"] <= workers {
+			b.Fatalf("the blame walk started no render worker:\n%s", logs.String())
 		}
 		// Two more full audits (a fetch each, every minute), counted from the daemon's own metric.
 		const fullAudits = `auditor_audits_total{mode="full"}`
@@ -109,16 +129,45 @@ func BenchmarkServeMemoryProdEnv(b *testing.B) {
 			time.Sleep(time.Second)
 		}
 		samples := mem.finish()
-		m := scrape(addr)
-		b.ReportMetric(m["auditor_render_workers_total"], "render-workers")
+		b.ReportMetric(scrape(addr)["auditor_render_workers_total"], "render-workers")
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
+		b.ReportMetric(float64(limit)/(1<<20), "limit-MiB")
 		b.ReportMetric(cg.peak()/(1<<20), "container-peak-MiB")
 		b.ReportMetric(stat(samples, 100, func(m memSample) float64 { return m.workingSet }), "container-working-set-max-MiB")
 		b.ReportMetric(stat(samples, 50, func(m memSample) float64 { return m.workingSet }), "container-working-set-p50-MiB")
 		b.ReportMetric(stat(samples, 100, func(m memSample) float64 { return m.daemon }), "daemon-RSS-max-MiB")
-		b.ReportMetric(stat(samples, 100, func(m memSample) float64 { return m.workers }), "workers-RSS-max-MiB")
+		b.ReportMetric(stat(samples, 100, func(m memSample) float64 { return m.workers }), "worker-RSS-max-MiB")
 		b.ReportMetric(float64(len(res.Objects)), "objects")
+		kills := cg.oomKills()
 		cg.remove()
+		if kills > 0 {
+			b.Fatalf("%v OOM kills under the shipped limit of %d MiB", kills, limit>>20)
+		}
 	}
+}
+
+// auditorMemoryLimit is limits.memory of the auditor StatefulSet's container among objs, in bytes.
+func auditorMemoryLimit(b *testing.B, objs []*unstructured.Unstructured) int64 {
+	b.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "StatefulSet" || o.GetName() != "auditor" {
+			continue
+		}
+		cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, c := range cs {
+			c := c.(map[string]any)
+			if c["name"] != "auditor" {
+				continue
+			}
+			s, _, _ := unstructured.NestedString(c, "resources", "limits", "memory")
+			q, err := resource.ParseQuantity(s)
+			if err != nil {
+				b.Fatalf("auditor's limits.memory %q: %v", s, err)
+			}
+			return q.Value()
+		}
+	}
+	b.Fatal("prod renders no auditor StatefulSet with a memory limit")
+	return 0
 }
