@@ -198,8 +198,11 @@ func dataFiles(snap *gitrepo.Snapshot, env string) []Violation {
 	if _, err := schedule.Load(snap, env); err != nil && !errors.Is(err, schedule.ErrNoSchedule) {
 		out = append(out, Violation{Rule: "schedule", Object: "clusters/" + env + "/schedule.yaml", Message: err.Error()})
 	}
-	if data, ok := snap.Files[ledger.Path(env)]; ok {
-		if _, err := ledger.Parse(ledger.Path(env), data); err != nil {
+	if data, ok, err := snap.File(ledger.Path(env)); err != nil || ok {
+		if err == nil {
+			_, err = ledger.Parse(ledger.Path(env), data)
+		}
+		if err != nil {
 			out = append(out, Violation{Rule: "ledger", Object: ledger.Path(env), Message: err.Error()})
 		}
 	}

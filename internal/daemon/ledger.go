@@ -53,6 +53,9 @@ func (d *Daemon) recordSync(ctx context.Context, rep *drift.Report) {
 }
 
 func (d *Daemon) syncLedger(ctx context.Context, env, revision string, seenAt time.Time) error {
+	// The envs' syncs share one clone on disk (git/ledger): one at a time.
+	d.ledgerGit.Lock()
+	defer d.ledgerGit.Unlock()
 	remote, err := gitrepo.NewRemote(d.onDisk(d.cfg.Ledger.Remote, "ledger"))
 	if err != nil {
 		return err

@@ -116,7 +116,8 @@ func (r *Remote) cached() (*git.Repository, error) {
 	if r.repo != nil {
 		return r.repo, nil
 	}
-	repo, err := cloneStorage(r.cfg.URL, r.cfg.Dir)
+	location, _ := withoutUserinfo(r.cfg.URL, nil) // the credentials come from auth, not the config on disk
+	repo, err := cloneStorage(location, r.cfg.Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llm-gitops/platform/internal/gittest"
 )
 
 // A clone kept on disk (RemoteConfig.Dir) is a bare repository the next Open reuses: it fetches
@@ -77,4 +79,106 @@ func TestSnapshotOmitsLargeFiles(t *testing.T) {
 		assert.NotContains(t, s.Files, "auditor")
 		assert.Equal(t, "resources: []\n", string(s.Files["overlays/prod/kustomization.yaml"]))
 	}
+}
+
+// An Update of a file larger than MaxFileSize (a ledger grown past 8 MiB) sees it whole: what it
+// appends is added to it, nothing is dropped. Reads through Snapshot.File see it whole too.
+func TestUpdateKeepsFilesLargerThanSnapshotsHold(t *testing.T) {
+	root := t.TempDir()
+	big := strings.Repeat("{\"id\":\"x\"}\n", MaxFileSize/11+1)
+	bare := newBare(t, root, "platform.git", map[string]string{"ledger.jsonl": big})
+	remote := fileRemote(t, bare)
+	remote.cfg.Dir = filepath.Join(root, "clone")
+	_, err := remote.Update(context.Background(), UpdateRequest{Branch: "main", Author: bot, Message: "append",
+		Change: func(s *Snapshot) (map[string][]byte, error) {
+			return map[string][]byte{"ledger.jsonl": append(append([]byte(nil), s.Files["ledger.jsonl"]...), "{\"id\":\"y\"}\n"...)}, nil
+		}})
+	require.NoError(t, err)
+	got := gitOut(t, root, "--git-dir", bare, "show", "main:ledger.jsonl")
+	assert.Equal(t, big+"{\"id\":\"y\"}", got, "the ledger kept every line and gained one")
+
+	repo, err := Open("file://" + bare)
+	require.NoError(t, err)
+	snap, err := repo.Snapshot("main")
+	require.NoError(t, err)
+	require.Contains(t, snap.Omitted, "ledger.jsonl")
+	data, ok, err := snap.File("ledger.jsonl")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, big+"{\"id\":\"y\"}\n", string(data))
+}
+
+// A remote whose HEAD names a branch it lacks (a bare repository made with another default
+// branch) is fetched, and HEAD then means main.
+func TestRemoteWithoutHEADBranch(t *testing.T) {
+	root := t.TempDir()
+	bare := filepath.Join(root, "platform.git")
+	gitOut(t, root, "init", "-q", "--bare", "-b", "master", bare)
+	work := filepath.Join(root, "seed")
+	gitOut(t, root, "clone", "-q", bare, work)
+	writeFiles(t, work, map[string]string{"a.txt": "a\n"})
+	gitOut(t, work, "add", "-A")
+	gitOut(t, work, "commit", "-qm", "a")
+	gitOut(t, work, "push", "-q", "origin", "HEAD:refs/heads/main")
+	main := strings.TrimSpace(gitOut(t, work, "rev-parse", "HEAD"))
+	for _, dir := range []string{"", filepath.Join(root, "clone")} {
+		r, err := NewRemote(RemoteConfig{URL: "file://" + bare, Dir: dir})
+		require.NoError(t, err)
+		repo, err := r.Open(context.Background())
+		require.NoError(t, err, "dir %q", dir)
+		got, err := repo.Resolve("HEAD")
+		require.NoError(t, err)
+		assert.Equal(t, main, got)
+	}
+}
+
+// Credentials in an http(s) URL are used, never written into the clone's config on disk.
+func TestCloneOnDiskKeepsNoCredentials(t *testing.T) {
+	root := t.TempDir()
+	bare := newBare(t, root, "platform.git", map[string]string{"a.txt": "a\n"})
+	srv := gittest.HTTPServer(t, root, "bot", "s3cret-token")
+	dir := filepath.Join(root, "clone")
+	r, err := NewRemote(RemoteConfig{URL: strings.Replace(srv.URL, "http://", "http://bot:s3cret-token@", 1) + "/platform.git", Dir: dir})
+	require.NoError(t, err)
+	repo, err := r.Open(context.Background())
+	require.NoError(t, err)
+	_, err = repo.Resolve("main")
+	require.NoError(t, err)
+	config, err := os.ReadFile(filepath.Join(dir, "config"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(config), "s3cret-token")
+	assert.Contains(t, string(config), srv.URL+"/platform.git")
+	_ = bare
+}
+
+// A clone on disk torn by a process killed mid-fetch (an empty ref file) is cloned anew by the
+// next Open, and a local branch a write left behind does not hide the remote's newer head.
+func TestCloneOnDiskRecoversFromATornRef(t *testing.T) {
+	root := t.TempDir()
+	bare := newBare(t, root, "platform.git", map[string]string{"a.txt": "a\n"})
+	dir := filepath.Join(root, "clone")
+	remote := func() *Remote {
+		r, err := NewRemote(RemoteConfig{URL: "file://" + bare, Dir: dir})
+		require.NoError(t, err)
+		return r
+	}
+	_, err := remote().Open(context.Background())
+	require.NoError(t, err)
+	// A write through the same directory leaves refs/heads/main at its commit.
+	_, err = remote().Update(context.Background(), UpdateRequest{Branch: "main", Author: bot, Message: "b",
+		Change: func(*Snapshot) (map[string][]byte, error) { return map[string][]byte{"b.txt": []byte("b\n")}, nil }})
+	require.NoError(t, err)
+	work := clone(t, bare)
+	writeFiles(t, work, map[string]string{"c.txt": "c\n"})
+	gitOut(t, work, "add", "-A")
+	gitOut(t, work, "commit", "-qm", "c")
+	gitOut(t, work, "push", "-q", "origin", "main")
+	head := strings.TrimSpace(gitOut(t, work, "rev-parse", "HEAD"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "refs", "remotes", "origin", "main"), nil, 0o644))
+
+	repo, err := remote().Open(context.Background())
+	require.NoError(t, err, "a torn clone is cloned again")
+	got, err := repo.Resolve("main")
+	require.NoError(t, err)
+	assert.Equal(t, head, got, "the remote's head, not the branch the write left")
 }

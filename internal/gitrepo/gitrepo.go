@@ -79,13 +79,21 @@ func (r *Repo) resolve(rev string) (string, error) {
 			rev = "main"
 		}
 	}
+	if r.remote {
+		// A clone's branches are its remote-tracking ones: a local branch of the same name is
+		// what a write left behind, not what the remote has now.
+		if h, err := r.repo.ResolveRevision(plumbing.Revision("refs/remotes/origin/" + rev)); err == nil {
+			return h.String(), nil
+		}
+		if rev == "HEAD" { // the remote's HEAD (Argo CD's default targetRevision) is not fetched
+			if _, err := r.repo.Head(); err != nil {
+				rev = "refs/remotes/origin/main"
+			}
+		}
+	}
 	h, err := r.repo.ResolveRevision(plumbing.Revision(rev))
 	if err != nil {
-		// A clone into memory has remote-tracking branches only.
-		if h2, err2 := r.repo.ResolveRevision(plumbing.Revision("refs/remotes/origin/" + rev)); err2 == nil {
-			return h2.String(), nil
-		}
-		return "", fmt.Errorf("revision %q not found in %s: %w", rev, r.location, err)
+		return "", fmt.Errorf("revision %q not found in %s: %w", rev, redactURL(r.location), err)
 	}
 	return h.String(), nil
 }
@@ -98,15 +106,16 @@ func (r *Repo) Snapshot(rev string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, err := snapshotOf(r.repo, plumbing.NewHash(hash))
+	snap, err := snapshotOf(r.repo, plumbing.NewHash(hash), MaxFileSize)
 	if snap != nil {
 		snap.mu = r.mu
 	}
 	return snap, err
 }
 
-// snapshotOf reads every regular file of the tree of commit hash.
-func snapshotOf(repo *git.Repository, h plumbing.Hash) (*Snapshot, error) {
+// snapshotOf reads every regular file of the tree of commit hash, leaving out those larger than
+// limit (0: none).
+func snapshotOf(repo *git.Repository, h plumbing.Hash, limit int64) (*Snapshot, error) {
 	hash := h.String()
 	commit, err := repo.CommitObject(h)
 	if err != nil {
@@ -130,7 +139,7 @@ func snapshotOf(repo *git.Repository, h plumbing.Hash) (*Snapshot, error) {
 		if !entry.Mode.IsFile() || entry.Mode == filemode.Symlink {
 			continue
 		}
-		if err := readFile(repo, snap, name, entry.Hash, nil); err != nil {
+		if err := readFile(repo, snap, name, entry.Hash, nil, limit); err != nil {
 			return nil, fmt.Errorf("read %s at %s: %w", name, hash, err)
 		}
 	}
@@ -162,12 +171,50 @@ func (r *Repo) IsAncestor(ancestor, descendant string) (bool, error) {
 	return a.IsAncestor(d)
 }
 
-// MaxFileSize is the largest file a snapshot reads (Snapshot.Omitted lists the others).
+// MaxFileSize is the largest file a snapshot read for rendering holds (Snapshot.Omitted lists
+// the others; File reads them). The snapshots Remote.Update edits hold every file.
 const MaxFileSize = 8 << 20
 
+// File returns a file of the snapshot: from Files, or, when it was omitted for its size, read
+// from the repository in full. ok is false when the snapshot has no such file. Data files that
+// grow without bound (the model ledger) are read through it, never through Files.
+func (s *Snapshot) File(name string) (data []byte, ok bool, err error) {
+	if data, ok := s.Files[name]; ok {
+		return data, true, nil
+	}
+	if _, omitted := s.Omitted[name]; !omitted {
+		return nil, false, nil
+	}
+	if s.repo == nil {
+		return nil, false, fmt.Errorf("read %s at %s: omitted and no repository", name, s.Revision)
+	}
+	if s.mu != nil {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+	}
+	c, err := s.repo.CommitObject(plumbing.NewHash(s.Revision))
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s at %s: %w", name, s.Revision, err)
+	}
+	f, err := c.File(name)
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s at %s: %w", name, s.Revision, err)
+	}
+	rd, err := f.Reader()
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s at %s: %w", name, s.Revision, err)
+	}
+	defer rd.Close()
+	data, err = io.ReadAll(rd)
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s at %s: %w", name, s.Revision, err)
+	}
+	return data, true, nil
+}
+
 // readFile reads a regular file's blob into snap, or records it as omitted when it is larger
-// than MaxFileSize (its size comes from the object's header, nothing is inflated).
-func readFile(repo *git.Repository, snap *Snapshot, name string, h plumbing.Hash, cached map[plumbing.Hash][]byte) error {
+// than limit (0: no limit; the size comes from the object's header, nothing is inflated).
+func readFile(repo *git.Repository, snap *Snapshot, name string, h plumbing.Hash, cached map[plumbing.Hash][]byte, limit int64) error {
 	if data, ok := cached[h]; ok {
 		snap.Files[name] = data
 		return nil
@@ -176,7 +223,7 @@ func readFile(repo *git.Repository, snap *Snapshot, name string, h plumbing.Hash
 	if err != nil {
 		return err
 	}
-	if blob.Size > MaxFileSize {
+	if limit > 0 && blob.Size > limit {
 		if snap.Omitted == nil {
 			snap.Omitted = map[string]int64{}
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -130,7 +132,8 @@ func (r *Remote) auth() (transport.AuthMethod, error) {
 	switch ep.Protocol {
 	case "http", "https":
 		if c.PasswordFile == "" {
-			return nil, nil
+			_, fromURL := withoutUserinfo(c.URL, nil) // user:password@ in the URL, if any
+			return fromURL, nil
 		}
 		pw, err := readSecret(c.PasswordFile, "password")
 		if err != nil {
@@ -238,12 +241,26 @@ func redactURL(s string) string {
 func openURL(ctx context.Context, location string, auth transport.AuthMethod, dir string) (*Repo, error) {
 	// Init + fetch rather than clone: a clone fails when the remote HEAD names a missing branch,
 	// as a fresh bare repository's does.
+	location, auth = withoutUserinfo(location, auth)
 	r, err := cloneStorage(location, dir)
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: %w", redactURL(location), err)
 	}
 	repo := &Repo{repo: r, location: location, remote: true, auth: auth, mu: &sync.RWMutex{}}
-	if err := repo.Fetch(ctx); err != nil {
+	err = repo.Fetch(ctx)
+	if err != nil && dir != "" && !unreachable(ctx, err) {
+		// The server answered but the clone on disk could not take the fetch (a process killed
+		// mid-fetch leaves a torn ref or index): clone again from nothing.
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+		if r, err = cloneStorage(location, dir); err != nil {
+			return nil, fmt.Errorf("clone %s: %w", redactURL(location), err)
+		}
+		repo.repo = r
+		err = repo.Fetch(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return repo, nil
@@ -261,7 +278,7 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	err := r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: r.auth, Prune: true,
-		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*", "+HEAD:refs/remotes/origin/HEAD"}})
+		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return nil
@@ -270,6 +287,29 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	default:
 		return fmt.Errorf("fetch %s: %w", redactURL(r.location), err)
 	}
+}
+
+// unreachable says a fetch failed for the server or the network (or the context), not for what
+// the clone on disk holds.
+func unreachable(ctx context.Context, err error) bool {
+	var netErr net.Error
+	var auth *AuthError
+	return ctx.Err() != nil || errors.As(err, &auth) || errors.As(err, &netErr) ||
+		errors.Is(err, transport.ErrRepositoryNotFound) || errors.Is(err, transport.ErrEmptyUploadPackRequest)
+}
+
+// withoutUserinfo moves an http(s) URL's user:password into basic auth (unless auth is set), so
+// no credential is written into a clone's config on disk or shown in an error.
+func withoutUserinfo(location string, auth transport.AuthMethod) (string, transport.AuthMethod) {
+	u, err := url.Parse(location)
+	if err != nil || u.User == nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return location, auth
+	}
+	if pw, ok := u.User.Password(); ok && auth == nil {
+		auth = &githttp.BasicAuth{Username: u.User.Username(), Password: pw}
+	}
+	u.User = nil
+	return u.String(), auth
 }
 
 // objectCacheSize bounds the decoded objects an on-disk clone keeps in memory (go-git's default
@@ -282,6 +322,12 @@ const objectCacheSize = 16 * cache.MiByte
 func cloneStorage(location, dir string) (*git.Repository, error) {
 	if dir == "" {
 		return initClone(memory.NewStorage(), location)
+	}
+	// A fetch killed midway leaves its temporary pack; nothing else removes it.
+	if tmp, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "tmp_*")); err == nil {
+		for _, f := range tmp {
+			_ = os.Remove(f)
+		}
 	}
 	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(objectCacheSize))
 	if r, err := git.Open(st, nil); err == nil {

@@ -48,7 +48,7 @@ func (s *Snapshots) At(rev string) (*Snapshot, error) {
 	}
 	snap := &Snapshot{Revision: hash, Files: make(map[string][]byte, len(files)), repo: s.r.repo, mu: s.r.mu}
 	for _, f := range files {
-		if err := readFile(s.r.repo, snap, f.name, f.blob, s.blobs); err != nil {
+		if err := readFile(s.r.repo, snap, f.name, f.blob, s.blobs, MaxFileSize); err != nil {
 			return nil, fmt.Errorf("read %s at %s: %w", f.name, hash, err)
 		}
 	}

@@ -96,7 +96,7 @@ func (r *Remote) Update(ctx context.Context, req UpdateRequest) (Result, error) 
 			snap = &Snapshot{Files: map[string][]byte{}, repo: repo}
 		} else {
 			var err error
-			if snap, err = snapshotOf(repo, head.Hash); err != nil {
+			if snap, err = snapshotOf(repo, head.Hash, 0); err != nil { // every file: edits lose nothing
 				return nil, nil, err
 			}
 			if tree, err = head.Tree(); err != nil {

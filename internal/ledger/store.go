@@ -30,9 +30,9 @@ func Read(repo *gitrepo.Repo, env, rev string) ([]Record, error) {
 }
 
 func fromSnapshot(snap *gitrepo.Snapshot, env string) ([]Record, error) {
-	data, ok := snap.Files[Path(env)]
-	if !ok {
-		return nil, nil
+	data, ok, err := snap.File(Path(env)) // a ledger grows past the size snapshots hold
+	if err != nil || !ok {
+		return nil, err
 	}
 	return Parse(Path(env), data)
 }

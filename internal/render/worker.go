@@ -45,6 +45,9 @@ type Worker struct {
 	Path string
 	// Parallel is how many children may run at once (default 1); others wait their turn.
 	Parallel int
+	// Timeout bounds one child's run (default DefaultWorkerTimeout): a kustomize stuck on a remote
+	// base would otherwise hold the only slot, and every audit behind it, forever.
+	Timeout time.Duration
 
 	slotsOnce sync.Once
 	slots     chan struct{}
@@ -52,6 +55,10 @@ type Worker struct {
 	started   atomic.Int64
 	queued    atomic.Int64
 }
+
+// DefaultWorkerTimeout is how long a render worker may run by default: kustomize builds a
+// 10,000-object env in about 10 minutes on two cores.
+const DefaultWorkerTimeout = 20 * time.Minute
 
 // NewWorker returns a Worker running this process' own executable.
 func NewWorker() *Worker { return &Worker{} }
@@ -152,6 +159,12 @@ func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRen
 		}
 	}
 	defer func() { <-w.slots }()
+	timeout := w.Timeout
+	if timeout <= 0 {
+		timeout = DefaultWorkerTimeout
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("render %s: render worker ran past %s", env, timeout))
+	defer cancel()
 	path := w.Path
 	if path == "" {
 		if !workerHook.Load() {
@@ -208,6 +221,9 @@ func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRen
 	}
 	switch {
 	case ctx.Err() != nil:
+		if cause := context.Cause(ctx); cause != ctx.Err() && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, cause
+		}
 		return nil, fmt.Errorf("render %s: %w", env, ctx.Err())
 	case errors.As(rerr, &reported):
 		return nil, rerr

@@ -149,3 +149,20 @@ func running(pid int) bool {
 	_, rest, ok := strings.Cut(string(data), ") ")
 	return ok && !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
 }
+
+// A worker that runs past the Worker's Timeout is killed and the render fails saying so: a
+// stuck kustomize does not hold the only slot forever.
+func TestWorkerTimeout(t *testing.T) {
+	fifo := hangFIFO(t)
+	w := &Worker{Timeout: time.Second}
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.render(context.Background(), snapshotSource(t, miniRepo, "r1"), "prod")
+		done <- err
+	}()
+	pid := readPIDs(t, fifo)[0]
+	err := <-done
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "render prod: render worker ran past 1s")
+	assert.False(t, running(pid), "worker %d still runs", pid)
+}

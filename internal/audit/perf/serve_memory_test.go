@@ -27,8 +27,9 @@ import (
 // to the limits.memory of the auditor StatefulSet prod renders, with GOMEMLIMIT set to it as the
 // StatefulSet's resourceFieldRef does; the shipped config's settings (base/auditor/config.yaml:
 // the six watched namespaces, leader election, 1 m fetch), the repository cloned over
-// authenticated smart HTTP (`git http-backend`). After ready it answers a blame request (the
-// walk renders older commits in render workers) and runs until two more full audits. Reported:
+// authenticated smart HTTP (`git http-backend`) into the state directory. After ready it answers
+// a blame request (the walk renders older commits in render workers), then a commit is pushed and
+// the daemon fetches it, renders it in a worker and audits prod in full. Reported:
 // the cgroup's peak charge and working set against the limit, OOM kills (the benchmark fails on
 // any), the daemon's and its workers' RSS. Skipped without a memory cgroup: the container's
 // figure is its point.
@@ -107,6 +108,7 @@ func BenchmarkServeMemoryProdEnv(b *testing.B) {
 		}
 		b.ReportMetric(time.Since(started).Seconds(), "start-to-ready-s")
 		workers := scrape(addr)["auditor_render_workers_total"]
+		blameStart := time.Now()
 		q := url.Values{"env": {"prod"}, "kind": {"deployment"}, "namespace": {"llm-inference"}, "name": {"vllm-qwen"}}
 		resp, err := http.Get("http://" + addr + "/api/v1/blame?" + q.Encode())
 		if err != nil {
@@ -116,15 +118,24 @@ func BenchmarkServeMemoryProdEnv(b *testing.B) {
 		if resp.StatusCode != http.StatusOK {
 			b.Fatalf("blame: %s\n%s", resp.Status, logs.String())
 		}
-		if scrape(addr)["auditor_render_workers_total"] <= workers {
+		walked := scrape(addr)["auditor_render_workers_total"] - workers
+		if walked <= 0 {
 			b.Fatalf("the blame walk started no render worker:\n%s", logs.String())
 		}
-		// Two more full audits (a fetch each, every minute), counted from the daemon's own metric.
+		b.ReportMetric(time.Since(blameStart).Seconds(), "blame-s")
+		b.ReportMetric(walked, "blame-render-workers")
+		// A push: the next fetch (within a minute) brings a new revision, rendered in a worker
+		// and audited in full, counted from the daemon's own metric.
 		const fullAudits = `auditor_audits_total{mode="full"}`
-		want := scrape(addr)[fullAudits] + 2
-		for scrape(addr)[fullAudits] < want {
-			if time.Since(started) > 8*time.Minute {
-				b.Fatalf("no two full audits after ready:\n%s", logs.String())
+		want, deadline := scrape(addr)[fullAudits]+1, time.Now().Add(4*time.Minute)
+		rendered := scrape(addr)["auditor_render_workers_total"]
+		work := gittest.Clone(b, filepath.Join(repos, "platform.git"))
+		appendFile(b, filepath.Join(work, "overlays", "prod", "kustomization.yaml"), "# a new revision\n")
+		gittest.Run(b, work, "commit", "-qam", "prod: a comment")
+		gittest.Run(b, work, "push", "-q", "origin", "HEAD:main")
+		for scrape(addr)[fullAudits] < want || scrape(addr)["auditor_render_workers_total"] <= rendered {
+			if time.Now().After(deadline) {
+				b.Fatalf("the pushed revision was not rendered and audited in 4m:\n%s", logs.String())
 			}
 			time.Sleep(time.Second)
 		}
