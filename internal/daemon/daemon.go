@@ -57,7 +57,7 @@ type Daemon struct {
 	blames       *blamer         // serves /api/v1/blame, with its own renders
 	worker       *render.Worker  // runs the audits' renders in a child process; nil with RenderInProcess
 	peopleMu     sync.Mutex
-	ledgerGit    sync.Mutex // serialises the ledger syncs, which share the clone in git/ledger
+	ledgerGit    sync.Mutex               // serialises the ledger syncs, which share the clone in git/ledger
 	firstSeen    map[string]time.Time     // fields without a person yet: when first seen
 	held         map[string]*drift.Report // per env, the report held back waiting for people
 	hmacKey      []byte                   // keys the HMACs that stand for Secret values in reports
