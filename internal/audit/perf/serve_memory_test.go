@@ -8,7 +8,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -124,14 +126,26 @@ func BenchmarkServeMemoryProdEnv(b *testing.B) {
 		}
 		b.ReportMetric(time.Since(blameStart).Seconds(), "blame-s")
 		b.ReportMetric(walked, "blame-render-workers")
-		// A push: the next fetch (within a minute) brings a new revision, rendered in a worker
-		// and audited in full, counted from the daemon's own metric.
+		// A change and its promotion to prod (the release file's pin moved to it): the next fetch,
+		// within a minute, brings prod a new revision, rendered in a worker and audited in full,
+		// counted from the daemon's own metrics.
 		const fullAudits = `auditor_audits_total{mode="full"}`
 		want, deadline := scrape(addr)[fullAudits]+1, time.Now().Add(4*time.Minute)
 		rendered := scrape(addr)["auditor_render_workers_total"]
 		work := gittest.Clone(b, filepath.Join(repos, "platform.git"))
 		appendFile(b, filepath.Join(work, "overlays", "prod", "kustomization.yaml"), "# a new revision\n")
 		gittest.Run(b, work, "commit", "-qam", "prod: a comment")
+		release := filepath.Join(work, "apps", "prod", "release.yaml")
+		pin, err := os.ReadFile(release)
+		if err != nil {
+			b.Fatal(err)
+		}
+		head := strings.TrimSpace(gittest.Run(b, work, "rev-parse", "HEAD"))
+		moved := regexp.MustCompile(`(?m)^  revision: .*$`).ReplaceAll(pin, []byte("  revision: "+head))
+		if err := os.WriteFile(release, moved, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		gittest.Run(b, work, "commit", "-qam", "prod: promote")
 		gittest.Run(b, work, "push", "-q", "origin", "HEAD:main")
 		for scrape(addr)[fullAudits] < want || scrape(addr)["auditor_render_workers_total"] <= rendered {
 			if time.Now().After(deadline) {
