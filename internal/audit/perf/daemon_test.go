@@ -75,22 +75,13 @@ func BenchmarkEditToChat10000(b *testing.B) {
 	if err := os.WriteFile(urlFile, []byte(srv.URL+"/services/T0/B0/X"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(b)
 	cfg := map[string]any{ // only what locates things; every tuning knob at its default
 		"repo": dir, "envs": []string{env}, "kubeconfig": cluster.Kubeconfig, "stateDir": filepath.Join(state, "state"),
 		"listen": addr, "api": map[string]any{"auth": "none", "pprof": true},
 		"sinks": []any{map[string]any{"name": "slack", "slack": map[string]any{"urlFile": urlFile}}},
 	}
-	data, _ := json.Marshal(cfg)
-	cfgFile := filepath.Join(state, "config.yaml")
-	if err := os.WriteFile(cfgFile, data, 0o600); err != nil {
-		b.Fatal(err)
-	}
+	cfgFile := writeConfig(b, state, cfg)
 	logs := &lockedBuffer{}
 	cmd := exec.Command(bin, "serve", "--config", cfgFile)
 	cg, err := newMemCgroup("auditor-bench-" + strconv.Itoa(os.Getpid()))
@@ -199,6 +190,31 @@ func BenchmarkEditToChat10000(b *testing.B) {
 	b.ReportMetric(float64(len(samples)), "memory-samples")
 	reportMemory(b, addr, pid)
 	b.ReportMetric(float64(n), "objects")
+}
+
+// freeAddr is a loopback address no one listens on, for a daemon to take.
+func freeAddr(b *testing.B) string {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// writeConfig writes the daemon's config (JSON is YAML) into dir and returns its path.
+func writeConfig(b *testing.B, dir string, cfg map[string]any) string {
+	b.Helper()
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path
 }
 
 // appendFile appends text to the file at path.

@@ -2,8 +2,6 @@ package perf
 
 import (
 	"context"
-	"encoding/json"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -65,12 +63,7 @@ func BenchmarkServeMemoryProdEnv(b *testing.B) {
 	if err := os.WriteFile(passFile, []byte("s3cret"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(b)
 	cfg := map[string]any{ // base/auditor/config.yaml's settings; this cluster, no chat
 		"repo": srv.URL + "/platform.git", "repoAuth": map[string]any{"username": "auditor", "passwordFile": passFile},
 		"envs": []string{"prod"}, "kubeconfig": cluster.Kubeconfig, "stateDir": filepath.Join(state, "state"),
@@ -79,11 +72,7 @@ func BenchmarkServeMemoryProdEnv(b *testing.B) {
 		"fetchInterval":   "1m", "resyncInterval": "5m", "foldWindow": "10s",
 		"listen": addr, "api": map[string]any{"auth": "none"},
 	}
-	data, _ := json.Marshal(cfg)
-	cfgFile := filepath.Join(state, "config.yaml")
-	if err := os.WriteFile(cfgFile, data, 0o600); err != nil {
-		b.Fatal(err)
-	}
+	cfgFile := writeConfig(b, state, cfg)
 	for b.Loop() {
 		cg, err := newMemCgroup("auditor-bench-" + strconv.Itoa(os.Getpid()))
 		if err == nil {
