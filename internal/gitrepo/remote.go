@@ -294,7 +294,8 @@ func (r *Repo) Fetch(ctx context.Context) error {
 func unreachable(ctx context.Context, err error) bool {
 	var netErr net.Error
 	var auth *AuthError
-	return ctx.Err() != nil || errors.As(err, &auth) || errors.As(err, &netErr) ||
+	var status *githttp.Err // the server answered with an error status
+	return ctx.Err() != nil || errors.As(err, &auth) || errors.As(err, &netErr) || errors.As(err, &status) ||
 		errors.Is(err, transport.ErrRepositoryNotFound) || errors.Is(err, transport.ErrEmptyUploadPackRequest)
 }
 
