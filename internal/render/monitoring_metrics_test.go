@@ -87,6 +87,7 @@ var auditorMetrics = map[string]string{
 	"auditor_audits_total":                             "counter",
 	"auditor_render_workers_total":                     "counter",
 	"auditor_render_worker_peak_rss_bytes":             "gauge",
+	"auditor_render_workers_queued":                    "gauge",
 }
 
 // kubeStateMetrics: kubernetes/kube-state-metrics, internal/store/node.go (labels node, resource
