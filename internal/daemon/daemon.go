@@ -340,13 +340,17 @@ type Status struct {
 	Timestamp time.Time         `json:"timestamp"`
 }
 
-// EnvStatus is one env's last audit.
+// EnvStatus is one env's last audit. Revision is the commit audited: the one Argo CD synced when
+// the env has an Application, else the env's release pin or branch head. HeadRevision is the
+// branch head when it differs (a commit Argo CD has not synced yet: PendingSync).
 type EnvStatus struct {
-	Env      string `json:"env"`
-	Revision string `json:"revision,omitempty"`
-	InSync   bool   `json:"inSync"`
-	Drifted  int    `json:"driftedObjects"`
-	Error    string `json:"error,omitempty"`
+	Env          string `json:"env"`
+	Revision     string `json:"revision,omitempty"`
+	HeadRevision string `json:"headRevision,omitempty"`
+	PendingSync  bool   `json:"pendingSync,omitempty"`
+	InSync       bool   `json:"inSync"`
+	Drifted      int    `json:"driftedObjects"`
+	Error        string `json:"error,omitempty"`
 }
 
 // GitStatus says how fresh the audited Git state is.

@@ -321,6 +321,46 @@ func TestGitWebhookAuthAndFetch(t *testing.T) {
 	t.Errorf("after the webhook the report does not show pending sync to %s:\n%s", head, rep)
 }
 
+// TestWithoutArgoCDTheBranchHeadIsAudited: an env without an Application follows what Git says it
+// runs (here its release file says main): a commit on a local repository is audited after the
+// next fetch, and the change it makes shows as drift (Git now says 1.5.0, the cluster runs 1.4.2).
+// With an Application the synced revision is audited instead, and a new commit is only pending
+// (TestGitWebhookAuthAndFetch).
+func TestWithoutArgoCDTheBranchHeadIsAudited(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.config(t.TempDir())
+	cfg.AppNamePrefix = "no-such-app-"
+	d := start(t, cfg)
+	before := d.d.status().Envs[0]
+	require.Empty(t, before.Error)
+	h.p.Edit("base/api/rag-api.yaml", "rag-api:1.4.2", "rag-api:1.5.0")
+	h.p.Edit("overlays/prod/kustomization.yaml", "newTag: 1.4.2", "newTag: 1.5.0")
+	head := h.p.Commit("rag-api 1.5.0")
+	require.NotEqual(t, head, before.Revision)
+	d.d.TriggerFetch()
+	deadline := time.Now().Add(30 * time.Second)
+	var st EnvStatus
+	for time.Now().Before(deadline) {
+		if st = d.d.status().Envs[0]; st.Revision == head {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, head, st.Revision, "the audited revision after the commit and a fetch (was %s): %+v", before.Revision, st)
+	assert.False(t, st.PendingSync)
+	rep, err := d.d.Report("prod")
+	require.NoError(t, err)
+	var images []string
+	for _, o := range rep.Objects {
+		for _, f := range o.Fields {
+			if o.Kind == "Deployment" && o.Name == "rag-api" && strings.HasSuffix(f.Path, ".image") {
+				images = append(images, fmt.Sprintf("%v -> %v", f.Desired, f.Live))
+			}
+		}
+	}
+	assert.Equal(t, []string{"registry.example.com/llm/rag-api:1.5.0 -> registry.example.com/llm/rag-api:1.4.2"}, images, "report: %s", jsonOf(rep))
+}
+
 func grep(s, sub string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {

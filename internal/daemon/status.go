@@ -16,6 +16,7 @@ func (d *Daemon) status() Status {
 		es := EnvStatus{Env: env}
 		if rep := d.reports[env]; rep != nil {
 			es.Revision, es.InSync, es.Drifted = rep.Revision, rep.InSync, len(rep.Objects)
+			es.HeadRevision, es.PendingSync = rep.HeadRevision, rep.PendingSync
 		}
 		if err := d.errs[env]; err != nil {
 			es.Error = err.Error()

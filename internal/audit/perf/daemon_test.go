@@ -151,12 +151,23 @@ func BenchmarkEditToChat10000(b *testing.B) {
 		f := filepath.Join(dir, "base", "bench", target.GetNamespace()+".yaml")
 		appendFile(b, f, "# a comment: a new revision, a new render, no object changed\n")
 		gitIn(b, dir, "commit", "-qam", "bench: touch "+filepath.Base(f))
+		// Argo CD syncs the commit: the Application's synced revision moves, the daemon (watching
+		// Applications) renders the new revision in a worker and audits it while edits go on.
+		// Without the sync the commit would only be pending (the synced revision stays audited).
+		recordSync(b, env, dir)
+		newHead, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+		if err != nil {
+			b.Fatal(err)
+		}
 		push := time.Now()
-		for time.Since(push) < 11*time.Minute { // two resync intervals and the fetch that finds the commit
+		for time.Since(push) < 11*time.Minute { // the sync's audit, then two resync intervals
 			pushed = append(pushed, edit())
 		}
 		if got := scrape(addr)["auditor_render_workers_total"]; got <= workers {
-			b.Fatalf("the commit was not rendered (render workers %v before, %v after):\n%s", workers, got, logs.String())
+			b.Fatalf("the synced commit was not rendered (render workers %v before, %v after):\n%s", workers, got, logs.String())
+		}
+		if st := apiStatus(b, addr); !strings.Contains(st, `"revision": "`+strings.TrimSpace(string(newHead))+`"`) {
+			b.Fatalf("the synced commit %s is not the audited revision:\n%s", newHead, st)
 		}
 	}
 	samples := mem.finish()
@@ -300,6 +311,18 @@ func scrape(addr string) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// apiStatus is the daemon's GET /api/v1/status, or "" when it does not answer.
+func apiStatus(b *testing.B, addr string) string {
+	b.Helper()
+	resp, err := http.Get("http://" + addr + "/api/v1/status")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return string(data)
 }
 
 func ready(addr string) bool {

@@ -86,6 +86,14 @@ func benchRepo(b *testing.B, env string, objs []*unstructured.Unstructured) stri
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-qm", "bench"}} {
 		gitIn(b, dir, args...)
 	}
+	recordSync(b, env, dir)
+	return dir
+}
+
+// recordSync records the Application llm-<env> as synced to dir's HEAD, as Argo CD's controller
+// does after an automated sync of a new commit.
+func recordSync(b *testing.B, env, dir string) {
+	b.Helper()
 	head, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
 	if err != nil {
 		b.Fatal(err)
@@ -106,7 +114,6 @@ func benchRepo(b *testing.B, env string, objs []*unstructured.Unstructured) stri
 	if err := syncer.RecordSync(context.Background(), app, "file://"+dir, strings.TrimSpace(string(head))); err != nil {
 		b.Fatal(err)
 	}
-	return dir
 }
 
 // run runs the auditor or, with name "kubectl", the cluster's kubectl; exit 1 (differences
