@@ -25,7 +25,9 @@ type Repo struct {
 	location string
 	remote   bool                 // cloned into memory from location
 	auth     transport.AuthMethod // credentials for Fetch (nil: none)
-	mu       *sync.RWMutex        // shared with the Snapshots read from it
+	dir      string               // where a clone is kept on disk ("" in memory or a local directory)
+	mu       *sync.RWMutex        // guards repo; Snapshots read through it
+	compact  sync.Mutex           // held while the clone in dir is cloned anew
 }
 
 // Snapshot is the content of a tree at one commit.
@@ -39,8 +41,10 @@ type Snapshot struct {
 	// memory at every snapshot. A render that reads one fails, naming it.
 	Omitted map[string]int64
 
-	repo *git.Repository // for Log; nil in snapshots built by hand
-	mu   *sync.RWMutex   // the Repo's, when it has one
+	// src is the repository the snapshot was read from, for Log and omitted files; nil in
+	// snapshots built by hand. Reads go through it, not its current storage: a clone that is
+	// compacted (Repo.Fetch) keeps serving old snapshots from the new storage.
+	src *Repo
 }
 
 // Open opens a repository: a local directory (any subdirectory of a work tree, or a bare repo),
@@ -106,16 +110,13 @@ func (r *Repo) Snapshot(rev string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, err := snapshotOf(r.repo, plumbing.NewHash(hash), MaxFileSize)
-	if snap != nil {
-		snap.mu = r.mu
-	}
-	return snap, err
+	return snapshotOf(r, plumbing.NewHash(hash), MaxFileSize)
 }
 
 // snapshotOf reads every regular file of the tree of commit hash, leaving out those larger than
-// limit (0: none).
-func snapshotOf(repo *git.Repository, h plumbing.Hash, limit int64) (*Snapshot, error) {
+// limit (0: none). The caller holds src's lock.
+func snapshotOf(src *Repo, h plumbing.Hash, limit int64) (*Snapshot, error) {
+	repo := src.repo
 	hash := h.String()
 	commit, err := repo.CommitObject(h)
 	if err != nil {
@@ -125,7 +126,7 @@ func snapshotOf(repo *git.Repository, h plumbing.Hash, limit int64) (*Snapshot, 
 	if err != nil {
 		return nil, fmt.Errorf("read tree of %s: %w", hash, err)
 	}
-	snap := &Snapshot{Revision: hash, Files: map[string][]byte{}, repo: repo}
+	snap := &Snapshot{Revision: hash, Files: map[string][]byte{}, src: src}
 	walker := object.NewTreeWalker(tree, true, nil)
 	defer walker.Close()
 	for {
@@ -185,14 +186,12 @@ func (s *Snapshot) File(name string) (data []byte, ok bool, err error) {
 	if _, omitted := s.Omitted[name]; !omitted {
 		return nil, false, nil
 	}
-	if s.repo == nil {
+	if s.src == nil {
 		return nil, false, fmt.Errorf("read %s at %s: omitted and no repository", name, s.Revision)
 	}
-	if s.mu != nil {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-	}
-	c, err := s.repo.CommitObject(plumbing.NewHash(s.Revision))
+	s.src.mu.RLock()
+	defer s.src.mu.RUnlock()
+	c, err := s.src.repo.CommitObject(plumbing.NewHash(s.Revision))
 	if err != nil {
 		return nil, false, fmt.Errorf("read %s at %s: %w", name, s.Revision, err)
 	}
