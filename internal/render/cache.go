@@ -34,6 +34,9 @@ type Cache struct {
 	// Worker, when set, runs the renders the cache cannot answer in a child process (Worker):
 	// kustomize's working set then never enters this process' heap. Hits are unchanged.
 	Worker *Worker
+	// Urgent puts the cache's renders before the other caches' waiting for the Worker (the
+	// audits' cache: an audit waits behind no blame walk or ledger sync).
+	Urgent bool
 
 	mu      sync.Mutex
 	entries map[string][]*cacheEntry // env → newest first
@@ -170,7 +173,7 @@ func (s Source) RenderCachedContext(ctx context.Context, env string, c *Cache) (
 // the render read.
 func (c *Cache) render(ctx context.Context, s Source, env string) (*recordedRender, error) {
 	if c.Worker != nil && (s.files != nil || s.dir != "") {
-		return c.Worker.render(ctx, s, env)
+		return c.Worker.render(ctx, s, env, c.Urgent)
 	}
 	rec := &recordingFS{FileSystem: s.fs, root: s.root, probes: map[string]string{}}
 	res, err := Source{fs: rec, root: s.root, revision: s.revision, variant: s.variant}.Render(env)

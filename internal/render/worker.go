@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,7 +40,9 @@ const WorkerEnv = "AUDITOR_RENDER_WORKER"
 //
 // A Worker runs one child at a time (Parallel raises that): a container's memory limit must hold
 // the parent and its children together, and a render of a large env peaks high. Every render
-// cache of a process should share one Worker.
+// cache of a process should share one Worker. Renders wait their turn first in, first out, except
+// that urgent ones (Cache.Urgent: the audits') go before every other waiting render: a blame walk
+// of many commits does not hold up the audit of a new revision.
 type Worker struct {
 	// Path is the executable (default: the one this process runs, even if replaced since).
 	Path string
@@ -49,11 +52,12 @@ type Worker struct {
 	// base would otherwise hold the only slot, and every audit behind it, forever.
 	Timeout time.Duration
 
-	slotsOnce sync.Once
-	slots     chan struct{}
-	peakRSS   atomic.Int64
-	started   atomic.Int64
-	queued    atomic.Int64
+	mu      sync.Mutex
+	running int
+	waiting [2][]chan struct{} // urgent, then the others: each closed when its turn comes
+	peakRSS atomic.Int64
+	started atomic.Int64
+	queued  atomic.Int64
 }
 
 // DefaultWorkerTimeout is how long a render worker may run by default: kustomize builds a
@@ -142,23 +146,63 @@ type recordedRender struct {
 	peakRSS int64
 }
 
-// render renders env from s in a child process, once a slot is free. Cancelling ctx kills the
-// child (and what it started: it leads its own process group).
-func (w *Worker) render(ctx context.Context, s Source, env string) (*recordedRender, error) {
-	w.slotsOnce.Do(func() { w.slots = make(chan struct{}, max(w.Parallel, 1)) })
+// acquire waits for a slot: at once when one is free and nobody waits, else in its queue.
+func (w *Worker) acquire(ctx context.Context, urgent bool) error {
+	w.mu.Lock()
+	if w.running < max(w.Parallel, 1) && len(w.waiting[0])+len(w.waiting[1]) == 0 {
+		w.running++
+		w.mu.Unlock()
+		return nil
+	}
+	q := 1
+	if urgent {
+		q = 0
+	}
+	turn := make(chan struct{})
+	w.waiting[q] = append(w.waiting[q], turn)
+	w.queued.Add(1)
+	w.mu.Unlock()
 	select {
-	case w.slots <- struct{}{}:
-	default:
-		w.queued.Add(1)
-		select {
-		case w.slots <- struct{}{}:
+	case <-turn:
+		return nil
+	case <-ctx.Done():
+	}
+	w.mu.Lock()
+	i := slices.Index(w.waiting[q], turn)
+	if i >= 0 {
+		w.waiting[q] = slices.Delete(w.waiting[q], i, i+1)
+		w.queued.Add(-1)
+	}
+	w.mu.Unlock()
+	if i < 0 { // its turn came as it gave up: pass the slot on
+		w.release()
+	}
+	return ctx.Err()
+}
+
+// release hands the slot to the first urgent waiter, else the first other one, else frees it.
+func (w *Worker) release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for q := range w.waiting {
+		if len(w.waiting[q]) > 0 {
+			turn := w.waiting[q][0]
+			w.waiting[q] = w.waiting[q][1:]
 			w.queued.Add(-1)
-		case <-ctx.Done():
-			w.queued.Add(-1)
-			return nil, fmt.Errorf("render %s: waiting for a render worker: %w", env, ctx.Err())
+			close(turn)
+			return
 		}
 	}
-	defer func() { <-w.slots }()
+	w.running--
+}
+
+// render renders env from s in a child process, once a slot is free. Cancelling ctx kills the
+// child (and what it started: it leads its own process group).
+func (w *Worker) render(ctx context.Context, s Source, env string, urgent bool) (*recordedRender, error) {
+	if err := w.acquire(ctx, urgent); err != nil {
+		return nil, fmt.Errorf("render %s: waiting for a render worker: %w", env, err)
+	}
+	defer w.release()
 	timeout := w.Timeout
 	if timeout <= 0 {
 		timeout = DefaultWorkerTimeout

@@ -26,7 +26,7 @@ func TestWorkerCancelKillsChild(t *testing.T) {
 	done := make(chan error, 1)
 	w := NewWorker()
 	go func() {
-		_, err := w.render(ctx, snapshotSource(t, miniRepo, "r1"), "prod")
+		_, err := w.render(ctx, snapshotSource(t, miniRepo, "r1"), "prod", false)
 		done <- err
 	}()
 	pids := readPIDs(t, fifo) // blocks until the child is running and says its pids
@@ -55,12 +55,12 @@ func TestWorkerRendersOneAtATime(t *testing.T) {
 	defer cancel2()
 	done := make(chan error, 2)
 	go func() {
-		_, err := w.render(ctx1, snapshotSource(t, miniRepo, "r1"), "prod")
+		_, err := w.render(ctx1, snapshotSource(t, miniRepo, "r1"), "prod", false)
 		done <- err
 	}()
 	first := readPIDs(t, fifo)[0]
 	go func() {
-		_, err := w.render(ctx2, snapshotSource(t, miniRepo, "r2"), "prod")
+		_, err := w.render(ctx2, snapshotSource(t, miniRepo, "r2"), "prod", false)
 		done <- err
 	}()
 	require.Eventually(t, func() bool { return w.Queued() == 1 }, 10*time.Second, 5*time.Millisecond, "the second render waits its turn")
@@ -74,6 +74,41 @@ func TestWorkerRendersOneAtATime(t *testing.T) {
 	for range 2 {
 		assert.ErrorIs(t, <-done, context.Canceled)
 	}
+}
+
+// An urgent render (an audit's) waiting for the Worker goes before renders that queued earlier
+// (a blame walk's): when the running child ends, the urgent one starts, the other still waits.
+func TestWorkerUrgentRenderGoesFirst(t *testing.T) {
+	fifo := hangFIFO(t)
+	w := NewWorker()
+	start := func(rev string, urgent bool) (context.CancelFunc, chan error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		done := make(chan error, 1)
+		go func() {
+			_, err := w.render(ctx, snapshotSource(t, miniRepo, rev), "prod", urgent)
+			done <- err
+		}()
+		return cancel, done
+	}
+	cancelFirst, firstDone := start("r1", false)
+	readPIDs(t, fifo) // the first child runs
+	cancelWalk, walkDone := start("r2", false)
+	require.Eventually(t, func() bool { return w.Queued() == 1 }, 10*time.Second, 5*time.Millisecond)
+	cancelAudit, auditDone := start("r3", true)
+	require.Eventually(t, func() bool { return w.Queued() == 2 }, 10*time.Second, 5*time.Millisecond)
+	cancelFirst()
+	require.ErrorIs(t, <-firstDone, context.Canceled)
+	readPIDs(t, fifo) // the next child runs: the urgent one, or the walk's
+	assert.EqualValues(t, 1, w.Queued())
+	cancelWalk()
+	err := <-walkDone
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "waiting for a render worker", "the earlier, non-urgent render was still queued")
+	cancelAudit()
+	require.ErrorIs(t, <-auditDone, context.Canceled)
+	assert.EqualValues(t, 2, w.Started())
+	assert.EqualValues(t, 0, w.Queued())
 }
 
 // hangFIFO makes the workers this test starts hang after writing their pid to the returned FIFO.
@@ -157,7 +192,7 @@ func TestWorkerTimeout(t *testing.T) {
 	w := &Worker{Timeout: time.Second}
 	done := make(chan error, 1)
 	go func() {
-		_, err := w.render(context.Background(), snapshotSource(t, miniRepo, "r1"), "prod")
+		_, err := w.render(context.Background(), snapshotSource(t, miniRepo, "r1"), "prod", false)
 		done <- err
 	}()
 	pid := readPIDs(t, fifo)[0]

@@ -55,7 +55,7 @@ func serveTestWorker() {
 		}
 		src, err := fromFiles(files, nil, "r1")
 		if err == nil {
-			_, err = NewWorker().render(context.Background(), src, "prod")
+			_, err = NewWorker().render(context.Background(), src, "prod", false)
 		}
 		fmt.Fprintf(os.Stderr, "render returned: %v\n", err)
 		os.Exit(3)
@@ -155,7 +155,7 @@ func TestWorkerMalformedYAMLNamesFileAndLine(t *testing.T) {
 func TestWorkerCrashIsAnError(t *testing.T) {
 	w := &Worker{Path: "/bin/sh"}
 	t.Setenv("ENV", "") // sh reads its script from stdin: the JSON request is not one
-	_, err := w.render(context.Background(), snapshotSource(t, miniRepo, "r1"), "prod")
+	_, err := w.render(context.Background(), snapshotSource(t, miniRepo, "r1"), "prod", false)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "render prod: render worker:")
 }
@@ -206,7 +206,7 @@ func TestWorkerRefusesWithoutTheHook(t *testing.T) {
 	t.Cleanup(func() { workerHook.Store(true) })
 	src, err := FromDir("../..")
 	require.NoError(t, err)
-	_, err = NewWorker().render(context.Background(), src, "dev")
+	_, err = NewWorker().render(context.Background(), src, "dev", false)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "never called render.ServeWorkerIfChild")
 }
