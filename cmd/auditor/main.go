@@ -11,6 +11,7 @@ import (
 func main() {
 	render.ServeWorkerIfChild() // `auditor serve` renders in a child process of this binary
 	err := newRootCommand().Execute()
+	gitOpts.cleanup()
 	stopProfile()
 	os.Exit(exitStatus(os.Stderr, err))
 }
