@@ -207,8 +207,7 @@ func TestFetchClonesAnewPastMaxPacks(t *testing.T) {
 		gitOut(t, work, "commit", "-qam", fmt.Sprintf("commit %d", i))
 		gitOut(t, work, "push", "-q", "origin", "main")
 		require.NoError(t, repo.Fetch(context.Background()))
-		packs, _ := clutter(dir)
-		counts = append(counts, packs)
+		counts = append(counts, packCount(dir))
 	}
 	assert.Equal(t, []int{2, 3, 1, 2}, counts, "packs after each fetch: one more each; past 3, one: the clone made anew")
 	head := strings.TrimSpace(gitOut(t, work, "rev-parse", "HEAD"))
@@ -236,48 +235,4 @@ func TestFetchClonesAnewPastMaxPacks(t *testing.T) {
 	assert.Equal(t, head, got)
 	assert.NoDirExists(t, dir+".new")
 	assert.NoDirExists(t, dir+".old")
-}
-
-// A writer's clone on disk gathers loose objects (its commits) and packs (its fetches); past
-// MaxLoose or MaxPacks, the next Update clones it anew first, and an Open of the same Remote
-// does too, after which the Remote's next Update reopens the clone instead of using the storage
-// the Open replaced. Every commit lands.
-func TestWritersCloneIsClonedAnewWhenCluttered(t *testing.T) {
-	defer func(p, l int) { MaxPacks, MaxLoose = p, l }(MaxPacks, MaxLoose)
-	MaxPacks, MaxLoose = 1000, 8
-	root := t.TempDir()
-	bare := newBare(t, root, "platform.git", map[string]string{"a.txt": "0\n"})
-	dir := filepath.Join(root, "state", "ledger")
-	remote, err := NewRemote(RemoteConfig{URL: "file://" + bare, Dir: dir})
-	require.NoError(t, err)
-	write := func(i int) {
-		t.Helper()
-		_, err := remote.Update(context.Background(), UpdateRequest{Branch: "main", Author: bot, Message: fmt.Sprintf("write %d", i),
-			Change: func(s *Snapshot) (map[string][]byte, error) {
-				return map[string][]byte{"a.txt": append(s.Files["a.txt"], fmt.Sprintf("%d\n", i)...)}, nil
-			}})
-		require.NoError(t, err)
-	}
-	var loose []int
-	for i := 1; i <= 5; i++ {
-		write(i)
-		_, l := clutter(dir)
-		loose = append(loose, l)
-	}
-	// Each commit writes a blob, a tree and the commit: 3, 6, 9; the 4th Update finds 9 > 8 and
-	// starts from a fresh clone (0), then writes its 3.
-	assert.Equal(t, []int{3, 6, 9, 3, 6}, loose)
-	write(6)
-	repo, err := remote.Open(context.Background()) // 9 loose objects: the Open clones anew
-	require.NoError(t, err)
-	packs, l := clutter(dir)
-	assert.Equal(t, []int{1, 0}, []int{packs, l})
-	write(7) // the Remote's storage was the replaced clone's: it must reopen
-	want := "0\n1\n2\n3\n4\n5\n6\n7\n"
-	assert.Equal(t, strings.TrimSpace(want), gitOut(t, bare, "show", "main:a.txt"))
-	require.NoError(t, repo.Fetch(context.Background()))
-	snap, err := repo.Snapshot("main")
-	require.NoError(t, err)
-	assert.Equal(t, want, string(snap.Files["a.txt"]))
-	gitOut(t, dir, "fsck", "--strict", "--no-dangling")
 }

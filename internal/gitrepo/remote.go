@@ -106,19 +106,10 @@ func (r *Remote) URL() string { return redactURL(r.cfg.URL) }
 
 // Open clones the remote (into Dir, or memory) with the remote's credentials; Repo.Fetch
 // refreshes it.
-//
-// The Repo has its own storage of Dir, which its Fetch may clone anew: the Remote's own is
-// dropped and opened again by the next Update, so the two never disagree about Dir.
 func (r *Remote) Open(ctx context.Context) (*Repo, error) {
 	auth, err := r.auth()
 	if err != nil {
 		return nil, err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.repo != nil && r.cfg.Dir != "" {
-		closeStorage(r.repo)
-		r.repo = nil
 	}
 	return openURL(ctx, r.cfg.URL, auth, r.cfg.Dir)
 }
@@ -284,8 +275,7 @@ func openURL(ctx context.Context, location string, auth transport.AuthMethod, di
 // the remote are pruned). It is a no-op for a local directory.
 //
 // A clone on disk that has gathered more than MaxPacks packs (one per fetch that brought
-// anything) or MaxLoose loose objects (a Remote's commits) is then cloned anew beside it and
-// swapped in; until the swap, readers use the old
+// anything) is then cloned anew beside it and swapped in; until the swap, readers use the old
 // one. A *CompactError says that failed: the fetch itself succeeded, and the next one tries again.
 func (r *Repo) Fetch(ctx context.Context) error {
 	if !r.remote {
@@ -300,21 +290,17 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	if err != nil || r.dir == "" {
 		return err
 	}
-	if packs, loose := clutter(r.dir); packs > MaxPacks || loose > MaxLoose {
+	if packs := packCount(r.dir); packs > MaxPacks {
 		return r.reclone(ctx, packs)
 	}
 	return nil
 }
 
-// MaxPacks is how many packs a clone on disk may hold before it is cloned anew (Repo.Fetch,
-// Remote.Update). go-git keeps the index of every pack in memory (a few KB each) and looks
-// objects up pack by pack, and it cannot repack without inflating every object of the history in
-// memory. Git's own gc.autoPackLimit is 50.
+// MaxPacks is how many packs a clone on disk may hold before Fetch clones it anew. go-git keeps
+// the index of every pack in memory (a few KB each) and looks objects up pack by pack, and it
+// cannot repack without inflating every object of the history in memory. Git's own
+// gc.autoPackLimit is 50.
 var MaxPacks = 50
-
-// MaxLoose is how many loose objects (the commits, trees and blobs a Remote wrote) a writer's
-// clone on disk may hold before it is cloned anew; git's gc.auto is 6700.
-var MaxLoose = 6700
 
 // CompactError reports that a clone with too many packs could not be cloned anew; the clone is
 // as the fetch left it, up to date.
@@ -330,80 +316,55 @@ func (e *CompactError) Error() string {
 
 func (e *CompactError) Unwrap() error { return e.Err }
 
-// clutter counts the packs and the loose objects of the clone in dir.
-func clutter(dir string) (packs, loose int) {
-	p, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "pack-*.pack"))
-	l, _ := filepath.Glob(filepath.Join(dir, "objects", "[0-9a-f][0-9a-f]", "*"))
-	return len(p), len(l)
+func packCount(dir string) int {
+	packs, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "pack-*.pack"))
+	return len(packs)
 }
 
-// reclone clones the remote anew beside the clone (cloneFresh), then, holding the lock, swaps it
-// in: until then readers use the old clone.
+// reclone clones the remote into dir.new (one pack), then, holding the lock, moves it to dir.
+// A process killed midway leaves dir.new or dir.old, which cloneStorage removes.
 func (r *Repo) reclone(ctx context.Context, packs int) error {
 	if !r.compact.TryLock() {
 		return nil // another Fetch is at it
 	}
 	defer r.compact.Unlock()
-	if err := cloneFresh(ctx, r.location, r.auth, r.dir); err != nil {
-		return &CompactError{Dir: r.dir, Packs: packs, Err: err}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	repo, err := swapIn(r.dir)
-	if err != nil {
-		return &CompactError{Dir: r.dir, Packs: packs, Err: err}
-	}
-	closeStorage(r.repo)
-	r.repo = repo
-	return nil
-}
-
-// cloneFresh clones location into dir.new (one pack).
-func cloneFresh(ctx context.Context, location string, auth transport.AuthMethod, dir string) error {
-	fresh := dir + ".new"
+	fail := func(err error) error { return &CompactError{Dir: r.dir, Packs: packs, Err: err} }
+	fresh, old := r.dir+".new", r.dir+".old"
 	if err := os.RemoveAll(fresh); err != nil {
-		return err
+		return fail(err)
 	}
-	nr, err := cloneStorage(location, fresh)
+	nr, err := cloneStorage(r.location, fresh)
 	if err == nil {
-		next := &Repo{repo: nr, location: location, remote: true, auth: auth, mu: &sync.RWMutex{}}
+		next := &Repo{repo: nr, location: r.location, remote: true, auth: r.auth, mu: &sync.RWMutex{}}
 		err = next.fetch(ctx)
-		closeStorage(nr)
 	}
 	if err != nil {
 		_ = os.RemoveAll(fresh)
+		return fail(err)
 	}
-	return err
-}
-
-// swapIn moves the clone cloneFresh made in dir.new to dir, the old one aside then away, and
-// opens it. A process killed midway leaves dir.new or dir.old, which cloneStorage removes.
-func swapIn(dir string) (*git.Repository, error) {
-	fresh, old := dir+".new", dir+".old"
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if err := os.RemoveAll(old); err != nil {
-		return nil, err
+		return fail(err)
 	}
-	if err := os.Rename(dir, old); err != nil {
-		return nil, err
+	if err := os.Rename(r.dir, old); err != nil {
+		return fail(err)
 	}
-	if err := os.Rename(fresh, dir); err != nil {
-		_ = os.Rename(old, dir)
-		return nil, err
+	if err := os.Rename(fresh, r.dir); err != nil {
+		_ = os.Rename(old, r.dir)
+		return fail(err)
 	}
-	repo, err := git.Open(filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(objectCacheSize)), nil)
-	if err != nil { // the clone just made does not open: put the old one back
-		_ = os.RemoveAll(dir)
-		_ = os.Rename(old, dir)
-		return nil, err
+	repo, err := git.Open(filesystem.NewStorage(osfs.New(r.dir), cache.NewObjectLRU(objectCacheSize)), nil)
+	if err != nil { // the clone just made does not open: keep none half-swapped
+		_ = os.RemoveAll(r.dir)
+		_ = os.Rename(old, r.dir)
+		return fail(err)
 	}
-	return repo, os.RemoveAll(old)
-}
-
-// closeStorage closes the files a storage on disk keeps open.
-func closeStorage(repo *git.Repository) {
-	if c, ok := repo.Storer.(io.Closer); ok {
+	if c, ok := r.repo.Storer.(io.Closer); ok {
 		_ = c.Close()
 	}
+	r.repo = repo
+	return os.RemoveAll(old)
 }
 
 // fetch fetches into r.repo; the caller holds r.mu (or is its only user).

@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/transport"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -138,7 +137,6 @@ func (r *Remote) update(ctx context.Context, req *UpdateRequest, compute compute
 	if err != nil {
 		return Result{}, err
 	}
-	r.compactClone(ctx, auth)
 	deadline := req.Deadline
 	if deadline.IsZero() {
 		if d, ok := ctx.Deadline(); ok {
@@ -208,26 +206,4 @@ func (r *Remote) update(ctx context.Context, req *UpdateRequest, compute compute
 		case <-t.C:
 		}
 	}
-}
-
-// compactClone clones the writer's clone on disk anew once its fetches and commits have left
-// more than MaxPacks packs or MaxLoose loose objects in it. On failure it keeps the clone, which
-// the attempts can still use, and the next Update tries again. The caller holds r.mu.
-func (r *Remote) compactClone(ctx context.Context, auth transport.AuthMethod) {
-	if r.cfg.Dir == "" || r.repo == nil {
-		return
-	}
-	if packs, loose := clutter(r.cfg.Dir); packs <= MaxPacks && loose <= MaxLoose {
-		return
-	}
-	location, _ := withoutUserinfo(r.cfg.URL, nil)
-	if cloneFresh(ctx, location, auth, r.cfg.Dir) != nil {
-		return
-	}
-	repo, err := swapIn(r.cfg.Dir)
-	if err != nil {
-		return
-	}
-	closeStorage(r.repo)
-	r.repo = repo
 }
