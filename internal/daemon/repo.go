@@ -120,11 +120,6 @@ func (d *Daemon) refreshRepo(ctx context.Context) {
 		fctx, cancel := context.WithTimeout(ctx, d.cfg.FetchTimeout.or(30*time.Second))
 		err = repo.Fetch(fctx)
 		cancel()
-		var compact *gitrepo.CompactError
-		if errors.As(err, &compact) { // fetched; only the clone's compaction failed, tried again next fetch
-			d.log.Warn("git clone not compacted", "err", err)
-			err = nil
-		}
 	}
 	d.mu.Lock()
 	if err != nil {

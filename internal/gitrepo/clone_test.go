@@ -2,7 +2,6 @@ package gitrepo
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,57 +181,4 @@ func TestCloneOnDiskRecoversFromATornRef(t *testing.T) {
 	got, err := repo.Resolve("main")
 	require.NoError(t, err)
 	assert.Equal(t, head, got, "the remote's head, not the branch the write left")
-}
-
-// A clone on disk gathers a pack per fetch that brings anything; past MaxPacks, Fetch clones it
-// anew beside it and swaps it in: one pack, the same refs, a repository git reads, and snapshots
-// read before the swap still read their history. A process killed mid-swap leaves dir.new or
-// dir.old, which the next Open removes.
-func TestFetchClonesAnewPastMaxPacks(t *testing.T) {
-	defer func(n int) { MaxPacks = n }(MaxPacks)
-	MaxPacks = 3
-	root := t.TempDir()
-	bare := newBare(t, root, "platform.git", map[string]string{"a.txt": "0\n"})
-	work := clone(t, bare)
-	dir := filepath.Join(root, "state", "repo")
-	remote, err := NewRemote(RemoteConfig{URL: "file://" + bare, Dir: dir})
-	require.NoError(t, err)
-	repo, err := remote.Open(context.Background())
-	require.NoError(t, err)
-	first, err := repo.Snapshot("main")
-	require.NoError(t, err)
-	var counts []int
-	for i := 1; i <= MaxPacks+1; i++ {
-		writeFiles(t, work, map[string]string{"a.txt": fmt.Sprintf("%d\n", i)})
-		gitOut(t, work, "commit", "-qam", fmt.Sprintf("commit %d", i))
-		gitOut(t, work, "push", "-q", "origin", "main")
-		require.NoError(t, repo.Fetch(context.Background()))
-		counts = append(counts, packCount(dir))
-	}
-	assert.Equal(t, []int{2, 3, 1, 2}, counts, "packs after each fetch: one more each; past 3, one: the clone made anew")
-	head := strings.TrimSpace(gitOut(t, work, "rev-parse", "HEAD"))
-	got, err := repo.Resolve("main")
-	require.NoError(t, err)
-	assert.Equal(t, head, got)
-	snap, err := repo.Snapshot("main")
-	require.NoError(t, err)
-	assert.Equal(t, fmt.Sprintf("%d\n", MaxPacks+1), string(snap.Files["a.txt"]))
-	hist, err := first.Log(context.Background())
-	require.NoError(t, err, "a snapshot read before the swap reads its history after it")
-	assert.Len(t, hist, 1)
-	gitOut(t, dir, "fsck", "--strict", "--no-dangling") // exit 0; its notice of an unborn HEAD is how an init+fetch clone is
-	for _, left := range []string{dir + ".new", dir + ".old"} {
-		assert.NoDirExists(t, left)
-	}
-
-	// Killed mid-swap: the leftovers go at the next Open, which reuses the clone.
-	require.NoError(t, os.MkdirAll(filepath.Join(dir+".new", "objects"), 0o700))
-	require.NoError(t, os.MkdirAll(dir+".old", 0o700))
-	again, err := remote.Open(context.Background())
-	require.NoError(t, err)
-	got, err = again.Resolve("main")
-	require.NoError(t, err)
-	assert.Equal(t, head, got)
-	assert.NoDirExists(t, dir+".new")
-	assert.NoDirExists(t, dir+".old")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -39,8 +40,13 @@ func (r *Repo) ReadFile(rev, name string) ([]byte, error) {
 // ReadFileAt reads one file of the tree at another commit of the snapshot's repository (e.g. the
 // commit an env is pinned to). Snapshots built by hand have no repository to read from.
 func (s *Snapshot) ReadFileAt(rev, name string) ([]byte, error) {
-	if s.src == nil {
+	if s.repo == nil {
 		return nil, fmt.Errorf("read %s at %s: the snapshot has no repository", name, rev)
 	}
-	return s.src.ReadFile(rev, name)
+	if s.mu != nil {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+	}
+	r := &Repo{repo: s.repo, mu: &sync.RWMutex{}}
+	return r.ReadFile(rev, name)
 }

@@ -25,9 +25,7 @@ type Repo struct {
 	location string
 	remote   bool                 // cloned into memory from location
 	auth     transport.AuthMethod // credentials for Fetch (nil: none)
-	dir      string               // where a clone is kept on disk ("" in memory or a local directory)
-	mu       *sync.RWMutex        // guards repo; Snapshots read through it
-	compact  sync.Mutex           // held while the clone in dir is cloned anew
+	mu       *sync.RWMutex        // shared with the Snapshots read from it
 }
 
 // Snapshot is the content of a tree at one commit.
@@ -41,10 +39,8 @@ type Snapshot struct {
 	// memory at every snapshot. A render that reads one fails, naming it.
 	Omitted map[string]int64
 
-	// src is the repository the snapshot was read from, for Log and omitted files; nil in
-	// snapshots built by hand. Reads go through it, not its current storage: a clone that is
-	// compacted (Repo.Fetch) keeps serving old snapshots from the new storage.
-	src *Repo
+	repo *git.Repository // for Log; nil in snapshots built by hand
+	mu   *sync.RWMutex   // the Repo's, when it has one
 }
 
 // Open opens a repository: a local directory (any subdirectory of a work tree, or a bare repo),
@@ -110,13 +106,16 @@ func (r *Repo) Snapshot(rev string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return snapshotOf(r, plumbing.NewHash(hash), MaxFileSize)
+	snap, err := snapshotOf(r.repo, plumbing.NewHash(hash), MaxFileSize)
+	if snap != nil {
+		snap.mu = r.mu
+	}
+	return snap, err
 }
 
 // snapshotOf reads every regular file of the tree of commit hash, leaving out those larger than
-// limit (0: none). The caller holds src's lock.
-func snapshotOf(src *Repo, h plumbing.Hash, limit int64) (*Snapshot, error) {
-	repo := src.repo
+// limit (0: none).
+func snapshotOf(repo *git.Repository, h plumbing.Hash, limit int64) (*Snapshot, error) {
 	hash := h.String()
 	commit, err := repo.CommitObject(h)
 	if err != nil {
@@ -126,7 +125,7 @@ func snapshotOf(src *Repo, h plumbing.Hash, limit int64) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read tree of %s: %w", hash, err)
 	}
-	snap := &Snapshot{Revision: hash, Files: map[string][]byte{}, src: src}
+	snap := &Snapshot{Revision: hash, Files: map[string][]byte{}, repo: repo}
 	walker := object.NewTreeWalker(tree, true, nil)
 	defer walker.Close()
 	for {
@@ -186,12 +185,14 @@ func (s *Snapshot) File(name string) (data []byte, ok bool, err error) {
 	if _, omitted := s.Omitted[name]; !omitted {
 		return nil, false, nil
 	}
-	if s.src == nil {
+	if s.repo == nil {
 		return nil, false, fmt.Errorf("read %s at %s: omitted and no repository", name, s.Revision)
 	}
-	s.src.mu.RLock()
-	defer s.src.mu.RUnlock()
-	c, err := s.src.repo.CommitObject(plumbing.NewHash(s.Revision))
+	if s.mu != nil {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+	}
+	c, err := s.repo.CommitObject(plumbing.NewHash(s.Revision))
 	if err != nil {
 		return nil, false, fmt.Errorf("read %s at %s: %w", name, s.Revision, err)
 	}

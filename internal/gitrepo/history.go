@@ -66,15 +66,17 @@ func (r *Repo) Log(ctx context.Context, from string, paths ...string) ([]Commit,
 // Log lists the history of the snapshot's commit (see Repo.Log). Use it inside an
 // UpdateRequest's Change for exactly-once checks: the history is the one the commit will follow.
 func (s *Snapshot) Log(ctx context.Context, paths ...string) ([]Commit, error) {
-	if s.src == nil {
+	if s.repo == nil {
 		return nil, errors.New("snapshot has no repository")
 	}
 	if s.Revision == "" { // the branch does not exist yet
 		return nil, nil
 	}
-	s.src.mu.RLock()
-	defer s.src.mu.RUnlock()
-	return logFrom(ctx, s.src.repo, plumbing.NewHash(s.Revision), plumbing.ZeroHash, paths)
+	if s.mu != nil {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+	}
+	return logFrom(ctx, s.repo, plumbing.NewHash(s.Revision), plumbing.ZeroHash, paths)
 }
 
 // FirstParents lists the first-parent chain from the revision from (empty: HEAD or main),

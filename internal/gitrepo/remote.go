@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -247,12 +246,8 @@ func openURL(ctx context.Context, location string, auth transport.AuthMethod, di
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: %w", redactURL(location), err)
 	}
-	repo := &Repo{repo: r, location: location, remote: true, auth: auth, dir: dir, mu: &sync.RWMutex{}}
+	repo := &Repo{repo: r, location: location, remote: true, auth: auth, mu: &sync.RWMutex{}}
 	err = repo.Fetch(ctx)
-	var compact *CompactError
-	if errors.As(err, &compact) {
-		err = nil // fetched: the clone stays as it is until a later Fetch compacts it
-	}
 	if err != nil && dir != "" && !unreachable(ctx, err) {
 		// The server answered but the clone on disk could not take the fetch (a process killed
 		// mid-fetch leaves a torn ref or index): clone again from nothing.
@@ -263,7 +258,7 @@ func openURL(ctx context.Context, location string, auth transport.AuthMethod, di
 			return nil, fmt.Errorf("clone %s: %w", redactURL(location), err)
 		}
 		repo.repo = r
-		err = repo.fetch(ctx)
+		err = repo.Fetch(ctx)
 	}
 	if err != nil {
 		return nil, err
@@ -273,10 +268,6 @@ func openURL(ctx context.Context, location string, auth transport.AuthMethod, di
 
 // Fetch updates a repository cloned from a URL (all branches and tags; branches deleted on
 // the remote are pruned). It is a no-op for a local directory.
-//
-// A clone on disk that has gathered more than MaxPacks packs (one per fetch that brought
-// anything) is then cloned anew beside it and swapped in; until the swap, readers use the old
-// one. A *CompactError says that failed: the fetch itself succeeded, and the next one tries again.
 func (r *Repo) Fetch(ctx context.Context) error {
 	if !r.remote {
 		return nil
@@ -285,90 +276,7 @@ func (r *Repo) Fetch(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	r.mu.Lock()
-	err := r.fetch(ctx)
-	r.mu.Unlock()
-	if err != nil || r.dir == "" {
-		return err
-	}
-	if packs := packCount(r.dir); packs > MaxPacks {
-		return r.reclone(ctx, packs)
-	}
-	return nil
-}
-
-// MaxPacks is how many packs a clone on disk may hold before Fetch clones it anew. go-git keeps
-// the index of every pack in memory (a few KB each) and looks objects up pack by pack, and it
-// cannot repack without inflating every object of the history in memory. Git's own
-// gc.autoPackLimit is 50.
-var MaxPacks = 50
-
-// CompactError reports that a clone with too many packs could not be cloned anew; the clone is
-// as the fetch left it, up to date.
-type CompactError struct {
-	Dir   string
-	Packs int
-	Err   error
-}
-
-func (e *CompactError) Error() string {
-	return fmt.Sprintf("fetched, but the clone in %s (%d packs) could not be cloned anew: %v", e.Dir, e.Packs, e.Err)
-}
-
-func (e *CompactError) Unwrap() error { return e.Err }
-
-func packCount(dir string) int {
-	packs, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "pack-*.pack"))
-	return len(packs)
-}
-
-// reclone clones the remote into dir.new (one pack), then, holding the lock, moves it to dir.
-// A process killed midway leaves dir.new or dir.old, which cloneStorage removes.
-func (r *Repo) reclone(ctx context.Context, packs int) error {
-	if !r.compact.TryLock() {
-		return nil // another Fetch is at it
-	}
-	defer r.compact.Unlock()
-	fail := func(err error) error { return &CompactError{Dir: r.dir, Packs: packs, Err: err} }
-	fresh, old := r.dir+".new", r.dir+".old"
-	if err := os.RemoveAll(fresh); err != nil {
-		return fail(err)
-	}
-	nr, err := cloneStorage(r.location, fresh)
-	if err == nil {
-		next := &Repo{repo: nr, location: r.location, remote: true, auth: r.auth, mu: &sync.RWMutex{}}
-		err = next.fetch(ctx)
-	}
-	if err != nil {
-		_ = os.RemoveAll(fresh)
-		return fail(err)
-	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := os.RemoveAll(old); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(r.dir, old); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(fresh, r.dir); err != nil {
-		_ = os.Rename(old, r.dir)
-		return fail(err)
-	}
-	repo, err := git.Open(filesystem.NewStorage(osfs.New(r.dir), cache.NewObjectLRU(objectCacheSize)), nil)
-	if err != nil { // the clone just made does not open: keep none half-swapped
-		_ = os.RemoveAll(r.dir)
-		_ = os.Rename(old, r.dir)
-		return fail(err)
-	}
-	if c, ok := r.repo.Storer.(io.Closer); ok {
-		_ = c.Close()
-	}
-	r.repo = repo
-	return os.RemoveAll(old)
-}
-
-// fetch fetches into r.repo; the caller holds r.mu (or is its only user).
-func (r *Repo) fetch(ctx context.Context) error {
 	err := r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: r.auth, Prune: true,
 		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}})
 	switch {
@@ -415,12 +323,6 @@ const objectCacheSize = 16 * cache.MiByte
 func cloneStorage(location, dir string) (*git.Repository, error) {
 	if dir == "" {
 		return initClone(memory.NewStorage(), location)
-	}
-	// A clone swapped in by Repo.Fetch's reclone leaves these when the process is killed midway.
-	for _, left := range []string{dir + ".new", dir + ".old"} {
-		if err := os.RemoveAll(left); err != nil {
-			return nil, err
-		}
 	}
 	// A fetch killed midway leaves its temporary pack; nothing else removes it.
 	if tmp, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "tmp_*")); err == nil {

@@ -46,7 +46,7 @@ func (s *Snapshots) At(rev string) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read tree of %s: %w", hash, err)
 	}
-	snap := &Snapshot{Revision: hash, Files: make(map[string][]byte, len(files)), src: s.r}
+	snap := &Snapshot{Revision: hash, Files: make(map[string][]byte, len(files)), repo: s.r.repo, mu: s.r.mu}
 	for _, f := range files {
 		if err := readFile(s.r.repo, snap, f.name, f.blob, s.blobs, MaxFileSize); err != nil {
 			return nil, fmt.Errorf("read %s at %s: %w", f.name, hash, err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -93,12 +92,11 @@ func (r *Remote) Update(ctx context.Context, req UpdateRequest) (Result, error) 
 	return r.update(ctx, &req, func(repo *git.Repository, head *object.Commit) (*object.Tree, map[string][]byte, error) {
 		var snap *Snapshot
 		var tree *object.Tree
-		src := &Repo{repo: repo, mu: &sync.RWMutex{}} // the attempt's clone, read by this goroutine only
 		if head == nil {
-			snap = &Snapshot{Files: map[string][]byte{}, src: src}
+			snap = &Snapshot{Files: map[string][]byte{}, repo: repo}
 		} else {
 			var err error
-			if snap, err = snapshotOf(src, head.Hash, 0); err != nil { // every file: edits lose nothing
+			if snap, err = snapshotOf(repo, head.Hash, 0); err != nil { // every file: edits lose nothing
 				return nil, nil, err
 			}
 			if tree, err = head.Tree(); err != nil {
