@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,8 +21,9 @@ type gitFlags struct {
 	auth    gitrepo.RemoteConfig
 	timeout time.Duration
 
-	mu     sync.Mutex
-	clones []string // this process' clones on disk, removed by cleanup
+	mu       sync.Mutex
+	clones   []string // this process' clones on disk, removed by cleanup
+	onSignal bool     // cleanup also runs on SIGINT and SIGTERM
 }
 
 // gitOpts holds the root command's persistent Git flags.
@@ -58,7 +61,8 @@ func (g *gitFlags) open(ctx context.Context, location string) (*gitrepo.Repo, er
 }
 
 // remote makes a writable remote of location with the credentials: a URL as is, a directory as
-// file://. Its clone is kept in a temporary directory that cleanup removes: in memory, go-git
+// file://. Its clone is kept in a temporary directory that cleanup removes (at exit, and on
+// SIGINT or SIGTERM): in memory, go-git
 // would hold every object of the history inflated (this repository's history holds a 165 MB
 // binary committed by mistake), on disk it keeps a 16 MiB object cache.
 func (g *gitFlags) remote(location string) (*gitrepo.Remote, error) {
@@ -69,9 +73,23 @@ func (g *gitFlags) remote(location string) (*gitrepo.Remote, error) {
 		return nil, fmt.Errorf("a directory for the clone of %s: %w", gitrepo.RedactURL(location), err)
 	}
 	g.mu.Lock()
+	if len(g.clones) == 0 && !g.onSignal {
+		// Interrupted or terminated, the command still removes its clones (`serve` clones none
+		// here, and handles these signals itself).
+		g.onSignal = true
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		go func() {
+			s := <-sig
+			g.cleanup()
+			os.Exit(128 + int(s.(syscall.Signal)))
+		}()
+	}
 	g.clones = append(g.clones, dir)
 	g.mu.Unlock()
-	rc.Dir = dir
+	// A directory inside the one MkdirTemp made (mode 0700): the clone creates it by name, which
+	// in a shared /tmp nobody else can have planted.
+	rc.Dir = filepath.Join(dir, "repo")
 	if !gitrepo.IsURL(location) {
 		abs, err := filepath.Abs(location)
 		if err != nil {

@@ -119,6 +119,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	d.authorize = authorize
 	d.startWorker()
 	d.adoptRenders, d.ledger = d.renderCache(2), d.renderCache(2)
+	d.adoptRenders.Urgent = true // its walks run inside the audit loop: they must not queue behind a blame walk
 	d.blames = d.blameHandler()
 	d.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_watch_starts_total",
 		Help: "Watch requests the informers made: one per kind, then one per reconnect."}, func() float64 {
@@ -341,8 +342,9 @@ type Status struct {
 }
 
 // EnvStatus is one env's last audit. Revision is the commit audited: the one Argo CD synced when
-// the env has an Application, else the env's release pin or branch head. HeadRevision is the
-// branch head when it differs (a commit Argo CD has not synced yet: PendingSync).
+// the env has an Application, else the env's release pin or branch head. HeadRevision, when it
+// differs, is what Git says the env should run (the Application's target branch head, or the
+// pin): a commit not synced yet, PendingSync when it descends from Revision.
 type EnvStatus struct {
 	Env          string `json:"env"`
 	Revision     string `json:"revision,omitempty"`

@@ -182,3 +182,33 @@ func TestCloneOnDiskRecoversFromATornRef(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, head, got, "the remote's head, not the branch the write left")
 }
+
+// A fetch reads the password file again: rotated to a wrong token it fails as an AuthError (the
+// token never in the error), rotated back it fetches the new commit.
+func TestFetchReadsRotatedCredentials(t *testing.T) {
+	root := t.TempDir()
+	bare := newBare(t, root, "platform.git", map[string]string{"a.txt": "a\n"})
+	srv := gittest.HTTPServer(t, root, "bot", "s3cret-token")
+	pw := filepath.Join(root, "password")
+	require.NoError(t, os.WriteFile(pw, []byte("s3cret-token\n"), 0o600))
+	r, err := NewRemote(RemoteConfig{URL: srv.URL + "/platform.git", Username: "bot", PasswordFile: pw, Dir: filepath.Join(root, "clone")})
+	require.NoError(t, err)
+	repo, err := r.Open(context.Background())
+	require.NoError(t, err)
+
+	require.NoError(t, os.WriteFile(pw, []byte("revoked-token\n"), 0o600))
+	err = repo.Fetch(context.Background())
+	var auth *AuthError
+	require.ErrorAs(t, err, &auth, "the fetch used the file's new content")
+	assert.NotContains(t, err.Error(), "revoked-token")
+
+	work := clone(t, bare)
+	writeFiles(t, work, map[string]string{"a.txt": "b\n"})
+	gitOut(t, work, "commit", "-qam", "b")
+	gitOut(t, work, "push", "-q", "origin", "main")
+	require.NoError(t, os.WriteFile(pw, []byte("s3cret-token\n"), 0o600))
+	require.NoError(t, repo.Fetch(context.Background()))
+	got, err := repo.Resolve("main")
+	require.NoError(t, err)
+	assert.Equal(t, strings.TrimSpace(gitOut(t, work, "rev-parse", "HEAD")), got)
+}

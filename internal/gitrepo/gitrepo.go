@@ -25,6 +25,9 @@ type Repo struct {
 	location string
 	remote   bool                 // cloned into memory from location
 	auth     transport.AuthMethod // credentials for Fetch (nil: none)
+	// creds, when set, reads the credentials anew from their files at every Fetch (a rotated
+	// token is used from the next fetch on); auth is then what the clone used.
+	creds func() (transport.AuthMethod, error)
 	mu       *sync.RWMutex        // shared with the Snapshots read from it
 }
 

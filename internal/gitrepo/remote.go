@@ -105,12 +105,18 @@ func (r *Remote) URL() string { return redactURL(r.cfg.URL) }
 
 // Open clones the remote (into Dir, or memory) with the remote's credentials; Repo.Fetch
 // refreshes it.
+// Its Fetch reads the credentials from their files again, as every Update does.
 func (r *Remote) Open(ctx context.Context) (*Repo, error) {
 	auth, err := r.auth()
 	if err != nil {
 		return nil, err
 	}
-	return openURL(ctx, r.cfg.URL, auth, r.cfg.Dir)
+	repo, err := openURL(ctx, r.cfg.URL, auth, r.cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	repo.creds = r.auth
+	return repo, nil
 }
 
 func readSecret(path, what string) (string, error) {
@@ -275,9 +281,17 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	auth := r.auth
+	if r.creds != nil {
+		a, err := r.creds()
+		if err != nil {
+			return fmt.Errorf("fetch %s: %w", redactURL(r.location), err)
+		}
+		auth = a
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	err := r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: r.auth, Prune: true,
+	err := r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, Prune: true,
 		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
