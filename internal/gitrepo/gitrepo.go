@@ -28,7 +28,7 @@ type Repo struct {
 	// creds, when set, reads the credentials anew from their files at every Fetch (a rotated
 	// token is used from the next fetch on); auth is then what the clone used.
 	creds func() (transport.AuthMethod, error)
-	mu       *sync.RWMutex        // shared with the Snapshots read from it
+	mu    *sync.RWMutex // shared with the Snapshots read from it
 }
 
 // Snapshot is the content of a tree at one commit.
