@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
@@ -209,4 +212,32 @@ func TestWorkerRefusesWithoutTheHook(t *testing.T) {
 	_, err = NewWorker().render(context.Background(), src, "dev", false)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "never called render.ServeWorkerIfChild")
+}
+
+// Renders that give up just as their turn comes pass the slot on: after thousands of waiters,
+// urgent or not, cancelled at random, the Worker is idle, with nobody queued and its one slot free.
+func TestWorkerCancelledWaitersLeaveNoSlotTaken(t *testing.T) {
+	w := &Worker{}
+	var wg sync.WaitGroup
+	for range 2000 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rand.IntN(200))*time.Microsecond)
+			defer cancel()
+			if w.acquire(ctx, rand.IntN(2) == 0) == nil {
+				time.Sleep(time.Duration(rand.IntN(50)) * time.Microsecond)
+				w.release()
+			}
+		}()
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	require.NoError(t, w.acquire(ctx, false), "the slot leaked: queued %d", w.Queued())
+	w.release()
+	assert.Zero(t, w.Queued())
+	w.mu.Lock()
+	assert.Zero(t, w.running)
+	w.mu.Unlock()
 }
