@@ -21,9 +21,58 @@ type gitFlags struct {
 	auth    gitrepo.RemoteConfig
 	timeout time.Duration
 
+	// cancel cancels the running command's context (set by main; nil in tests that run commands
+	// in process, where no signal is handled).
+	cancel context.CancelFunc
+
 	mu       sync.Mutex
-	clones   []string // this process' clones on disk, removed by cleanup
-	onSignal bool     // cleanup also runs on SIGINT and SIGTERM
+	clones   []string  // this process' clones on disk, removed by cleanup
+	onSignal bool      // SIGINT, SIGTERM and SIGHUP are handled (watchSignals)
+	got      os.Signal // the signal received, if any
+}
+
+// signalGrace is how long a command has to stop after its context is cancelled by a signal
+// before its clones are removed under it and the process dies by the signal.
+const signalGrace = 5 * time.Second
+
+// watchSignals makes SIGINT, SIGTERM and SIGHUP cancel the command, so that main removes its
+// clones once it has stopped writing to them and then dies by the signal; a command that has not
+// stopped within signalGrace dies all the same, its clones removed. The caller holds g.mu.
+func (g *gitFlags) watchSignals() {
+	if g.onSignal || g.cancel == nil {
+		return
+	}
+	g.onSignal = true
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		s := <-sig
+		g.mu.Lock()
+		g.got = s
+		g.mu.Unlock()
+		g.cancel()
+		time.Sleep(signalGrace)
+		g.cleanup()
+		dieBy(s)
+	}()
+}
+
+// signalled is the signal that cancelled the command, or nil.
+func (g *gitFlags) signalled() os.Signal {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.got
+}
+
+// dieBy ends the process by s with its default action, as if it had not been handled.
+func dieBy(s os.Signal) {
+	signal.Reset(s)
+	if n, ok := s.(syscall.Signal); ok {
+		_ = syscall.Kill(os.Getpid(), n)
+		time.Sleep(time.Second)
+		os.Exit(128 + int(n))
+	}
+	os.Exit(1)
 }
 
 // gitOpts holds the root command's persistent Git flags.
@@ -61,30 +110,21 @@ func (g *gitFlags) open(ctx context.Context, location string) (*gitrepo.Repo, er
 }
 
 // remote makes a writable remote of location with the credentials: a URL as is, a directory as
-// file://. Its clone is kept in a temporary directory that cleanup removes (at exit, and on
-// SIGINT or SIGTERM): in memory, go-git
+// file://. Its clone is kept in a temporary directory that cleanup removes (at exit, and when a
+// signal ends the command): in memory, go-git
 // would hold every object of the history inflated (this repository's history holds a 165 MB
 // binary committed by mistake), on disk it keeps a 16 MiB object cache.
 func (g *gitFlags) remote(location string) (*gitrepo.Remote, error) {
 	rc := g.auth
 	rc.URL = location
+	g.mu.Lock()
+	g.watchSignals() // before the directory exists: a signal from here on removes it
+	g.mu.Unlock()
 	dir, err := os.MkdirTemp("", "auditor-clone-")
 	if err != nil {
 		return nil, fmt.Errorf("a directory for the clone of %s: %w", gitrepo.RedactURL(location), err)
 	}
 	g.mu.Lock()
-	if len(g.clones) == 0 && !g.onSignal {
-		// Interrupted or terminated, the command still removes its clones (`serve` clones none
-		// here, and handles these signals itself).
-		g.onSignal = true
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		go func() {
-			s := <-sig
-			g.cleanup()
-			os.Exit(128 + int(s.(syscall.Signal)))
-		}()
-	}
 	g.clones = append(g.clones, dir)
 	g.mu.Unlock()
 	// A directory inside the one MkdirTemp made (mode 0700): the clone creates it by name, which
@@ -105,7 +145,9 @@ func (g *gitFlags) cleanup() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, dir := range g.clones {
-		_ = os.RemoveAll(dir)
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(os.Stderr, "auditor: remove the clone in %s: %v\n", dir, err)
+		}
 	}
 	g.clones = nil
 }

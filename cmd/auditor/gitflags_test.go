@@ -34,7 +34,8 @@ func TestCommandsCloneOntoDiskAndCleanUp(t *testing.T) {
 }
 
 // A command terminated while it clones (here from a server that never answers) removes its clone
-// all the same, and exits as terminated by the signal.
+// all the same, and dies by the signal, as an unhandled one would end it (a shell script running
+// it in a loop stops).
 func TestTerminatedCommandRemovesItsClone(t *testing.T) {
 	asked := make(chan struct{}, 1)
 	stall := make(chan struct{})
@@ -69,8 +70,24 @@ func TestTerminatedCommandRemovesItsClone(t *testing.T) {
 	err = cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, stderr.String())
-	assert.Equal(t, 128+int(syscall.SIGTERM), exit.ExitCode())
+	status := exit.Sys().(syscall.WaitStatus)
+	assert.True(t, status.Signaled(), "exit status %d: %s", exit.ExitCode(), stderr.String())
+	assert.Equal(t, syscall.SIGTERM, status.Signal())
 	left, err := filepath.Glob(filepath.Join(tmp, "auditor-clone-*"))
 	require.NoError(t, err)
 	assert.Empty(t, left, "the clone is removed")
+}
+
+// The auditor process (main) removes its clones when a command ends normally.
+func TestMainRemovesItsClonesAtExit(t *testing.T) {
+	tmp := t.TempDir()
+	l, _ := pinnedLedgerRepo(t)
+	cmd := exec.Command(os.Args[0], "promote", "--repo", "file://"+l.bare, "--from", "dev", "--to", "staging", "--dry-run")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1", "TMPDIR="+tmp)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Contains(t, string(out), "promote dev → staging")
+	left, err := filepath.Glob(filepath.Join(tmp, "auditor-clone-*"))
+	require.NoError(t, err)
+	assert.Empty(t, left)
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/llm-gitops/platform/internal/render"
@@ -10,8 +11,13 @@ import (
 
 func main() {
 	render.ServeWorkerIfChild() // `auditor serve` renders in a child process of this binary
-	err := newRootCommand().Execute()
+	ctx, cancel := context.WithCancel(context.Background())
+	gitOpts.cancel = cancel // a signal cancels the command once it holds a clone (gitFlags.remote)
+	err := newRootCommand().ExecuteContext(ctx)
 	gitOpts.cleanup()
 	stopProfile()
+	if s := gitOpts.signalled(); s != nil {
+		dieBy(s) // as the signal's default action would have: a shell script running us stops
+	}
 	os.Exit(exitStatus(os.Stderr, err))
 }

@@ -63,8 +63,8 @@ func (o *planOptions) Validate() error {
 }
 
 // Run prints the next firings of the env's schedule.
-func (o *planOptions) Run(_ context.Context, w io.Writer) error {
-	repo, err := gitOpts.open(context.Background(), o.repo)
+func (o *planOptions) Run(ctx context.Context, w io.Writer) error {
+	repo, err := gitOpts.open(ctx, o.repo)
 	if err != nil {
 		return err
 	}
