@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,6 +31,7 @@ type gitFlags struct {
 	mu       sync.Mutex
 	clones   []string  // this process' clones on disk, removed by cleanup
 	onSignal bool      // SIGINT, SIGTERM and SIGHUP are handled (watchSignals)
+	swept    bool      // the clones of dead processes were removed (sweepDeadClones)
 	got      os.Signal // the signal received, if any
 }
 
@@ -119,8 +123,9 @@ func (g *gitFlags) remote(location string) (*gitrepo.Remote, error) {
 	rc.URL = location
 	g.mu.Lock()
 	g.watchSignals() // before the directory exists: a signal from here on removes it
+	g.sweepDeadClones()
 	g.mu.Unlock()
-	dir, err := os.MkdirTemp("", "auditor-clone-")
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", clonePrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("a directory for the clone of %s: %w", gitrepo.RedactURL(location), err)
 	}
@@ -150,4 +155,30 @@ func (g *gitFlags) cleanup() {
 		}
 	}
 	g.clones = nil
+}
+
+// clonePrefix starts the name of a clone's temporary directory, followed by the pid of the
+// process that made it.
+const clonePrefix = "auditor-clone-"
+
+// sweepDeadClones removes, once per process, the clones left in the temporary directory by
+// auditor processes that no longer run: one killed by a signal it does not handle (SIGPIPE from
+// `auditor ledger list | head`, SIGKILL, the OOM killer) could not remove its own. The caller
+// holds g.mu.
+func (g *gitFlags) sweepDeadClones() {
+	if g.swept {
+		return
+	}
+	g.swept = true
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), clonePrefix+"*-*"))
+	for _, dir := range dirs {
+		pidText, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(dir), clonePrefix), "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(dir)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -90,4 +91,38 @@ func TestMainRemovesItsClonesAtExit(t *testing.T) {
 	left, err := filepath.Glob(filepath.Join(tmp, "auditor-clone-*"))
 	require.NoError(t, err)
 	assert.Empty(t, left)
+}
+
+// A command whose output pipe is closed (`auditor … | head`) dies by SIGPIPE, as Go programs do,
+// and cannot remove its clone; the next command removes it, and leaves alone the clones of
+// processes that still run.
+func TestDeadProcessesClonesAreRemovedByTheNext(t *testing.T) {
+	tmp := t.TempDir()
+	l, _ := pinnedLedgerRepo(t)
+	run := func(stdoutClosed bool) error {
+		cmd := exec.Command(os.Args[0], "promote", "--repo", "file://"+l.bare, "--from", "dev", "--to", "staging", "--dry-run")
+		cmd.Env = append(os.Environ(), runMainEnv+"=1", "TMPDIR="+tmp)
+		if !stdoutClosed {
+			return cmd.Run()
+		}
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		require.NoError(t, out.Close()) // the reader is gone before the first line
+		return cmd.Wait()
+	}
+	err := run(true)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, syscall.SIGPIPE, exit.Sys().(syscall.WaitStatus).Signal())
+	dead, err := filepath.Glob(filepath.Join(tmp, clonePrefix+"*"))
+	require.NoError(t, err)
+	require.Len(t, dead, 1, "the clone of the process SIGPIPE killed")
+	live := filepath.Join(tmp, fmt.Sprintf("%s%d-x", clonePrefix, os.Getpid())) // this test's process runs
+	require.NoError(t, os.Mkdir(live, 0o700))
+
+	require.NoError(t, run(false))
+	left, err := filepath.Glob(filepath.Join(tmp, clonePrefix+"*"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{live}, left)
 }
