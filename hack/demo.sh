@@ -111,7 +111,7 @@ echo "(exit code $code: 0 in sync, 1 drift, >1 error)"
 echo
 echo '$ auditor blame statefulset/qdrant --env prod --audit-log ...   (the commit behind each field; the writes, by whom)'
 bin/auditor blame statefulset/qdrant -n llm-rag --env prod --repo "$repo" --kubeconfig "$KUBECONFIG" --audit-log "$cluster/audit.log" 2>&1 |
-  grep -E '^(StatefulSet|history|live:|FIELD|writes)|spec.replicas|  TIME|alice|bob' | head -14 | cut -c1-150 | sed 's/^/  /'
+  grep -E '^(StatefulSet|history|live:|FIELD|writes)|spec.replicas|  TIME|alice|bob' | sed -n 1,14p | cut -c1-150 | sed 's/^/  /'
 echo
 echo "The daemon's episodes (GET /api/v1/episodes, as alice once granted llm-auditor-api-reader):"
 kubectl create clusterrolebinding demo-alice-reads-auditor --clusterrole=llm-auditor-api-reader --user=alice >/dev/null
@@ -126,7 +126,7 @@ step "5. A scheduled pre-peak scale-up, written as a Git commit and synced by Ar
 pin=$(pin)
 echo "prod is pinned to ${pin:0:8} (apps/prod/release.yaml); a scale-up goes into llm-prod's kustomize patches, on main:"
 echo '$ auditor schedule fire --env prod --peak payday     (rag-api HPA minReplicas 3 -> 6)'
-bin/auditor schedule fire --env prod --peak payday --repo "$repo" 2>&1 | head -4 | sed 's/^/  /'
+bin/auditor schedule fire --env prod --peak payday --repo "$repo" 2>&1 | sed -n 1,4p | sed 's/^/  /'
 git --git-dir "$cluster/git/platform.git" show main -- apps/prod/llm-prod.yaml | grep '^[+]' | grep -v '^+++' | sed 's/^/  /'
 root_synced
 for _ in $(seq 1 120); do [ "$(kubectl -n llm-api get deploy rag-api -o jsonpath='{.status.readyReplicas}')" = 6 ] && break; sleep 0.5; done
@@ -142,14 +142,14 @@ git clone -q "$repo" "$work/clone"
 canary=$(main)
 echo "alice pushed ${canary:0:8}: qwen canary 10% -> 50%. prod still runs ${pin:0:8}; it gets the change by promotion:"
 echo '$ auditor promote --from dev --to staging; auditor promote --from staging --to prod'
-bin/auditor promote --from dev --to staging --repo "$repo" 2>&1 | head -1 | sed 's/^/  /'
-bin/auditor promote --from staging --to prod --repo "$repo" 2>&1 | grep -E '^(promote|committed|[~+-] |    spec)|ledger' | head -8 | sed 's/^/  /'
+bin/auditor promote --from dev --to staging --repo "$repo" 2>&1 | sed -n 1p | sed 's/^/  /'
+bin/auditor promote --from staging --to prod --repo "$repo" 2>&1 | grep -E '^(promote|committed|[~+-] |    spec)|ledger' | sed -n 1,8p | sed 's/^/  /'
 promotion=$(git --git-dir "$cluster/git/platform.git" log -1 --format=%H --grep '^promote staging' main)
 root_synced
 synced "$canary"
 kubectl -n llm-inference get httproute qwen -o jsonpath='  live weights: {range .spec.rules[0].backendRefs[*]}{.name}={.weight} {end}{"\n"}'
 echo '$ auditor rollback '"${promotion:0:8}"' --env prod     (git revert of the promotion: prod runs '"${pin:0:8}"' again)'
-bin/auditor rollback "$promotion" --repo "$repo" --env prod 2>&1 | head -4 | sed 's/^/  /'
+bin/auditor rollback "$promotion" --repo "$repo" --env prod 2>&1 | sed -n 1,4p | sed 's/^/  /'
 root_synced
 synced "$pin"
 kubectl -n llm-inference get httproute qwen -o jsonpath='  live weights: {range .spec.rules[0].backendRefs[*]}{.name}={.weight} {end}{"\n"}'
@@ -158,7 +158,7 @@ bin/auditor ledger list --env prod --repo "$repo" 2>&1 | tail -6 | sed 's/^/  /'
 
 step "7. auditor check: what a pull request to prod would be told (HEAD~1 -> HEAD of this repo)"
 set +e
-bin/auditor check --base HEAD~1 --head HEAD | grep -E '^==|VIOLATION' | head -12
+bin/auditor check --base HEAD~1 --head HEAD | grep -E '^==|VIOLATION' | sed -n 1,12p
 set -e
 
 step "Done in $((SECONDS-begin))s; stopping the cluster"

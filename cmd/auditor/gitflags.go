@@ -161,10 +161,14 @@ func (g *gitFlags) cleanup() {
 // process that made it.
 const clonePrefix = "auditor-clone-"
 
+// staleClone is how old the clone of a process that no longer runs must be to be removed.
+const staleClone = time.Hour
+
 // sweepDeadClones removes, once per process, the clones left in the temporary directory by
 // auditor processes that no longer run: one killed by a signal it does not handle (SIGPIPE from
-// `auditor ledger list | head`, SIGKILL, the OOM killer) could not remove its own. The caller
-// holds g.mu.
+// `auditor ledger list | head`, SIGKILL, the OOM killer) could not remove its own. Only clones
+// older than staleClone go: a /tmp shared across PID namespaces holds clones of processes this
+// one cannot see. The caller holds g.mu.
 func (g *gitFlags) sweepDeadClones() {
 	if g.swept {
 		return
@@ -175,6 +179,10 @@ func (g *gitFlags) sweepDeadClones() {
 		pidText, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(dir), clonePrefix), "-")
 		pid, err := strconv.Atoi(pidText)
 		if !ok || err != nil || pid <= 0 {
+			continue
+		}
+		info, err := os.Stat(dir)
+		if err != nil || time.Since(info.ModTime()) < staleClone {
 			continue
 		}
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {

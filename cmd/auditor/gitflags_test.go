@@ -94,8 +94,8 @@ func TestMainRemovesItsClonesAtExit(t *testing.T) {
 }
 
 // A command whose output pipe is closed (`auditor … | head`) dies by SIGPIPE, as Go programs do,
-// and cannot remove its clone; the next command removes it, and leaves alone the clones of
-// processes that still run.
+// and cannot remove its clone; the next command removes it once it is an hour old, and leaves
+// alone the clones of processes that still run.
 func TestDeadProcessesClonesAreRemovedByTheNext(t *testing.T) {
 	tmp := t.TempDir()
 	l, _ := pinnedLedgerRepo(t)
@@ -120,9 +120,16 @@ func TestDeadProcessesClonesAreRemovedByTheNext(t *testing.T) {
 	require.Len(t, dead, 1, "the clone of the process SIGPIPE killed")
 	live := filepath.Join(tmp, fmt.Sprintf("%s%d-x", clonePrefix, os.Getpid())) // this test's process runs
 	require.NoError(t, os.Mkdir(live, 0o700))
+	recent := filepath.Join(tmp, clonePrefix+"999999999-x") // no such process, but made a minute ago
+	require.NoError(t, os.Mkdir(recent, 0o700))
+	old := time.Now().Add(-2 * staleClone)
+	for _, dir := range append(dead, live) {
+		require.NoError(t, os.Chtimes(dir, old, old))
+	}
+	require.NoError(t, os.Chtimes(recent, time.Now().Add(-time.Minute), time.Now().Add(-time.Minute)))
 
 	require.NoError(t, run(false))
 	left, err := filepath.Glob(filepath.Join(tmp, clonePrefix+"*"))
 	require.NoError(t, err)
-	assert.Equal(t, []string{live}, left)
+	assert.ElementsMatch(t, []string{live, recent}, left, "only the old clone of a dead process goes")
 }
