@@ -7,7 +7,7 @@
 #  4. the auditor's drift report naming field, values, manager, time
 #  5. a scheduled pre-peak scale-up as a Git commit that Argo CD syncs (replicas rise on kwok nodes)
 #  6. the model ledger, a canary share change and its rollback by `git revert`, synced back
-set -eu # no pipefail: output is cut with head, and a cut pipe is not a failure
+set -eu # no pipefail: output is cut with sed -n (which reads it all, so no auditor command is cut short by SIGPIPE)
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 work=$(mktemp -d /tmp/auditor-demo.XXXXXX)

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,15 +21,18 @@ type gitFlags struct {
 	auth    gitrepo.RemoteConfig
 	timeout time.Duration
 
-	// cancel cancels the running command's context (set by main; nil in tests that run commands
-	// in process, where no signal is handled).
+	// ctx is the running command's context and cancel cancels it (set by main; nil in tests
+	// that run commands in process, where no signal is handled).
+	ctx    context.Context
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
-	clones   []string  // this process' clones on disk, removed by cleanup
-	onSignal bool      // SIGINT, SIGTERM and SIGHUP are handled (watchSignals)
-	swept    bool      // the clones of dead processes were removed (sweepDeadClones)
-	got      os.Signal // the signal received, if any
+	clones   []string   // this process' clones on disk, removed by cleanup
+	onSignal bool       // SIGINT, SIGTERM and SIGHUP are handled (watchSignals)
+	swept    bool       // the clones of dead processes were removed (sweepDeadClones)
+	locks    []*os.File // held for the process' life: a clone whose lock is free is a dead process'
+
+	got os.Signal // the signal received, if any
 }
 
 // signalGrace is how long a command has to stop after its context is cancelled by a signal
@@ -47,15 +47,27 @@ func (g *gitFlags) watchSignals() {
 		return
 	}
 	g.onSignal = true
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	var watched []os.Signal
+	for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP} {
+		if !signal.Ignored(s) { // nohup, or a background job of a script: ignored it stays
+			watched = append(watched, s)
+		}
+	}
+	if len(watched) == 0 {
+		return
+	}
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, watched...)
 	go func() {
 		s := <-sig
 		g.mu.Lock()
 		g.got = s
 		g.mu.Unlock()
 		g.cancel()
-		time.Sleep(signalGrace)
+		select { // a second signal does not wait for the command
+		case <-sig:
+		case <-time.After(signalGrace):
+		}
 		g.cleanup()
 		dieBy(s)
 	}()
@@ -110,6 +122,9 @@ func (g *gitFlags) open(ctx context.Context, location string) (*gitrepo.Repo, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if g.ctx != nil { // a signal ends the clone, whatever context the caller passed
+		defer context.AfterFunc(g.ctx, cancel)()
+	}
 	return r.Open(ctx)
 }
 
@@ -125,13 +140,20 @@ func (g *gitFlags) remote(location string) (*gitrepo.Remote, error) {
 	g.watchSignals() // before the directory exists: a signal from here on removes it
 	g.sweepDeadClones()
 	g.mu.Unlock()
-	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", clonePrefix, os.Getpid()))
+	dir, err := os.MkdirTemp("", clonePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("a directory for the clone of %s: %w", gitrepo.RedactURL(location), err)
 	}
+	lock, err := lockClone(dir)
 	g.mu.Lock()
 	g.clones = append(g.clones, dir)
+	if lock != nil {
+		g.locks = append(g.locks, lock)
+	}
 	g.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	// A directory inside the one MkdirTemp made (mode 0700): the clone creates it by name, which
 	// in a shared /tmp nobody else can have planted.
 	rc.Dir = filepath.Join(dir, "repo")
@@ -154,39 +176,53 @@ func (g *gitFlags) cleanup() {
 			fmt.Fprintf(os.Stderr, "auditor: remove the clone in %s: %v\n", dir, err)
 		}
 	}
-	g.clones = nil
+	for _, f := range g.locks {
+		f.Close()
+	}
+	g.clones, g.locks = nil, nil
 }
 
-// clonePrefix starts the name of a clone's temporary directory, followed by the pid of the
-// process that made it.
+// clonePrefix starts the name of a clone's temporary directory.
 const clonePrefix = "auditor-clone-"
 
-// staleClone is how old the clone of a process that no longer runs must be to be removed.
-const staleClone = time.Hour
+// lockName is the file in a clone's temporary directory its process holds an exclusive flock on
+// for as long as it runs; the kernel releases it when the process dies, however it dies.
+const lockName = "lock"
+
+// lockClone creates dir's lock file and locks it; the file stays open (close-on-exec: render
+// workers do not inherit it).
+func lockClone(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock the clone in %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock the clone in %s: %w", dir, err)
+	}
+	return f, nil
+}
 
 // sweepDeadClones removes, once per process, the clones left in the temporary directory by
-// auditor processes that no longer run: one killed by a signal it does not handle (SIGPIPE from
-// `auditor ledger list | head`, SIGKILL, the OOM killer) could not remove its own. Only clones
-// older than staleClone go: a /tmp shared across PID namespaces holds clones of processes this
-// one cannot see. The caller holds g.mu.
+// auditor processes that no longer run — one killed by a signal it does not handle (SIGPIPE
+// from `auditor ledger list | head`, SIGKILL, the OOM killer) cannot remove its own: those whose
+// lock nobody holds. A flock is the kernel's, so this holds across PID namespaces sharing /tmp
+// and whatever the dead process' pid has become. A directory without a lock file (one being
+// made) is left alone. The caller holds g.mu.
 func (g *gitFlags) sweepDeadClones() {
 	if g.swept {
 		return
 	}
 	g.swept = true
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), clonePrefix+"*-*"))
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), clonePrefix+"*"))
 	for _, dir := range dirs {
-		pidText, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(dir), clonePrefix), "-")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 {
+		f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|syscall.O_NOFOLLOW, 0)
+		if err != nil {
 			continue
 		}
-		info, err := os.Stat(dir)
-		if err != nil || time.Since(info.ModTime()) < staleClone {
-			continue
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			_ = os.RemoveAll(dir) // still holding the lock: no other sweeper races this one
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			_ = os.RemoveAll(dir)
-		}
+		f.Close()
 	}
 }

@@ -12,12 +12,13 @@ import (
 func main() {
 	render.ServeWorkerIfChild() // `auditor serve` renders in a child process of this binary
 	ctx, cancel := context.WithCancel(context.Background())
-	gitOpts.cancel = cancel // a signal cancels the command once it holds a clone (gitFlags.remote)
+	gitOpts.ctx, gitOpts.cancel = ctx, cancel // a signal cancels the command once it holds a clone (gitFlags.remote)
 	err := newRootCommand().ExecuteContext(ctx)
 	gitOpts.cleanup()
 	stopProfile()
+	code := exitStatus(os.Stderr, err) // said even when a signal ended the command: what was done, what was not
 	if s := gitOpts.signalled(); s != nil {
 		dieBy(s) // as the signal's default action would have: a shell script running us stops
 	}
-	os.Exit(exitStatus(os.Stderr, err))
+	os.Exit(code)
 }
