@@ -27,12 +27,18 @@ type gitFlags struct {
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
-	clones   []string   // this process' clones on disk, removed by cleanup
-	onSignal bool       // SIGINT, SIGTERM and SIGHUP are handled (watchSignals)
-	swept    bool       // the clones of dead processes were removed (sweepDeadClones)
-	locks    []*os.File // held for the process' life: a clone whose lock is free is a dead process'
+	clones   []clone // this process' clones on disk, removed by cleanup
+	onSignal bool    // SIGINT, SIGTERM and SIGHUP are handled (watchSignals)
+	swept    bool    // the clones of dead processes were removed (sweepDeadClones)
 
 	got os.Signal // the signal received, if any
+}
+
+// clone is a temporary directory holding one clone, and its lock (lockClone), held for the
+// process' life: a clone whose lock is free is a dead process'.
+type clone struct {
+	dir  string
+	lock *os.File
 }
 
 // signalGrace is how long a command has to stop after its context is cancelled by a signal
@@ -130,9 +136,9 @@ func (g *gitFlags) open(ctx context.Context, location string) (*gitrepo.Repo, er
 
 // remote makes a writable remote of location with the credentials: a URL as is, a directory as
 // file://. Its clone is kept in a temporary directory that cleanup removes (at exit, and when a
-// signal ends the command): in memory, go-git
-// would hold every object of the history inflated (this repository's history holds a 165 MB
-// binary committed by mistake), on disk it keeps a 16 MiB object cache.
+// signal ends the command): in memory, go-git would hold every object of the history inflated
+// (this repository's history holds a 165 MB binary committed by mistake); on disk it keeps a
+// 16 MiB object cache.
 func (g *gitFlags) remote(location string) (*gitrepo.Remote, error) {
 	rc := g.auth
 	rc.URL = location
@@ -146,10 +152,7 @@ func (g *gitFlags) remote(location string) (*gitrepo.Remote, error) {
 	}
 	lock, err := lockClone(dir)
 	g.mu.Lock()
-	g.clones = append(g.clones, dir)
-	if lock != nil {
-		g.locks = append(g.locks, lock)
-	}
+	g.clones = append(g.clones, clone{dir: dir, lock: lock})
 	g.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -171,15 +174,15 @@ func (g *gitFlags) remote(location string) (*gitrepo.Remote, error) {
 func (g *gitFlags) cleanup() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, dir := range g.clones {
-		if err := os.RemoveAll(dir); err != nil {
-			fmt.Fprintf(os.Stderr, "auditor: remove the clone in %s: %v\n", dir, err)
+	for _, c := range g.clones {
+		if err := os.RemoveAll(c.dir); err != nil {
+			fmt.Fprintf(os.Stderr, "auditor: remove the clone in %s: %v\n", c.dir, err)
+		}
+		if c.lock != nil {
+			c.lock.Close()
 		}
 	}
-	for _, f := range g.locks {
-		f.Close()
-	}
-	g.clones, g.locks = nil, nil
+	g.clones = nil
 }
 
 // clonePrefix starts the name of a clone's temporary directory.

@@ -104,8 +104,7 @@ func NewRemote(cfg RemoteConfig) (*Remote, error) {
 func (r *Remote) URL() string { return redactURL(r.cfg.URL) }
 
 // Open clones the remote (into Dir, or memory) with the remote's credentials; Repo.Fetch
-// refreshes it.
-// Its Fetch reads the credentials from their files again, as every Update does.
+// refreshes it, reading the credentials from their files again, as every Update does.
 func (r *Remote) Open(ctx context.Context) (*Repo, error) {
 	auth, err := r.auth()
 	if err != nil {

@@ -41,7 +41,7 @@ const WorkerEnv = "AUDITOR_RENDER_WORKER"
 // A Worker runs one child at a time (Parallel raises that): a container's memory limit must hold
 // the parent and its children together, and a render of a large env peaks high. Every render
 // cache of a process should share one Worker. Renders wait their turn first in, first out, except
-// that urgent ones (Cache.Urgent: the audits') go before every other waiting render: a blame walk
+// that urgent ones (Cache.Urgent: those the audit loop waits for) go before every other waiting render: a blame walk
 // of many commits does not hold up the audit of a new revision.
 type Worker struct {
 	// Path is the executable (default: the one this process runs, even if replaced since).
@@ -57,7 +57,6 @@ type Worker struct {
 	waiting [2][]chan struct{} // urgent, then the others: each closed when its turn comes
 	peakRSS atomic.Int64
 	started atomic.Int64
-	queued  atomic.Int64
 }
 
 // DefaultWorkerTimeout is how long a render worker may run by default: kustomize builds a
@@ -75,7 +74,11 @@ func (w *Worker) PeakRSS() int64 { return w.peakRSS.Load() }
 func (w *Worker) Started() int64 { return w.started.Load() }
 
 // Queued is how many renders wait for a child to finish.
-func (w *Worker) Queued() int64 { return w.queued.Load() }
+func (w *Worker) Queued() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return int64(len(w.waiting[0]) + len(w.waiting[1]))
+}
 
 // workerRequest is what the parent asks: env rendered from the work tree Dir, or from the
 // snapshot at Revision whose files follow.
@@ -160,7 +163,6 @@ func (w *Worker) acquire(ctx context.Context, urgent bool) error {
 	}
 	turn := make(chan struct{})
 	w.waiting[q] = append(w.waiting[q], turn)
-	w.queued.Add(1)
 	w.mu.Unlock()
 	select {
 	case <-turn:
@@ -171,7 +173,6 @@ func (w *Worker) acquire(ctx context.Context, urgent bool) error {
 	i := slices.Index(w.waiting[q], turn)
 	if i >= 0 {
 		w.waiting[q] = slices.Delete(w.waiting[q], i, i+1)
-		w.queued.Add(-1)
 	}
 	w.mu.Unlock()
 	if i < 0 { // its turn came as it gave up: pass the slot on
@@ -188,7 +189,6 @@ func (w *Worker) release() {
 		if len(w.waiting[q]) > 0 {
 			turn := w.waiting[q][0]
 			w.waiting[q] = w.waiting[q][1:]
-			w.queued.Add(-1)
 			close(turn)
 			return
 		}

@@ -155,13 +155,8 @@ func BenchmarkEditToChat10000(b *testing.B) {
 		// Argo CD syncs the commit: the Application's synced revision moves, the daemon (watching
 		// Applications) renders the new revision in a worker and audits it while edits go on.
 		// Without the sync the commit would only be pending (the synced revision stays audited).
-		recordSync(b, env, dir)
+		newHead := recordSync(b, env, dir)
 		synced := time.Now()
-		head, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
-		if err != nil {
-			b.Fatal(err)
-		}
-		newHead := strings.TrimSpace(string(head))
 		audited := make(chan time.Duration, 1) // when /api/v1/status first shows the new revision
 		go func() {
 			for !strings.Contains(apiStatus(b, addr), `"revision": "`+newHead+`"`) && time.Since(synced) < 30*time.Minute {

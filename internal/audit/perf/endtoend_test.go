@@ -91,8 +91,8 @@ func benchRepo(b *testing.B, env string, objs []*unstructured.Unstructured) stri
 }
 
 // recordSync records the Application llm-<env> as synced to dir's HEAD, as Argo CD's controller
-// does after an automated sync of a new commit.
-func recordSync(b *testing.B, env, dir string) {
+// does after an automated sync of a new commit, and returns that commit.
+func recordSync(b *testing.B, env, dir string) string {
 	b.Helper()
 	head, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
 	if err != nil {
@@ -114,6 +114,7 @@ func recordSync(b *testing.B, env, dir string) {
 	if err := syncer.RecordSync(context.Background(), app, "file://"+dir, strings.TrimSpace(string(head))); err != nil {
 		b.Fatal(err)
 	}
+	return strings.TrimSpace(string(head))
 }
 
 // run runs the auditor or, with name "kubectl", the cluster's kubectl; exit 1 (differences
