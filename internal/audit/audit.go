@@ -42,6 +42,14 @@ type Auditor struct {
 	// Timing, when set, is told how long each stage of a Run took: git (Application and
 	// revisions), render, live (list and watch), schema, compare, argocd.
 	Timing func(stage string, took time.Duration)
+	// RenderedInBackground, when set, lets a full audit of an env that has a report already (an
+	// earlier full audit) leave a render the cache cannot answer (a new revision's: minutes at
+	// 10,000 objects) running in the background: the audit returns a *RenderingError at once,
+	// and RenderedInBackground(env) is called when the render ends. The env's next full audit
+	// takes it from the cache, or returns its error. A daemon keeps auditing its other envs,
+	// and this env's last report stands meanwhile: comparing the cluster with the revision
+	// before would report Argo CD's sync of the new one as drift.
+	RenderedInBackground func(env string)
 	// People, when set, holds the API server's audit events: each drifted field gets the person
 	// whose write made it (drift.Field.Actor).
 	People *auditlog.Store
@@ -52,6 +60,9 @@ type Auditor struct {
 	gitPatches   map[string][]render.Patch
 	schemaKey    string
 	schema       *drift.Schema
+
+	bgMu sync.Mutex
+	bg   map[string]*bgRender // per env
 
 	statesMu sync.Mutex
 	states   map[string]*envState // the last full audit of each env, for Update
@@ -89,7 +100,6 @@ type Request struct {
 
 // Run audits one environment.
 func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
-	a.runs.Add(1)
 	lap := a.stopwatch()
 	app, err := a.application(ctx, req.Env)
 	if err != nil {
@@ -114,11 +124,12 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 		<-prefetched
 		return nil, err
 	}
-	res, err := a.render(ctx, req.Env, desired, patches)
+	res, err := a.render(ctx, req.Env, desired, patches, a.background(req))
 	if err != nil {
 		<-prefetched
 		return nil, err
 	}
+	a.runs.Add(1)
 	lap("render")
 	<-prefetched
 	destNS := ""

@@ -15,8 +15,9 @@ import (
 )
 
 // render renders env at revision with the Application's kustomize patches, as Argo CD builds
-// it, through the render cache when the Auditor has one.
-func (a *Auditor) render(ctx context.Context, env, revision string, patches []render.Patch) (*render.Result, error) {
+// it, through the render cache when the Auditor has one. With background, a render the cache
+// cannot answer is left running in the background and a RenderingError returned.
+func (a *Auditor) render(ctx context.Context, env, revision string, patches []render.Patch, background bool) (*render.Result, error) {
 	key, err := render.CacheRevision(revision, patches)
 	if err != nil {
 		return nil, err
@@ -30,6 +31,12 @@ func (a *Auditor) render(ctx context.Context, env, revision string, patches []re
 	}
 	if src, err = src.WithPatches(env, patches); err != nil {
 		return nil, err
+	}
+	if background {
+		if res, ok := src.Cached(env, a.Renders); ok {
+			return res, nil
+		}
+		return nil, a.renderInBackground(ctx, env, revision, key, src)
 	}
 	res, err := src.RenderCachedContext(ctx, env, a.Renders)
 	if err != nil {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 	"time"
 
@@ -29,6 +30,9 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	a.Renders = d.renderCache(2) // the synced revision and the one before: a 10,000-object render is ~9 MiB as JSON
 	a.Renders.Urgent = true      // an audit's render goes before blame walks', ledger syncs' and the web view's
 	a.Options.SecretKey = d.hmacKey
+	// A new revision's render runs in the background (in the worker): the loop goes on auditing
+	// the other envs and serving fetches meanwhile, and audits this env once the render is in.
+	a.RenderedInBackground = func(string) { d.markDirty() }
 	d.auditor = a
 	return a
 }
@@ -137,7 +141,12 @@ func (d *Daemon) eachEnv(ctx context.Context, run func(a *audit.Auditor, env str
 }
 
 // audited records one env's audit and announces its report; it says whether the audit succeeded.
+// An audit waiting for its render in the background succeeded for this purpose: the env's last
+// report stands, and the render's end audits the env again.
 func (d *Daemon) audited(ctx context.Context, env string, rep *drift.Report, err error, start time.Time) bool {
+	if _, rendering := errors.AsType[*audit.RenderingError](err); rendering {
+		return true
+	}
 	d.metrics.auditDuration.WithLabelValues(env).Observe(time.Since(start).Seconds())
 	d.mu.Lock()
 	d.errs[env] = err

@@ -344,12 +344,15 @@ type Status struct {
 // EnvStatus is one env's last audit. Revision is the commit audited: the one Argo CD synced when
 // the env has an Application, else the env's release pin or branch head. HeadRevision, when it
 // differs, is what Git says the env should run (the Application's target branch head, or the
-// pin): a commit not synced yet, PendingSync when it descends from Revision.
+// pin): a commit not synced yet, PendingSync when it descends from Revision. Rendering is the
+// revision the env's next full audit is rendering in the background: the report is Revision's
+// until that render is in.
 type EnvStatus struct {
 	Env          string `json:"env"`
 	Revision     string `json:"revision,omitempty"`
 	HeadRevision string `json:"headRevision,omitempty"`
 	PendingSync  bool   `json:"pendingSync,omitempty"`
+	Rendering    string `json:"rendering,omitempty"`
 	InSync       bool   `json:"inSync"`
 	Drifted      int    `json:"driftedObjects"`
 	Error        string `json:"error,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -622,4 +623,94 @@ func TestStopWhileConnecting(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after the stop")
 	}
+}
+
+// bigEnv writes overlays/big: n ConfigMaps in one file, which kustomize takes seconds to render
+// (its resource map is quadratic in the objects; 10,000 take minutes). None is in the cluster.
+func bigEnv(t *testing.T, p interface {
+	Write(rel, content string) error
+}, ns string, n int, comment string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# " + comment + "\n")
+	for i := range n {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: big-%05d, namespace: %s}\ndata: {i: %q}\n", i, ns, strconv.Itoa(i))
+	}
+	require.NoError(t, p.Write("overlays/big/configmaps.yaml", b.String()))
+	require.NoError(t, p.Write("overlays/big/kustomization.yaml", "resources:\n  - configmaps.yaml\n"))
+}
+
+// TestNewRevisionRendersInTheBackground: a commit that changes a large env's render is rendered
+// in the background. Meanwhile a hand edit in another env reaches chat and the large env's last
+// report stands (its status says which revision is rendering); once the render is in, the large
+// env is audited at the new revision.
+func TestNewRevisionRendersInTheBackground(t *testing.T) {
+	h := newHarness(t)
+	const n = 5000
+	ns := h.p.Prefix + "-big" // no namespace of prod's: its Extra objects are not big's
+	bigEnv(t, h.p, ns, n, "first")
+	h.p.Commit("a big env")
+	cfg := h.config(t.TempDir())
+	cfg.AppNamePrefix = "no-such-app-" // the envs follow the branch head
+	cfg.Envs = []string{"prod", "big"}
+	d := start(t, cfg)
+	envStatus := func(env string) EnvStatus {
+		for _, es := range d.d.status().Envs {
+			if es.Env == env {
+				return es
+			}
+		}
+		t.Fatalf("no status for %s", env)
+		return EnvStatus{}
+	}
+	before := envStatus("big")
+	require.Empty(t, before.Error)
+	require.Equal(t, h.p.Head, before.Revision)
+
+	bigEnv(t, h.p, ns, n, "second") // a new render, the same objects
+	head := h.p.Commit("touch the big env")
+	workers := d.d.worker.Started()
+	d.d.TriggerFetch()
+	deadline := time.Now().Add(30 * time.Second)
+	for d.d.worker.Started() == workers { // the new revision's render has started
+		require.True(t, time.Now().Before(deadline), "no render of big's new revision: %+v\n%s", envStatus("big"), d.log.String())
+		time.Sleep(20 * time.Millisecond)
+	}
+	edited := time.Now()
+	h.p.KubectlEdit(h.p.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	var msg string
+	for msg == "" {
+		for _, m := range h.receivers[0].messages() {
+			if strings.Contains(m, "qdrant") {
+				msg = m
+			}
+		}
+		require.True(t, time.Since(edited) < 30*time.Second, "no message for the hand edit in prod:\n%s", strings.Join(h.receivers[0].messages(), "\n---\n"))
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.Contains(t, msg, "spec.replicas")
+	during := envStatus("big")
+	t.Logf("the hand edit in prod reached chat %s after it was made", time.Since(edited))
+	assert.Equal(t, head, during.Rendering, "the hand edit in prod was announced only after big's render (%s after the edit)", time.Since(edited))
+	assert.Equal(t, before.Revision, during.Revision, "big's last report stands while its new revision renders")
+	assert.Equal(t, head, envStatus("prod").Revision, "prod's render did not change: audited at the new head from the cache")
+
+	deadline = time.Now().Add(2 * time.Minute)
+	for envStatus("big").Revision != head {
+		require.True(t, time.Now().Before(deadline), "big not audited at %s after its render: %+v", head, envStatus("big"))
+		time.Sleep(50 * time.Millisecond)
+	}
+	after := envStatus("big")
+	t.Logf("big audited at its new revision %s after the edit", time.Since(edited))
+	assert.Empty(t, after.Rendering)
+	assert.Empty(t, after.Error)
+	rep, err := d.d.Report("big")
+	require.NoError(t, err)
+	var others []string
+	for _, o := range rep.Objects {
+		if !strings.HasPrefix(o.Name, "big-") {
+			others = append(others, o.Kind+"/"+o.Name+":"+string(o.Status))
+		}
+	}
+	assert.Equal(t, n, after.Drifted, "every ConfigMap of big is missing from the cluster; others: %v", others)
 }

@@ -21,6 +21,9 @@ func (d *Daemon) status() Status {
 		if err := d.errs[env]; err != nil {
 			es.Error = err.Error()
 		}
+		if d.auditor != nil {
+			es.Rendering = d.auditor.Rendering(env)
+		}
 		st.Envs = append(st.Envs, es)
 	}
 	st.Git = GitStatus{LastFetch: d.lastFetch.UTC(), StaleSeconds: time.Since(d.lastFetch).Seconds()}

@@ -140,19 +140,10 @@ func (s Source) RenderCachedContext(ctx context.Context, env string, c *Cache) (
 	if c == nil {
 		return s.Render(env)
 	}
-	key := s.cacheRevision()
-	if res, ok := c.ByRevision(env, key); ok {
+	if res, ok := s.Cached(env, c); ok {
 		return res, nil
 	}
-	for _, e := range c.load(env) {
-		if e.matches(s) {
-			if res, ok := c.resultFor(e, s.revision); ok {
-				c.addRevision(e, key)
-				c.count(func(s *CacheStats) { s.ByContent++ })
-				return res, nil
-			}
-		}
-	}
+	key := s.cacheRevision()
 	r, err := c.render(ctx, s, env)
 	if err != nil {
 		return nil, err
@@ -167,6 +158,28 @@ func (s Source) RenderCachedContext(ctx context.Context, env string, c *Cache) (
 		c.store(r.res, key, r.probes)
 	}
 	return r.res, nil
+}
+
+// Cached returns env's render from s when the cache can answer it without running kustomize:
+// it knows the commit, or a render of another commit read the same content.
+func (s Source) Cached(env string, c *Cache) (*Result, bool) {
+	if c == nil {
+		return nil, false
+	}
+	key := s.cacheRevision()
+	if res, ok := c.ByRevision(env, key); ok {
+		return res, true
+	}
+	for _, e := range c.load(env) {
+		if e.matches(s) {
+			if res, ok := c.resultFor(e, s.revision); ok {
+				c.addRevision(e, key)
+				c.count(func(s *CacheStats) { s.ByContent++ })
+				return res, true
+			}
+		}
+	}
+	return nil, false
 }
 
 // render runs kustomize, in the Worker's child process when the cache has one, recording what

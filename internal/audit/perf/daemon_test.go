@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // chat is a Slack-compatible webhook on loopback that records when each message arrived.
@@ -39,26 +41,24 @@ func (c *chat) last() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.at[
 // fetches Git and audits the env in full; an edit that lands then waits for it, and counts.
 //
 // Two phases: 20 edits with Git still (p50-ms, and p99-ms, which by nearest rank is the slowest
-// of 20); then a commit to Git that changes a rendered file but no object, so the daemon fetches
-// it within a minute, renders the env again in a render worker (once: later full audits find the
-// render in the cache) and audits it in full, while edits go on for eleven minutes, two resync
-// intervals (push-p50-ms; push-slowest-ms, the edit that waited for that render and audit).
+// of 20); then a commit to Git that changes a rendered file but no object, which Argo CD syncs
+// (the Application's synced revision moves: recordSync). The daemon renders the env again in a
+// render worker, in the background, and audits it in full once the render is in
+// (sync-to-audited-s). Meanwhile an edit in a second env of the same daemon, 100 objects, reaches
+// chat as usual (other-env-edit-during-render-ms), and an edit in the big env waits for its new
+// revision's render (edit-during-new-render-s: comparing with the revision before would report
+// Argo CD's sync as drift). Then edits go on for eleven minutes, two resync intervals
+// (push-p50-ms; push-slowest-ms).
 // Memory is sampled every second from ready to the end: the daemon's RSS (p50 and max). Where
-// the benchmark may make a memory cgroup (Linux, cgroup v1 or v2 with the memory controller), the
-// daemon starts in one, as in a container, and the figures a container's limit is held to are
-// reported: the working set (usage less inactive file pages, what the kubelet evicts on; max
-// over the samples) and the peak charge over the daemon's whole life, start-up and every render
-// worker included (v1's max_usage_in_bytes also counts page cache the kernel could reclaim).
-// The last render worker's own peak comes from the daemon's metric (reportMemory), as samples a
-// second apart miss a worker's peak. CPU is the daemon's own and its workers', per minute after
-// ready.
 func BenchmarkEditToChat10000(b *testing.B) {
 	const n, edits = 10000, 20
 	prefix := "b" + strconv.Itoa(n)
 	objs := corpus(prefix, n)
 	ensure(b, prefix, objs)
 	env := "e" + strconv.Itoa(n)
-	dir := benchRepo(b, env, objs)
+	small := corpus(prefix+"s", 100) // the second env's objects, in namespaces of their own
+	ensure(b, prefix+"s", small)
+	dir := benchRepo(b, env, objs, benchEnv{env: env + "s", base: "small", objs: small})
 	bin := auditorBinary(b)
 
 	c := &chat{}
@@ -77,7 +77,7 @@ func BenchmarkEditToChat10000(b *testing.B) {
 	}
 	addr := freeAddr(b)
 	cfg := map[string]any{ // only what locates things; every tuning knob at its default
-		"repo": dir, "envs": []string{env}, "kubeconfig": cluster.Kubeconfig, "stateDir": filepath.Join(state, "state"),
+		"repo": dir, "envs": []string{env, env + "s"}, "kubeconfig": cluster.Kubeconfig, "stateDir": filepath.Join(state, "state"),
 		"listen": addr, "api": map[string]any{"auth": "none", "pprof": true},
 		"sinks": []any{map[string]any{"name": "slack", "slack": map[string]any{"urlFile": urlFile}}},
 	}
@@ -117,13 +117,15 @@ func BenchmarkEditToChat10000(b *testing.B) {
 	// The every-100th Deployments drifted by ensure make one digest at start: wait it out.
 	time.Sleep(11 * time.Second)
 
-	target := objs[1] // a Deployment ensure leaves in sync
-	i := 0
-	edit := func(wait time.Duration) time.Duration {
+	i, made := 0, map[*unstructured.Unstructured]int{}
+	// edit scales target, a Deployment ensure left in sync, to 3 and back to Git's 2 at the next
+	// edit, and times the message it causes.
+	edit := func(target *unstructured.Unstructured, wait time.Duration) time.Duration {
 		replicas := "3"
-		if i%2 == 1 {
+		if made[target]%2 == 1 {
 			replicas = "2"
 		}
+		made[target]++
 		i++
 		before := c.count()
 		out, err := cluster.Kubectl(context.Background(), "-n", target.GetNamespace(), "scale", "deployment/"+target.GetName(), "--replicas="+replicas).CombinedOutput()
@@ -138,18 +140,18 @@ func BenchmarkEditToChat10000(b *testing.B) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		took := c.last().Sub(stored)
-		time.Sleep(10*time.Second + 500*time.Millisecond) // past the fold window the message opened
-		return took
+		return c.last().Sub(stored)
 	}
+	quiet := func() { time.Sleep(10*time.Second + 500*time.Millisecond) } // past the fold window the message opened
 	var still, pushed []time.Duration
-	var duringRender, syncToAudited time.Duration
+	var duringRender, syncToAudited, otherEnv time.Duration
 	for b.Loop() {
 		for range edits {
-			still = append(still, edit(90*time.Second))
+			still = append(still, edit(objs[1], 90*time.Second))
+			quiet()
 		}
 		workers := scrape(addr)["auditor_render_workers_total"]
-		f := filepath.Join(dir, "base", "bench", target.GetNamespace()+".yaml")
+		f := filepath.Join(dir, "base", "bench", objs[1].GetNamespace()+".yaml")
 		appendFile(b, f, "# a comment: a new revision, a new render, no object changed\n")
 		gitIn(b, dir, "commit", "-qam", "bench: touch "+filepath.Base(f))
 		// Argo CD syncs the commit: the Application's synced revision moves, the daemon (watching
@@ -164,21 +166,31 @@ func BenchmarkEditToChat10000(b *testing.B) {
 			}
 			audited <- time.Since(synced)
 		}()
-		// An edit once the new revision's render has started lands while kustomize runs (minutes
-		// at this size): the daemon's one loop is in that full audit, so the edit waits for it.
+		// Edits once the new revision's render has started land while kustomize runs (minutes at
+		// this size): the other env's is audited meanwhile; the big env's waits for the render.
 		for scrape(addr)["auditor_render_workers_total"] <= workers {
 			if time.Since(synced) > 2*time.Minute {
 				b.Fatalf("no render of the synced commit started in 2m:\n%s", logs.String())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		duringRender = edit(30 * time.Minute)
+		otherEnv = edit(small[1], 90*time.Second)
+		if !strings.Contains(apiStatus(b, addr), `"rendering": "`+newHead+`"`) {
+			b.Fatalf("the other env's edit reached chat after the new revision's render:\n%s", apiStatus(b, addr))
+		}
+		quiet()
+		if !strings.Contains(apiStatus(b, addr), `"rendering": "`+newHead+`"`) {
+			b.Fatalf("the new revision's render ended before the big env's edit:\n%s", apiStatus(b, addr))
+		}
+		duringRender = edit(objs[1], 30*time.Minute)
+		quiet()
 		if syncToAudited = <-audited; syncToAudited >= 30*time.Minute {
 			b.Fatalf("the synced commit %s is not audited after 30m:\n%s", newHead, apiStatus(b, addr))
 		}
 		push := time.Now()
 		for time.Since(push) < 11*time.Minute { // two resync intervals on the new revision
-			pushed = append(pushed, edit(90*time.Second))
+			pushed = append(pushed, edit(objs[1], 90*time.Second))
+			quiet()
 		}
 	}
 	samples := mem.finish()
@@ -189,6 +201,7 @@ func BenchmarkEditToChat10000(b *testing.B) {
 	b.ReportMetric(pct(pushed, 50).Seconds()*1000, "push-p50-ms")
 	b.ReportMetric(pct(pushed, 100).Seconds()*1000, "push-slowest-ms")
 	b.ReportMetric(duringRender.Seconds(), "edit-during-new-render-s")
+	b.ReportMetric(otherEnv.Seconds()*1000, "other-env-edit-during-render-ms")
 	b.ReportMetric(syncToAudited.Seconds(), "sync-to-audited-s")
 	b.ReportMetric(float64(len(still)+len(pushed)), "edits")
 	b.ReportMetric(firstAudit.Seconds(), "start-to-ready-s")

@@ -50,12 +50,34 @@ func auditorBinary(b *testing.B) string {
 // benchRepo writes a Git repository whose overlays/<env> renders objs, ten files of a base each
 // holding one namespace's objects, as the applier left them (with Argo CD's tracking
 // annotation), and records the Application llm-<env> as synced to its head.
-func benchRepo(b *testing.B, env string, objs []*unstructured.Unstructured) string {
+func benchRepo(b *testing.B, env string, objs []*unstructured.Unstructured, more ...benchEnv) string {
 	b.Helper()
 	dir := b.TempDir()
+	envs := append([]benchEnv{{env: env, base: "bench", objs: objs}}, more...)
+	for _, e := range envs {
+		writeEnv(b, dir, e)
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-qm", "bench"}} {
+		gitIn(b, dir, args...)
+	}
+	for _, e := range envs {
+		recordSync(b, e.env, dir)
+	}
+	return dir
+}
+
+// benchEnv is one more env of a benchmark's repository: overlays/<env> over base/<base>.
+type benchEnv struct {
+	env, base string
+	objs      []*unstructured.Unstructured
+}
+
+// writeEnv writes e's objects into dir/base/<base>, one file per namespace, and its overlay.
+func writeEnv(b *testing.B, dir string, e benchEnv) {
+	b.Helper()
 	files := map[string][]byte{}
 	var names []string
-	for _, o := range objs {
+	for _, o := range e.objs {
 		o = o.DeepCopy()
 		o.SetAnnotations(map[string]string{testcluster.TrackingAnnotation: fmt.Sprintf("bench:%s/%s:%s/%s", o.GroupVersionKind().Group, o.GetKind(), o.GetNamespace(), o.GetName())})
 		doc, err := yaml.Marshal(o.Object)
@@ -79,15 +101,10 @@ func benchRepo(b *testing.B, env string, objs []*unstructured.Unstructured) stri
 		}
 	}
 	for _, n := range names {
-		write(filepath.Join("base", "bench", n), files[n])
+		write(filepath.Join("base", e.base, n), files[n])
 	}
-	write("base/bench/kustomization.yaml", []byte("resources:\n  - "+strings.Join(names, "\n  - ")+"\n"))
-	write(filepath.Join("overlays", env, "kustomization.yaml"), []byte("resources:\n  - ../../base/bench\n"))
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-qm", "bench"}} {
-		gitIn(b, dir, args...)
-	}
-	recordSync(b, env, dir)
-	return dir
+	write(filepath.Join("base", e.base, "kustomization.yaml"), []byte("resources:\n  - "+strings.Join(names, "\n  - ")+"\n"))
+	write(filepath.Join("overlays", e.env, "kustomization.yaml"), []byte("resources:\n  - ../../base/"+e.base+"\n"))
 }
 
 // recordSync records the Application llm-<env> as synced to dir's HEAD, as Argo CD's controller

@@ -1,0 +1,93 @@
+package audit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/live"
+)
+
+// TestBackgroundRenderOfANewRevision: with RenderedInBackground set, a full audit of an env
+// with a report already leaves a new revision's render to the background and says so; the
+// render's end is signalled, and the next audit is of the new revision. A render that fails
+// (malformed YAML in the new commit) gives its error, naming the file, to the audit after it,
+// once: the audit after that renders again. A fix committed meanwhile is what gets audited.
+func TestBackgroundRenderOfANewRevision(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	repo, err := gitrepo.Open(f.Dir)
+	require.NoError(t, err)
+	cache, err := live.New(ctx, cluster.Config)
+	require.NoError(t, err)
+	require.NoError(t, cache.Watch(ctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}))
+	a := New(repo, cache)
+	a.AppName = func(string) string { return "no-such-app" } // the env follows the branch head
+	rendered := make(chan string, 10)
+	a.RenderedInBackground = func(env string) { rendered <- env }
+	waitRendered := func() {
+		t.Helper()
+		select {
+		case env := <-rendered:
+			require.Equal(t, f.Env, env)
+		case <-ctx.Done():
+			t.Fatal("the background render never ended")
+		}
+	}
+	run := func() error {
+		t.Helper()
+		rep, err := a.Run(ctx, Request{Env: f.Env})
+		if err == nil {
+			assert.Equal(t, f.Head, rep.Revision)
+		}
+		return err
+	}
+
+	require.NoError(t, run(), "the first audit renders in the foreground: there is no report to stand")
+	require.Empty(t, rendered)
+
+	f.Edit("base/api/rag-api.yaml", "rag-api:1.4.2", "rag-api:1.5.0")
+	f.Commit("rag-api 1.5.0")
+	var rendering *RenderingError
+	require.ErrorAs(t, run(), &rendering)
+	assert.Equal(t, &RenderingError{Env: f.Env, Revision: f.Head}, rendering)
+	assert.Equal(t, f.Head, a.Rendering(f.Env))
+	waitRendered()
+	assert.Empty(t, a.Rendering(f.Env))
+	require.NoError(t, run(), "after the render, the new revision is audited")
+
+	require.NoError(t, f.Write("base/api/broken.yaml", "kind: ConfigMap\nmetadata: {name: [\n"))
+	f.Edit("base/api/kustomization.yaml", "resources:\n", "resources:\n  - broken.yaml\n")
+	broken := f.Commit("a malformed manifest")
+	require.ErrorAs(t, run(), &rendering)
+	waitRendered()
+	err = run()
+	require.Error(t, err)
+	assert.NotErrorAs(t, err, &rendering)
+	assert.Contains(t, err.Error(), "broken.yaml", "the render's error names the file")
+	require.ErrorAs(t, run(), &rendering, "a failed render is tried again by the audit after the one that reported it")
+	assert.Equal(t, broken, rendering.Revision)
+
+	// A fix while the failing render runs: the fix's render supersedes it. (The fix is not only
+	// a revert: a render of content seen before comes from the cache, with no render at all.)
+	f.Edit("base/api/kustomization.yaml", "  - broken.yaml\n", "")
+	f.Edit("base/api/rag-api.yaml", "rag-api:1.5.0", "rag-api:1.5.1")
+	f.Commit("drop the malformed manifest")
+	require.ErrorAs(t, run(), &rendering)
+	assert.Equal(t, f.Head, rendering.Revision)
+	for {
+		waitRendered()
+		if err := run(); err == nil {
+			break
+		} else {
+			require.ErrorAs(t, err, &rendering, "only the fix's render is reported: %v", err)
+		}
+	}
+}
