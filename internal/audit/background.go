@@ -46,6 +46,18 @@ func (a *Auditor) background(req Request) bool {
 	return a.states[req.Env] != nil
 }
 
+// stopBackground stops env's background render unless it renders key: an audit of another
+// revision (Argo CD rolled back to one the cache holds) no longer needs it, and it would hold the
+// render worker for minutes.
+func (a *Auditor) stopBackground(env, key string) {
+	a.bgMu.Lock()
+	defer a.bgMu.Unlock()
+	if b := a.bg[env]; b != nil && b.key != key {
+		b.cancel()
+		delete(a.bg, env)
+	}
+}
+
 // renderInBackground starts rendering src (env at revision, cached under key) in the background
 // unless that render is running already, and returns a RenderingError. A render that ended in an
 // error returns that error once, to the first audit after it; the next audit renders again (a

@@ -23,6 +23,7 @@ func (a *Auditor) render(ctx context.Context, env, revision string, patches []re
 		return nil, err
 	}
 	if res, ok := a.Renders.ByRevision(env, key); ok {
+		a.stopBackground(env, key)
 		return res, nil
 	}
 	src, err := render.AtRevision(a.Repo, revision)
@@ -34,6 +35,7 @@ func (a *Auditor) render(ctx context.Context, env, revision string, patches []re
 	}
 	if background {
 		if res, ok := src.Cached(env, a.Renders); ok {
+			a.stopBackground(env, key)
 			return res, nil
 		}
 		return nil, a.renderInBackground(ctx, env, revision, key, src)

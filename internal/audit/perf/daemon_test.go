@@ -50,6 +50,14 @@ func (c *chat) last() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.at[
 // Argo CD's sync as drift). Then edits go on for eleven minutes, two resync intervals
 // (push-p50-ms; push-slowest-ms).
 // Memory is sampled every second from ready to the end: the daemon's RSS (p50 and max). Where
+// the benchmark may make a memory cgroup (Linux, cgroup v1 or v2 with the memory controller), the
+// daemon starts in one, as in a container, and the figures a container's limit is held to are
+// reported: the working set (usage less inactive file pages, what the kubelet evicts on; max
+// over the samples) and the peak charge over the daemon's whole life, start-up and every render
+// worker included (v1's max_usage_in_bytes also counts page cache the kernel could reclaim).
+// The last render worker's own peak comes from the daemon's metric (reportMemory), as samples a
+// second apart miss a worker's peak. CPU is the daemon's own and its workers', per minute after
+// ready.
 func BenchmarkEditToChat10000(b *testing.B) {
 	const n, edits = 10000, 20
 	prefix := "b" + strconv.Itoa(n)
