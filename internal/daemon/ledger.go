@@ -61,7 +61,7 @@ func (d *Daemon) syncLedger(ctx context.Context, env, revision string, seenAt ti
 		return err
 	}
 	req := ledger.SyncRequest{Env: env, Branch: d.cfg.Ledger.Branch, Revision: revision, SyncedAt: seenAt,
-		Deadline: time.Now().Add(2 * time.Minute), Renders: d.ledger}
+		Deadline: time.Now().Add(2 * time.Minute), FetchTimeout: d.cfg.FetchTimeout.or(30 * time.Second), Renders: d.ledger}
 	if u := d.cfg.Ledger.PrometheusURL; u != "" {
 		req.Metrics = (&ledger.Prometheus{URL: u}).ForRecord
 	}

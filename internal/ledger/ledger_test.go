@@ -3,12 +3,17 @@ package ledger
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
 )
@@ -316,4 +321,23 @@ func TestMergeCommit(t *testing.T) {
 		"changed vllm-qwen 50 share; changed vllm-qwen-canary 50 share" || recs[4].Revision != merge || recs[4].Subject != "Merge canary-50" {
 		t.Fatalf("rebuild: %s", s)
 	}
+}
+
+// TestSyncAgainstAStalledServerGivesUp: a Git server that accepts the connection and never
+// answers fails the sync once FetchTimeout has passed (the daemon's ledger syncs share one lock:
+// a hung one would stop every env's ledger for good).
+func TestSyncAgainstAStalledServerGivesUp(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	remote, err := gitrepo.NewRemote(gitrepo.RemoteConfig{URL: srv.URL + "/platform.git", Dir: t.TempDir()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	_, err = Sync(ctx, remote, SyncRequest{Env: "prod", FetchTimeout: time.Second})
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), 30*time.Second, "the sync waited for the test's own deadline: %v", err)
+	assert.NoError(t, ctx.Err())
 }

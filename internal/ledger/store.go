@@ -190,6 +190,9 @@ type SyncRequest struct {
 	// Metrics, when set, is called for each new record that still serves (not retired).
 	Metrics  func(ctx context.Context, r Record) (*Metrics, error)
 	Deadline time.Time
+	// FetchTimeout, when set, bounds opening the remote (its clone or fetch): a stalled server
+	// fails the sync instead of hanging it.
+	FetchTimeout time.Duration
 	// Renders, when set, renders each commit through this cache and its Worker (the daemon's
 	// render workers); nil renders in process.
 	Renders *render.Cache
@@ -209,7 +212,12 @@ func Sync(ctx context.Context, remote *gitrepo.Remote, req SyncRequest) (SyncRes
 	if req.Branch == "" {
 		req.Branch = "main"
 	}
-	repo, err := remote.Open(ctx)
+	octx, cancel := ctx, context.CancelFunc(func() {})
+	if req.FetchTimeout > 0 {
+		octx, cancel = context.WithTimeout(ctx, req.FetchTimeout)
+	}
+	repo, err := remote.Open(octx)
+	cancel()
 	if err != nil {
 		return out, err
 	}

@@ -119,7 +119,12 @@ func BenchmarkEditToChat10000(b *testing.B) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	firstAudit := time.Since(started)
-	mem := startSampler(pid, cg, time.Second)
+	profiles := os.Getenv("BENCH_PROFILE_DIR")
+	mem := startSampler(pid, cg, time.Second, func(rss float64) {
+		if profiles != "" { // the daemon's heap near its highest RSS, for go tool pprof
+			saveHeapProfile(addr, filepath.Join(profiles, "daemon-heap-peak.pprof"))
+		}
+	})
 	cpuAtReady, reapedAtReady := cpuSeconds(pid)
 	readyAt := time.Now()
 	// The every-100th Deployments drifted by ensure make one digest at start: wait it out.
@@ -216,12 +221,8 @@ func BenchmarkEditToChat10000(b *testing.B) {
 	b.ReportMetric((cpu-cpuAtReady)/minutes, "daemon-cpu-s/min")
 	b.ReportMetric((reaped-reapedAtReady)/minutes, "worker-cpu-s/min")
 	b.ReportMetric(reapedAtReady, "start-worker-cpu-s")
-	if d := os.Getenv("BENCH_PROFILE_DIR"); d != "" { // the daemon's heap, for go tool pprof
-		if resp, err := http.Get("http://" + addr + "/debug/pprof/heap"); err == nil {
-			data, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			_ = os.WriteFile(filepath.Join(d, "daemon-heap.pprof"), data, 0o644)
-		}
+	if profiles != "" { // the daemon's heap at the end, for go tool pprof
+		saveHeapProfile(addr, filepath.Join(profiles, "daemon-heap.pprof"))
 	}
 	status := procStatus(pid)
 	b.ReportMetric(status["VmRSS"]/1024, "daemon-RSS-MiB")
@@ -235,6 +236,18 @@ func BenchmarkEditToChat10000(b *testing.B) {
 	b.ReportMetric(float64(len(samples)), "memory-samples")
 	reportMemory(b, addr, pid)
 	b.ReportMetric(float64(n), "objects")
+}
+
+// saveHeapProfile writes the heap profile of the daemon listening on addr (with api.pprof) to file.
+func saveHeapProfile(addr, file string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if data, err := io.ReadAll(resp.Body); err == nil {
+		_ = os.WriteFile(file, data, 0o644)
+	}
 }
 
 // freeAddr is a loopback address no one listens on, for a daemon to take.

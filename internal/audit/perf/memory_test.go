@@ -152,15 +152,22 @@ type sampler struct {
 	done    chan struct{}
 }
 
-func startSampler(pid int, cg *memCgroup, every time.Duration) *sampler {
+// startSampler samples pid's memory every period until finish. onPeak, when set, is called each
+// time the daemon's RSS exceeds the highest so far by 8 MiB (to take a heap profile near the peak).
+func startSampler(pid int, cg *memCgroup, every time.Duration, onPeak func(rssMiB float64)) *sampler {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &sampler{stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(every)
 		defer t.Stop()
+		peak := 0.0
 		for {
 			m := memSample{daemon: rssMiB(pid)}
+			if m.daemon > peak+8 && onPeak != nil {
+				peak = m.daemon
+				onPeak(peak)
+			}
 			for _, c := range children(pid) {
 				m.workers += rssMiB(c)
 			}

@@ -89,7 +89,7 @@ func BenchmarkServeMemoryProdEnv(b *testing.B) {
 			b.Fatal(err)
 		}
 		pid := cmd.Process.Pid
-		mem := startSampler(pid, cg, 250*time.Millisecond)
+		mem := startSampler(pid, cg, 250*time.Millisecond, nil)
 		started := time.Now()
 		for !ready(addr) {
 			if time.Since(started) > 5*time.Minute {
