@@ -2,6 +2,9 @@ package audit
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -90,4 +93,56 @@ func TestBackgroundRenderOfANewRevision(t *testing.T) {
 			require.ErrorAs(t, err, &rendering, "only the fix's render is reported: %v", err)
 		}
 	}
+}
+
+// TestBackgroundRenderTheCacheDoesNotKeep: an env whose kustomization fetches a remote file has
+// renders the cache never keeps; a full audit that left its render to the background still gets
+// it from the render itself, once, instead of rendering again forever.
+func TestBackgroundRenderTheCacheDoesNotKeep(t *testing.T) {
+	f := newFixture(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: upstream, namespace: "+f.NS("api")+"}\ndata: {k: v}\n")
+	}))
+	defer srv.Close()
+	f.Edit("overlays/prod/kustomization.yaml", "resources:\n", "resources:\n  - "+srv.URL+"/upstream.yaml\n")
+	f.Commit("a remote file")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	repo, err := gitrepo.Open(f.Dir)
+	require.NoError(t, err)
+	cache, err := live.New(ctx, cluster.Config)
+	require.NoError(t, err)
+	require.NoError(t, cache.Watch(ctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}))
+	a := New(repo, cache)
+	a.AppName = func(string) string { return "no-such-app" }
+	rendered := make(chan string, 10)
+	a.RenderedInBackground = func(env string) { rendered <- env }
+	fullAudit := func() {
+		t.Helper()
+		_, err := a.Run(ctx, Request{Env: f.Env})
+		var rendering *RenderingError
+		require.ErrorAs(t, err, &rendering, "nothing to take from the cache: rendered in the background")
+		select {
+		case <-rendered:
+		case <-ctx.Done():
+			t.Fatal("the background render never ended")
+		}
+		rep, err := a.Run(ctx, Request{Env: f.Env})
+		require.NoError(t, err, "the render just made is used")
+		assert.Equal(t, f.Head, rep.Revision)
+		var upstream []string
+		for _, o := range rep.Objects {
+			if o.Name == "upstream" {
+				upstream = append(upstream, string(o.Status))
+			}
+		}
+		assert.Equal(t, []string{"Missing"}, upstream, "the remote file's ConfigMap is rendered, and not in the cluster")
+	}
+	_, err = a.Run(ctx, Request{Env: f.Env})
+	require.NoError(t, err)
+	fullAudit() // the same revision again (a resync)
+	f.Edit("base/api/rag-api.yaml", "rag-api:1.4.2", "rag-api:1.5.0")
+	f.Commit("rag-api 1.5.0")
+	fullAudit()
+	assert.Equal(t, 3, a.Renders.Stats().Rendered, "one render per full audit, none cached")
 }

@@ -16,15 +16,28 @@ import (
 
 // render renders env at revision with the Application's kustomize patches, as Argo CD builds
 // it, through the render cache when the Auditor has one. With background, a render the cache
-// cannot answer is left running in the background and a RenderingError returned.
+// cannot answer is left running in the background and a RenderingError returned; the audit after
+// it ends gets its result.
 func (a *Auditor) render(ctx context.Context, env, revision string, patches []render.Patch, background bool) (*render.Result, error) {
 	key, err := render.CacheRevision(revision, patches)
 	if err != nil {
 		return nil, err
 	}
+	if background {
+		if res, ok, err := a.takeBackground(env, key); ok {
+			return res, err
+		}
+	}
 	if res, ok := a.Renders.ByRevision(env, key); ok {
 		a.stopBackground(env, key)
 		return res, nil
+	}
+	if background {
+		// While env renders, an audit (every watch event in env) does not snapshot the tree
+		// again to find out: the render's end audits env again.
+		if err := a.runningBackground(env); err != nil {
+			return nil, err
+		}
 	}
 	src, err := render.AtRevision(a.Repo, revision)
 	if err != nil {
@@ -35,7 +48,6 @@ func (a *Auditor) render(ctx context.Context, env, revision string, patches []re
 	}
 	if background {
 		if res, ok := src.Cached(env, a.Renders); ok {
-			a.stopBackground(env, key)
 			return res, nil
 		}
 		return nil, a.renderInBackground(ctx, env, revision, key, src)

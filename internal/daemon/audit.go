@@ -105,7 +105,12 @@ func (d *Daemon) auditChanged(ctx context.Context) {
 		d.auditAll(ctx)
 		return
 	}
-	ok := d.eachEnv(ctx, func(a *audit.Auditor, env string) (*drift.Report, error) { return a.Update(ctx, env, refs) })
+	ok := d.eachEnv(ctx, func(a *audit.Auditor, env string) (*drift.Report, error) {
+		if d.isWaiting(env) {
+			return a.Run(ctx, audit.Request{Env: env})
+		}
+		return a.Update(ctx, env, refs)
+	})
 	if !ok && ctx.Err() == nil {
 		// What failed to be audited stays touched: the next audit (event or fetch) takes it again.
 		d.touchMu.Lock()
@@ -144,7 +149,9 @@ func (d *Daemon) eachEnv(ctx context.Context, run func(a *audit.Auditor, env str
 // An audit waiting for its render in the background succeeded for this purpose: the env's last
 // report stands, and the render's end audits the env again.
 func (d *Daemon) audited(ctx context.Context, env string, rep *drift.Report, err error, start time.Time) bool {
-	if _, rendering := errors.AsType[*audit.RenderingError](err); rendering {
+	_, rendering := errors.AsType[*audit.RenderingError](err)
+	d.setWaiting(env, rendering)
+	if rendering {
 		return true
 	}
 	d.metrics.auditDuration.WithLabelValues(env).Observe(time.Since(start).Seconds())
@@ -167,4 +174,27 @@ func (d *Daemon) audited(ctx context.Context, env string, rep *drift.Report, err
 	d.announce(rep)
 	d.recordSync(ctx, rep)
 	return true
+}
+
+// setWaiting records whether env's full audit waits for a background render.
+func (d *Daemon) setWaiting(env string, waiting bool) {
+	d.touchMu.Lock()
+	defer d.touchMu.Unlock()
+	if waiting {
+		if d.waiting == nil {
+			d.waiting = map[string]bool{}
+		}
+		d.waiting[env] = true
+	} else {
+		delete(d.waiting, env)
+	}
+}
+
+// isWaiting says whether env's last full audit waits for a background render: its next audit
+// is full, so that it covers what the watches saw in env meanwhile (whose refs that audit
+// dropped), even when the render is no longer needed (the branch moved back).
+func (d *Daemon) isWaiting(env string) bool {
+	d.touchMu.Lock()
+	defer d.touchMu.Unlock()
+	return d.waiting[env]
 }

@@ -91,6 +91,9 @@ type Daemon struct {
 	touchMu sync.Mutex
 	touched map[drift.Ref]bool // objects the watches saw change since the last audit
 	full    bool               // a change that needs every env re-audited in full
+	// waiting are the envs whose last full audit waits for a background render: their next
+	// audit is full whatever the watches saw (the edits made meanwhile are covered by it).
+	waiting map[string]bool
 }
 
 // New prepares a daemon: sinks, outboxes and the tracker state are opened; nothing runs yet.

@@ -642,8 +642,9 @@ func bigEnv(t *testing.T, p interface {
 
 // TestNewRevisionRendersInTheBackground: a commit that changes a large env's render is rendered
 // in the background. Meanwhile a hand edit in another env reaches chat and the large env's last
-// report stands (its status says which revision is rendering); once the render is in, the large
-// env is audited at the new revision.
+// report stands (its status says which revision is rendering); a hand edit in the large env and
+// a further commit (not touching it) wait for that render, which is not started again; once it
+// is in, the large env is audited at the newest revision, the hand edit included.
 func TestNewRevisionRendersInTheBackground(t *testing.T) {
 	h := newHarness(t)
 	const n = 5000
@@ -695,6 +696,16 @@ func TestNewRevisionRendersInTheBackground(t *testing.T) {
 	assert.Equal(t, before.Revision, during.Revision, "big's last report stands while its new revision renders")
 	assert.Equal(t, head, envStatus("prod").Revision, "prod's render did not change: audited at the new head from the cache")
 
+	// While big renders: a hand-made ConfigMap of big's (Git says i: "7"), and a commit that
+	// changes no file big reads. Neither restarts the render; both are in big's next audit.
+	h.p.Kubectl("create", "namespace", ns)
+	t.Cleanup(func() { h.p.Kubectl("delete", "namespace", ns, "--wait=false") })
+	h.p.Kubectl("-n", ns, "create", "configmap", "big-00007", "--from-literal=i=hand-made")
+	require.NoError(t, h.p.Write("NOTES.md", "not part of any env\n"))
+	head = h.p.Commit("notes")
+	d.d.TriggerFetch()
+	require.Equal(t, during.Revision, envStatus("big").Revision, "big's render ended before the test's edits: its margin is gone")
+
 	deadline = time.Now().Add(2 * time.Minute)
 	for envStatus("big").Revision != head {
 		require.True(t, time.Now().Before(deadline), "big not audited at %s after its render: %+v", head, envStatus("big"))
@@ -712,5 +723,13 @@ func TestNewRevisionRendersInTheBackground(t *testing.T) {
 			others = append(others, o.Kind+"/"+o.Name+":"+string(o.Status))
 		}
 	}
-	assert.Equal(t, n, after.Drifted, "every ConfigMap of big is missing from the cluster; others: %v", others)
+	assert.Equal(t, n, after.Drifted, "every ConfigMap of big is out of sync; others: %v", others)
+	statuses := map[string]string{}
+	for _, o := range rep.Objects {
+		if o.Name == "big-00006" || o.Name == "big-00007" {
+			statuses[o.Name] = string(o.Status)
+		}
+	}
+	assert.Equal(t, map[string]string{"big-00006": "Missing", "big-00007": "Modified"}, statuses, "the ConfigMap made by hand during the render")
+	assert.Equal(t, workers+1, d.d.worker.Started(), "big's render ran once: the commit made during it did not restart it")
 }

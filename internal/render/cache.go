@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 
@@ -114,15 +115,16 @@ func (c *Cache) ByRevision(env, revision string) (*Result, bool) {
 		return nil, false
 	}
 	for _, e := range c.load(env) {
-		for _, r := range e.Revisions {
-			if r == revision {
-				commit, _, _ := strings.Cut(revision, "#") // a patched render's key (CacheRevision)
-				res, ok := c.resultFor(e, commit)
-				if ok {
-					c.count(func(s *CacheStats) { s.ByRevision++ })
-				}
-				return res, ok
+		c.mu.Lock() // addRevision appends to it
+		known := slices.Contains(e.Revisions, revision)
+		c.mu.Unlock()
+		if known {
+			commit, _, _ := strings.Cut(revision, "#") // a patched render's key (CacheRevision)
+			res, ok := c.resultFor(e, commit)
+			if ok {
+				c.count(func(s *CacheStats) { s.ByRevision++ })
 			}
+			return res, ok
 		}
 	}
 	return nil, false

@@ -1,7 +1,10 @@
 package render
 
 import (
+	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,42 +108,51 @@ func TestRenderCacheByWhatTheRenderRead(t *testing.T) {
 	assert.Equal(t, CacheStats{Rendered: 1}, cold.Stats())
 }
 
-// TestRenderReachingOutsideIsNotCached: a kustomization that names a URL (a remote base, file or
-// Helm chart) fetches what no probe records, so its render is never reused.
+// TestRenderReachingOutsideIsNotCached: a kustomization that names a URL where kustomize loads
+// something (a remote base or file, a Helm chart) fetches what no probe records, so its render is
+// never reused; a URL in inline content kustomize does not fetch (a patch's value, a comment)
+// does not keep a render out of the cache.
 func TestRenderReachingOutsideIsNotCached(t *testing.T) {
-	files := maps.Clone(miniRepo)
-	// The check is conservative: a URL anywhere in a kustomization but a comment line (here a
-	// comment after a value, as no network is at hand to fetch a real one) keeps its render out
-	// of the cache.
-	files["overlays/prod/kustomization.yaml"] = "resources: [../../base/app] # upstream: https://example.com/cm.yaml\n"
-	repo, err := gitrepo.Open(newRepo(t, files))
-	require.NoError(t, err)
-	c := NewCache(t.TempDir(), 4)
-	for range 2 {
-		snap, err := repo.Snapshot("HEAD")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := "upstream" // /cm.yaml: a resource of its own; /patch.yaml: a patch of base/app's
+		if r.URL.Path == "/patch.yaml" {
+			name = "app"
+		}
+		_, _ = io.WriteString(w, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+name+", namespace: llm-api}\ndata: {k: v}\n")
+	}))
+	defer srv.Close()
+	renders := func(kustomization string) CacheStats {
+		t.Helper()
+		files := maps.Clone(miniRepo)
+		files["overlays/prod/kustomization.yaml"] = kustomization
+		repo, err := gitrepo.Open(newRepo(t, files))
 		require.NoError(t, err)
-		src, err := FromSnapshot(snap)
-		require.NoError(t, err)
-		_, err = src.RenderCached("prod", c)
-		require.NoError(t, err)
+		c := NewCache("", 4)
+		for range 2 {
+			snap, err := repo.Snapshot("HEAD")
+			require.NoError(t, err)
+			src, err := FromSnapshot(snap)
+			require.NoError(t, err)
+			_, err = src.RenderCached("prod", c)
+			require.NoError(t, err)
+		}
+		return c.Stats()
 	}
-	assert.Equal(t, CacheStats{Rendered: 2}, c.Stats(), "rendered twice, never from the cache")
-
-	// A URL in a comment line fetches nothing: the render is cached (components/model-cache says
-	// where the weights come from, s3://models/...).
-	files["overlays/prod/kustomization.yaml"] = "# weights from s3://models/qwen\nresources: [../../base/app]\n"
-	repo, err = gitrepo.Open(newRepo(t, files))
-	require.NoError(t, err)
-	c = NewCache("", 4)
-	for range 2 {
-		snap, err := repo.Snapshot("HEAD")
-		require.NoError(t, err)
-		src, err := FromSnapshot(snap)
-		require.NoError(t, err)
-		_, err = src.RenderCached("prod", c)
-		require.NoError(t, err)
+	fetched := []string{
+		"resources: [../../base/app, " + srv.URL + "/cm.yaml]\n",
+		"resources: [../../base/app]\npatches:\n  - path: " + srv.URL + "/patch.yaml\n",
 	}
-	assert.Equal(t, CacheStats{Rendered: 1, ByRevision: 1}, c.Stats())
+	for _, k := range fetched {
+		assert.Equal(t, CacheStats{Rendered: 2}, renders(k), "rendered twice, never from the cache:\n%s", k)
+	}
+	inline := []string{
+		"# weights from s3://models/qwen\nresources: [../../base/app]\n",
+		"resources: [../../base/app]\npatches:\n  - target: {kind: ConfigMap}\n    patch: |-\n      - op: add\n        path: /data/uri\n        value: s3://models/qwen\n",
+		"resources: [../../base/app]\ncommonAnnotations: {source: \"https://github.com/org/repo\"}\n",
+	}
+	for _, k := range inline {
+		assert.Equal(t, CacheStats{Rendered: 1, ByRevision: 1}, renders(k), "rendered once, then from the cache:\n%s", k)
+	}
 }
 
 // TestSharedCacheDecodesOnce: a Shared cache answers repeated hits with the same decoded objects

@@ -7,15 +7,18 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 )
 
 // Probe kinds: what a read found.
@@ -142,12 +145,58 @@ func (r *recordingFS) Open(p string) (filesys.File, error) {
 func (r *recordingFS) ReadFile(p string) ([]byte, error) {
 	r.note(probeRead, p)
 	data, err := r.FileSystem.ReadFile(p)
-	if err == nil && kustomizationFile(p) && remoteRef.Match(withoutCommentLines(data)) {
+	if err == nil && kustomizationFile(p) && readsRemote(data) {
 		r.mu.Lock()
 		r.remote = true
 		r.mu.Unlock()
 	}
 	return data, err
+}
+
+// readsRemote says whether a kustomization may make kustomize read outside the repository: a
+// URL or Git remote where kustomize loads something (resources, components, a patch or generator
+// file, openapi, crds...), or a Helm chart. Inline content kustomize never fetches from — an
+// inline patch, generator literals, labels and annotations — is not looked at: a patch setting
+// an env var to s3://models/... fetches nothing. A kustomization that does not parse is looked at
+// whole (but its comment lines), conservatively.
+func readsRemote(data []byte) bool {
+	var k map[string]any
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return remoteRef.Match(withoutCommentLines(data))
+	}
+	if k["helmCharts"] != nil || k["helmGlobals"] != nil {
+		return true
+	}
+	for _, f := range []string{"patches", "patchesJson6902"} {
+		for _, p := range asList(k[f]) {
+			if m, ok := p.(map[string]any); ok {
+				delete(m, "patch")
+			}
+		}
+	}
+	if psm := asList(k["patchesStrategicMerge"]); psm != nil {
+		k["patchesStrategicMerge"] = slices.DeleteFunc(psm, func(p any) bool {
+			s, ok := p.(string)
+			return ok && strings.Contains(s, "\n") // inline: a file name is one line
+		})
+	}
+	for _, f := range []string{"configMapGenerator", "secretGenerator"} {
+		for _, g := range asList(k[f]) {
+			if m, ok := g.(map[string]any); ok {
+				delete(m, "literals")
+			}
+		}
+	}
+	for _, f := range []string{"commonLabels", "commonAnnotations", "labels"} {
+		delete(k, f)
+	}
+	rest, err := json.Marshal(k)
+	return err != nil || remoteRef.Match(rest)
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
 
 // withoutCommentLines drops the lines that are only a YAML comment: a URL there ("filled from
