@@ -44,9 +44,10 @@ type Auditor struct {
 	Timing func(stage string, took time.Duration)
 	// RenderedInBackground, when set, lets a full audit of an env that has a report already (an
 	// earlier full audit) leave a render the cache cannot answer (a new revision's: minutes at
-	// 10,000 objects) running in the background: the audit returns a *RenderingError at once,
-	// and RenderedInBackground(env) is called when the render ends. The env's next full audit
-	// takes it from the cache, or returns its error. A daemon keeps auditing its other envs,
+	// 10,000 objects) running in the background, when Renders has a Worker: the audit returns a
+	// *RenderingError at once, and RenderedInBackground(env) is called when the render ends. The
+	// env's next full audit of that revision gets it (from the cache, or from the render when the
+	// cache did not keep it), or its error. A daemon keeps auditing its other envs,
 	// and this env's last report stands meanwhile: comparing the cluster with the revision
 	// before would report Argo CD's sync of the new one as drift.
 	RenderedInBackground func(env string)

@@ -19,15 +19,18 @@ func (e *RenderingError) Error() string {
 	return fmt.Sprintf("%s: rendering %.12s in the background", e.Env, e.Revision)
 }
 
-// bgRender is one env's render running, or ended, in the background. An ended one holds its
-// result (or error) for the next audit of its key, whether or not the cache kept it: a render
-// the cache does not keep (it reads a remote base) is still used, once.
+// bgRender is one env's render running, or ended, in the background. An ended one the cache did
+// not keep (its kustomization fetches a remote base or file) holds its result for the next audit
+// of its key; one the cache kept is taken from the cache.
 type bgRender struct {
 	key, revision string
 	cancel        context.CancelFunc
 	done, stopped bool
-	res           *render.Result
-	err           error
+	// checked is a key whose render the cache was found not to hold while this one runs: an
+	// audit wanting it waits without looking again.
+	checked string
+	res     *render.Result
+	err     error
 }
 
 // Rendering returns the revision a background render of env is working on (or waiting for the
@@ -42,9 +45,11 @@ func (a *Auditor) Rendering(env string) string {
 }
 
 // background says whether a full audit of env may leave its render to the background: the
-// Auditor is asked to, and env has a report to stand meanwhile.
+// Auditor is asked to, its renders run in a render worker (which a render no longer needed can
+// be stopped in; in process, renders of several envs would run at once in this heap), and env
+// has a report to stand meanwhile.
 func (a *Auditor) background(req Request) bool {
-	if a.RenderedInBackground == nil || a.Renders == nil || req.Revision != "" {
+	if a.RenderedInBackground == nil || a.Renders == nil || a.Renders.Worker == nil || req.Revision != "" {
 		return false
 	}
 	a.statesMu.Lock()
@@ -52,36 +57,48 @@ func (a *Auditor) background(req Request) bool {
 	return a.states[req.Env] != nil
 }
 
-// takeBackground hands an ended background render of env to the audit that wants key: its
-// result or its error, once (ok). An ended render of another key is dropped.
+// takeBackground hands an ended background render of key to the audit that wants it: its error,
+// or its result when the cache did not keep it, once (ok). An ended render of another key is
+// dropped.
 func (a *Auditor) takeBackground(env, key string) (res *render.Result, ok bool, err error) {
 	a.bgMu.Lock()
 	defer a.bgMu.Unlock()
+	return a.takeLocked(env, key)
+}
+
+func (a *Auditor) takeLocked(env, key string) (*render.Result, bool, error) {
 	b := a.bg[env]
 	if b == nil || !b.done {
 		return nil, false, nil
 	}
 	delete(a.bg, env)
-	if b.key != key || b.stopped {
+	if b.key != key || b.stopped || (b.res == nil && b.err == nil) {
 		return nil, false, nil
 	}
 	return b.res, true, b.err
 }
 
-// runningBackground returns the RenderingError for env's render still running, if one is.
-func (a *Auditor) runningBackground(env string) error {
+// runningBackground returns a RenderingError when env's render runs and the audit wanting key
+// should wait for it without snapshotting the tree (at every watch event in env meanwhile): it
+// renders key, or key was found not cached already. A new key is let through once, so that a
+// revision the content cache holds (a revert of the commit rendering) is audited at once.
+func (a *Auditor) runningBackground(env, key string) error {
 	a.bgMu.Lock()
 	defer a.bgMu.Unlock()
-	if b := a.bg[env]; b != nil && !b.done {
+	b := a.bg[env]
+	if b == nil || b.done {
+		return nil
+	}
+	if b.key == key || b.checked == key {
 		return &RenderingError{Env: env, Revision: b.revision}
 	}
+	b.checked = key
 	return nil
 }
 
-// stopBackground stops env's background render unless it renders key: an audit that found
-// key's render in the cache (Argo CD rolled back to a revision it holds) no longer needs it, and
-// it would hold the render worker for minutes. A render in process cannot be stopped: it runs to
-// its end, and no other render of env starts meanwhile.
+// stopBackground stops env's background render unless it renders key: an audit that got key's
+// render from the cache (Argo CD rolled back, a revert) no longer needs it, and it would hold the
+// render worker for minutes.
 func (a *Auditor) stopBackground(env, key string) {
 	a.bgMu.Lock()
 	defer a.bgMu.Unlock()
@@ -91,16 +108,20 @@ func (a *Auditor) stopBackground(env, key string) {
 	}
 }
 
-// renderInBackground starts rendering src (env at revision, cached under key) in the background
-// and returns a RenderingError; RenderedInBackground(env) is called when it ends. The caller has
-// made sure no render of env is running: one runs at a time per env, and a newer revision waits
-// for it rather than stop it (commits every few seconds would otherwise stop every render; the
-// content cache then answers the newer revision when it did not change the env's files).
-func (a *Auditor) renderInBackground(ctx context.Context, env, revision, key string, src render.Source) error {
+// startBackground starts rendering src (env at revision, cached under key) in the background
+// and returns a RenderingError; RenderedInBackground(env) is called when it ends. One render runs
+// per env: while one runs, a newer revision waits for it rather than stop it (commits every few
+// seconds would otherwise stop every render; the content cache then answers the newer revision
+// when it did not change the env's files). A render of key that ended since the caller looked is
+// handed over instead (ok).
+func (a *Auditor) startBackground(ctx context.Context, env, revision, key string, src render.Source) (*render.Result, bool, error) {
 	a.bgMu.Lock()
 	defer a.bgMu.Unlock()
 	if b := a.bg[env]; b != nil && !b.done {
-		return &RenderingError{Env: env, Revision: b.revision}
+		return nil, false, &RenderingError{Env: env, Revision: b.revision}
+	}
+	if res, ok, err := a.takeLocked(env, key); ok {
+		return res, true, err
 	}
 	if a.bg == nil {
 		a.bg = map[string]*bgRender{}
@@ -110,6 +131,9 @@ func (a *Auditor) renderInBackground(ctx context.Context, env, revision, key str
 	a.bg[env] = b
 	go func() {
 		res, err := src.RenderCachedContext(bctx, env, a.Renders)
+		if err == nil && a.Renders.Knows(env, key) {
+			res = nil // the cache kept it: the audit takes it from there, decoded once
+		}
 		a.bgMu.Lock()
 		b.done, b.res = true, res
 		if err != nil {
@@ -122,5 +146,5 @@ func (a *Auditor) renderInBackground(ctx context.Context, env, revision, key str
 			a.RenderedInBackground(env)
 		}
 	}()
-	return &RenderingError{Env: env, Revision: revision}
+	return nil, false, &RenderingError{Env: env, Revision: revision}
 }

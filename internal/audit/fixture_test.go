@@ -13,6 +13,7 @@ import (
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/testcluster"
 	"github.com/llm-gitops/platform/internal/testfixture"
 )
@@ -23,6 +24,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	render.ServeWorkerIfChild() // background renders run in a child process of this test binary
 	os.Exit(testcluster.Main(m, testcluster.Options{ControllerManager: true}, &cluster))
 }
 

@@ -33,9 +33,7 @@ func (a *Auditor) render(ctx context.Context, env, revision string, patches []re
 		return res, nil
 	}
 	if background {
-		// While env renders, an audit (every watch event in env) does not snapshot the tree
-		// again to find out: the render's end audits env again.
-		if err := a.runningBackground(env); err != nil {
+		if err := a.runningBackground(env, key); err != nil {
 			return nil, err
 		}
 	}
@@ -48,9 +46,11 @@ func (a *Auditor) render(ctx context.Context, env, revision string, patches []re
 	}
 	if background {
 		if res, ok := src.Cached(env, a.Renders); ok {
+			a.stopBackground(env, key)
 			return res, nil
 		}
-		return nil, a.renderInBackground(ctx, env, revision, key, src)
+		res, _, err := a.startBackground(ctx, env, revision, key, src)
+		return res, err
 	}
 	res, err := src.RenderCachedContext(ctx, env, a.Renders)
 	if err != nil {

@@ -130,6 +130,23 @@ func (c *Cache) ByRevision(env, revision string) (*Result, bool) {
 	return nil, false
 }
 
+// Knows says whether the cache holds env's render at revision (a commit or CacheRevision's key),
+// without decoding it.
+func (c *Cache) Knows(env, revision string) bool {
+	if c == nil || revision == "" {
+		return false
+	}
+	for _, e := range c.load(env) {
+		c.mu.Lock()
+		known := slices.Contains(e.Revisions, revision)
+		c.mu.Unlock()
+		if known {
+			return true
+		}
+	}
+	return false
+}
+
 // RenderCached renders env from s through the cache: a render whose recorded reads all find the
 // same content in s is reused; otherwise kustomize runs and its reads are recorded.
 func (s Source) RenderCached(env string, c *Cache) (*Result, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
 )
@@ -145,6 +146,35 @@ func TestRenderReachingOutsideIsNotCached(t *testing.T) {
 	for _, k := range fetched {
 		assert.Equal(t, CacheStats{Rendered: 2}, renders(k), "rendered twice, never from the cache:\n%s", k)
 	}
+	// A builtin generator's config, listed by the kustomization, whose file is a URL.
+	rendersGenerated := func(kustomization string) CacheStats {
+		t.Helper()
+		files := maps.Clone(miniRepo)
+		files["overlays/prod/kustomization.yaml"] = kustomization
+		files["overlays/prod/generator.yaml"] = "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata: {name: upstream, namespace: llm-api}\nfiles: [k=" + srv.URL + "/k]\n"
+		repo, err := gitrepo.Open(newRepo(t, files))
+		require.NoError(t, err)
+		c := NewCache("", 4)
+		for range 2 {
+			snap, err := repo.Snapshot("HEAD")
+			require.NoError(t, err)
+			src, err := FromSnapshot(snap)
+			require.NoError(t, err)
+			res, err := src.RenderCached("prod", c)
+			require.NoError(t, err)
+			var fetched []string
+			for _, o := range res.Objects {
+				if strings.HasPrefix(o.GetName(), "upstream") {
+					k, _, _ := unstructured.NestedString(o.Object, "data", "k")
+					fetched = append(fetched, k)
+				}
+			}
+			require.Len(t, fetched, 1)
+			require.Contains(t, fetched[0], "name: upstream", "the generator's file is what the server sent")
+		}
+		return c.Stats()
+	}
+	assert.Equal(t, CacheStats{Rendered: 2}, rendersGenerated("resources: [../../base/app]\ngenerators: [generator.yaml]\n"))
 	inline := []string{
 		"# weights from s3://models/qwen\nresources: [../../base/app]\n",
 		"resources: [../../base/app]\npatches:\n  - target: {kind: ConfigMap}\n    patch: |-\n      - op: add\n        path: /data/uri\n        value: s3://models/qwen\n",
@@ -178,5 +208,41 @@ func TestSharedCacheDecodesOnce(t *testing.T) {
 		assert.Equal(t, shared, a.Objects[0] == b.Objects[0], "shared %v: same objects on two hits", shared)
 		assert.Equal(t, shared, first.Objects[0] == a.Objects[0], "shared %v: hits share the render that filled the cache", shared)
 		assert.Empty(t, cmp.Diff(first.Objects[0].Object, a.Objects[0].Object))
+	}
+}
+
+// TestReadsRemote: where a kustomization (or a builtin plugin's config) names something
+// kustomize fetches, in any spelling kustomize accepts, and where a URL is only inline content.
+func TestReadsRemote(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		remote     bool
+	}{
+		{"https resource", "resources: [https://example.com/cm.yaml]", true},
+		{"git over ssh", "resources: [git@github.com:org/repo//base]", true},
+		{"any user's ssh remote", "resources: [deploy@git.example.com:org/repo.git//base]", true},
+		{"github scp form", "resources: [github.com:org/repo//base]", true},
+		{"github in capitals", "resources: [GitHub.com/org/repo//base]", true},
+		{"component", "components: [https://example.com/c]", true},
+		{"patch file", "patches: [{path: 'https://example.com/p.yaml'}]", true},
+		{"generator file", "configMapGenerator: [{name: x, files: ['k=https://example.com/f']}]", true},
+		{"openapi", "openapi: {path: 'https://example.com/schema.json'}", true},
+		{"helm chart", "helmCharts: [{name: x, repo: oci://example.com/x}]", true},
+		{"builtin transformer config", "apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: x}\npath: https://example.com/p.yaml", true},
+		{"unparsable with a url", "resources: [https://example.com/cm.yaml", true},
+		{"local", "resources: [../../base/app]", false},
+		{"url in a comment", "# weights from s3://models/qwen\nresources: [../base]", false},
+		{"url in an inline patch", "patches:\n- target: {kind: Job}\n  patch: |-\n    - {op: add, path: /x, value: 's3://models/q'}", false},
+		{"inline strategic merge patch", "patchesStrategicMerge: ['{\"kind\": \"X\", \"url\": \"https://a\"}']", false},
+		{"image on gitlab's registry", "images: [{name: app, newName: registry.gitlab.com/org/app}]", false},
+		{"generator literal and options", "configMapGenerator: [{name: x, literals: ['u=s3://b/k'], options: {annotations: {src: 'https://a'}}}]", false},
+		{"generator options", "generatorOptions: {annotations: {src: 'https://a'}}", false},
+		{"annotation selector", "patches: [{path: p.yaml, target: {annotationSelector: 'src=https://a'}}]", false},
+		{"labels", "commonAnnotations: {source: 'https://github.com/org/repo'}", false},
+		{"builtin config without a url", "apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: x}\npath: p.yaml", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.remote, readsRemote([]byte(tc.data)))
+		})
 	}
 }

@@ -108,8 +108,10 @@ type recordingFS struct {
 	remote bool
 }
 
-// remoteRef matches what makes kustomize read outside the filesystem.
-var remoteRef = regexp.MustCompile(`://|git@|github\.com/|gitlab\.com/|bitbucket\.org/|helmCharts:|helmGlobals:`)
+// remoteRef matches what makes kustomize read outside the filesystem: a URL, a Git remote in
+// any of the spellings kustomize accepts (git@host:org/repo, github.com:org/repo, github.com/...),
+// in any case.
+var remoteRef = regexp.MustCompile(`(?i)://|[a-z0-9._-]+@[a-z0-9.-]+:|(github\.com|gitlab\.com|bitbucket\.org)[:/]`)
 
 // kustomizationFile reports whether a path is one kustomize reads as a kustomization.
 func kustomizationFile(p string) bool {
@@ -145,7 +147,7 @@ func (r *recordingFS) Open(p string) (filesys.File, error) {
 func (r *recordingFS) ReadFile(p string) ([]byte, error) {
 	r.note(probeRead, p)
 	data, err := r.FileSystem.ReadFile(p)
-	if err == nil && kustomizationFile(p) && readsRemote(data) {
+	if err == nil && (kustomizationFile(p) || builtinConfig(data)) && readsRemote(data) {
 		r.mu.Lock()
 		r.remote = true
 		r.mu.Unlock()
@@ -153,12 +155,18 @@ func (r *recordingFS) ReadFile(p string) ([]byte, error) {
 	return data, err
 }
 
-// readsRemote says whether a kustomization may make kustomize read outside the repository: a
-// URL or Git remote where kustomize loads something (resources, components, a patch or generator
-// file, openapi, crds...), or a Helm chart. Inline content kustomize never fetches from — an
-// inline patch, generator literals, labels and annotations — is not looked at: a patch setting
-// an env var to s3://models/... fetches nothing. A kustomization that does not parse is looked at
-// whole (but its comment lines), conservatively.
+// loadedFields are the kustomization fields whose values kustomize loads: a file or directory,
+// or a URL or Git remote (its loader fetches those). Everything else is inline (patches' bodies,
+// literals, labels and annotations, image names, selectors) and fetches nothing.
+var loadedFields = []string{"resources", "bases", "components", "crds", "configurations", "generators",
+	"transformers", "validators", "openapi", "replacements", "patches", "patchesJson6902", "patchesStrategicMerge",
+	"configMapGenerator", "secretGenerator", "helmCharts", "helmGlobals"}
+
+// readsRemote says whether a kustomization (or a builtin generator's or transformer's config,
+// which kustomize loads files for too) may make kustomize read outside the repository: a URL or
+// Git remote where kustomize loads something, or a Helm chart. Inline content — a patch setting
+// an env var to s3://models/..., an image on registry.gitlab.com — fetches nothing. A file that
+// does not parse is looked at whole (but its comment lines), conservatively.
 func readsRemote(data []byte) bool {
 	var k map[string]any
 	if err := yaml.Unmarshal(data, &k); err != nil {
@@ -167,32 +175,53 @@ func readsRemote(data []byte) bool {
 	if k["helmCharts"] != nil || k["helmGlobals"] != nil {
 		return true
 	}
-	for _, f := range []string{"patches", "patchesJson6902"} {
+	if api, _ := k["apiVersion"].(string); api == "builtin" {
+		// PatchTransformer's path, ConfigMapGenerator's files...: the fields differ per kind.
+		delete(k, "metadata")
+		rest, err := json.Marshal(k)
+		return err != nil || remoteRef.Match(rest)
+	}
+	loaded := map[string]any{}
+	for _, f := range loadedFields {
+		if v, ok := k[f]; ok {
+			loaded[f] = v
+		}
+	}
+	for _, f := range []string{"patches", "patchesJson6902"} { // only their paths are loaded
+		var paths []any
 		for _, p := range asList(k[f]) {
 			if m, ok := p.(map[string]any); ok {
-				delete(m, "patch")
+				paths = append(paths, m["path"])
 			}
 		}
+		loaded[f] = paths
 	}
 	if psm := asList(k["patchesStrategicMerge"]); psm != nil {
-		k["patchesStrategicMerge"] = slices.DeleteFunc(psm, func(p any) bool {
+		loaded["patchesStrategicMerge"] = slices.DeleteFunc(slices.Clone(psm), func(p any) bool {
 			s, ok := p.(string)
-			return ok && strings.Contains(s, "\n") // inline: a file name is one line
+			return ok && (strings.Contains(s, "\n") || strings.HasPrefix(strings.TrimSpace(s), "{"))
 		})
 	}
-	for _, f := range []string{"configMapGenerator", "secretGenerator"} {
+	for _, f := range []string{"configMapGenerator", "secretGenerator"} { // their files are loaded
+		var files []any
 		for _, g := range asList(k[f]) {
 			if m, ok := g.(map[string]any); ok {
-				delete(m, "literals")
+				files = append(files, m["files"], m["envs"], m["env"])
 			}
 		}
+		loaded[f] = files
 	}
-	for _, f := range []string{"commonLabels", "commonAnnotations", "labels"} {
-		delete(k, f)
-	}
-	rest, err := json.Marshal(k)
+	rest, err := json.Marshal(loaded)
 	return err != nil || remoteRef.Match(rest)
 }
+
+// builtinConfig says whether data looks like a builtin generator's or transformer's config
+// (apiVersion: builtin), which a kustomization lists under generators or transformers.
+func builtinConfig(data []byte) bool {
+	return builtinAPI.Match(data)
+}
+
+var builtinAPI = regexp.MustCompile(`(?m)^apiVersion:\s*["']?builtin["']?\s*$`)
 
 func asList(v any) []any {
 	l, _ := v.([]any)
