@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/llm-gitops/platform/internal/atomicfile"
 	"github.com/llm-gitops/platform/internal/drift"
@@ -39,7 +40,13 @@ func (d *Daemon) recordEpisodes(rep *drift.Report) {
 	if rep.Syncing() {
 		return
 	}
-	_, ended := d.episodes.Observe(episode.Observation{Report: rep, Live: d.liveObject, Adopter: d.adopter, Mask: notify.MaskSecrets})
+	// The adopt walks of one report share one time limit: they run in the audit loop, and may
+	// wait for the render worker behind a background render.
+	deadline := time.Now().Add(adoptWalk)
+	adopter := func(e episode.Episode, revision string) (*episode.Commit, bool) {
+		return d.adopter(e, revision, deadline)
+	}
+	_, ended := d.episodes.Observe(episode.Observation{Report: rep, Live: d.liveObject, Adopter: adopter, Mask: notify.MaskSecrets})
 	d.metrics.episodes(rep.Env, d.episodes.Open(rep.Env), ended, d.leader.Load())
 	if !d.episodes.TakeDirty() {
 		return

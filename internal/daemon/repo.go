@@ -40,14 +40,16 @@ func (d *Daemon) readFile(revision, name string) ([]byte, error) {
 	return repo.ReadFile(revision, name)
 }
 
-// adoptWalk bounds the history walk that names an adopting commit (it runs in the audit loop).
+// adoptWalk bounds the history walks that name adopting commits, all those of one report
+// together (they run in the audit loop).
 const adoptWalk = 20 * time.Second
 
 // adopter names the commit that put an episode's live value into Git: among the first-parent
 // commits after the episode's revision up to revision, the one that last changed the rendered
 // value at the field (blame's walk, over those commits only). ok is false when Git no longer
-// declares the object or the field. When the walk cannot say, the revision itself is named.
-func (d *Daemon) adopter(e episode.Episode, revision string) (*episode.Commit, bool) {
+// declares the object or the field. When the walk cannot say by deadline, the revision itself
+// is named.
+func (d *Daemon) adopter(e episode.Episode, revision string, deadline time.Time) (*episode.Commit, bool) {
 	d.mu.RLock()
 	repo := d.repo
 	d.mu.RUnlock()
@@ -55,7 +57,7 @@ func (d *Daemon) adopter(e episode.Episode, revision string) (*episode.Commit, b
 	if repo == nil {
 		return fallback, true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), adoptWalk)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	commits, err := repo.FirstParents(ctx, revision, blame.DefaultMaxCommits)
 	if err != nil {
