@@ -27,25 +27,7 @@ func TestBackgroundRenderOfANewRevision(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	repo, err := gitrepo.Open(f.Dir)
-	require.NoError(t, err)
-	cache, err := live.New(ctx, cluster.Config)
-	require.NoError(t, err)
-	require.NoError(t, cache.Watch(ctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}))
-	a := New(repo, cache)
-	a.AppName = func(string) string { return "no-such-app" } // the env follows the branch head
-	a.Renders.Worker = render.NewWorker()
-	rendered := make(chan string, 10)
-	a.RenderedInBackground = func(env string) { rendered <- env }
-	waitRendered := func() {
-		t.Helper()
-		select {
-		case env := <-rendered:
-			require.Equal(t, f.Env, env)
-		case <-ctx.Done():
-			t.Fatal("the background render never ended")
-		}
-	}
+	a, waitRendered := backgroundAuditor(ctx, t, f)
 	run := func() error {
 		t.Helper()
 		rep, err := a.Run(ctx, Request{Env: f.Env})
@@ -56,7 +38,7 @@ func TestBackgroundRenderOfANewRevision(t *testing.T) {
 	}
 
 	require.NoError(t, run(), "the first audit renders in the foreground: there is no report to stand")
-	require.Empty(t, rendered)
+	require.Empty(t, a.Rendering(f.Env), "no render was left to the background")
 
 	f.Edit("base/api/rag-api.yaml", "rag-api:1.4.2", "rag-api:1.5.0")
 	f.Commit("rag-api 1.5.0")
@@ -73,7 +55,7 @@ func TestBackgroundRenderOfANewRevision(t *testing.T) {
 	broken := f.Commit("a malformed manifest")
 	require.ErrorAs(t, run(), &rendering)
 	waitRendered()
-	err = run()
+	err := run()
 	require.Error(t, err)
 	assert.NotErrorAs(t, err, &rendering)
 	assert.Contains(t, err.Error(), "broken.yaml", "the render's error names the file")
@@ -109,26 +91,13 @@ func TestBackgroundRenderTheCacheDoesNotKeep(t *testing.T) {
 	f.Commit("a remote file")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	repo, err := gitrepo.Open(f.Dir)
-	require.NoError(t, err)
-	cache, err := live.New(ctx, cluster.Config)
-	require.NoError(t, err)
-	require.NoError(t, cache.Watch(ctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}))
-	a := New(repo, cache)
-	a.AppName = func(string) string { return "no-such-app" }
-	a.Renders.Worker = render.NewWorker()
-	rendered := make(chan string, 10)
-	a.RenderedInBackground = func(env string) { rendered <- env }
+	a, waitRendered := backgroundAuditor(ctx, t, f)
 	fullAudit := func() {
 		t.Helper()
 		_, err := a.Run(ctx, Request{Env: f.Env})
 		var rendering *RenderingError
 		require.ErrorAs(t, err, &rendering, "nothing to take from the cache: rendered in the background")
-		select {
-		case <-rendered:
-		case <-ctx.Done():
-			t.Fatal("the background render never ended")
-		}
+		waitRendered()
 		rep, err := a.Run(ctx, Request{Env: f.Env})
 		require.NoError(t, err, "the render just made is used")
 		assert.Equal(t, f.Head, rep.Revision)
@@ -140,11 +109,37 @@ func TestBackgroundRenderTheCacheDoesNotKeep(t *testing.T) {
 		}
 		assert.Equal(t, []string{"Missing"}, upstream, "the remote file's ConfigMap is rendered, and not in the cluster")
 	}
-	_, err = a.Run(ctx, Request{Env: f.Env})
+	_, err := a.Run(ctx, Request{Env: f.Env})
 	require.NoError(t, err)
 	fullAudit() // the same revision again (a resync)
 	f.Edit("base/api/rag-api.yaml", "rag-api:1.4.2", "rag-api:1.5.0")
 	f.Commit("rag-api 1.5.0")
 	fullAudit()
 	assert.Equal(t, 3, a.Renders.Stats().Rendered, "one render per full audit, none cached")
+}
+
+// backgroundAuditor returns an Auditor of f's env, which follows the branch head (no Argo CD),
+// rendering in a render worker and in the background, and a function that waits for the end of
+// a background render.
+func backgroundAuditor(ctx context.Context, t *testing.T, f *fixture) (*Auditor, func()) {
+	t.Helper()
+	repo, err := gitrepo.Open(f.Dir)
+	require.NoError(t, err)
+	cache, err := live.New(ctx, cluster.Config)
+	require.NoError(t, err)
+	require.NoError(t, cache.Watch(ctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}))
+	a := New(repo, cache)
+	a.AppName = func(string) string { return "no-such-app" }
+	a.Renders.Worker = render.NewWorker()
+	rendered := make(chan string, 10)
+	a.RenderedInBackground = func(env string) { rendered <- env }
+	return a, func() {
+		t.Helper()
+		select {
+		case env := <-rendered:
+			require.Equal(t, f.Env, env)
+		case <-ctx.Done():
+			t.Fatal("the background render never ended")
+		}
+	}
 }

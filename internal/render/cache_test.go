@@ -122,36 +122,13 @@ func TestRenderReachingOutsideIsNotCached(t *testing.T) {
 		_, _ = io.WriteString(w, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+name+", namespace: llm-api}\ndata: {k: v}\n")
 	}))
 	defer srv.Close()
-	renders := func(kustomization string) CacheStats {
+	// renders renders prod twice with its kustomization (and more files), checking each render,
+	// and returns how the cache answered.
+	renders := func(kustomization string, more map[string]string, check func(*Result)) CacheStats {
 		t.Helper()
 		files := maps.Clone(miniRepo)
 		files["overlays/prod/kustomization.yaml"] = kustomization
-		repo, err := gitrepo.Open(newRepo(t, files))
-		require.NoError(t, err)
-		c := NewCache("", 4)
-		for range 2 {
-			snap, err := repo.Snapshot("HEAD")
-			require.NoError(t, err)
-			src, err := FromSnapshot(snap)
-			require.NoError(t, err)
-			_, err = src.RenderCached("prod", c)
-			require.NoError(t, err)
-		}
-		return c.Stats()
-	}
-	fetched := []string{
-		"resources: [../../base/app, " + srv.URL + "/cm.yaml]\n",
-		"resources: [../../base/app]\npatches:\n  - path: " + srv.URL + "/patch.yaml\n",
-	}
-	for _, k := range fetched {
-		assert.Equal(t, CacheStats{Rendered: 2}, renders(k), "rendered twice, never from the cache:\n%s", k)
-	}
-	// A builtin generator's config, listed by the kustomization, whose file is a URL.
-	rendersGenerated := func(kustomization string) CacheStats {
-		t.Helper()
-		files := maps.Clone(miniRepo)
-		files["overlays/prod/kustomization.yaml"] = kustomization
-		files["overlays/prod/generator.yaml"] = "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata: {name: upstream, namespace: llm-api}\nfiles: [k=" + srv.URL + "/k]\n"
+		maps.Copy(files, more)
 		repo, err := gitrepo.Open(newRepo(t, files))
 		require.NoError(t, err)
 		c := NewCache("", 4)
@@ -162,26 +139,39 @@ func TestRenderReachingOutsideIsNotCached(t *testing.T) {
 			require.NoError(t, err)
 			res, err := src.RenderCached("prod", c)
 			require.NoError(t, err)
-			var fetched []string
-			for _, o := range res.Objects {
-				if strings.HasPrefix(o.GetName(), "upstream") {
-					k, _, _ := unstructured.NestedString(o.Object, "data", "k")
-					fetched = append(fetched, k)
-				}
+			if check != nil {
+				check(res)
 			}
-			require.Len(t, fetched, 1)
-			require.Contains(t, fetched[0], "name: upstream", "the generator's file is what the server sent")
 		}
 		return c.Stats()
 	}
-	assert.Equal(t, CacheStats{Rendered: 2}, rendersGenerated("resources: [../../base/app]\ngenerators: [generator.yaml]\n"))
+	fetched := []string{
+		"resources: [../../base/app, " + srv.URL + "/cm.yaml]\n",
+		"resources: [../../base/app]\npatches:\n  - path: " + srv.URL + "/patch.yaml\n",
+	}
+	for _, k := range fetched {
+		assert.Equal(t, CacheStats{Rendered: 2}, renders(k, nil, nil), "rendered twice, never from the cache:\n%s", k)
+	}
+	// A builtin generator's config, listed by the kustomization, whose file is a URL.
+	generator := map[string]string{"overlays/prod/generator.yaml": "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata: {name: upstream, namespace: llm-api}\nfiles: [k=" + srv.URL + "/k]\n"}
+	assert.Equal(t, CacheStats{Rendered: 2}, renders("resources: [../../base/app]\ngenerators: [generator.yaml]\n", generator, func(res *Result) {
+		var fetched []string
+		for _, o := range res.Objects {
+			if strings.HasPrefix(o.GetName(), "upstream") {
+				k, _, _ := unstructured.NestedString(o.Object, "data", "k")
+				fetched = append(fetched, k)
+			}
+		}
+		require.Len(t, fetched, 1)
+		require.Contains(t, fetched[0], "name: upstream", "the generator's file is what the server sent")
+	}))
 	inline := []string{
 		"# weights from s3://models/qwen\nresources: [../../base/app]\n",
 		"resources: [../../base/app]\npatches:\n  - target: {kind: ConfigMap}\n    patch: |-\n      - op: add\n        path: /data/uri\n        value: s3://models/qwen\n",
 		"resources: [../../base/app]\ncommonAnnotations: {source: \"https://github.com/org/repo\"}\n",
 	}
 	for _, k := range inline {
-		assert.Equal(t, CacheStats{Rendered: 1, ByRevision: 1}, renders(k), "rendered once, then from the cache:\n%s", k)
+		assert.Equal(t, CacheStats{Rendered: 1, ByRevision: 1}, renders(k, nil, nil), "rendered once, then from the cache:\n%s", k)
 	}
 }
 
