@@ -29,7 +29,9 @@ func (a *Auditor) render(ctx context.Context, env, revision string, patches []re
 		}
 	}
 	if res, ok := a.Renders.ByRevision(env, key); ok {
-		a.stopBackground(env, key)
+		if background {
+			a.stopBackground(env, key)
+		}
 		return res, nil
 	}
 	if background {

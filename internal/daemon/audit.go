@@ -32,7 +32,8 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	a.Options.SecretKey = d.hmacKey
 	// A new revision's render runs in the background (in the worker): the loop goes on auditing
 	// the other envs and serving fetches meanwhile, and audits this env once the render is in.
-	a.RenderedInBackground = func(string) { d.markDirty() }
+	// The env's next audit is full (Run), so that it takes the render up.
+	a.RenderedInBackground = func(env string) { d.setWaiting(env, true); d.markDirty() }
 	d.auditor = a
 	return a
 }
@@ -149,11 +150,19 @@ func (d *Daemon) eachEnv(ctx context.Context, run func(a *audit.Auditor, env str
 // An audit waiting for its render in the background succeeded for this purpose: the env's last
 // report stands, and the render's end audits the env again.
 func (d *Daemon) audited(ctx context.Context, env string, rep *drift.Report, err error, start time.Time) bool {
-	_, rendering := errors.AsType[*audit.RenderingError](err)
-	d.setWaiting(env, rendering)
-	if rendering {
+	if re, rendering := errors.AsType[*audit.RenderingError](err); rendering {
+		// A new revision: the watches' refs in env are dropped, its next audit is full. The
+		// same revision rendered again (a resync of an env whose renders the cache does not
+		// keep): incremental audits go on meanwhile on the standing report.
+		d.mu.RLock()
+		rep := d.reports[env]
+		d.mu.RUnlock()
+		if rep == nil || rep.Revision != re.Revision {
+			d.setWaiting(env, true)
+		}
 		return true
 	}
+	d.setWaiting(env, false)
 	d.metrics.auditDuration.WithLabelValues(env).Observe(time.Since(start).Seconds())
 	d.mu.Lock()
 	d.errs[env] = err

@@ -91,8 +91,9 @@ type Daemon struct {
 	touchMu sync.Mutex
 	touched map[drift.Ref]bool // objects the watches saw change since the last audit
 	full    bool               // a change that needs every env re-audited in full
-	// waiting are the envs whose last full audit waits for a background render: their next
-	// audit is full whatever the watches saw (the edits made meanwhile are covered by it).
+	// waiting are the envs whose next audit is full whatever the watches saw: their last full
+	// audit waits for a background render of a new revision (the edits made meanwhile are
+	// covered by that audit), or a background render ended (the audit takes it up).
 	waiting map[string]bool
 }
 

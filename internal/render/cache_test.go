@@ -154,6 +154,13 @@ func TestRenderReachingOutsideIsNotCached(t *testing.T) {
 	}
 	// A builtin generator's config, listed by the kustomization, whose file is a URL.
 	generator := map[string]string{"overlays/prod/generator.yaml": "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata: {name: upstream, namespace: llm-api}\nfiles: [k=" + srv.URL + "/k]\n"}
+	// A builtin transformer's config in the second document of its file, whose patch is a URL.
+	transformers := map[string]string{"overlays/prod/transformers.yaml": "apiVersion: builtin # labels first\nkind: LabelTransformer\nmetadata: {name: l}\nlabels: {team: search}\nfieldSpecs: [{path: metadata/labels, create: true}]\n---\n" +
+		"apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: p}\npath: " + srv.URL + "/patch.yaml\n"}
+	assert.Equal(t, CacheStats{Rendered: 2}, renders("resources: [../../base/app]\ntransformers: [transformers.yaml]\n", transformers, func(res *Result) {
+		k, _, _ := unstructured.NestedString(res.Objects[0].Object, "data", "k")
+		require.Equal(t, "v", k, "the patch the server sent applied: %s", res.YAML)
+	}))
 	assert.Equal(t, CacheStats{Rendered: 2}, renders("resources: [../../base/app]\ngenerators: [generator.yaml]\n", generator, func(res *Result) {
 		var fetched []string
 		for _, o := range res.Objects {
@@ -218,7 +225,6 @@ func TestReadsRemote(t *testing.T) {
 		{"generator file", "configMapGenerator: [{name: x, files: ['k=https://example.com/f']}]", true},
 		{"openapi", "openapi: {path: 'https://example.com/schema.json'}", true},
 		{"helm chart", "helmCharts: [{name: x, repo: oci://example.com/x}]", true},
-		{"builtin transformer config", "apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: x}\npath: https://example.com/p.yaml", true},
 		{"unparsable with a url", "resources: [https://example.com/cm.yaml", true},
 		{"local", "resources: [../../base/app]", false},
 		{"url in a comment", "# weights from s3://models/qwen\nresources: [../base]", false},
@@ -229,7 +235,6 @@ func TestReadsRemote(t *testing.T) {
 		{"generator options", "generatorOptions: {annotations: {src: 'https://a'}}", false},
 		{"annotation selector", "patches: [{path: p.yaml, target: {annotationSelector: 'src=https://a'}}]", false},
 		{"labels", "commonAnnotations: {source: 'https://github.com/org/repo'}", false},
-		{"builtin config without a url", "apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: x}\npath: p.yaml", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.remote, readsRemote([]byte(tc.data)))

@@ -147,7 +147,7 @@ func (r *recordingFS) Open(p string) (filesys.File, error) {
 func (r *recordingFS) ReadFile(p string) ([]byte, error) {
 	r.note(probeRead, p)
 	data, err := r.FileSystem.ReadFile(p)
-	if err == nil && (kustomizationFile(p) || builtinConfig(data)) && readsRemote(data) {
+	if err == nil && (kustomizationFile(p) && readsRemote(data) || builtinConfig(data) && remoteRef.Match(withoutCommentLines(data))) {
 		r.mu.Lock()
 		r.remote = true
 		r.mu.Unlock()
@@ -162,9 +162,8 @@ var loadedFields = []string{"resources", "bases", "components", "crds", "configu
 	"transformers", "validators", "openapi", "replacements", "patches", "patchesJson6902", "patchesStrategicMerge",
 	"configMapGenerator", "secretGenerator", "helmCharts", "helmGlobals"}
 
-// readsRemote says whether a kustomization (or a builtin generator's or transformer's config,
-// which kustomize loads files for too) may make kustomize read outside the repository: a URL or
-// Git remote where kustomize loads something, or a Helm chart. Inline content — a patch setting
+// readsRemote says whether a kustomization may make kustomize read outside the repository: a URL
+// or Git remote where kustomize loads something, or a Helm chart. Inline content — a patch setting
 // an env var to s3://models/..., an image on registry.gitlab.com — fetches nothing. A file that
 // does not parse is looked at whole (but its comment lines), conservatively.
 func readsRemote(data []byte) bool {
@@ -174,12 +173,6 @@ func readsRemote(data []byte) bool {
 	}
 	if k["helmCharts"] != nil || k["helmGlobals"] != nil {
 		return true
-	}
-	if api, _ := k["apiVersion"].(string); api == "builtin" {
-		// PatchTransformer's path, ConfigMapGenerator's files...: the fields differ per kind.
-		delete(k, "metadata")
-		rest, err := json.Marshal(k)
-		return err != nil || remoteRef.Match(rest)
 	}
 	loaded := map[string]any{}
 	for _, f := range loadedFields {
@@ -215,13 +208,13 @@ func readsRemote(data []byte) bool {
 	return err != nil || remoteRef.Match(rest)
 }
 
-// builtinConfig says whether data looks like a builtin generator's or transformer's config
-// (apiVersion: builtin), which a kustomization lists under generators or transformers.
+// builtinConfig says whether data may hold a builtin generator's or transformer's config
+// (apiVersion: builtin), which a kustomization lists under generators or transformers and whose
+// files kustomize loads: in any document of the file, a List's item, JSON or YAML. Such a file is
+// looked at whole (but its comment lines), conservatively.
 func builtinConfig(data []byte) bool {
-	return builtinAPI.Match(data)
+	return bytes.Contains(data, []byte("builtin"))
 }
-
-var builtinAPI = regexp.MustCompile(`(?m)^apiVersion:\s*["']?builtin["']?\s*$`)
 
 func asList(v any) []any {
 	l, _ := v.([]any)
