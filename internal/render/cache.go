@@ -111,40 +111,36 @@ var KustomizeVersion = func() string {
 // ByRevision returns the render of env at a commit if the cache knows that commit; revision is
 // the commit, or CacheRevision's key for a render with an Application's patches.
 func (c *Cache) ByRevision(env, revision string) (*Result, bool) {
-	if c == nil || revision == "" {
+	e := c.entryFor(env, revision)
+	if e == nil {
 		return nil, false
+	}
+	commit, _, _ := strings.Cut(revision, "#") // a patched render's key (CacheRevision)
+	res, ok := c.resultFor(e, commit)
+	if ok {
+		c.count(func(s *CacheStats) { s.ByRevision++ })
+	}
+	return res, ok
+}
+
+// Knows says whether the cache holds env's render at revision (a commit or CacheRevision's key),
+// without decoding it.
+func (c *Cache) Knows(env, revision string) bool { return c.entryFor(env, revision) != nil }
+
+// entryFor returns the entry of env known to render revision, or nil.
+func (c *Cache) entryFor(env, revision string) *cacheEntry {
+	if c == nil || revision == "" {
+		return nil
 	}
 	for _, e := range c.load(env) {
 		c.mu.Lock() // addRevision appends to it
 		known := slices.Contains(e.Revisions, revision)
 		c.mu.Unlock()
 		if known {
-			commit, _, _ := strings.Cut(revision, "#") // a patched render's key (CacheRevision)
-			res, ok := c.resultFor(e, commit)
-			if ok {
-				c.count(func(s *CacheStats) { s.ByRevision++ })
-			}
-			return res, ok
+			return e
 		}
 	}
-	return nil, false
-}
-
-// Knows says whether the cache holds env's render at revision (a commit or CacheRevision's key),
-// without decoding it.
-func (c *Cache) Knows(env, revision string) bool {
-	if c == nil || revision == "" {
-		return false
-	}
-	for _, e := range c.load(env) {
-		c.mu.Lock()
-		known := slices.Contains(e.Revisions, revision)
-		c.mu.Unlock()
-		if known {
-			return true
-		}
-	}
-	return false
+	return nil
 }
 
 // RenderCached renders env from s through the cache: a render whose recorded reads all find the
