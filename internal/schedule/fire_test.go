@@ -80,12 +80,17 @@ func testFireRace(t *testing.T, transport string) {
 		cloneURL = u.String()
 	}
 
-	// Five people push unrelated commits with the git CLI while the schedule fires.
+	// Five people push unrelated commits with the git CLI while the schedule fires. Everyone
+	// clones before anyone pushes: a local clone copies the object directory, and a push landing
+	// meanwhile (its quarantine directory vanishing under the copy) fails the clone.
+	works := make([]string, 5)
+	for g := range works {
+		works[g] = filepath.Join(t.TempDir(), "w")
+		gitOut(t, filepath.Dir(works[g]), "clone", "-q", cloneURL, works[g])
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 5)
-	for g := 0; g < 5; g++ {
-		work := filepath.Join(t.TempDir(), "w")
-		gitOut(t, filepath.Dir(work), "clone", "-q", cloneURL, work)
+	for g, work := range works {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
