@@ -87,12 +87,12 @@ func (a *Auditor) scope(objs []*unstructured.Unstructured, destNS string) (serve
 	return served, unknown
 }
 
-// schemaFor types the kinds of objs from the cluster's OpenAPI v3, reusing the last schema while
-// the documents behind it are unchanged.
-func (a *Auditor) schemaFor(ctx context.Context, objs []*unstructured.Unstructured) (*drift.Schema, error) {
+// schemaFor types kinds from the cluster's OpenAPI v3, reusing the last schema while the
+// documents behind it are unchanged.
+func (a *Auditor) schemaFor(ctx context.Context, kinds []schema.GroupVersionKind) (*drift.Schema, error) {
 	seen := map[schema.GroupVersion]bool{}
 	var gvs []schema.GroupVersion
-	for _, gvk := range kindsOf(objs) {
+	for _, gvk := range kinds {
 		if gv := gvk.GroupVersion(); !seen[gv] {
 			seen[gv] = true
 			gvs = append(gvs, gv)

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
@@ -66,14 +65,14 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 		}
 	}
 	if app != nil {
-		var desired []*unstructured.Unstructured
+		var declared []drift.Ref
 		for _, r := range refs {
-			if d, ok := st.index.Desired(r); ok {
-				desired = append(desired, d)
+			if st.index.Has(r) && !slices.Contains(declared, r) {
+				declared = append(declared, r)
 			}
 		}
 		// The memo is not rotated here (Done): it keeps every other object's verdict.
-		if err := a.argoVerdicts(ctx, app, desired, st.overrides, &opts, part); err != nil {
+		if err := a.argoVerdicts(ctx, app, st.index, declared, st.overrides, &opts, part); err != nil {
 			return nil, err
 		}
 	}

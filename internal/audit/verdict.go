@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -13,8 +14,8 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 )
 
-// verdictBatch is how many live objects argoVerdicts decodes at a time.
-const verdictBatch = 1000
+// verdictBatch is how many objects (Git's and the cluster's) argoVerdicts decodes at a time.
+const verdictBatch = 250
 
 // argoVerdicts puts Argo CD's own verdict beside each drifted object and explains where the two
 // disagree. An object Argo CD calls OutOfSync that the auditor's comparison passed is drift too:
@@ -27,7 +28,10 @@ const verdictBatch = 1000
 // not compare one resource), the object says "none" — and objects only Argo CD flagged at the
 // audited revision stay as they were. Where no controller has compared anything (no Argo CD),
 // Argo CD's diff runs in-process. Each verdict says which one it is.
-func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*unstructured.Unstructured, overrides map[string]v1alpha1.ResourceOverride, opts *drift.Options, rep *drift.Report) error {
+//
+// refs name the objects of idx to give a verdict on; each is decoded only while its verdict is
+// made.
+func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, idx *drift.Index, refs []drift.Ref, overrides map[string]v1alpha1.ResourceOverride, opts *drift.Options, rep *drift.Report) error {
 	if st := app.Status; st != nil && (st.Revision != rep.Revision || st.Error != "") {
 		note := "Argo CD's status compares " + gitrepo.Short(st.Revision) + ", not the synced revision audited: no verdict"
 		if st.Error != "" {
@@ -36,17 +40,17 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 		for i := range rep.Objects {
 			rep.Objects[i].ArgoCD = &drift.ArgoVerdict{Source: drift.VerdictNone, ReconciledAt: st.ReconciledAt, Note: note}
 		}
-		a.keepArgoOnly(rep, desired)
+		a.keepArgoOnly(rep, refs)
 		return nil
 	}
-	outOfSync := make([]bool, len(desired))
-	unknown := make([]bool, len(desired))
-	sides := make([][2]map[string]any, len(desired)) // Argo CD's predicted and live sides, when it computed them
+	outOfSync := make([]bool, len(refs))
+	unknown := make([]bool, len(refs))
+	sides := make([][2]map[string]any, len(refs)) // Argo CD's predicted and live sides, when it computed them
 	source, at := drift.VerdictInProcess, ""
 	if st := app.Status; st != nil {
 		source, at = drift.VerdictApplicationStatus, st.ReconciledAt
-		for i, d := range desired {
-			switch st.Resources[argocd.ResourceKey(d.GroupVersionKind().Group, d.GetKind(), d.GetNamespace(), d.GetName())] {
+		for i, r := range refs {
+			switch st.Resources[argocd.ResourceKey(r.Group, r.Kind, r.Namespace, r.Name)] {
 			case "OutOfSync":
 				outOfSync[i] = true
 			case "Synced":
@@ -55,10 +59,18 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 			}
 		}
 	} else {
-		// Each object's verdict stands alone, so the live objects are decoded a batch at a time:
-		// all 10,000 of a large env at once held ~110 MB of heap for the length of the diff.
-		for lo := 0; lo < len(desired); lo += verdictBatch {
-			part := desired[lo:min(lo+verdictBatch, len(desired))]
+		// Each object's verdict stands alone, so both sides are decoded a batch at a time: all
+		// 10,000 live objects of a large env at once held ~110 MB of heap for the length of the
+		// diff.
+		for lo := 0; lo < len(refs); lo += verdictBatch {
+			part := make([]*unstructured.Unstructured, 0, verdictBatch)
+			for _, r := range refs[lo:min(lo+verdictBatch, len(refs))] {
+				d, ok := idx.Desired(r)
+				if !ok {
+					return fmt.Errorf("%s/%s %s/%s is not in the render audited", r.Group, r.Kind, r.Namespace, r.Name)
+				}
+				part = append(part, d)
+			}
 			lives := make([]*unstructured.Unstructured, len(part))
 			for i, d := range part {
 				if l, ok := a.Live.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName()); ok {
@@ -75,8 +87,8 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 		}
 	}
 	argo, none := map[string]bool{}, map[string]bool{}
-	for i, d := range desired {
-		k := key(d.GetKind(), d.GetNamespace(), d.GetName())
+	for i, r := range refs {
+		k := key(r.Kind, r.Namespace, r.Name)
 		argo[k], none[k] = outOfSync[i], unknown[i]
 	}
 	ours := map[string]bool{}
@@ -101,9 +113,13 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, desired []*
 		}
 		o.ArgoCD = v
 	}
-	for i, d := range desired {
-		k := key(d.GetKind(), d.GetNamespace(), d.GetName())
+	for i, r := range refs {
+		k := key(r.Kind, r.Namespace, r.Name)
 		if !outOfSync[i] || ours[k] {
+			continue
+		}
+		d, ok := idx.Desired(r)
+		if !ok {
 			continue
 		}
 		if source == drift.VerdictApplicationStatus && a.lastWrittenByApplier(d, opts.Applier) {
@@ -137,7 +153,7 @@ const argoOnlyNote = "Argo CD reports OutOfSync where the auditor's comparison f
 
 // keepArgoOnly carries the objects only Argo CD flagged in the env's last full audit of the same
 // revision into rep, when Argo CD has no verdict now: no verdict is not a resolution.
-func (a *Auditor) keepArgoOnly(rep *drift.Report, desired []*unstructured.Unstructured) {
+func (a *Auditor) keepArgoOnly(rep *drift.Report, refs []drift.Ref) {
 	a.statesMu.Lock()
 	st := a.states[rep.Env]
 	a.statesMu.Unlock()
@@ -145,8 +161,8 @@ func (a *Auditor) keepArgoOnly(rep *drift.Report, desired []*unstructured.Unstru
 		return
 	}
 	mine := map[string]bool{}
-	for _, d := range desired {
-		mine[key(d.GetKind(), d.GetNamespace(), d.GetName())] = true
+	for _, r := range refs {
+		mine[key(r.Kind, r.Namespace, r.Name)] = true
 	}
 	ours := map[string]bool{}
 	for _, o := range rep.Objects {

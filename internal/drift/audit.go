@@ -98,6 +98,12 @@ var DefaultExtraKinds = []schema.GroupVersionKind{
 // Audit compares every desired object with its live counterpart and searches the managed
 // namespaces for objects made by hand. Objects come back sorted by kind, namespace and name.
 func Audit(desired []*unstructured.Unstructured, live LiveReader, opts Options) []Object {
+	return AuditIndex(NewIndex(desired), live, opts)
+}
+
+// AuditIndex is Audit of the objects an Index holds: from a compact index (CompactIndex), each
+// one is decoded only while it is compared.
+func AuditIndex(idx *Index, live LiveReader, opts Options) []Object {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -106,12 +112,16 @@ func Audit(desired []*unstructured.Unstructured, live LiveReader, opts Options) 
 		opts.Autoscaled = AutoscaledIn(live)
 	}
 	var out []Object
-	for _, d := range desired {
+	for _, r := range idx.Refs() {
+		d, ok := idx.Desired(r)
+		if !ok {
+			continue
+		}
 		if o := auditOne(d, live, history, &opts); o != nil {
 			out = append(out, *o)
 		}
 	}
-	out = append(out, extras(desired, live, opts)...)
+	out = append(out, idx.extras(live, opts)...)
 	SortObjects(out)
 	return out
 }

@@ -20,8 +20,7 @@ var systemObjects = map[string]bool{"ConfigMap/kube-root-ca.crt": true, "Service
 
 // extras finds objects of hand-written kinds in the namespaces the environment manages that are
 // not in Git, have no owner, and were not made by an allowed controller.
-func extras(desired []*unstructured.Unstructured, live LiveReader, opts Options) []Object {
-	idx := NewIndex(desired)
+func (idx *Index) extras(live LiveReader, opts Options) []Object {
 	filtering, _ := live.(FilteringLister)
 	var out []Object
 	for _, gvk := range opts.ExtraKinds {

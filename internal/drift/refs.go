@@ -1,7 +1,9 @@
 package drift
 
 import (
+	"cmp"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -38,14 +40,56 @@ func NewIndex(desired []*unstructured.Unstructured) *Index {
 	idx := &Index{byRef: make(map[Ref]*unstructured.Unstructured, len(desired)), namespaces: map[string]bool{}}
 	for _, d := range desired {
 		idx.byRef[RefOf(d)] = d
-		if d.GetNamespace() != "" {
-			idx.namespaces[d.GetNamespace()] = true
-		}
-		if d.GroupVersionKind().GroupKind() == (schema.GroupKind{Kind: "Namespace"}) {
-			idx.namespaces[d.GetName()] = true
-		}
+		idx.manages(d)
 	}
 	return idx
+}
+
+// CompactIndex returns the index Compact would make of desired without ever holding all of it
+// decoded: it encodes one object at a time and clears its element of desired, so each decoded
+// object can be collected as soon as it is encoded (a decoded 10,000-object render is ~40 MB).
+// The caller gives up desired's elements; other references to the objects keep them alive.
+func CompactIndex(desired []*unstructured.Unstructured) *Index {
+	idx := &Index{byRef: map[Ref]*unstructured.Unstructured{}, raw: make(map[Ref]json.RawMessage, len(desired)), namespaces: map[string]bool{}}
+	for i, d := range desired {
+		idx.manages(d)
+		r := RefOf(d)
+		delete(idx.byRef, r) // a later object of the same Ref wins, as in NewIndex
+		delete(idx.raw, r)
+		if raw, err := d.MarshalJSON(); err == nil {
+			idx.raw[r] = raw
+		} else {
+			idx.byRef[r] = d
+		}
+		desired[i] = nil
+	}
+	return idx
+}
+
+// manages records the namespaces d makes managed: its own, or the one it declares.
+func (idx *Index) manages(d *unstructured.Unstructured) {
+	if d.GetNamespace() != "" {
+		idx.namespaces[d.GetNamespace()] = true
+	}
+	if d.GroupVersionKind().GroupKind() == (schema.GroupKind{Kind: "Namespace"}) {
+		idx.namespaces[d.GetName()] = true
+	}
+}
+
+// Refs returns the Refs of every object the index holds, sorted by group, kind, namespace and
+// name.
+func (idx *Index) Refs() []Ref {
+	out := make([]Ref, 0, len(idx.byRef)+len(idx.raw))
+	for r := range idx.byRef {
+		out = append(out, r)
+	}
+	for r := range idx.raw {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Ref) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out
 }
 
 // Compact returns the index holding each object as JSON, to keep between audits (a decoded
