@@ -130,10 +130,9 @@ func (a *Auditor) startBackground(ctx context.Context, env, revision, key string
 	b := &bgRender{key: key, revision: revision, cancel: cancel}
 	a.bg[env] = b
 	go func() {
-		res, err := src.RenderCachedContext(bctx, env, a.Renders)
-		if err == nil && a.Renders.Knows(env, key) {
-			res = nil // the cache kept it: the audit takes it from there, decoded once
-		}
+		// The cache keeps the render (the audit takes it from there, decoded once), unless it
+		// reads a remote: then it is held for the audit.
+		res, err := src.RenderIntoCache(bctx, env, a.Renders)
 		a.bgMu.Lock()
 		b.done, b.res = true, res
 		if err != nil {

@@ -158,7 +158,33 @@ func (s Source) RenderCachedContext(ctx context.Context, env string, c *Cache) (
 	if res, ok := s.Cached(env, c); ok {
 		return res, nil
 	}
-	key := s.cacheRevision()
+	r, err := c.renderAndKeep(ctx, s, env)
+	if err != nil {
+		return nil, err
+	}
+	return r.result()
+}
+
+// RenderIntoCache renders env from s into the cache unless the cache can answer it already, and
+// returns nil: the caller takes the render from the cache (ByRevision) when it needs it. Only a
+// render the cache does not keep (its kustomization reads a remote) is returned. A render done
+// by the cache's Worker is then never decoded whole here.
+func (s Source) RenderIntoCache(ctx context.Context, env string, c *Cache) (*Result, error) {
+	if c == nil {
+		return s.Render(env)
+	}
+	if c.Knows(env, s.cacheRevision()) || c.byContent(s, env) != nil {
+		return nil, nil
+	}
+	r, err := c.renderAndKeep(ctx, s, env)
+	if err != nil || !r.remote {
+		return nil, err
+	}
+	return r.result()
+}
+
+// renderAndKeep runs kustomize for env from s and keeps the render unless it read a remote.
+func (c *Cache) renderAndKeep(ctx context.Context, s Source, env string) (*recordedRender, error) {
 	r, err := c.render(ctx, s, env)
 	if err != nil {
 		return nil, err
@@ -170,9 +196,9 @@ func (s Source) RenderCachedContext(ctx context.Context, env string, c *Cache) (
 		}
 	})
 	if !r.remote {
-		c.store(r.res, key, r.probes)
+		c.store(r, s.cacheRevision())
 	}
-	return r.res, nil
+	return r, nil
 }
 
 // Cached returns env's render from s when the cache can answer it without running kustomize:
@@ -185,16 +211,23 @@ func (s Source) Cached(env string, c *Cache) (*Result, bool) {
 	if res, ok := c.ByRevision(env, key); ok {
 		return res, true
 	}
-	for _, e := range c.load(env) {
-		if e.matches(s) {
-			if res, ok := c.resultFor(e, s.revision); ok {
-				c.addRevision(e, key)
-				c.count(func(s *CacheStats) { s.ByContent++ })
-				return res, true
-			}
-		}
+	if e := c.byContent(s, env); e != nil {
+		return c.resultFor(e, s.revision)
 	}
 	return nil, false
+}
+
+// byContent returns the entry of a render of env that read the same content as s has, and
+// records s's revision on it; nil when there is none.
+func (c *Cache) byContent(s Source, env string) *cacheEntry {
+	for _, e := range c.load(env) {
+		if e.matches(s) {
+			c.addRevision(e, s.cacheRevision())
+			c.count(func(s *CacheStats) { s.ByContent++ })
+			return e
+		}
+	}
+	return nil
 }
 
 // render runs kustomize, in the Worker's child process when the cache has one, recording what
@@ -231,20 +264,24 @@ func (c *Cache) load(env string) []*cacheEntry {
 	return append([]*cacheEntry(nil), es...)
 }
 
-func (c *Cache) store(res *Result, key string, probes map[string]string) {
-	e := &cacheEntry{Env: res.Env, Kustomize: KustomizeVersion, Probes: probes, Path: res.Path, Digest: res.Digest}
+// store keeps r, a render of key: its objects as the child sent them, or encoded one by one.
+func (c *Cache) store(r *recordedRender, key string) {
+	res := r.res
+	e := &cacheEntry{Env: res.Env, Kustomize: KustomizeVersion, Probes: r.probes, Path: res.Path, Digest: res.Digest, Objects: r.raw}
 	if key != "" {
 		e.Revisions = []string{key}
 	}
-	for _, o := range res.Objects {
-		data, err := o.MarshalJSON()
-		if err != nil {
-			return // not cacheable; the render itself is fine
+	if r.raw == nil {
+		for _, o := range res.Objects {
+			data, err := o.MarshalJSON()
+			if err != nil {
+				return // not cacheable; the render itself is fine
+			}
+			e.Objects = append(e.Objects, data)
 		}
-		e.Objects = append(e.Objects, data)
-	}
-	if c.Shared { // the render just made is the one hits share: never decoded a second time
-		e.shared.Do(func() { e.sharedObjs, e.sharedOK = res.Objects, true })
+		if c.Shared { // the render just made is the one hits share: never decoded a second time
+			e.shared.Do(func() { e.sharedObjs, e.sharedOK = res.Objects, true })
+		}
 	}
 	c.mu.Lock()
 	es := append([]*cacheEntry{e}, c.entries[res.Env]...)

@@ -11,6 +11,7 @@ package render
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -141,7 +142,10 @@ func (e *workerError) Unwrap() error {
 
 // recordedRender is a render done by a child, with what it read.
 type recordedRender struct {
+	// res is the render; a child's comes with its objects as JSON in raw and res.Objects nil
+	// until result decodes them: a render the cache keeps is never decoded whole.
 	res    *Result
+	raw    []json.RawMessage
 	probes map[string]string
 	remote bool
 	// worker says a child rendered; peakRSS is its peak resident set size in bytes.
@@ -323,17 +327,18 @@ func readRender(r io.Reader, revision, env string) (*recordedRender, error) {
 	if h.Error != "" {
 		return nil, &workerError{msg: h.Error, yaml: h.YAML, peakRSS: h.PeakRSS}
 	}
-	res := &Result{Env: env, Path: h.Path, Revision: revision, Digest: h.Digest, Objects: make([]*unstructured.Unstructured, 0, h.Count)}
+	res := &Result{Env: env, Path: h.Path, Revision: revision, Digest: h.Digest}
+	raw := make([]json.RawMessage, 0, h.Count)
 	for i := range h.Count {
 		line, err := br.ReadBytes('\n')
 		if err != nil {
 			return nil, fmt.Errorf("read object %d of %d: %w", i+1, h.Count, err)
 		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(line); err != nil {
-			return nil, fmt.Errorf("read object %d of %d: %w", i+1, h.Count, err)
+		line = bytes.TrimSuffix(line, []byte{'\n'})
+		if !json.Valid(line) || len(line) == 0 || line[0] != '{' {
+			return nil, fmt.Errorf("read object %d of %d: not a JSON object", i+1, h.Count)
 		}
-		res.Objects = append(res.Objects, u)
+		raw = append(raw, line)
 	}
 	line, err = br.ReadBytes('\n')
 	if err != nil {
@@ -343,7 +348,25 @@ func readRender(r io.Reader, revision, env string) (*recordedRender, error) {
 	if err := json.Unmarshal(line, &tr); err != nil {
 		return nil, fmt.Errorf("read trailer: %w", err)
 	}
-	return &recordedRender{res: res, probes: h.Probes, remote: h.Remote, worker: true, peakRSS: tr.PeakRSS}, nil
+	return &recordedRender{res: res, raw: raw, probes: h.Probes, remote: h.Remote, worker: true, peakRSS: tr.PeakRSS}, nil
+}
+
+// result returns the render with its objects decoded.
+func (r *recordedRender) result() (*Result, error) {
+	if r.res.Objects != nil || r.raw == nil {
+		return r.res, nil
+	}
+	objs := make([]*unstructured.Unstructured, 0, len(r.raw))
+	for i, data := range r.raw {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			return nil, fmt.Errorf("render %s: object %d of %d: %w", r.res.Env, i+1, len(r.raw), err)
+		}
+		objs = append(objs, u)
+	}
+	res := *r.res
+	res.Objects = objs
+	return &res, nil
 }
 
 // tailBuffer keeps the last max bytes written: a crashing worker's panic or fatal error.

@@ -116,15 +116,39 @@ func TestWorkerRendersOutOfProcess(t *testing.T) {
 	assert.Equal(t, CacheStats{ByContent: 1, Rendered: 1, InWorker: 1}, c.Stats())
 	assert.EqualValues(t, 1, c.Worker.Started(), "a cache hit starts no child")
 
+	// Rendered into a cache and not returned (what a daemon's background render does): the cache
+	// then answers the commit with the objects the child sent, and a commit with the same
+	// content needs no render.
+	kept := NewCache("", 2)
+	kept.Worker = c.Worker
+	res, err := snapshotSource(t, files, "r3").RenderIntoCache(context.Background(), "prod", kept)
+	require.NoError(t, err)
+	assert.Nil(t, res, "the cache keeps it")
+	assert.EqualValues(t, 2, c.Worker.Started())
+	fromCache, ok := kept.ByRevision("prod", "r3")
+	require.True(t, ok)
+	assert.Equal(t, want.Digest, fromCache.Digest)
+	require.Len(t, fromCache.Objects, len(want.Objects))
+	for i := range want.Objects {
+		if d := cmp.Diff(want.Objects[i].Object, fromCache.Objects[i].Object); d != "" {
+			t.Errorf("object %d (-in process +kept from the worker):\n%s", i, d)
+		}
+	}
+	res, err = snapshotSource(t, files, "r4").RenderIntoCache(context.Background(), "prod", kept)
+	require.NoError(t, err)
+	assert.Nil(t, res)
+	assert.Equal(t, CacheStats{ByRevision: 1, ByContent: 1, Rendered: 1, InWorker: 1}, kept.Stats())
+	assert.True(t, kept.Knows("prod", "r4"))
+
 	// A work tree is rendered by the child from its directory.
 	dir := t.TempDir()
 	writeTree(t, dir, files)
 	fromDir, err := FromDir(dir)
 	require.NoError(t, err)
-	res, err := fromDir.RenderCachedContext(context.Background(), "prod", &Cache{max: 1, entries: map[string][]*cacheEntry{}, Worker: c.Worker})
+	res, err = fromDir.RenderCachedContext(context.Background(), "prod", &Cache{max: 1, entries: map[string][]*cacheEntry{}, Worker: c.Worker})
 	require.NoError(t, err)
 	assert.Equal(t, want.Digest, res.Digest)
-	assert.EqualValues(t, 2, c.Worker.Started())
+	assert.EqualValues(t, 3, c.Worker.Started())
 }
 
 // A malformed manifest's error comes back from the child as the in-process render words it:
