@@ -2,9 +2,11 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +78,47 @@ func TestBackgroundRenderOfANewRevision(t *testing.T) {
 		require.ErrorAs(t, err, &rendering, "only the fix's audit is reported: %v", err)
 		waitRendered()
 	}
+}
+
+// TestRevertStopsTheRenderItMadeUseless: a commit that makes the env's render slow (3,000 more
+// ConfigMaps: seconds of kustomize) starts a background render; `git revert` of it, committed
+// while that render runs, is audited at once from the cache (the reverted content was rendered
+// before), and the render of the reverted commit is stopped: it never reaches the cache.
+func TestRevertStopsTheRenderItMadeUseless(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	a, waitRendered := backgroundAuditor(ctx, t, f)
+	_, err := a.Run(ctx, Request{Env: f.Env})
+	require.NoError(t, err)
+	before := a.Renders.Stats().Rendered
+
+	var many strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&many, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: bulk-%d, namespace: %s}\ndata: {i: \"%d\"}\n", i, f.NS("api"), i)
+	}
+	require.NoError(t, f.Write("base/api/bulk.yaml", many.String()))
+	f.Edit("base/api/kustomization.yaml", "resources:\n", "resources:\n  - bulk.yaml\n")
+	slow := f.Commit("3,000 ConfigMaps")
+	_, err = a.Run(ctx, Request{Env: f.Env})
+	var rendering *RenderingError
+	require.ErrorAs(t, err, &rendering)
+	require.Equal(t, slow, rendering.Revision)
+
+	f.Git("revert", "--no-edit", "HEAD")
+	revert := f.Git("rev-parse", "HEAD")
+	f.Head = revert
+	rep, err := a.Run(ctx, Request{Env: f.Env})
+	require.NoError(t, err, "the revert's content was rendered before: audited at once")
+	assert.Equal(t, revert, rep.Revision)
+	assert.Empty(t, a.Rendering(f.Env), "the render of the reverted commit is no longer wanted")
+
+	waitRendered() // the stopped render ends, and says so
+	assert.False(t, a.Renders.Knows(f.Env, slow), "the stopped render never reached the cache")
+	assert.Equal(t, before, a.Renders.Stats().Rendered, "no render completed: the revert came from the cache")
+	rep, err = a.Run(ctx, Request{Env: f.Env})
+	require.NoError(t, err, "the stopped render's end is not reported as the env's error")
+	assert.Equal(t, revert, rep.Revision)
 }
 
 // TestBackgroundRenderTheCacheDoesNotKeep: an env whose kustomization fetches a remote file has

@@ -66,8 +66,10 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 	}
 	if app != nil {
 		var declared []drift.Ref
+		seen := map[drift.Ref]bool{}
 		for _, r := range refs {
-			if st.index.Has(r) && !slices.Contains(declared, r) {
+			if st.index.Has(r) && !seen[r] {
+				seen[r] = true
 				declared = append(declared, r)
 			}
 		}

@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,15 +85,14 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, idx *drift.
 			}
 		}
 	}
-	argo, none := map[string]bool{}, map[string]bool{}
+	argo, none := map[drift.Ref]bool{}, map[drift.Ref]bool{}
 	for i, r := range refs {
-		k := key(r.Kind, r.Namespace, r.Name)
-		argo[k], none[k] = outOfSync[i], unknown[i]
+		argo[r], none[r] = outOfSync[i], unknown[i]
 	}
-	ours := map[string]bool{}
+	ours := map[drift.Ref]bool{}
 	for i := range rep.Objects {
 		o := &rep.Objects[i]
-		k := key(o.Kind, o.Namespace, o.Name)
+		k := drift.RefOfObject(o)
 		ours[k] = true
 		v := &drift.ArgoVerdict{OutOfSync: argo[k], Source: source, ReconciledAt: at}
 		switch {
@@ -114,8 +112,7 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, idx *drift.
 		o.ArgoCD = v
 	}
 	for i, r := range refs {
-		k := key(r.Kind, r.Namespace, r.Name)
-		if !outOfSync[i] || ours[k] {
+		if !outOfSync[i] || ours[r] {
 			continue
 		}
 		d, ok := idx.Desired(r)
@@ -160,20 +157,20 @@ func (a *Auditor) keepArgoOnly(rep *drift.Report, refs []drift.Ref) {
 	if st == nil || st.report == nil || st.report.Revision != rep.Revision {
 		return
 	}
-	mine := map[string]bool{}
+	mine := map[drift.Ref]bool{}
 	for _, r := range refs {
-		mine[key(r.Kind, r.Namespace, r.Name)] = true
+		mine[r] = true
 	}
-	ours := map[string]bool{}
-	for _, o := range rep.Objects {
-		ours[key(o.Kind, o.Namespace, o.Name)] = true
+	ours := map[drift.Ref]bool{}
+	for i := range rep.Objects {
+		ours[drift.RefOfObject(&rep.Objects[i])] = true
 	}
-	only := map[string]bool{}
+	only := map[drift.Ref]bool{}
 	for _, o := range st.report.ArgoCDOnly {
-		only[key(o.Kind, o.Namespace, o.Name)] = true
+		only[drift.RefOfObject(&drift.Object{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})] = true
 	}
 	for _, o := range st.report.Objects {
-		k := key(o.Kind, o.Namespace, o.Name)
+		k := drift.RefOfObject(&o)
 		if !only[k] || ours[k] || !mine[k] {
 			continue
 		}
@@ -203,7 +200,6 @@ func onlyAdded(o *drift.Object) bool {
 	return true
 }
 
-func key(kind, ns, name string) string { return strings.Join([]string{kind, ns, name}, "/") }
 
 // lastWrittenByApplier says whether the newest write to the live object of d (status writes
 // aside) was the applier's.

@@ -114,9 +114,16 @@ func AuditIndex(idx *Index, live LiveReader, opts Options) []Object {
 	var out []Object
 	for _, r := range idx.Refs() {
 		d, ok := idx.Desired(r)
-		if !ok {
+		if !ok { // cannot happen: the index encoded it; said rather than passed as in sync
+			out = append(out, Object{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Status: Unknown, Fields: []Field{},
+				Note: "the auditor could not decode Git's object from its index"})
 			continue
 		}
+		if o := auditOne(d, live, history, &opts); o != nil {
+			out = append(out, *o)
+		}
+	}
+	for _, d := range idx.shadowed {
 		if o := auditOne(d, live, history, &opts); o != nil {
 			out = append(out, *o)
 		}

@@ -28,33 +28,46 @@ func RefOfObject(o *Object) Ref {
 }
 
 // Index is a render's desired objects by Ref, and the namespaces they manage: what an audit of
-// a few objects needs to know of the whole render. Compact makes one to keep between audits.
+// a few objects needs to know of the whole render. CompactIndex makes one to keep between audits.
 type Index struct {
 	byRef      map[Ref]*unstructured.Unstructured
-	raw        map[Ref]json.RawMessage // Compact's: the objects as JSON
+	raw        map[Ref]json.RawMessage // CompactIndex's: the objects as JSON
 	namespaces map[string]bool
+	// shadowed are earlier objects of a Ref the render declares more than once (two apiVersions
+	// of one kind, or one namespaced object with and without the destination namespace): the
+	// last one is the Ref's, as in Argo CD, but a full audit compares each with the cluster.
+	shadowed []*unstructured.Unstructured
 }
 
 // NewIndex indexes desired.
 func NewIndex(desired []*unstructured.Unstructured) *Index {
 	idx := &Index{byRef: make(map[Ref]*unstructured.Unstructured, len(desired)), namespaces: map[string]bool{}}
 	for _, d := range desired {
-		idx.byRef[RefOf(d)] = d
+		r := RefOf(d)
+		if prev, ok := idx.byRef[r]; ok {
+			idx.shadowed = append(idx.shadowed, prev)
+		}
+		idx.byRef[r] = d
 		idx.manages(d)
 	}
 	return idx
 }
 
-// CompactIndex returns the index Compact would make of desired without ever holding all of it
-// decoded: it encodes one object at a time and clears its element of desired, so each decoded
-// object can be collected as soon as it is encoded (a decoded 10,000-object render is ~40 MB).
-// The caller gives up desired's elements; other references to the objects keep them alive.
+// CompactIndex returns an index of desired holding each object as JSON, to keep between audits
+// (a decoded 10,000-object render takes about five times as much, ~40 MB); Desired then decodes
+// the ones asked for. It never holds all of desired decoded: it encodes one object at a time
+// and clears its element of desired, so each can be collected as soon as it is encoded. The
+// caller gives up desired's elements (give it a slice of its own). An object that cannot be
+// encoded stays decoded.
 func CompactIndex(desired []*unstructured.Unstructured) *Index {
 	idx := &Index{byRef: map[Ref]*unstructured.Unstructured{}, raw: make(map[Ref]json.RawMessage, len(desired)), namespaces: map[string]bool{}}
 	for i, d := range desired {
 		idx.manages(d)
 		r := RefOf(d)
-		delete(idx.byRef, r) // a later object of the same Ref wins, as in NewIndex
+		if prev, ok := idx.Desired(r); ok {
+			idx.shadowed = append(idx.shadowed, prev)
+		}
+		delete(idx.byRef, r)
 		delete(idx.raw, r)
 		if raw, err := d.MarshalJSON(); err == nil {
 			idx.raw[r] = raw
@@ -92,25 +105,6 @@ func (idx *Index) Refs() []Ref {
 	return out
 }
 
-// Compact returns the index holding each object as JSON, to keep between audits (a decoded
-// 10,000-object render takes about five times as much); Desired then decodes the ones asked for.
-// An object that cannot be encoded stays decoded.
-func (idx *Index) Compact() *Index {
-	out := &Index{byRef: map[Ref]*unstructured.Unstructured{}, raw: make(map[Ref]json.RawMessage, len(idx.byRef)), namespaces: idx.namespaces}
-	for r, d := range idx.byRef {
-		raw, err := d.MarshalJSON()
-		if err != nil {
-			out.byRef[r] = d
-			continue
-		}
-		out.raw[r] = raw
-	}
-	for r, raw := range idx.raw {
-		out.raw[r] = raw
-	}
-	return out
-}
-
 // Has says whether Git declares the object r names.
 func (idx *Index) Has(r Ref) bool {
 	if _, ok := idx.byRef[r]; ok {
@@ -131,7 +125,7 @@ func (idx *Index) Desired(r Ref) (*unstructured.Unstructured, bool) {
 	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(raw); err != nil {
-		return nil, false // cannot happen: Compact encoded it from an Unstructured
+		return nil, false // cannot happen: CompactIndex encoded it from an Unstructured
 	}
 	return u, true
 }

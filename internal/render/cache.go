@@ -173,7 +173,16 @@ func (s Source) RenderIntoCache(ctx context.Context, env string, c *Cache) (*Res
 	if c == nil {
 		return s.Render(env)
 	}
-	if c.Knows(env, s.cacheRevision()) || c.byContent(s, env) != nil {
+	key := s.cacheRevision()
+	if key == "" { // a work tree: nothing to find it by afterwards
+		return s.RenderCachedContext(ctx, env, c)
+	}
+	if c.Knows(env, key) {
+		return nil, nil
+	}
+	if e := c.byContent(s, env); e != nil {
+		c.addRevision(e, key)
+		c.count(func(s *CacheStats) { s.ByContent++ })
 		return nil, nil
 	}
 	r, err := c.renderAndKeep(ctx, s, env)
@@ -211,19 +220,23 @@ func (s Source) Cached(env string, c *Cache) (*Result, bool) {
 	if res, ok := c.ByRevision(env, key); ok {
 		return res, true
 	}
-	if e := c.byContent(s, env); e != nil {
-		return c.resultFor(e, s.revision)
+	for _, e := range c.load(env) {
+		if e.matches(s) {
+			if res, ok := c.resultFor(e, s.revision); ok {
+				c.addRevision(e, key)
+				c.count(func(s *CacheStats) { s.ByContent++ })
+				return res, true
+			}
+		}
 	}
 	return nil, false
 }
 
-// byContent returns the entry of a render of env that read the same content as s has, and
-// records s's revision on it; nil when there is none.
+// byContent returns the entry of a render of env that read the same content as s has; nil when
+// there is none.
 func (c *Cache) byContent(s Source, env string) *cacheEntry {
 	for _, e := range c.load(env) {
 		if e.matches(s) {
-			c.addRevision(e, s.cacheRevision())
-			c.count(func(s *CacheStats) { s.ByContent++ })
 			return e
 		}
 	}

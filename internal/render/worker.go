@@ -335,8 +335,8 @@ func readRender(r io.Reader, revision, env string) (*recordedRender, error) {
 			return nil, fmt.Errorf("read object %d of %d: %w", i+1, h.Count, err)
 		}
 		line = bytes.TrimSuffix(line, []byte{'\n'})
-		if !json.Valid(line) || len(line) == 0 || line[0] != '{' {
-			return nil, fmt.Errorf("read object %d of %d: not a JSON object", i+1, h.Count)
+		if err := checkObject(line); err != nil {
+			return nil, fmt.Errorf("read object %d of %d: %w", i+1, h.Count, err)
 		}
 		raw = append(raw, line)
 	}
@@ -349,6 +349,26 @@ func readRender(r io.Reader, revision, env string) (*recordedRender, error) {
 		return nil, fmt.Errorf("read trailer: %w", err)
 	}
 	return &recordedRender{res: res, raw: raw, probes: h.Probes, remote: h.Remote, worker: true, peakRSS: tr.PeakRSS}, nil
+}
+
+// checkObject fails unless data is what decoding it as an Unstructured (when a caller needs it
+// decoded, maybe long after the cache kept it) accepts: a JSON object with a kind and an
+// apiVersion. The rest of it is checked for JSON syntax only, without building it.
+func checkObject(data []byte) error {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if !json.Valid(data) {
+		return errors.New("not JSON")
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return fmt.Errorf("not a JSON object: %w", err)
+	}
+	if head.Kind == "" || head.APIVersion == "" {
+		return errors.New("an object without a kind or an apiVersion")
+	}
+	return nil
 }
 
 // result returns the render with its objects decoded.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -264,4 +265,34 @@ func TestWorkerCancelledWaitersLeaveNoSlotTaken(t *testing.T) {
 	w.mu.Lock()
 	assert.Zero(t, w.running)
 	w.mu.Unlock()
+}
+
+// A child's objects are kept as the JSON it sent, decoded only when a caller needs them; what
+// would not decode later is refused when it is read, naming the object, instead of being cached.
+func TestWorkerStreamRefusesWhatWouldNotDecode(t *testing.T) {
+	const header = `{"path":"overlays/prod","digest":"d","count":2}` + "\n"
+	const good = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"rag"},"data":{"k":"v"}}` + "\n"
+	const trailer = `{"peakRSS":1}` + "\n"
+	for name, tc := range map[string]struct{ second, err string }{
+		"kept":          {second: good},
+		"no kind":       {second: `{"apiVersion":"v1","metadata":{"name":"b"}}` + "\n", err: "object 2 of 2: an object without a kind or an apiVersion"},
+		"not an object": {second: `["apiVersion"]` + "\n", err: "object 2 of 2: not a JSON object"},
+		"truncated":     {second: `{"apiVersion":"v1","kind":"ConfigMap"` + "\n", err: "object 2 of 2: not JSON"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, err := readRender(strings.NewReader(header+good+tc.second+trailer), "r1", "prod")
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Nil(t, r.res.Objects, "not decoded when read")
+			res, err := r.result()
+			require.NoError(t, err)
+			require.Len(t, res.Objects, 2)
+			assert.Equal(t, "a", res.Objects[1].GetName())
+			assert.Equal(t, map[string]any{"k": "v"}, res.Objects[0].Object["data"])
+		})
+	}
 }
