@@ -200,7 +200,6 @@ func onlyAdded(o *drift.Object) bool {
 	return true
 }
 
-
 // lastWrittenByApplier says whether the newest write to the live object of d (status writes
 // aside) was the applier's.
 func (a *Auditor) lastWrittenByApplier(d *unstructured.Unstructured, applier string) bool {
