@@ -137,14 +137,13 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	if app != nil {
 		destNS = app.DestinationNamespace
 	}
-	served, unknown := a.scope(res.Objects, destNS)
-	kinds := kindsOf(served)
-	// From here on the render is held as JSON, each object decoded only while it is compared:
-	// holding a 10,000-object render decoded through the audit cost ~40 MB of heap beside the
-	// live cache and Argo CD's diff.
-	res = nil
-	idx := drift.CompactIndex(served)
-	served = nil
+	// The render is held as JSON, each object decoded only while it is scoped, compared or
+	// diffed: a 10,000-object render held decoded through the audit cost ~40 MB of heap beside
+	// the live cache and Argo CD's diff.
+	idx, kinds, unknown, err := a.scope(res, destNS)
+	if err != nil {
+		return nil, err
+	}
 	wctx, cancel := context.WithTimeout(ctx, a.syncTimeout())
 	err = a.Live.Watch(wctx, kinds, a.Options.ExtraKinds)
 	cancel()

@@ -15,7 +15,8 @@ import (
 )
 
 // render renders env at revision with the Application's kustomize patches, as Argo CD builds
-// it, through the render cache when the Auditor has one. With background, a render the cache
+// it, through the render cache when the Auditor has one. What the cache answers comes as JSON
+// (Result.Raw), decoded one object at a time by the audit. With background, a render the cache
 // cannot answer is left running in the background and a RenderingError returned; the audit after
 // it ends gets its result.
 func (a *Auditor) render(ctx context.Context, env, revision string, patches []render.Patch, background bool) (*render.Result, error) {
@@ -28,7 +29,7 @@ func (a *Auditor) render(ctx context.Context, env, revision string, patches []re
 			return res, err
 		}
 	}
-	if res, ok := a.Renders.ByRevision(env, key); ok {
+	if res, ok := a.Renders.ByRevisionRaw(env, key); ok {
 		if background {
 			a.stopBackground(env, key)
 		}
@@ -46,11 +47,13 @@ func (a *Auditor) render(ctx context.Context, env, revision string, patches []re
 	if src, err = src.WithPatches(env, patches); err != nil {
 		return nil, err
 	}
-	if background {
-		if res, ok := src.Cached(env, a.Renders); ok {
+	if res, ok := src.CachedRaw(env, a.Renders); ok {
+		if background {
 			a.stopBackground(env, key)
-			return res, nil
 		}
+		return res, nil
+	}
+	if background {
 		res, _, err := a.startBackground(ctx, env, revision, key, src)
 		return res, err
 	}

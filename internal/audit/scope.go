@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/release"
+	"github.com/llm-gitops/platform/internal/render"
 )
 
 // revisions picks the desired revision (forced, else the one Argo CD synced, else what Git says
@@ -53,14 +55,32 @@ func (a *Auditor) revisions(app *argocd.App, req Request) (desired, head string,
 	return desired, head, pending, err
 }
 
-// scope splits the rendered objects into those of kinds the cluster serves — namespaced ones
-// given the Application's destination namespace when Git leaves it out, cluster-scoped ones
-// stripped of a namespace the API server would ignore — and Unknown objects of kinds it lacks.
-func (a *Auditor) scope(objs []*unstructured.Unstructured, destNS string) (served []*unstructured.Unstructured, unknown []drift.Object) {
+// scope indexes the rendered objects of kinds the cluster serves — namespaced ones given the
+// Application's destination namespace when Git leaves it out, cluster-scoped ones stripped of a
+// namespace the API server would ignore — and returns their kinds, and Unknown objects of kinds
+// it lacks. A render given as JSON (res.Raw) is decoded one object at a time, and an object
+// scope leaves as it is is indexed as the JSON it came as.
+func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, kinds []schema.GroupVersionKind, unknown []drift.Object, err error) {
 	if destNS == "" {
 		destNS = "default"
 	}
-	for _, o := range objs {
+	n := len(res.Objects)
+	if res.Objects == nil {
+		n = len(res.Raw)
+	}
+	b := drift.NewIndexBuilder(n)
+	seen := map[schema.GroupVersionKind]bool{}
+	for i := range n {
+		var o *unstructured.Unstructured
+		var raw json.RawMessage
+		if res.Objects != nil {
+			o = res.Objects[i]
+		} else {
+			raw, o = res.Raw[i], &unstructured.Unstructured{}
+			if err := o.UnmarshalJSON(raw); err != nil {
+				return nil, nil, nil, fmt.Errorf("%s: object %d of the render: %w", res.Env, i+1, err)
+			}
+		}
 		m, err := a.Live.Mapping(o.GroupVersionKind())
 		if err != nil {
 			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(),
@@ -70,10 +90,10 @@ func (a *Auditor) scope(objs []*unstructured.Unstructured, destNS string) (serve
 		namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
 		switch {
 		case namespaced && o.GetNamespace() == "":
-			o = o.DeepCopy()
+			o, raw = o.DeepCopy(), nil
 			o.SetNamespace(destNS)
 		case !namespaced && o.GetNamespace() != "":
-			o = o.DeepCopy()
+			o, raw = o.DeepCopy(), nil
 			o.SetNamespace("")
 		}
 		if ns := o.GetNamespace(); namespaced && !a.Live.Covers(ns) {
@@ -82,9 +102,13 @@ func (a *Auditor) scope(objs []*unstructured.Unstructured, destNS string) (serve
 				Note: fmt.Sprintf("namespace %s is not among the namespaces the auditor watches (watchNamespaces): add it, and the auditor's read access there", ns)})
 			continue
 		}
-		served = append(served, o)
+		if gvk := o.GroupVersionKind(); !seen[gvk] {
+			seen[gvk] = true
+			kinds = append(kinds, gvk)
+		}
+		b.Add(o, raw)
 	}
-	return served, unknown
+	return b.Index(), kinds, unknown, nil
 }
 
 // schemaFor types kinds from the cluster's OpenAPI v3, reusing the last schema while the
@@ -140,19 +164,6 @@ func (a *Auditor) overrides(ctx context.Context) (map[string]v1alpha1.ResourceOv
 	}
 	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
 	return argocd.Overrides(data)
-}
-
-func kindsOf(objs []*unstructured.Unstructured) []schema.GroupVersionKind {
-	seen := map[schema.GroupVersionKind]bool{}
-	var out []schema.GroupVersionKind
-	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		if !seen[gvk] {
-			seen[gvk] = true
-			out = append(out, gvk)
-		}
-	}
-	return out
 }
 
 func (a *Auditor) syncTimeout() time.Duration {

@@ -101,7 +101,7 @@ func Audit(desired []*unstructured.Unstructured, live LiveReader, opts Options) 
 	return AuditIndex(NewIndex(desired), live, opts)
 }
 
-// AuditIndex is Audit of the objects an Index holds: from a compact index (CompactIndex), each
+// AuditIndex is Audit of the objects an Index holds: from a compact index (IndexBuilder), each
 // one is decoded only while it is compared.
 func AuditIndex(idx *Index, live LiveReader, opts Options) []Object {
 	if opts.Now == nil {

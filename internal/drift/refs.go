@@ -28,10 +28,10 @@ func RefOfObject(o *Object) Ref {
 }
 
 // Index is a render's desired objects by Ref, and the namespaces they manage: what an audit of
-// a few objects needs to know of the whole render. CompactIndex makes one to keep between audits.
+// a few objects needs to know of the whole render. An IndexBuilder makes one to keep between audits.
 type Index struct {
 	byRef      map[Ref]*unstructured.Unstructured
-	raw        map[Ref]json.RawMessage // CompactIndex's: the objects as JSON
+	raw        map[Ref]json.RawMessage // an IndexBuilder's: the objects as JSON
 	namespaces map[string]bool
 	// shadowed are earlier objects of a Ref the render declares more than once (two apiVersions
 	// of one kind, or one namespaced object with and without the destination namespace): the
@@ -53,31 +53,39 @@ func NewIndex(desired []*unstructured.Unstructured) *Index {
 	return idx
 }
 
-// CompactIndex returns an index of desired holding each object as JSON, to keep between audits
-// (a decoded 10,000-object render takes about five times as much, ~40 MB); Desired then decodes
-// the ones asked for. It never holds all of desired decoded: it encodes one object at a time
-// and clears its element of desired, so each can be collected as soon as it is encoded. The
-// caller gives up desired's elements (give it a slice of its own). An object that cannot be
-// encoded stays decoded.
-func CompactIndex(desired []*unstructured.Unstructured) *Index {
-	idx := &Index{byRef: map[Ref]*unstructured.Unstructured{}, raw: make(map[Ref]json.RawMessage, len(desired)), namespaces: map[string]bool{}}
-	for i, d := range desired {
-		idx.manages(d)
-		r := RefOf(d)
-		if prev, ok := idx.Desired(r); ok {
-			idx.shadowed = append(idx.shadowed, prev)
-		}
-		delete(idx.byRef, r)
-		delete(idx.raw, r)
-		if raw, err := d.MarshalJSON(); err == nil {
-			idx.raw[r] = raw
-		} else {
-			idx.byRef[r] = d
-		}
-		desired[i] = nil
-	}
-	return idx
+// IndexBuilder makes a compact index one object at a time: it holds each object as JSON, to keep
+// between audits (a decoded 10,000-object render takes about five times as much, ~40 MB), and
+// Desired decodes the ones asked for. A render read as JSON is never decoded whole.
+type IndexBuilder struct{ idx *Index }
+
+// NewIndexBuilder returns a builder of an index of about n objects.
+func NewIndexBuilder(n int) *IndexBuilder {
+	return &IndexBuilder{idx: &Index{byRef: map[Ref]*unstructured.Unstructured{}, raw: make(map[Ref]json.RawMessage, n), namespaces: map[string]bool{}}}
 }
+
+// Add indexes d. raw, when not nil, is d as JSON, kept as it is (read only) instead of encoding d
+// again. An object that cannot be encoded stays decoded.
+func (b *IndexBuilder) Add(d *unstructured.Unstructured, raw json.RawMessage) {
+	idx := b.idx
+	idx.manages(d)
+	r := RefOf(d)
+	if prev, ok := idx.Desired(r); ok {
+		idx.shadowed = append(idx.shadowed, prev)
+	}
+	delete(idx.byRef, r)
+	delete(idx.raw, r)
+	if raw == nil {
+		var err error
+		if raw, err = d.MarshalJSON(); err != nil {
+			idx.byRef[r] = d
+			return
+		}
+	}
+	idx.raw[r] = raw
+}
+
+// Index returns the index built.
+func (b *IndexBuilder) Index() *Index { return b.idx }
 
 // manages records the namespaces d makes managed: its own, or the one it declares.
 func (idx *Index) manages(d *unstructured.Unstructured) {
@@ -125,7 +133,7 @@ func (idx *Index) Desired(r Ref) (*unstructured.Unstructured, bool) {
 	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(raw); err != nil {
-		return nil, false // cannot happen: CompactIndex encoded it from an Unstructured
+		return nil, false // cannot happen: the builder encoded it from an Unstructured, or was given what decoded to it
 	}
 	return u, true
 }

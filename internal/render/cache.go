@@ -123,6 +123,24 @@ func (c *Cache) ByRevision(env, revision string) (*Result, bool) {
 	return res, ok
 }
 
+// ByRevisionRaw is ByRevision giving the render's objects as JSON (Result.Raw, shared with the
+// cache: read only) instead of decoded: a caller that needs one object at a time never holds
+// the whole render decoded.
+func (c *Cache) ByRevisionRaw(env, revision string) (*Result, bool) {
+	e := c.entryFor(env, revision)
+	if e == nil {
+		return nil, false
+	}
+	commit, _, _ := strings.Cut(revision, "#")
+	c.count(func(s *CacheStats) { s.ByRevision++ })
+	return e.raw(commit), true
+}
+
+// raw returns e's render for revision with its objects as JSON.
+func (e *cacheEntry) raw(revision string) *Result {
+	return &Result{Env: e.Env, Path: e.Path, Revision: revision, Digest: e.Digest, Raw: e.Objects}
+}
+
 // Knows says whether the cache holds env's render at revision (a commit or CacheRevision's key),
 // without decoding it.
 func (c *Cache) Knows(env, revision string) bool { return c.entryFor(env, revision) != nil }
@@ -173,16 +191,10 @@ func (s Source) RenderIntoCache(ctx context.Context, env string, c *Cache) (*Res
 	if c == nil {
 		return s.Render(env)
 	}
-	key := s.cacheRevision()
-	if key == "" { // a work tree: nothing to find it by afterwards
+	if s.cacheRevision() == "" { // a work tree: nothing to find it by afterwards
 		return s.RenderCachedContext(ctx, env, c)
 	}
-	if c.Knows(env, key) {
-		return nil, nil
-	}
-	if e := c.byContent(s, env); e != nil {
-		c.addRevision(e, key)
-		c.count(func(s *CacheStats) { s.ByContent++ })
+	if _, ok := s.CachedRaw(env, c); ok {
 		return nil, nil
 	}
 	r, err := c.renderAndKeep(ctx, s, env)
@@ -228,6 +240,24 @@ func (s Source) Cached(env string, c *Cache) (*Result, bool) {
 				return res, true
 			}
 		}
+	}
+	return nil, false
+}
+
+// CachedRaw is Cached giving the render's objects as JSON (Result.Raw, shared with the cache:
+// read only) instead of decoded.
+func (s Source) CachedRaw(env string, c *Cache) (*Result, bool) {
+	if c == nil {
+		return nil, false
+	}
+	key := s.cacheRevision()
+	if res, ok := c.ByRevisionRaw(env, key); ok {
+		return res, true
+	}
+	if e := c.byContent(s, env); e != nil {
+		c.addRevision(e, key)
+		c.count(func(s *CacheStats) { s.ByContent++ })
+		return e.raw(s.revision), true
 	}
 	return nil, false
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,9 @@ type Result struct {
 	Revision string
 	// Objects in Kustomize's output order.
 	Objects []*unstructured.Unstructured
+	// Raw holds the objects as JSON, in the same order, instead of Objects in a Result from
+	// Cache.ByRevisionRaw or Source.CachedRaw: shared with the cache, read only.
+	Raw []json.RawMessage
 	// YAML is the multi-document stream kustomize produced; nil in a Result a Cache answered.
 	YAML []byte
 	// Digest identifies YAML (its SHA-256, hex): two renders with the same Digest are the same.

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
 )
@@ -140,6 +141,23 @@ func TestWorkerRendersOutOfProcess(t *testing.T) {
 	assert.Nil(t, res)
 	assert.Equal(t, CacheStats{ByRevision: 1, ByContent: 1, Rendered: 1, InWorker: 1}, kept.Stats())
 	assert.True(t, kept.Knows("prod", "r4"))
+	// As JSON (what an audit reads, one object at a time): the same objects, none decoded.
+	for _, raw := range []func() (*Result, bool){
+		func() (*Result, bool) { return kept.ByRevisionRaw("prod", "r4") },
+		func() (*Result, bool) { return snapshotSource(t, files, "r5").CachedRaw("prod", kept) },
+	} {
+		res, ok := raw()
+		require.True(t, ok)
+		assert.Nil(t, res.Objects)
+		assert.Equal(t, want.Digest, res.Digest)
+		require.Len(t, res.Raw, len(want.Objects))
+		for i := range want.Objects {
+			obj := &unstructured.Unstructured{}
+			require.NoError(t, obj.UnmarshalJSON(res.Raw[i]))
+			assert.Empty(t, cmp.Diff(want.Objects[i].Object, obj.Object), "object %d", i)
+		}
+	}
+	assert.Equal(t, CacheStats{ByRevision: 2, ByContent: 2, Rendered: 1, InWorker: 1}, kept.Stats())
 
 	// A work tree is rendered by the child from its directory.
 	dir := t.TempDir()
