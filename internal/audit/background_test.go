@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
@@ -185,4 +187,41 @@ func backgroundAuditor(ctx context.Context, t *testing.T, f *fixture) (*Auditor,
 			t.Fatal("the background render never ended")
 		}
 	}
+}
+
+// TestAuditOfTheCachedRenderIsTheAuditOfTheRender: a full audit reads a render the cache holds
+// as JSON, one object at a time, and rewrites the namespace of objects Git leaves it out of (the
+// destination's) or gives a cluster-scoped one; its report is the one an Auditor without a
+// cache (the render decoded whole) makes: a hand edit, an object in the destination namespace,
+// a cluster-scoped object stripped of its namespace.
+func TestAuditOfTheCachedRenderIsTheAuditOfTheRender(t *testing.T) {
+	f := newFixture(t)
+	require.NoError(t, f.Write("overlays/prod/scoped.yaml", fmt.Sprintf(
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %[1]s-no-namespace}\ndata: {k: v}\n---\n"+
+			"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: %[1]s-cluster-scoped, namespace: %[2]s}\nrules: []\n",
+		f.Prefix, f.NS("api"))))
+	f.Edit("overlays/prod/kustomization.yaml", "resources:\n", "resources:\n  - scoped.yaml\n")
+	f.Commit("objects whose namespace the audit decides")
+	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	cached, _ := backgroundAuditor(ctx, t, f)
+	_, err := cached.Run(ctx, Request{Env: f.Env})
+	require.NoError(t, err)
+	fromCache, err := cached.Run(ctx, Request{Env: f.Env})
+	require.NoError(t, err)
+	assert.Equal(t, 1, cached.Renders.Stats().Rendered, "the second audit read the cache")
+
+	decoded, _ := backgroundAuditor(ctx, t, f)
+	decoded.Renders = nil
+	want, err := decoded.Run(ctx, Request{Env: f.Env})
+	require.NoError(t, err)
+	assert.Empty(t, cmp.Diff(want, fromCache))
+
+	assert.Equal(t, drift.Missing, object(t, fromCache, "ConfigMap", f.Prefix+"-no-namespace").Status)
+	assert.Equal(t, "default", object(t, fromCache, "ConfigMap", f.Prefix+"-no-namespace").Namespace, "the destination namespace (none: default)")
+	assert.Empty(t, object(t, fromCache, "ClusterRole", f.Prefix+"-cluster-scoped").Namespace)
+	qdrant := object(t, fromCache, "StatefulSet", "qdrant")
+	assert.Equal(t, "3", fmt.Sprint(field(t, fromCache, qdrant, ".spec.replicas").Live))
 }

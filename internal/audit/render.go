@@ -57,11 +57,19 @@ func (a *Auditor) render(ctx context.Context, env, revision string, patches []re
 		res, _, err := a.startBackground(ctx, env, revision, key, src)
 		return res, err
 	}
-	res, err := src.RenderCachedContext(ctx, env, a.Renders)
+	// Rendered into the cache and read back as JSON: a worker's render is never decoded whole.
+	// A render the cache does not keep (a remote base) comes back decoded.
+	res, err := src.RenderIntoCache(ctx, env, a.Renders)
 	if err != nil {
 		return nil, fmt.Errorf("%s at %.12s: %w", env, revision, err)
 	}
-	return res, nil
+	if res != nil {
+		return res, nil
+	}
+	if res, ok := a.Renders.ByRevisionRaw(env, key); ok {
+		return res, nil
+	}
+	return nil, fmt.Errorf("%s at %.12s: the render cache did not keep the render it was given", env, revision)
 }
 
 // stopwatch returns a function that reports the time since its last call under a stage name.

@@ -88,13 +88,18 @@ func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, ki
 			continue
 		}
 		namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
-		switch {
-		case namespaced && o.GetNamespace() == "":
-			o, raw = o.DeepCopy(), nil
-			o.SetNamespace(destNS)
-		case !namespaced && o.GetNamespace() != "":
-			o, raw = o.DeepCopy(), nil
-			o.SetNamespace("")
+		if namespaced == (o.GetNamespace() == "") {
+			// A namespace to give (the destination's) or to strip. The object is the render's
+			// own when it came decoded: a copy is changed.
+			if raw == nil {
+				o = o.DeepCopy()
+			}
+			raw = nil // the JSON no longer says what the object is
+			if namespaced {
+				o.SetNamespace(destNS)
+			} else {
+				o.SetNamespace("")
+			}
 		}
 		if ns := o.GetNamespace(); namespaced && !a.Live.Covers(ns) {
 			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: ns,

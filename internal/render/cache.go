@@ -138,7 +138,7 @@ func (c *Cache) ByRevisionRaw(env, revision string) (*Result, bool) {
 
 // raw returns e's render for revision with its objects as JSON.
 func (e *cacheEntry) raw(revision string) *Result {
-	return &Result{Env: e.Env, Path: e.Path, Revision: revision, Digest: e.Digest, Raw: e.Objects}
+	return &Result{Env: e.Env, Path: e.Path, Revision: revision, Digest: e.Digest, Raw: slices.Clip(e.Objects)}
 }
 
 // Knows says whether the cache holds env's render at revision (a commit or CacheRevision's key),
@@ -176,7 +176,7 @@ func (s Source) RenderCachedContext(ctx context.Context, env string, c *Cache) (
 	if res, ok := s.Cached(env, c); ok {
 		return res, nil
 	}
-	r, err := c.renderAndKeep(ctx, s, env)
+	r, _, err := c.renderAndKeep(ctx, s, env)
 	if err != nil {
 		return nil, err
 	}
@@ -184,9 +184,10 @@ func (s Source) RenderCachedContext(ctx context.Context, env string, c *Cache) (
 }
 
 // RenderIntoCache renders env from s into the cache unless the cache can answer it already, and
-// returns nil: the caller takes the render from the cache (ByRevision) when it needs it. Only a
-// render the cache does not keep (its kustomization reads a remote) is returned. A render done
-// by the cache's Worker is then never decoded whole here.
+// returns nil: the caller takes the render from the cache (ByRevisionRaw, ByRevision) when it
+// needs it. A render the cache does not keep (its kustomization reads a remote; or no cache, or
+// a work tree) is returned instead. A render done by the cache's Worker is then never decoded
+// whole here.
 func (s Source) RenderIntoCache(ctx context.Context, env string, c *Cache) (*Result, error) {
 	if c == nil {
 		return s.Render(env)
@@ -197,18 +198,19 @@ func (s Source) RenderIntoCache(ctx context.Context, env string, c *Cache) (*Res
 	if _, ok := s.CachedRaw(env, c); ok {
 		return nil, nil
 	}
-	r, err := c.renderAndKeep(ctx, s, env)
-	if err != nil || !r.remote {
+	r, kept, err := c.renderAndKeep(ctx, s, env)
+	if err != nil || kept {
 		return nil, err
 	}
 	return r.result()
 }
 
-// renderAndKeep runs kustomize for env from s and keeps the render unless it read a remote.
-func (c *Cache) renderAndKeep(ctx context.Context, s Source, env string) (*recordedRender, error) {
-	r, err := c.render(ctx, s, env)
+// renderAndKeep runs kustomize for env from s and keeps the render unless it read a remote (or
+// cannot be encoded): kept says which.
+func (c *Cache) renderAndKeep(ctx context.Context, s Source, env string) (r *recordedRender, kept bool, err error) {
+	r, err = c.render(ctx, s, env)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	c.count(func(st *CacheStats) {
 		st.Rendered++
@@ -217,9 +219,9 @@ func (c *Cache) renderAndKeep(ctx context.Context, s Source, env string) (*recor
 		}
 	})
 	if !r.remote {
-		c.store(r, s.cacheRevision())
+		kept = c.store(r, s.cacheRevision())
 	}
-	return r, nil
+	return r, kept, nil
 }
 
 // Cached returns env's render from s when the cache can answer it without running kustomize:
@@ -299,7 +301,7 @@ func (c *Cache) load(env string) []*cacheEntry {
 	es, ok := c.entries[env]
 	if !ok && c.dir != "" {
 		data, err := os.ReadFile(filepath.Join(c.dir, c.key(env)+".json"))
-		if err == nil && json.Unmarshal(data, &es) != nil {
+		if err == nil && (json.Unmarshal(data, &es) != nil || !decodable(es)) {
 			es = nil // a corrupt or older file is a miss, and is rewritten
 		}
 		c.entries[env] = es
@@ -307,8 +309,26 @@ func (c *Cache) load(env string) []*cacheEntry {
 	return append([]*cacheEntry(nil), es...)
 }
 
-// store keeps r, a render of key: its objects as the child sent them, or encoded one by one.
-func (c *Cache) store(r *recordedRender, key string) {
+// decodable says whether every object of es is what decoding it needs (checkObject): a cache
+// answers with JSON (ByRevisionRaw) that its caller decodes later, so an entry that would not
+// decode must be a miss, re-rendered, not an answer that fails every audit of its revisions.
+func decodable(es []*cacheEntry) bool {
+	for _, e := range es {
+		if e == nil {
+			return false
+		}
+		for _, o := range e.Objects {
+			if checkObject(o) != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// store keeps r, a render of key: its objects as the child sent them, or encoded one by one. It
+// says whether it did (an object that cannot be encoded is not kept).
+func (c *Cache) store(r *recordedRender, key string) bool {
 	res := r.res
 	e := &cacheEntry{Env: res.Env, Kustomize: KustomizeVersion, Probes: r.probes, Path: res.Path, Digest: res.Digest, Objects: r.raw}
 	if key != "" {
@@ -318,7 +338,7 @@ func (c *Cache) store(r *recordedRender, key string) {
 		for _, o := range res.Objects {
 			data, err := o.MarshalJSON()
 			if err != nil {
-				return // not cacheable; the render itself is fine
+				return false // not cacheable; the render itself is fine
 			}
 			e.Objects = append(e.Objects, data)
 		}
@@ -334,6 +354,7 @@ func (c *Cache) store(r *recordedRender, key string) {
 	c.entries[res.Env] = es
 	c.mu.Unlock()
 	c.save(res.Env)
+	return true
 }
 
 func (c *Cache) addRevision(e *cacheEntry, revision string) {
