@@ -13,12 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
@@ -168,12 +164,7 @@ func TestBackgroundRenderTheCacheDoesNotKeep(t *testing.T) {
 // a background render.
 func backgroundAuditor(ctx context.Context, t *testing.T, f *fixture) (*Auditor, func()) {
 	t.Helper()
-	repo, err := gitrepo.Open(f.Dir)
-	require.NoError(t, err)
-	cache, err := live.New(ctx, cluster.Config)
-	require.NoError(t, err)
-	require.NoError(t, cache.Watch(ctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}))
-	a := New(repo, cache)
+	a := f.watchingAuditor(ctx)
 	a.AppName = func(string) string { return "no-such-app" }
 	a.Renders.Worker = render.NewWorker()
 	rendered := make(chan string, 10)

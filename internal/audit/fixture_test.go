@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
@@ -77,6 +79,24 @@ func (f *fixture) audit() *drift.Report {
 		f.t.Fatal(err)
 	}
 	return rep
+}
+
+// watchingAuditor returns an Auditor of f's repository and the test cluster whose live cache
+// watches Applications (as the daemon's does), so that incremental audits see them change.
+func (f *fixture) watchingAuditor(ctx context.Context) *Auditor {
+	f.t.Helper()
+	repo, err := gitrepo.Open(f.Dir)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cache, err := live.New(ctx, cluster.Config)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := cache.Watch(ctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}); err != nil {
+		f.t.Fatal(err)
+	}
+	return New(repo, cache)
 }
 
 // object returns the drifted object of a kind and name, failing the test when absent.

@@ -9,10 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/live"
 )
 
 // TestUpdateEqualsFullAudit makes hand edits one after another and, after each, re-audits only
@@ -22,13 +19,9 @@ func TestUpdateEqualsFullAudit(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	repo, err := gitrepo.Open(f.Dir)
-	require.NoError(t, err)
-	cache, err := live.New(ctx, cluster.Config)
-	require.NoError(t, err)
-	require.NoError(t, cache.Watch(ctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}))
-	a := New(repo, cache)
+	a := f.watchingAuditor(ctx)
 	a.AppName = func(string) string { return f.App() }
+	cache := a.Live
 	var renders int
 	a.Timing = func(stage string, _ time.Duration) {
 		if stage == "render" {
@@ -70,7 +63,7 @@ func TestUpdateEqualsFullAudit(t *testing.T) {
 		require.NoError(t, err, s.name)
 		require.Equal(t, rendersBefore, renders, "%s: Update rendered: it ran a full audit", s.name)
 
-		full := New(repo, cache)
+		full := New(a.Repo, cache)
 		full.AppName = a.AppName
 		full.Options.SecretKey = a.Options.SecretKey
 		want, err := full.Run(ctx, Request{Env: f.Env})

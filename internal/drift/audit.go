@@ -104,13 +104,7 @@ func Audit(desired []*unstructured.Unstructured, live LiveReader, opts Options) 
 // AuditIndex is Audit of the objects an Index holds: from a compact index (IndexBuilder), each
 // one is decoded only while it is compared.
 func AuditIndex(idx *Index, live LiveReader, opts Options) []Object {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	history, _ := live.(VersionHistory)
-	if opts.Autoscaled == nil {
-		opts.Autoscaled = AutoscaledIn(live)
-	}
+	history := prepare(live, &opts)
 	var out []Object
 	for _, r := range idx.Refs() {
 		d, ok := idx.Desired(r)
@@ -131,6 +125,19 @@ func AuditIndex(idx *Index, live LiveReader, opts Options) []Object {
 	out = append(out, idx.extras(live, opts)...)
 	SortObjects(out)
 	return out
+}
+
+// prepare fills opts' defaults that depend on live, and returns the earlier versions live keeps
+// (nil when it keeps none).
+func prepare(live LiveReader, opts *Options) VersionHistory {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Autoscaled == nil {
+		opts.Autoscaled = AutoscaledIn(live)
+	}
+	history, _ := live.(VersionHistory)
+	return history
 }
 
 // auditOne compares one desired object with its live counterpart: Missing, Modified, or nil.

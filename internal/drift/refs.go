@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -144,13 +143,7 @@ func (idx *Index) Desired(r Ref) (*unstructured.Unstructured, bool) {
 // returns, sorted; objects of other refs are left out, so a caller replaces exactly refs' entries
 // of an earlier full report.
 func AuditRefs(idx *Index, refs []Ref, live LiveReader, opts Options) []Object {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	history, _ := live.(VersionHistory)
-	if opts.Autoscaled == nil {
-		opts.Autoscaled = AutoscaledIn(live)
-	}
+	history := prepare(live, &opts)
 	var out []Object
 	seen := map[Ref]bool{}
 	for _, r := range refs {

@@ -111,29 +111,38 @@ var KustomizeVersion = func() string {
 // ByRevision returns the render of env at a commit if the cache knows that commit; revision is
 // the commit, or CacheRevision's key for a render with an Application's patches.
 func (c *Cache) ByRevision(env, revision string) (*Result, bool) {
-	e := c.entryFor(env, revision)
+	e := c.byRevision(env, revision)
 	if e == nil {
 		return nil, false
 	}
-	commit, _, _ := strings.Cut(revision, "#") // a patched render's key (CacheRevision)
-	res, ok := c.resultFor(e, commit)
-	if ok {
-		c.count(func(s *CacheStats) { s.ByRevision++ })
-	}
-	return res, ok
+	return c.resultFor(e, commitOf(revision))
 }
 
 // ByRevisionRaw is ByRevision giving the render's objects as JSON (Result.Raw, shared with the
 // cache: read only) instead of decoded: a caller that needs one object at a time never holds
 // the whole render decoded.
 func (c *Cache) ByRevisionRaw(env, revision string) (*Result, bool) {
-	e := c.entryFor(env, revision)
+	e := c.byRevision(env, revision)
 	if e == nil {
 		return nil, false
 	}
+	return e.raw(commitOf(revision)), true
+}
+
+// byRevision returns the entry of env known to render revision, counting the hit; nil when
+// there is none.
+func (c *Cache) byRevision(env, revision string) *cacheEntry {
+	e := c.entryFor(env, revision)
+	if e != nil {
+		c.count(func(s *CacheStats) { s.ByRevision++ })
+	}
+	return e
+}
+
+// commitOf is the commit of a cache revision (a patched render's key: CacheRevision).
+func commitOf(revision string) string {
 	commit, _, _ := strings.Cut(revision, "#")
-	c.count(func(s *CacheStats) { s.ByRevision++ })
-	return e.raw(commit), true
+	return commit
 }
 
 // raw returns e's render for revision with its objects as JSON.
@@ -227,48 +236,38 @@ func (c *Cache) renderAndKeep(ctx context.Context, s Source, env string) (r *rec
 // Cached returns env's render from s when the cache can answer it without running kustomize:
 // it knows the commit, or a render of another commit read the same content.
 func (s Source) Cached(env string, c *Cache) (*Result, bool) {
-	if c == nil {
+	e := c.cached(s, env)
+	if e == nil {
 		return nil, false
 	}
-	key := s.cacheRevision()
-	if res, ok := c.ByRevision(env, key); ok {
-		return res, true
-	}
-	for _, e := range c.load(env) {
-		if e.matches(s) {
-			if res, ok := c.resultFor(e, s.revision); ok {
-				c.addRevision(e, key)
-				c.count(func(s *CacheStats) { s.ByContent++ })
-				return res, true
-			}
-		}
-	}
-	return nil, false
+	return c.resultFor(e, s.revision)
 }
 
 // CachedRaw is Cached giving the render's objects as JSON (Result.Raw, shared with the cache:
 // read only) instead of decoded.
 func (s Source) CachedRaw(env string, c *Cache) (*Result, bool) {
-	if c == nil {
+	e := c.cached(s, env)
+	if e == nil {
 		return nil, false
 	}
-	key := s.cacheRevision()
-	if res, ok := c.ByRevisionRaw(env, key); ok {
-		return res, true
-	}
-	if e := c.byContent(s, env); e != nil {
-		c.addRevision(e, key)
-		c.count(func(s *CacheStats) { s.ByContent++ })
-		return e.raw(s.revision), true
-	}
-	return nil, false
+	return e.raw(s.revision), true
 }
 
-// byContent returns the entry of a render of env that read the same content as s has; nil when
-// there is none.
-func (c *Cache) byContent(s Source, env string) *cacheEntry {
+// cached returns the entry of env's render from s: the one known to render s's revision, else
+// one whose recorded reads all find the same content in s (s's revision is then recorded on it).
+// Every entry decodes (checked when read from a worker or from disk), so an answer is one.
+func (c *Cache) cached(s Source, env string) *cacheEntry {
+	if c == nil {
+		return nil
+	}
+	key := s.cacheRevision()
+	if e := c.byRevision(env, key); e != nil {
+		return e
+	}
 	for _, e := range c.load(env) {
 		if e.matches(s) {
+			c.addRevision(e, key)
+			c.count(func(s *CacheStats) { s.ByContent++ })
 			return e
 		}
 	}
