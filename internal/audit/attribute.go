@@ -1,6 +1,11 @@
 package audit
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/llm-gitops/platform/internal/auditlog"
@@ -62,4 +67,77 @@ func Attribute(objs []drift.Object, c *live.Cache, people *auditlog.Store, appli
 		}
 	}
 	return named
+}
+
+// events answers the comparison's questions about writers (drift.Events) from the audit events
+// held; nil without them.
+func (a *Auditor) events() drift.Events {
+	if a.People == nil {
+		return nil
+	}
+	return &events{c: a.Live, people: a.People, applier: a.Options.Applier}
+}
+
+type events struct {
+	c       *live.Cache
+	people  *auditlog.Store
+	applier string
+}
+
+func (e *events) object(l *unstructured.Unstructured) (auditlog.Object, bool) {
+	gvk := l.GroupVersionKind()
+	m, err := e.c.Mapping(gvk)
+	if err != nil {
+		return auditlog.Object{}, false
+	}
+	return auditlog.Object{Group: gvk.Group, Resource: m.Resource.Resource, Namespace: l.GetNamespace(), Name: l.GetName()}, true
+}
+
+// WriterOf is drift.Events.WriterOf.
+func (e *events) WriterOf(l *unstructured.Unstructured, f *drift.Field) *drift.Actor {
+	ref, ok := e.object(l)
+	if !ok {
+		return nil
+	}
+	return e.people.Who(ref, auditlog.Live{UID: string(l.GetUID()), ResourceVersion: l.GetResourceVersion()}, f, e.applier)
+}
+
+// CreatorOf is drift.Events.CreatorOf.
+func (e *events) CreatorOf(l *unstructured.Unstructured) *drift.Actor {
+	ref, ok := e.object(l)
+	if !ok {
+		return nil
+	}
+	return e.people.Creator(ref, string(l.GetUID()))
+}
+
+// UnverifiedWait is how long after a write excused on a controller's name alone the audit
+// events may still bring who made it.
+const UnverifiedWait = 10 * time.Second
+
+// excusals puts what controller rules excused into the report, and says when they were taken on
+// field-manager names alone.
+func (a *Auditor) excusals(rep *drift.Report, ex *drift.Excusals) {
+	rep.Excused = ex.Summary()
+	rep.Notes = nil
+	var named []string
+	total := 0
+	for _, e := range rep.Excused {
+		if n := e.Fields - e.Verified; n > 0 {
+			named = append(named, fmt.Sprintf("%s %d", e.Manager, n))
+			total += n
+		}
+	}
+	if total == 0 {
+		return
+	}
+	why := "no audit events are configured"
+	if a.People != nil {
+		why = "no audit event names who wrote them"
+	}
+	rep.Notes = append(rep.Notes, fmt.Sprintf("controller rules excused %d fields on the field-manager name alone (%s): %s; a person writing under that name would not be told apart",
+		total, strings.Join(named, ", "), why))
+	if a.People != nil {
+		rep.Unverified = ex.Unverified(time.Now().Add(-UnverifiedWait))
+	}
 }

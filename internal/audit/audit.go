@@ -165,6 +165,9 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 		}
 	}
 	lap("schema")
+	opts.Application = a.AppName(req.Env)
+	opts.Excused = drift.NewExcusals()
+	opts.Events = a.events()
 	objs := append(drift.AuditIndex(idx, a.Live, opts), unknown...)
 	drift.SortObjects(objs)
 	rep := &drift.Report{Env: req.Env, Revision: desired, Objects: objs}
@@ -180,6 +183,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 		rep.Objects = []drift.Object{}
 	}
 	a.attribute(rep.Objects)
+	a.excusals(rep, opts.Excused)
 	rep.InSync = len(rep.Objects) == 0
 	if head != desired {
 		rep.PendingSync = pending

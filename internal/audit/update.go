@@ -54,6 +54,8 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 	a.updates.Add(1)
 	opts := st.opts
 	opts.Controllers = a.Options.Controllers
+	opts.Excused = st.opts.Excused.Clone() // the last report's tally, the refs' entries replaced
+	opts.Events = a.events()
 	objs := drift.AuditRefs(st.index, refs, a.Live, opts)
 	part := &drift.Report{Env: env, Revision: st.report.Revision, Objects: objs}
 	// Argo CD's status as the watch has it now (the spec is the full audit's: a new one would
@@ -90,6 +92,7 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 		return o.Status != drift.Unknown && touched[drift.RefOfObject(&o)]
 	})
 	a.attribute(part.Objects)
+	a.excusals(&rep, opts.Excused)
 	rep.Objects = append(rep.Objects, part.Objects...)
 	drift.SortObjects(rep.Objects)
 	rep.ArgoCDOnly = slices.DeleteFunc(slices.Clone(prev.ArgoCDOnly), func(o drift.ArgoOnly) bool {
@@ -105,6 +108,7 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 		rep.Operation = &drift.Operation{Phase: app.Operation.Phase, Revision: app.Operation.Revision, Message: app.Operation.Message}
 	}
 	next := *st
+	next.opts.Excused = opts.Excused
 	next.report = &rep
 	a.keep(env, &next)
 	return &rep, nil

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"maps"
 	"runtime/debug"
 	"time"
 
@@ -30,6 +31,11 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	a.Renders = d.renderCache(2) // the synced revision and the one before: a 10,000-object render is ~9 MiB as JSON
 	a.Renders.Urgent = true      // an audit's render goes before blame walks', ledger syncs' and the web view's
 	a.Options.SecretKey = d.hmacKey
+	d.cfg.Extra.apply(&a.Options)
+	if len(d.cfg.Identities) > 0 {
+		a.Options.Identities = maps.Clone(drift.DefaultIdentities)
+		maps.Copy(a.Options.Identities, d.cfg.Identities)
+	}
 	// A new revision's render runs in the background (in the worker): the loop goes on auditing
 	// the other envs and serving fetches meanwhile, and audits this env once the render is in.
 	// The env's next audit is full (Run), so that it takes the render up.

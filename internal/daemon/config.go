@@ -2,13 +2,17 @@ package daemon
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
@@ -80,6 +84,12 @@ type Config struct {
 	// unless NoDefaultControllers is set.
 	Controllers          []ControllerConfig `json:"controllers,omitempty"`
 	NoDefaultControllers bool               `json:"noDefaultControllers,omitempty"`
+	// Identities are the users each field manager's controller authenticates as (path.Match
+	// patterns), added to drift.DefaultIdentities: with audit events, a controller rule or a
+	// creator's name counts only for writes made by one of them.
+	Identities map[string][]string `json:"identities,omitempty"`
+	// Extra says which undeclared objects are searched for as made by hand.
+	Extra ExtraConfig `json:"extra,omitempty"`
 	// AuditEvents names the people behind drift from the API server's audit events.
 	AuditEvents AuditEventsConfig `json:"auditEvents,omitempty"`
 	// Episodes bounds the drift history kept in the state dir.
@@ -88,6 +98,44 @@ type Config struct {
 	// daemon's own binary (the default): the daemon's heap then grows to each render's peak
 	// (about 1.1 GiB at 10,000 objects) and keeps some of it.
 	RenderInProcess bool `json:"renderInProcess,omitempty"`
+}
+
+// ExtraConfig is the scope of Extra objects: drift.DefaultExtraKinds and every kind the env
+// renders, less DefaultExtraExcept, in the env's namespaces and cluster-wide for cluster-scoped
+// kinds; objects drift.DefaultExtraIgnore's label selectors select are never Extra.
+type ExtraConfig struct {
+	// Kinds are more kinds to search, as "group/version/Kind" ("v1/Secret" for the core group).
+	Kinds []string `json:"kinds,omitempty"`
+	// NotRendered leaves out the kinds the env renders that are not in the kind list.
+	NotRendered bool `json:"notRendered,omitempty"`
+	// Except are kinds never searched, as "group/Kind" ("Namespace" for the core group).
+	Except []string `json:"except,omitempty"`
+	// Ignore are more label selectors (kubectl's syntax) of objects never Extra.
+	Ignore []string `json:"ignore,omitempty"`
+}
+
+// apply puts the scope into opts.
+func (e ExtraConfig) apply(opts *drift.Options) {
+	for _, k := range e.Kinds {
+		opts.ExtraKinds = append(slices.Clone(opts.ExtraKinds), parseGVK(k))
+	}
+	opts.ExtraRendered = !e.NotRendered
+	for _, k := range e.Except {
+		opts.ExtraExcept = append(slices.Clone(opts.ExtraExcept), schema.ParseGroupKind(strings.Replace(k, "/", ".", 1)))
+	}
+	opts.ExtraIgnore = append(slices.Clone(opts.ExtraIgnore), e.Ignore...)
+}
+
+// parseGVK reads "group/version/Kind" or "version/Kind".
+func parseGVK(s string) schema.GroupVersionKind {
+	parts := strings.Split(s, "/")
+	switch len(parts) {
+	case 2:
+		return schema.GroupVersionKind{Version: parts[0], Kind: parts[1]}
+	case 3:
+		return schema.GroupVersionKind{Group: parts[0], Version: parts[1], Kind: parts[2]}
+	}
+	return schema.GroupVersionKind{}
 }
 
 // EpisodesConfig bounds the ended drift episodes kept (open ones are always kept).
@@ -310,6 +358,27 @@ func (c *Config) validate() error {
 		}
 	default:
 		return fmt.Errorf("api: auth %q (want kubernetes, token or none)", c.API.Auth)
+	}
+	var errs []error
+	for i, k := range c.Extra.Kinds {
+		if parseGVK(k).Kind == "" {
+			errs = append(errs, fmt.Errorf("extra.kinds[%d]: %q is not group/version/Kind (v1/Secret, cert-manager.io/v1/Certificate)", i, k))
+		}
+	}
+	for i, sel := range c.Extra.Ignore {
+		if _, err := labels.Parse(sel); err != nil {
+			errs = append(errs, fmt.Errorf("extra.ignore[%d]: %w", i, err))
+		}
+	}
+	for m, users := range c.Identities {
+		for _, u := range users {
+			if _, err := path.Match(u, ""); err != nil {
+				errs = append(errs, fmt.Errorf("identities.%s: pattern %q: %w", m, u, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	for i, r := range c.Controllers {
 		if r.Manager == "" {

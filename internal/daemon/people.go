@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -51,15 +52,19 @@ func (d *Daemon) awaitPeople(rep *drift.Report) bool {
 		}
 	}
 	d.peopleMu.Unlock()
-	if len(wait) == 0 {
+	// Objects a controller rule excused on a manager's name alone, written in the last
+	// audit.UnverifiedWait: audited again once the event may be in, without holding the report
+	// (a person writing under a controller's name is then new drift).
+	again := append(slices.Clone(wait), rep.Unverified...)
+	if len(again) == 0 {
 		return false
 	}
 	time.AfterFunc(time.Second, func() {
-		for _, r := range wait {
+		for _, r := range again {
 			d.touchRef(r)
 		}
 	})
-	return true
+	return len(wait) > 0
 }
 
 // vanished returns the drift of held (a report held back) that cur no longer has: whole objects,

@@ -29,6 +29,11 @@ type ControllerRule struct {
 	// targets (scaleTargetRef): a scale write under an autoscaler's name to an object no
 	// autoscaler scales is drift.
 	Autoscaled bool `json:"autoscaled,omitempty"`
+	// Users are the identities the controller authenticates as (path.Match patterns such as
+	// system:serviceaccount:*:keda-operator). With audit events, the rule excuses only writes
+	// made by one of them; empty means the manager's DefaultIdentities, else any Kubernetes
+	// identity (system:…).
+	Users []string `json:"users,omitempty"`
 }
 
 // DefaultControllers are the platform's controllers and the fields they own: the HPA (run by
@@ -139,48 +144,164 @@ func (o *owner) writer() Writer {
 
 // addedFields returns the live fields Git does not declare that a writer other than the applier
 // (and other than a controller named for them) set: labels, annotations and spec-like fields,
-// never status or bookkeeping.
-func addedFields(gk schema.GroupKind, ns, name string, desired, live map[string]any, os []*owner, opts *Options, seen map[string]bool, defaulted func() map[string]any) []rawDiff {
+// never status or bookkeeping. Each leaf a writer owns is judged on its own (a controller rule
+// names the field the controller writes, not the map it lies in); what remains is reported at
+// the first path Git does not declare, its value holding only the leaves that remain.
+func addedFields(liveObj *unstructured.Unstructured, gk schema.GroupKind, desired, live map[string]any, os []*owner, opts *Options, seen map[string]bool, defaulted func() map[string]any) []rawDiff {
+	type group struct {
+		path     fieldpath.Path
+		excused  bool             // some leaf under path is not drift
+		keep     []fieldpath.Path // the leaves that are, relative to path
+		borrowed *Actor           // a person who wrote one under a controller's name
+		manager  string           // that name
+	}
 	var out []rawDiff
 	for _, o := range os {
 		// The applier too: after a sync it owns only what Git declares (server-side apply drops
 		// what it no longer sends), so a field it owns that Git lacks was written under its name.
 		applier := o.Manager == opts.Applier
+		groups := map[string]*group{}
+		var order []string
 		o.fields().Leaves().Iterate(func(leaf fieldpath.Path) {
-			if !countsForAdded(leaf) || applier && trackingField(leaf) {
+			if !countsForAdded(leaf) {
 				return
 			}
 			p, ok := firstUndeclared(desired, leaf, o, os)
-			if !ok || seen[p.String()] || opts.controllerOwns(gk, ns, name, []*owner{o}, p) {
+			if !ok {
 				return
 			}
-			v, ok := valueAt(live, p)
-			if !ok || v == nil { // an explicit null is no value
+			k := p.String()
+			g := groups[k]
+			if g == nil {
+				g = &group{path: p.Copy()}
+				groups[k] = g
+				order = append(order, k)
+			}
+			if applier && trackingField(leaf) {
+				g.excused = true
 				return
+			}
+			lv, _ := valueAt(live, leaf)
+			ok, borrowed, manager := opts.excuse(liveObj, gk, []*owner{o}, leaf, lv, Added)
+			if ok {
+				g.excused = true
+				return
+			}
+			if borrowed != nil {
+				g.borrowed, g.manager = borrowed, manager
+			}
+			g.keep = append(g.keep, leaf[len(p):].Copy())
+		})
+		for _, k := range order {
+			g := groups[k]
+			if len(g.keep) == 0 || seen[k] {
+				continue
+			}
+			v, ok := valueAt(live, g.path)
+			if !ok || v == nil { // an explicit null is no value
+				continue
+			}
+			if g.excused {
+				v = narrow(v, g.keep)
 			}
 			if defaulted != nil {
-				if dv, ok := valueAt(defaulted(), p); ok && covered(dv, v, cursor{}) && covered(v, dv, cursor{}) {
-					return // what the server's defaulting stores there
+				if dv, ok := valueAt(defaulted(), g.path); ok && covered(dv, v, cursor{}) && covered(v, dv, cursor{}) {
+					continue // what the server's defaulting stores there
 				}
 			}
-			seen[p.String()] = true
-			out = append(out, rawDiff{path: p.Copy(), live: v, change: Added})
-		})
+			seen[k] = true
+			out = append(out, rawDiff{path: g.path, live: v, change: Added, borrowed: g.borrowed, borrowedName: g.manager})
+		}
 	}
 	return out
 }
 
-// controllerOwns reports whether one of the owners is a controller the options name for p of
-// the object ns/name.
-func (opts *Options) controllerOwns(gk schema.GroupKind, ns, name string, os []*owner, p fieldpath.Path) bool {
-	for _, o := range os {
-		for _, r := range opts.Controllers {
-			if r.matches(gk, o, p) && (!r.Autoscaled || opts.Autoscaled != nil && opts.Autoscaled(gk, ns, name)) {
-				return true
-			}
+// narrow returns the part of v the relative paths reach: the map keys and list items they name,
+// down to their leaves. An empty path keeps v whole.
+func narrow(v any, rels []fieldpath.Path) any {
+	for _, r := range rels {
+		if len(r) == 0 {
+			return v
 		}
 	}
-	return false
+	switch x := v.(type) {
+	case map[string]any:
+		sub := map[string][]fieldpath.Path{}
+		for _, r := range rels {
+			if r[0].FieldName == nil {
+				return v // a path of another shape than the value: keep it whole
+			}
+			sub[*r[0].FieldName] = append(sub[*r[0].FieldName], r[1:])
+		}
+		out := make(map[string]any, len(sub))
+		for k, rs := range sub {
+			if c, ok := x[k]; ok {
+				out[k] = narrow(c, rs)
+			}
+		}
+		return out
+	case []any:
+		var out []any
+		for i, it := range x {
+			var rs []fieldpath.Path
+			for _, r := range rels {
+				if _, ok := valueAt([]any{it}, fieldpath.Path{itemElement(r[0], i)}); ok {
+					rs = append(rs, r[1:])
+				}
+			}
+			if rs != nil {
+				out = append(out, narrow(it, rs))
+			}
+		}
+		return out
+	}
+	return v
+}
+
+// itemElement is pe as it would find the item at index i of its list alone: an index element
+// is matched against i.
+func itemElement(pe fieldpath.PathElement, i int) fieldpath.PathElement {
+	if pe.Index == nil {
+		return pe
+	}
+	if *pe.Index == i {
+		zero := 0
+		return fieldpath.PathElement{Index: &zero}
+	}
+	none := -1
+	return fieldpath.PathElement{Index: &none}
+}
+
+// excuse says whether a controller rule the options name excuses p of the live object, owned
+// by os, with value lv: the rule's manager owns it and, with audit events, the write that left
+// it was made by that controller's identity. When a person made it under the controller's name,
+// borrowed is that person and manager the name. What it excuses goes into opts.Excused.
+func (opts *Options) excuse(live *unstructured.Unstructured, gk schema.GroupKind, os []*owner, p fieldpath.Path, lv any, change string) (ok bool, borrowed *Actor, manager string) {
+	ref := Ref{Group: gk.Group, Kind: gk.Kind, Namespace: live.GetNamespace(), Name: live.GetName()}
+	for _, o := range os {
+		for i := range opts.Controllers {
+			r := &opts.Controllers[i]
+			if !r.matches(gk, o, p) || r.Autoscaled && (opts.Autoscaled == nil || !opts.Autoscaled(gk, ref.Namespace, ref.Name)) {
+				continue
+			}
+			if opts.Events == nil {
+				opts.Excused.add(ref, o.Manager, false, o.Time)
+				return true, nil, ""
+			}
+			f := Field{Path: Display(p), FieldPath: FieldPath(p), Live: lv, Change: change, Writer: o.writer()}
+			a := opts.Events.WriterOf(live, &f)
+			if a == nil { // no event says (yet): the name is all there is
+				opts.Excused.add(ref, o.Manager, false, o.Time)
+				return true, nil, ""
+			}
+			if opts.identityOf(o.Manager, r).Matches(a) {
+				opts.Excused.add(ref, o.Manager, true, o.Time)
+				return true, nil, ""
+			}
+			return false, a, o.Manager
+		}
+	}
+	return false, nil, ""
 }
 
 // HPAGVK and ScaledObjectGVK are the kinds whose scaleTargetRef says what is autoscaled.

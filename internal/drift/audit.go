@@ -45,8 +45,19 @@ type Options struct {
 	// Controllers name the fields controllers own (the HPA on replicas); see ControllerRule.
 	Controllers []ControllerRule
 	// Creators are the controllers that create objects of their own in managed namespaces
-	// (PVCs of StatefulSets, CloudNativePG's Services): what they make is not Extra.
+	// (PVCs of StatefulSets, CloudNativePG's Services): what they make is not Extra. The applier
+	// is not one: what it made that Git does not declare is an object Argo CD would prune.
 	Creators []string
+	// Identities are the users each field manager's controller authenticates as (nil:
+	// DefaultIdentities); with Events, a controller's name counts only for writes they made.
+	Identities map[string][]string
+	// Events, when set, names who made each write from the API server's audit events.
+	Events Events
+	// Excused, when set, tallies the fields controller rules excuse.
+	Excused *Excusals
+	// Application is the env's Argo CD Application: an undeclared object whose tracking
+	// annotation names another Application is that one's, not Extra.
+	Application string
 	// Schema types each kind; kinds it lacks are compared with deduced types.
 	Schema *Schema
 	// Normalizer applies the Application's ignoreDifferences; nil ignores nothing.
@@ -60,8 +71,14 @@ type Options struct {
 	// Defaults, when set, fills in Git's object what the API server's defaulting would on a
 	// write (built-in kinds), so a value the server set is not taken for a writer's addition.
 	Defaults func(desired *unstructured.Unstructured) *unstructured.Unstructured
-	// ExtraKinds are the kinds people write by hand, searched for objects not in Git.
+	// ExtraKinds are the kinds people write by hand, searched for objects not in Git: in the
+	// namespaces the env manages and, for cluster-scoped kinds, cluster-wide.
 	ExtraKinds []schema.GroupVersionKind
+	// ExtraRendered searches every kind the env renders too; ExtraExcept are kinds never
+	// searched; ExtraIgnore label selectors of objects that are never Extra.
+	ExtraRendered bool
+	ExtraExcept   []schema.GroupKind
+	ExtraIgnore   []string
 	// SecretKey keys the HMAC that stands for Secret values in reports (empty: "(redacted)").
 	SecretKey []byte
 	// Now is the clock (tests).
@@ -74,16 +91,20 @@ func DefaultOptions() Options {
 		Applier:     "argocd-controller",
 		Controllers: DefaultControllers,
 		Creators:    DefaultCreators,
-		ExtraKinds:  DefaultExtraKinds,
-		Now:         time.Now,
+		ExtraKinds:    DefaultExtraKinds,
+		ExtraRendered: true,
+		ExtraExcept:   DefaultExtraExcept,
+		ExtraIgnore:   DefaultExtraIgnore,
+		Now:           time.Now,
 	}
 }
 
 // DefaultCreators are the platform's controllers that create objects.
 var DefaultCreators = []string{"kube-controller-manager", "kube-scheduler", "keda-operator", "cloudnative-pg", "manager", "argocd-application-controller"}
 
-// DefaultExtraKinds are the kinds people create by hand: workloads, Services, ConfigMaps, Secrets,
-// routes, autoscalers, PDBs, RBAC, NetworkPolicies.
+// DefaultExtraKinds are the kinds people create by hand, or that grant access or move data:
+// workloads, Services, ConfigMaps, Secrets and ExternalSecrets, routes, autoscalers, PDBs, RBAC
+// (cluster-wide too), NetworkPolicies, Certificates, Prometheus monitors and rules.
 var DefaultExtraKinds = []schema.GroupVersionKind{
 	{Group: "apps", Version: "v1", Kind: "Deployment"}, {Group: "apps", Version: "v1", Kind: "StatefulSet"},
 	{Group: "apps", Version: "v1", Kind: "DaemonSet"}, {Group: "batch", Version: "v1", Kind: "CronJob"},
@@ -93,6 +114,10 @@ var DefaultExtraKinds = []schema.GroupVersionKind{
 	{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}, {Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
 	{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}, {Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"},
 	{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "HTTPRoute"}, {Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, {Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
+	{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"}, {Group: "cert-manager.io", Version: "v1", Kind: "Certificate"},
+	{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}, {Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"},
+	{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"},
 }
 
 // Audit compares every desired object with its live counterpart and searches the managed
@@ -202,14 +227,18 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 		}
 	}
 	res := compareDeclared(dm, l.Object, pt, defaulted)
+	opts.Excused.reset(RefOf(desiredObj))
 	var fields []Field
 	seen := map[string]bool{}
 	for _, rd := range res.diffs {
 		seen[rd.path.String()] = true
 		at := ownersAt(os, rd.ownedPath())
-		if opts.controllerOwns(gk, desiredObj.GetNamespace(), desiredObj.GetName(), at, rd.ownedPath()) {
+		lv, _ := valueAt(l.Object, rd.ownedPath())
+		ok, borrowed, manager := opts.excuse(liveObj, gk, at, rd.ownedPath(), lv, rd.change)
+		if ok {
 			continue
 		}
+		rd.borrowed, rd.borrowedName = borrowed, manager
 		if rd.change == Added && len(rd.owned) > 0 && !opts.builtin(gvk) && appliedBy(at, opts.Applier) {
 			// A key inside an atomic value of a custom resource that the applier's last apply
 			// wrote whole: what a mutating webhook or the CRD's server-side logic added on that
@@ -233,7 +262,7 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 		}
 		fields = append(fields, f)
 	}
-	for _, rd := range addedFields(gk, desiredObj.GetNamespace(), desiredObj.GetName(), dm, l.Object, os, opts, seen, defaulted) {
+	for _, rd := range addedFields(liveObj, gk, dm, l.Object, os, opts, seen, defaulted) {
 		f := newField(rd)
 		if w := latest(ownersAt(os, rd.path)); w != nil {
 			f.Writer = w.writer()
@@ -326,5 +355,6 @@ func hasUnder(s *fieldpath.Set, p fieldpath.Path) bool {
 }
 
 func newField(rd rawDiff) Field {
-	return Field{Path: Display(rd.path), FieldPath: FieldPath(rd.path), Desired: rd.desired, Live: rd.live, Change: rd.change}
+	return Field{Path: Display(rd.path), FieldPath: FieldPath(rd.path), Desired: rd.desired, Live: rd.live, Change: rd.change,
+		Actor: rd.borrowed, Borrowed: rd.borrowedName}
 }

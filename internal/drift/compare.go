@@ -26,6 +26,10 @@ type rawDiff struct {
 	atomic bool
 	// owned is the path managedFields knows (the atomic value a refined path lies in); nil: path.
 	owned fieldpath.Path
+	// borrowed is the person who wrote the value under a controller's name, borrowedName that
+	// name (from the audit events).
+	borrowed     *Actor
+	borrowedName string
 }
 
 // ownedPath is the path whose owners explain the difference.

@@ -3,6 +3,7 @@ package drift_test
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -528,4 +529,78 @@ spec:
 	o := drift.CompareObject(d, l, nil, &opts)
 	require.NotNil(t, o)
 	assert.Equal(t, ".spec.volumeName", o.Fields[len(o.Fields)-1].Path)
+}
+
+// TestControllerRuleOnAKeyOfAMapGitLeavesOut: Git declares no annotations, so the controller that
+// wrote one made the map. Its rule names the key it writes, and the map is no drift; another key
+// in that map is, reported alone, whoever wrote it.
+func TestControllerRuleOnAKeyOfAMapGitLeavesOut(t *testing.T) {
+	git := `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: bare, namespace: ns1}
+spec:
+  selector: {matchLabels: {app: bare}}
+  template:
+    metadata: {labels: {app: bare}}
+    spec:
+      containers: [{name: app, image: app:1}]
+`
+	applier := mf("argocd-controller", "Apply", "", `{"f:spec":{"f:selector":{},"f:template":{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`)
+	opts := drift.DefaultOptions()
+	opts.Schema = builtins
+	type got struct {
+		Path, Manager string
+		Live          any
+	}
+	fields := func(o *drift.Object) []got {
+		var out []got
+		if o != nil {
+			for _, f := range o.Fields {
+				out = append(out, got{f.Path, f.Manager, f.Live})
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		managers    []metav1.ManagedFieldsEntry
+		controllers []drift.ControllerRule
+		want        []got
+	}{{
+		name:        "the Deployment controller's revision after a rollout",
+		annotations: map[string]string{"deployment.kubernetes.io/revision": "1"},
+		managers:    []metav1.ManagedFieldsEntry{mf("kube-controller-manager", "Update", "", `{"f:metadata":{"f:annotations":{".":{},"f:deployment.kubernetes.io/revision":{}}}}`)},
+	}, {
+		name:        "a person's key beside the controller's",
+		annotations: map[string]string{"deployment.kubernetes.io/revision": "1", "team": "search"},
+		managers: []metav1.ManagedFieldsEntry{
+			mf("kube-controller-manager", "Update", "", `{"f:metadata":{"f:annotations":{".":{},"f:deployment.kubernetes.io/revision":{}}}}`),
+			mf("kubectl-annotate", "Update", "", `{"f:metadata":{"f:annotations":{"f:team":{}}}}`),
+		},
+		want: []got{{`.metadata.annotations.team`, "kubectl-annotate", "search"}},
+	}, {
+		name:        "a user's rule for one key: the same writer's other key remains, alone",
+		annotations: map[string]string{"example.com/hash": "abc", "example.com/owner": "bob"},
+		managers:    []metav1.ManagedFieldsEntry{mf("hasher", "Update", "", `{"f:metadata":{"f:annotations":{".":{},"f:example.com/hash":{},"f:example.com/owner":{}}}}`)},
+		controllers: []drift.ControllerRule{{Manager: "hasher", Paths: []string{"/metadata/annotations/example.com~1hash"}}},
+		want:        []got{{".metadata.annotations", "hasher", map[string]any{"example.com/owner": "bob"}}},
+	}, {
+		name:        "a user's rule for one key, and only that key",
+		annotations: map[string]string{"example.com/hash": "abc"},
+		managers:    []metav1.ManagedFieldsEntry{mf("hasher", "Update", "", `{"f:metadata":{"f:annotations":{".":{},"f:example.com/hash":{}}}}`)},
+		controllers: []drift.ControllerRule{{Manager: "hasher", Paths: []string{"/metadata/annotations/example.com~1hash"}}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, l := parse(t, git), parse(t, git)
+			l.SetAnnotations(tc.annotations)
+			l.SetManagedFields(append([]metav1.ManagedFieldsEntry{applier}, tc.managers...))
+			o := opts
+			o.Controllers = append(slices.Clone(drift.DefaultControllers), tc.controllers...)
+			if diff := cmp.Diff(tc.want, fields(drift.CompareObject(d, l, nil, &o))); diff != "" {
+				t.Errorf("fields (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -2,10 +2,12 @@ package drift
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -18,13 +20,56 @@ type FilteringLister interface {
 // systemObjects are made in every namespace by Kubernetes itself.
 var systemObjects = map[string]bool{"ConfigMap/kube-root-ca.crt": true, "ServiceAccount/default": true}
 
-// extras finds objects of hand-written kinds in the namespaces the environment manages that are
-// not in Git, have no owner, and were not made by an allowed controller.
+// DefaultExtraExcept are kinds never searched for Extra objects even when the env renders them:
+// namespaces and CRDs are made by every install of every tool.
+var DefaultExtraExcept = []schema.GroupKind{
+	{Kind: "Namespace"}, {Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"},
+}
+
+// DefaultExtraIgnore are label selectors of objects that are not Extra whatever their kind: an
+// object that names the tool managing it (a Helm release's) and Kubernetes' own bootstrap RBAC.
+// A label is a claim anyone can make; the README says so.
+var DefaultExtraIgnore = []string{"app.kubernetes.io/managed-by", "kubernetes.io/bootstrapping"}
+
+// extraKinds are the kinds searched for Extra objects: opts.ExtraKinds and, with
+// opts.ExtraRendered, every kind the render declares, less opts.ExtraExcept.
+func (idx *Index) extraKinds(opts *Options) []schema.GroupVersionKind {
+	seen := map[schema.GroupKind]bool{}
+	var out []schema.GroupVersionKind
+	add := func(gvk schema.GroupVersionKind) {
+		gk := gvk.GroupKind()
+		if seen[gk] || slices.Contains(opts.ExtraExcept, gk) {
+			return
+		}
+		seen[gk] = true
+		out = append(out, gvk)
+	}
+	for _, gvk := range opts.ExtraKinds {
+		add(gvk)
+	}
+	if opts.ExtraRendered {
+		for _, gvk := range idx.kinds {
+			add(gvk)
+		}
+		slices.SortFunc(out[len(opts.ExtraKinds)-min(len(opts.ExtraKinds), len(out)):], func(a, b schema.GroupVersionKind) int {
+			return strings.Compare(a.String(), b.String())
+		})
+	}
+	return out
+}
+
+// extras finds objects not in Git, without an owner and not made by an allowed controller, of
+// the kinds in scope: in the namespaces the environment manages, and cluster-scoped ones.
 func (idx *Index) extras(live LiveReader, opts Options) []Object {
 	filtering, _ := live.(FilteringLister)
 	var out []Object
-	for _, gvk := range opts.ExtraKinds {
-		for ns := range idx.namespaces {
+	namespaces := make([]string, 0, len(idx.namespaces)+1)
+	for ns := range idx.namespaces {
+		namespaces = append(namespaces, ns)
+	}
+	namespaces = append(namespaces, "") // a namespaced kind lists nothing there, a cluster-scoped one everything
+	for _, gvk := range idx.extraKinds(&opts) {
+		for _, ns := range namespaces {
 			list := func() []*unstructured.Unstructured { return live.List(gvk, ns) }
 			if filtering != nil { // decode only what can be Extra: not declared, not owned
 				list = func() []*unstructured.Unstructured {
@@ -43,31 +88,73 @@ func (idx *Index) extras(live LiveReader, opts Options) []Object {
 	return out
 }
 
-// extra returns l as an Extra object when it is one: in a managed namespace, not in Git, without
-// an owner, not made by Kubernetes itself, and created by someone other than the applier and the
-// allowed controllers.
+// extra returns l as an Extra object when it is one: in a managed namespace or cluster-scoped,
+// not in Git, without an owner, not Kubernetes' own, not another Argo CD Application's, not
+// ignored by label, and created by someone other than the allowed controllers. The applier's
+// name excuses nothing: what it made and Git no longer declares is an object Argo CD would prune.
 func (idx *Index) extra(gvk schema.GroupVersionKind, l *unstructured.Unstructured, opts Options) *Object {
 	ns := l.GetNamespace()
-	if !idx.namespaces[ns] || idx.Has(Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: l.GetName()}) ||
-		len(l.GetOwnerReferences()) > 0 || systemObjects[gvk.Kind+"/"+l.GetName()] {
+	if ns != "" && !idx.namespaces[ns] || idx.Has(Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: l.GetName()}) ||
+		len(l.GetOwnerReferences()) > 0 || systemObjects[gvk.Kind+"/"+l.GetName()] || kubernetesOwn(gvk, l) {
 		return nil
 	}
-	creator := creatorOf(l, opts)
+	if slices.Contains(opts.ExtraExcept, gvk.GroupKind()) || opts.extraIgnored(l) {
+		return nil
+	}
+	note := ""
+	if app := trackedBy(l); app != "" {
+		if app != opts.Application || opts.Application == "" {
+			return nil // another Application's object
+		}
+		note = "Argo CD's tracking annotation names this Application, but Git does not declare the object: Argo CD prunes it at a sync with prune on"
+	}
+	creator, borrowed := creatorOf(l, opts)
 	if creator == nil {
 		return nil
 	}
+	if borrowed != "" {
+		note = strings.TrimPrefix(note+"; ", "; ") + borrowed
+	}
 	return &Object{APIVersion: l.GetAPIVersion(), Kind: l.GetKind(), Namespace: ns, Name: l.GetName(),
-		Status: Extra, Fields: []Field{}, Creator: creator}
+		Status: Extra, Fields: []Field{}, Creator: creator, Note: note}
+}
+
+// kubernetesOwn says whether the API server made l itself: the reserved system- priority classes
+// (no one else may create them).
+func kubernetesOwn(gvk schema.GroupVersionKind, l *unstructured.Unstructured) bool {
+	return gvk.GroupKind() == schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"} && strings.HasPrefix(l.GetName(), "system-")
+}
+
+// trackedBy returns the Argo CD Application whose tracking annotation (or label) l carries: the
+// part of argocd.argoproj.io/tracking-id before its first colon ("" when untracked).
+func trackedBy(l *unstructured.Unstructured) string {
+	if id := l.GetAnnotations()["argocd.argoproj.io/tracking-id"]; id != "" {
+		app, _, _ := strings.Cut(id, ":")
+		return app
+	}
+	return l.GetLabels()["argocd.argoproj.io/instance"]
+}
+
+// extraIgnored says whether a label selector of opts.ExtraIgnore selects l.
+func (opts *Options) extraIgnored(l *unstructured.Unstructured) bool {
+	set := labels.Set(l.GetLabels())
+	for _, s := range opts.ExtraIgnore {
+		if sel, err := labels.Parse(s); err == nil && sel.Matches(set) {
+			return true
+		}
+	}
+	return false
 }
 
 // creatorOf returns the earliest writer of an object, or nil when every writer is an allowed
-// controller or the applier (then the object is not hand-made).
-func creatorOf(l *unstructured.Unstructured, opts Options) *Writer {
-	var first *Writer
+// controller (then the object is not hand-made). With audit events, a controller's name counts
+// only when the write that created the object was made by that controller's identity; borrowed
+// then says whose name a person used.
+func creatorOf(l *unstructured.Unstructured, opts Options) (first *Writer, borrowed string) {
 	var firstTime time.Time
 	human := false
 	for _, e := range l.GetManagedFields() {
-		if e.Manager != opts.Applier && !slices.Contains(opts.Creators, e.Manager) {
+		if !slices.Contains(opts.Creators, e.Manager) {
 			human = true
 		}
 		var t time.Time
@@ -79,8 +166,18 @@ func creatorOf(l *unstructured.Unstructured, opts Options) *Writer {
 			firstTime = t
 		}
 	}
-	if !human {
-		return nil
+	if first == nil {
+		// No managedFields at all: cleared by a write (a controller's object always has its
+		// entry). Nobody can be named from the object; the audit events may.
+		return &Writer{}, "managedFields were cleared: the object's writers cannot be read from it"
 	}
-	return first
+	if !human && opts.Events != nil {
+		if a := opts.Events.CreatorOf(l); a != nil && !opts.identityOf(first.Manager, nil).Matches(a) {
+			return first, borrowedNote(first.Manager, a)
+		}
+	}
+	if !human {
+		return nil, ""
+	}
+	return first, ""
 }

@@ -32,6 +32,7 @@ type Index struct {
 	byRef      map[Ref]*unstructured.Unstructured
 	raw        map[Ref]json.RawMessage // an IndexBuilder's: the objects as JSON
 	namespaces map[string]bool
+	kinds      map[schema.GroupKind]schema.GroupVersionKind // the kinds the render declares
 	// shadowed are earlier objects of a Ref the render declares more than once (two apiVersions
 	// of one kind, or one namespaced object with and without the destination namespace): the
 	// last one is the Ref's, as in Argo CD, but a full audit compares each with the cluster.
@@ -40,7 +41,7 @@ type Index struct {
 
 // NewIndex indexes desired.
 func NewIndex(desired []*unstructured.Unstructured) *Index {
-	idx := &Index{byRef: make(map[Ref]*unstructured.Unstructured, len(desired)), namespaces: map[string]bool{}}
+	idx := &Index{byRef: make(map[Ref]*unstructured.Unstructured, len(desired)), namespaces: map[string]bool{}, kinds: map[schema.GroupKind]schema.GroupVersionKind{}}
 	for _, d := range desired {
 		r := RefOf(d)
 		if prev, ok := idx.byRef[r]; ok {
@@ -59,7 +60,8 @@ type IndexBuilder struct{ idx *Index }
 
 // NewIndexBuilder returns a builder of an index of about n objects.
 func NewIndexBuilder(n int) *IndexBuilder {
-	return &IndexBuilder{idx: &Index{byRef: map[Ref]*unstructured.Unstructured{}, raw: make(map[Ref]json.RawMessage, n), namespaces: map[string]bool{}}}
+	return &IndexBuilder{idx: &Index{byRef: map[Ref]*unstructured.Unstructured{}, raw: make(map[Ref]json.RawMessage, n), namespaces: map[string]bool{},
+		kinds: map[schema.GroupKind]schema.GroupVersionKind{}}}
 }
 
 // Add indexes d. raw, when not nil, is d as JSON, kept as it is (read only) instead of encoding d
@@ -86,8 +88,12 @@ func (b *IndexBuilder) Add(d *unstructured.Unstructured, raw json.RawMessage) {
 // Index returns the index built.
 func (b *IndexBuilder) Index() *Index { return b.idx }
 
-// manages records the namespaces d makes managed: its own, or the one it declares.
+// manages records the namespaces d makes managed (its own, or the one it declares) and its kind.
 func (idx *Index) manages(d *unstructured.Unstructured) {
+	gvk := d.GroupVersionKind()
+	if _, ok := idx.kinds[gvk.GroupKind()]; !ok && gvk.Kind != "" {
+		idx.kinds[gvk.GroupKind()] = gvk
+	}
 	if d.GetNamespace() != "" {
 		idx.namespaces[d.GetNamespace()] = true
 	}
@@ -157,7 +163,7 @@ func AuditRefs(idx *Index, refs []Ref, live LiveReader, opts Options) []Object {
 			}
 			continue
 		}
-		for _, gvk := range opts.ExtraKinds {
+		for _, gvk := range idx.extraKinds(&opts) {
 			if gvk.Group != r.Group || gvk.Kind != r.Kind {
 				continue
 			}

@@ -19,6 +19,14 @@ type Report struct {
 	// Terminating: objects it applied already are compared with the old revision and show as
 	// drift until it finishes), or when its last sync to one failed part way.
 	Operation *Operation `json:"operation,omitempty"`
+	// Excused counts, per field manager, the fields controller rules excused, and how many the
+	// audit events showed were the controller's own writes (the rest: on the name alone).
+	Excused []Excusal `json:"excused,omitempty"`
+	// Notes say how to read the report (controller rules taken on names alone).
+	Notes []string `json:"notes,omitempty"`
+	// Unverified are objects with a field excused on a controller's name whose write is recent
+	// and whose audit event has not arrived: a daemon audits them again shortly.
+	Unverified []Ref `json:"-"`
 }
 
 // Operation is an Argo CD sync operation the report must be read with.
@@ -91,6 +99,9 @@ type Field struct {
 	Writer
 	// Actor is the person behind the write, from the API server's audit log; nil without one.
 	Actor *Actor `json:"actor,omitempty"`
+	// Borrowed is the controller whose field-manager name the write was made under by someone
+	// else (Actor): a rule for that controller would have excused it.
+	Borrowed string `json:"borrowed,omitempty"`
 }
 
 // Actor is who made a write, as the API server's audit log recorded it.

@@ -1,0 +1,197 @@
+package drift
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Events answers, from the API server's audit events, who really made a write: a field
+// manager's name is chosen by the client, the authenticated user is not.
+type Events interface {
+	// WriterOf returns who made the write that left field f of live as it is (nil: no event says).
+	WriterOf(live *unstructured.Unstructured, f *Field) *Actor
+	// CreatorOf returns who created live (nil: no event says).
+	CreatorOf(live *unstructured.Unstructured) *Actor
+}
+
+// DefaultIdentities are the users the platform's controllers authenticate as, by the field
+// manager they write under (path.Match patterns). kube-controller-manager runs as its own user,
+// or as one service account per controller with --use-service-account-credentials.
+var DefaultIdentities = map[string][]string{
+	"kube-controller-manager":       {"system:kube-controller-manager", "system:serviceaccount:kube-system:*"},
+	"kube-scheduler":                {"system:kube-scheduler"},
+	"keda-operator":                 {"system:serviceaccount:*:keda-operator"},
+	"karpenter":                     {"system:serviceaccount:*:karpenter"},
+	"cloudnative-pg":                {"system:serviceaccount:*:cnpg-manager", "system:serviceaccount:*:cnpg-cloudnative-pg"},
+	"manager":                       {"system:serviceaccount:*:cnpg-manager", "system:serviceaccount:*:cnpg-cloudnative-pg"},
+	"argocd-controller":             {"system:serviceaccount:*:argocd-application-controller"},
+	"argocd-application-controller": {"system:serviceaccount:*:argocd-application-controller"},
+}
+
+// identity is who may write under a manager's name: user patterns, or (none) any Kubernetes
+// identity (system:…).
+type identity []string
+
+// Matches says whether the write's actor is the identity. A write made as someone else (kubectl
+// --as) is a person's, whoever they acted as.
+func (id identity) Matches(a *Actor) bool {
+	if a.ImpersonatedUser != "" {
+		return false
+	}
+	if len(id) == 0 {
+		return strings.HasPrefix(a.User, "system:")
+	}
+	for _, p := range id {
+		if ok, _ := path.Match(p, a.User); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// identityOf returns who may write under manager's name: the rule's users, else the options'
+// or the default identities of that manager.
+func (opts *Options) identityOf(manager string, r *ControllerRule) identity {
+	if r != nil && len(r.Users) > 0 {
+		return r.Users
+	}
+	if ids, ok := opts.Identities[manager]; ok {
+		return ids
+	}
+	return DefaultIdentities[manager]
+}
+
+// borrowedNote says that a person wrote under a controller's name.
+func borrowedNote(manager string, a *Actor) string {
+	return fmt.Sprintf("written under %s's name by %s, not by that controller", manager, a.Person())
+}
+
+// Excusal counts the fields controller rules excused under one manager's name.
+type Excusal struct {
+	Manager string `json:"manager"`
+	Fields  int    `json:"fields"`
+	// Verified is how many of them the audit events showed were written by the controller's own
+	// identity; the rest were taken on the manager's name alone.
+	Verified int `json:"verified"`
+}
+
+// Excusals tallies, per object, the fields controller rules excused: a full audit fills a new
+// one, an incremental audit replaces the entries of the objects it compares again. It is safe
+// for concurrent use.
+type Excusals struct {
+	mu    sync.Mutex
+	byRef map[Ref]map[string]*excused
+}
+
+type excused struct {
+	fields, verified int
+	latest           time.Time // the newest unverified write
+}
+
+// NewExcusals returns an empty tally.
+func NewExcusals() *Excusals { return &Excusals{byRef: map[Ref]map[string]*excused{}} }
+
+func (e *Excusals) reset(r Ref) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	delete(e.byRef, r)
+	e.mu.Unlock()
+}
+
+func (e *Excusals) add(r Ref, manager string, verified bool, at time.Time) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := e.byRef[r]
+	if m == nil {
+		m = map[string]*excused{}
+		e.byRef[r] = m
+	}
+	x := m[manager]
+	if x == nil {
+		x = &excused{}
+		m[manager] = x
+	}
+	x.fields++
+	if verified {
+		x.verified++
+	} else if at.After(x.latest) {
+		x.latest = at
+	}
+}
+
+// Clone returns a copy to go on from (an incremental audit's).
+func (e *Excusals) Clone() *Excusals {
+	c := NewExcusals()
+	if e == nil {
+		return c
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for r, m := range e.byRef {
+		cm := make(map[string]*excused, len(m))
+		for k, v := range m {
+			x := *v
+			cm[k] = &x
+		}
+		c.byRef[r] = cm
+	}
+	return c
+}
+
+// Summary returns the tally by manager, sorted.
+func (e *Excusals) Summary() []Excusal {
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	by := map[string]*Excusal{}
+	for _, m := range e.byRef {
+		for mgr, x := range m {
+			s := by[mgr]
+			if s == nil {
+				s = &Excusal{Manager: mgr}
+				by[mgr] = s
+			}
+			s.Fields += x.fields
+			s.Verified += x.verified
+		}
+	}
+	out := make([]Excusal, 0, len(by))
+	for _, s := range by {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b Excusal) int { return strings.Compare(a.Manager, b.Manager) })
+	return out
+}
+
+// Unverified returns the objects with a field excused on a manager's name alone whose write is
+// newer than since: the audit event of that write may not have arrived yet.
+func (e *Excusals) Unverified(since time.Time) []Ref {
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []Ref
+	for r, m := range e.byRef {
+		for _, x := range m {
+			if x.fields > x.verified && x.latest.After(since) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
