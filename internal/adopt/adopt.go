@@ -62,6 +62,10 @@ func adoptFields(doc map[string]any, o drift.Object) (n int, notes []string) {
 	// Without a schema kustomize merges no list: a patch naming one item would replace the list.
 	known := openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: o.APIVersion, Kind: o.Kind}) != nil
 	for _, f := range o.Fields {
+		if f.Path == ".metadata.managedFields" {
+			notes = append(notes, f.Path+": the API server's record of field owners, not a value Git sets; nothing to adopt")
+			continue
+		}
 		els, err := pathElems(f)
 		if err == nil && !known && hasKey(els) {
 			err = fmt.Errorf("list item of a kind kustomize has no schema for: it would replace the whole list")

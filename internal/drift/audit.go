@@ -81,6 +81,9 @@ type Options struct {
 	ExtraIgnore   []string
 	// SecretKey keys the HMAC that stands for Secret values in reports (empty: "(redacted)").
 	SecretKey []byte
+	// IgnoreOwnership compares values only: a live side without managedFields (Argo CD's
+	// normalised objects) is not reported as cleared.
+	IgnoreOwnership bool
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -270,6 +273,22 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 			f.Writer = w.writer()
 		}
 		fields = append(fields, f)
+	}
+	if !opts.IgnoreOwnership {
+		if rd, w, lost := ownershipLost(liveObj, versions); lost {
+			f := newField(rd)
+			if w != nil {
+				f.Writer = *w
+			}
+			fields = append(fields, f)
+			base := dm
+			if defaulted != nil {
+				base = defaulted()
+			}
+			for _, rd := range unownedAdditions(gvk, base, l.Object, os, pt, opts, seen) {
+				fields = append(fields, newField(rd))
+			}
+		}
 	}
 	if len(fields) == 0 {
 		return nil
