@@ -33,6 +33,10 @@ var ApplicationGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: 
 type Syncer struct {
 	dyn    dynamic.Interface
 	mapper meta.RESTMapper
+	// LabelTracking tracks objects with Argo CD's label (app.kubernetes.io/instance), as its
+	// application.resourceTrackingMethod: label does, instead of the tracking annotation: a
+	// manifest without annotations is then applied without any.
+	LabelTracking bool
 }
 
 // NewSyncer builds a Syncer for the cluster behind cfg.
@@ -75,6 +79,15 @@ func (s *Syncer) Sync(ctx context.Context, appName string, objs []*unstructured.
 func (s *Syncer) apply(ctx context.Context, appName string, o *unstructured.Unstructured, dryRun bool) error {
 	obj := o.DeepCopy()
 	gvk := obj.GroupVersionKind()
+	if s.LabelTracking {
+		l := obj.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		l["app.kubernetes.io/instance"] = appName
+		obj.SetLabels(l)
+		return s.applyAs(ctx, obj, ArgoManager, dryRun)
+	}
 	ann := obj.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
