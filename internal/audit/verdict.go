@@ -126,7 +126,7 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, idx *drift.
 		}
 		o := drift.Object{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Namespace: d.GetNamespace(), Name: d.GetName(),
 			Status: drift.Modified, Fields: []drift.Field{}, Note: argoOnlyNote, ArgoCD: &drift.ArgoVerdict{OutOfSync: true, Note: argoOnlyNote, Source: source, ReconciledAt: at}}
-		cmpOpts := *opts // Argo CD's status says OutOfSync, not where: show Git against live, as the audit compares
+		cmpOpts := *opts      // Argo CD's status says OutOfSync, not where: show Git against live, as the audit compares
 		cmpOpts.Excused = nil // what this comparison excuses is not the audit's
 		cmpOpts.IgnoreOwnership = true
 		p, l := sides[i][0], sides[i][1]

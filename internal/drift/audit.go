@@ -91,9 +91,9 @@ type Options struct {
 // DefaultOptions returns the options for an Argo CD server-side sync.
 func DefaultOptions() Options {
 	return Options{
-		Applier:     "argocd-controller",
-		Controllers: DefaultControllers,
-		Creators:    DefaultCreators,
+		Applier:       "argocd-controller",
+		Controllers:   DefaultControllers,
+		Creators:      DefaultCreators,
 		ExtraKinds:    DefaultExtraKinds,
 		ExtraRendered: true,
 		ExtraExcept:   DefaultExtraExcept,
