@@ -265,7 +265,7 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 		}
 		fields = append(fields, f)
 	}
-	for _, rd := range addedFields(liveObj, gk, dm, l.Object, os, opts, seen, defaulted) {
+	for _, rd := range addedFields(liveObj, gk, dm, l.Object, writers(os), opts, seen, defaulted) {
 		f := newField(rd)
 		if w := latest(ownersAt(os, rd.path)); w != nil {
 			f.Writer = w.writer()
@@ -275,7 +275,7 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 		fields = append(fields, f)
 	}
 	if !opts.IgnoreOwnership {
-		if rd, w, lost := ownershipLost(liveObj, versions); lost {
+		if rd, w, lost := ownershipLost(liveObj, versions, dm, os, opts.Applier); lost {
 			f := newField(rd)
 			if w != nil {
 				f.Writer = *w
@@ -285,7 +285,7 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 			if defaulted != nil {
 				base = defaulted()
 			}
-			for _, rd := range unownedAdditions(gvk, base, l.Object, os, pt, opts, seen) {
+			for _, rd := range unownedAdditions(gvk, base, l.Object, writers(os), pt, opts, seen) {
 				fields = append(fields, newField(rd))
 			}
 		}

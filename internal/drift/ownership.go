@@ -25,7 +25,7 @@ const (
 // managedFields: none left at all, or a version the watch saw (versions, newest first) in which
 // an entry gained fields or appeared without being the write's own. Who made it comes from the
 // watch when it saw the write. ok is false when managedFields look as the API server keeps them.
-func ownershipLost(l *unstructured.Unstructured, versions []*unstructured.Unstructured) (rawDiff, *Writer, bool) {
+func ownershipLost(l *unstructured.Unstructured, versions []*unstructured.Unstructured, desired map[string]any, os []*owner, applier string) (rawDiff, *Writer, bool) {
 	for i := 0; i+1 < len(versions); i++ {
 		newer, older := versions[i].GetManagedFields(), versions[i+1].GetManagedFields()
 		switch {
@@ -35,12 +35,73 @@ func ownershipLost(l *unstructured.Unstructured, versions []*unstructured.Unstru
 			return rawDiff{path: managedFieldsPath, live: OwnersRewritten, change: Changed}, changedEntry(older, newer), true
 		}
 	}
+	// The API server makes a before-first-apply entry only when an apply meets an object with no
+	// managedFields: it owns whatever was there, whoever wrote it.
+	if ownedBy(os, beforeFirstApply) {
+		return rawDiff{path: managedFieldsPath, live: OwnersCleared, change: Changed}, nil, true
+	}
 	// A stored object (one with a resourceVersion) always has its writers' entries since
 	// Kubernetes 1.18; none at all is a write that cleared them.
 	if len(l.GetManagedFields()) == 0 && l.GetResourceVersion() != "" {
 		return rawDiff{path: managedFieldsPath, live: OwnersCleared, change: Changed}, nil, true
 	}
+	// Cleared, then written by a controller (a status write gives it an entry): the applier has
+	// none left, and a field Git declares is in the object with nobody owning it.
+	if applier != "" && l.GetResourceVersion() != "" && !ownedBy(os, applier) && unownedDeclared(desired, l.Object, os) {
+		return rawDiff{path: managedFieldsPath, live: OwnersCleared, change: Changed}, nil, true
+	}
 	return rawDiff{}, nil, false
+}
+
+// unownedDeclared says whether a field desired declares (a map key, or a list as a whole) is in
+// live with no owner at it, above it or below it. After a sync every such field is the
+// applier's, or the writer's that took it over.
+func unownedDeclared(desired, live map[string]any, os []*owner) bool {
+	var walk func(p fieldpath.Path, d any) bool
+	walk = func(p fieldpath.Path, d any) bool {
+		if m, ok := d.(map[string]any); ok && len(m) > 0 {
+			for k, v := range m {
+				if len(p) == 0 && (k == "apiVersion" || k == "kind" || k == "status") ||
+					len(p) == 1 && *p[0].FieldName == "metadata" && k != "labels" && k != "annotations" {
+					continue
+				}
+				if walk(append(p[:len(p):len(p)], fieldpath.PathElement{FieldName: &k}), v) {
+					return true
+				}
+			}
+			return false
+		}
+		if _, ok := valueAt(live, p); !ok || len(p) == 0 {
+			return false
+		}
+		for _, o := range os {
+			if hasUnder(o.fields(), p) {
+				return false
+			}
+			for i := 1; i < len(p); i++ {
+				if o.fields().Has(p[:i]) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return walk(nil, desired)
+}
+
+// beforeFirstApply is the entry the API server gives what an object held when a server-side
+// apply met it without managedFields.
+const beforeFirstApply = "before-first-apply"
+
+// writers leaves out the before-first-apply entry: it names no writer.
+func writers(os []*owner) []*owner {
+	out := make([]*owner, 0, len(os))
+	for _, o := range os {
+		if o.Manager != beforeFirstApply {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // rewritten says whether the update from before to after set managedFields itself. An update
@@ -60,7 +121,7 @@ func rewritten(before, after []metav1.ManagedFieldsEntry) bool {
 	}
 	unexplained, stamped := 0, 0
 	for _, e := range after {
-		if e.Manager == "ancient-changes" || e.Manager == "before-first-apply" {
+		if e.Manager == "ancient-changes" || e.Manager == beforeFirstApply {
 			continue
 		}
 		b, ok := old[key{e.Manager, string(e.Operation), e.Subresource}]
