@@ -27,7 +27,9 @@ func TestHandMadeObjectsInScopeAreExtra(t *testing.T) {
 	rag, mon := f.NS("rag"), f.NS("monitoring")
 	f.Kubectl("-n", rag, "create", "secret", "generic", "backup-keys-copy", "--from-literal=key=s3cr3t", "--field-manager=argocd-controller")
 	f.Kubectl("create", "clusterrolebinding", f.Prefix+"-mallory-admin", "--clusterrole=cluster-admin", "--user=mallory")
-	t.Cleanup(func() { _ = cluster.Kubectl(context.Background(), "delete", "clusterrolebinding", f.Prefix+"-mallory-admin").Run() })
+	t.Cleanup(func() {
+		_ = cluster.Kubectl(context.Background(), "delete", "clusterrolebinding", f.Prefix+"-mallory-admin").Run()
+	})
 	create := func(doc string) {
 		t.Helper()
 		cmd := cluster.Kubectl(context.Background(), "create", "-f", "-")
