@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,7 +42,10 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		os.Exit(m.Run()) // no benchmark asked for: no cluster needed
 	}
-	code := testcluster.Main(m, testcluster.Options{}, &cluster) // with CRDs: the end-to-end diff reads an Application
+	// With CRDs (the end-to-end diff reads an Application) and the Deployment controller alone:
+	// it writes each Deployment's revision annotation after its rollout, as on a real cluster,
+	// and makes ReplicaSets, whose controller does not run (no pods).
+	code := testcluster.Main(m, testcluster.Options{ControllerManager: true, Controllers: []string{"deployment"}}, &cluster)
 	if binPath != "" {
 		_ = os.RemoveAll(filepath.Dir(binPath)) // the auditor built for the benchmarks (~165 MB)
 	}
@@ -165,6 +169,92 @@ func ensure(b *testing.B, prefix string, objs []*unstructured.Unstructured) {
 		}
 	}
 	b.Logf("created %d objects in %s", len(objs), time.Since(start).Round(time.Millisecond))
+	synced[prefix] = true
+}
+
+// ensureBare applies the corpus as most users' manifests are written and applied: no
+// annotations at all, server-side as argocd-controller with no tracking annotation or label;
+// then edits every 100th Deployment's image with kubectl set image, and waits until the
+// Deployment controller has written its revision annotation on every Deployment.
+func ensureBare(b *testing.B, prefix string, objs []*unstructured.Unstructured) {
+	b.Helper()
+	setupMu.Lock()
+	defer setupMu.Unlock()
+	if synced[prefix] {
+		return
+	}
+	ctx := context.Background()
+	syncer, err := testcluster.NewSyncer(cluster.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 10 {
+		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+			"metadata": map[string]any{"name": fmt.Sprintf("%s-ns-%d", prefix, i)}}}
+		if err := syncer.ApplyAs(ctx, ns, testcluster.ArgoManager); err != nil {
+			b.Fatal(err)
+		}
+	}
+	work := make(chan *unstructured.Unstructured)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for o := range work {
+				if err := syncer.ApplyAs(ctx, o, testcluster.ArgoManager); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	deployments := 0
+	for _, o := range objs {
+		work <- o
+		if o.GetKind() == "Deployment" {
+			deployments++
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+	for i := 0; i < len(objs); i += 100 {
+		o := objs[i]
+		out, err := cluster.Kubectl(ctx, "-n", o.GetNamespace(), "set", "image", "deployment/"+o.GetName(), "vllm=vllm/vllm-openai:v0.11.1").CombinedOutput()
+		if err != nil {
+			b.Fatalf("kubectl set image: %v\n%s", err, out)
+		}
+	}
+	cs, err := cluster.Clientset()
+	if err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		annotated := 0
+		for i := range 10 {
+			list, err := cs.AppsV1().Deployments(fmt.Sprintf("%s-ns-%d", prefix, i)).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, d := range list.Items {
+				if d.Annotations["deployment.kubernetes.io/revision"] != "" {
+					annotated++
+				}
+			}
+		}
+		if annotated == deployments {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the Deployment controller annotated %d of %d Deployments", annotated, deployments)
+		}
+		time.Sleep(time.Second)
+	}
 	synced[prefix] = true
 }
 
