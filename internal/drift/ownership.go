@@ -40,14 +40,12 @@ func ownershipLost(l *unstructured.Unstructured, versions []*unstructured.Unstru
 	if ownedBy(os, beforeFirstApply) {
 		return rawDiff{path: managedFieldsPath, live: OwnersCleared, change: Changed}, nil, true
 	}
-	// A stored object (one with a resourceVersion) always has its writers' entries since
-	// Kubernetes 1.18; none at all is a write that cleared them.
-	if len(l.GetManagedFields()) == 0 && l.GetResourceVersion() != "" {
-		return rawDiff{path: managedFieldsPath, live: OwnersCleared, change: Changed}, nil, true
-	}
-	// Cleared, then written by a controller (a status write gives it an entry): the applier has
-	// none left, and a field Git declares is in the object with nobody owning it.
-	if applier != "" && l.GetResourceVersion() != "" && !ownedBy(os, applier) && unownedDeclared(desired, l.Object, os) {
+	// Cleared (and maybe written since by a controller, whose status write gives it an entry):
+	// the applier has no entry, and a field Git declares is in the object with nobody owning it.
+	// A stored object (one with a resourceVersion) keeps an owner for each field a write set
+	// since Kubernetes 1.18; an object Git declares nothing ownable of (a Namespace by name) has
+	// no entry at all, and that is no sign.
+	if l.GetResourceVersion() != "" && !ownedBy(os, applier) && unownedDeclared(desired, l.Object, os) {
 		return rawDiff{path: managedFieldsPath, live: OwnersCleared, change: Changed}, nil, true
 	}
 	return rawDiff{}, nil, false
