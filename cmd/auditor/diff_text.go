@@ -39,6 +39,9 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 				by = " — created by " + personAt(o.Actor)
 			}
 			fmt.Fprintf(w, "%-8s %s: in the cluster, not in Git%s\n", o.Status, id, by)
+			if o.Note != "" {
+				fmt.Fprintf(w, "           %s\n", o.Note)
+			}
 		case drift.Unknown:
 			fmt.Fprintf(w, "%-8s %s: not compared — %s\n", o.Status, id, o.Note)
 		default:
@@ -57,12 +60,18 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 						by = personAt(f.Actor)
 					}
 				}
+				if f.Borrowed != "" {
+					by += " (under " + f.Borrowed + "'s name: not that controller)"
+				}
 				fmt.Fprintf(w, "           %-50s %s  %s → %s  by %s\n", f.Path, f.Change, short(f.Desired), short(f.Live), by)
 			}
 		}
 	}
 	for _, a := range rep.ArgoCDOnly {
 		fmt.Fprintf(w, "argo-cd  %s %s/%s: OutOfSync for Argo CD only — %s\n", a.Kind, a.Namespace, a.Name, a.Note)
+	}
+	for _, note := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", note)
 	}
 	n, f := rep.Counts()
 	if n == 0 {

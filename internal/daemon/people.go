@@ -46,16 +46,27 @@ func (d *Daemon) awaitPeople(rep *drift.Report) bool {
 			wait = append(wait, drift.RefOfObject(o))
 		}
 	}
+	// Objects a controller rule excused on a manager's name alone, written lately: audited again
+	// once the event may be in (a person writing under a controller's name is then new drift),
+	// for peopleWait from when the daemon first saw them, without holding the report.
+	again := slices.Clone(wait)
+	for _, u := range rep.Unverified {
+		// Per version of the object: a later write under the same name is waited for anew.
+		k := rep.Env + "|excused|" + u.Group + "|" + u.Kind + "|" + u.Namespace + "|" + u.Name + "|" + u.ResourceVersion
+		present[k] = true
+		if _, ok := d.firstSeen[k]; !ok {
+			d.firstSeen[k] = now
+		}
+		if now.Sub(d.firstSeen[k]) < peopleWait {
+			again = append(again, u.Ref)
+		}
+	}
 	for k := range d.firstSeen { // forget fields of this env that are gone
 		if strings.HasPrefix(k, rep.Env+"|") && !present[k] {
 			delete(d.firstSeen, k)
 		}
 	}
 	d.peopleMu.Unlock()
-	// Objects a controller rule excused on a manager's name alone, written in the last
-	// audit.UnverifiedWait: audited again once the event may be in, without holding the report
-	// (a person writing under a controller's name is then new drift).
-	again := append(slices.Clone(wait), rep.Unverified...)
 	if len(again) == 0 {
 		return false
 	}

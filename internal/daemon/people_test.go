@@ -105,3 +105,45 @@ func tailLog(dir, name string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestBorrowedControllerNameReachesChat: alice scales rag-api (which an HPA targets; Git declares
+// 3 replicas here, so the API server records who owns them) through the scale subresource under
+// kube-controller-manager's field-manager name. The watch sees the write
+// before its audit event is read (the log is followed every second): the daemon first excuses it
+// on the name, audits the object again once the event is in, and announces the drift naming
+// alice and the borrowed name.
+func TestBorrowedControllerNameReachesChat(t *testing.T) {
+	h := newHarness(t)
+	h.p.Edit("base/api/rag-api.yaml", "spec:\n  revisionHistoryLimit: 3", "spec:\n  replicas: 3\n  revisionHistoryLimit: 3")
+	h.p.Sync(h.p.Commit("rag-api: 3 replicas in Git"))
+	cfg := h.config(t.TempDir())
+	cfg.AuditEvents = AuditEventsConfig{File: cluster.AuditLog}
+	d := start(t, cfg)
+	rep, err := d.d.Report("prod")
+	require.NoError(t, err)
+	require.True(t, rep.InSync, "%s", jsonOf(rep))
+
+	out, err := cluster.Kubectl(context.Background(), "--context", "alice", "-n", h.p.NS("api"), "patch", "deployment/rag-api", "--subresource=scale",
+		"--field-manager=kube-controller-manager", "--type=merge", `-p={"spec":{"replicas":7}}`).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	r := h.receivers[0]
+	var line string
+	assert.Eventually(t, func() bool {
+		for _, m := range r.messages() {
+			for _, l := range strings.Split(m, "\n") {
+				if strings.Contains(l, "spec.replicas") && strings.Contains(l, "rag-api") || strings.Contains(l, "spec.replicas") && strings.Contains(l, "alice") {
+					line = l
+					return true
+				}
+			}
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond, "alice's scale never reached chat:\n%s", strings.Join(r.messages(), "\n---\n"))
+	if t.Failed() {
+		rep, _ := d.d.Report("prod")
+		t.Fatalf("report: %s", jsonOf(rep))
+	}
+	all := strings.Join(r.messages(), "\n")
+	assert.Contains(t, all, "alice", "line: %s", line)
+	assert.Contains(t, all, "under kube-controller-manager's name")
+}

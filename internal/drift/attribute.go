@@ -285,17 +285,17 @@ func (opts *Options) excuse(live *unstructured.Unstructured, gk schema.GroupKind
 				continue
 			}
 			if opts.Events == nil {
-				opts.Excused.add(ref, o.Manager, false, o.Time)
+				opts.Excused.add(ref, o.Manager, false, o.Time, live.GetResourceVersion())
 				return true, nil, ""
 			}
 			f := Field{Path: Display(p), FieldPath: FieldPath(p), Live: lv, Change: change, Writer: o.writer()}
 			a := opts.Events.WriterOf(live, &f)
 			if a == nil { // no event says (yet): the name is all there is
-				opts.Excused.add(ref, o.Manager, false, o.Time)
+				opts.Excused.add(ref, o.Manager, false, o.Time, live.GetResourceVersion())
 				return true, nil, ""
 			}
 			if opts.identityOf(o.Manager, r).Matches(a) {
-				opts.Excused.add(ref, o.Manager, true, o.Time)
+				opts.Excused.add(ref, o.Manager, true, o.Time, live.GetResourceVersion())
 				return true, nil, ""
 			}
 			return false, a, o.Manager

@@ -92,6 +92,8 @@ type Excusals struct {
 type excused struct {
 	fields, verified int
 	latest           time.Time // the newest unverified write
+	undated          bool      // an unverified write managedFields gives no time (scale writes)
+	resourceVersion  string    // of the object when compared
 }
 
 // NewExcusals returns an empty tally.
@@ -106,7 +108,7 @@ func (e *Excusals) reset(r Ref) {
 	e.mu.Unlock()
 }
 
-func (e *Excusals) add(r Ref, manager string, verified bool, at time.Time) {
+func (e *Excusals) add(r Ref, manager string, verified bool, at time.Time, resourceVersion string) {
 	if e == nil {
 		return
 	}
@@ -123,9 +125,13 @@ func (e *Excusals) add(r Ref, manager string, verified bool, at time.Time) {
 		m[manager] = x
 	}
 	x.fields++
-	if verified {
+	x.resourceVersion = resourceVersion
+	switch {
+	case verified:
 		x.verified++
-	} else if at.After(x.latest) {
+	case at.IsZero():
+		x.undated = true
+	case at.After(x.latest):
 		x.latest = at
 	}
 }
@@ -177,21 +183,28 @@ func (e *Excusals) Summary() []Excusal {
 }
 
 // Unverified returns the objects with a field excused on a manager's name alone whose write is
-// newer than since: the audit event of that write may not have arrived yet.
-func (e *Excusals) Unverified(since time.Time) []Ref {
+// newer than since, or has no time (managedFields dates no scale write): the audit event of that
+// write may not have arrived yet. A caller bounds how long it waits for one.
+func (e *Excusals) Unverified(since time.Time) []Unverified {
 	if e == nil {
 		return nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []Ref
+	var out []Unverified
 	for r, m := range e.byRef {
 		for _, x := range m {
-			if x.fields > x.verified && x.latest.After(since) {
-				out = append(out, r)
+			if x.fields > x.verified && (x.undated || x.latest.After(since)) {
+				out = append(out, Unverified{Ref: r, ResourceVersion: x.resourceVersion})
 				break
 			}
 		}
 	}
 	return out
+}
+
+// Unverified is an object with a field excused on a manager's name alone, as it was compared.
+type Unverified struct {
+	Ref
+	ResourceVersion string
 }

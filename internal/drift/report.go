@@ -26,7 +26,7 @@ type Report struct {
 	Notes []string `json:"notes,omitempty"`
 	// Unverified are objects with a field excused on a controller's name whose write is recent
 	// and whose audit event has not arrived: a daemon audits them again shortly.
-	Unverified []Ref `json:"-"`
+	Unverified []Unverified `json:"-"`
 }
 
 // Operation is an Argo CD sync operation the report must be read with.

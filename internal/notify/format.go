@@ -34,6 +34,9 @@ func fieldWriterText(f drift.Field) string {
 		if f.Manager == "" {
 			return user + " (" + a.Verb + " at " + a.Time + ", from the audit log)"
 		}
+		if f.Borrowed != "" {
+			return user + " with " + writerText(f.Writer) + ", under " + f.Borrowed + "'s name: not that controller"
+		}
 		return user + " with " + writerText(f.Writer)
 	}
 	if f.Manager == "" && f.Change == drift.Removed {
