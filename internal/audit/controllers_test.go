@@ -320,3 +320,25 @@ func toInt(v any) any {
 	}
 	return v
 }
+
+// TestKubectlScaleOfReplicasGitLeavesOut: Git declares no replicas (the default, 1) and no
+// autoscaler targets the Deployment. `kubectl scale --replicas=4` writes through the scale
+// subresource to a field nobody owned, and the API server records no owner for it: the value
+// alone says it is drift.
+func TestKubectlScaleOfReplicasGitLeavesOut(t *testing.T) {
+	e := newBareEnv(t, `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: worker, namespace: NAMESPACE}
+spec:
+  selector: {matchLabels: {app: worker}}
+  template:
+    metadata: {labels: {app: worker}}
+    spec:
+      containers: [{name: worker, image: registry.example.com/worker:1.0}]
+`)
+	require.True(t, e.audit().InSync)
+	e.kubectl("scale", "deployment/worker", "--replicas=4")
+	rep := e.audit()
+	f := field(t, rep, object(t, rep, "Deployment", "worker"), ".spec.replicas")
+	assert.Equal(t, []any{drift.Changed, int64(1), int64(4)}, []any{f.Change, toInt(f.Desired), toInt(f.Live)})
+}

@@ -190,9 +190,8 @@ func TestReplicasOwnedByAutoscalerAreNotDrift(t *testing.T) {
 	if !rep.InSync {
 		t.Fatalf("HPA-owned and ignored replicas reported as drift:\n%s", dump(rep))
 	}
-	// NOT YET PROVEN here: `kubectl scale deployment/rag-api` (Git declares no replicas) right
-	// after this was not reported; see the issue note. kubectl scale of a Git-declared replica
-	// count is covered by TestKubectlScaleIsSubresourceScale.
+	// kubectl scale of replicas Git leaves out, with no autoscaler, is
+	// TestKubectlScaleOfReplicasGitLeavesOut; of a Git-declared count, TestKubectlScaleIsSubresourceScale.
 }
 
 func TestQuantitySpellingsAreNotDrift(t *testing.T) {

@@ -274,6 +274,9 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 		}
 		fields = append(fields, f)
 	}
+	if rd, ok := unownedReplicas(gk, dm, l.Object, os, defaulted, opts, seen); ok {
+		fields = append(fields, newField(rd))
+	}
 	if !opts.IgnoreOwnership {
 		if rd, w, lost := ownershipLost(liveObj, versions, dm, os, opts.Applier); lost {
 			f := newField(rd)

@@ -232,3 +232,35 @@ func ruleCovers(opts *Options, gk schema.GroupKind, p fieldpath.Path) bool {
 	}
 	return false
 }
+
+// replicasPath is the field the scale subresource writes.
+var replicasPath = fieldpath.MakePathOrDie("spec", "replicas")
+
+// scaledKinds are the built-in kinds with a scale subresource.
+var scaledKinds = []schema.GroupKind{{Group: "apps", Kind: "Deployment"}, {Group: "apps", Kind: "StatefulSet"}, {Group: "apps", Kind: "ReplicaSet"}}
+
+// unownedReplicas reports replicas Git leaves to the default that hold another value nobody
+// owns: a write through the scale subresource (kubectl scale) to a field no manager owned
+// records no owner, so no managedFields entry shows it. An autoscaled object's replicas are its
+// autoscaler's.
+func unownedReplicas(gk schema.GroupKind, desired, live map[string]any, os []*owner, defaulted func() map[string]any, opts *Options, seen map[string]bool) (rawDiff, bool) {
+	if defaulted == nil || !slices.Contains(scaledKinds, gk) || seen[replicasPath.String()] {
+		return rawDiff{}, false
+	}
+	if _, declared := valueAt(desired, replicasPath); declared || len(ownersAt(os, replicasPath)) > 0 {
+		return rawDiff{}, false
+	}
+	lv, ok := valueAt(live, replicasPath)
+	dv, ok2 := valueAt(defaulted(), replicasPath)
+	if !ok || !ok2 || scalarEqual(lv, dv, false) {
+		return rawDiff{}, false
+	}
+	md, _ := live["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	if opts.Autoscaled != nil && opts.Autoscaled(gk, ns, name) {
+		return rawDiff{}, false
+	}
+	seen[replicasPath.String()] = true
+	return rawDiff{path: replicasPath, desired: dv, live: lv, change: Changed}, true
+}
