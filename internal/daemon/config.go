@@ -121,9 +121,17 @@ func (e ExtraConfig) apply(opts *drift.Options) {
 	}
 	opts.ExtraRendered = !e.NotRendered
 	for _, k := range e.Except {
-		opts.ExtraExcept = append(slices.Clone(opts.ExtraExcept), schema.ParseGroupKind(strings.Replace(k, "/", ".", 1)))
+		opts.ExtraExcept = append(slices.Clone(opts.ExtraExcept), parseGroupKind(k))
 	}
 	opts.ExtraIgnore = append(slices.Clone(opts.ExtraIgnore), e.Ignore...)
+}
+
+// parseGroupKind reads "group/Kind", or "Kind" for the core group.
+func parseGroupKind(s string) schema.GroupKind {
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		return schema.GroupKind{Group: s[:i], Kind: s[i+1:]}
+	}
+	return schema.GroupKind{Kind: s}
 }
 
 // parseGVK reads "group/version/Kind" or "version/Kind".
@@ -363,6 +371,11 @@ func (c *Config) validate() error {
 	for i, k := range c.Extra.Kinds {
 		if parseGVK(k).Kind == "" {
 			errs = append(errs, fmt.Errorf("extra.kinds[%d]: %q is not group/version/Kind (v1/Secret, cert-manager.io/v1/Certificate)", i, k))
+		}
+	}
+	for i, k := range c.Extra.Except {
+		if gk := parseGroupKind(k); gk.Kind == "" || strings.Contains(gk.Group, "/") {
+			errs = append(errs, fmt.Errorf("extra.except[%d]: %q is not group/Kind (scheduling.k8s.io/PriorityClass, or Namespace for the core group)", i, k))
 		}
 	}
 	for i, sel := range c.Extra.Ignore {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/llm-gitops/platform/internal/drift"
@@ -87,4 +88,22 @@ controllers:
 	assert.Equal(t, append(slices.Clone(drift.DefaultControllers), cnpg), cfg.controllersFor("staging"))
 	cfg.NoDefaultControllers = true
 	assert.Equal(t, []drift.ControllerRule{cnpg}, cfg.controllersFor("staging"))
+}
+
+func TestExtraScopeConfig(t *testing.T) {
+	cfg := ExtraConfig{Kinds: []string{"networking.k8s.io/v1/IngressClass", "v1/Event"}, Except: []string{"scheduling.k8s.io/PriorityClass", "Namespace"}, Ignore: []string{"team=sre"}}
+	opts := drift.DefaultOptions()
+	cfg.apply(&opts)
+	assert.Contains(t, opts.ExtraKinds, schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "IngressClass"})
+	assert.Contains(t, opts.ExtraKinds, schema.GroupVersionKind{Version: "v1", Kind: "Event"})
+	assert.Contains(t, opts.ExtraExcept, schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"})
+	assert.Contains(t, opts.ExtraExcept, schema.GroupKind{Kind: "Namespace"})
+	assert.Contains(t, opts.ExtraIgnore, "team=sre")
+	assert.True(t, opts.ExtraRendered)
+	assert.NotContains(t, drift.DefaultExtraKinds, schema.GroupVersionKind{Version: "v1", Kind: "Event"}, "the defaults are not changed")
+
+	for _, bad := range []ExtraConfig{{Kinds: []string{"IngressClass"}}, {Except: []string{"a/b/C"}}, {Ignore: []string{"a in (b"}}} {
+		c := Config{Repo: ".", Envs: []string{"prod"}, StateDir: t.TempDir(), Extra: bad}
+		assert.Error(t, c.validate(), "%+v", bad)
+	}
 }

@@ -128,6 +128,13 @@ spec:
 		return err == nil && len(rep.Objects) >= len(want)
 	}, 30*time.Second, 50*time.Millisecond, "the edits never reached the report")
 	require.Equal(t, want, names(rep), "report: %s", jsonOf(rep))
+	for _, o := range rep.Objects {
+		var paths []string
+		for _, f := range o.Fields {
+			paths = append(paths, f.Path)
+		}
+		require.Equal(t, []string{".spec.template.spec.containers[name=web].image"}, paths, "%s: only the image drifted", o.Name)
+	}
 	msgs := strings.Join(chat.waitMessages(t, 1, 30*time.Second), "\n")
 	require.Eventually(t, func() bool {
 		msgs = strings.Join(chat.messages(), "\n")

@@ -103,7 +103,11 @@ func DefaultOptions() Options {
 }
 
 // DefaultCreators are the platform's controllers that create objects.
-var DefaultCreators = []string{"kube-controller-manager", "kube-scheduler", "keda-operator", "cloudnative-pg", "manager", "argocd-application-controller"}
+// cert-manager's issuing controller makes each Certificate's Secret without an owner reference;
+// External Secrets makes one with creationPolicy Orphan; istiod puts its root certificate in
+// every namespace.
+var DefaultCreators = []string{"kube-controller-manager", "kube-scheduler", "keda-operator", "cloudnative-pg", "manager", "argocd-application-controller",
+	"cert-manager-certificates-issuing", "external-secrets", "pilot-discovery"}
 
 // DefaultExtraKinds are the kinds people create by hand, or that grant access or move data:
 // workloads, Services, ConfigMaps, Secrets and ExternalSecrets, routes, autoscalers, PDBs, RBAC
@@ -299,6 +303,10 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 	sort.SliceStable(fields, func(i, j int) bool { return fields[i].Path < fields[j].Path })
 	if secret {
 		for i := range fields {
+			fields[i].Desired, fields[i].Live = withoutLastApplied(fields[i].Desired), withoutLastApplied(fields[i].Live)
+			if p := fields[i].FieldPath.Path(); len(p) > 0 && p[len(p)-1].FieldName != nil && *p[len(p)-1].FieldName == lastApplied {
+				fields[i].Desired, fields[i].Live = "(redacted)", "(redacted)"
+			}
 			if secretField(fields[i].FieldPath.Path()) {
 				fields[i].Desired, fields[i].Live = maskSecret(fields[i].Desired, opts.SecretKey), maskSecret(fields[i].Live, opts.SecretKey)
 			}
@@ -379,4 +387,26 @@ func hasUnder(s *fieldpath.Set, p fieldpath.Path) bool {
 func newField(rd rawDiff) Field {
 	return Field{Path: Display(rd.path), FieldPath: FieldPath(rd.path), Desired: rd.desired, Live: rd.live, Change: rd.change,
 		Actor: rd.borrowed, Borrowed: rd.borrowedName}
+}
+
+// lastApplied is the annotation a client-side kubectl apply keeps the whole object in: a
+// Secret's data in clear.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// withoutLastApplied returns v (a Secret field's value) with the last-applied annotation's value
+// redacted wherever a map holds it.
+func withoutLastApplied(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(m))
+	for k, c := range m {
+		if k == lastApplied {
+			out[k] = "(redacted)"
+			continue
+		}
+		out[k] = withoutLastApplied(c)
+	}
+	return out
 }

@@ -26,9 +26,11 @@ var DefaultExtraExcept = []schema.GroupKind{
 	{Kind: "Namespace"}, {Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"},
 }
 
-// DefaultExtraIgnore are label selectors of objects that are not Extra whatever their kind: an
-// object that names the tool managing it (a Helm release's) and Kubernetes' own bootstrap RBAC.
-// A label is a claim anyone can make; the README says so.
+// DefaultExtraIgnore are label selectors of cluster-scoped objects that are not Extra: an object
+// that names the tool managing it (a Helm release's, an installer's) and Kubernetes' own
+// bootstrap RBAC. In the env's namespaces they count for nothing: what is there and not in Git
+// is the env's business whatever it says of itself. A label is a claim anyone can make; the
+// README says so.
 var DefaultExtraIgnore = []string{"app.kubernetes.io/managed-by", "kubernetes.io/bootstrapping"}
 
 // extraKinds are the kinds searched for Extra objects: opts.ExtraKinds and, with
@@ -98,11 +100,11 @@ func (idx *Index) extra(gvk schema.GroupVersionKind, l *unstructured.Unstructure
 		len(l.GetOwnerReferences()) > 0 || systemObjects[gvk.Kind+"/"+l.GetName()] || kubernetesOwn(gvk, l) {
 		return nil
 	}
-	if slices.Contains(opts.ExtraExcept, gvk.GroupKind()) || opts.extraIgnored(l) {
+	if slices.Contains(opts.ExtraExcept, gvk.GroupKind()) || ns == "" && opts.extraIgnored(l) {
 		return nil
 	}
 	note := ""
-	if app := trackedBy(l); app != "" {
+	if app := trackedBy(gvk, l); app != "" {
 		if app != opts.Application || opts.Application == "" {
 			return nil // another Application's object
 		}
@@ -125,14 +127,16 @@ func kubernetesOwn(gvk schema.GroupVersionKind, l *unstructured.Unstructured) bo
 	return gvk.GroupKind() == schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"} && strings.HasPrefix(l.GetName(), "system-")
 }
 
-// trackedBy returns the Argo CD Application whose tracking annotation (or label) l carries: the
-// part of argocd.argoproj.io/tracking-id before its first colon ("" when untracked).
-func trackedBy(l *unstructured.Unstructured) string {
-	if id := l.GetAnnotations()["argocd.argoproj.io/tracking-id"]; id != "" {
-		app, _, _ := strings.Cut(id, ":")
-		return app
+// trackedBy returns the Argo CD Application whose tracking annotation l carries, as Argo CD
+// writes it: <app>:<group>/<kind>:<namespace>/<name>, naming l itself ("" when untracked, or
+// when the annotation names another object: copied by hand).
+func trackedBy(gvk schema.GroupVersionKind, l *unstructured.Unstructured) string {
+	id := l.GetAnnotations()["argocd.argoproj.io/tracking-id"]
+	app, rest, ok := strings.Cut(id, ":")
+	if !ok || app == "" || rest != gvk.Group+"/"+gvk.Kind+":"+l.GetNamespace()+"/"+l.GetName() {
+		return ""
 	}
-	return l.GetLabels()["argocd.argoproj.io/instance"]
+	return app
 }
 
 // extraIgnored says whether a label selector of opts.ExtraIgnore selects l.
@@ -172,8 +176,10 @@ func creatorOf(l *unstructured.Unstructured, opts Options) (first *Writer, borro
 		return &Writer{}, "managedFields were cleared: the object's writers cannot be read from it"
 	}
 	if !human && opts.Events != nil {
-		if a := opts.Events.CreatorOf(l); a != nil && !opts.identityOf(first.Manager, nil).Matches(a) {
-			return first, borrowedNote(first.Manager, a)
+		if id := opts.identityOf(first.Manager, nil); len(id) > 0 {
+			if a := opts.Events.CreatorOf(l); a != nil && !id.Matches(a) {
+				return first, borrowedNote(first.Manager, a)
+			}
 		}
 	}
 	if !human {

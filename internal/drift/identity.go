@@ -24,18 +24,27 @@ type Events interface {
 // manager they write under (path.Match patterns). kube-controller-manager runs as its own user,
 // or as one service account per controller with --use-service-account-credentials.
 var DefaultIdentities = map[string][]string{
-	"kube-controller-manager":       {"system:kube-controller-manager", "system:serviceaccount:kube-system:*"},
-	"kube-scheduler":                {"system:kube-scheduler"},
-	"keda-operator":                 {"system:serviceaccount:*:keda-operator"},
-	"karpenter":                     {"system:serviceaccount:*:karpenter"},
-	"cloudnative-pg":                {"system:serviceaccount:*:cnpg-manager", "system:serviceaccount:*:cnpg-cloudnative-pg"},
-	"manager":                       {"system:serviceaccount:*:cnpg-manager", "system:serviceaccount:*:cnpg-cloudnative-pg"},
-	"argocd-controller":             {"system:serviceaccount:*:argocd-application-controller"},
-	"argocd-application-controller": {"system:serviceaccount:*:argocd-application-controller"},
+	"kube-controller-manager": {"system:kube-controller-manager",
+		"system:serviceaccount:kube-system:horizontal-pod-autoscaler", "system:serviceaccount:kube-system:deployment-controller",
+		"system:serviceaccount:kube-system:persistent-volume-binder", "system:serviceaccount:kube-system:statefulset-controller",
+		"system:serviceaccount:kube-system:pvc-protection-controller", "system:serviceaccount:kube-system:job-controller",
+		"system:serviceaccount:kube-system:cronjob-controller"},
+	"kube-scheduler":                     {"system:kube-scheduler"},
+	"keda-operator":                      {"system:serviceaccount:keda:keda-operator"},
+	"karpenter":                          {"system:serviceaccount:karpenter:karpenter", "system:serviceaccount:kube-system:karpenter"},
+	"cloudnative-pg":                     {"system:serviceaccount:cnpg-system:cnpg-manager", "system:serviceaccount:cnpg-system:cnpg-cloudnative-pg"},
+	"manager":                            {"system:serviceaccount:cnpg-system:cnpg-manager", "system:serviceaccount:cnpg-system:cnpg-cloudnative-pg"},
+	"argocd-controller":                  {"system:serviceaccount:argocd:argocd-application-controller"},
+	"argocd-application-controller":      {"system:serviceaccount:argocd:argocd-application-controller"},
+	"cert-manager-certificates-issuing":  {"system:serviceaccount:cert-manager:cert-manager"},
+	"cert-manager-certificates-key-manager": {"system:serviceaccount:cert-manager:cert-manager"},
+	"external-secrets":                      {"system:serviceaccount:external-secrets:external-secrets"},
+	"pilot-discovery":                       {"system:serviceaccount:istio-system:istiod"},
 }
 
-// identity is who may write under a manager's name: user patterns, or (none) any Kubernetes
-// identity (system:…).
+// identity is who may write under a manager's name: user patterns (path.Match). Service
+// accounts are named with their namespace: an account of the same name elsewhere is not the
+// controller's.
 type identity []string
 
 // Matches says whether the write's actor is the identity. A write made as someone else (kubectl
@@ -43,9 +52,6 @@ type identity []string
 func (id identity) Matches(a *Actor) bool {
 	if a.ImpersonatedUser != "" {
 		return false
-	}
-	if len(id) == 0 {
-		return strings.HasPrefix(a.User, "system:")
 	}
 	for _, p := range id {
 		if ok, _ := path.Match(p, a.User); ok {
@@ -129,6 +135,7 @@ func (e *Excusals) add(r Ref, manager string, verified bool, at time.Time, resou
 	switch {
 	case verified:
 		x.verified++
+	case resourceVersion == "": // never to be verified: no recheck
 	case at.IsZero():
 		x.undated = true
 	case at.After(x.latest):

@@ -102,3 +102,36 @@ func TestAuditOfACompactIndex(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, map[string]any{"k": "second"}, d.Object["data"], "the last copy answers for its Ref")
 }
+
+// TestExtraClaimsAnObjectMakes: what an undeclared object says of itself. A tracking annotation
+// counts only as Argo CD writes it (naming the object itself); a label naming the tool that
+// manages it counts cluster-wide only: in the env's namespaces what is not in Git is the env's.
+func TestExtraClaimsAnObjectMakes(t *testing.T) {
+	crb := func(name string, labels, annotations map[string]string) *unstructured.Unstructured {
+		u := parse(t, "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: "+name+"}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n")
+		u.SetLabels(labels)
+		u.SetAnnotations(annotations)
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{mf("kubectl-create", "Update", "", `{"f:roleRef":{}}`)})
+		return u
+	}
+	secret := parse(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: helm-made, namespace: rag, labels: {app.kubernetes.io/managed-by: Helm}}\n")
+	secret.SetManagedFields([]metav1.ManagedFieldsEntry{mf("helm", "Update", "", `{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}}}}`)})
+	live := mapLive{
+		crb("copied-annotation", nil, map[string]string{"argocd.argoproj.io/tracking-id": "x"}),
+		crb("other-app", nil, map[string]string{"argocd.argoproj.io/tracking-id": "llm-policies:rbac.authorization.k8s.io/ClusterRoleBinding:/other-app"}),
+		crb("orphan", nil, map[string]string{"argocd.argoproj.io/tracking-id": "llm-prod:rbac.authorization.k8s.io/ClusterRoleBinding:/orphan"}),
+		crb("helm-release", map[string]string{"app.kubernetes.io/managed-by": "Helm"}, nil),
+		crb("bootstrap", map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}, nil),
+		crb("plain", nil, nil),
+		secret,
+	}
+	opts := drift.DefaultOptions()
+	opts.Application = "llm-prod"
+	var got []string
+	for _, o := range drift.Audit([]*unstructured.Unstructured{parse(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: rag}\n")}, live, opts) {
+		if o.Status == drift.Extra {
+			got = append(got, o.Kind+"/"+o.Namespace+"/"+o.Name)
+		}
+	}
+	assert.Equal(t, []string{"ClusterRoleBinding//copied-annotation", "ClusterRoleBinding//orphan", "ClusterRoleBinding//plain", "Secret/rag/helm-made"}, got)
+}

@@ -1,11 +1,8 @@
 package drift
 
 import (
-	"bytes"
 	"slices"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -15,24 +12,21 @@ import (
 // managedFieldsPath is where the API server records who owns each field.
 var managedFieldsPath = fieldpath.MakePathOrDie("metadata", "managedFields")
 
-// What a write did to managedFields (the live value of the field that reports it).
-const (
-	OwnersCleared   = "cleared: the API server's record of who owns each field is gone"
-	OwnersRewritten = "rewritten: a write replaced the API server's record of who owns each field"
-)
+// OwnersCleared is the live value of the field that reports a write that cleared managedFields.
+const OwnersCleared = "cleared: the API server's record of who owns each field is gone"
 
-// ownershipLost returns the difference that reports a write that cleared or rewrote l's
-// managedFields: none left at all, or a version the watch saw (versions, newest first) in which
-// an entry gained fields or appeared without being the write's own. Who made it comes from the
-// watch when it saw the write. ok is false when managedFields look as the API server keeps them.
+// ownershipLost returns the difference that reports a write that cleared l's managedFields: a
+// version the watch saw (versions, newest first) with none left, the before-first-apply entry an
+// apply leaves on a cleared object, or an object whose applier has no entry while a field Git
+// declares has no owner. Who made it comes from the watch when it saw the write. ok is false
+// when managedFields look as the API server keeps them. A write that replaces them with forged
+// entries is not told apart from the API server's own bookkeeping (server-side apply leaves
+// defaulted fields unowned, Argo CD renames client-side apply entries): it is not reported.
 func ownershipLost(l *unstructured.Unstructured, versions []*unstructured.Unstructured, desired map[string]any, os []*owner, applier string) (rawDiff, *Writer, bool) {
 	for i := 0; i+1 < len(versions); i++ {
 		newer, older := versions[i].GetManagedFields(), versions[i+1].GetManagedFields()
-		switch {
-		case len(newer) == 0 && len(older) > 0:
+		if len(newer) == 0 && len(older) > 0 {
 			return rawDiff{path: managedFieldsPath, live: OwnersCleared, change: Changed}, changedEntry(older, newer), true
-		case len(older) > 0 && (rewritten(older, newer) || lostOwners(versions[i+1], versions[i])):
-			return rawDiff{path: managedFieldsPath, live: OwnersRewritten, change: Changed}, changedEntry(older, newer), true
 		}
 	}
 	// The API server makes a before-first-apply entry only when an apply meets an object with no
@@ -102,81 +96,6 @@ func writers(os []*owner) []*owner {
 	return out
 }
 
-// rewritten says whether the update from before to after set managedFields itself. An update
-// stamps its writer's entry with the time and gives it what it wrote; every other entry can only
-// lose fields. So more than one entry gaining fields (or appearing), or one gaining beside
-// another stamped, is a write that sent its own managedFields. The API server's own merged
-// entries (ancient-changes, before-first-apply) are left out.
-func rewritten(before, after []metav1.ManagedFieldsEntry) bool {
-	type key struct{ manager, op, sub string }
-	old := map[key]metav1.ManagedFieldsEntry{}
-	var newest time.Time
-	for _, b := range before {
-		old[key{b.Manager, string(b.Operation), b.Subresource}] = b
-		if b.Time != nil && b.Time.After(newest) {
-			newest = b.Time.Time
-		}
-	}
-	unexplained, stamped := 0, 0
-	for _, e := range after {
-		if e.Manager == "ancient-changes" || e.Manager == beforeFirstApply {
-			continue
-		}
-		b, ok := old[key{e.Manager, string(e.Operation), e.Subresource}]
-		if !ok && e.Time != nil && e.Time.Time.Before(newest) {
-			return true // a new entry dated before writes already made
-		}
-		isStamped := !ok || (b.Time == nil) != (e.Time == nil) || b.Time != nil && e.Time != nil && !b.Time.Equal(e.Time)
-		if isStamped {
-			stamped++
-		} else if gainedFields(b, e) {
-			unexplained++
-		}
-	}
-	// An entry that gained fields without a new time is the writer's only when no other entry
-	// was stamped (two writes by one manager within a second keep its time).
-	return unexplained > 1 || unexplained == 1 && stamped > 0
-}
-
-// lostOwners says whether a field some entry of older owned is still in newer with no entry
-// owning it: an update hands a field to its writer or removes it, never leaves it unowned.
-func lostOwners(older, newer *unstructured.Unstructured) bool {
-	now := owners(newer.GetManagedFields())
-	for _, o := range owners(older.GetManagedFields()) {
-		lost := false
-		o.fields().Leaves().Iterate(func(p fieldpath.Path) {
-			if lost {
-				return
-			}
-			if _, ok := valueAt(newer.Object, p); ok && len(ownersAt(now, p)) == 0 {
-				lost = true
-			}
-		})
-		if lost {
-			return true
-		}
-	}
-	return false
-}
-
-// gainedFields says whether after's field set holds a path before's does not.
-func gainedFields(before, after metav1.ManagedFieldsEntry) bool {
-	if after.FieldsV1 == nil {
-		return false
-	}
-	if before.FieldsV1 != nil && bytes.Equal(before.FieldsV1.Raw, after.FieldsV1.Raw) {
-		return false
-	}
-	b, a := &fieldpath.Set{}, &fieldpath.Set{}
-	if before.FieldsV1 != nil && b.FromJSON(bytes.NewReader(before.FieldsV1.Raw)) != nil {
-		return false
-	}
-	if a.FromJSON(bytes.NewReader(after.FieldsV1.Raw)) != nil {
-		return false
-	}
-	return !a.Difference(b).Empty()
-}
-
 // unownedAdditions returns the live fields nobody owns that Git, as the server defaults it, does
 // not hold: once managedFields are gone, what a writer added beside Git's fields. Controller
 // rules are matched on the path alone (no owner is left to match), and Argo CD's tracking
@@ -197,7 +116,21 @@ func unownedAdditions(gvk schema.GroupVersionKind, base, live map[string]any, os
 		return nil
 	}
 	var out []rawDiff
+	var added []fieldpath.Path
 	for _, p := range minimal(cmp.Added) {
+		// A labels or annotations map Git has none of: its keys, each judged on its own.
+		if len(p) == 2 && p[0].FieldName != nil && *p[0].FieldName == "metadata" && p[1].FieldName != nil &&
+			(*p[1].FieldName == "labels" || *p[1].FieldName == "annotations") {
+			m, _ := valueAt(live, p)
+			mm, _ := m.(map[string]any)
+			for _, k := range sortedKeys(mm) {
+				added = append(added, append(p[:2:2], fieldpath.PathElement{FieldName: &k}))
+			}
+			continue
+		}
+		added = append(added, p)
+	}
+	for _, p := range added {
 		if !countsForAdded(p) || trackingField(p) || seen[p.String()] || hasUnderAny(os, p) || ruleCovers(opts, gvk.GroupKind(), p) {
 			continue
 		}
