@@ -225,46 +225,7 @@ spec:
 // against its identity) and alice's is drift, named, with the borrowed name; without them both
 // pass on the name, and the report says that the rule was taken on the name alone.
 func TestBorrowedControllerName(t *testing.T) {
-	e := newBareEnv(t, `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: scaled, namespace: NAMESPACE}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: scaled}}
-  template:
-    metadata: {labels: {app: scaled}}
-    spec:
-      containers: [{name: app, image: registry.example.com/app:1.0, resources: {requests: {cpu: 100m}}}]
----
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: scaled, namespace: NAMESPACE}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: scaled}
-  minReplicas: 3
-  maxReplicas: 10
-  metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: hand, namespace: NAMESPACE}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: hand}}
-  template:
-    metadata: {labels: {app: hand}}
-    spec:
-      containers: [{name: app, image: registry.example.com/app:1.0, resources: {requests: {cpu: 100m}}}]
----
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: hand, namespace: NAMESPACE}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: hand}
-  minReplicas: 2
-  maxReplicas: 10
-  metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}}]
-`)
+	e := newBareEnv(t, autoscaledDeployment("scaled", 1, 3)+"---\n"+autoscaledDeployment("hand", 2, 2))
 	e.waitFor(deploymentsGVR, "scaled", func(u *unstructured.Unstructured) bool {
 		r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
 		return r == 3
@@ -312,6 +273,30 @@ spec:
 	require.Len(t, plain.Notes, 1)
 	assert.Contains(t, plain.Notes[0], "on the field-manager name alone")
 	assert.Contains(t, plain.Notes[0], "kube-controller-manager 4", "alice's write counted with the controller's three")
+}
+
+// autoscaledDeployment is a Deployment of replicas in Git and an HPA of minReplicas over it.
+func autoscaledDeployment(name string, replicas, minReplicas int) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s, namespace: NAMESPACE}
+spec:
+  replicas: %[2]d
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      containers: [{name: app, image: registry.example.com/app:1.0, resources: {requests: {cpu: 100m}}}]
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: %[1]s, namespace: NAMESPACE}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: %[1]s}
+  minReplicas: %[3]d
+  maxReplicas: 10
+  metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}}]
+`, name, replicas, minReplicas)
 }
 
 func toInt(v any) any {

@@ -136,31 +136,9 @@ func ensure(b *testing.B, prefix string, objs []*unstructured.Unstructured) {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	work := make(chan *unstructured.Unstructured)
-	errs := make(chan error, 8)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for o := range work {
-				if err := syncer.Sync(ctx, "bench", []*unstructured.Unstructured{o}, false); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	for _, o := range objs {
-		work <- o
-	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		b.Fatal(err)
-	default:
-	}
+	applyAll(b, objs, func(o *unstructured.Unstructured) error {
+		return syncer.Sync(ctx, "bench", []*unstructured.Unstructured{o}, false)
+	})
 	for i := 0; i < len(objs); i += 100 {
 		o := objs[i]
 		out, err := cluster.Kubectl(ctx, "-n", o.GetNamespace(), "scale", "deployment/"+o.GetName(), "--replicas=5").CombinedOutput()
@@ -195,32 +173,12 @@ func ensureBare(b *testing.B, prefix string, objs []*unstructured.Unstructured) 
 			b.Fatal(err)
 		}
 	}
-	work := make(chan *unstructured.Unstructured)
-	errs := make(chan error, 8)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for o := range work {
-				if err := syncer.ApplyAs(ctx, o, testcluster.ArgoManager); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
+	applyAll(b, objs, func(o *unstructured.Unstructured) error { return syncer.ApplyAs(ctx, o, testcluster.ArgoManager) })
 	deployments := 0
 	for _, o := range objs {
-		work <- o
 		if o.GetKind() == "Deployment" {
 			deployments++
 		}
-	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		b.Fatal(err)
-	default:
 	}
 	for i := 0; i < len(objs); i += 100 {
 		o := objs[i]
@@ -256,6 +214,36 @@ func ensureBare(b *testing.B, prefix string, objs []*unstructured.Unstructured) 
 		time.Sleep(time.Second)
 	}
 	synced[prefix] = true
+}
+
+// applyAll runs apply on every object, 8 at a time, failing at the first error.
+func applyAll(b *testing.B, objs []*unstructured.Unstructured, apply func(*unstructured.Unstructured) error) {
+	b.Helper()
+	work := make(chan *unstructured.Unstructured)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for o := range work { // go on reading after an error: the sender never blocks
+				if err := apply(o); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
 }
 
 func syncedCache(b *testing.B) *live.Cache {
