@@ -129,6 +129,9 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, idx *drift.
 		cmpOpts := *opts      // Argo CD's status says OutOfSync, not where: show Git against live, as the audit compares
 		cmpOpts.Excused = nil // what this comparison excuses is not the audit's
 		cmpOpts.IgnoreOwnership = true
+		if cmpOpts.Autoscaled == nil {
+			cmpOpts.Autoscaled = drift.AutoscaledIn(a.Live)
+		}
 		p, l := sides[i][0], sides[i][1]
 		if p != nil && l != nil {
 			cmpOpts.Normalizer = nil  // Argo CD's sides are normalised already

@@ -32,6 +32,7 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	a.Renders.Urgent = true      // an audit's render goes before blame walks', ledger syncs' and the web view's
 	a.Options.SecretKey = d.hmacKey
 	d.cfg.Extra.apply(&a.Options)
+	a.Options.IgnoreOwnership = d.cfg.IgnoreClearedManagedFields
 	if len(d.cfg.Identities) > 0 {
 		a.Options.Identities = maps.Clone(drift.DefaultIdentities)
 		maps.Copy(a.Options.Identities, d.cfg.Identities)

@@ -90,6 +90,10 @@ type Config struct {
 	Identities map[string][]string `json:"identities,omitempty"`
 	// Extra says which undeclared objects are searched for as made by hand.
 	Extra ExtraConfig `json:"extra,omitempty"`
+	// IgnoreClearedManagedFields stops reporting objects without field owners as cleared by a
+	// write: on a cluster upgraded in place from before Kubernetes 1.18, objects made then and
+	// never applied server-side since have none.
+	IgnoreClearedManagedFields bool `json:"ignoreClearedManagedFields,omitempty"`
 	// AuditEvents names the people behind drift from the API server's audit events.
 	AuditEvents AuditEventsConfig `json:"auditEvents,omitempty"`
 	// Episodes bounds the drift history kept in the state dir.

@@ -51,8 +51,9 @@ func (d *Daemon) awaitPeople(rep *drift.Report) bool {
 	// for peopleWait from when the daemon first saw them, without holding the report.
 	again := slices.Clone(wait)
 	for _, u := range rep.Unverified {
-		// Per version of the object: a later write under the same name is waited for anew.
-		k := rep.Env + "|excused|" + u.Group + "|" + u.Kind + "|" + u.Namespace + "|" + u.Name + "|" + u.ResourceVersion
+		// Per value of the excused fields: a later write there is waited for anew, a status
+		// write that moves only the resourceVersion is not.
+		k := rep.Env + "|excused|" + u.Group + "|" + u.Kind + "|" + u.Namespace + "|" + u.Name + "|" + u.Fingerprint
 		present[k] = true
 		if _, ok := d.firstSeen[k]; !ok {
 			d.firstSeen[k] = now

@@ -2,6 +2,7 @@ package drift
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"time"
 
@@ -281,7 +282,10 @@ func itemElement(pe fieldpath.PathElement, i int) fieldpath.PathElement {
 // borrowed is that person and manager the name. What it excuses goes into opts.Excused.
 func (opts *Options) excuse(live *unstructured.Unstructured, gk schema.GroupKind, os []*owner, p fieldpath.Path, lv any, change string) (ok bool, borrowed *Actor, manager string) {
 	ref := Ref{Group: gk.Group, Kind: gk.Kind, Namespace: live.GetNamespace(), Name: live.GetName()}
+	fingerprint := Display(p) + "=" + fmt.Sprint(lv)
 	for _, o := range os {
+		var actor *Actor
+		asked := false
 		for i := range opts.Controllers {
 			r := &opts.Controllers[i]
 			if !r.matches(gk, o, p) || r.Autoscaled && (opts.Autoscaled == nil || !opts.Autoscaled(gk, ref.Namespace, ref.Name)) {
@@ -295,17 +299,22 @@ func (opts *Options) excuse(live *unstructured.Unstructured, gk schema.GroupKind
 				opts.Excused.add(ref, o.Manager, false, time.Time{}, "")
 				return true, nil, ""
 			}
-			f := Field{Path: Display(p), FieldPath: FieldPath(p), Live: lv, Change: change, Writer: o.writer()}
-			a := opts.Events.WriterOf(live, &f)
-			if a == nil { // no event says (yet): the name is all there is
-				opts.Excused.add(ref, o.Manager, false, o.Time, live.GetResourceVersion())
+			if !asked {
+				f := Field{Path: Display(p), FieldPath: FieldPath(p), Live: lv, Change: change, Writer: o.writer()}
+				actor, asked = opts.Events.WriterOf(live, &f), true
+			}
+			if actor == nil { // no event says (yet): the name is all there is
+				opts.Excused.add(ref, o.Manager, false, o.Time, fingerprint)
 				return true, nil, ""
 			}
-			if id.Matches(a) {
-				opts.Excused.add(ref, o.Manager, true, o.Time, live.GetResourceVersion())
+			if id.Matches(actor) {
+				opts.Excused.add(ref, o.Manager, true, o.Time, fingerprint)
 				return true, nil, ""
 			}
-			return false, a, o.Manager
+			// Another rule for this manager may name the actor among its users.
+		}
+		if actor != nil {
+			return false, actor, o.Manager
 		}
 	}
 	return false, nil, ""
@@ -336,7 +345,10 @@ func AutoscaledIn(live LiveReader) func(gk schema.GroupKind, namespace, name str
 				gv, _ := schema.ParseGroupVersion(ref["apiVersion"])
 				kind := ref["kind"]
 				if kind == "" { // KEDA's default target
-					gv, kind = schema.GroupVersion{Group: "apps", Version: "v1"}, "Deployment"
+					kind = "Deployment"
+				}
+				if ref["apiVersion"] == "" { // KEDA's default group
+					gv = schema.GroupVersion{Group: "apps", Version: "v1"}
 				}
 				t[gv.Group+"/"+kind+"/"+ref["name"]] = true
 			}

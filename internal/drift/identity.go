@@ -42,9 +42,7 @@ var DefaultIdentities = map[string][]string{
 	"pilot-discovery":                       {"system:serviceaccount:istio-system:istiod"},
 }
 
-// identity is who may write under a manager's name: user patterns (path.Match). Service
-// accounts are named with their namespace: an account of the same name elsewhere is not the
-// controller's.
+// identity is who may write under a manager's name: user patterns (path.Match).
 type identity []string
 
 // Matches says whether the write's actor is the identity. A write made as someone else (kubectl
@@ -99,7 +97,7 @@ type excused struct {
 	fields, verified int
 	latest           time.Time // the newest unverified write
 	undated          bool      // an unverified write managedFields gives no time (scale writes)
-	resourceVersion  string    // of the object when compared
+	fingerprint      string    // the unverified fields and their values, as compared
 }
 
 // NewExcusals returns an empty tally.
@@ -114,7 +112,7 @@ func (e *Excusals) reset(r Ref) {
 	e.mu.Unlock()
 }
 
-func (e *Excusals) add(r Ref, manager string, verified bool, at time.Time, resourceVersion string) {
+func (e *Excusals) add(r Ref, manager string, verified bool, at time.Time, fingerprint string) {
 	if e == nil {
 		return
 	}
@@ -131,15 +129,18 @@ func (e *Excusals) add(r Ref, manager string, verified bool, at time.Time, resou
 		m[manager] = x
 	}
 	x.fields++
-	x.resourceVersion = resourceVersion
 	switch {
 	case verified:
 		x.verified++
-	case resourceVersion == "": // never to be verified: no recheck
+	case fingerprint == "": // never to be verified: no recheck
 	case at.IsZero():
 		x.undated = true
+		x.fingerprint += fingerprint + ";"
 	case at.After(x.latest):
 		x.latest = at
+		x.fingerprint += fingerprint + ";"
+	default:
+		x.fingerprint += fingerprint + ";"
 	}
 }
 
@@ -202,7 +203,7 @@ func (e *Excusals) Unverified(since time.Time) []Unverified {
 	for r, m := range e.byRef {
 		for _, x := range m {
 			if x.fields > x.verified && (x.undated || x.latest.After(since)) {
-				out = append(out, Unverified{Ref: r, ResourceVersion: x.resourceVersion})
+				out = append(out, Unverified{Ref: r, Fingerprint: x.fingerprint})
 				break
 			}
 		}
@@ -210,8 +211,10 @@ func (e *Excusals) Unverified(since time.Time) []Unverified {
 	return out
 }
 
-// Unverified is an object with a field excused on a manager's name alone, as it was compared.
+// Unverified is an object with a field excused on a manager's name alone, as it was compared:
+// Fingerprint names those fields and their values, so a new write there is told from a status
+// write that moved only the resourceVersion.
 type Unverified struct {
 	Ref
-	ResourceVersion string
+	Fingerprint string
 }

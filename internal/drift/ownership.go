@@ -131,7 +131,7 @@ func unownedAdditions(gvk schema.GroupVersionKind, base, live map[string]any, os
 		added = append(added, p)
 	}
 	for _, p := range added {
-		if !countsForAdded(p) || trackingField(p) || seen[p.String()] || hasUnderAny(os, p) || ruleCovers(opts, gvk.GroupKind(), p) {
+		if !countsForAdded(p) || trackingField(p) || seen[p.String()] || hasUnderAny(os, p) || ruleCovers(opts, gvk.GroupKind(), p, true) {
 			continue
 		}
 		v, ok := valueAt(live, p)
@@ -148,9 +148,12 @@ func unownedAdditions(gvk schema.GroupVersionKind, base, live map[string]any, os
 func hasUnderAny(os []*owner, p fieldpath.Path) bool { return len(ownersUnder(os, p)) > 0 }
 
 // ruleCovers says whether a controller rule of the options names p of the kind, whatever the
-// manager.
-func ruleCovers(opts *Options, gk schema.GroupKind, p fieldpath.Path) bool {
+// manager; with autoscaled false, rules for autoscaled objects only are left out.
+func ruleCovers(opts *Options, gk schema.GroupKind, p fieldpath.Path, autoscaled bool) bool {
 	for _, r := range opts.Controllers {
+		if r.Autoscaled && !autoscaled {
+			continue
+		}
 		if r.Group != gk.Group && (r.Group != "" || len(r.Kinds) > 0) {
 			continue
 		}
@@ -191,7 +194,7 @@ func unownedReplicas(gk schema.GroupKind, desired, live map[string]any, os []*ow
 	md, _ := live["metadata"].(map[string]any)
 	ns, _ := md["namespace"].(string)
 	name, _ := md["name"].(string)
-	if opts.Autoscaled != nil && opts.Autoscaled(gk, ns, name) {
+	if opts.Autoscaled != nil && opts.Autoscaled(gk, ns, name) || ruleCovers(opts, gk, replicasPath, false) {
 		return rawDiff{}, false
 	}
 	seen[replicasPath.String()] = true
