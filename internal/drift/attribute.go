@@ -58,18 +58,22 @@ var DefaultControllers = []ControllerRule{
 }
 
 func (r ControllerRule) matches(gk schema.GroupKind, o *owner, p fieldpath.Path) bool {
-	if o.Manager != r.Manager || r.Subresource != "" && o.Subresource != r.Subresource {
+	if o.Manager != r.Manager || r.Subresource != "" && o.Subresource != r.Subresource || !r.appliesTo(gk) {
 		return false
 	}
+	return len(r.Paths) == 0 || r.covers(p)
+}
+
+// appliesTo says whether the rule is for kinds of gk.
+func (r ControllerRule) appliesTo(gk schema.GroupKind) bool {
 	if r.Group != gk.Group && (r.Group != "" || len(r.Kinds) > 0) {
 		return false
 	}
-	if len(r.Kinds) > 0 && !slices.Contains(r.Kinds, gk.Kind) {
-		return false
-	}
-	if len(r.Paths) == 0 {
-		return true
-	}
+	return len(r.Kinds) == 0 || slices.Contains(r.Kinds, gk.Kind)
+}
+
+// covers says whether one of the rule's paths is p or one of its ancestors.
+func (r ControllerRule) covers(p fieldpath.Path) bool {
 	for _, ptr := range r.Paths {
 		if pointerCovers(ptr, p) {
 			return true
@@ -282,7 +286,6 @@ func itemElement(pe fieldpath.PathElement, i int) fieldpath.PathElement {
 // borrowed is that person and manager the name. What it excuses goes into opts.Excused.
 func (opts *Options) excuse(live *unstructured.Unstructured, gk schema.GroupKind, os []*owner, p fieldpath.Path, lv any, change string) (ok bool, borrowed *Actor, manager string) {
 	ref := Ref{Group: gk.Group, Kind: gk.Kind, Namespace: live.GetNamespace(), Name: live.GetName()}
-	fingerprint := Display(p) + "=" + fmt.Sprint(lv)
 	for _, o := range os {
 		var actor *Actor
 		asked := false
@@ -299,6 +302,7 @@ func (opts *Options) excuse(live *unstructured.Unstructured, gk schema.GroupKind
 				opts.Excused.add(ref, o.Manager, false, time.Time{}, "")
 				return true, nil, ""
 			}
+			fingerprint := Display(p) + "=" + fmt.Sprint(lv) // only with events: the hot path has none
 			if !asked {
 				f := Field{Path: Display(p), FieldPath: FieldPath(p), Live: lv, Change: change, Writer: o.writer()}
 				actor, asked = opts.Events.WriterOf(live, &f), true

@@ -50,12 +50,11 @@ func (idx *Index) extraKinds(opts *Options) []schema.GroupVersionKind {
 		add(gvk)
 	}
 	if opts.ExtraRendered {
+		n := len(out)
 		for _, gvk := range idx.kinds {
 			add(gvk)
 		}
-		slices.SortFunc(out[len(opts.ExtraKinds)-min(len(opts.ExtraKinds), len(out)):], func(a, b schema.GroupVersionKind) int {
-			return strings.Compare(a.String(), b.String())
-		})
+		slices.SortFunc(out[n:], func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
 	}
 	return out
 }

@@ -151,19 +151,8 @@ func hasUnderAny(os []*owner, p fieldpath.Path) bool { return len(ownersUnder(os
 // manager; with autoscaled false, rules for autoscaled objects only are left out.
 func ruleCovers(opts *Options, gk schema.GroupKind, p fieldpath.Path, autoscaled bool) bool {
 	for _, r := range opts.Controllers {
-		if r.Autoscaled && !autoscaled {
-			continue
-		}
-		if r.Group != gk.Group && (r.Group != "" || len(r.Kinds) > 0) {
-			continue
-		}
-		if len(r.Kinds) > 0 && !slices.Contains(r.Kinds, gk.Kind) {
-			continue
-		}
-		for _, ptr := range r.Paths {
-			if pointerCovers(ptr, p) {
-				return true
-			}
+		if (!r.Autoscaled || autoscaled) && r.appliesTo(gk) && r.covers(p) {
+			return true
 		}
 	}
 	return false

@@ -150,6 +150,7 @@ func (idx *Index) Desired(r Ref) (*unstructured.Unstructured, bool) {
 // of an earlier full report.
 func AuditRefs(idx *Index, refs []Ref, live LiveReader, opts Options) []Object {
 	history := prepare(live, &opts)
+	extraKinds := idx.extraKinds(&opts) // once, not per ref
 	var out []Object
 	seen := map[Ref]bool{}
 	for _, r := range refs {
@@ -163,7 +164,7 @@ func AuditRefs(idx *Index, refs []Ref, live LiveReader, opts Options) []Object {
 			}
 			continue
 		}
-		for _, gvk := range idx.extraKinds(&opts) {
+		for _, gvk := range extraKinds {
 			if gvk.Group != r.Group || gvk.Kind != r.Kind {
 				continue
 			}
