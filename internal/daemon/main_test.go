@@ -159,7 +159,9 @@ func start(t testing.TB, cfg *Config) *running {
 	r := &running{d: d, cancel: cancel, done: make(chan error, 1), log: buf}
 	go func() { r.done <- d.Run(ctx) }()
 	t.Cleanup(r.stop)
-	deadline := time.Now().Add(60 * time.Second)
+	// Readiness waits for every env's first render; kustomize takes tens of seconds on an env of
+	// thousands of objects, longer when the other test packages share the cores.
+	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		if addr := d.Addr(); addr != "" {
 			if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
@@ -171,7 +173,7 @@ func start(t testing.TB, cfg *Config) *running {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("daemon not ready after 60s; log:\n%s", buf.String())
+	t.Fatalf("daemon not ready after 3m; log:\n%s", buf.String())
 	return nil
 }
 
