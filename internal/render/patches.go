@@ -16,7 +16,8 @@ import (
 type Patch = map[string]any
 
 // WithPatches returns the Source as Argo CD renders an Application whose kustomize options carry
-// patches: it appends them to the patches of overlays/<env>/kustomization.yaml before building
+// patches: it appends them to the patches of overlays/<env>/kustomization.yaml (or of an
+// AppTarget's path) before building
 // (argo-cd util/kustomize: the patches are added to the kustomization file, then kustomize
 // builds). The repository is not changed: the Source reads a patched copy of that one file.
 // Renders of a patched Source are cached apart from the plain one's.
@@ -25,10 +26,11 @@ func (s Source) WithPatches(env string, patches []Patch) (Source, error) {
 		return s, nil
 	}
 	// The kustomization file kustomize (and Argo CD) would read, under any of its names.
-	rel := filepath.Join(OverlayPath(env), "kustomization.yaml")
+	dir := TargetPath(env)
+	rel := filepath.Join(dir, "kustomization.yaml")
 	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
-		if s.fs.Exists(filepath.Join(s.root, OverlayPath(env), name)) {
-			rel = filepath.Join(OverlayPath(env), name)
+		if s.fs.Exists(filepath.Join(s.root, dir, name)) {
+			rel = filepath.Join(dir, name)
 			break
 		}
 	}

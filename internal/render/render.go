@@ -157,8 +157,30 @@ func (s Source) Envs() ([]string, error) {
 	return envs, nil
 }
 
-// Render runs kustomize over overlays/<env>.
+// AppTarget names the render of an Application's source path (rel, from the repository root)
+// wherever a function of this package takes an env: Render, WithPatches, the Cache and the
+// Worker treat it like an env's overlay. A path with a kustomization is built by kustomize; a
+// path without one is a plain directory, read as Argo CD reads it.
+func AppTarget(rel string) string { return "@" + path.Clean(strings.TrimPrefix(rel, "./")) }
+
+// TargetPath is the repository path a render target (an env or an AppTarget) reads.
+func TargetPath(target string) string {
+	if rel, ok := strings.CutPrefix(target, "@"); ok {
+		return rel
+	}
+	return OverlayPath(target)
+}
+
+// Render runs kustomize over overlays/<env>, or over the path of an AppTarget.
 func (s Source) Render(env string) (*Result, error) {
+	if rel, ok := strings.CutPrefix(env, "@"); ok {
+		res, err := s.renderAppPath(rel)
+		if err != nil {
+			return nil, err
+		}
+		res.Env = env
+		return res, nil
+	}
 	if env == "" || strings.ContainsAny(env, `/\`) || env == "." || env == ".." {
 		return nil, fmt.Errorf("invalid environment name %q", env)
 	}

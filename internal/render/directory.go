@@ -1,0 +1,122 @@
+package render
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// renderAppPath renders an Application's source path: kustomize where the path holds a
+// kustomization, else the path as a plain directory.
+func (s Source) renderAppPath(rel string) (*Result, error) {
+	rel = path.Clean(rel)
+	if rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
+		return nil, fmt.Errorf("render %s: the path leaves the repository", rel)
+	}
+	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if s.fs.Exists(filepath.Join(s.root, rel, name)) {
+			return s.RenderPath(rel)
+		}
+	}
+	return s.RenderDirectory(rel)
+}
+
+// RenderDirectory reads a plain directory as Argo CD's directory source does without options:
+// every .yaml, .yml and .json file directly in it (not in its subdirectories), in name order,
+// each document an object; empty documents are skipped, and a List is its items.
+func (s Source) RenderDirectory(rel string) (*Result, error) {
+	dir := filepath.Join(s.root, rel)
+	if !s.fs.IsDir(dir) {
+		return nil, fmt.Errorf("render %s: no such directory in the repository", rel)
+	}
+	names, err := s.fs.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", rel, err)
+	}
+	sort.Strings(names)
+	res := &Result{Path: rel, Revision: s.revision}
+	var stream bytes.Buffer
+	for _, name := range names {
+		ext := strings.ToLower(path.Ext(name))
+		if ext != ".yaml" && ext != ".yml" && ext != ".json" || s.fs.IsDir(filepath.Join(dir, name)) {
+			continue
+		}
+		file := path.Join(rel, name)
+		data, err := s.fs.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("render %s: %w", file, err)
+		}
+		if ext != ".json" {
+			if err := checkYAML(file, data); err != nil {
+				return nil, fmt.Errorf("render %s: %w", rel, err)
+			}
+		}
+		objs, err := decodeManifests(file, data)
+		if err != nil {
+			return nil, fmt.Errorf("render %s: %w", rel, err)
+		}
+		for _, o := range objs {
+			out, err := o.MarshalJSON()
+			if err != nil {
+				return nil, fmt.Errorf("render %s: %w", file, err)
+			}
+			stream.WriteString("---\n")
+			stream.Write(out)
+			stream.WriteString("\n")
+		}
+		res.Objects = append(res.Objects, objs...)
+	}
+	res.YAML = stream.Bytes()
+	sum := sha256.Sum256(res.YAML)
+	res.Digest = hex.EncodeToString(sum[:])
+	return res, nil
+}
+
+// decodeManifests decodes every document of one file into objects; a document that is not an
+// object with apiVersion, kind and a name is an error naming the file and the document.
+func decodeManifests(file string, data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for doc := 1; ; doc++ {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+		}
+		if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" || string(t) == "{}" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil { // numbers as int64, as client-go expects
+			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+		}
+		if u.IsList() {
+			list, err := u.ToList()
+			if err != nil {
+				return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+			}
+			for i := range list.Items {
+				out = append(out, &list.Items[i])
+			}
+			continue
+		}
+		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("%s: document %d is not a Kubernetes object (apiVersion, kind and metadata.name are required)", file, doc)
+		}
+		out = append(out, u)
+	}
+}
