@@ -45,7 +45,25 @@ type App struct {
 	// KustomizeUnsupported names the source's other kustomize options (namePrefix, images, ...),
 	// which the auditor does not apply: a render without them is not what Argo CD applied.
 	KustomizeUnsupported []string
-	rawIgnores           []v1alpha1.ResourceIgnoreDifferences
+	// Unrenderable says why the auditor cannot render the source the way Argo CD does ("" when
+	// it can): a Helm chart from a chart repository, several sources, a plugin, directory options.
+	Unrenderable string
+	rawIgnores   []v1alpha1.ResourceIgnoreDifferences
+}
+
+// WithGitSpec returns the Application as Git declares it (git: its manifest in the render that
+// declares it) with the cluster's record of it (a: status, synced revision, operation): the path,
+// kustomize patches and ignoreDifferences come from Git. A live ignoreDifferences that Git does not
+// declare then excuses nothing; the difference is drift of the Application object itself.
+func (a *App) WithGitSpec(git *App) *App {
+	if a == nil {
+		return git
+	}
+	out := *a
+	out.Path, out.TargetRevision, out.DestinationNamespace = git.Path, git.TargetRevision, git.DestinationNamespace
+	out.KustomizePatches, out.KustomizeUnsupported, out.Unrenderable = git.KustomizePatches, git.KustomizeUnsupported, git.Unrenderable
+	out.rawIgnores = git.rawIgnores
+	return &out
 }
 
 // Operation is the state of a sync operation (status.operationState).
@@ -120,6 +138,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 		a.RepoURL, a.TargetRevision, a.Path = app.Spec.Source.RepoURL, app.Spec.Source.TargetRevision, app.Spec.Source.Path
 	}
 	kustomize := sourceKustomize(&app, src)
+	a.Unrenderable = unrenderable(&app)
 	a.SyncedRevision = compared // an Application written before any sync operation (or by hand)
 	if src < len(synced) && synced[src] != "" {
 		a.SyncedRevision = synced[src]
@@ -233,4 +252,28 @@ func kustomizeOptions(k *v1alpha1.ApplicationSourceKustomize) (patches []map[str
 	}
 	sort.Strings(other)
 	return patches, other, nil
+}
+
+// unrenderable says why a source cannot be rendered in process as Argo CD renders it, or "".
+func unrenderable(app *v1alpha1.Application) string {
+	if len(app.Spec.Sources) > 1 {
+		return fmt.Sprintf("%d sources (a multi-source Application)", len(app.Spec.Sources))
+	}
+	src := app.Spec.Source
+	if len(app.Spec.Sources) == 1 {
+		src = &app.Spec.Sources[0]
+	}
+	switch {
+	case src == nil:
+		return "no source"
+	case src.Chart != "":
+		return fmt.Sprintf("Helm chart %s %s from %s", src.Chart, src.TargetRevision, src.RepoURL)
+	case src.Helm != nil:
+		return "Helm options on a chart at " + src.Path
+	case src.Plugin != nil:
+		return "a config management plugin"
+	case src.Directory != nil && (src.Directory.Recurse || src.Directory.Include != "" || src.Directory.Exclude != "" || !src.Directory.Jsonnet.IsZero()):
+		return "directory options (recurse, include, exclude, jsonnet)"
+	}
+	return ""
 }

@@ -11,14 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Auditor audits environments of one repository against one cluster.
@@ -30,6 +29,9 @@ type Auditor struct {
 	// AppNamespace holds the Applications (argocd); AppName maps an env to its Application.
 	AppNamespace string
 	AppName      func(env string) string
+	// RootName maps an env to its root Application (app-of-apps; nil: RootName): when the
+	// cluster has it, the env is the group of Applications under it.
+	RootName func(env string) string
 	// Renders caches renders by what they read (nil: render every time); New gives an in-memory
 	// one, the CLI one on disk.
 	Renders *render.Cache
@@ -66,7 +68,8 @@ type Auditor struct {
 	bg   map[string]*bgRender // per env
 
 	statesMu sync.Mutex
-	states   map[string]*envState // the last full audit of each env, for Update
+	states   map[string]*prepared    // the last full audit of each Application, by unit key
+	groups   map[string]*groupState // the last full audit of each env's group, for Update
 
 	runs, updates atomic.Int64
 }
@@ -99,18 +102,10 @@ type Request struct {
 	Revision string
 }
 
-// Run audits one environment.
+// Run audits one environment: every Application of its group (see group), or its one
+// Application when it has no root Application.
 func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	lap := a.stopwatch()
-	app, err := a.application(ctx, req.Env)
-	if err != nil {
-		return nil, err
-	}
-	desired, head, pending, err := a.revisions(app, req)
-	if err != nil {
-		return nil, err
-	}
-	lap("git")
 	// While kustomize renders (one core), list and watch the kinds every env has and fetch their
 	// schema documents on the other: the audit then waits only for kinds the render adds.
 	prefetched := make(chan struct{})
@@ -120,19 +115,62 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 		defer cancel()
 		prefetch(pctx, a.Live, a.Options.ExtraKinds)
 	}()
-	patches, err := a.patches(app, req.Env)
+	units, err := a.prepareGroup(ctx, req, lap)
+	<-prefetched
 	if err != nil {
-		<-prefetched
 		return nil, err
 	}
-	res, err := a.render(ctx, req.Env, desired, patches, a.background(req))
+	declared := declaredBy(units)
+	ex := drift.NewExcusals()
+	for _, p := range units {
+		if p.err != nil {
+			continue
+		}
+		if err := a.compare(ctx, req, p, declared, ex, lap); err != nil {
+			return nil, err
+		}
+	}
+	rep := a.merge(req.Env, units, ex)
+	if req.Revision == "" {
+		a.keepGroup(req.Env, units, ex)
+	}
+	return rep, nil
+}
+
+// prepare reads a unit's Application, picks its revision, renders it and scopes the render:
+// everything before the comparison.
+func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap func(string)) error {
+	if u.app == nil && u.git == nil {
+		app, err := a.application(ctx, u.appNS, u.name)
+		if err != nil {
+			return err
+		}
+		u.app = app
+	}
+	u.live = u.app != nil
+	app := u.app
+	if u.git != nil {
+		app = u.app.WithGitSpec(u.git)
+		u.app = app
+	}
+	if app != nil && app.Unrenderable != "" {
+		return &unitError{fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
+	}
+	var err error
+	if u.desired, u.head, u.pending, err = a.revisions(app, req); err != nil {
+		return err
+	}
+	lap("git")
+	patches, err := a.patches(app, req.Env)
 	if err != nil {
-		<-prefetched
-		return nil, err
+		return err
+	}
+	res, err := a.render(ctx, u.key, u.target, u.desired, patches, u.main && u.target == req.Env && a.background(req))
+	if err != nil {
+		return err
 	}
 	a.runs.Add(1)
 	lap("render")
-	<-prefetched
 	destNS := ""
 	if app != nil {
 		destNS = app.DestinationNamespace
@@ -140,61 +178,61 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	// The render is held as JSON, each object decoded only while it is scoped, compared or
 	// diffed: a 10,000-object render held decoded through the audit cost ~40 MB of heap beside
 	// the live cache and Argo CD's diff.
-	idx, kinds, unknown, err := a.scope(res, destNS)
-	if err != nil {
-		return nil, err
-	}
+	u.idx, u.kinds, u.unknown, err = a.scope(res, destNS)
+	return err
+}
+
+// compare brings the live cache up for a prepared unit's kinds and compares: its report.
+func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declared map[drift.Ref]string, ex *drift.Excusals, lap func(string)) error {
 	wctx, cancel := context.WithTimeout(ctx, a.syncTimeout())
-	err = a.Live.Watch(wctx, kinds, a.Options.ExtraKinds)
+	err := a.Live.Watch(wctx, u.kinds, a.Options.ExtraKinds)
 	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", req.Env, err)
+		return fmt.Errorf("%s: %w", req.Env, err)
 	}
 	lap("live")
 	opts := a.Options
-	if opts.Schema, err = a.schemaFor(ctx, kinds); err != nil {
-		return nil, fmt.Errorf("%s: %w", req.Env, err)
+	if opts.Schema, err = a.schemaFor(ctx, u.kinds); err != nil {
+		return fmt.Errorf("%s: %w", req.Env, err)
 	}
-	var overrides map[string]v1alpha1.ResourceOverride
+	app := u.app
 	if app != nil {
-		if overrides, err = a.overrides(ctx); err != nil {
-			return nil, err
+		if u.overrides, err = a.overrides(ctx); err != nil {
+			return err
 		}
-		if opts.Normalizer, err = app.Normalizer(overrides); err != nil {
-			return nil, err
+		if opts.Normalizer, err = app.Normalizer(u.overrides); err != nil {
+			return err
 		}
 	}
 	lap("schema")
-	opts.Application = a.AppName(req.Env)
-	opts.Excused = drift.NewExcusals()
+	opts.Application = u.name
+	opts.Excused = ex
 	opts.Events = a.events()
-	objs := append(drift.AuditIndex(idx, a.Live, opts), unknown...)
+	if u.group {
+		opts.ExtraOnlyIn = map[string][]schema.GroupKind{a.AppNamespace: argoKinds}
+		name := u.name
+		opts.DeclaredElsewhere = func(r drift.Ref) bool {
+			owner, ok := declared[r]
+			return ok && owner != name
+		}
+	}
+	objs := append(drift.AuditIndex(u.idx, a.Live, opts), u.unknown...)
 	drift.SortObjects(objs)
-	rep := &drift.Report{Env: req.Env, Revision: desired, Objects: objs}
+	// The unit's report goes by its key until the group's is merged: the verdict memo and the
+	// objects only Argo CD flagged are kept per unit.
+	rep := &drift.Report{Env: u.key, Revision: u.desired, Objects: objs}
 	lap("compare")
 	if app != nil {
-		if err := a.argoVerdicts(ctx, app, idx, idx.Refs(), overrides, &opts, rep); err != nil {
-			return nil, err
+		if err := a.argoVerdicts(ctx, app, u.idx, u.idx.Refs(), u.overrides, &opts, rep); err != nil {
+			return err
 		}
-		a.memo(req.Env).Done()
+		a.memo(u.key).Done()
 		lap("argocd")
 	}
-	if rep.Objects == nil {
-		rep.Objects = []drift.Object{}
-	}
 	a.attribute(rep.Objects)
-	a.excusals(rep, opts.Excused)
-	rep.InSync = len(rep.Objects) == 0
-	if head != desired {
-		rep.PendingSync = pending
-		rep.HeadRevision = head
-	}
 	if app != nil && req.Revision == "" && (app.InProgress() || app.Failed()) {
 		rep.Operation = &drift.Operation{Phase: app.Operation.Phase, Revision: app.Operation.Revision, Message: app.Operation.Message}
 	}
-	if req.Revision == "" {
-		a.keep(req.Env, &envState{app: app, head: head, index: idx, unknown: unknown,
-			opts: opts, overrides: overrides, report: rep})
-	}
-	return rep, nil
+	u.opts, u.report = opts, rep
+	return nil
 }

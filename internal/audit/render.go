@@ -19,7 +19,11 @@ import (
 // (Result.Raw), decoded one object at a time by the audit. With background, a render the cache
 // cannot answer is left running in the background and a RenderingError returned; the audit after
 // it ends gets its result.
-func (a *Auditor) render(ctx context.Context, env, revision string, patches []render.Patch, background bool) (*render.Result, error) {
+//
+// unit keys the background render (the env for its own Application); target is what is rendered
+// and cached (the env's overlay, or an Application's path: render.AppTarget).
+func (a *Auditor) render(ctx context.Context, unit, target, revision string, patches []render.Patch, background bool) (*render.Result, error) {
+	env := unit
 	key, err := render.CacheRevision(revision, patches)
 	if err != nil {
 		return nil, err
@@ -29,7 +33,7 @@ func (a *Auditor) render(ctx context.Context, env, revision string, patches []re
 			return res, err
 		}
 	}
-	if res, ok := a.Renders.ByRevisionRaw(env, key); ok {
+	if res, ok := a.Renders.ByRevisionRaw(target, key); ok {
 		if background {
 			a.stopBackground(env, key)
 		}
@@ -44,10 +48,10 @@ func (a *Auditor) render(ctx context.Context, env, revision string, patches []re
 	if err != nil {
 		return nil, err
 	}
-	if src, err = src.WithPatches(env, patches); err != nil {
+	if src, err = src.WithPatches(target, patches); err != nil {
 		return nil, err
 	}
-	if res, ok := src.CachedRaw(env, a.Renders); ok {
+	if res, ok := src.CachedRaw(target, a.Renders); ok {
 		if background {
 			a.stopBackground(env, key)
 		}
@@ -59,17 +63,17 @@ func (a *Auditor) render(ctx context.Context, env, revision string, patches []re
 	}
 	// Rendered into the cache and read back as JSON: a worker's render is never decoded whole.
 	// A render the cache does not keep (a remote base) comes back decoded.
-	res, err := src.RenderIntoCache(ctx, env, a.Renders)
+	res, err := src.RenderIntoCache(ctx, target, a.Renders)
 	if err != nil {
-		return nil, fmt.Errorf("%s at %.12s: %w", env, revision, err)
+		return nil, fmt.Errorf("%s at %.12s: %w", render.TargetPath(target), revision, err)
 	}
 	if res != nil {
 		return res, nil
 	}
-	if res, ok := a.Renders.ByRevisionRaw(env, key); ok {
+	if res, ok := a.Renders.ByRevisionRaw(target, key); ok {
 		return res, nil
 	}
-	return nil, fmt.Errorf("%s at %.12s: the render cache did not keep the render it was given", env, revision)
+	return nil, fmt.Errorf("%s at %.12s: the render cache did not keep the render it was given", render.TargetPath(target), revision)
 }
 
 // stopwatch returns a function that reports the time since its last call under a stage name.

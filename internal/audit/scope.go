@@ -144,9 +144,12 @@ func (a *Auditor) schemaFor(ctx context.Context, kinds []schema.GroupVersionKind
 	return s, nil
 }
 
-// application reads the env's Application; nil when Argo CD (or the Application) is absent.
-func (a *Auditor) application(ctx context.Context, env string) (*argocd.App, error) {
-	u, err := a.Live.GetDirect(ctx, argocd.ApplicationGVK, a.AppNamespace, a.AppName(env))
+// application reads an Application; nil when Argo CD (or the Application) is absent.
+func (a *Auditor) application(ctx context.Context, namespace, name string) (*argocd.App, error) {
+	if namespace == "" {
+		namespace = a.AppNamespace
+	}
+	u, err := a.Live.GetDirect(ctx, argocd.ApplicationGVK, namespace, name)
 	var kerr *live.KindError
 	if apierrors.IsNotFound(err) || errors.As(err, &kerr) {
 		return nil, nil

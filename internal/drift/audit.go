@@ -79,6 +79,13 @@ type Options struct {
 	ExtraRendered bool
 	ExtraExcept   []schema.GroupKind
 	ExtraIgnore   []string
+	// ExtraOnlyIn narrows the search in some namespaces to some kinds: in Argo CD's namespace,
+	// where an app-of-apps puts Applications, only Argo CD's kinds are the env's (the rest there
+	// is Argo CD's install, its Secrets among it).
+	ExtraOnlyIn map[string][]schema.GroupKind
+	// DeclaredElsewhere says whether another Application of the env declares an object: it is
+	// that one's, never Extra here.
+	DeclaredElsewhere func(Ref) bool
 	// SecretKey keys the HMAC that stands for Secret values in reports (empty: "(redacted)").
 	SecretKey []byte
 	// IgnoreOwnership compares values only: a live side without managedFields (Argo CD's

@@ -71,11 +71,15 @@ func (idx *Index) extras(live LiveReader, opts Options) []Object {
 	namespaces = append(namespaces, "") // a namespaced kind lists nothing there, a cluster-scoped one everything
 	for _, gvk := range idx.extraKinds(&opts) {
 		for _, ns := range namespaces {
+			if only, ok := opts.ExtraOnlyIn[ns]; ok && !slices.Contains(only, gvk.GroupKind()) {
+				continue
+			}
 			list := func() []*unstructured.Unstructured { return live.List(gvk, ns) }
 			if filtering != nil { // decode only what can be Extra: not declared, not owned
 				list = func() []*unstructured.Unstructured {
 					return filtering.ListWhere(gvk, ns, func(m metav1.Object) bool {
-						return len(m.GetOwnerReferences()) == 0 && !idx.Has(Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: m.GetName()})
+						r := Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: m.GetName()}
+						return len(m.GetOwnerReferences()) == 0 && !idx.Has(r) && (opts.DeclaredElsewhere == nil || !opts.DeclaredElsewhere(r))
 					})
 				}
 			}
@@ -101,6 +105,12 @@ func (idx *Index) extra(gvk schema.GroupVersionKind, l *unstructured.Unstructure
 	}
 	if slices.Contains(opts.ExtraExcept, gvk.GroupKind()) || ns == "" && opts.extraIgnored(l) {
 		return nil
+	}
+	if only, ok := opts.ExtraOnlyIn[ns]; ok && !slices.Contains(only, gvk.GroupKind()) {
+		return nil
+	}
+	if opts.DeclaredElsewhere != nil && opts.DeclaredElsewhere(Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: l.GetName()}) {
+		return nil // another Application's of the env
 	}
 	note := ""
 	if app := trackedBy(gvk, l); app != "" {

@@ -27,6 +27,23 @@ type Report struct {
 	// Unverified are objects with a field excused on a controller's name whose write is recent
 	// and whose audit event has not arrived: a daemon audits them again shortly.
 	Unverified []Unverified `json:"-"`
+	// Applications are the Argo CD Applications audited for the env (its group: the root
+	// app-of-apps and the Applications it declares), each with what was audited or why not.
+	Applications []Application `json:"applications,omitempty"`
+}
+
+// Application is one Argo CD Application of an env's group as audited.
+type Application struct {
+	Name string `json:"name"`
+	// Path is the repository path its source renders; Revision the commit audited.
+	Path     string `json:"path,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	// Objects counts the objects Git declares for it; Drifted those that drifted.
+	Objects int `json:"objects"`
+	Drifted int `json:"drifted"`
+	// Error says why it could not be audited (its objects are then not compared; the other
+	// Applications are).
+	Error string `json:"error,omitempty"`
 }
 
 // Operation is an Argo CD sync operation the report must be read with.
@@ -69,6 +86,9 @@ type Object struct {
 	// Status is Modified, Missing, Extra or Unknown.
 	Status string  `json:"status"`
 	Fields []Field `json:"fields"`
+	// Application is the Argo CD Application whose object it is (Git's: the one that declares
+	// it; for an Extra object, the one whose namespaces it is in).
+	Application string `json:"application,omitempty"`
 	// Note explains an Unknown object, or a Modified one only Argo CD's diff flags.
 	Note string `json:"note,omitempty"`
 	// Schema is set when the object was compared without the cluster's schema for its kind

@@ -1,0 +1,266 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/render"
+)
+
+// An env is audited as a group of Argo CD Applications: its root Application (an app-of-apps,
+// RootName(env), when the cluster has one) and every Application the root's render declares,
+// followed down (an Application that declares Applications is a root of its own). Each is
+// rendered from its own source path as Git declares it and compared with the live objects; the
+// Applications and AppProjects are objects of the Application that declares them. Without a
+// root, the env is its one Application, AppName(env), rendering overlays/<env>.
+
+// argoKinds are the kinds an app-of-apps declares in Argo CD's namespace: the only kinds searched
+// there for Extra objects (the rest is Argo CD's install).
+var argoKinds = []schema.GroupKind{
+	{Group: "argoproj.io", Kind: "Application"}, {Group: "argoproj.io", Kind: "AppProject"},
+	{Group: "argoproj.io", Kind: "ApplicationSet"},
+}
+
+// maxApplications bounds a group: an app-of-apps that declares itself, or a cycle, ends there.
+const maxApplications = 500
+
+// prepared is one Application of an env's group: what its audit read, rendered and found.
+type prepared struct {
+	// key keys the unit's state, verdict memo and background render: the env for its own
+	// Application (AppName), env/name for the others.
+	key string
+	// name and appNS name the Application; target is its render target (render.AppTarget, or
+	// the env for overlays/<env>); parent the Application that declares it ("" for the root).
+	name, appNS, target, parent string
+	// main marks the env's own Application; group says the env has a root.
+	main, group bool
+	// live says the cluster had the Application when it was audited.
+	live bool
+	// app is the Application audited (the cluster's record with Git's spec); git its manifest in
+	// the parent's render (nil for the root, and without a root).
+	app, git *argocd.App
+
+	desired, head string
+	pending       bool
+	idx           *drift.Index
+	kinds         []schema.GroupVersionKind
+	unknown       []drift.Object
+	overrides     map[string]v1alpha1.ResourceOverride
+	opts          drift.Options // with the schema and the normaliser of that audit
+	report        *drift.Report
+	// err says why the Application could not be audited; the group's others are.
+	err error
+}
+
+// unitError is a reason an Application cannot be audited that is not a failure of the audit.
+type unitError struct{ msg string }
+
+func (e *unitError) Error() string { return e.msg }
+
+// RootName is the root Application (app-of-apps) of env by default: root-<env>.
+func RootName(env string) string { return "root-" + env }
+
+func (a *Auditor) rootName(env string) string {
+	if a.RootName != nil {
+		return a.RootName(env)
+	}
+	return RootName(env)
+}
+
+// prepareGroup finds and prepares the Applications of req.Env's group.
+func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string)) ([]*prepared, error) {
+	main := &prepared{key: req.Env, name: a.AppName(req.Env), appNS: a.AppNamespace, target: req.Env, main: true}
+	root, err := a.application(ctx, a.AppNamespace, a.rootName(req.Env))
+	if err != nil {
+		return nil, err
+	}
+	if root == nil {
+		if err := a.prepare(ctx, req, main, lap); err != nil {
+			return nil, err
+		}
+		return []*prepared{main}, nil
+	}
+	top := &prepared{key: req.Env + "/" + root.Name, name: root.Name, appNS: root.Namespace, app: root,
+		target: render.AppTarget(root.Path), group: true}
+	if err := a.prepare(ctx, req, top, lap); err != nil {
+		return nil, fmt.Errorf("root Application %s/%s: %w", root.Namespace, root.Name, err)
+	}
+	units := []*prepared{top}
+	seen := map[string]bool{root.Namespace + "/" + root.Name: true}
+	for queue := units; len(queue) > 0; queue = queue[1:] {
+		parent := queue[0]
+		for _, r := range parent.idx.Refs() {
+			if r.Group != argocd.ApplicationGVK.Group || r.Kind != argocd.ApplicationGVK.Kind || seen[r.Namespace+"/"+r.Name] {
+				continue
+			}
+			seen[r.Namespace+"/"+r.Name] = true
+			if len(units) >= maxApplications {
+				return nil, fmt.Errorf("%s: more than %d Applications under %s", req.Env, maxApplications, root.Name)
+			}
+			u, err := a.member(ctx, req, parent, root, r, lap)
+			if err != nil {
+				return nil, err
+			}
+			units = append(units, u)
+			if u.err == nil {
+				queue = append(queue, u)
+			}
+		}
+	}
+	return units, nil
+}
+
+// member prepares Application r that parent declares. What keeps it from being audited is its
+// err; only what stops the env's audit (the env's own Application failing, a background render)
+// is returned.
+func (a *Auditor) member(ctx context.Context, req Request, parent *prepared, root *argocd.App, r drift.Ref, lap func(string)) (*prepared, error) {
+	u := &prepared{key: req.Env + "/" + r.Name, name: r.Name, appNS: r.Namespace, parent: parent.name, group: true}
+	d, ok := parent.idx.Desired(r)
+	if !ok {
+		return nil, fmt.Errorf("Application %s is not in %s's render", r.Name, parent.name)
+	}
+	if u.git, u.err = argocd.FromUnstructured(d); u.err != nil {
+		return u, nil
+	}
+	u.target = render.AppTarget(u.git.Path)
+	if r.Name == a.AppName(req.Env) && r.Namespace == a.AppNamespace {
+		u.key, u.main = req.Env, true
+		if path.Clean(u.git.Path) == render.OverlayPath(req.Env) {
+			u.target = req.Env
+		}
+	}
+	if u.git.Unrenderable == "" && u.git.RepoURL != root.RepoURL {
+		u.err = &unitError{fmt.Sprintf("Application %s: its source is another repository (%s); the auditor reads %s", u.name, u.git.RepoURL, root.RepoURL)}
+		return u, nil
+	}
+	if u.app, u.err = a.application(ctx, r.Namespace, r.Name); u.err != nil {
+		return u, nil
+	}
+	err := a.prepare(ctx, req, u, lap)
+	var rendering *RenderingError
+	switch {
+	case err == nil:
+	case errors.As(err, &rendering), u.main && !isUnitError(err):
+		return nil, err
+	default:
+		u.err = err
+	}
+	return u, nil
+}
+
+func isUnitError(err error) bool {
+	var ue *unitError
+	return errors.As(err, &ue)
+}
+
+// declaredBy maps each object the group's Applications declare to the first that does.
+func declaredBy(units []*prepared) map[drift.Ref]string {
+	out := map[drift.Ref]string{}
+	for _, u := range units {
+		if u.err != nil || u.idx == nil {
+			continue
+		}
+		for _, r := range u.idx.Refs() {
+			if _, ok := out[r]; !ok {
+				out[r] = u.name
+			}
+		}
+	}
+	return out
+}
+
+// merge makes the env's report of its Applications' reports: each object named with its
+// Application (an object two Applications would report, an Extra one in a namespace both
+// manage, once), the revision, pending sync and operation of the env's own Application (else
+// the root's), and an entry per Application.
+func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drift.Report {
+	rep := &drift.Report{Env: env, Objects: []drift.Object{}}
+	var lead *prepared
+	seen := map[drift.Ref]bool{}
+	for _, u := range units {
+		entry := drift.Application{Name: u.name, Path: render.TargetPath(u.target)}
+		if u.err != nil || u.report == nil {
+			if u.err != nil {
+				entry.Error = u.err.Error()
+			}
+			rep.Applications = append(rep.Applications, entry)
+			continue
+		}
+		if lead == nil || u.main {
+			lead = u
+		}
+		entry.Revision = u.desired
+		entry.Objects = u.idx.Len()
+		for _, o := range u.report.Objects {
+			k := drift.RefOfObject(&o)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			o.Application = u.name
+			rep.Objects = append(rep.Objects, o)
+			entry.Drifted++
+		}
+		rep.ArgoCDOnly = append(rep.ArgoCDOnly, u.report.ArgoCDOnly...)
+		if rep.Operation == nil || u.main {
+			if u.report.Operation != nil {
+				rep.Operation = u.report.Operation
+			}
+		}
+		rep.Applications = append(rep.Applications, entry)
+	}
+	if lead != nil {
+		rep.Revision = lead.desired
+		if lead.head != lead.desired {
+			rep.PendingSync, rep.HeadRevision = lead.pending, lead.head
+		}
+	}
+	drift.SortObjects(rep.Objects)
+	a.excusals(rep, ex)
+	rep.InSync = len(rep.Objects) == 0
+	return rep
+}
+
+// groupState is what the last full audit of an env's group knew.
+type groupState struct {
+	units []*prepared // every Application, those that could not be audited too
+	ex    *drift.Excusals
+}
+
+// keepGroup keeps the group's last full audit for Update, and each unit's for its own lookups.
+func (a *Auditor) keepGroup(env string, units []*prepared, ex *drift.Excusals) {
+	a.statesMu.Lock()
+	defer a.statesMu.Unlock()
+	if a.states == nil {
+		a.states = map[string]*prepared{}
+		a.groups = map[string]*groupState{}
+	}
+	for k, st := range a.states { // units the group no longer has
+		if st.env() == env {
+			delete(a.states, k)
+		}
+	}
+	for _, u := range units {
+		if u.err == nil {
+			a.states[u.key] = u
+		}
+	}
+	a.groups[env] = &groupState{units: units, ex: ex}
+}
+
+// env is the env a unit's key belongs to.
+func (u *prepared) env() string {
+	for i := range len(u.key) {
+		if u.key[i] == '/' {
+			return u.key[:i]
+		}
+	}
+	return u.key
+}
