@@ -68,7 +68,7 @@ type Auditor struct {
 	bg   map[string]*bgRender // per env
 
 	statesMu sync.Mutex
-	states   map[string]*prepared    // the last full audit of each Application, by unit key
+	states   map[string]*prepared   // the last full audit of each Application, by unit key
 	groups   map[string]*groupState // the last full audit of each env's group, for Update
 
 	runs, updates atomic.Int64

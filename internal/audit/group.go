@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -160,9 +162,13 @@ func isUnitError(err error) bool {
 	return errors.As(err, &ue)
 }
 
-// declaredBy maps each object the group's Applications declare to the first that does.
+// declaredBy maps each object the group's Applications declare to the first that does, and the
+// root Application to itself (it is bootstrapped by hand, declared by none of them).
 func declaredBy(units []*prepared) map[drift.Ref]string {
 	out := map[drift.Ref]string{}
+	if len(units) > 0 && units[0].group && units[0].parent == "" {
+		out[drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: units[0].appNS, Name: units[0].name}] = units[0].name + " (root)"
+	}
 	for _, u := range units {
 		if u.err != nil || u.idx == nil {
 			continue
@@ -205,6 +211,9 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 			}
 			seen[k] = true
 			o.Application = u.name
+			if n := disables(&o); n != "" {
+				o.Note = strings.TrimPrefix(o.Note+"; "+n, "; ")
+			}
 			rep.Objects = append(rep.Objects, o)
 			entry.Drifted++
 		}
@@ -263,4 +272,37 @@ func (u *prepared) env() string {
 		}
 	}
 	return u.key
+}
+
+// disables says what a hand edit of an Application turns off, from the fields of its drift: the
+// note a reviewer reads first. Empty when the edit disables nothing known.
+func disables(o *drift.Object) string {
+	if o.Status != drift.Modified || o.Kind != argocd.ApplicationGVK.Kind || !strings.HasPrefix(o.APIVersion, argocd.ApplicationGVK.Group+"/") {
+		return ""
+	}
+	var notes []string
+	for _, f := range o.Fields {
+		switch {
+		case within(f.Path, ".spec.syncPolicy.automated.selfHeal") && f.Live != true:
+			notes = append(notes, "selfHeal turned off on "+o.Name+": later hand edits to its objects will stand")
+		case within(f.Path, ".spec.syncPolicy.automated") && f.Live == nil:
+			notes = append(notes, "automated sync turned off on "+o.Name+": Git's commits are no longer applied")
+		case within(f.Path, ".spec.syncPolicy.automated.prune") && f.Live != true:
+			notes = append(notes, "prune turned off on "+o.Name+": objects removed from Git stay in the cluster")
+		case within(f.Path, ".spec.ignoreDifferences"):
+			notes = append(notes, "ignoreDifferences on "+o.Name+" that Git does not declare: Argo CD no longer sees what it names; the auditor excuses nothing by it")
+		case within(f.Path, ".spec.source") || within(f.Path, ".spec.sources"):
+			notes = append(notes, o.Name+" syncs a source Git does not declare")
+		case within(f.Path, ".spec.destination"):
+			notes = append(notes, o.Name+" syncs to a destination Git does not declare")
+		case within(f.Path, ".spec.project"):
+			notes = append(notes, o.Name+" moved to a project Git does not declare")
+		}
+	}
+	return strings.Join(slices.Compact(notes), "; ")
+}
+
+// within says whether path is p or inside it.
+func within(path, p string) bool {
+	return path == p || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[")
 }

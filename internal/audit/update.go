@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 
-
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
 )

@@ -102,11 +102,11 @@ func (idx *Index) manages(d *unstructured.Unstructured) {
 	}
 }
 
+// Len is how many objects the index declares.
+func (idx *Index) Len() int { return len(idx.byRef) + len(idx.raw) }
+
 // Refs returns the Refs of every object the index holds, sorted by group, kind, namespace and
 // name.
-// Len is how many objects the index declares.
-func (idx *Index) Len() int { return len(idx.byRef) }
-
 func (idx *Index) Refs() []Ref {
 	out := make([]Ref, 0, len(idx.byRef)+len(idx.raw))
 	for r := range idx.byRef {

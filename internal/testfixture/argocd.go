@@ -28,16 +28,7 @@ import (
 func (f *Platform) createApplication() {
 	f.t.Helper()
 	f.createProject()
-	u := f.applicationManifest()
-	must(f.t, unstructured.SetNestedField(u.Object, "file://"+f.Dir, "spec", "source", "repoURL"))
-	// Git's Application has no cascade finalizer (deleting it orphans the platform's data); the
-	// test's copy is disposable and must leave the nodes to later tests, so it cascades.
-	u.SetFinalizers([]string{"resources-finalizer.argocd.argoproj.io"})
-	if f.opts.ManualSync {
-		unstructured.RemoveNestedField(u.Object, "spec", "syncPolicy", "automated")
-	} else {
-		must(f.t, unstructured.SetNestedField(u.Object, f.opts.SelfHeal, "spec", "syncPolicy", "automated", "selfHeal"))
-	}
+	u := f.ApplicationAsApplied()
 	out, err := yaml.Marshal(u.Object)
 	if err != nil {
 		f.t.Fatal(err)
@@ -51,6 +42,24 @@ func (f *Platform) createApplication() {
 	// resources finalizer) everything it synced, so no Application reconciles a repository that is
 	// gone and no pods hold the nodes later tests need.
 	f.t.Cleanup(f.deleteApplication)
+}
+
+// ApplicationAsApplied is the fixture's Application as createApplication applies it: Git's, with
+// the fixture's repository as its source, a cascade finalizer, and the sync policy of the options.
+// A root Application that declares it declares this.
+func (f *Platform) ApplicationAsApplied() *unstructured.Unstructured {
+	f.t.Helper()
+	u := f.applicationManifest()
+	must(f.t, unstructured.SetNestedField(u.Object, "file://"+f.Dir, "spec", "source", "repoURL"))
+	// Git's Application has no cascade finalizer (deleting it orphans the platform's data); the
+	// test's copy is disposable and must leave the nodes to later tests, so it cascades.
+	u.SetFinalizers([]string{"resources-finalizer.argocd.argoproj.io"})
+	if f.opts.ManualSync {
+		unstructured.RemoveNestedField(u.Object, "spec", "syncPolicy", "automated")
+	} else {
+		must(f.t, unstructured.SetNestedField(u.Object, f.opts.SelfHeal, "spec", "syncPolicy", "automated", "selfHeal"))
+	}
+	return u
 }
 
 func (f *Platform) deleteApplication() {

@@ -1,0 +1,242 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/testfixture"
+)
+
+// TestAppOfAppsAuditsEveryApplicationAndTheApplicationsThemselves: a root Application (an
+// app-of-apps, synced by real Argo CD) declares the fixture's prod Application and a second one
+// whose source is a plain directory (an admission policy, its binding, a ConfigMap). Right after
+// the sync the group is in sync. Then, by hand: selfHeal turned off on the second Application,
+// its binding deleted (the production gate gone), and an ignoreDifferences added to the live
+// prod Application to hide the canary's image, which is then changed. Every one is drift of the
+// Application that declares the object, and the root's findings are the resources Argo CD calls
+// OutOfSync in the root's status.
+func TestAppOfAppsAuditsEveryApplicationAndTheApplicationsThemselves(t *testing.T) {
+	f := platform(t)
+	root, extras, gate := f.Prefix+"-root-prod", f.Prefix+"-llm-extras", f.Prefix+"-gate"
+	ns := f.NS("system")
+	rootDir := "apps/" + f.Prefix + "-root"
+	writeYAML(t, f, rootDir+"/"+f.App()+".yaml", f.ApplicationAsApplied().Object)
+	writeYAML(t, f, rootDir+"/extras.yaml", map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": extras, "namespace": testcluster.ArgoCDNamespace,
+			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
+		"spec": map[string]any{
+			"project":     "default",
+			"source":      map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "extras"},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
+			"syncPolicy": map[string]any{"automated": map[string]any{"prune": true, "selfHeal": true},
+				"syncOptions": []any{"ServerSideApply=true"}},
+		},
+	})
+	require.NoError(t, f.Write("extras/gate.yaml", fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: %[1]s
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    namespaceSelector:
+      matchLabels:
+        %[1]s: "on"
+    resourceRules:
+      - apiGroups: [""]
+        apiVersions: ["v1"]
+        operations: ["CREATE"]
+        resources: ["configmaps"]
+  validations:
+    - expression: "object.metadata.name != 'forbidden'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: %[1]s
+spec:
+  policyName: %[1]s
+  validationActions: [Deny]
+`, gate)))
+	require.NoError(t, f.Write("extras/settings.json", `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "extras"}, "data": {"mode": "strict"}}`))
+	head := f.Commit("a root Application over prod and extras")
+	rootApp := map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": root, "namespace": testcluster.ArgoCDNamespace},
+		"spec": map[string]any{
+			"project":     "default",
+			"source":      map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": rootDir},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": testcluster.ArgoCDNamespace},
+			"syncPolicy": map[string]any{"automated": map[string]any{"prune": false, "selfHeal": false},
+				"syncOptions": []any{"ServerSideApply=true"}},
+		},
+	}
+	file := filepath.Join(t.TempDir(), "root.yaml")
+	data, err := yaml.Marshal(rootApp)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, data, 0o644))
+	f.Kubectl("apply", "--server-side", "-f", file)
+	t.Cleanup(func() { // the root orphans what it declares; the extras Application cascades
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", root, "--ignore-not-found", "--wait=false")
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", extras, "--ignore-not-found", "--wait=true", "--timeout=2m")
+	})
+	ctx := context.Background()
+	require.NoError(t, cluster.WaitSynced(ctx, root, head, 4*time.Minute))
+	require.NoError(t, cluster.WaitSynced(ctx, extras, head, 4*time.Minute))
+
+	a := groupAuditor(t, f, root)
+	rep := runAudit(t, a, f.Env)
+	assert.Empty(t, rep.Objects, "false drift right after Argo CD's sync of every Application:\n%s", dump(rep))
+	byName := map[string]drift.Application{}
+	for _, app := range rep.Applications {
+		byName[app.Name] = app
+	}
+	for _, name := range []string{root, f.App(), extras} {
+		require.Contains(t, byName, name, "Applications audited: %+v", rep.Applications)
+		assert.Empty(t, byName[name].Error, name)
+		assert.Positive(t, byName[name].Objects, name)
+	}
+	assert.Equal(t, 3, byName[extras].Objects, "the directory's objects (the policy, its binding, a ConfigMap from JSON): %+v", byName[extras])
+
+	// By hand: selfHeal off on extras (its later hand edits stand), then the gate removed.
+	f.Kubectl("-n", testcluster.ArgoCDNamespace, "patch", "application", extras, "--type=merge",
+		`-p={"spec":{"syncPolicy":{"automated":{"selfHeal":false}}}}`)
+	waitFor(t, "Argo CD reads extras' new sync policy", func() bool {
+		sh, found, _ := unstructured.NestedBool(getApp(t, extras).Object, "spec", "syncPolicy", "automated", "selfHeal")
+		return found && !sh
+	})
+	f.Kubectl("delete", "validatingadmissionpolicybinding", gate)
+	// An exemption added to the live prod Application for the canary's image, then the image.
+	f.Kubectl("-n", testcluster.ArgoCDNamespace, "patch", "application", f.App(), "--type=json",
+		`-p=[{"op":"add","path":"/spec/ignoreDifferences/-","value":{"group":"apps","kind":"Deployment","name":"vllm-qwen-canary","jsonPointers":["/spec/template/spec/containers/0/image"]}}]`)
+	f.Kubectl("-n", f.NS("inference"), "set", "image", "deploy/vllm-qwen-canary", "vllm=registry.example.com/llm/vllm:6.6.6")
+
+	rep = runAudit(t, a, f.Env)
+	got := map[string]string{}
+	for _, o := range rep.Objects {
+		got[o.Kind+" "+o.Name] = o.Application + " " + o.Status
+	}
+	want := map[string]string{
+		"Application " + extras:                    root + " Modified",
+		"Application " + f.App():                   root + " Modified",
+		"ValidatingAdmissionPolicyBinding " + gate: extras + " Missing",
+		"Deployment vllm-qwen-canary":              f.App() + " Modified",
+	}
+	assert.Empty(t, cmp.Diff(want, got), "drift by Application (-want +got):\n%s", dump(rep))
+	for _, o := range rep.Objects {
+		switch o.Kind + " " + o.Name {
+		case "Application " + extras:
+			assert.True(t, hasPath(o, ".spec.syncPolicy.automated.selfHeal"), "%+v", o.Fields)
+			assert.Contains(t, o.Note, "selfHeal turned off")
+		case "Application " + f.App():
+			assert.True(t, hasPath(o, ".spec.ignoreDifferences"), "%+v", o.Fields)
+			assert.Contains(t, o.Note, "ignoreDifferences")
+		case "Deployment vllm-qwen-canary":
+			assert.True(t, hasPath(o, ".spec.template.spec.containers[name=vllm].image"), "the live exemption excuses nothing: %+v", o.Fields)
+		}
+	}
+
+	// The root's findings are what Argo CD calls OutOfSync in the root's status.
+	theirs := map[string]bool{}
+	waitFor(t, "Argo CD compares the root with the hand-edited Applications", func() bool {
+		theirs = outOfSyncResources(getApp(t, root))
+		return len(theirs) >= 2
+	})
+	ours := map[string]bool{}
+	for _, o := range rep.Objects {
+		if o.Application == root {
+			ours[o.Kind+" "+o.Namespace+"/"+o.Name] = true
+		}
+	}
+	assert.Empty(t, cmp.Diff(theirs, ours), "the root's drift (-Argo CD +auditor)")
+}
+
+func writeYAML(t *testing.T, f *testfixture.Platform, rel string, obj map[string]any) {
+	t.Helper()
+	if len(obj) == 0 {
+		return
+	}
+	data, err := yaml.Marshal(obj)
+	require.NoError(t, err)
+	require.NoError(t, f.Write(rel, string(data)))
+}
+
+func groupAuditor(t *testing.T, f *testfixture.Platform, root string) *audit.Auditor {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background()) // the live cache's watches, for the test
+	t.Cleanup(cancel)
+	repo, err := gitrepo.Open(f.Dir)
+	require.NoError(t, err)
+	cache, err := live.New(ctx, cluster.Config)
+	require.NoError(t, err)
+	a := audit.New(repo, cache)
+	a.AppName = func(string) string { return f.App() }
+	a.RootName = func(string) string { return root }
+	return a
+}
+
+func runAudit(t *testing.T, a *audit.Auditor, env string) *drift.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := a.Run(ctx, audit.Request{Env: env})
+	require.NoError(t, err)
+	return rep
+}
+
+func getApp(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	dyn, err := cluster.Dynamic()
+	require.NoError(t, err)
+	u, err := dyn.Resource(testcluster.ApplicationGVR).Namespace(testcluster.ArgoCDNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return u
+}
+
+func outOfSyncResources(app *unstructured.Unstructured) map[string]bool {
+	out := map[string]bool{}
+	resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+	for _, r := range resources {
+		m := r.(map[string]any)
+		if m["status"] == "OutOfSync" {
+			ns, _ := m["namespace"].(string)
+			out[m["kind"].(string)+" "+ns+"/"+m["name"].(string)] = true
+		}
+	}
+	return out
+}
+
+// hasPath says whether o drifted at path or inside it.
+func hasPath(o drift.Object, path string) bool {
+	for _, f := range o.Fields {
+		if f.Path == path || strings.HasPrefix(f.Path, path+".") || strings.HasPrefix(f.Path, path+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) { return ok(), nil })
+	require.NoError(t, err, what)
+}
