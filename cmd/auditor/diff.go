@@ -27,6 +27,7 @@ type diffOptions struct {
 	src          sourceFlags
 	kube         kubeFlags
 	env, output  string
+	app, root    string
 	appNamespace string
 	applier      string
 	cacheDir     string
@@ -59,6 +60,8 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 	cmd.Flags().StringVar(&o.env, "env", "", "environment (a directory under overlays/)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json, or patch (the adopt-into-Git patch, for `git apply` at the audited revision)")
 	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
+	cmd.Flags().StringVar(&o.app, "app", "", "report only this Application of the env's group")
+	cmd.Flags().StringVar(&o.root, "root", "", "the env's root Application (app-of-apps; default root-<env>): with it in the cluster, every Application under it is audited")
 	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
 	cmd.Flags().BoolVar(&o.timings, "timings", false, "print how long each stage took (git, render, live, schema, compare, argocd) to stderr")
@@ -107,9 +110,17 @@ func (o *diffOptions) Run(ctx context.Context, w io.Writer) error {
 		}
 		defer func() { fmt.Fprintln(os.Stderr, "timings:", strings.Join(stages, " ")) }()
 	}
+	if o.root != "" {
+		a.RootName = func(string) string { return o.root }
+	}
 	rep, err := a.Run(ctx, audit.Request{Env: o.env, Revision: o.src.revision})
 	if err != nil {
 		return failed(err)
+	}
+	if o.app != "" {
+		if rep, err = onlyApplication(rep, o.app); err != nil {
+			return err
+		}
 	}
 	switch o.output {
 	case "json":
@@ -175,4 +186,30 @@ func loadAuditLog(ctx context.Context, path string) (*auditlog.Store, error) {
 		return nil, err
 	}
 	return people, nil
+}
+
+// onlyApplication narrows a report to one Application of the env's group: its objects, its
+// entry. An Application the group does not have is a usage error naming those it has.
+func onlyApplication(rep *drift.Report, name string) (*drift.Report, error) {
+	var names []string
+	for _, app := range rep.Applications {
+		names = append(names, app.Name)
+		if app.Name != name {
+			continue
+		}
+		out := *rep
+		out.Applications = []drift.Application{app}
+		out.Objects = []drift.Object{}
+		for _, o := range rep.Objects {
+			if o.Application == name {
+				out.Objects = append(out.Objects, o)
+			}
+		}
+		out.InSync = len(out.Objects) == 0
+		if app.Error != "" {
+			return nil, failed(fmt.Errorf("Application %s: %s", name, app.Error))
+		}
+		return &out, nil
+	}
+	return nil, usageErr("env %s has no Application %s (its Applications: %s)", rep.Env, name, strings.Join(names, ", "))
 }

@@ -16,8 +16,21 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 		fmt.Fprintf(w, " (pending sync: Git is at %s)", gitrepo.Short(rep.HeadRevision))
 	}
 	fmt.Fprintln(w)
+	group := len(rep.Applications) > 1
+	if group {
+		for _, app := range rep.Applications {
+			if app.Error != "" {
+				fmt.Fprintf(w, "Application %s: not audited — %s\n", app.Name, app.Error)
+				continue
+			}
+			fmt.Fprintf(w, "Application %s (%s at %s): %d objects, %d drifted\n", app.Name, app.Path, gitrepo.Short(app.Revision), app.Objects, app.Drifted)
+		}
+	}
 	for _, o := range rep.Objects {
 		id := objectID(o.Kind, o.Namespace, o.Name)
+		if group && o.Application != "" {
+			id += " [" + o.Application + "]"
+		}
 		if o.ArgoCD != nil {
 			id += argoLabel(o.ArgoCD)
 		}

@@ -46,6 +46,9 @@ type Config struct {
 	// AppNamespace and AppNamePrefix locate each env's Argo CD Application (<prefix><env>).
 	AppNamespace  string `json:"appNamespace,omitempty"`
 	AppNamePrefix string `json:"appNamePrefix,omitempty"`
+	// RootNamePrefix names each env's root Application (<prefix><env>, default root-): when the
+	// cluster has it, the env is every Application under it, the Applications themselves included.
+	RootNamePrefix string `json:"rootNamePrefix,omitempty"`
 	// ArgoCDURL, when set, links reports to the Argo CD UI.
 	ArgoCDURL string `json:"argocdURL,omitempty"`
 	// Listen is the HTTP address (default :8080).
@@ -420,6 +423,9 @@ func (c *Config) validate() error {
 	}
 	if c.AppNamePrefix == "" {
 		c.AppNamePrefix = "llm-"
+	}
+	if c.RootNamePrefix == "" {
+		c.RootNamePrefix = "root-"
 	}
 	return nil
 }
