@@ -39,7 +39,8 @@ type ControllerRule struct {
 
 // DefaultControllers are the platform's controllers and the fields they own: the HPA (run by
 // kube-controller-manager, also behind KEDA) on replicas through the scale subresource, the
-// Deployment controller's revision annotation, Karpenter's drift hashes on its node classes.
+// Deployment controller's revision annotation, Karpenter's drift hashes on its node classes, Argo
+// CD's sync and refresh requests on Applications.
 var DefaultControllers = []ControllerRule{
 	{Manager: "kube-controller-manager", Subresource: "scale", Paths: []string{"/spec/replicas"}, Autoscaled: true},
 	{Manager: "keda-operator", Subresource: "scale", Paths: []string{"/spec/replicas"}, Autoscaled: true},
@@ -55,6 +56,13 @@ var DefaultControllers = []ControllerRule{
 		Paths: []string{"/metadata/annotations/karpenter.sh~1nodepool-hash", "/metadata/annotations/karpenter.sh~1nodepool-hash-version"}},
 	{Manager: "karpenter", Group: "karpenter.k8s.aws", Kinds: []string{"EC2NodeClass"},
 		Paths: []string{"/metadata/annotations/karpenter.k8s.aws~1ec2nodeclass-hash", "/metadata/annotations/karpenter.k8s.aws~1ec2nodeclass-hash-version"}},
+	// An app-of-apps' Applications: Argo CD puts a sync request in .operation (its controller
+	// for an automated sync, its API server for one a person asks for) and a refresh request in
+	// an annotation, and takes both away when done. Neither changes what the Application syncs.
+	{Manager: "argocd-application-controller", Group: "argoproj.io", Kinds: []string{"Application"},
+		Paths: []string{"/operation", "/metadata/annotations/argocd.argoproj.io~1refresh"}},
+	{Manager: "argocd-server", Group: "argoproj.io", Kinds: []string{"Application"},
+		Paths: []string{"/operation", "/metadata/annotations/argocd.argoproj.io~1refresh"}},
 }
 
 func (r ControllerRule) matches(gk schema.GroupKind, o *owner, p fieldpath.Path) bool {

@@ -36,6 +36,7 @@ var DefaultIdentities = map[string][]string{
 	"manager":                               {"system:serviceaccount:cnpg-system:cnpg-manager", "system:serviceaccount:cnpg-system:cnpg-cloudnative-pg"},
 	"argocd-controller":                     {"system:serviceaccount:argocd:argocd-application-controller"},
 	"argocd-application-controller":         {"system:serviceaccount:argocd:argocd-application-controller"},
+	"argocd-server":                         {"system:serviceaccount:argocd:argocd-server"},
 	"cert-manager-certificates-issuing":     {"system:serviceaccount:cert-manager:cert-manager"},
 	"cert-manager-certificates-key-manager": {"system:serviceaccount:cert-manager:cert-manager"},
 	"external-secrets":                      {"system:serviceaccount:external-secrets:external-secrets"},
