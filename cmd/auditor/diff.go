@@ -156,6 +156,9 @@ func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Audito
 	}
 	a := audit.New(repo, cache)
 	a.AppNamespace = o.appNamespace
+	if src, err := render.AtRevision(repo, "HEAD"); err == nil {
+		a.Envs, _ = src.Envs() // the other envs' roots in the cluster are theirs, not Extra
+	}
 	a.Options.Applier = o.applier
 	if a.People, err = loadAuditLog(ctx, o.auditLog); err != nil {
 		return nil, nil, err
@@ -200,10 +203,21 @@ func onlyApplication(rep *drift.Report, name string) (*drift.Report, error) {
 		out := *rep
 		out.Applications = []drift.Application{app}
 		out.Objects = []drift.Object{}
+		kept := map[drift.Ref]bool{}
 		for _, o := range rep.Objects {
 			if o.Application == name {
 				out.Objects = append(out.Objects, o)
+				kept[drift.RefOfObject(&o)] = true
 			}
+		}
+		out.ArgoCDOnly = nil
+		for _, o := range rep.ArgoCDOnly {
+			if kept[drift.RefOfObject(&drift.Object{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})] {
+				out.ArgoCDOnly = append(out.ArgoCDOnly, o)
+			}
+		}
+		if app.Revision != "" && app.Revision != rep.Revision {
+			out.Revision, out.PendingSync, out.HeadRevision, out.Operation = app.Revision, false, "", nil
 		}
 		out.InSync = len(out.Objects) == 0
 		if app.Error != "" {

@@ -27,6 +27,8 @@ type App struct {
 	Path            string
 	// DestinationNamespace is where namespaced objects without a namespace go.
 	DestinationNamespace string
+	// DestinationServer and DestinationName name the cluster it syncs to.
+	DestinationServer, DestinationName string
 	// SyncedRevision is the commit the cluster was last synced to: the newest entry of
 	// status.history (Argo CD records each successful sync there), else the last operation's
 	// result when it succeeded, else status.sync.revision (the revision last compared with, which
@@ -61,6 +63,7 @@ func (a *App) WithGitSpec(git *App) *App {
 	}
 	out := *a
 	out.Path, out.TargetRevision, out.DestinationNamespace = git.Path, git.TargetRevision, git.DestinationNamespace
+	out.DestinationServer, out.DestinationName, out.RepoURL = git.DestinationServer, git.DestinationName, git.RepoURL
 	out.KustomizePatches, out.KustomizeUnsupported, out.Unrenderable = git.KustomizePatches, git.KustomizeUnsupported, git.Unrenderable
 	out.rawIgnores = git.rawIgnores
 	return &out
@@ -117,6 +120,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 		return nil, fmt.Errorf("application %s: %w", u.GetName(), err)
 	}
 	a := &App{Name: app.Name, Namespace: app.Namespace, DestinationNamespace: app.Spec.Destination.Namespace,
+		DestinationServer: app.Spec.Destination.Server, DestinationName: app.Spec.Destination.Name,
 		rawIgnores: app.Spec.IgnoreDifferences}
 	compared, synced := app.Status.Sync.Revision, syncedRevisions(&app)
 	src := 0
@@ -263,6 +267,9 @@ func unrenderable(app *v1alpha1.Application) string {
 	if len(app.Spec.Sources) == 1 {
 		src = &app.Spec.Sources[0]
 	}
+	if d := app.Spec.Destination; !(d.Server == "" && (d.Name == "" || d.Name == "in-cluster") || d.Server == "https://kubernetes.default.svc") {
+		return "a destination other than the cluster the auditor reads (" + d.Server + d.Name + ")"
+	}
 	switch {
 	case src == nil:
 		return "no source"
@@ -276,4 +283,17 @@ func unrenderable(app *v1alpha1.Application) string {
 		return "directory options (recurse, include, exclude, jsonnet)"
 	}
 	return ""
+}
+
+// SameRepo says whether two repository URLs name the same repository, as Argo CD compares them:
+// without a trailing slash or .git, the host in lower case.
+func SameRepo(a, b string) bool { return normalRepo(a) == normalRepo(b) }
+
+func normalRepo(u string) string {
+	u = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(u), "/"), ".git")
+	if scheme, rest, ok := strings.Cut(u, "://"); ok {
+		host, p, _ := strings.Cut(rest, "/")
+		return strings.ToLower(scheme) + "://" + strings.ToLower(host) + "/" + p
+	}
+	return u
 }

@@ -32,6 +32,11 @@ type Auditor struct {
 	// RootName maps an env to its root Application (app-of-apps; nil: RootName): when the
 	// cluster has it, the env is the group of Applications under it.
 	RootName func(env string) string
+	// RootManifest maps an env to its root Application's manifest in Git (nil: RootManifest).
+	RootManifest func(env string) string
+	// Envs, when set, are every env the cluster holds: their roots and own Applications, made by
+	// hand or by another env's root, are never Extra in another env's group.
+	Envs []string
 	// Renders caches renders by what they read (nil: render every time); New gives an in-memory
 	// one, the CLI one on disk.
 	Renders *render.Cache
@@ -120,14 +125,17 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	declared := declaredBy(units)
+	declared := a.declaredBy(units)
 	ex := drift.NewExcusals()
 	for _, p := range units {
 		if p.err != nil {
 			continue
 		}
 		if err := a.compare(ctx, req, p, declared, ex, lap); err != nil {
-			return nil, err
+			if p.main || !p.group {
+				return nil, err
+			}
+			p.err = err // this Application is not audited; the others are
 		}
 	}
 	rep := a.merge(req.Env, units, ex)
@@ -153,7 +161,7 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 		app = u.app.WithGitSpec(u.git)
 		u.app = app
 	}
-	if app != nil && app.Unrenderable != "" {
+	if u.group && app != nil && app.Unrenderable != "" { // alone, an env renders its overlay's source
 		return &unitError{fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
 	}
 	var err error
@@ -178,6 +186,11 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 	// The render is held as JSON, each object decoded only while it is scoped, compared or
 	// diffed: a 10,000-object render held decoded through the audit cost ~40 MB of heap beside
 	// the live cache and Argo CD's diff.
+	if u.self != nil {
+		if res, err = withObject(res, u.self); err != nil {
+			return err
+		}
+	}
 	u.idx, u.kinds, u.unknown, err = a.scope(res, destNS)
 	return err
 }

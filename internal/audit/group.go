@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
@@ -45,6 +48,9 @@ type prepared struct {
 	main, group bool
 	// live says the cluster had the Application when it was audited.
 	live bool
+	// self is the root's own manifest in Git (clusters/<env>/root.yaml), audited as an object of
+	// the root: it is bootstrapped by hand, and no Application declares it.
+	self *unstructured.Unstructured
 	// app is the Application audited (the cluster's record with Git's spec); git its manifest in
 	// the parent's render (nil for the root, and without a root).
 	app, git *argocd.App
@@ -91,8 +97,24 @@ func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string
 	}
 	top := &prepared{key: req.Env + "/" + root.Name, name: root.Name, appNS: root.Namespace, app: root,
 		target: render.AppTarget(root.Path), group: true}
+	if top.git, top.self, err = a.gitRoot(req.Env, root); err != nil {
+		return nil, err
+	}
+	if top.git != nil {
+		top.target = render.AppTarget(top.git.Path)
+	}
 	if err := a.prepare(ctx, req, top, lap); err != nil {
-		return nil, fmt.Errorf("root Application %s/%s: %w", root.Namespace, root.Name, err)
+		var rendering *RenderingError
+		if errors.As(err, &rendering) || !isUnitError(err) {
+			return nil, fmt.Errorf("root Application %s/%s: %w", root.Namespace, root.Name, err)
+		}
+		// A root the auditor cannot render (a Helm chart of Applications): the env's own
+		// Application alone, the root listed as not audited.
+		top.err = err
+		if err := a.prepare(ctx, req, main, lap); err != nil {
+			return nil, err
+		}
+		return []*prepared{top, main}, nil
 	}
 	units := []*prepared{top}
 	seen := map[string]bool{root.Namespace + "/" + root.Name: true}
@@ -129,6 +151,9 @@ func (a *Auditor) member(ctx context.Context, req Request, parent *prepared, roo
 		return nil, fmt.Errorf("Application %s is not in %s's render", r.Name, parent.name)
 	}
 	if u.git, u.err = argocd.FromUnstructured(d); u.err != nil {
+		if r.Name == a.AppName(req.Env) && r.Namespace == a.AppNamespace {
+			return nil, u.err // the env's own Application: its error is the env's
+		}
 		return u, nil
 	}
 	u.target = render.AppTarget(u.git.Path)
@@ -138,11 +163,14 @@ func (a *Auditor) member(ctx context.Context, req Request, parent *prepared, roo
 			u.target = req.Env
 		}
 	}
-	if u.git.Unrenderable == "" && u.git.RepoURL != root.RepoURL {
+	if u.git.Unrenderable == "" && !argocd.SameRepo(u.git.RepoURL, root.RepoURL) {
 		u.err = &unitError{fmt.Sprintf("Application %s: its source is another repository (%s); the auditor reads %s", u.name, u.git.RepoURL, root.RepoURL)}
 		return u, nil
 	}
 	if u.app, u.err = a.application(ctx, r.Namespace, r.Name); u.err != nil {
+		if u.main {
+			return nil, u.err
+		}
 		return u, nil
 	}
 	err := a.prepare(ctx, req, u, lap)
@@ -162,12 +190,25 @@ func isUnitError(err error) bool {
 	return errors.As(err, &ue)
 }
 
-// declaredBy maps each object the group's Applications declare to the first that does, and the
-// root Application to itself (it is bootstrapped by hand, declared by none of them).
-func declaredBy(units []*prepared) map[drift.Ref]string {
+// declaredBy maps each object the group's Applications declare to the first that does; the root
+// Application to itself (it is bootstrapped by hand, declared by none of them); and, never Extra
+// in a group, Argo CD's default project and the other envs' roots and own Applications.
+func (a *Auditor) declaredBy(units []*prepared) map[drift.Ref]string {
 	out := map[drift.Ref]string{}
-	if len(units) > 0 && units[0].group && units[0].parent == "" {
-		out[drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: units[0].appNS, Name: units[0].name}] = units[0].name + " (root)"
+	if len(units) == 0 || !units[0].group {
+		return out
+	}
+	app := func(name string) drift.Ref {
+		return drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: a.AppNamespace, Name: name}
+	}
+	out[drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: units[0].appNS, Name: units[0].name}] = units[0].name + " (root)"
+	// Argo CD's built-in project, made by its API server; the other envs' roots and Applications.
+	out[drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: "AppProject", Namespace: a.AppNamespace, Name: "default"}] = "(Argo CD)"
+	for _, env := range a.Envs {
+		if env != units[0].env() {
+			out[app(a.rootName(env))] = env + " (root)"
+			out[app(a.AppName(env))] = env
+		}
 	}
 	for _, u := range units {
 		if u.err != nil || u.idx == nil {
@@ -195,6 +236,12 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 		if u.err != nil || u.report == nil {
 			if u.err != nil {
 				entry.Error = u.err.Error()
+				// Not audited is not in sync: the Application stands as an Unknown object of
+				// the one that declares it.
+				rep.Objects = append(rep.Objects, drift.Object{APIVersion: argocd.ApplicationGVK.GroupVersion().String(),
+					Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name, Status: drift.Unknown,
+					Fields: []drift.Field{}, Application: u.parent, Note: "not audited: " + u.err.Error()})
+				seen[drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name}] = true
 			}
 			rep.Applications = append(rep.Applications, entry)
 			continue
@@ -283,12 +330,17 @@ func disables(o *drift.Object) string {
 	var notes []string
 	for _, f := range o.Fields {
 		switch {
-		case within(f.Path, ".spec.syncPolicy.automated.selfHeal") && f.Live != true:
+		case f.Path == ".spec.syncPolicy.automated.selfHeal" && f.Live != true:
 			notes = append(notes, "selfHeal turned off on "+o.Name+": later hand edits to its objects will stand")
-		case within(f.Path, ".spec.syncPolicy.automated") && f.Live == nil:
-			notes = append(notes, "automated sync turned off on "+o.Name+": Git's commits are no longer applied")
-		case within(f.Path, ".spec.syncPolicy.automated.prune") && f.Live != true:
+		case f.Path == ".spec.syncPolicy.automated.prune" && f.Live != true:
 			notes = append(notes, "prune turned off on "+o.Name+": objects removed from Git stay in the cluster")
+		case f.Path == ".spec.syncPolicy.automated.enabled" && f.Live == false,
+			(f.Path == ".spec.syncPolicy.automated" || f.Path == ".spec.syncPolicy") && f.Live == nil:
+			notes = append(notes, "automated sync turned off on "+o.Name+": Git's commits are no longer applied")
+		case f.Path == ".metadata.annotations.argocd.argoproj.io/skip-reconcile" && f.Live == "true":
+			notes = append(notes, "reconciliation skipped on "+o.Name+": Argo CD no longer compares or syncs it")
+		case within(f.Path, ".metadata.finalizers") && f.Desired != nil:
+			notes = append(notes, "a finalizer removed from "+o.Name+": deleting it no longer deletes (or waits for) what it synced")
 		case within(f.Path, ".spec.ignoreDifferences"):
 			notes = append(notes, "ignoreDifferences on "+o.Name+" that Git does not declare: Argo CD no longer sees what it names; the auditor excuses nothing by it")
 		case within(f.Path, ".spec.source") || within(f.Path, ".spec.sources"):
@@ -305,4 +357,61 @@ func disables(o *drift.Object) string {
 // within says whether path is p or inside it.
 func within(path, p string) bool {
 	return path == p || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[")
+}
+
+// RootManifest is where Git keeps an env's root Application by default: clusters/<env>/root.yaml,
+// applied by hand once per cluster.
+func RootManifest(env string) string { return path.Join("clusters", env, "root.yaml") }
+
+// gitRoot reads the root Application's manifest from Git (at the branch the root follows): the
+// root is then audited by its Git spec (path, patches, ignoreDifferences), its live spec an
+// object compared with it. Nil when Git has no manifest of that Application.
+func (a *Auditor) gitRoot(env string, root *argocd.App) (*argocd.App, *unstructured.Unstructured, error) {
+	file := RootManifest(env)
+	if a.RootManifest != nil {
+		file = a.RootManifest(env)
+	}
+	rev := "HEAD"
+	if root.TargetRevision != "" && root.TargetRevision != "HEAD" {
+		if _, err := a.Repo.Resolve(root.TargetRevision); err == nil {
+			rev = root.TargetRevision
+		}
+	}
+	data, err := a.Repo.ReadFile(rev, file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &u.Object); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if u.GroupVersionKind().GroupKind() != argocd.ApplicationGVK.GroupKind() || u.GetName() != root.Name {
+		return nil, nil, nil // another Application's, or not one
+	}
+	if u.GetNamespace() == "" {
+		u.SetNamespace(root.Namespace)
+	}
+	git, err := argocd.FromUnstructured(u)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return git, u, nil
+}
+
+// withObject returns res with one more object (a copy: a render from the cache is shared).
+func withObject(res *render.Result, u *unstructured.Unstructured) (*render.Result, error) {
+	out := *res
+	if res.Objects == nil {
+		raw, err := u.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		out.Raw = append(slices.Clip(res.Raw), raw)
+		return &out, nil
+	}
+	out.Objects = append(slices.Clip(res.Objects), u)
+	return &out, nil
 }

@@ -30,8 +30,8 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 		return a.Run(ctx, Request{Env: env})
 	}
 	for _, u := range g.units {
-		if u.err == nil && a.needsFull(env, u, refs) {
-			return a.Run(ctx, Request{Env: env})
+		if u.err != nil && names(refs, u) || u.err == nil && a.needsFull(env, u, refs) {
+			return a.Run(ctx, Request{Env: env}) // an Application not audited may be auditable now
 		}
 	}
 	a.updates.Add(1)
@@ -162,4 +162,11 @@ func (a *Auditor) needsFull(env string, st *prepared, refs []drift.Ref) bool {
 	}
 	_, head, _, err := a.revisions(st.app, Request{Env: env})
 	return err != nil || head != st.head
+}
+
+// names says whether refs name u's Application.
+func names(refs []drift.Ref, u *prepared) bool {
+	return slices.ContainsFunc(refs, func(r drift.Ref) bool {
+		return r.Group == argocd.ApplicationGVK.Group && r.Kind == argocd.ApplicationGVK.Kind && r.Name == u.name && r.Namespace == u.appNS
+	})
 }

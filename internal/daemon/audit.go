@@ -29,6 +29,7 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	a.AppNamespace = d.cfg.AppNamespace
 	a.AppName = func(env string) string { return d.cfg.AppNamePrefix + env }
 	a.RootName = func(env string) string { return d.cfg.RootNamePrefix + env }
+	a.Envs = d.cfg.Envs
 	a.Renders = d.renderCache(2) // the synced revision and the one before: a 10,000-object render is ~9 MiB as JSON
 	a.Renders.Urgent = true      // an audit's render goes before blame walks', ledger syncs' and the web view's
 	a.Options.SecretKey = d.hmacKey

@@ -86,10 +86,12 @@ func changed(gvk schema.GroupVersionKind, old, cur *unstructured.Unstructured) b
 }
 
 // appStateChanged says whether what an Application says about the env's desired state or the
-// state of a sync changed: the spec, the compared and synced revisions, the operation's phase
+// state of a sync changed: the spec, its metadata (an app-of-apps audits it; a skip-reconcile
+// annotation or a removed finalizer is a hand edit), the compared and synced revisions, the operation's phase
 // and revision, the conditions (a comparison error).
 func appStateChanged(old, cur *unstructured.Unstructured) bool {
-	for _, path := range [][]string{{"spec"}, {"status", "sync", "revision"}, {"status", "sync", "revisions"},
+	for _, path := range [][]string{{"spec"}, {"operation"}, {"metadata", "labels"}, {"metadata", "annotations"}, {"metadata", "finalizers"},
+		{"status", "sync", "revision"}, {"status", "sync", "revisions"},
 		{"status", "history"}, {"status", "operationState", "phase"}, {"status", "operationState", "syncResult", "revision"},
 		{"status", "conditions"}} {
 		o, _, _ := unstructured.NestedFieldNoCopy(old.Object, path...)

@@ -59,11 +59,21 @@ var DefaultControllers = []ControllerRule{
 	// An app-of-apps' Applications: Argo CD puts a sync request in .operation (its controller
 	// for an automated sync, its API server for one a person asks for) and a refresh request in
 	// an annotation, and takes both away when done. Neither changes what the Application syncs.
+	// Its controller also adds the pre- and post-delete hook finalizers; its notifications
+	// controller records what it sent.
 	{Manager: "argocd-application-controller", Group: "argoproj.io", Kinds: []string{"Application"},
-		Paths: []string{"/operation", "/metadata/annotations/argocd.argoproj.io~1refresh"}},
+		Paths: append([]string{"/operation", "/metadata/finalizers"}, argoRequestAnnotations...)},
 	{Manager: "argocd-server", Group: "argoproj.io", Kinds: []string{"Application"},
-		Paths: []string{"/operation", "/metadata/annotations/argocd.argoproj.io~1refresh"}},
+		Paths: append([]string{"/operation"}, argoRequestAnnotations...)},
+	{Manager: "argocd-notifications-controller", Group: "argoproj.io", Kinds: []string{"Application"},
+		Paths: []string{"/metadata/annotations/notified.notifications.argoproj.io"}},
 }
+
+// argoRequestAnnotations are the requests Argo CD's API server and controller put on an
+// Application and take away (argo-cd v3.6.1 applicationset defaultPreservedAnnotations).
+var argoRequestAnnotations = []string{"/metadata/annotations/argocd.argoproj.io~1refresh",
+	"/metadata/annotations/argocd.argoproj.io~1refresh-timestamp", "/metadata/annotations/argocd.argoproj.io~1hydrate",
+	"/metadata/annotations/argocd.argoproj.io~1hydrate-timestamp"}
 
 func (r ControllerRule) matches(gk schema.GroupKind, o *owner, p fieldpath.Path) bool {
 	if o.Manager != r.Manager || r.Subresource != "" && o.Subresource != r.Subresource || !r.appliesTo(gk) {

@@ -37,6 +37,7 @@ var DefaultIdentities = map[string][]string{
 	"argocd-controller":                     {"system:serviceaccount:argocd:argocd-application-controller"},
 	"argocd-application-controller":         {"system:serviceaccount:argocd:argocd-application-controller"},
 	"argocd-server":                         {"system:serviceaccount:argocd:argocd-server"},
+	"argocd-notifications-controller":       {"system:serviceaccount:argocd:argocd-notifications-controller"},
 	"cert-manager-certificates-issuing":     {"system:serviceaccount:cert-manager:cert-manager"},
 	"cert-manager-certificates-key-manager": {"system:serviceaccount:cert-manager:cert-manager"},
 	"external-secrets":                      {"system:serviceaccount:external-secrets:external-secrets"},

@@ -29,12 +29,17 @@ func (s Source) renderAppPath(rel string) (*Result, error) {
 			return s.RenderPath(rel)
 		}
 	}
+	if s.fs.Exists(filepath.Join(s.root, rel, "Chart.yaml")) {
+		return nil, fmt.Errorf("render %s: a Helm chart (Chart.yaml): the auditor does not render Helm charts yet", rel)
+	}
 	return s.RenderDirectory(rel)
 }
 
 // RenderDirectory reads a plain directory as Argo CD's directory source does without options:
-// every .yaml, .yml and .json file directly in it (not in its subdirectories), in name order,
-// each document an object; empty documents are skipped, and a List is its items.
+// every .yaml, .yml and .json file directly in it (not in its subdirectories; the extension's
+// case counts), in name order, each document an object. Empty documents are skipped, a List is
+// its items, and a file marked +argocd:skip-file-rendering or naming none of apiVersion, kind
+// and metadata (values, settings) is skipped. Jsonnet files are refused: Argo CD evaluates them.
 func (s Source) RenderDirectory(rel string) (*Result, error) {
 	dir := filepath.Join(s.root, rel)
 	if !s.fs.IsDir(dir) {
@@ -48,14 +53,24 @@ func (s Source) RenderDirectory(rel string) (*Result, error) {
 	res := &Result{Path: rel, Revision: s.revision}
 	var stream bytes.Buffer
 	for _, name := range names {
-		ext := strings.ToLower(path.Ext(name))
-		if ext != ".yaml" && ext != ".yml" && ext != ".json" || s.fs.IsDir(filepath.Join(dir, name)) {
+		ext := path.Ext(name)
+		if s.fs.IsDir(filepath.Join(dir, name)) {
+			continue
+		}
+		if ext == ".jsonnet" || ext == ".libsonnet" {
+			return nil, fmt.Errorf("render %s: %s is Jsonnet, which Argo CD evaluates: the auditor does not yet", rel, name)
+		}
+		if ext != ".yaml" && ext != ".yml" && ext != ".json" {
 			continue
 		}
 		file := path.Join(rel, name)
 		data, err := s.fs.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return nil, fmt.Errorf("render %s: %w", file, err)
+		}
+		if bytes.Contains(data, []byte("+argocd:skip-file-rendering")) ||
+			!(bytes.Contains(data, []byte("apiVersion")) && bytes.Contains(data, []byte("kind")) && bytes.Contains(data, []byte("metadata"))) {
+			continue // not a manifest, as Argo CD tells
 		}
 		if ext != ".json" {
 			if err := checkYAML(file, data); err != nil {
@@ -103,6 +118,9 @@ func decodeManifests(file string, data []byte) ([]*unstructured.Unstructured, er
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(raw); err != nil { // numbers as int64, as client-go expects
 			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+		}
+		if items, found := u.Object["items"]; u.IsList() && (!found || items == nil) {
+			continue // an empty List
 		}
 		if u.IsList() {
 			list, err := u.ToList()

@@ -14,7 +14,11 @@ func TestAppTargetRendersAPlainDirectoryAsArgoCDReadsIt(t *testing.T) {
 		"extras/a.json":                 []byte(`{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}]}`),
 		"extras/README.md":              []byte("not a manifest"),
 		"extras/sub/c.yaml":             []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"),
-		"extras/bad/x.yaml":             []byte("a: [\n"),
+		"extras/bad/x.yaml":             []byte("apiVersion: v1\nkind: [\nmetadata: {}\n"),
+		"extras/values.yaml":            []byte("a: [\n"),
+		"extras/SHOUT.YAML":             []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shout}\n"),
+		"extras/skip.yaml":              []byte("# +argocd:skip-file-rendering\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: skipped}\n"),
+		"chart/Chart.yaml":              []byte("apiVersion: v2\nname: c\nversion: 1.0.0\n"),
 		"kustomized/kustomization.yaml": []byte("resources: [cm.yaml]\nnamePrefix: k-\n"),
 		"kustomized/cm.yaml":            []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: d}\n"),
 	}, nil, "abc")
@@ -26,7 +30,7 @@ func TestAppTargetRendersAPlainDirectoryAsArgoCDReadsIt(t *testing.T) {
 	for _, o := range res.Objects {
 		names = append(names, o.GetName())
 	}
-	assert.Equal(t, []string{"a", "b"}, names, "the directory's files in name order, a List as its items, no subdirectory")
+	assert.Equal(t, []string{"a", "b"}, names, "the directory's files in name order, a List as its items; no subdirectory, no .YAML, no skipped file, no values file")
 	assert.Equal(t, "@extras", res.Env)
 	n, _, _ := unstructured.NestedString(res.Objects[1].Object, "data", "count")
 	assert.Equal(t, "1", n, "%v", res.Objects[1].Object)
@@ -38,6 +42,8 @@ func TestAppTargetRendersAPlainDirectoryAsArgoCDReadsIt(t *testing.T) {
 
 	_, err = src.Render(AppTarget("extras/bad"))
 	assert.ErrorContains(t, err, "extras/bad/x.yaml:")
+	_, err = src.Render(AppTarget("chart"))
+	assert.ErrorContains(t, err, "Helm chart")
 	_, err = src.Render(AppTarget("nowhere"))
 	assert.ErrorContains(t, err, "no such directory")
 	_, err = src.Render(AppTarget("../etc"))
