@@ -19,8 +19,6 @@ import (
 
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/testcluster"
 	"github.com/llm-gitops/platform/internal/testfixture"
 )
@@ -115,7 +113,8 @@ spec:
 	require.NoError(t, cluster.WaitSynced(ctx, root, head, 4*time.Minute))
 	require.NoError(t, cluster.WaitSynced(ctx, extras, head, 4*time.Minute))
 
-	a := groupAuditor(t, f, root)
+	a := newAuditor(t, f)
+	a.RootName = func(string) string { return root }
 	rep := runAudit(t, a, f.Env)
 	byName := map[string]drift.Application{}
 	for _, app := range rep.Applications {
@@ -197,20 +196,6 @@ func writeYAML(t *testing.T, f *testfixture.Platform, rel string, obj map[string
 	data, err := yaml.Marshal(obj)
 	require.NoError(t, err)
 	require.NoError(t, f.Write(rel, string(data)))
-}
-
-func groupAuditor(t *testing.T, f *testfixture.Platform, root string) *audit.Auditor {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background()) // the live cache's watches, for the test
-	t.Cleanup(cancel)
-	repo, err := gitrepo.Open(f.Dir)
-	require.NoError(t, err)
-	cache, err := live.New(ctx, cluster.Config)
-	require.NoError(t, err)
-	a := audit.New(repo, cache)
-	a.AppName = func(string) string { return f.App() }
-	a.RootName = func(string) string { return root }
-	return a
 }
 
 func runAudit(t *testing.T, a *audit.Auditor, env string) *drift.Report {

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sort"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
@@ -87,17 +86,21 @@ func TestVerdictAgreesWithArgoCDStatus(t *testing.T) {
 // audit runs the auditor in-process, the way `auditor diff` does.
 func auditEnv(t *testing.T, f *testfixture.Platform) *drift.Report {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	return runAudit(t, newAuditor(t, f), f.Env)
+}
+
+// newAuditor audits the fixture's env against the cluster, its live cache watching for the test.
+func newAuditor(t *testing.T, f *testfixture.Platform) *audit.Auditor {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	repo, err := gitrepo.Open(f.Dir)
 	require.NoError(t, err)
 	cache, err := live.New(ctx, cluster.Config)
 	require.NoError(t, err)
 	a := audit.New(repo, cache)
 	a.AppName = func(string) string { return f.App() }
-	rep, err := a.Run(ctx, audit.Request{Env: f.Env})
-	require.NoError(t, err)
-	return rep
+	return a
 }
 
 func keys(m map[string]bool) []string {
