@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,7 @@ type diffOptions struct {
 	kube         kubeFlags
 	env, output  string
 	app, root    string
+	all          bool
 	appNamespace string
 	applier      string
 	cacheDir     string
@@ -39,7 +41,7 @@ type diffOptions struct {
 func newDiffCommand() *cobra.Command {
 	o := &diffOptions{}
 	cmd := &cobra.Command{
-		Use:   "diff --env ENV [--repo DIR|URL] [--revision REV] [--kubeconfig F] [--context C] [-o text|json]",
+		Use:   "diff (--env ENV | --all) [--app NAME] [--repo DIR|URL] [--revision REV] [--kubeconfig F] [--context C] [-o text|json]",
 		Short: "Compare what Git says with what runs; name every drifted field and who changed it",
 		Long: `diff renders the revision Argo CD synced (the Application's status.sync.revision; the branch
 head without one), compares it with the live objects field by field, and names the field manager,
@@ -51,8 +53,14 @@ strategic-merge patch file per drifted object, listed in the overlay's kustomiza
 that git apply accepts on the audited revision. What it cannot adopt (Secrets, missing and extra
 objects, list items addressed by position) is named on stderr.
 
+With the env's root Application (root-<env>) in the cluster, every Application under it is
+audited, the Applications themselves included; --app NAME reports one of them. --all audits every
+env of the repository (-o json: a list of reports).
+
 Exit codes: 0 in sync, 1 drift, >1 error.`,
 		Example: `  auditor diff --env prod
+  auditor diff --all -o json
+  auditor diff --env prod --app llm-policies
   auditor diff --env prod --repo file:///srv/git/platform.git -o json
   auditor diff --env prod -o patch | git apply   # make Git say what runs`,
 		RunE: runE(o),
@@ -61,6 +69,7 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json, or patch (the adopt-into-Git patch, for `git apply` at the audited revision)")
 	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
 	cmd.Flags().StringVar(&o.app, "app", "", "report only this Application of the env's group")
+	cmd.Flags().BoolVar(&o.all, "all", false, "audit every env of the repository (the directories under overlays/)")
 	cmd.Flags().StringVar(&o.root, "root", "", "the env's root Application (app-of-apps; default root-<env>): with it in the cluster, every Application under it is audited")
 	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
@@ -86,8 +95,13 @@ func (o *diffOptions) Complete(*cobra.Command, []string) error { return nil }
 
 // Validate rejects a missing --env and a bad -o.
 func (o *diffOptions) Validate() error {
-	if o.env == "" {
-		return usageErr("--env is required")
+	switch {
+	case o.env == "" && !o.all:
+		return usageErr("--env or --all is required")
+	case o.env != "" && o.all:
+		return usageErr("--env and --all exclude each other")
+	case o.all && o.output == "patch":
+		return usageErr("-o patch adopts one env: use --env")
 	}
 	if o.output != "text" && o.output != "json" && o.output != "patch" {
 		return usageErr("unknown output format %q (want text, json or patch)", o.output)
@@ -112,6 +126,9 @@ func (o *diffOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	if o.root != "" {
 		a.RootName = func(string) string { return o.root }
+	}
+	if o.all {
+		return o.runAll(ctx, w, a)
 	}
 	rep, err := a.Run(ctx, audit.Request{Env: o.env, Revision: o.src.revision})
 	if err != nil {
@@ -226,4 +243,67 @@ func onlyApplication(rep *drift.Report, name string) (*drift.Report, error) {
 		return &out, nil
 	}
 	return nil, usageErr("env %s has no Application %s (its Applications: %s)", rep.Env, name, strings.Join(names, ", "))
+}
+
+// runAll audits every env of the repository, one report each; with --app, only the env whose
+// group has that Application. An env that cannot be audited is named on stderr and the others
+// are audited.
+func (o *diffOptions) runAll(ctx context.Context, w io.Writer, a *audit.Auditor) error {
+	if len(a.Envs) == 0 {
+		return failed(fmt.Errorf("the repository has no envs (directories under overlays/ with a kustomization)"))
+	}
+	reps := []*drift.Report{}
+	var errs []error
+	for _, env := range a.Envs {
+		rep, err := a.Run(ctx, audit.Request{Env: env, Revision: o.src.revision})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", env, err)
+			errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			continue
+		}
+		if o.app != "" {
+			if !hasApplication(rep, o.app) {
+				continue // not this env's
+			}
+			if rep, err = onlyApplication(rep, o.app); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+				continue
+			}
+		}
+		reps = append(reps, rep)
+	}
+	if o.app != "" && len(reps) == 0 && len(errs) == 0 {
+		return usageErr("no env has an Application %s", o.app)
+	}
+	if o.output == "json" {
+		if err := writeJSON(w, reps); err != nil {
+			return failed(err)
+		}
+	} else {
+		for i, rep := range reps {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			writeText(w, rep, time.Now())
+		}
+	}
+	if len(errs) > 0 {
+		return failed(errors.Join(errs...))
+	}
+	for _, rep := range reps {
+		if !rep.InSync {
+			return found("drift")
+		}
+	}
+	return nil
+}
+
+// hasApplication says whether the env's group has the Application.
+func hasApplication(rep *drift.Report, name string) bool {
+	for _, app := range rep.Applications {
+		if app.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -88,3 +88,55 @@ func TestCLIBadInput(t *testing.T) {
 		t.Errorf("malformed overlay: exit %d\n%s", code, out)
 	}
 }
+
+// TestCLIDiffApplicationsAndAll: --app reports one Application of the env's group (without a
+// root, the env's own), a name the group lacks is a usage error naming those it has; --all
+// audits every env of the repository, one report each.
+func TestCLIDiffApplicationsAndAll(t *testing.T) {
+	f := newFixture(t)
+	bin := buildAuditor(t)
+	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	base := []string{"diff", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig}
+
+	out, code := runAuditor(t, bin, append(base, "--env", "prod", "--app", "llm-prod", "-o", "json")...)
+	if code != 1 {
+		t.Fatalf("--app llm-prod: exit %d, want 1\n%s", code, out)
+	}
+	var rep drift.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("json output: %v\n%s", err, out)
+	}
+	if len(rep.Applications) != 1 || rep.Applications[0].Name != "llm-prod" || rep.Applications[0].Objects == 0 {
+		t.Errorf("applications: %+v", rep.Applications)
+	}
+	for _, o := range rep.Objects {
+		if o.Application != "llm-prod" {
+			t.Errorf("%s %s names Application %q", o.Kind, o.Name, o.Application)
+		}
+	}
+
+	out, code = runAuditor(t, bin, append(base, "--env", "prod", "--app", "nope")...)
+	if code != 2 || !strings.Contains(out, "no Application nope (its Applications: llm-prod)") {
+		t.Errorf("--app nope: exit %d, want 2 naming the group's Applications\n%s", code, out)
+	}
+	out, code = runAuditor(t, bin, append(base, "--env", "prod", "--all")...)
+	if code != 2 || !strings.Contains(out, "exclude each other") {
+		t.Errorf("--env with --all: exit %d\n%s", code, out)
+	}
+
+	out, code = runAuditor(t, bin, append(base, "--all", "-o", "json")...)
+	if code != 1 { // dev and staging are not synced to this cluster, and prod drifted
+		t.Fatalf("--all: exit %d, want 1\n%s", code, out)
+	}
+	var reps []drift.Report
+	if err := json.Unmarshal([]byte(out), &reps); err != nil {
+		t.Fatalf("--all json output: %v\n%s", err, out)
+	}
+	var envs []string
+	for _, r := range reps {
+		envs = append(envs, r.Env)
+	}
+	if strings.Join(envs, ",") != "dev,prod,staging" {
+		t.Errorf("--all audited %v, want dev, prod, staging", envs)
+	}
+}
