@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -300,10 +301,5 @@ func (o *diffOptions) runAll(ctx context.Context, w io.Writer, a *audit.Auditor)
 
 // hasApplication says whether the env's group has the Application.
 func hasApplication(rep *drift.Report, name string) bool {
-	for _, app := range rep.Applications {
-		if app.Name == name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(rep.Applications, func(a drift.Application) bool { return a.Name == name })
 }

@@ -313,12 +313,8 @@ func (a *Auditor) keepGroup(env string, units []*prepared, ex *drift.Excusals) {
 
 // env is the env a unit's key belongs to.
 func (u *prepared) env() string {
-	for i := range len(u.key) {
-		if u.key[i] == '/' {
-			return u.key[:i]
-		}
-	}
-	return u.key
+	env, _, _ := strings.Cut(u.key, "/")
+	return env
 }
 
 // disables says what a hand edit of an Application turns off, from the fields of its drift: the
