@@ -23,7 +23,7 @@ build: ## build bin/auditor
 	@mkdir -p bin
 	go build -ldflags "$(LDFLAGS)" -o bin/auditor ./cmd/auditor
 
-tools: ## build kube-apiserver, scheduler, controller-manager, etcd, Argo CD, kwok, kustomize and Redis from Go modules (once)
+tools: ## build kube-apiserver, scheduler, controller-manager, etcd, Argo CD, kwok, kustomize, helm and Redis from Go modules (once)
 	@K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-tools.sh
 
 vet: ## gofmt + go vet

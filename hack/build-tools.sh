@@ -5,6 +5,7 @@
 #   argocd (application-controller, repo-server by name)      (argo-cd/v3)         -> bin/argocd-$ARGOCD_VERSION/
 #   kwok                                                      (sigs.k8s.io/kwok)   -> bin/kwok-$KWOK_VERSION/
 #   kustomize (the CLI the repo-server runs)                  (kustomize/v5)       -> bin/kustomize-$KUSTOMIZE_VERSION/
+#   helm (the CLI the repo-server runs for charts)            (helm/v4)            -> bin/helm-$HELM_VERSION/
 #   redis (in-memory, miniredis; used when redis-server is absent)                  -> bin/redis-$MINIREDIS_VERSION/
 # A cold build takes 8-15 minutes on 2 cores (~3 GB of Go build cache, ~1 GB of modules); later runs skip it.
 set -euo pipefail
@@ -14,6 +15,7 @@ ETCD_VERSION=${ETCD_VERSION:-v3.7.3}
 ARGOCD_VERSION=${ARGOCD_VERSION:-v3.6.1}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.8.3}
+HELM_VERSION=${HELM_VERSION:-v4.3.1}
 MINIREDIS_VERSION=${MINIREDIS_VERSION:-v2.40.0}
 kube_dir="$root/bin/k8s-$K8S_VERSION"
 etcd_dir="$root/bin/etcd-$ETCD_VERSION"
@@ -66,11 +68,12 @@ else
   for n in argocd-application-controller argocd-repo-server; do ln -sf argocd "$argocd_dir/$n"; done
 fi
 
-tool() { # name version dir package binary
+tool() { # name version dir package binary [ldflags]
   local d="$root/bin/$1-$2"
   if [ -x "$d/$5" ]; then echo ">>> $1 $2 present in ${d#$root/}"; return; fi
-  build "$1 $2" "$d" "$root/hack/clustertools/$3" "-s -w" "$4"
+  build "$1 $2" "$d" "$root/hack/clustertools/$3" "-s -w ${6:-}" "$4"
 }
 tool kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok kwok
 tool kustomize "$KUSTOMIZE_VERSION" kustomize sigs.k8s.io/kustomize/kustomize/v5 kustomize
 tool redis "$MINIREDIS_VERSION" redis . redis
+tool helm "$HELM_VERSION" helm helm.sh/helm/v4/cmd/helm helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"

@@ -50,7 +50,10 @@ type App struct {
 	// Unrenderable says why the auditor cannot render the source the way Argo CD does ("" when
 	// it can): a Helm chart from a chart repository, several sources, a plugin, directory options.
 	Unrenderable string
-	rawIgnores   []v1alpha1.ResourceIgnoreDifferences
+	// Project is the AppProject the Application belongs to.
+	Project    string
+	helm       *v1alpha1.ApplicationSourceHelm
+	rawIgnores []v1alpha1.ResourceIgnoreDifferences
 }
 
 // WithGitSpec returns the Application as Git declares it (git: its manifest in the render that
@@ -65,7 +68,7 @@ func (a *App) WithGitSpec(git *App) *App {
 	out.Path, out.TargetRevision, out.DestinationNamespace = git.Path, git.TargetRevision, git.DestinationNamespace
 	out.DestinationServer, out.DestinationName, out.RepoURL = git.DestinationServer, git.DestinationName, git.RepoURL
 	out.KustomizePatches, out.KustomizeUnsupported, out.Unrenderable = git.KustomizePatches, git.KustomizeUnsupported, git.Unrenderable
-	out.rawIgnores = git.rawIgnores
+	out.Project, out.helm, out.rawIgnores = git.Project, git.helm, git.rawIgnores
 	return &out
 }
 
@@ -121,7 +124,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 	}
 	a := &App{Name: app.Name, Namespace: app.Namespace, DestinationNamespace: app.Spec.Destination.Namespace,
 		DestinationServer: app.Spec.Destination.Server, DestinationName: app.Spec.Destination.Name,
-		rawIgnores: app.Spec.IgnoreDifferences}
+		Project: app.Spec.Project, rawIgnores: app.Spec.IgnoreDifferences}
 	compared, synced := app.Status.Sync.Revision, syncedRevisions(&app)
 	src := 0
 	switch {
@@ -142,6 +145,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 		a.RepoURL, a.TargetRevision, a.Path = app.Spec.Source.RepoURL, app.Spec.Source.TargetRevision, app.Spec.Source.Path
 	}
 	kustomize := sourceKustomize(&app, src)
+	a.helm = sourceHelm(&app, src)
 	a.Unrenderable = unrenderable(&app)
 	a.SyncedRevision = compared // an Application written before any sync operation (or by hand)
 	if src < len(synced) && synced[src] != "" {
@@ -153,10 +157,10 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 			switch {
 			case len(app.Spec.Sources) > 0 && src < len(last.Sources):
 				a.RepoURL, a.Path = last.Sources[src].RepoURL, last.Sources[src].Path
-				kustomize = last.Sources[src].Kustomize
+				kustomize, a.helm = last.Sources[src].Kustomize, last.Sources[src].Helm
 			case len(app.Spec.Sources) == 0 && last.Source.RepoURL != "":
 				a.RepoURL, a.Path = last.Source.RepoURL, last.Source.Path
-				kustomize = last.Source.Kustomize
+				kustomize, a.helm = last.Source.Kustomize, last.Source.Helm
 			}
 		}
 	}
@@ -226,6 +230,17 @@ func sourceKustomize(app *v1alpha1.Application, src int) *v1alpha1.ApplicationSo
 	return nil
 }
 
+// sourceHelm returns the helm options of source src of the Application's spec.
+func sourceHelm(app *v1alpha1.Application, src int) *v1alpha1.ApplicationSourceHelm {
+	switch {
+	case len(app.Spec.Sources) > src:
+		return app.Spec.Sources[src].Helm
+	case app.Spec.Source != nil:
+		return app.Spec.Source.Helm
+	}
+	return nil
+}
+
 // kustomizeOptions splits a source's kustomize options into its patches, in their JSON form, and
 // the names of the options set besides.
 func kustomizeOptions(k *v1alpha1.ApplicationSourceKustomize) (patches []map[string]any, other []string, err error) {
@@ -275,8 +290,6 @@ func unrenderable(app *v1alpha1.Application) string {
 		return "no source"
 	case src.Chart != "":
 		return fmt.Sprintf("Helm chart %s %s from %s", src.Chart, src.TargetRevision, src.RepoURL)
-	case src.Helm != nil:
-		return "Helm options on a chart at " + src.Path
 	case src.Plugin != nil:
 		return "a config management plugin"
 	case src.Directory != nil && (src.Directory.Recurse || src.Directory.Include != "" || src.Directory.Exclude != "" || !src.Directory.Jsonnet.IsZero()):

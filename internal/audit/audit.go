@@ -173,7 +173,11 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 	if err != nil {
 		return err
 	}
-	res, err := a.render(ctx, u.key, u.target, u.desired, patches, u.main && u.target == req.Env && a.background(req))
+	helm, err := a.helmOptions(app, u.target, u.desired)
+	if err != nil {
+		return err
+	}
+	res, err := a.render(ctx, u.key, u.target, u.desired, patches, helm, u.main && u.target == req.Env && a.background(req))
 	if err != nil {
 		return err
 	}
@@ -191,7 +195,7 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 			return err
 		}
 	}
-	u.idx, u.kinds, u.unknown, err = a.scope(res, destNS)
+	u.idx, u.kinds, u.unknown, u.hooks, err = a.scope(res, destNS)
 	return err
 }
 
@@ -219,6 +223,7 @@ func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declare
 	}
 	lap("schema")
 	opts.Application = u.name
+	opts.Hooks = u.hooks
 	opts.Excused = ex
 	opts.Events = a.events()
 	if u.group {

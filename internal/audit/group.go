@@ -60,6 +60,7 @@ type prepared struct {
 	idx           *drift.Index
 	kinds         []schema.GroupVersionKind
 	unknown       []drift.Object
+	hooks         map[drift.Ref]bool
 	overrides     map[string]v1alpha1.ResourceOverride
 	opts          drift.Options // with the schema and the normaliser of that audit
 	report        *drift.Report

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -22,9 +23,9 @@ import (
 //
 // unit keys the background render (the env for its own Application); target is what is rendered
 // and cached (the env's overlay, or an Application's path: render.AppTarget).
-func (a *Auditor) render(ctx context.Context, unit, target, revision string, patches []render.Patch, background bool) (*render.Result, error) {
+func (a *Auditor) render(ctx context.Context, unit, target, revision string, patches []render.Patch, helm *render.HelmOptions, background bool) (*render.Result, error) {
 	env := unit
-	key, err := render.CacheRevision(revision, patches)
+	key, err := render.CacheRevision(revision, patches, helm)
 	if err != nil {
 		return nil, err
 	}
@@ -51,6 +52,7 @@ func (a *Auditor) render(ctx context.Context, unit, target, revision string, pat
 	if src, err = src.WithPatches(target, patches); err != nil {
 		return nil, err
 	}
+	src = src.WithHelm(helm)
 	if res, ok := src.CachedRaw(target, a.Renders); ok {
 		if background {
 			a.stopBackground(env, key)
@@ -74,6 +76,23 @@ func (a *Auditor) render(ctx context.Context, unit, target, revision string, pat
 		return res, nil
 	}
 	return nil, fmt.Errorf("%s at %.12s: the render cache did not keep the render it was given", render.TargetPath(target), revision)
+}
+
+// helmOptions are the options Argo CD renders an Application's chart with at revision (nil when
+// its path is no chart): its helm source, with the live cluster's version and API versions, as
+// Argo CD's controller sends them to its repo-server.
+func (a *Auditor) helmOptions(app *argocd.App, target, revision string) (*render.HelmOptions, error) {
+	if app == nil || !strings.HasPrefix(target, "@") {
+		return nil, nil
+	}
+	if _, err := a.Repo.ReadFile(revision, path.Join(render.TargetPath(target), "Chart.yaml")); err != nil {
+		return nil, nil // not a chart (or not there: the render says so)
+	}
+	srv, err := a.Live.Server()
+	if err != nil {
+		return nil, fmt.Errorf("Application %s: the cluster's version and API versions, which its chart is rendered with: %w", app.Name, err)
+	}
+	return app.HelmOptions(revision, argocd.Cluster{KubeVersion: srv.Version, APIVersions: srv.APIVersions}), nil
 }
 
 // stopwatch returns a function that reports the time since its last call under a stage name.

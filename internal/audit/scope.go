@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
 	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -60,7 +61,7 @@ func (a *Auditor) revisions(app *argocd.App, req Request) (desired, head string,
 // namespace the API server would ignore — and returns their kinds, and Unknown objects of kinds
 // it lacks. A render given as JSON (res.Raw) is decoded one object at a time, and an object
 // scope leaves as it is is indexed as the JSON it came as.
-func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, kinds []schema.GroupVersionKind, unknown []drift.Object, err error) {
+func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, kinds []schema.GroupVersionKind, unknown []drift.Object, hooks map[drift.Ref]bool, err error) {
 	if destNS == "" {
 		destNS = "default"
 	}
@@ -78,7 +79,7 @@ func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, ki
 		} else {
 			raw, o = res.Raw[i], &unstructured.Unstructured{}
 			if err := o.UnmarshalJSON(raw); err != nil {
-				return nil, nil, nil, fmt.Errorf("%s: object %d of the render: %w", res.Env, i+1, err)
+				return nil, nil, nil, nil, fmt.Errorf("%s: object %d of the render: %w", res.Env, i+1, err)
 			}
 		}
 		m, err := a.Live.Mapping(o.GroupVersionKind())
@@ -101,6 +102,15 @@ func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, ki
 				o.SetNamespace("")
 			}
 		}
+		if hook.IsHook(o) || hook.Skip(o) {
+			// Argo CD runs a hook around a sync (and never applies a Skip one): neither is
+			// in its comparison, nor in the audit.
+			if hooks == nil {
+				hooks = map[drift.Ref]bool{}
+			}
+			hooks[drift.Ref{Group: o.GroupVersionKind().Group, Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}] = true
+			continue
+		}
 		if ns := o.GetNamespace(); namespaced && !a.Live.Covers(ns) {
 			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: ns,
 				Name: o.GetName(), Status: drift.Unknown, Fields: []drift.Field{},
@@ -113,7 +123,7 @@ func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, ki
 		}
 		b.Add(o, raw)
 	}
-	return b.Index(), kinds, unknown, nil
+	return b.Index(), kinds, unknown, hooks, nil
 }
 
 // schemaFor types kinds from the cluster's OpenAPI v3, reusing the last schema while the

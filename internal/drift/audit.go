@@ -86,6 +86,10 @@ type Options struct {
 	// DeclaredElsewhere says whether another Application of the env declares an object: it is
 	// that one's, never Extra here.
 	DeclaredElsewhere func(Ref) bool
+	// Hooks are the objects Git declares as resource hooks (argocd.argoproj.io/hook or
+	// helm.sh/hook): Argo CD runs them around a sync and leaves them out of its comparison, so
+	// one found live is not Extra.
+	Hooks map[Ref]bool
 	// SecretKey keys the HMAC that stands for Secret values in reports (empty: "(redacted)").
 	SecretKey []byte
 	// IgnoreOwnership compares values only: a live side without managedFields (Argo CD's

@@ -79,7 +79,7 @@ func (idx *Index) extras(live LiveReader, opts Options) []Object {
 				list = func() []*unstructured.Unstructured {
 					return filtering.ListWhere(gvk, ns, func(m metav1.Object) bool {
 						r := Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: m.GetName()}
-						return len(m.GetOwnerReferences()) == 0 && !idx.Has(r) && (opts.DeclaredElsewhere == nil || !opts.DeclaredElsewhere(r))
+						return len(m.GetOwnerReferences()) == 0 && !idx.Has(r) && !opts.Hooks[r] && (opts.DeclaredElsewhere == nil || !opts.DeclaredElsewhere(r))
 					})
 				}
 			}
@@ -109,8 +109,8 @@ func (idx *Index) extra(gvk schema.GroupVersionKind, l *unstructured.Unstructure
 	if only, ok := opts.ExtraOnlyIn[ns]; ok && !slices.Contains(only, gvk.GroupKind()) {
 		return nil
 	}
-	if opts.DeclaredElsewhere != nil && opts.DeclaredElsewhere(Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: l.GetName()}) {
-		return nil // another Application's of the env
+	if r := (Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: l.GetName()}); opts.Hooks[r] || opts.DeclaredElsewhere != nil && opts.DeclaredElsewhere(r) {
+		return nil // a hook Git declares, or another Application's of the env
 	}
 	note := ""
 	if app := trackedBy(gvk, l); app != "" {

@@ -45,6 +45,10 @@ type Cache struct {
 	resets    atomic.Int64
 
 	watchStarts atomic.Int64
+
+	serverMu sync.Mutex
+	server   *Server
+	serverAt time.Time
 }
 
 // KindError says a kind of the rendered revision is not served by the cluster (typically its CRD

@@ -281,7 +281,7 @@ func (c *Cache) render(ctx context.Context, s Source, env string) (*recordedRend
 		return c.Worker.render(ctx, s, env, c.Urgent)
 	}
 	rec := &recordingFS{FileSystem: s.fs, root: s.root, probes: map[string]string{}}
-	res, err := Source{fs: rec, root: s.root, revision: s.revision, variant: s.variant}.Render(env)
+	res, err := Source{fs: rec, root: s.root, revision: s.revision, variant: s.variant, helm: s.helm}.Render(env)
 	if err != nil {
 		return nil, err
 	}
@@ -390,6 +390,12 @@ func (e *cacheEntry) matches(s Source) bool {
 	}
 	for k, want := range e.Probes {
 		kind, rel, _ := strings.Cut(k, ":")
+		if kind == probeHelm {
+			if s.helm.digest() != want {
+				return false
+			}
+			continue
+		}
 		p := rel
 		if !filepath.IsAbs(rel) {
 			p = filepath.Join(s.root, rel)

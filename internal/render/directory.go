@@ -17,8 +17,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// renderAppPath renders an Application's source path: kustomize where the path holds a
-// kustomization, else the path as a plain directory.
+// renderAppPath renders an Application's source path as Argo CD tells its type: kustomize where
+// the path holds a kustomization, helm where it holds a Chart.yaml, else a plain directory.
 func (s Source) renderAppPath(rel string) (*Result, error) {
 	rel = path.Clean(rel)
 	if rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
@@ -29,8 +29,8 @@ func (s Source) renderAppPath(rel string) (*Result, error) {
 			return s.RenderPath(rel)
 		}
 	}
-	if s.fs.Exists(filepath.Join(s.root, rel, "Chart.yaml")) {
-		return nil, fmt.Errorf("render %s: a Helm chart (Chart.yaml): the auditor does not render Helm charts yet", rel)
+	if s.isChart(rel) {
+		return s.renderChart(rel)
 	}
 	return s.RenderDirectory(rel)
 }

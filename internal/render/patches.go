@@ -66,7 +66,7 @@ func (s Source) WithPatches(env string, patches []Patch) (Source, error) {
 		}
 	}
 	return Source{fs: &overrideFS{FileSystem: s.fs, path: file, data: out}, root: s.root, revision: s.revision, variant: variant,
-		files: s.files, dir: s.dir, overrides: overrides}, nil
+		files: s.files, dir: s.dir, overrides: overrides, omitted: s.omitted, helm: s.helm}, nil
 }
 
 // RenderWith renders env as Argo CD builds it with an Application's kustomize patches.
@@ -92,11 +92,18 @@ func PatchesDigest(patches []Patch) (string, error) {
 	return hex.EncodeToString(sum[:8]), nil
 }
 
-// CacheRevision is the key a render of revision with patches is cached under.
-func CacheRevision(revision string, patches []Patch) (string, error) {
+// CacheRevision is the key a render of revision with patches and helm options (nil: none) is
+// cached under: what a Source's WithPatches then WithHelm renders.
+func CacheRevision(revision string, patches []Patch, helm *HelmOptions) (string, error) {
 	d, err := PatchesDigest(patches)
-	if err != nil || d == "" || revision == "" {
+	if err != nil {
 		return revision, err
+	}
+	if helm != nil {
+		d = joinVariant(d, "h"+helm.digest())
+	}
+	if d == "" || revision == "" {
+		return revision, nil
 	}
 	return revision + "#" + d, nil
 }

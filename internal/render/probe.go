@@ -28,6 +28,7 @@ const (
 	probeList = "list" // a directory's entries
 	probeTree = "tree" // every file below a directory, with content (Walk)
 	probeGlob = "glob" // a pattern's matches
+	probeHelm = "helm" // the helm options a chart was rendered with (not a read: the Source's)
 )
 
 // probe computes what a read of kind at p finds in fs.
@@ -130,6 +131,13 @@ func (r *recordingFS) note(kind, p string) {
 	v := probe(r.FileSystem, kind, p)
 	r.mu.Lock()
 	r.probes[kind+":"+filepath.ToSlash(rel)] = v
+	r.mu.Unlock()
+}
+
+// noteHelm records the helm options a chart at p was rendered with.
+func (r *recordingFS) noteHelm(p string, h *HelmOptions) {
+	r.mu.Lock()
+	r.probes[probeHelm+":"+filepath.ToSlash(p)] = h.digest()
 	r.mu.Unlock()
 }
 

@@ -57,6 +57,8 @@ type Source struct {
 	overrides map[string][]byte
 	// omitted are a snapshot's files too large to read (gitrepo.Snapshot.Omitted), by size.
 	omitted map[string]int64
+	// helm are the Application's helm options a chart is rendered with (WithHelm).
+	helm *HelmOptions
 }
 
 // FromDir renders from a work tree on disk rooted at dir.

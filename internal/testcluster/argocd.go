@@ -64,7 +64,7 @@ func (c *Cluster) startArgoCD(ctx context.Context, ports []int) error {
 	if p, err := exec.LookPath("redis-server"); err == nil { // the distribution's, where installed
 		redisServer, redisArgs = p, []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--save", "", "--appendonly", "no"}
 	}
-	if err := need("Argo CD", c.bins.ArgoCD, c.bins.Kustomize, redisServer); err != nil {
+	if err := need("Argo CD", c.bins.ArgoCD, c.bins.Kustomize, c.bins.Helm, redisServer); err != nil {
 		return err
 	}
 	module, err := ModuleDir(ctx, "github.com/argoproj/argo-cd/v3", ArgoCDVersion)
@@ -103,7 +103,7 @@ func (c *Cluster) startArgoCD(ctx context.Context, ports []int) error {
 		"ARGOCD_TLS_DATA_PATH=" + filepath.Join(work, "tls"), "ARGOCD_SSH_DATA_PATH=" + filepath.Join(work, "ssh"),
 		"ARGOCD_GNUPGHOME=" + filepath.Join(work, "gpg"), "ARGOCD_GPG_ENABLED=false",
 		"TMPDIR=" + filepath.Join(work, "tmp"),
-		"PATH=" + strings.Join([]string{filepath.Join(work, "bin"), filepath.Dir(c.bins.Kustomize), os.Getenv("PATH")}, string(os.PathListSeparator)),
+		"PATH=" + strings.Join([]string{filepath.Join(work, "bin"), filepath.Dir(c.bins.Kustomize), filepath.Dir(c.bins.Helm), os.Getenv("PATH")}, string(os.PathListSeparator)),
 	}
 	repoAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
 	c.logf("starting argocd-repo-server %s on %s", ArgoCDVersion, repoAddr)

@@ -14,6 +14,7 @@ const (
 	ArgoCDVersion     = "v3.6.1"
 	KwokVersion       = "v0.8.0"
 	KustomizeVersion  = "v5.8.3"
+	HelmVersion       = "v4.3.1"
 	MiniredisVersion  = "v2.40.0"
 )
 
@@ -21,7 +22,7 @@ const (
 type Binaries struct {
 	APIServer, Etcd, Scheduler, ControllerManager string
 	// ArgoCD is the one argocd binary; it runs as the component its name (a symlink) says.
-	ArgoCD, Kwok, Kustomize, Redis string
+	ArgoCD, Kwok, Kustomize, Helm, Redis string
 }
 
 // ErrNoBinaries means the cluster binaries have not been built; `make tools` builds them.
@@ -54,6 +55,7 @@ func FindBinaries() (Binaries, error) {
 		b.ArgoCD = filepath.Join(bin, "argocd-"+ArgoCDVersion, "argocd")
 		b.Kwok = filepath.Join(bin, "kwok-"+KwokVersion, "kwok")
 		b.Kustomize = filepath.Join(bin, "kustomize-"+KustomizeVersion, "kustomize")
+		b.Helm = filepath.Join(bin, "helm-"+HelmVersion, "helm")
 		b.Redis = filepath.Join(bin, "redis-"+MiniredisVersion, "redis")
 	}
 	for _, p := range []string{b.APIServer, b.Etcd} {
