@@ -86,6 +86,80 @@ spec:
   policyName: %[1]s
   validationActions: [Deny]
 `, gate)))
+	// A Helm chart in Git, with the Application's value files, values and parameters, a hook
+	// Argo CD runs before the sync (and leaves in place) and a template on the cluster's version.
+	helmApp := f.Prefix + "-llm-helm"
+	writeYAML(t, f, rootDir+"/helm.yaml", map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": helmApp, "namespace": testcluster.ArgoCDNamespace,
+			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
+		"spec": map[string]any{
+			"project": "default",
+			"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "charts/api",
+				"helm": map[string]any{
+					"releaseName":  f.Prefix + "-api",
+					"valueFiles":   []any{"values-prod.yaml"},
+					"valuesObject": map[string]any{"tier": "gold"},
+					"parameters":   []any{map[string]any{"name": "greeting", "value": "hi,there"}, map[string]any{"name": "revision", "value": "$ARGOCD_APP_REVISION_SHORT"}},
+				}},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
+			"syncPolicy": map[string]any{"automated": map[string]any{"prune": true, "selfHeal": false},
+				"syncOptions": []any{"ServerSideApply=true"}},
+		},
+	})
+	for name, content := range map[string]string{
+		"charts/api/Chart.yaml":          "apiVersion: v2\nname: api\nversion: 0.1.0\nappVersion: \"1.0\"\n",
+		"charts/api/values.yaml":         "replicas: 1\ngreeting: hello\ntier: bronze\nrevision: none\n",
+		"charts/api/values-prod.yaml":    "replicas: 2\n",
+		"charts/api/templates/NOTES.txt": "{{ .Release.Name }} installed\n",
+		"charts/api/templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+  labels: {app: {{ .Release.Name }}, chart: "{{ .Chart.Name }}-{{ .Chart.Version }}"}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec:
+      containers:
+        - name: api
+          image: registry.example.com/llm/api:{{ .Chart.AppVersion }}
+`,
+		"charts/api/templates/service.yaml": `apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  selector: {app: {{ .Release.Name }}}
+  ports: [{port: 80, targetPort: 8080}]
+`,
+		"charts/api/templates/config.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-config
+data:
+  greeting: {{ .Values.greeting | quote }}
+  tier: {{ .Values.tier | quote }}
+  revision: {{ .Values.revision | quote }}
+  namespace: {{ .Release.Namespace }}
+  kube: "{{ .Capabilities.KubeVersion.Major }}.{{ .Capabilities.KubeVersion.Minor }}"
+  monitoring: "{{ .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" }}"
+`,
+		"charts/api/templates/hook.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-before
+  annotations:
+    helm.sh/hook: pre-install,pre-upgrade
+    helm.sh/hook-delete-policy: before-hook-creation
+data:
+  ran: "yes"
+`,
+	} {
+		require.NoError(t, f.Write(name, content))
+	}
 	require.NoError(t, f.Write("extras/settings.json", `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "extras"}, "data": {"mode": "strict"}}`))
 	head := f.Commit("a root Application over prod and extras")
 	rootApp := map[string]any{
@@ -107,11 +181,12 @@ spec:
 	t.Cleanup(func() { // the root orphans what it declares; the extras Application cascades
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", root, "--ignore-not-found", "--wait=false")
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", chart, "--ignore-not-found", "--wait=false")
-		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", extras, "--ignore-not-found", "--wait=true", "--timeout=2m")
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", extras, helmApp, "--ignore-not-found", "--wait=true", "--timeout=2m")
 	})
 	ctx := context.Background()
 	require.NoError(t, cluster.WaitSynced(ctx, root, head, 4*time.Minute))
 	require.NoError(t, cluster.WaitSynced(ctx, extras, head, 4*time.Minute))
+	require.NoError(t, cluster.WaitSynced(ctx, helmApp, head, 4*time.Minute))
 
 	a := newAuditor(t, f)
 	a.RootName = func(string) string { return root }
@@ -127,12 +202,23 @@ spec:
 	assert.Equal(t, chart, rep.Objects[0].Name)
 	assert.Equal(t, root, rep.Objects[0].Application)
 	assert.False(t, rep.InSync, "an Application not audited is not in sync")
-	for _, name := range []string{root, f.App(), extras} {
+	for _, name := range []string{root, f.App(), extras, helmApp} {
 		require.Contains(t, byName, name, "Applications audited: %+v", rep.Applications)
 		assert.Empty(t, byName[name].Error, name)
 		assert.Positive(t, byName[name].Objects, name)
 	}
 	assert.Equal(t, 3, byName[extras].Objects, "the directory's objects (the policy, its binding, a ConfigMap from JSON): %+v", byName[extras])
+	// The chart's objects are the ones Argo CD tracks (its hook is neither audited nor Extra),
+	// and in sync with them: the in-process render is the repo-server's, values and all.
+	tracked := trackedResources(getApp(t, helmApp))
+	assert.Equal(t, map[string]bool{"ConfigMap " + ns + "/" + f.Prefix + "-api-config": true, "Deployment " + ns + "/" + f.Prefix + "-api": true,
+		"Service " + ns + "/" + f.Prefix + "-api": true}, tracked, "what Argo CD tracks of the chart")
+	assert.Equal(t, len(tracked), byName[helmApp].Objects, "the chart's objects audited")
+	cm := f.Kubectl("-n", ns, "get", "configmap", f.Prefix+"-api-config", "-o", "jsonpath={.data}")
+	for _, want := range []string{`"greeting":"hi,there"`, `"tier":"gold"`, `"revision":"` + head[:7] + `"`, `"namespace":"` + ns + `"`, `"monitoring":"true"`} {
+		assert.Contains(t, cm, want, "Argo CD's render, which the auditor's matched")
+	}
+	f.Kubectl("-n", ns, "get", "configmap", f.Prefix+"-api-before") // the hook ran and stays
 
 	// By hand: selfHeal off on extras (its later hand edits stand), then the gate removed.
 	f.Kubectl("-n", testcluster.ArgoCDNamespace, "patch", "application", extras, "--type=merge",
@@ -146,6 +232,9 @@ spec:
 	f.Kubectl("-n", testcluster.ArgoCDNamespace, "patch", "application", f.App(), "--type=json",
 		`-p=[{"op":"add","path":"/spec/ignoreDifferences/-","value":{"group":"apps","kind":"Deployment","name":"vllm-qwen-canary","jsonPointers":["/spec/template/spec/containers/0/image"]}}]`)
 	f.Kubectl("-n", f.NS("inference"), "set", "image", "deploy/vllm-qwen-canary", "vllm=registry.example.com/llm/vllm:6.6.6")
+	// The chart's Deployment scaled by hand, its Service deleted.
+	f.Kubectl("-n", ns, "scale", "deploy/"+f.Prefix+"-api", "--replicas=5")
+	f.Kubectl("-n", ns, "delete", "service", f.Prefix+"-api")
 
 	rep = runAudit(t, a, f.Env)
 	got := map[string]string{}
@@ -158,6 +247,8 @@ spec:
 		"Application " + f.App():                   root + " Modified",
 		"ValidatingAdmissionPolicyBinding " + gate: extras + " Missing",
 		"Deployment vllm-qwen-canary":              f.App() + " Modified",
+		"Deployment " + f.Prefix + "-api":          helmApp + " Modified",
+		"Service " + f.Prefix + "-api":             helmApp + " Missing",
 	}
 	assert.Empty(t, cmp.Diff(want, got), "drift by Application (-want +got):\n%s", dump(rep))
 	for _, o := range rep.Objects {
@@ -170,8 +261,27 @@ spec:
 			assert.Contains(t, o.Note, "ignoreDifferences")
 		case "Deployment vllm-qwen-canary":
 			assert.True(t, hasPath(o, ".spec.template.spec.containers[name=vllm].image"), "the live exemption excuses nothing: %+v", o.Fields)
+		case "Deployment " + f.Prefix + "-api":
+			require.Len(t, o.Fields, 1, "%+v", o.Fields)
+			assert.Equal(t, ".spec.replicas", o.Fields[0].Path)
+			assert.Equal(t, "2", fmt.Sprint(o.Fields[0].Desired), "the value file's, as Argo CD rendered it")
+			assert.Equal(t, "5", fmt.Sprint(o.Fields[0].Live))
+			assert.True(t, strings.HasPrefix(o.Fields[0].Manager, "kubectl"), "the writer: %+v", o.Fields[0])
 		}
 	}
+	// The chart's findings are what Argo CD calls OutOfSync in its status.
+	theirsHelm := map[string]bool{}
+	waitFor(t, "Argo CD compares the chart with the hand-edited cluster", func() bool {
+		theirsHelm = outOfSyncResources(getApp(t, helmApp))
+		return len(theirsHelm) >= 2
+	})
+	oursHelm := map[string]bool{}
+	for _, o := range rep.Objects {
+		if o.Application == helmApp {
+			oursHelm[o.Kind+" "+o.Namespace+"/"+o.Name] = true
+		}
+	}
+	assert.Empty(t, cmp.Diff(theirsHelm, oursHelm), "the chart's drift (-Argo CD +auditor)")
 
 	// The root's findings are what Argo CD calls OutOfSync in the root's status.
 	theirs := map[string]bool{}
@@ -214,6 +324,22 @@ func getApp(t *testing.T, name string) *unstructured.Unstructured {
 	u, err := dyn.Resource(testcluster.ApplicationGVR).Namespace(testcluster.ArgoCDNamespace).Get(context.Background(), name, metav1.GetOptions{})
 	require.NoError(t, err)
 	return u
+}
+
+// trackedResources are the resources of an Application's status Argo CD compares: its hooks,
+// listed with hook: true, are not.
+func trackedResources(app *unstructured.Unstructured) map[string]bool {
+	out := map[string]bool{}
+	resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+	for _, r := range resources {
+		m := r.(map[string]any)
+		if m["hook"] == true {
+			continue
+		}
+		ns, _ := m["namespace"].(string)
+		out[m["kind"].(string)+" "+ns+"/"+m["name"].(string)] = true
+	}
+	return out
 }
 
 func outOfSyncResources(app *unstructured.Unstructured) map[string]bool {
