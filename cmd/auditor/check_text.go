@@ -43,6 +43,17 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 				fmt.Fprintf(w, "  WARNING %s %s: %s\n", v.Rule, v.Object, v.Message)
 			}
 		}
+		if len(e.Applications) > 0 {
+			var parts []string
+			for _, a := range e.Applications {
+				if a.Error == "" {
+					parts = append(parts, fmt.Sprintf("%s (%s, %d objects)", a.Name, a.Path, a.Objects))
+				}
+			}
+			if len(parts) > 0 {
+				fmt.Fprintf(w, "  also rendered and checked: %s\n", strings.Join(parts, ", "))
+			}
+		}
 		writeSecurity(w, e.Security, md)
 		writeGPUPools(w, e.GPUPools, md)
 		check.WriteKVCache(w, e.KVCache, md)

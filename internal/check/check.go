@@ -17,6 +17,7 @@ package check
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -57,6 +58,9 @@ type EnvResult struct {
 	// Apps lists what changes in what the env's app-of-apps syncs from main (apps/<env>: its
 	// Applications, their pins and patches, projects, the GPU stack): it reaches the env unpinned.
 	Apps []Change `json:"apps,omitempty"`
+	// Applications are the env's other Applications (apps/<env> besides its own), rendered from
+	// Git as Argo CD renders them; the rules run on their objects too.
+	Applications []AppRender `json:"applications,omitempty"`
 	// KVCache is how much of each vLLM Deployment's KV cache its --max-num-seqs can use at the
 	// Deployment's traffic profile (WriteKVCache prints it).
 	KVCache []KVCacheUse `json:"kvCache,omitempty"`
@@ -114,10 +118,21 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 			return nil, fmt.Errorf("head %.12s: %w", envHead.Revision(), err)
 		}
 		er.Revision = envHead.Revision()
+		other, appsRendered, v, w, err := otherApplications(headSrc, envHead, env)
+		if err != nil {
+			return nil, fmt.Errorf("head %.12s: %w", envHead.Revision(), err)
+		}
+		h.Objects = append(slices.Clip(h.Objects), other...)
+		er.Applications = appsRendered
+		er.Violations = append(er.Violations, v...)
+		er.Warnings = append(er.Warnings, w...)
 		var baseObjs []*unstructured.Unstructured
 		if envBase, err := releases.source(baseSrc, baseRev, env); err == nil {
 			if b, err := envBase.Render(env); err == nil {
 				baseObjs = b.Objects
+				if other, _, _, _, err := otherApplications(baseSrc, envBase, env); err == nil {
+					baseObjs = append(slices.Clip(baseObjs), other...)
+				}
 			}
 		}
 		er.Changes = diffObjects(baseObjs, h.Objects)
