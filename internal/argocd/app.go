@@ -51,9 +51,26 @@ type App struct {
 	// it can): a Helm chart from a chart repository, several sources, a plugin, directory options.
 	Unrenderable string
 	// Project is the AppProject the Application belongs to.
-	Project    string
+	Project string
+	// Sources are a multi-source Application's sources (nil for one source), each with its own
+	// synced revision; the fields above are those of the one audited first (the env's overlay,
+	// else the first with a path).
+	Sources    []Source
 	helm       *v1alpha1.ApplicationSourceHelm
 	rawIgnores []v1alpha1.ResourceIgnoreDifferences
+}
+
+// Source is one source of a multi-source Application.
+type Source struct {
+	RepoURL, Path, TargetRevision string
+	// Ref names the source for the others' value files ($ref/...).
+	Ref string
+	// SyncedRevision is the commit of this source last synced ("" before a sync).
+	SyncedRevision string
+	// KustomizePatches and KustomizeUnsupported are as the App's, for this source.
+	KustomizePatches     []map[string]any
+	KustomizeUnsupported []string
+	helm                 *v1alpha1.ApplicationSourceHelm
 }
 
 // WithGitSpec returns the Application as Git declares it (git: its manifest in the render that
@@ -69,6 +86,14 @@ func (a *App) WithGitSpec(git *App) *App {
 	out.DestinationServer, out.DestinationName, out.RepoURL = git.DestinationServer, git.DestinationName, git.RepoURL
 	out.KustomizePatches, out.KustomizeUnsupported, out.Unrenderable = git.KustomizePatches, git.KustomizeUnsupported, git.Unrenderable
 	out.Project, out.helm, out.rawIgnores = git.Project, git.helm, git.rawIgnores
+	out.Sources = nil
+	for i, s := range git.Sources {
+		s.SyncedRevision = ""
+		if i < len(a.Sources) {
+			s.SyncedRevision = a.Sources[i].SyncedRevision
+		}
+		out.Sources = append(out.Sources, s)
+	}
 	return &out
 }
 
@@ -129,12 +154,19 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 	src := 0
 	switch {
 	case len(app.Spec.Sources) > 0:
+		src = -1
 		for j, s := range app.Spec.Sources {
 			if strings.HasPrefix(s.Path, "overlays/") {
 				src = j
 				break
 			}
 		}
+		for j, s := range app.Spec.Sources {
+			if src < 0 && s.Path != "" {
+				src = j
+			}
+		}
+		src = max(src, 0)
 		s := app.Spec.Sources[src]
 		a.RepoURL, a.TargetRevision, a.Path = s.RepoURL, s.TargetRevision, s.Path
 		compared = ""
@@ -166,6 +198,9 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 	}
 	var err error
 	if a.KustomizePatches, a.KustomizeUnsupported, err = kustomizeOptions(kustomize); err != nil {
+		return nil, fmt.Errorf("application %s: %w", app.Name, err)
+	}
+	if a.Sources, err = sources(&app, synced); err != nil {
 		return nil, fmt.Errorf("application %s: %w", app.Name, err)
 	}
 	if op := app.Status.OperationState; op != nil {
@@ -230,6 +265,39 @@ func sourceKustomize(app *v1alpha1.Application, src int) *v1alpha1.ApplicationSo
 	return nil
 }
 
+// sources reads a multi-source Application's sources (nil for one source): each as synced (the
+// last history entry's source, when it records one) with its synced revision, else as its spec
+// says with the revision last compared.
+func sources(app *v1alpha1.Application, synced []string) ([]Source, error) {
+	if len(app.Spec.Sources) < 2 {
+		return nil, nil
+	}
+	var last []v1alpha1.ApplicationSource
+	if h := app.Status.History; len(h) > 0 && len(h[len(h)-1].Sources) == len(app.Spec.Sources) {
+		last = h[len(h)-1].Sources
+	}
+	out := make([]Source, len(app.Spec.Sources))
+	for j, s := range app.Spec.Sources {
+		rev := ""
+		if j < len(app.Status.Sync.Revisions) {
+			rev = app.Status.Sync.Revisions[j]
+		}
+		if j < len(synced) && synced[j] != "" {
+			rev = synced[j]
+			if last != nil {
+				s = last[j]
+			}
+		}
+		patches, other, err := kustomizeOptions(s.Kustomize)
+		if err != nil {
+			return nil, fmt.Errorf("source %d: %w", j+1, err)
+		}
+		out[j] = Source{RepoURL: s.RepoURL, Path: s.Path, TargetRevision: s.TargetRevision, Ref: s.Ref, SyncedRevision: rev,
+			KustomizePatches: patches, KustomizeUnsupported: other, helm: s.Helm}
+	}
+	return out, nil
+}
+
 // sourceHelm returns the helm options of source src of the Application's spec.
 func sourceHelm(app *v1alpha1.Application, src int) *v1alpha1.ApplicationSourceHelm {
 	switch {
@@ -275,16 +343,30 @@ func kustomizeOptions(k *v1alpha1.ApplicationSourceKustomize) (patches []map[str
 
 // unrenderable says why a source cannot be rendered in process as Argo CD renders it, or "".
 func unrenderable(app *v1alpha1.Application) string {
+	if d := app.Spec.Destination; !(d.Server == "" && (d.Name == "" || d.Name == "in-cluster") || d.Server == "https://kubernetes.default.svc") {
+		return "a destination other than the cluster the auditor reads (" + d.Server + d.Name + ")"
+	}
 	if len(app.Spec.Sources) > 1 {
-		return fmt.Sprintf("%d sources (a multi-source Application)", len(app.Spec.Sources))
+		for j := range app.Spec.Sources {
+			s := &app.Spec.Sources[j]
+			if s.Path == "" && s.Chart == "" {
+				continue // a ref source: the others read its files
+			}
+			if why := sourceUnrenderable(s); why != "" {
+				return fmt.Sprintf("source %d: %s", j+1, why)
+			}
+		}
+		return ""
 	}
 	src := app.Spec.Source
 	if len(app.Spec.Sources) == 1 {
 		src = &app.Spec.Sources[0]
 	}
-	if d := app.Spec.Destination; !(d.Server == "" && (d.Name == "" || d.Name == "in-cluster") || d.Server == "https://kubernetes.default.svc") {
-		return "a destination other than the cluster the auditor reads (" + d.Server + d.Name + ")"
-	}
+	return sourceUnrenderable(src)
+}
+
+// sourceUnrenderable says why one source cannot be rendered in process, or "".
+func sourceUnrenderable(src *v1alpha1.ApplicationSource) string {
 	switch {
 	case src == nil:
 		return "no source"

@@ -1,6 +1,8 @@
 package argocd
 
 import (
+	"strings"
+
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/version"
 
@@ -21,11 +23,21 @@ type Cluster struct {
 // environment ($ARGOCD_APP_NAME, $ARGOCD_APP_REVISION, ...) substituted, and the cluster's
 // version and API versions unless the source pins its own.
 func (a *App) HelmOptions(revision string, c Cluster) *render.HelmOptions {
-	h := a.helm
+	return a.helmOptions(a.helm, a.RepoURL, a.Path, a.TargetRevision, revision, c)
+}
+
+// SourceHelmOptions are HelmOptions for source j of a multi-source Application. Value files of
+// another source ($ref/...) are listed as they are; the caller reads them (RefValues).
+func (a *App) SourceHelmOptions(j int, revision string, c Cluster) *render.HelmOptions {
+	s := a.Sources[j]
+	return a.helmOptions(s.helm, s.RepoURL, s.Path, s.TargetRevision, revision, c)
+}
+
+func (a *App) helmOptions(h *v1alpha1.ApplicationSourceHelm, repoURL, sourcePath, targetRevision, revision string, c Cluster) *render.HelmOptions {
 	if h == nil {
 		h = &v1alpha1.ApplicationSourceHelm{}
 	}
-	env := a.buildEnv(revision)
+	env := a.buildEnv(repoURL, sourcePath, targetRevision, revision)
 	opts := &render.HelmOptions{
 		ReleaseName: a.Name, Namespace: a.DestinationNamespace,
 		IgnoreMissingValueFiles: h.IgnoreMissingValueFiles, SkipCrds: h.SkipCrds, SkipTests: h.SkipTests,
@@ -48,7 +60,13 @@ func (a *App) HelmOptions(revision string, c Cluster) *render.HelmOptions {
 		opts.KubeVersion = v.String() // as the repo-server parses it: no "v", no vendor suffix
 	}
 	for _, f := range h.ValueFiles {
-		opts.ValueFiles = append(opts.ValueFiles, env.Envsubst(f))
+		if strings.HasPrefix(f, "$") { // another source's: substituted after its ref, as Argo CD does
+			ref, rest, _ := strings.Cut(f, "/")
+			f = ref + "/" + env.Envsubst(rest)
+		} else {
+			f = env.Envsubst(f)
+		}
+		opts.ValueFiles = append(opts.ValueFiles, f)
 	}
 	opts.Values = string(h.ValuesYAML())
 	for _, p := range h.Parameters {
@@ -61,7 +79,7 @@ func (a *App) HelmOptions(revision string, c Cluster) *render.HelmOptions {
 }
 
 // buildEnv is the build environment Argo CD's repo-server substitutes in a source's options.
-func (a *App) buildEnv(revision string) v1alpha1.Env {
+func (a *App) buildEnv(repoURL, sourcePath, targetRevision, revision string) v1alpha1.Env {
 	short := func(n int) string {
 		if len(revision) > n {
 			return revision[:n]
@@ -73,8 +91,8 @@ func (a *App) buildEnv(revision string) v1alpha1.Env {
 		{"ARGOCD_APP_NAME", a.Name}, {"ARGOCD_APP_NAMESPACE", a.DestinationNamespace},
 		{"ARGOCD_APP_PROJECT_NAME", a.Project}, {"ARGOCD_APP_REVISION", revision},
 		{"ARGOCD_APP_REVISION_SHORT", short(7)}, {"ARGOCD_APP_REVISION_SHORT_8", short(8)},
-		{"ARGOCD_APP_SOURCE_REPO_URL", a.RepoURL}, {"ARGOCD_APP_SOURCE_PATH", a.Path},
-		{"ARGOCD_APP_SOURCE_TARGET_REVISION", a.TargetRevision},
+		{"ARGOCD_APP_SOURCE_REPO_URL", repoURL}, {"ARGOCD_APP_SOURCE_PATH", sourcePath},
+		{"ARGOCD_APP_SOURCE_TARGET_REVISION", targetRevision},
 	} {
 		env = append(env, &v1alpha1.EnvEntry{Name: e[0], Value: e[1]})
 	}

@@ -169,17 +169,23 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 		return err
 	}
 	lap("git")
-	patches, err := a.patches(app, req.Env)
-	if err != nil {
-		return err
-	}
-	helm, err := a.helmOptions(app, u.target, u.desired)
-	if err != nil {
-		return err
-	}
-	res, err := a.render(ctx, u.key, u.target, u.desired, patches, helm, u.main && u.target == req.Env && a.background(req))
-	if err != nil {
-		return err
+	var res *render.Result
+	if app != nil && len(app.Sources) > 1 {
+		if res, err = a.renderSources(ctx, u, app, req); err != nil {
+			return err
+		}
+	} else {
+		patches, err := a.patches(app, req.Env)
+		if err != nil {
+			return err
+		}
+		helm, err := a.helmOptions(app, u.target, u.desired)
+		if err != nil {
+			return err
+		}
+		if res, err = a.render(ctx, u.key, u.target, u.desired, patches, helm, u.main && u.target == req.Env && a.background(req)); err != nil {
+			return err
+		}
 	}
 	a.runs.Add(1)
 	lap("render")

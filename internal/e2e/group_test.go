@@ -107,6 +107,28 @@ spec:
 				"syncOptions": []any{"ServerSideApply=true"}},
 		},
 	})
+	// The same chart from a multi-source Application: its value file from a ref source, and a
+	// plain directory as a third source.
+	multi := f.Prefix + "-llm-multi"
+	writeYAML(t, f, rootDir+"/multi.yaml", map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": multi, "namespace": testcluster.ArgoCDNamespace,
+			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
+		"spec": map[string]any{
+			"project": "default",
+			"sources": []any{
+				map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "charts/api",
+					"helm": map[string]any{"releaseName": f.Prefix + "-multi", "valueFiles": []any{"$settings/envs/multi.yaml"}}},
+				map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "ref": "settings"},
+				map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "extras-multi"},
+			},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
+			"syncPolicy": map[string]any{"automated": map[string]any{"prune": true, "selfHeal": false},
+				"syncOptions": []any{"ServerSideApply=true"}},
+		},
+	})
+	require.NoError(t, f.Write("envs/multi.yaml", "greeting: from-the-ref-source\nreplicas: 3\n"))
+	require.NoError(t, f.Write("extras-multi/limits.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+f.Prefix+"-multi-limits\ndata:\n  max: \"10\"\n"))
 	for name, content := range map[string]string{
 		"charts/api/Chart.yaml":          "apiVersion: v2\nname: api\nversion: 0.1.0\nappVersion: \"1.0\"\n",
 		"charts/api/values.yaml":         "replicas: 1\ngreeting: hello\ntier: bronze\nrevision: none\n",
@@ -181,12 +203,13 @@ data:
 	t.Cleanup(func() { // the root orphans what it declares; the extras Application cascades
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", root, "--ignore-not-found", "--wait=false")
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", chart, "--ignore-not-found", "--wait=false")
-		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", extras, helmApp, "--ignore-not-found", "--wait=true", "--timeout=2m")
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", extras, helmApp, multi, "--ignore-not-found", "--wait=true", "--timeout=2m")
 	})
 	ctx := context.Background()
 	require.NoError(t, cluster.WaitSynced(ctx, root, head, 4*time.Minute))
 	require.NoError(t, cluster.WaitSynced(ctx, extras, head, 4*time.Minute))
 	require.NoError(t, cluster.WaitSynced(ctx, helmApp, head, 4*time.Minute))
+	require.NoError(t, cluster.WaitSynced(ctx, multi, head, 4*time.Minute))
 
 	a := newAuditor(t, f)
 	a.RootName = func(string) string { return root }
@@ -202,7 +225,7 @@ data:
 	assert.Equal(t, chart, rep.Objects[0].Name)
 	assert.Equal(t, root, rep.Objects[0].Application)
 	assert.False(t, rep.InSync, "an Application not audited is not in sync")
-	for _, name := range []string{root, f.App(), extras, helmApp} {
+	for _, name := range []string{root, f.App(), extras, helmApp, multi} {
 		require.Contains(t, byName, name, "Applications audited: %+v", rep.Applications)
 		assert.Empty(t, byName[name].Error, name)
 		assert.Positive(t, byName[name].Objects, name)
@@ -219,6 +242,10 @@ data:
 		assert.Contains(t, cm, want, "Argo CD's render, which the auditor's matched")
 	}
 	f.Kubectl("-n", ns, "get", "configmap", f.Prefix+"-api-before") // the hook ran and stays
+	trackedMulti := trackedResources(getApp(t, multi))
+	assert.Len(t, trackedMulti, 4, "the chart's three objects and the directory's ConfigMap: %v", trackedMulti)
+	assert.Equal(t, len(trackedMulti), byName[multi].Objects, "the multi-source Application's objects audited")
+	assert.Contains(t, f.Kubectl("-n", ns, "get", "configmap", f.Prefix+"-multi-config", "-o", "jsonpath={.data.greeting}"), "from-the-ref-source")
 
 	// By hand: selfHeal off on extras (its later hand edits stand), then the gate removed.
 	f.Kubectl("-n", testcluster.ArgoCDNamespace, "patch", "application", extras, "--type=merge",
@@ -235,6 +262,8 @@ data:
 	// The chart's Deployment scaled by hand, its Service deleted.
 	f.Kubectl("-n", ns, "scale", "deploy/"+f.Prefix+"-api", "--replicas=5")
 	f.Kubectl("-n", ns, "delete", "service", f.Prefix+"-api")
+	// The multi-source Application's ConfigMap from the ref source's value edited by hand.
+	f.Kubectl("-n", ns, "patch", "configmap", f.Prefix+"-multi-config", "--type=merge", `-p={"data":{"greeting":"by-hand"}}`)
 
 	rep = runAudit(t, a, f.Env)
 	got := map[string]string{}
@@ -249,6 +278,7 @@ data:
 		"Deployment vllm-qwen-canary":              f.App() + " Modified",
 		"Deployment " + f.Prefix + "-api":          helmApp + " Modified",
 		"Service " + f.Prefix + "-api":             helmApp + " Missing",
+		"ConfigMap " + f.Prefix + "-multi-config":  multi + " Modified",
 	}
 	assert.Empty(t, cmp.Diff(want, got), "drift by Application (-want +got):\n%s", dump(rep))
 	for _, o := range rep.Objects {
@@ -267,22 +297,26 @@ data:
 			assert.Equal(t, "2", fmt.Sprint(o.Fields[0].Desired), "the value file's, as Argo CD rendered it")
 			assert.Equal(t, "5", fmt.Sprint(o.Fields[0].Live))
 			assert.True(t, strings.HasPrefix(o.Fields[0].Manager, "kubectl"), "the writer: %+v", o.Fields[0])
+		case "ConfigMap " + f.Prefix + "-multi-config":
+			require.Len(t, o.Fields, 1, "%+v", o.Fields)
+			assert.Equal(t, "from-the-ref-source", fmt.Sprint(o.Fields[0].Desired), "the ref source's value file")
 		}
 	}
-	// The chart's findings are what Argo CD calls OutOfSync in its status.
-	theirsHelm := map[string]bool{}
-	waitFor(t, "Argo CD compares the chart with the hand-edited cluster", func() bool {
-		theirsHelm = outOfSyncResources(getApp(t, helmApp))
-		return len(theirsHelm) >= 2
-	})
-	oursHelm := map[string]bool{}
-	for _, o := range rep.Objects {
-		if o.Application == helmApp {
-			oursHelm[o.Kind+" "+o.Namespace+"/"+o.Name] = true
+	// The charts' findings are what Argo CD calls OutOfSync in their status.
+	for app, n := range map[string]int{helmApp: 2, multi: 1} {
+		theirs := map[string]bool{}
+		waitFor(t, "Argo CD compares "+app+" with the hand-edited cluster", func() bool {
+			theirs = outOfSyncResources(getApp(t, app))
+			return len(theirs) >= n
+		})
+		ours := map[string]bool{}
+		for _, o := range rep.Objects {
+			if o.Application == app {
+				ours[o.Kind+" "+o.Namespace+"/"+o.Name] = true
+			}
 		}
+		assert.Empty(t, cmp.Diff(theirs, ours), "%s's drift (-Argo CD +auditor)", app)
 	}
-	assert.Empty(t, cmp.Diff(theirsHelm, oursHelm), "the chart's drift (-Argo CD +auditor)")
-
 	// The root's findings are what Argo CD calls OutOfSync in the root's status.
 	theirs := map[string]bool{}
 	waitFor(t, "Argo CD compares the root with the hand-edited Applications", func() bool {

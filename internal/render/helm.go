@@ -47,6 +47,10 @@ type HelmOptions struct {
 	// ValueFiles are --values, relative to the chart (an absolute path is from the repository
 	// root); a glob expands in lexical order.
 	ValueFiles []string `json:"valueFiles,omitempty"`
+	// RefValues are the value files that name another source of a multi-source Application
+	// ("$values/envs/prod.yaml", as ValueFiles lists them) with their content, read by the caller
+	// from that source at its revision.
+	RefValues map[string]string `json:"refValues,omitempty"`
 	// IgnoreMissingValueFiles skips value files that do not exist instead of failing.
 	IgnoreMissingValueFiles bool `json:"ignoreMissingValueFiles,omitempty"`
 	// Values is helm.values or helm.valuesObject as YAML: the last values file.
@@ -289,9 +293,11 @@ func (s Source) helmValues(rel string, opts *HelmOptions) (map[string]any, error
 	}
 	base := map[string]any{}
 	for _, f := range files {
-		data, err := s.fs.ReadFile(filepath.Join(s.root, f))
-		if err != nil {
-			return nil, fmt.Errorf("values file %s: %w", f, err)
+		data := []byte(opts.RefValues[f])
+		if !strings.HasPrefix(f, "$") {
+			if data, err = s.fs.ReadFile(filepath.Join(s.root, f)); err != nil {
+				return nil, fmt.Errorf("values file %s: %w", f, err)
+			}
 		}
 		m, err := chartloader.LoadValues(bytes.NewReader(data))
 		if err != nil {
@@ -362,7 +368,8 @@ func setValue(v string) string {
 // valueFiles resolves the Application's value files to repository paths, as Argo CD does: a
 // relative path from the chart, an absolute one from the repository root, never outside it; a
 // glob expands in lexical order, an explicit entry keeping its own place; a missing file is an
-// error unless IgnoreMissingValueFiles. URLs and another source's $ref are refused.
+// error unless IgnoreMissingValueFiles. Another source's ($ref/...) comes from RefValues; URLs
+// are refused.
 func (s Source) valueFiles(rel string, opts *HelmOptions) ([]string, error) {
 	explicit := map[string]bool{}
 	for _, v := range opts.ValueFiles {
@@ -379,6 +386,10 @@ func (s Source) valueFiles(rel string, opts *HelmOptions) ([]string, error) {
 		}
 	}
 	for _, v := range opts.ValueFiles {
+		if _, ok := opts.RefValues[v]; ok {
+			add(v) // another source's, read by the caller
+			continue
+		}
 		p, err := s.resolveValueFile(rel, v)
 		if err != nil {
 			return nil, err
@@ -417,7 +428,7 @@ func (s Source) valueFiles(rel string, opts *HelmOptions) ([]string, error) {
 // resolveValueFile is a value file's path from the repository root.
 func (s Source) resolveValueFile(rel, v string) (string, error) {
 	if strings.HasPrefix(v, "$") {
-		return "", fmt.Errorf("values file %s names another source: multi-source Applications are not rendered by the auditor yet", v)
+		return "", fmt.Errorf("values file %s names a source the Application does not have (no ref %s among its sources)", v, strings.SplitN(v, "/", 2)[0])
 	}
 	if i := strings.Index(v, "://"); i > 0 && !strings.ContainsAny(v[:i], "/.") {
 		return "", fmt.Errorf("values file %s is a URL: the auditor renders value files from the repository only", v)

@@ -162,7 +162,7 @@ func TestHelmChartErrorsNameTheCause(t *testing.T) {
 		{"plain", HelmOptions{ValueFiles: []string{"missing.yaml"}, Values: "name: x\n"}, "values file missing.yaml: plain/missing.yaml does not exist"},
 		{"plain", HelmOptions{ValueFiles: []string{"../../outside.yaml"}}, "outside the repository"},
 		{"plain", HelmOptions{ValueFiles: []string{"https://example.com/v.yaml"}}, "is a URL"},
-		{"plain", HelmOptions{ValueFiles: []string{"$values/v.yaml"}}, "names another source"},
+		{"plain", HelmOptions{ValueFiles: []string{"$values/v.yaml"}}, "names a source the Application does not have"},
 		{"kube", HelmOptions{KubeVersion: "1.37.2"}, "chart requires kubeVersion: >=1.99.0"},
 	} {
 		_, err := src.WithHelm(&tc.opts).Render(AppTarget(tc.path))

@@ -216,8 +216,8 @@ func (c *Cluster) apply(ctx context.Context, objs []*unstructured.Unstructured, 
 }
 
 // WaitSynced waits until Argo CD has synced the Application app (in ArgoCDNamespace) to rev: its
-// last sync operation succeeded at rev and its sync status names rev. A failed operation at rev
-// ends the wait with Argo CD's messages.
+// last sync operation succeeded at rev and its sync status names rev (a multi-source
+// Application's first source). A failed operation at rev ends the wait with Argo CD's messages.
 func (c *Cluster) WaitSynced(ctx context.Context, app, rev string, timeout time.Duration) error {
 	dyn, err := c.Dynamic()
 	if err != nil {
@@ -227,12 +227,20 @@ func (c *Cluster) WaitSynced(ctx context.Context, app, rev string, timeout time.
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		u, err := dyn.Resource(ApplicationGVR).Namespace(ArgoCDNamespace).Get(ctx, app, metav1.GetOptions{})
 		if err != nil {
-			last = err.Error()
+			if ctx.Err() == nil {
+				last = err.Error()
+			}
 			return false, nil
 		}
 		phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
 		opRev, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "syncResult", "revision")
 		syncRev, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision")
+		if revs, _, _ := unstructured.NestedStringSlice(u.Object, "status", "operationState", "syncResult", "revisions"); opRev == "" && len(revs) > 0 {
+			opRev = revs[0] // a multi-source Application: its first source's
+		}
+		if revs, _, _ := unstructured.NestedStringSlice(u.Object, "status", "sync", "revisions"); syncRev == "" && len(revs) > 0 {
+			syncRev = revs[0]
+		}
 		msg, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "message")
 		last = fmt.Sprintf("operation %s at %.8s (%s), sync revision %.8s", phase, opRev, msg, syncRev)
 		if opRev == rev && (phase == "Failed" || phase == "Error") {
