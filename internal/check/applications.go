@@ -2,6 +2,9 @@ package check
 
 import (
 	"fmt"
+	"path"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -50,8 +53,8 @@ func otherApplications(apps, src render.Source, env string) (objs []*unstructure
 		switch {
 		case app.Unrenderable != "":
 			ar.Error = "not rendered: " + app.Unrenderable
-		case platform != "" && !argocd.SameRepo(app.RepoURL, platform):
-			ar.Error = "not rendered: its source is another repository (" + app.RepoURL + ")"
+		case platform != "" && otherRepo(app, platform) != "":
+			ar.Error = "not rendered: its source is another repository (" + otherRepo(app, platform) + ")"
 		case len(app.KustomizeUnsupported) > 0:
 			ar.Error = fmt.Sprintf("not rendered: kustomize options the auditor does not apply yet (%v)", app.KustomizeUnsupported)
 		}
@@ -60,15 +63,10 @@ func otherApplications(apps, src render.Source, env string) (objs []*unstructure
 			out = append(out, ar)
 			continue
 		}
-		target := render.AppTarget(app.Path)
-		s, err := src.WithPatches(target, app.KustomizePatches)
-		if err == nil {
-			// Offline there is no destination cluster: helm's default version and API versions.
-			var r *render.Result
-			if r, err = s.WithHelm(app.HelmOptions(src.Revision(), argocd.Cluster{})).Render(target); err == nil {
-				ar.Objects = len(r.Objects)
-				objs = append(objs, withDestination(r.Objects, app.DestinationNamespace)...)
-			}
+		rendered, err := renderApplication(src, app)
+		for _, r := range rendered {
+			ar.Objects += len(r.Objects)
+			objs = append(objs, withDestination(r.Objects, app.DestinationNamespace)...)
 		}
 		if err != nil {
 			ar.Error = err.Error()
@@ -77,6 +75,79 @@ func otherApplications(apps, src render.Source, env string) (objs []*unstructure
 		out = append(out, ar)
 	}
 	return objs, out, violations, warnings, nil
+}
+
+// otherRepo is the first repository among the Application's sources that is not platform, or "".
+func otherRepo(app *argocd.App, platform string) string {
+	if !argocd.SameRepo(app.RepoURL, platform) {
+		return app.RepoURL
+	}
+	for _, s := range app.Sources {
+		if (s.Path != "" || s.Ref != "") && !argocd.SameRepo(s.RepoURL, platform) {
+			return s.RepoURL
+		}
+	}
+	return ""
+}
+
+// renderApplication renders an Application's sources with a path from src. Offline there is no
+// destination cluster: charts get helm's default version and API versions. A ref source's value
+// files are read from src too (the env's revision).
+func renderApplication(src render.Source, app *argocd.App) ([]*render.Result, error) {
+	type one struct {
+		path    string
+		patches []render.Patch
+		helm    *render.HelmOptions
+	}
+	var todo []one
+	if len(app.Sources) < 2 {
+		todo = append(todo, one{app.Path, app.KustomizePatches, app.HelmOptions(src.Revision(), argocd.Cluster{})})
+	}
+	for j, s := range app.Sources {
+		if s.Path == "" {
+			continue
+		}
+		if len(s.KustomizeUnsupported) > 0 {
+			return nil, fmt.Errorf("source %d sets kustomize options the auditor does not apply yet (%v)", j+1, s.KustomizeUnsupported)
+		}
+		h := app.SourceHelmOptions(j, src.Revision(), argocd.Cluster{})
+		for _, f := range h.ValueFiles {
+			ref, rest, _ := strings.Cut(f, "/")
+			for _, r := range app.Sources {
+				if r.Ref != "" && "$"+r.Ref == ref {
+					data, err := src.ReadFile(path.Clean(strings.TrimPrefix(rest, "/")))
+					if err != nil && !h.IgnoreMissingValueFiles {
+						return nil, fmt.Errorf("source %d: values file %s: %w", j+1, f, err)
+					}
+					if err == nil {
+						if h.RefValues == nil {
+							h.RefValues = map[string]string{}
+						}
+						h.RefValues[f] = string(data)
+					}
+				}
+			}
+		}
+		h.ValueFiles = slices.DeleteFunc(h.ValueFiles, func(f string) bool {
+			_, read := h.RefValues[f]
+			return strings.HasPrefix(f, "$") && !read && h.IgnoreMissingValueFiles
+		})
+		todo = append(todo, one{s.Path, s.KustomizePatches, h})
+	}
+	var out []*render.Result
+	for _, o := range todo {
+		target := render.AppTarget(o.path)
+		s, err := src.WithPatches(target, o.patches)
+		if err != nil {
+			return out, err
+		}
+		r, err := s.WithHelm(o.helm).Render(target)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // clusterScoped are the built-in kinds of the Kubernetes API that have no namespace (kubectl

@@ -119,3 +119,49 @@ func changeNames(cs []Change) []string {
 	}
 	return out
 }
+
+// A multi-source Application: the chart with a value file from a ref source of the same
+// repository; check renders it with that file.
+func TestCheckRendersMultiSourceApplications(t *testing.T) {
+	dir, commit, edit := repoCopy(t)
+	for name, content := range chartFiles {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "settings"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "settings/api.yaml"), []byte("image:\n  tag: latest\n"), 0o644))
+	app := strings.Replace(chartApp, `  source:
+    repoURL: https://git.example.com/platform/llm-gitops.git
+    targetRevision: main
+    path: charts/api
+    helm:
+      valueFiles: [values-prod.yaml]
+      parameters:
+        - name: image.tag
+          value: "1.0.0"
+`, `  sources:
+    - repoURL: https://git.example.com/platform/llm-gitops.git
+      targetRevision: main
+      path: charts/api
+      helm:
+        valueFiles: [values-prod.yaml, $settings/settings/api.yaml]
+    - repoURL: https://git.example.com/platform/llm-gitops.git
+      targetRevision: main
+      ref: settings
+`, 1)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "apps/prod/api-chart.yaml"), []byte(app), 0o644))
+	edit("apps/prod/kustomization.yaml", "  - llm-prod.yaml\n", "  - llm-prod.yaml\n  - api-chart.yaml\n")
+	commit("a multi-source chart Application")
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	res, err := Run(repo, "HEAD~2", "HEAD")
+	require.NoError(t, err)
+	prod := res.Envs[0]
+	assert.Contains(t, prod.Applications, AppRender{Name: "api-chart", Path: "charts/api", Objects: 1})
+	var msgs []string
+	for _, v := range prod.Violations {
+		msgs = append(msgs, v.Rule+": "+v.Message)
+	}
+	assert.Contains(t, strings.Join(msgs, "\n"), "llm-images-pinned: images must be pinned by tag or digest (not :latest, not untagged): registry.example.com/llm/api:latest",
+		"the ref source's value file set the tag")
+}

@@ -136,6 +136,11 @@ func AtRevision(repo *gitrepo.Repo, rev string) (Source, error) {
 // Has reports whether the repository holds a file (slash-separated path).
 func (s Source) Has(rel string) bool { return s.fs.Exists(filepath.Join(s.root, rel)) }
 
+// ReadFile reads a file of the repository (slash-separated path).
+func (s Source) ReadFile(rel string) ([]byte, error) {
+	return s.fs.ReadFile(filepath.Join(s.root, filepath.FromSlash(rel)))
+}
+
 // Revision is the commit the source was read from ("" for a work tree).
 func (s Source) Revision() string { return s.revision }
 
