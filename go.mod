@@ -33,6 +33,10 @@ replace (
 	k8s.io/kms => k8s.io/kms v0.37.2
 	k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.37.2
 	k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.37.2
+
+	// kustomize/kustomize/v5 v5.8.3 (its edit commands, as Argo CD runs them) asks for a
+	// kube-openapi the module proxy does not serve; the one argo-cd/v3 builds with works.
+	k8s.io/kube-openapi => k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
 	k8s.io/kube-proxy => k8s.io/kube-proxy v0.37.2
 	k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.37.2
 	k8s.io/kubectl => k8s.io/kubectl v0.37.2
@@ -72,10 +76,10 @@ require (
 	k8s.io/apiserver v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/klog/v2 v2.140.0
-	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
+	k8s.io/kube-openapi v0.0.0-20261001230523-97fa35140926
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
-	sigs.k8s.io/kustomize/api v0.21.2
-	sigs.k8s.io/kustomize/kyaml v0.21.2
+	sigs.k8s.io/kustomize/api v0.21.3
+	sigs.k8s.io/kustomize/kyaml v0.21.3
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -247,5 +251,7 @@ require (
 	oras.land/oras-go/v2 v2.6.2 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
+	sigs.k8s.io/kustomize/cmd/config v0.21.3 // indirect
+	sigs.k8s.io/kustomize/kustomize/v5 v5.8.3 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 )

@@ -44,8 +44,8 @@ type App struct {
 	// Argo CD recorded one): Argo CD appends them to the overlay's patches before it builds, and
 	// so must a render of what it applied (render.Source.WithPatches).
 	KustomizePatches []map[string]any
-	// KustomizeUnsupported names the source's other kustomize options (namePrefix, images, ...),
-	// which the auditor does not apply: a render without them is not what Argo CD applied.
+	// KustomizeUnsupported names the source's kustomize options the auditor does not apply
+	// (version, kubeVersion, apiVersions): a render without them is not what Argo CD applied.
 	KustomizeUnsupported []string
 	// Unrenderable says why the auditor cannot render the source the way Argo CD does ("" when
 	// it can): a Helm chart from a chart repository, several sources, a plugin, directory options.
@@ -57,6 +57,7 @@ type App struct {
 	// else the first with a path).
 	Sources    []Source
 	helm       *v1alpha1.ApplicationSourceHelm
+	kustomize  *v1alpha1.ApplicationSourceKustomize
 	rawIgnores []v1alpha1.ResourceIgnoreDifferences
 }
 
@@ -71,6 +72,7 @@ type Source struct {
 	KustomizePatches     []map[string]any
 	KustomizeUnsupported []string
 	helm                 *v1alpha1.ApplicationSourceHelm
+	kustomize            *v1alpha1.ApplicationSourceKustomize
 }
 
 // WithGitSpec returns the Application as Git declares it (git: its manifest in the render that
@@ -85,7 +87,7 @@ func (a *App) WithGitSpec(git *App) *App {
 	out.Path, out.TargetRevision, out.DestinationNamespace = git.Path, git.TargetRevision, git.DestinationNamespace
 	out.DestinationServer, out.DestinationName, out.RepoURL = git.DestinationServer, git.DestinationName, git.RepoURL
 	out.KustomizePatches, out.KustomizeUnsupported, out.Unrenderable = git.KustomizePatches, git.KustomizeUnsupported, git.Unrenderable
-	out.Project, out.helm, out.rawIgnores = git.Project, git.helm, git.rawIgnores
+	out.Project, out.helm, out.kustomize, out.rawIgnores = git.Project, git.helm, git.kustomize, git.rawIgnores
 	out.Sources = nil
 	for i, s := range git.Sources {
 		s.SyncedRevision = ""
@@ -197,6 +199,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 		}
 	}
 	var err error
+	a.kustomize = kustomize
 	if a.KustomizePatches, a.KustomizeUnsupported, err = kustomizeOptions(kustomize); err != nil {
 		return nil, fmt.Errorf("application %s: %w", app.Name, err)
 	}
@@ -293,7 +296,7 @@ func sources(app *v1alpha1.Application, synced []string) ([]Source, error) {
 			return nil, fmt.Errorf("source %d: %w", j+1, err)
 		}
 		out[j] = Source{RepoURL: s.RepoURL, Path: s.Path, TargetRevision: s.TargetRevision, Ref: s.Ref, SyncedRevision: rev,
-			KustomizePatches: patches, KustomizeUnsupported: other, helm: s.Helm}
+			KustomizePatches: patches, KustomizeUnsupported: other, helm: s.Helm, kustomize: s.Kustomize}
 	}
 	return out, nil
 }
@@ -324,8 +327,9 @@ func kustomizeOptions(k *v1alpha1.ApplicationSourceKustomize) (patches []map[str
 			return nil, nil, fmt.Errorf("kustomize patches: %w", err)
 		}
 	}
-	rest := *k
-	rest.Patches = nil
+	// What the auditor applies (Kustomize: namePrefix ... components) is not listed; the rest
+	// (a kustomize version of its own, kubeVersion and apiVersions for helmCharts) is.
+	rest := v1alpha1.ApplicationSourceKustomize{Version: k.Version, KubeVersion: k.KubeVersion, APIVersions: k.APIVersions}
 	data, err := json.Marshal(rest)
 	if err != nil {
 		return nil, nil, err

@@ -1,6 +1,7 @@
 package argocd
 
 import (
+	"github.com/llm-gitops/platform/internal/render"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -116,13 +117,21 @@ func TestKustomizePatchesAreTheSyncedSources(t *testing.T) {
 		"patch":  `[{"op":"replace","path":"/spec/minReplicas","value":6}]`,
 	}}, a.KustomizePatches)
 	assert.Empty(t, a.KustomizeUnsupported, "the synced source has no other option")
+	k, err := a.KustomizeOptions("aaa")
+	require.NoError(t, err)
+	assert.Nil(t, k, "the synced source's options, not the spec's namePrefix")
 
 	unsynced := application(t, `
   sync: {status: OutOfSync, revision: bbb}
 `)
-	require.NoError(t, unstructured.SetNestedField(unsynced.Object, map[string]any{"namePrefix": "x-", "images": []any{"a=b"}}, "spec", "source", "kustomize"))
+	require.NoError(t, unstructured.SetNestedField(unsynced.Object, map[string]any{"namePrefix": "x-",
+		"images": []any{"api=registry.example.com/api:$ARGOCD_APP_REVISION_SHORT"}, "kubeVersion": "1.30"}, "spec", "source", "kustomize"))
 	a, err = FromUnstructured(unsynced)
 	require.NoError(t, err)
 	assert.Nil(t, a.KustomizePatches)
-	assert.Equal(t, []string{"images", "namePrefix"}, a.KustomizeUnsupported)
+	assert.Equal(t, []string{"kubeVersion"}, a.KustomizeUnsupported, "what the auditor does not apply")
+	k, err = a.KustomizeOptions("bbb1234567")
+	require.NoError(t, err)
+	assert.Equal(t, &render.KustomizeOptions{NamePrefix: "x-", Images: []string{"api=registry.example.com/api:bbb1234"}}, k,
+		"the build environment substituted as Argo CD does")
 }

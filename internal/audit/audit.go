@@ -179,11 +179,16 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 		if err != nil {
 			return err
 		}
-		helm, err := a.helmOptions(app, u.target, u.desired)
-		if err != nil {
+		v := render.Variant{Patches: patches}
+		if v.Helm, err = a.helmOptions(app, u.target, u.desired); err != nil {
 			return err
 		}
-		if res, err = a.render(ctx, u.key, u.target, u.desired, patches, helm, u.main && u.target == req.Env && a.background(req)); err != nil {
+		if app != nil {
+			if v.Kustomize, err = app.KustomizeOptions(u.desired); err != nil {
+				return fmt.Errorf("Application %s: %w", u.name, err)
+			}
+		}
+		if res, err = a.render(ctx, u.key, u.target, u.desired, v, u.main && u.target == req.Env && a.background(req)); err != nil {
 			return err
 		}
 	}

@@ -15,17 +15,17 @@ import (
 	"github.com/llm-gitops/platform/internal/render"
 )
 
-// render renders env at revision with the Application's kustomize patches, as Argo CD builds
-// it, through the render cache when the Auditor has one. What the cache answers comes as JSON
+// render renders env at revision with the Application's source options (v: kustomize options
+// and patches, helm options), as Argo CD builds it, through the render cache when the Auditor has one. What the cache answers comes as JSON
 // (Result.Raw), decoded one object at a time by the audit. With background, a render the cache
 // cannot answer is left running in the background and a RenderingError returned; the audit after
 // it ends gets its result.
 //
 // unit keys the background render (the env for its own Application); target is what is rendered
 // and cached (the env's overlay, or an Application's path: render.AppTarget).
-func (a *Auditor) render(ctx context.Context, unit, target, revision string, patches []render.Patch, helm *render.HelmOptions, background bool) (*render.Result, error) {
+func (a *Auditor) render(ctx context.Context, unit, target, revision string, v render.Variant, background bool) (*render.Result, error) {
 	env := unit
-	key, err := render.CacheRevision(revision, patches, helm)
+	key, err := render.CacheRevision(revision, v)
 	if err != nil {
 		return nil, err
 	}
@@ -49,10 +49,9 @@ func (a *Auditor) render(ctx context.Context, unit, target, revision string, pat
 	if err != nil {
 		return nil, err
 	}
-	if src, err = src.WithPatches(target, patches); err != nil {
+	if src, err = src.WithVariant(target, v); err != nil {
 		return nil, err
 	}
-	src = src.WithHelm(helm)
 	if res, ok := src.CachedRaw(target, a.Renders); ok {
 		if background {
 			a.stopBackground(env, key)

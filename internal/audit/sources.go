@@ -44,7 +44,11 @@ func (a *Auditor) renderSources(ctx context.Context, u *prepared, app *argocd.Ap
 		if err != nil {
 			return nil, err
 		}
-		res, err := a.render(ctx, u.key+"#"+strconv.Itoa(j+1), target, rev, s.KustomizePatches, helm, false)
+		k, err := app.SourceKustomizeOptions(j, rev)
+		if err != nil {
+			return nil, fmt.Errorf("Application %s, source %d: %w", u.name, j+1, err)
+		}
+		res, err := a.render(ctx, u.key+"#"+strconv.Itoa(j+1), target, rev, render.Variant{Kustomize: k, Patches: s.KustomizePatches, Helm: helm}, false)
 		if err != nil {
 			return nil, fmt.Errorf("Application %s, source %d: %w", u.name, j+1, err)
 		}
@@ -156,4 +160,3 @@ func (a *Auditor) sourceHelmOptions(app *argocd.App, j int, target, rev string, 
 	h.ValueFiles = files
 	return h, nil
 }
-

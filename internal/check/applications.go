@@ -56,7 +56,7 @@ func otherApplications(apps, src render.Source, env string) (objs []*unstructure
 		case platform != "" && otherRepo(app, platform) != "":
 			ar.Error = "not rendered: its source is another repository (" + otherRepo(app, platform) + ")"
 		case len(app.KustomizeUnsupported) > 0:
-			ar.Error = fmt.Sprintf("not rendered: kustomize options the auditor does not apply yet (%v)", app.KustomizeUnsupported)
+			ar.Error = fmt.Sprintf("not rendered: kustomize options the auditor does not apply (%v)", app.KustomizeUnsupported)
 		}
 		if ar.Error != "" {
 			warnings = append(warnings, Violation{Rule: "application-renders", Object: name, Message: ar.Error})
@@ -95,13 +95,16 @@ func otherRepo(app *argocd.App, platform string) string {
 // files are read from src too (the env's revision).
 func renderApplication(src render.Source, app *argocd.App) ([]*render.Result, error) {
 	type one struct {
-		path    string
-		patches []render.Patch
-		helm    *render.HelmOptions
+		path string
+		v    render.Variant
 	}
 	var todo []one
 	if len(app.Sources) < 2 {
-		todo = append(todo, one{app.Path, app.KustomizePatches, app.HelmOptions(src.Revision(), argocd.Cluster{})})
+		k, err := app.KustomizeOptions(src.Revision())
+		if err != nil {
+			return nil, err
+		}
+		todo = append(todo, one{app.Path, render.Variant{Kustomize: k, Patches: app.KustomizePatches, Helm: app.HelmOptions(src.Revision(), argocd.Cluster{})}})
 	}
 	for j, s := range app.Sources {
 		if s.Path == "" {
@@ -132,16 +135,20 @@ func renderApplication(src render.Source, app *argocd.App) ([]*render.Result, er
 			_, read := h.RefValues[f]
 			return strings.HasPrefix(f, "$") && !read && h.IgnoreMissingValueFiles
 		})
-		todo = append(todo, one{s.Path, s.KustomizePatches, h})
+		k, err := app.SourceKustomizeOptions(j, src.Revision())
+		if err != nil {
+			return nil, err
+		}
+		todo = append(todo, one{s.Path, render.Variant{Kustomize: k, Patches: s.KustomizePatches, Helm: h}})
 	}
 	var out []*render.Result
 	for _, o := range todo {
 		target := render.AppTarget(o.path)
-		s, err := src.WithPatches(target, o.patches)
+		s, err := src.WithVariant(target, o.v)
 		if err != nil {
 			return out, err
 		}
-		r, err := s.WithHelm(o.helm).Render(target)
+		r, err := s.Render(target)
 		if err != nil {
 			return out, err
 		}

@@ -127,6 +127,39 @@ spec:
 				"syncOptions": []any{"ServerSideApply=true"}},
 		},
 	})
+	// A kustomization with the Application's kustomize options (name prefix, image, labels,
+	// replicas), applied by Argo CD with kustomize edit.
+	kust := f.Prefix + "-llm-kust"
+	writeYAML(t, f, rootDir+"/kust.yaml", map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": kust, "namespace": testcluster.ArgoCDNamespace,
+			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
+		"spec": map[string]any{
+			"project": "default",
+			"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "extras-kust",
+				"kustomize": map[string]any{
+					"namePrefix":   f.Prefix + "-k-",
+					"images":       []any{"registry.example.com/llm/worker:$ARGOCD_APP_REVISION_SHORT"},
+					"commonLabels": map[string]any{"tier": "gold"},
+					"replicas":     []any{map[string]any{"name": "worker", "count": 3}},
+				}},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
+			"syncPolicy": map[string]any{"automated": map[string]any{"prune": true, "selfHeal": false},
+				"syncOptions": []any{"ServerSideApply=true"}},
+		},
+	})
+	require.NoError(t, f.Write("extras-kust/kustomization.yaml", "resources: [worker.yaml]\n"))
+	require.NoError(t, f.Write("extras-kust/worker.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: worker}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: worker}}
+  template:
+    metadata: {labels: {app: worker}}
+    spec:
+      containers: [{name: worker, image: registry.example.com/llm/worker:0.1}]
+`))
 	require.NoError(t, f.Write("envs/multi.yaml", "greeting: from-the-ref-source\nreplicas: 3\n"))
 	require.NoError(t, f.Write("extras-multi/limits.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+f.Prefix+"-multi-limits\ndata:\n  max: \"10\"\n"))
 	for name, content := range map[string]string{
@@ -203,13 +236,14 @@ data:
 	t.Cleanup(func() { // the root orphans what it declares; the extras Application cascades
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", root, "--ignore-not-found", "--wait=false")
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", chart, "--ignore-not-found", "--wait=false")
-		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", extras, helmApp, multi, "--ignore-not-found", "--wait=true", "--timeout=2m")
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", extras, helmApp, multi, kust, "--ignore-not-found", "--wait=true", "--timeout=2m")
 	})
 	ctx := context.Background()
 	require.NoError(t, cluster.WaitSynced(ctx, root, head, 4*time.Minute))
 	require.NoError(t, cluster.WaitSynced(ctx, extras, head, 4*time.Minute))
 	require.NoError(t, cluster.WaitSynced(ctx, helmApp, head, 4*time.Minute))
 	require.NoError(t, cluster.WaitSynced(ctx, multi, head, 4*time.Minute))
+	require.NoError(t, cluster.WaitSynced(ctx, kust, head, 4*time.Minute))
 
 	a := newAuditor(t, f)
 	a.RootName = func(string) string { return root }
@@ -225,7 +259,7 @@ data:
 	assert.Equal(t, chart, rep.Objects[0].Name)
 	assert.Equal(t, root, rep.Objects[0].Application)
 	assert.False(t, rep.InSync, "an Application not audited is not in sync")
-	for _, name := range []string{root, f.App(), extras, helmApp, multi} {
+	for _, name := range []string{root, f.App(), extras, helmApp, multi, kust} {
 		require.Contains(t, byName, name, "Applications audited: %+v", rep.Applications)
 		assert.Empty(t, byName[name].Error, name)
 		assert.Positive(t, byName[name].Objects, name)
@@ -242,6 +276,10 @@ data:
 		assert.Contains(t, cm, want, "Argo CD's render, which the auditor's matched")
 	}
 	f.Kubectl("-n", ns, "get", "configmap", f.Prefix+"-api-before") // the hook ran and stays
+	assert.Equal(t, map[string]bool{"Deployment " + ns + "/" + f.Prefix + "-k-worker": true}, trackedResources(getApp(t, kust)))
+	assert.Equal(t, 1, byName[kust].Objects)
+	w := f.Kubectl("-n", ns, "get", "deploy", f.Prefix+"-k-worker", "-o", "jsonpath={.spec.replicas} {.metadata.labels.tier} {.spec.template.spec.containers[0].image}")
+	assert.Equal(t, "3 gold registry.example.com/llm/worker:"+head[:7], w, "Argo CD's kustomize edits, which the auditor's render matched")
 	trackedMulti := trackedResources(getApp(t, multi))
 	assert.Len(t, trackedMulti, 4, "the chart's three objects and the directory's ConfigMap: %v", trackedMulti)
 	assert.Equal(t, len(trackedMulti), byName[multi].Objects, "the multi-source Application's objects audited")
@@ -262,6 +300,8 @@ data:
 	// The chart's Deployment scaled by hand, its Service deleted.
 	f.Kubectl("-n", ns, "scale", "deploy/"+f.Prefix+"-api", "--replicas=5")
 	f.Kubectl("-n", ns, "delete", "service", f.Prefix+"-api")
+	// The kustomize Application's image (set by its options) changed by hand.
+	f.Kubectl("-n", ns, "set", "image", "deploy/"+f.Prefix+"-k-worker", "worker=registry.example.com/llm/worker:hand")
 	// The multi-source Application's ConfigMap from the ref source's value edited by hand.
 	f.Kubectl("-n", ns, "patch", "configmap", f.Prefix+"-multi-config", "--type=merge", `-p={"data":{"greeting":"by-hand"}}`)
 
@@ -279,6 +319,7 @@ data:
 		"Deployment " + f.Prefix + "-api":          helmApp + " Modified",
 		"Service " + f.Prefix + "-api":             helmApp + " Missing",
 		"ConfigMap " + f.Prefix + "-multi-config":  multi + " Modified",
+		"Deployment " + f.Prefix + "-k-worker":     kust + " Modified",
 	}
 	assert.Empty(t, cmp.Diff(want, got), "drift by Application (-want +got):\n%s", dump(rep))
 	for _, o := range rep.Objects {
@@ -303,7 +344,7 @@ data:
 		}
 	}
 	// The charts' findings are what Argo CD calls OutOfSync in their status.
-	for app, n := range map[string]int{helmApp: 2, multi: 1} {
+	for app, n := range map[string]int{helmApp: 2, multi: 1, kust: 1} {
 		theirs := map[string]bool{}
 		waitFor(t, "Argo CD compares "+app+" with the hand-edited cluster", func() bool {
 			theirs = outOfSyncResources(getApp(t, app))

@@ -49,6 +49,11 @@ func ApplicationPatches(src render.Source, env string) ([]render.Patch, error) {
 	if len(a.KustomizeUnsupported) > 0 {
 		return nil, fmt.Errorf("Application %s sets kustomize options the auditor does not apply: %v", a.Name, a.KustomizeUnsupported)
 	}
+	// The env's own Application carries patches (the runtime knobs); its other kustomize
+	// options are applied by the audit, not by the readers of this (check, ledger, schedule).
+	if k, err := a.KustomizeOptions(""); err != nil || !k.Empty() {
+		return nil, fmt.Errorf("Application %s sets kustomize options besides patches (namePrefix, images, labels, ...): check, the ledger and schedules render its overlay with its patches only", a.Name)
+	}
 	return a.KustomizePatches, nil
 }
 

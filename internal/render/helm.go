@@ -103,8 +103,11 @@ func (s Source) WithHelm(h *HelmOptions) Source {
 }
 
 func joinVariant(a, b string) string {
-	if a == "" {
+	switch {
+	case a == "":
 		return b
+	case b == "":
+		return a
 	}
 	return a + "+" + b
 }

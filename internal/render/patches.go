@@ -56,9 +56,7 @@ func (s Source) WithPatches(env string, patches []Patch) (Source, error) {
 	if err != nil {
 		return Source{}, err
 	}
-	if s.variant != "" {
-		variant = s.variant + "+" + variant
-	}
+	variant = joinVariant(s.variant, variant)
 	overrides := map[string][]byte{filepath.ToSlash(rel): out} // what a Worker applies over the files it is sent
 	for k, v := range s.overrides {
 		if _, ok := overrides[k]; !ok {
@@ -92,15 +90,40 @@ func PatchesDigest(patches []Patch) (string, error) {
 	return hex.EncodeToString(sum[:8]), nil
 }
 
-// CacheRevision is the key a render of revision with patches and helm options (nil: none) is
-// cached under: what a Source's WithPatches then WithHelm renders.
-func CacheRevision(revision string, patches []Patch, helm *HelmOptions) (string, error) {
-	d, err := PatchesDigest(patches)
+// Variant is how an Application's source options change the render of its path, applied in
+// Argo CD's order: the kustomize edits, then the patches, then (for a chart) the helm options.
+type Variant struct {
+	Kustomize *KustomizeOptions
+	Patches   []Patch
+	Helm      *HelmOptions
+}
+
+// WithVariant returns the Source rendering target with the variant's options.
+func (s Source) WithVariant(target string, v Variant) (Source, error) {
+	out, err := s.WithKustomize(target, v.Kustomize)
+	if err != nil {
+		return Source{}, err
+	}
+	if out, err = out.WithPatches(target, v.Patches); err != nil {
+		return Source{}, err
+	}
+	return out.WithHelm(v.Helm), nil
+}
+
+// CacheRevision is the key a render of revision with the variant's options is cached under:
+// what a Source's WithVariant renders.
+func CacheRevision(revision string, v Variant) (string, error) {
+	d := ""
+	if !v.Kustomize.Empty() {
+		d = "k" + v.Kustomize.digest()
+	}
+	p, err := PatchesDigest(v.Patches)
 	if err != nil {
 		return revision, err
 	}
-	if helm != nil {
-		d = joinVariant(d, "h"+helm.digest())
+	d = joinVariant(d, p)
+	if v.Helm != nil {
+		d = joinVariant(d, "h"+v.Helm.digest())
 	}
 	if d == "" || revision == "" {
 		return revision, nil

@@ -53,7 +53,7 @@ func TestWithPatchesAsArgoCDBuilds(t *testing.T) {
 	again, err := src.RenderCached("prod", c)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), hpaMin(t, again))
-	key, err := CacheRevision(snap.Revision, patches, nil)
+	key, err := CacheRevision(snap.Revision, Variant{Patches: patches})
 	require.NoError(t, err)
 	hit, ok := c.ByRevision("prod", key)
 	require.True(t, ok)
