@@ -58,6 +58,7 @@ type App struct {
 	Sources    []Source
 	helm       *v1alpha1.ApplicationSourceHelm
 	kustomize  *v1alpha1.ApplicationSourceKustomize
+	source     v1alpha1.ApplicationSource // the audited source, as synced
 	rawIgnores []v1alpha1.ResourceIgnoreDifferences
 }
 
@@ -73,6 +74,7 @@ type Source struct {
 	KustomizeUnsupported []string
 	helm                 *v1alpha1.ApplicationSourceHelm
 	kustomize            *v1alpha1.ApplicationSourceKustomize
+	raw                  v1alpha1.ApplicationSource
 }
 
 // WithGitSpec returns the Application as Git declares it (git: its manifest in the render that
@@ -87,7 +89,7 @@ func (a *App) WithGitSpec(git *App) *App {
 	out.Path, out.TargetRevision, out.DestinationNamespace = git.Path, git.TargetRevision, git.DestinationNamespace
 	out.DestinationServer, out.DestinationName, out.RepoURL = git.DestinationServer, git.DestinationName, git.RepoURL
 	out.KustomizePatches, out.KustomizeUnsupported, out.Unrenderable = git.KustomizePatches, git.KustomizeUnsupported, git.Unrenderable
-	out.Project, out.helm, out.kustomize, out.rawIgnores = git.Project, git.helm, git.kustomize, git.rawIgnores
+	out.Project, out.helm, out.kustomize, out.source, out.rawIgnores = git.Project, git.helm, git.kustomize, git.source, git.rawIgnores
 	out.Sources = nil
 	for i, s := range git.Sources {
 		s.SyncedRevision = ""
@@ -200,6 +202,13 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 	}
 	var err error
 	a.kustomize = kustomize
+	switch {
+	case len(app.Spec.Sources) > src:
+		a.source = *app.Spec.Sources[src].DeepCopy()
+	case app.Spec.Source != nil:
+		a.source = *app.Spec.Source.DeepCopy()
+	}
+	a.source.RepoURL, a.source.Path, a.source.Kustomize, a.source.Helm = a.RepoURL, a.Path, kustomize, a.helm
 	if a.KustomizePatches, a.KustomizeUnsupported, err = kustomizeOptions(kustomize); err != nil {
 		return nil, fmt.Errorf("application %s: %w", app.Name, err)
 	}
@@ -285,7 +294,10 @@ func sources(app *v1alpha1.Application, synced []string) ([]Source, error) {
 		if j < len(app.Status.Sync.Revisions) {
 			rev = app.Status.Sync.Revisions[j]
 		}
-		if j < len(synced) && synced[j] != "" {
+		// The synced revisions are by the index of the synced sources: only when the history
+		// entry has as many as the spec are they this source's.
+		matched := last != nil || len(app.Status.History) == 0 && len(synced) == len(app.Spec.Sources)
+		if matched && j < len(synced) && synced[j] != "" {
 			rev = synced[j]
 			if last != nil {
 				s = last[j]
@@ -296,7 +308,7 @@ func sources(app *v1alpha1.Application, synced []string) ([]Source, error) {
 			return nil, fmt.Errorf("source %d: %w", j+1, err)
 		}
 		out[j] = Source{RepoURL: s.RepoURL, Path: s.Path, TargetRevision: s.TargetRevision, Ref: s.Ref, SyncedRevision: rev,
-			KustomizePatches: patches, KustomizeUnsupported: other, helm: s.Helm, kustomize: s.Kustomize}
+			KustomizePatches: patches, KustomizeUnsupported: other, helm: s.Helm, kustomize: s.Kustomize, raw: *s.DeepCopy()}
 	}
 	return out, nil
 }

@@ -168,6 +168,24 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 	if u.desired, u.head, u.pending, err = a.revisions(app, req); err != nil {
 		return err
 	}
+	if app != nil {
+		// What Argo CD merges into the source before it renders: .argocd-source*.yaml.
+		if app, err = app.WithOverrides(func(rev, name string) ([]byte, error) {
+			if rev == "" || req.Revision != "" {
+				rev = u.desired
+			}
+			return a.Repo.ReadFile(rev, name)
+		}); err != nil {
+			return &unitError{fmt.Sprintf("Application %s: %v", u.name, err)}
+		}
+		u.app = app
+		if err := app.TypeError(); err != nil {
+			return &unitError{fmt.Sprintf("Application %s: %v (Argo CD refuses to render it)", u.name, err)}
+		}
+		if u.group && app.Unrenderable != "" {
+			return &unitError{fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
+		}
+	}
 	lap("git")
 	var res *render.Result
 	if app != nil && len(app.Sources) > 1 {

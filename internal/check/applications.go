@@ -1,7 +1,9 @@
 package check
 
 import (
+	"errors"
 	"fmt"
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
 	"path"
 	"slices"
 	"strings"
@@ -28,7 +30,7 @@ type AppRender struct {
 // check's rules then run on their objects too. An Application check cannot render (a chart
 // repository, another repository, a plugin) is a warning naming why; a render that fails is a
 // violation: Argo CD would fail it too.
-func otherApplications(apps, src render.Source, env string) (objs []*unstructured.Unstructured, out []AppRender, violations, warnings []Violation, err error) {
+func otherApplications(apps, src render.Source, env string) (objs [][]*unstructured.Unstructured, out []AppRender, violations, warnings []Violation, err error) {
 	res, err := apps.RenderApps(env)
 	if err != nil || res == nil {
 		return nil, nil, nil, nil, err
@@ -50,6 +52,15 @@ func otherApplications(apps, src render.Source, env string) (objs []*unstructure
 			continue
 		}
 		ar := AppRender{Name: app.Name, Path: app.Path}
+		if app, err = app.WithOverrides(func(_, name string) ([]byte, error) { return src.ReadFile(name) }); err == nil {
+			err = app.TypeError()
+		}
+		if err != nil {
+			ar.Error = err.Error()
+			violations = append(violations, Violation{Rule: "application-renders", Object: name, Message: err.Error()})
+			out = append(out, ar)
+			continue
+		}
 		switch {
 		case app.Unrenderable != "":
 			ar.Error = "not rendered: " + app.Unrenderable
@@ -64,11 +75,24 @@ func otherApplications(apps, src render.Source, env string) (objs []*unstructure
 			continue
 		}
 		rendered, err := renderApplication(src, app)
+		var mine []*unstructured.Unstructured
 		for _, r := range rendered {
-			ar.Objects += len(r.Objects)
-			objs = append(objs, withDestination(r.Objects, app.DestinationNamespace)...)
+			for _, o := range withDestination(r.Objects, app.DestinationNamespace) {
+				if !hook.IsHook(o) && !hook.Skip(o) { // run around a sync (or never): not what Argo CD keeps applied
+					mine = append(mine, o)
+				}
+			}
 		}
-		if err != nil {
+		ar.Objects = len(mine)
+		if len(mine) > 0 {
+			objs = append(objs, mine)
+		}
+		var limit *render.LimitError
+		switch {
+		case errors.As(err, &limit):
+			ar.Error = "not rendered: " + err.Error()
+			warnings = append(warnings, Violation{Rule: "application-renders", Object: name, Message: ar.Error})
+		case err != nil:
 			ar.Error = err.Error()
 			violations = append(violations, Violation{Rule: "application-renders", Object: name, Message: err.Error()})
 		}

@@ -36,6 +36,8 @@ spec:
 `
 
 var chartFiles = map[string]string{
+	// helm create's test hook (an unpinned image): Argo CD never keeps it applied, so no rule sees it
+	"charts/api/templates/tests/test.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}-test\n  annotations: {helm.sh/hook: test}\nspec:\n  containers: [{name: wget, image: busybox}]\n",
 	"charts/api/Chart.yaml":       "apiVersion: v2\nname: api\nversion: 0.1.0\n",
 	"charts/api/values.yaml":      "replicas: 1\nimage:\n  tag: \"0.9.0\"\n",
 	"charts/api/values-prod.yaml": "replicas: 2\n",
@@ -106,6 +108,19 @@ func TestCheckRendersHelmApplications(t *testing.T) {
 			commit("undo " + tc.name)
 		})
 	}
+	t.Run("a dependency Argo CD would fetch is a warning", func(t *testing.T) {
+		edit("charts/api/Chart.yaml", "version: 0.1.0\n", "version: 0.1.0\ndependencies: [{name: redis, version: 1.0.0, repository: https://charts.example.com}]\n")
+		commit("a chart dependency")
+		res, err := Run(repo, "HEAD~2", "HEAD")
+		require.NoError(t, err)
+		prod := res.Envs[0]
+		assert.True(t, res.Passed, "violations: %+v", prod.Violations)
+		var warned bool
+		for _, w := range prod.Warnings {
+			warned = warned || w.Rule == "application-renders" && strings.Contains(w.Message, "dependencies redis")
+		}
+		assert.True(t, warned, "warnings: %+v", prod.Warnings)
+	})
 }
 
 func changeNames(cs []Change) []string {

@@ -19,6 +19,7 @@ func TestAppTargetRendersAPlainDirectoryAsArgoCDReadsIt(t *testing.T) {
 		"extras/SHOUT.YAML":             []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shout}\n"),
 		"extras/skip.yaml":              []byte("# +argocd:skip-file-rendering\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: skipped}\n"),
 		"chart/Chart.yaml":              []byte("apiVersion: v2\nname: c\nversion: 1.0.0\n"),
+		"chart/templates/cm.yaml":       []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n"),
 		"kustomized/kustomization.yaml": []byte("resources: [cm.yaml]\nnamePrefix: k-\n"),
 		"kustomized/cm.yaml":            []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: d}\n"),
 	}, nil, "abc")
@@ -42,8 +43,10 @@ func TestAppTargetRendersAPlainDirectoryAsArgoCDReadsIt(t *testing.T) {
 
 	_, err = src.Render(AppTarget("extras/bad"))
 	assert.ErrorContains(t, err, "extras/bad/x.yaml:")
-	_, err = src.Render(AppTarget("chart"))
-	assert.ErrorContains(t, err, "Helm chart")
+	res, err = src.Render(AppTarget("chart"))
+	require.NoError(t, err)
+	require.Len(t, res.Objects, 1)
+	assert.Equal(t, "release-name", res.Objects[0].GetName(), "a path with a Chart.yaml is rendered by helm")
 	_, err = src.Render(AppTarget("nowhere"))
 	assert.ErrorContains(t, err, "no such directory")
 	_, err = src.Render(AppTarget("../etc"))

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -136,9 +137,18 @@ func AtRevision(repo *gitrepo.Repo, rev string) (Source, error) {
 // Has reports whether the repository holds a file (slash-separated path).
 func (s Source) Has(rel string) bool { return s.fs.Exists(filepath.Join(s.root, rel)) }
 
-// ReadFile reads a file of the repository (slash-separated path).
+// ReadFile reads a file of the repository (slash-separated path from its root); an absent file
+// is an error wrapping fs.ErrNotExist, a path leaving the repository an error.
 func (s Source) ReadFile(rel string) ([]byte, error) {
-	return s.fs.ReadFile(filepath.Join(s.root, filepath.FromSlash(rel)))
+	clean := path.Clean(rel)
+	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return nil, fmt.Errorf("%s leaves the repository", rel)
+	}
+	p := filepath.Join(s.root, filepath.FromSlash(clean))
+	if !s.fs.Exists(p) || s.fs.IsDir(p) {
+		return nil, fmt.Errorf("%s: %w", clean, fs.ErrNotExist)
+	}
+	return s.fs.ReadFile(p)
 }
 
 // Revision is the commit the source was read from ("" for a work tree).
