@@ -52,6 +52,9 @@ type App struct {
 	Unrenderable string
 	// Project is the AppProject the Application belongs to.
 	Project string
+	// Chart is the chart of a Helm chart repository the source names (spec.source.chart; RepoURL
+	// is the chart repository, TargetRevision its version or constraint); "" for a Git source.
+	Chart string
 	// Sources are a multi-source Application's sources (nil for one source), each with its own
 	// synced revision; the fields above are those of the one audited first (the env's overlay,
 	// else the first with a path).
@@ -87,7 +90,7 @@ func (a *App) WithGitSpec(git *App) *App {
 	}
 	out := *a
 	out.Path, out.TargetRevision, out.DestinationNamespace = git.Path, git.TargetRevision, git.DestinationNamespace
-	out.DestinationServer, out.DestinationName, out.RepoURL = git.DestinationServer, git.DestinationName, git.RepoURL
+	out.DestinationServer, out.DestinationName, out.RepoURL, out.Chart = git.DestinationServer, git.DestinationName, git.RepoURL, git.Chart
 	out.KustomizePatches, out.KustomizeUnsupported, out.Unrenderable = git.KustomizePatches, git.KustomizeUnsupported, git.Unrenderable
 	out.Project, out.helm, out.kustomize, out.source, out.rawIgnores = git.Project, git.helm, git.kustomize, git.source, git.rawIgnores
 	out.Sources = nil
@@ -179,6 +182,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 		}
 	case app.Spec.Source != nil:
 		a.RepoURL, a.TargetRevision, a.Path = app.Spec.Source.RepoURL, app.Spec.Source.TargetRevision, app.Spec.Source.Path
+		a.Chart = app.Spec.Source.Chart
 	}
 	kustomize := sourceKustomize(&app, src)
 	a.helm = sourceHelm(&app, src)
@@ -378,6 +382,9 @@ func unrenderable(app *v1alpha1.Application) string {
 	if len(app.Spec.Sources) == 1 {
 		src = &app.Spec.Sources[0]
 	}
+	if src != nil && src.Chart != "" && len(app.Spec.Sources) == 0 && src.Plugin == nil {
+		return "" // a chart of a chart repository: fetched and rendered
+	}
 	return sourceUnrenderable(src)
 }
 
@@ -387,7 +394,7 @@ func sourceUnrenderable(src *v1alpha1.ApplicationSource) string {
 	case src == nil:
 		return "no source"
 	case src.Chart != "":
-		return fmt.Sprintf("Helm chart %s %s from %s", src.Chart, src.TargetRevision, src.RepoURL)
+		return fmt.Sprintf("Helm chart %s %s from %s among several sources", src.Chart, src.TargetRevision, src.RepoURL)
 	case src.Plugin != nil:
 		return "a config management plugin"
 	case src.Directory != nil && (src.Directory.Recurse || src.Directory.Include != "" || src.Directory.Exclude != "" || !src.Directory.Jsonnet.IsZero()):

@@ -65,7 +65,7 @@ func (a *App) useSource(src v1alpha1.ApplicationSource) error {
 	if a.KustomizePatches, a.KustomizeUnsupported, err = kustomizeOptions(src.Kustomize); err != nil {
 		return err
 	}
-	if len(a.Sources) == 0 && a.Unrenderable == "" {
+	if len(a.Sources) == 0 && a.Unrenderable == "" && src.Chart == "" {
 		a.Unrenderable = sourceUnrenderable(&src)
 	}
 	return nil

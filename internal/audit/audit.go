@@ -65,6 +65,10 @@ type Auditor struct {
 	schemaMu sync.Mutex
 	// gitPatches caches Git's Application patches per env at a branch head (audits without Argo CD).
 	gitPatchesMu sync.Mutex
+	// Charts fetches the charts of chart repositories Applications name (default: anonymous
+	// HTTP(S), created at the first).
+	Charts     *render.Charts
+	chartsOnce sync.Once
 	gitPatches   map[string][]render.Patch
 	schemaKey    string
 	schema       *drift.Schema
@@ -165,6 +169,13 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 		return &unitError{fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
 	}
 	var err error
+	if app != nil && app.Chart != "" && len(app.Sources) == 0 {
+		res, err := a.renderChart(ctx, u, app)
+		if err != nil {
+			return err
+		}
+		return a.index(u, app, res, lap)
+	}
 	if u.desired, u.head, u.pending, err = a.revisions(app, req); err != nil {
 		return err
 	}
@@ -210,6 +221,12 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 			return err
 		}
 	}
+	return a.index(u, app, res, lap)
+}
+
+// index scopes a unit's render: its objects indexed, their kinds, the Unknown ones and hooks.
+func (a *Auditor) index(u *prepared, app *argocd.App, res *render.Result, lap func(string)) error {
+	var err error
 	a.runs.Add(1)
 	lap("render")
 	destNS := ""

@@ -64,6 +64,8 @@ func otherApplications(apps, src render.Source, env string) (objs [][]*unstructu
 		switch {
 		case app.Unrenderable != "":
 			ar.Error = "not rendered: " + app.Unrenderable
+		case app.Chart != "":
+			ar.Error = fmt.Sprintf("not rendered: Helm chart %s %s from %s: check renders from Git and fetches no chart repository", app.Chart, app.TargetRevision, app.RepoURL)
 		case platform != "" && otherRepo(app, platform) != "":
 			ar.Error = "not rendered: its source is another repository (" + otherRepo(app, platform) + ")"
 		case len(app.KustomizeUnsupported) > 0:
