@@ -44,8 +44,13 @@ type Charts struct {
 
 type indexEntry struct {
 	idx *chartIndex
+	err error // a fetch that failed, answered again for FailureTTL
 	at  time.Time
 }
+
+// FailureTTL is how long a chart repository that could not be read is not asked again: an
+// audit does not wait on a repository out of reach at every run.
+var FailureTTL = time.Minute
 
 // chartIndex is the part of a chart repository's index.yaml a fetch reads.
 type chartIndex struct {
@@ -179,23 +184,28 @@ func (c *Charts) index(ctx context.Context, repoURL string) (*chartIndex, error)
 	c.mu.Lock()
 	e, ok := c.indexes[repoURL]
 	c.mu.Unlock()
-	if ok && time.Since(e.at) < ttl {
+	switch {
+	case ok && e.err != nil && time.Since(e.at) < FailureTTL:
+		return nil, e.err
+	case ok && e.err == nil && time.Since(e.at) < ttl:
 		return e.idx, nil
 	}
+	idx := &chartIndex{}
 	data, err := c.get(ctx, strings.TrimSuffix(repoURL, "/")+"/index.yaml")
 	if err != nil {
-		return nil, fmt.Errorf("chart repository %s: %w", repoURL, err)
-	}
-	idx := &chartIndex{}
-	if err := yaml.Unmarshal(data, idx); err != nil {
-		return nil, fmt.Errorf("chart repository %s: index.yaml: %w", repoURL, err)
+		err = fmt.Errorf("chart repository %s: %w", repoURL, err)
+	} else if yerr := yaml.Unmarshal(data, idx); yerr != nil {
+		err = fmt.Errorf("chart repository %s: index.yaml: %w", repoURL, yerr)
 	}
 	c.mu.Lock()
 	if c.indexes == nil {
 		c.indexes = map[string]indexEntry{}
 	}
-	c.indexes[repoURL] = indexEntry{idx: idx, at: time.Now()}
+	c.indexes[repoURL] = indexEntry{idx: idx, err: err, at: time.Now()}
 	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	return idx, nil
 }
 

@@ -83,8 +83,12 @@ entries:
 	assert.ErrorContains(t, err, "its digest is not the index's")
 	_, _, err = c.Fetch(ctx, ChartRef{RepoURL: srv.URL + "/stable", Chart: "svc", Version: "9.*"})
 	assert.ErrorContains(t, err, "no chart version found for svc-9.*")
+	n := gets.Load()
 	_, _, err = c.Fetch(ctx, ChartRef{RepoURL: srv.URL + "/gone", Chart: "svc", Version: "1.2.0"})
 	assert.ErrorContains(t, err, "chart repository "+srv.URL+"/gone")
+	_, _, err = c.Fetch(ctx, ChartRef{RepoURL: srv.URL + "/gone", Chart: "svc", Version: "1.2.0"})
+	assert.ErrorContains(t, err, "chart repository "+srv.URL+"/gone")
+	assert.Equal(t, n+1, gets.Load(), "a repository that failed is not asked again for FailureTTL")
 	_, _, err = c.Fetch(ctx, ChartRef{RepoURL: "oci://registry.example.com/charts", Chart: "svc", Version: "1.2.0"})
 	var limit *LimitError
 	assert.ErrorAs(t, err, &limit)
