@@ -69,9 +69,9 @@ type Auditor struct {
 	// HTTP(S), created at the first).
 	Charts     *render.Charts
 	chartsOnce sync.Once
-	gitPatches   map[string][]render.Patch
-	schemaKey    string
-	schema       *drift.Schema
+	gitPatches map[string][]render.Patch
+	schemaKey  string
+	schema     *drift.Schema
 
 	bgMu sync.Mutex
 	bg   map[string]*bgRender // per env

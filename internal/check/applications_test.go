@@ -38,9 +38,9 @@ spec:
 var chartFiles = map[string]string{
 	// helm create's test hook (an unpinned image): Argo CD never keeps it applied, so no rule sees it
 	"charts/api/templates/tests/test.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}-test\n  annotations: {helm.sh/hook: test}\nspec:\n  containers: [{name: wget, image: busybox}]\n",
-	"charts/api/Chart.yaml":       "apiVersion: v2\nname: api\nversion: 0.1.0\n",
-	"charts/api/values.yaml":      "replicas: 1\nimage:\n  tag: \"0.9.0\"\n",
-	"charts/api/values-prod.yaml": "replicas: 2\n",
+	"charts/api/Chart.yaml":                "apiVersion: v2\nname: api\nversion: 0.1.0\n",
+	"charts/api/values.yaml":               "replicas: 1\nimage:\n  tag: \"0.9.0\"\n",
+	"charts/api/values-prod.yaml":          "replicas: 2\n",
 	"charts/api/templates/deployment.yaml": `apiVersion: apps/v1
 kind: Deployment
 metadata:
