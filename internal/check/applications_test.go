@@ -14,14 +14,7 @@ import (
 
 // A Helm chart in the repository that an Application of apps/prod syncs: the pull request's
 // check renders it with the Application's helm options and runs the rules on its objects.
-const chartApp = `apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: api-chart
-  namespace: argocd
-spec:
-  project: llm-prod
-  source:
+const chartSource = `  source:
     repoURL: https://git.example.com/platform/llm-gitops.git
     targetRevision: main
     path: charts/api
@@ -30,7 +23,16 @@ spec:
       parameters:
         - name: image.tag
           value: "1.0.0"
-  destination:
+`
+
+const chartApp = `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: api-chart
+  namespace: argocd
+spec:
+  project: llm-prod
+` + chartSource + `  destination:
     server: https://kubernetes.default.svc
     namespace: llm-api
 `
@@ -61,10 +63,7 @@ spec:
 
 func TestCheckRendersHelmApplications(t *testing.T) {
 	dir, commit, edit := repoCopy(t)
-	for name, content := range chartFiles {
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-	}
+	writeFiles(t, dir, chartFiles)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "apps/prod/api-chart.yaml"), []byte(chartApp), 0o644))
 	edit("apps/prod/kustomization.yaml", "  - llm-prod.yaml\n", "  - llm-prod.yaml\n  - api-chart.yaml\n")
 	edit("apps/prod/kustomization.yaml", "      - select: {group: argoproj.io, kind: Application, name: llm-prod}\n",
@@ -123,6 +122,15 @@ func TestCheckRendersHelmApplications(t *testing.T) {
 	})
 }
 
+// writeFiles writes files (path from dir → content) into the work tree at dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+}
+
 func changeNames(cs []Change) []string {
 	var out []string
 	for _, c := range cs {
@@ -139,22 +147,9 @@ func changeNames(cs []Change) []string {
 // repository; check renders it with that file.
 func TestCheckRendersMultiSourceApplications(t *testing.T) {
 	dir, commit, edit := repoCopy(t)
-	for name, content := range chartFiles {
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-	}
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "settings"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "settings/api.yaml"), []byte("image:\n  tag: latest\n"), 0o644))
-	app := strings.Replace(chartApp, `  source:
-    repoURL: https://git.example.com/platform/llm-gitops.git
-    targetRevision: main
-    path: charts/api
-    helm:
-      valueFiles: [values-prod.yaml]
-      parameters:
-        - name: image.tag
-          value: "1.0.0"
-`, `  sources:
+	writeFiles(t, dir, chartFiles)
+	writeFiles(t, dir, map[string]string{"settings/api.yaml": "image:\n  tag: latest\n"})
+	app := strings.Replace(chartApp, chartSource, `  sources:
     - repoURL: https://git.example.com/platform/llm-gitops.git
       targetRevision: main
       path: charts/api

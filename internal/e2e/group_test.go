@@ -73,19 +73,10 @@ func TestAppOfAppsAuditsEveryApplicationAndTheApplicationsThemselves(t *testing.
 		"0.1.1": {"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  version: {{ .Chart.Version | quote }}\n  size: {{ .Values.size | quote }}\n",
 			"values.yaml": "size: small\n"},
 	})
-	writeYAML(t, f, rootDir+"/repo.yaml", map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-		"metadata": map[string]any{"name": repoApp, "namespace": testcluster.ArgoCDNamespace,
-			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
-		"spec": map[string]any{
-			"project": "default",
-			"source": map[string]any{"repoURL": charts, "chart": "svc", "targetRevision": "0.1.*",
-				"helm": map[string]any{"releaseName": f.Prefix + "-svc", "parameters": []any{map[string]any{"name": "size", "value": "large"}}}},
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
-			"syncPolicy": map[string]any{"automated": map[string]any{"prune": true, "selfHeal": false},
-				"syncOptions": []any{"ServerSideApply=true"}},
-		},
-	})
+	writeYAML(t, f, rootDir+"/repo.yaml", childApp(repoApp, ns, map[string]any{
+		"source": map[string]any{"repoURL": charts, "chart": "svc", "targetRevision": "0.1.*",
+			"helm": map[string]any{"releaseName": f.Prefix + "-svc", "parameters": []any{map[string]any{"name": "size", "value": "large"}}}},
+	}))
 	require.NoError(t, f.Write("extras/gate.yaml", fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
 metadata:
@@ -115,65 +106,38 @@ spec:
 	// A Helm chart in Git, with the Application's value files, values and parameters, a hook
 	// Argo CD runs before the sync (and leaves in place) and a template on the cluster's version.
 	helmApp := f.Prefix + "-llm-helm"
-	writeYAML(t, f, rootDir+"/helm.yaml", map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-		"metadata": map[string]any{"name": helmApp, "namespace": testcluster.ArgoCDNamespace,
-			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
-		"spec": map[string]any{
-			"project": "default",
-			"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "charts/api",
-				"helm": map[string]any{
-					"releaseName":  f.Prefix + "-api",
-					"valueFiles":   []any{"values-prod.yaml"},
-					"valuesObject": map[string]any{"tier": "gold"},
-					"parameters":   []any{map[string]any{"name": "greeting", "value": "hi,there"}, map[string]any{"name": "revision", "value": "$ARGOCD_APP_REVISION_SHORT"}},
-				}},
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
-			"syncPolicy": map[string]any{"automated": map[string]any{"prune": true, "selfHeal": false},
-				"syncOptions": []any{"ServerSideApply=true"}},
-		},
-	})
+	writeYAML(t, f, rootDir+"/helm.yaml", childApp(helmApp, ns, map[string]any{
+		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "charts/api",
+			"helm": map[string]any{
+				"releaseName":  f.Prefix + "-api",
+				"valueFiles":   []any{"values-prod.yaml"},
+				"valuesObject": map[string]any{"tier": "gold"},
+				"parameters":   []any{map[string]any{"name": "greeting", "value": "hi,there"}, map[string]any{"name": "revision", "value": "$ARGOCD_APP_REVISION_SHORT"}},
+			}},
+	}))
 	// The same chart from a multi-source Application: its value file from a ref source, and a
 	// plain directory as a third source.
 	multi := f.Prefix + "-llm-multi"
-	writeYAML(t, f, rootDir+"/multi.yaml", map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-		"metadata": map[string]any{"name": multi, "namespace": testcluster.ArgoCDNamespace,
-			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
-		"spec": map[string]any{
-			"project": "default",
-			"sources": []any{
-				map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "charts/api",
-					"helm": map[string]any{"releaseName": f.Prefix + "-multi", "valueFiles": []any{"$settings/envs/multi.yaml"}}},
-				map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "ref": "settings"},
-				map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "extras-multi"},
-			},
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
-			"syncPolicy": map[string]any{"automated": map[string]any{"prune": true, "selfHeal": false},
-				"syncOptions": []any{"ServerSideApply=true"}},
+	writeYAML(t, f, rootDir+"/multi.yaml", childApp(multi, ns, map[string]any{
+		"sources": []any{
+			map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "charts/api",
+				"helm": map[string]any{"releaseName": f.Prefix + "-multi", "valueFiles": []any{"$settings/envs/multi.yaml"}}},
+			map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "ref": "settings"},
+			map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "extras-multi"},
 		},
-	})
+	}))
 	// A kustomization with the Application's kustomize options (name prefix, image, labels,
 	// replicas), applied by Argo CD with kustomize edit.
 	kust := f.Prefix + "-llm-kust"
-	writeYAML(t, f, rootDir+"/kust.yaml", map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-		"metadata": map[string]any{"name": kust, "namespace": testcluster.ArgoCDNamespace,
-			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
-		"spec": map[string]any{
-			"project": "default",
-			"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "extras-kust",
-				"kustomize": map[string]any{
-					"namePrefix":   f.Prefix + "-k-",
-					"images":       []any{"registry.example.com/llm/worker:$ARGOCD_APP_REVISION_SHORT"},
-					"commonLabels": map[string]any{"tier": "gold"},
-					"replicas":     []any{map[string]any{"name": "worker", "count": 3}},
-				}},
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
-			"syncPolicy": map[string]any{"automated": map[string]any{"prune": true, "selfHeal": false},
-				"syncOptions": []any{"ServerSideApply=true"}},
-		},
-	})
+	writeYAML(t, f, rootDir+"/kust.yaml", childApp(kust, ns, map[string]any{
+		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "extras-kust",
+			"kustomize": map[string]any{
+				"namePrefix":   f.Prefix + "-k-",
+				"images":       []any{"registry.example.com/llm/worker:$ARGOCD_APP_REVISION_SHORT"},
+				"commonLabels": map[string]any{"tier": "gold"},
+				"replicas":     []any{map[string]any{"name": "worker", "count": 3}},
+			}},
+	}))
 	require.NoError(t, f.Write("extras-kust/kustomization.yaml", "resources: [worker.yaml]\n"))
 	require.NoError(t, f.Write("extras-kust/worker.yaml", `apiVersion: apps/v1
 kind: Deployment
@@ -271,6 +235,12 @@ data:
 	require.NoError(t, cluster.WaitSynced(ctx, multi, head, 4*time.Minute))
 	require.NoError(t, cluster.WaitSynced(ctx, kust, head, 4*time.Minute))
 	require.NoError(t, cluster.WaitSynced(ctx, repoApp, "0.1.1", 4*time.Minute), "Argo CD resolves 0.1.* to 0.1.1")
+	// The root's own comparison of the Applications it declares, after they have settled (under
+	// load it can lag their sync): Argo CD's verdict is reported beside the auditor's.
+	waitFor(t, "Argo CD compares the root in sync", func() bool {
+		st, _, _ := unstructured.NestedString(getApp(t, root).Object, "status", "sync", "status")
+		return st == "Synced" && len(outOfSyncResources(getApp(t, root))) == 0
+	})
 
 	a := newAuditor(t, f)
 	a.RootName = func(string) string { return root }
@@ -447,6 +417,21 @@ func chartRepository(t *testing.T, name string, versions map[string]map[string]s
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// childApp is an Application the root declares: spec's sources, synced to ns by automated sync
+// (prune, no self-heal) with server-side apply, its objects deleted with it.
+func childApp(name, ns string, spec map[string]any) map[string]any {
+	spec["project"] = "default"
+	spec["destination"] = map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns}
+	spec["syncPolicy"] = map[string]any{"automated": map[string]any{"prune": true, "selfHeal": false},
+		"syncOptions": []any{"ServerSideApply=true"}}
+	return map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": name, "namespace": testcluster.ArgoCDNamespace,
+			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
+		"spec": spec,
+	}
 }
 
 func writeYAML(t *testing.T, f *testfixture.Platform, rel string, obj map[string]any) {
