@@ -199,7 +199,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 				a.RepoURL, a.Path = last.Sources[src].RepoURL, last.Sources[src].Path
 				kustomize, a.helm = last.Sources[src].Kustomize, last.Sources[src].Helm
 			case len(app.Spec.Sources) == 0 && last.Source.RepoURL != "":
-				a.RepoURL, a.Path = last.Source.RepoURL, last.Source.Path
+				a.RepoURL, a.Path, a.Chart = last.Source.RepoURL, last.Source.Path, last.Source.Chart
 				kustomize, a.helm = last.Source.Kustomize, last.Source.Helm
 			}
 		}
@@ -394,7 +394,7 @@ func sourceUnrenderable(src *v1alpha1.ApplicationSource) string {
 	case src == nil:
 		return "no source"
 	case src.Chart != "":
-		return fmt.Sprintf("Helm chart %s %s from %s among several sources", src.Chart, src.TargetRevision, src.RepoURL)
+		return fmt.Sprintf("Helm chart %s %s from %s in spec.sources", src.Chart, src.TargetRevision, src.RepoURL)
 	case src.Plugin != nil:
 		return "a config management plugin"
 	case src.Directory != nil && (src.Directory.Recurse || src.Directory.Include != "" || src.Directory.Exclude != "" || !src.Directory.Jsonnet.IsZero()):

@@ -73,7 +73,11 @@ func (a *App) helmOptions(h *v1alpha1.ApplicationSourceHelm, repoURL, sourcePath
 		opts.Parameters = append(opts.Parameters, render.HelmParameter{Name: p.Name, Value: env.Envsubst(p.Value), ForceString: p.ForceString})
 	}
 	for _, p := range h.FileParameters {
-		opts.FileParameters = append(opts.FileParameters, render.HelmParameter{Name: p.Name, Value: env.Envsubst(p.Path)})
+		v := env.Envsubst(p.Path)
+		if ref, _, _ := strings.Cut(p.Path, "/"); a.hasRef(ref) {
+			v = p.Path // another source's file, which the render names as such
+		}
+		opts.FileParameters = append(opts.FileParameters, render.HelmParameter{Name: p.Name, Value: v})
 	}
 	return opts
 }

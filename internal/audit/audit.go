@@ -170,7 +170,7 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 	}
 	var err error
 	if app != nil && app.Chart != "" && len(app.Sources) == 0 {
-		res, err := a.renderChart(ctx, u, app)
+		res, err := a.renderChart(ctx, u, app, req)
 		if err != nil {
 			return err
 		}

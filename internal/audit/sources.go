@@ -66,9 +66,11 @@ func (a *Auditor) renderSources(ctx context.Context, u *prepared, app *argocd.Ap
 // Argo CD synced (else its targetRevision), and renders it with the Application's helm options
 // and the cluster's version and API versions. A repository out of reach makes the Application
 // Unknown with the reason; the others are audited.
-func (a *Auditor) renderChart(ctx context.Context, u *prepared, app *argocd.App) (*render.Result, error) {
+func (a *Auditor) renderChart(ctx context.Context, u *prepared, app *argocd.App, req Request) (*render.Result, error) {
+	// The version Argo CD synced, as it records it (its verdicts are keyed by that string);
+	// Git's targetRevision when a revision of Git is asked for, or before a sync.
 	version := app.SyncedRevision
-	if version == "" {
+	if version == "" || req.Revision != "" {
 		version = app.TargetRevision
 	}
 	ref := render.ChartRef{RepoURL: app.RepoURL, Chart: app.Chart, Version: version}
@@ -81,7 +83,7 @@ func (a *Auditor) renderChart(ctx context.Context, u *prepared, app *argocd.App)
 	if err != nil {
 		return nil, &unitError{fmt.Sprintf("Application %s: %v", u.name, err)}
 	}
-	u.desired, u.head, u.pending = resolved, resolved, false
+	u.desired, u.head, u.pending = version, version, false
 	srv, err := a.Live.Server()
 	if err != nil {
 		return nil, err

@@ -80,7 +80,9 @@ func otherApplications(apps, src render.Source, env string) (objs [][]*unstructu
 		var mine []*unstructured.Unstructured
 		for _, r := range rendered {
 			for _, o := range withDestination(r.Objects, app.DestinationNamespace) {
-				if !hook.IsHook(o) && !hook.Skip(o) { // run around a sync (or never): not what Argo CD keeps applied
+				// A Skip object is never applied, a Helm test hook never run by Argo CD; other
+				// hooks are created through the API server, its admission policies included.
+				if !hook.Skip(o) && !helmTest(o) {
 					mine = append(mine, o)
 				}
 			}
@@ -101,6 +103,20 @@ func otherApplications(apps, src render.Source, env string) (objs [][]*unstructu
 		out = append(out, ar)
 	}
 	return objs, out, violations, warnings, nil
+}
+
+// helmTest says whether o is a Helm test hook and no Argo CD hook: Argo CD never runs it.
+func helmTest(o *unstructured.Unstructured) bool {
+	a := o.GetAnnotations()
+	if _, argo := a["argocd.argoproj.io/hook"]; argo {
+		return false
+	}
+	for _, t := range strings.Split(a["helm.sh/hook"], ",") {
+		if t = strings.TrimSpace(t); t == "test" || t == "test-success" || t == "test-failure" {
+			return true
+		}
+	}
+	return false
 }
 
 // otherRepo is the first repository among the Application's sources that is not platform, or "".
@@ -167,20 +183,36 @@ func renderApplication(src render.Source, app *argocd.App) ([]*render.Result, er
 		}
 		todo = append(todo, one{s.Path, render.Variant{Kustomize: k, Patches: s.KustomizePatches, Helm: h}})
 	}
+	// Every source is rendered: a limit in one does not hide a failure in another. The error is
+	// a LimitError only when every failure is one.
 	var out []*render.Result
-	for _, o := range todo {
+	var errs []error
+	limits := true
+	for j, o := range todo {
 		target := render.AppTarget(o.path)
 		s, err := src.WithVariant(target, o.v)
-		if err != nil {
-			return out, err
+		var r *render.Result
+		if err == nil {
+			r, err = s.Render(target)
 		}
-		r, err := s.Render(target)
 		if err != nil {
-			return out, err
+			var limit *render.LimitError
+			limits = limits && errors.As(err, &limit)
+			if len(todo) > 1 {
+				err = fmt.Errorf("source %s (%d): %w", o.path, j+1, err)
+			}
+			errs = append(errs, err)
+			continue
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	switch {
+	case len(errs) == 0:
+		return out, nil
+	case limits:
+		return out, &render.LimitError{Msg: errors.Join(errs...).Error()}
+	}
+	return out, errors.Join(errs...)
 }
 
 // clusterScoped are the built-in kinds of the Kubernetes API that have no namespace (kubectl

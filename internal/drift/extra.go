@@ -113,9 +113,9 @@ func (idx *Index) extra(gvk schema.GroupVersionKind, l *unstructured.Unstructure
 	if r := (Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: l.GetName()}); opts.Hooks[r] || opts.DeclaredElsewhere != nil && opts.DeclaredElsewhere(r) {
 		return nil // a hook Git declares, or another Application's of the env
 	}
-	if hook.IsHook(l) {
-		// A resource hook left in place (a delete policy that keeps it, a hook since renamed):
-		// Argo CD neither compares nor prunes an object that says it is one.
+	if hook.IsHook(l) && trackedBy(gvk, l) != "" {
+		// A resource hook Argo CD ran and left in place (a delete policy that keeps it, a hook
+		// since renamed): it neither compares nor prunes one. Untracked, it is anyone's object.
 		return nil
 	}
 	note := ""

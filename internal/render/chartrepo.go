@@ -117,6 +117,9 @@ func resolveURL(base, ref string) (string, error) {
 	return b.ResolveReference(r).String(), nil
 }
 
+// maxCharts is how many fetched chart versions are kept.
+const maxCharts = 64
+
 // maxChartSize bounds a chart archive's and an index's download.
 const maxChartSize = 64 << 20
 
@@ -128,18 +131,25 @@ func (c *Charts) Fetch(ctx context.Context, ref ChartRef) (map[string][]byte, st
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, "", limitf("chart %s from %s: the auditor fetches charts from HTTP(S) chart repositories only (not OCI registries yet)", ref.Chart, ref.RepoURL)
 	}
-	idx, err := c.index(ctx, ref.RepoURL)
+	idx, err := c.index(ctx, ref.RepoURL, false)
 	if err != nil {
 		return nil, "", err
 	}
 	cv, err := idx.get(ref.Chart, ref.Version)
 	if err != nil {
-		return nil, "", fmt.Errorf("chart %s %s in %s: %w", ref.Chart, ref.Version, ref.RepoURL, err)
+		// A version published since the index was read: read it again once.
+		if idx, err = c.index(ctx, ref.RepoURL, true); err != nil {
+			return nil, "", err
+		}
+		if cv, err = idx.get(ref.Chart, ref.Version); err != nil {
+			return nil, "", fmt.Errorf("chart %s %s in %s: %w", ref.Chart, ref.Version, ref.RepoURL, err)
+		}
 	}
 	if len(cv.URLs) == 0 {
 		return nil, "", fmt.Errorf("chart %s %s in %s: the index lists no URL", ref.Chart, cv.Version, ref.RepoURL)
 	}
-	key := strings.TrimSuffix(ref.RepoURL, "/") + "\x00" + ref.Chart + "\x00" + cv.Version
+	// A version re-published with other content has another digest in the index.
+	key := strings.TrimSuffix(ref.RepoURL, "/") + "\x00" + ref.Chart + "\x00" + cv.Version + "\x00" + cv.Digest
 	c.mu.Lock()
 	files, ok := c.charts[key]
 	c.mu.Unlock()
@@ -171,12 +181,18 @@ func (c *Charts) Fetch(ctx context.Context, ref ChartRef) (map[string][]byte, st
 	if c.charts == nil {
 		c.charts = map[string]map[string][]byte{}
 	}
+	for k := range c.charts { // a bounded number of charts kept
+		if len(c.charts) < maxCharts {
+			break
+		}
+		delete(c.charts, k)
+	}
 	c.charts[key] = files
 	c.mu.Unlock()
 	return files, cv.Version, nil
 }
 
-func (c *Charts) index(ctx context.Context, repoURL string) (*chartIndex, error) {
+func (c *Charts) index(ctx context.Context, repoURL string, fresh bool) (*chartIndex, error) {
 	ttl := c.IndexTTL
 	if ttl == 0 {
 		ttl = 5 * time.Minute
@@ -187,7 +203,7 @@ func (c *Charts) index(ctx context.Context, repoURL string) (*chartIndex, error)
 	switch {
 	case ok && e.err != nil && time.Since(e.at) < FailureTTL:
 		return nil, e.err
-	case ok && e.err == nil && time.Since(e.at) < ttl:
+	case ok && e.err == nil && time.Since(e.at) < ttl && !fresh:
 		return e.idx, nil
 	}
 	idx := &chartIndex{}
@@ -196,6 +212,9 @@ func (c *Charts) index(ctx context.Context, repoURL string) (*chartIndex, error)
 		err = fmt.Errorf("chart repository %s: %w", repoURL, err)
 	} else if yerr := yaml.Unmarshal(data, idx); yerr != nil {
 		err = fmt.Errorf("chart repository %s: index.yaml: %w", repoURL, yerr)
+	}
+	if ctx.Err() != nil {
+		return nil, err // the caller gave up: nothing learnt of the repository
 	}
 	c.mu.Lock()
 	if c.indexes == nil {
@@ -251,5 +270,7 @@ func FromChart(ref ChartRef, version string, files map[string][]byte) (Source, e
 	for name, data := range files {
 		in[path.Join(dir, name)] = data
 	}
-	return fromFiles(in, nil, version)
+	s, err := fromFiles(in, nil, version)
+	s.valuesRoot = dir
+	return s, err
 }

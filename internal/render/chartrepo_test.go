@@ -41,10 +41,15 @@ func TestChartsFetchAsHelmResolves(t *testing.T) {
 	old, latest := chartArchive(t, "svc", "1.2.0"), chartArchive(t, "svc", "1.2.3")
 	sum := sha256.Sum256(latest)
 	var gets atomic.Int64
+	var published atomic.Bool // 1.2.5, published after the index was first read
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gets.Add(1)
 		switch r.URL.Path {
 		case "/stable/index.yaml":
+			if published.Load() {
+				_, _ = w.Write([]byte("apiVersion: v1\nentries:\n  svc:\n  - {name: svc, version: 1.2.5, urls: [svc-1.2.0.tgz]}\n"))
+				return
+			}
 			_, _ = w.Write([]byte(`apiVersion: v1
 entries:
   svc:
@@ -78,8 +83,13 @@ entries:
 		assert.Equal(t, tc.want, res.Objects[0].Object["data"].(map[string]any)["version"])
 	}
 	assert.EqualValues(t, 3, gets.Load(), "one index and two archives: the rest from memory")
+	published.Store(true)
+	_, v, err := c.Fetch(ctx, ChartRef{RepoURL: srv.URL + "/stable", Chart: "svc", Version: "1.2.5"})
+	require.NoError(t, err, "a version the cached index lacks: the index is read again")
+	assert.Equal(t, "1.2.5", v)
+	published.Store(false)
 
-	_, _, err := c.Fetch(ctx, ChartRef{RepoURL: srv.URL + "/stable", Chart: "svc", Version: "2.0.0"})
+	_, _, err = c.Fetch(ctx, ChartRef{RepoURL: srv.URL + "/stable", Chart: "svc", Version: "2.0.0"})
 	assert.ErrorContains(t, err, "its digest is not the index's")
 	_, _, err = c.Fetch(ctx, ChartRef{RepoURL: srv.URL + "/stable", Chart: "svc", Version: "9.*"})
 	assert.ErrorContains(t, err, "no chart version found for svc-9.*")

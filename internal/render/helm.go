@@ -458,7 +458,7 @@ func (s Source) resolveValueFile(rel, v string) (string, error) {
 	}
 	p := path.Join(rel, v)
 	if path.IsAbs(v) {
-		p = path.Clean(strings.TrimPrefix(v, "/"))
+		p = path.Join(s.valuesRoot, strings.TrimPrefix(v, "/"))
 	}
 	if p == ".." || strings.HasPrefix(p, "../") {
 		return "", fmt.Errorf("values file %s is outside the repository", v)

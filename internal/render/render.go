@@ -60,6 +60,9 @@ type Source struct {
 	omitted map[string]int64
 	// helm are the Application's helm options a chart is rendered with (WithHelm).
 	helm *HelmOptions
+	// valuesRoot is where an absolute value file path starts ("": the repository's root; a
+	// fetched chart's own directory for FromChart, as Argo CD resolves it there).
+	valuesRoot string
 }
 
 // FromDir renders from a work tree on disk rooted at dir.
