@@ -148,6 +148,7 @@ func TestHelmChartErrorsNameTheCause(t *testing.T) {
 		"deps/templates/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
 		"plain/Chart.yaml":        chart,
 		"plain/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.name | required \"name is required\" }}\n",
+		"lib/Chart.yaml":          chart + "type: library\n",
 		"kube/Chart.yaml":         chart + "kubeVersion: \">=1.99.0\"\n",
 		"kube/templates/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
 	})
@@ -160,6 +161,7 @@ func TestHelmChartErrorsNameTheCause(t *testing.T) {
 	}{
 		{"deps", HelmOptions{}, "dependencies redis are in Chart.yaml but not under charts/"},
 		{"plain", HelmOptions{ReleaseName: strings.Repeat("a", 54)}, "release name"},
+		{"lib", HelmOptions{}, "library charts are not installable"},
 		{"plain", HelmOptions{}, "name is required"},
 		{"plain", HelmOptions{ValueFiles: []string{"missing.yaml"}, Values: "name: x\n"}, "values file missing.yaml: plain/missing.yaml does not exist"},
 		{"plain", HelmOptions{ValueFiles: []string{"../../outside.yaml"}}, "outside the repository"},
