@@ -70,7 +70,9 @@ kubectl -n llm-inference get pods -o wide --no-headers | awk '{print "  " $1 "\t
 step "2. The daemon: auditor serve watches prod and posts to chat"
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(freeport); dport=$(freeport)
-tc receive --listen "127.0.0.1:$port" > "$work/chat.log" 2>&1 &
+# The binary itself in the background, not the tc function: $! is then the receiver, which
+# cleanup stops (a backgrounded function is a subshell whose child outlives its kill).
+"$work/testcluster" receive --listen "127.0.0.1:$port" > "$work/chat.log" 2>&1 &
 pids+=($!)
 printf 'http://127.0.0.1:%s/hooks/demo' "$port" > "$work/mm-url"
 cat > "$work/auditor.yaml" <<CFG
