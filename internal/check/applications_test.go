@@ -14,7 +14,14 @@ import (
 
 // A Helm chart in the repository that an Application of apps/prod syncs: the pull request's
 // check renders it with the Application's helm options and runs the rules on its objects.
-const chartSource = `  source:
+const chartApp = `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: api-chart
+  namespace: argocd
+spec:
+  project: llm-prod
+  source:
     repoURL: https://git.example.com/platform/llm-gitops.git
     targetRevision: main
     path: charts/api
@@ -23,26 +30,15 @@ const chartSource = `  source:
       parameters:
         - name: image.tag
           value: "1.0.0"
-`
-
-const chartApp = `apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: api-chart
-  namespace: argocd
-spec:
-  project: llm-prod
-` + chartSource + `  destination:
+  destination:
     server: https://kubernetes.default.svc
     namespace: llm-api
 `
 
 var chartFiles = map[string]string{
-	// helm create's test hook (an unpinned image): Argo CD never keeps it applied, so no rule sees it
-	"charts/api/templates/tests/test.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}-test\n  annotations: {helm.sh/hook: test}\nspec:\n  containers: [{name: wget, image: busybox}]\n",
-	"charts/api/Chart.yaml":                "apiVersion: v2\nname: api\nversion: 0.1.0\n",
-	"charts/api/values.yaml":               "replicas: 1\nimage:\n  tag: \"0.9.0\"\n",
-	"charts/api/values-prod.yaml":          "replicas: 2\n",
+	"charts/api/Chart.yaml":       "apiVersion: v2\nname: api\nversion: 0.1.0\n",
+	"charts/api/values.yaml":      "replicas: 1\nimage:\n  tag: \"0.9.0\"\n",
+	"charts/api/values-prod.yaml": "replicas: 2\n",
 	"charts/api/templates/deployment.yaml": `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -63,7 +59,10 @@ spec:
 
 func TestCheckRendersHelmApplications(t *testing.T) {
 	dir, commit, edit := repoCopy(t)
-	writeFiles(t, dir, chartFiles)
+	for name, content := range chartFiles {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "apps/prod/api-chart.yaml"), []byte(chartApp), 0o644))
 	edit("apps/prod/kustomization.yaml", "  - llm-prod.yaml\n", "  - llm-prod.yaml\n  - api-chart.yaml\n")
 	edit("apps/prod/kustomization.yaml", "      - select: {group: argoproj.io, kind: Application, name: llm-prod}\n",
@@ -107,28 +106,6 @@ func TestCheckRendersHelmApplications(t *testing.T) {
 			commit("undo " + tc.name)
 		})
 	}
-	t.Run("a dependency Argo CD would fetch is a warning", func(t *testing.T) {
-		edit("charts/api/Chart.yaml", "version: 0.1.0\n", "version: 0.1.0\ndependencies: [{name: redis, version: 1.0.0, repository: https://charts.example.com}]\n")
-		commit("a chart dependency")
-		res, err := Run(repo, "HEAD~2", "HEAD")
-		require.NoError(t, err)
-		prod := res.Envs[0]
-		assert.True(t, res.Passed, "violations: %+v", prod.Violations)
-		var warned bool
-		for _, w := range prod.Warnings {
-			warned = warned || w.Rule == "application-renders" && strings.Contains(w.Message, "dependencies redis")
-		}
-		assert.True(t, warned, "warnings: %+v", prod.Warnings)
-	})
-}
-
-// writeFiles writes files (path from dir → content) into the work tree at dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-	}
 }
 
 func changeNames(cs []Change) []string {
@@ -147,9 +124,22 @@ func changeNames(cs []Change) []string {
 // repository; check renders it with that file.
 func TestCheckRendersMultiSourceApplications(t *testing.T) {
 	dir, commit, edit := repoCopy(t)
-	writeFiles(t, dir, chartFiles)
-	writeFiles(t, dir, map[string]string{"settings/api.yaml": "image:\n  tag: latest\n"})
-	app := strings.Replace(chartApp, chartSource, `  sources:
+	for name, content := range chartFiles {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "settings"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "settings/api.yaml"), []byte("image:\n  tag: latest\n"), 0o644))
+	app := strings.Replace(chartApp, `  source:
+    repoURL: https://git.example.com/platform/llm-gitops.git
+    targetRevision: main
+    path: charts/api
+    helm:
+      valueFiles: [values-prod.yaml]
+      parameters:
+        - name: image.tag
+          value: "1.0.0"
+`, `  sources:
     - repoURL: https://git.example.com/platform/llm-gitops.git
       targetRevision: main
       path: charts/api

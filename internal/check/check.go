@@ -122,8 +122,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("head %.12s: %w", envHead.Revision(), err)
 		}
-		own := h.Objects // sync waves order one Application's objects: checked per render
-		h.Objects = append(slices.Clip(h.Objects), slices.Concat(other...)...)
+		h.Objects = append(slices.Clip(h.Objects), other...)
 		er.Applications = appsRendered
 		er.Violations = append(er.Violations, v...)
 		er.Warnings = append(er.Warnings, w...)
@@ -132,7 +131,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 			if b, err := envBase.Render(env); err == nil {
 				baseObjs = b.Objects
 				if other, _, _, _, err := otherApplications(baseSrc, envBase, env); err == nil {
-					baseObjs = append(slices.Clip(baseObjs), slices.Concat(other...)...)
+					baseObjs = append(slices.Clip(baseObjs), other...)
 				}
 			}
 		}
@@ -148,10 +147,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		}
 		er.Violations = append(er.Violations, dataFiles(headSnap, env)...)
 		er.Violations = append(er.Violations, alertRunbooks(h.Objects, headSnap.Files)...)
-		er.Violations = append(er.Violations, waveOrder(own)...)
-		for _, objs := range other {
-			er.Violations = append(er.Violations, waveOrder(objs)...)
-		}
+		er.Violations = append(er.Violations, waveOrder(h.Objects)...)
 		er.Violations = append(er.Violations, retainStateful(h.Objects)...)
 		apps, err := envApplications(headSrc, env)
 		if err != nil {
