@@ -59,10 +59,7 @@ spec:
 
 func TestCheckRendersHelmApplications(t *testing.T) {
 	dir, commit, edit := repoCopy(t)
-	for name, content := range chartFiles {
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-	}
+	writeFiles(t, dir, chartFiles)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "apps/prod/api-chart.yaml"), []byte(chartApp), 0o644))
 	edit("apps/prod/kustomization.yaml", "  - llm-prod.yaml\n", "  - llm-prod.yaml\n  - api-chart.yaml\n")
 	edit("apps/prod/kustomization.yaml", "      - select: {group: argoproj.io, kind: Application, name: llm-prod}\n",
@@ -124,12 +121,8 @@ func changeNames(cs []Change) []string {
 // repository; check renders it with that file.
 func TestCheckRendersMultiSourceApplications(t *testing.T) {
 	dir, commit, edit := repoCopy(t)
-	for name, content := range chartFiles {
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-	}
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "settings"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "settings/api.yaml"), []byte("image:\n  tag: latest\n"), 0o644))
+	writeFiles(t, dir, chartFiles)
+	writeFiles(t, dir, map[string]string{"settings/api.yaml": "image:\n  tag: latest\n"})
 	app := strings.Replace(chartApp, `  source:
     repoURL: https://git.example.com/platform/llm-gitops.git
     targetRevision: main
@@ -164,4 +157,13 @@ func TestCheckRendersMultiSourceApplications(t *testing.T) {
 	}
 	assert.Contains(t, strings.Join(msgs, "\n"), "llm-images-pinned: images must be pinned by tag or digest (not :latest, not untagged): registry.example.com/llm/api:latest",
 		"the ref source's value file set the tag")
+}
+
+// writeFiles writes files (path from dir → content) into the work tree at dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
 }

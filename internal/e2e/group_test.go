@@ -89,65 +89,38 @@ spec:
 	// A Helm chart in Git, with the Application's value files, values and parameters, a hook
 	// Argo CD runs before the sync (and leaves in place) and a template on the cluster's version.
 	helmApp := f.Prefix + "-llm-helm"
-	writeYAML(t, f, rootDir+"/helm.yaml", map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-		"metadata": map[string]any{"name": helmApp, "namespace": testcluster.ArgoCDNamespace,
-			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
-		"spec": map[string]any{
-			"project": "default",
-			"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "charts/api",
-				"helm": map[string]any{
-					"releaseName":  f.Prefix + "-api",
-					"valueFiles":   []any{"values-prod.yaml"},
-					"valuesObject": map[string]any{"tier": "gold"},
-					"parameters":   []any{map[string]any{"name": "greeting", "value": "hi,there"}, map[string]any{"name": "revision", "value": "$ARGOCD_APP_REVISION_SHORT"}},
-				}},
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
-			"syncPolicy": map[string]any{"automated": map[string]any{"prune": true, "selfHeal": false},
-				"syncOptions": []any{"ServerSideApply=true"}},
-		},
-	})
+	writeYAML(t, f, rootDir+"/helm.yaml", childApp(helmApp, ns, map[string]any{
+		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "charts/api",
+			"helm": map[string]any{
+				"releaseName":  f.Prefix + "-api",
+				"valueFiles":   []any{"values-prod.yaml"},
+				"valuesObject": map[string]any{"tier": "gold"},
+				"parameters":   []any{map[string]any{"name": "greeting", "value": "hi,there"}, map[string]any{"name": "revision", "value": "$ARGOCD_APP_REVISION_SHORT"}},
+			}},
+	}))
 	// The same chart from a multi-source Application: its value file from a ref source, and a
 	// plain directory as a third source.
 	multi := f.Prefix + "-llm-multi"
-	writeYAML(t, f, rootDir+"/multi.yaml", map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-		"metadata": map[string]any{"name": multi, "namespace": testcluster.ArgoCDNamespace,
-			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
-		"spec": map[string]any{
-			"project": "default",
-			"sources": []any{
-				map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "charts/api",
-					"helm": map[string]any{"releaseName": f.Prefix + "-multi", "valueFiles": []any{"$settings/envs/multi.yaml"}}},
-				map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "ref": "settings"},
-				map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "extras-multi"},
-			},
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
-			"syncPolicy": map[string]any{"automated": map[string]any{"prune": true, "selfHeal": false},
-				"syncOptions": []any{"ServerSideApply=true"}},
+	writeYAML(t, f, rootDir+"/multi.yaml", childApp(multi, ns, map[string]any{
+		"sources": []any{
+			map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "charts/api",
+				"helm": map[string]any{"releaseName": f.Prefix + "-multi", "valueFiles": []any{"$settings/envs/multi.yaml"}}},
+			map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "ref": "settings"},
+			map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "extras-multi"},
 		},
-	})
+	}))
 	// A kustomization with the Application's kustomize options (name prefix, image, labels,
 	// replicas), applied by Argo CD with kustomize edit.
 	kust := f.Prefix + "-llm-kust"
-	writeYAML(t, f, rootDir+"/kust.yaml", map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-		"metadata": map[string]any{"name": kust, "namespace": testcluster.ArgoCDNamespace,
-			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
-		"spec": map[string]any{
-			"project": "default",
-			"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "extras-kust",
-				"kustomize": map[string]any{
-					"namePrefix":   f.Prefix + "-k-",
-					"images":       []any{"registry.example.com/llm/worker:$ARGOCD_APP_REVISION_SHORT"},
-					"commonLabels": map[string]any{"tier": "gold"},
-					"replicas":     []any{map[string]any{"name": "worker", "count": 3}},
-				}},
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
-			"syncPolicy": map[string]any{"automated": map[string]any{"prune": true, "selfHeal": false},
-				"syncOptions": []any{"ServerSideApply=true"}},
-		},
-	})
+	writeYAML(t, f, rootDir+"/kust.yaml", childApp(kust, ns, map[string]any{
+		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "extras-kust",
+			"kustomize": map[string]any{
+				"namePrefix":   f.Prefix + "-k-",
+				"images":       []any{"registry.example.com/llm/worker:$ARGOCD_APP_REVISION_SHORT"},
+				"commonLabels": map[string]any{"tier": "gold"},
+				"replicas":     []any{map[string]any{"name": "worker", "count": 3}},
+			}},
+	}))
 	require.NoError(t, f.Write("extras-kust/kustomization.yaml", "resources: [worker.yaml]\n"))
 	require.NoError(t, f.Write("extras-kust/worker.yaml", `apiVersion: apps/v1
 kind: Deployment
@@ -377,6 +350,21 @@ data:
 		}
 	}
 	assert.Empty(t, cmp.Diff(theirs, ours), "the root's drift (-Argo CD +auditor)")
+}
+
+// childApp is an Application the root declares: spec's sources, synced to ns by automated sync
+// (prune, no self-heal) with server-side apply, its objects deleted with it.
+func childApp(name, ns string, spec map[string]any) map[string]any {
+	spec["project"] = "default"
+	spec["destination"] = map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns}
+	spec["syncPolicy"] = map[string]any{"automated": map[string]any{"prune": true, "selfHeal": false},
+		"syncOptions": []any{"ServerSideApply=true"}}
+	return map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": name, "namespace": testcluster.ArgoCDNamespace,
+			"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
+		"spec": spec,
+	}
 }
 
 func writeYAML(t *testing.T, f *testfixture.Platform, rel string, obj map[string]any) {
