@@ -9,7 +9,8 @@ export KUBE_BIN_DIR := $(CURDIR)/bin/k8s-$(K8S_VERSION)
 export ETCD_BIN_DIR := $(CURDIR)/bin/etcd-$(ETCD_VERSION)
 CLUSTER_DIR  := $(CURDIR)/.cluster
 COMMIT       := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS      := -X github.com/llm-gitops/platform/internal/version.Commit=$(COMMIT)
+# The Helm SDK reports its release to charts (.Capabilities.HelmVersion) as Argo CD's helm does.
+LDFLAGS      := -X github.com/llm-gitops/platform/internal/version.Commit=$(COMMIT) -X helm.sh/helm/v4/internal/version.version=v4.3.1
 TEST_TIMEOUT ?= 40m
 
 .PHONY: all build tools browser test vet unit demo cluster-up cluster-down bench fuzz fmt clean help

@@ -52,12 +52,16 @@ type App struct {
 	Unrenderable string
 	// Project is the AppProject the Application belongs to.
 	Project string
+	// Chart is the chart of a Helm chart repository the source names (spec.source.chart; RepoURL
+	// is the chart repository, TargetRevision its version or constraint); "" for a Git source.
+	Chart string
 	// Sources are a multi-source Application's sources (nil for one source), each with its own
 	// synced revision; the fields above are those of the one audited first (the env's overlay,
 	// else the first with a path).
 	Sources    []Source
 	helm       *v1alpha1.ApplicationSourceHelm
 	kustomize  *v1alpha1.ApplicationSourceKustomize
+	source     v1alpha1.ApplicationSource // the audited source, as synced
 	rawIgnores []v1alpha1.ResourceIgnoreDifferences
 }
 
@@ -73,6 +77,7 @@ type Source struct {
 	KustomizeUnsupported []string
 	helm                 *v1alpha1.ApplicationSourceHelm
 	kustomize            *v1alpha1.ApplicationSourceKustomize
+	raw                  v1alpha1.ApplicationSource
 }
 
 // WithGitSpec returns the Application as Git declares it (git: its manifest in the render that
@@ -85,9 +90,9 @@ func (a *App) WithGitSpec(git *App) *App {
 	}
 	out := *a
 	out.Path, out.TargetRevision, out.DestinationNamespace = git.Path, git.TargetRevision, git.DestinationNamespace
-	out.DestinationServer, out.DestinationName, out.RepoURL = git.DestinationServer, git.DestinationName, git.RepoURL
+	out.DestinationServer, out.DestinationName, out.RepoURL, out.Chart = git.DestinationServer, git.DestinationName, git.RepoURL, git.Chart
 	out.KustomizePatches, out.KustomizeUnsupported, out.Unrenderable = git.KustomizePatches, git.KustomizeUnsupported, git.Unrenderable
-	out.Project, out.helm, out.kustomize, out.rawIgnores = git.Project, git.helm, git.kustomize, git.rawIgnores
+	out.Project, out.helm, out.kustomize, out.source, out.rawIgnores = git.Project, git.helm, git.kustomize, git.source, git.rawIgnores
 	out.Sources = nil
 	for i, s := range git.Sources {
 		s.SyncedRevision = ""
@@ -177,6 +182,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 		}
 	case app.Spec.Source != nil:
 		a.RepoURL, a.TargetRevision, a.Path = app.Spec.Source.RepoURL, app.Spec.Source.TargetRevision, app.Spec.Source.Path
+		a.Chart = app.Spec.Source.Chart
 	}
 	kustomize := sourceKustomize(&app, src)
 	a.helm = sourceHelm(&app, src)
@@ -193,13 +199,20 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 				a.RepoURL, a.Path = last.Sources[src].RepoURL, last.Sources[src].Path
 				kustomize, a.helm = last.Sources[src].Kustomize, last.Sources[src].Helm
 			case len(app.Spec.Sources) == 0 && last.Source.RepoURL != "":
-				a.RepoURL, a.Path = last.Source.RepoURL, last.Source.Path
+				a.RepoURL, a.Path, a.Chart = last.Source.RepoURL, last.Source.Path, last.Source.Chart
 				kustomize, a.helm = last.Source.Kustomize, last.Source.Helm
 			}
 		}
 	}
 	var err error
 	a.kustomize = kustomize
+	switch {
+	case len(app.Spec.Sources) > src:
+		a.source = *app.Spec.Sources[src].DeepCopy()
+	case app.Spec.Source != nil:
+		a.source = *app.Spec.Source.DeepCopy()
+	}
+	a.source.RepoURL, a.source.Path, a.source.Kustomize, a.source.Helm = a.RepoURL, a.Path, kustomize, a.helm
 	if a.KustomizePatches, a.KustomizeUnsupported, err = kustomizeOptions(kustomize); err != nil {
 		return nil, fmt.Errorf("application %s: %w", app.Name, err)
 	}
@@ -285,7 +298,10 @@ func sources(app *v1alpha1.Application, synced []string) ([]Source, error) {
 		if j < len(app.Status.Sync.Revisions) {
 			rev = app.Status.Sync.Revisions[j]
 		}
-		if j < len(synced) && synced[j] != "" {
+		// The synced revisions are by the index of the synced sources: only when the history
+		// entry has as many as the spec are they this source's.
+		matched := last != nil || len(app.Status.History) == 0 && len(synced) == len(app.Spec.Sources)
+		if matched && j < len(synced) && synced[j] != "" {
 			rev = synced[j]
 			if last != nil {
 				s = last[j]
@@ -296,7 +312,7 @@ func sources(app *v1alpha1.Application, synced []string) ([]Source, error) {
 			return nil, fmt.Errorf("source %d: %w", j+1, err)
 		}
 		out[j] = Source{RepoURL: s.RepoURL, Path: s.Path, TargetRevision: s.TargetRevision, Ref: s.Ref, SyncedRevision: rev,
-			KustomizePatches: patches, KustomizeUnsupported: other, helm: s.Helm, kustomize: s.Kustomize}
+			KustomizePatches: patches, KustomizeUnsupported: other, helm: s.Helm, kustomize: s.Kustomize, raw: *s.DeepCopy()}
 	}
 	return out, nil
 }
@@ -366,6 +382,9 @@ func unrenderable(app *v1alpha1.Application) string {
 	if len(app.Spec.Sources) == 1 {
 		src = &app.Spec.Sources[0]
 	}
+	if src != nil && src.Chart != "" && len(app.Spec.Sources) == 0 && src.Plugin == nil {
+		return "" // a chart of a chart repository: fetched and rendered
+	}
 	return sourceUnrenderable(src)
 }
 
@@ -375,7 +394,7 @@ func sourceUnrenderable(src *v1alpha1.ApplicationSource) string {
 	case src == nil:
 		return "no source"
 	case src.Chart != "":
-		return fmt.Sprintf("Helm chart %s %s from %s", src.Chart, src.TargetRevision, src.RepoURL)
+		return fmt.Sprintf("Helm chart %s %s from %s in spec.sources", src.Chart, src.TargetRevision, src.RepoURL)
 	case src.Plugin != nil:
 		return "a config management plugin"
 	case src.Directory != nil && (src.Directory.Recurse || src.Directory.Include != "" || src.Directory.Exclude != "" || !src.Directory.Jsonnet.IsZero()):

@@ -34,6 +34,7 @@ func (a *App) SourceHelmOptions(j int, revision string, c Cluster) *render.HelmO
 }
 
 func (a *App) helmOptions(h *v1alpha1.ApplicationSourceHelm, repoURL, sourcePath, targetRevision, revision string, c Cluster) *render.HelmOptions {
+	explicit := h != nil
 	if h == nil {
 		h = &v1alpha1.ApplicationSourceHelm{}
 	}
@@ -42,7 +43,7 @@ func (a *App) helmOptions(h *v1alpha1.ApplicationSourceHelm, repoURL, sourcePath
 		ReleaseName: a.Name, Namespace: a.DestinationNamespace,
 		IgnoreMissingValueFiles: h.IgnoreMissingValueFiles, SkipCrds: h.SkipCrds, SkipTests: h.SkipTests,
 		SkipSchemaValidation: h.SkipSchemaValidation,
-		KubeVersion:          c.KubeVersion, APIVersions: c.APIVersions,
+		KubeVersion:          c.KubeVersion, APIVersions: c.APIVersions, Explicit: explicit,
 	}
 	if h.ReleaseName != "" {
 		opts.ReleaseName = h.ReleaseName
@@ -60,8 +61,7 @@ func (a *App) helmOptions(h *v1alpha1.ApplicationSourceHelm, repoURL, sourcePath
 		opts.KubeVersion = v.String() // as the repo-server parses it: no "v", no vendor suffix
 	}
 	for _, f := range h.ValueFiles {
-		if strings.HasPrefix(f, "$") { // another source's: substituted after its ref, as Argo CD does
-			ref, rest, _ := strings.Cut(f, "/")
+		if ref, rest, _ := strings.Cut(f, "/"); a.hasRef(ref) { // another source's: substituted after its ref, as Argo CD does
 			f = ref + "/" + env.Envsubst(rest)
 		} else {
 			f = env.Envsubst(f)
@@ -73,9 +73,23 @@ func (a *App) helmOptions(h *v1alpha1.ApplicationSourceHelm, repoURL, sourcePath
 		opts.Parameters = append(opts.Parameters, render.HelmParameter{Name: p.Name, Value: env.Envsubst(p.Value), ForceString: p.ForceString})
 	}
 	for _, p := range h.FileParameters {
-		opts.FileParameters = append(opts.FileParameters, render.HelmParameter{Name: p.Name, Value: env.Envsubst(p.Path)})
+		v := env.Envsubst(p.Path)
+		if ref, _, _ := strings.Cut(p.Path, "/"); a.hasRef(ref) {
+			v = p.Path // another source's file, which the render names as such
+		}
+		opts.FileParameters = append(opts.FileParameters, render.HelmParameter{Name: p.Name, Value: v})
 	}
 	return opts
+}
+
+// hasRef says whether "$name" names a ref source of the Application.
+func (a *App) hasRef(ref string) bool {
+	for _, s := range a.Sources {
+		if s.Ref != "" && "$"+s.Ref == ref {
+			return true
+		}
+	}
+	return false
 }
 
 // buildEnv is the build environment Argo CD's repo-server substitutes in a source's options.

@@ -65,9 +65,13 @@ type Auditor struct {
 	schemaMu sync.Mutex
 	// gitPatches caches Git's Application patches per env at a branch head (audits without Argo CD).
 	gitPatchesMu sync.Mutex
-	gitPatches   map[string][]render.Patch
-	schemaKey    string
-	schema       *drift.Schema
+	// Charts fetches the charts of chart repositories Applications name (default: anonymous
+	// HTTP(S), created at the first).
+	Charts     *render.Charts
+	chartsOnce sync.Once
+	gitPatches map[string][]render.Patch
+	schemaKey  string
+	schema     *drift.Schema
 
 	bgMu sync.Mutex
 	bg   map[string]*bgRender // per env
@@ -165,8 +169,33 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 		return &unitError{fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
 	}
 	var err error
+	if app != nil && app.Chart != "" && len(app.Sources) == 0 {
+		res, err := a.renderChart(ctx, u, app, req)
+		if err != nil {
+			return err
+		}
+		return a.index(u, app, res, lap)
+	}
 	if u.desired, u.head, u.pending, err = a.revisions(app, req); err != nil {
 		return err
+	}
+	if app != nil {
+		// What Argo CD merges into the source before it renders: .argocd-source*.yaml.
+		if app, err = app.WithOverrides(func(rev, name string) ([]byte, error) {
+			if rev == "" || req.Revision != "" {
+				rev = u.desired
+			}
+			return a.Repo.ReadFile(rev, name)
+		}); err != nil {
+			return &unitError{fmt.Sprintf("Application %s: %v", u.name, err)}
+		}
+		u.app = app
+		if err := app.TypeError(); err != nil {
+			return &unitError{fmt.Sprintf("Application %s: %v (Argo CD refuses to render it)", u.name, err)}
+		}
+		if u.group && app.Unrenderable != "" {
+			return &unitError{fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
+		}
 	}
 	lap("git")
 	var res *render.Result
@@ -192,6 +221,12 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 			return err
 		}
 	}
+	return a.index(u, app, res, lap)
+}
+
+// index scopes a unit's render: its objects indexed, their kinds, the Unknown ones and hooks.
+func (a *Auditor) index(u *prepared, app *argocd.App, res *render.Result, lap func(string)) error {
+	var err error
 	a.runs.Add(1)
 	lap("render")
 	destNS := ""

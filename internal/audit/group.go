@@ -164,7 +164,7 @@ func (a *Auditor) member(ctx context.Context, req Request, parent *prepared, roo
 			u.target = req.Env
 		}
 	}
-	if u.git.Unrenderable == "" && !argocd.SameRepo(u.git.RepoURL, root.RepoURL) {
+	if u.git.Unrenderable == "" && u.git.Chart == "" && !argocd.SameRepo(u.git.RepoURL, root.RepoURL) {
 		u.err = &unitError{fmt.Sprintf("Application %s: its source is another repository (%s); the auditor reads %s", u.name, u.git.RepoURL, root.RepoURL)}
 		return u, nil
 	}
@@ -234,6 +234,9 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 	seen := map[drift.Ref]bool{}
 	for _, u := range units {
 		entry := drift.Application{Name: u.name, Path: render.TargetPath(u.target)}
+		if u.app != nil && u.app.Chart != "" {
+			entry.Path = "chart " + u.app.Chart + " from " + u.app.RepoURL
+		}
 		if u.err != nil || u.report == nil {
 			if u.err != nil {
 				entry.Error = u.err.Error()

@@ -82,6 +82,25 @@ func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, ki
 				return nil, nil, nil, nil, fmt.Errorf("%s: object %d of the render: %w", res.Env, i+1, err)
 			}
 		}
+		if hook.IsHook(o) || hook.Skip(o) {
+			// Argo CD runs a hook around a sync (and never applies a Skip one): neither is in
+			// its comparison, nor in the audit.
+			if hooks == nil {
+				hooks = map[drift.Ref]bool{}
+			}
+			ns := o.GetNamespace()
+			if ns == "" {
+				ns = destNS // a cluster-scoped hook found live is excused by its annotation
+			}
+			hooks[drift.Ref{Group: o.GroupVersionKind().Group, Kind: o.GetKind(), Namespace: ns, Name: o.GetName()}] = true
+			continue
+		}
+		if o.GetName() == "" {
+			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(),
+				Name: o.GetGenerateName() + "*", Status: drift.Unknown, Fields: []drift.Field{},
+				Note: "only a generateName: Argo CD creates a new object at each sync, so none is compared"})
+			continue
+		}
 		m, err := a.Live.Mapping(o.GroupVersionKind())
 		if err != nil {
 			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(),
@@ -101,15 +120,6 @@ func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, ki
 			} else {
 				o.SetNamespace("")
 			}
-		}
-		if hook.IsHook(o) || hook.Skip(o) {
-			// Argo CD runs a hook around a sync (and never applies a Skip one): neither is
-			// in its comparison, nor in the audit.
-			if hooks == nil {
-				hooks = map[drift.Ref]bool{}
-			}
-			hooks[drift.Ref{Group: o.GroupVersionKind().Group, Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}] = true
-			continue
 		}
 		if ns := o.GetNamespace(); namespaced && !a.Live.Covers(ns) {
 			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: ns,

@@ -62,6 +62,46 @@ func (a *Auditor) renderSources(ctx context.Context, u *prepared, app *argocd.Ap
 	return joined, nil
 }
 
+// renderChart fetches the chart of a chart repository an Application names, at the version
+// Argo CD synced (else its targetRevision), and renders it with the Application's helm options
+// and the cluster's version and API versions. A repository out of reach makes the Application
+// Unknown with the reason; the others are audited.
+func (a *Auditor) renderChart(ctx context.Context, u *prepared, app *argocd.App, req Request) (*render.Result, error) {
+	// The version Argo CD synced, as it records it (its verdicts are keyed by that string);
+	// Git's targetRevision when a revision of Git is asked for, or before a sync.
+	version := app.SyncedRevision
+	if version == "" || req.Revision != "" {
+		version = app.TargetRevision
+	}
+	ref := render.ChartRef{RepoURL: app.RepoURL, Chart: app.Chart, Version: version}
+	a.chartsOnce.Do(func() {
+		if a.Charts == nil {
+			a.Charts = &render.Charts{}
+		}
+	})
+	files, resolved, err := a.Charts.Fetch(ctx, ref)
+	if err != nil {
+		return nil, &unitError{fmt.Sprintf("Application %s: %v", u.name, err)}
+	}
+	u.desired, u.head, u.pending = version, version, false
+	srv, err := a.Live.Server()
+	if err != nil {
+		return nil, err
+	}
+	h := app.HelmOptions(resolved, argocd.Cluster{KubeVersion: srv.Version, APIVersions: srv.APIVersions})
+	src, err := render.FromChart(ref, resolved, files)
+	if err != nil {
+		return nil, err
+	}
+	u.target = render.ChartTarget(ref, resolved)
+	res, err := src.WithHelm(h).Render(u.target)
+	if err != nil {
+		return nil, &unitError{fmt.Sprintf("Application %s: chart %s %s: %v", u.name, app.Chart, resolved, err)}
+	}
+	res.Path = app.RepoURL + " " + app.Chart
+	return res, nil
+}
+
 // join appends res's objects to into: as JSON while both hold JSON, else decoded.
 func join(into, res *render.Result) error {
 	switch {

@@ -160,6 +160,9 @@ func (a *Auditor) needsFull(env string, st *prepared, refs []drift.Ref) bool {
 			return true // a root Application appeared: the env is a group now
 		}
 	}
+	if st.app != nil && st.app.Chart != "" {
+		return false // a chart's version moves with the Application's synced revision, checked above
+	}
 	_, head, _, err := a.revisions(st.app, Request{Env: env})
 	return err != nil || head != st.head
 }

@@ -1,7 +1,9 @@
 package check
 
 import (
+	"errors"
 	"fmt"
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
 	"path"
 	"slices"
 	"strings"
@@ -28,7 +30,7 @@ type AppRender struct {
 // check's rules then run on their objects too. An Application check cannot render (a chart
 // repository, another repository, a plugin) is a warning naming why; a render that fails is a
 // violation: Argo CD would fail it too.
-func otherApplications(apps, src render.Source, env string) (objs []*unstructured.Unstructured, out []AppRender, violations, warnings []Violation, err error) {
+func otherApplications(apps, src render.Source, env string) (objs [][]*unstructured.Unstructured, out []AppRender, violations, warnings []Violation, err error) {
 	res, err := apps.RenderApps(env)
 	if err != nil || res == nil {
 		return nil, nil, nil, nil, err
@@ -50,9 +52,20 @@ func otherApplications(apps, src render.Source, env string) (objs []*unstructure
 			continue
 		}
 		ar := AppRender{Name: app.Name, Path: app.Path}
+		if app, err = app.WithOverrides(func(_, name string) ([]byte, error) { return src.ReadFile(name) }); err == nil {
+			err = app.TypeError()
+		}
+		if err != nil {
+			ar.Error = err.Error()
+			violations = append(violations, Violation{Rule: "application-renders", Object: name, Message: err.Error()})
+			out = append(out, ar)
+			continue
+		}
 		switch {
 		case app.Unrenderable != "":
 			ar.Error = "not rendered: " + app.Unrenderable
+		case app.Chart != "":
+			ar.Error = fmt.Sprintf("not rendered: Helm chart %s %s from %s: check renders from Git and fetches no chart repository", app.Chart, app.TargetRevision, app.RepoURL)
 		case platform != "" && otherRepo(app, platform) != "":
 			ar.Error = "not rendered: its source is another repository (" + otherRepo(app, platform) + ")"
 		case len(app.KustomizeUnsupported) > 0:
@@ -64,17 +77,46 @@ func otherApplications(apps, src render.Source, env string) (objs []*unstructure
 			continue
 		}
 		rendered, err := renderApplication(src, app)
+		var mine []*unstructured.Unstructured
 		for _, r := range rendered {
-			ar.Objects += len(r.Objects)
-			objs = append(objs, withDestination(r.Objects, app.DestinationNamespace)...)
+			for _, o := range withDestination(r.Objects, app.DestinationNamespace) {
+				// A Skip object is never applied, a Helm test hook never run by Argo CD; other
+				// hooks are created through the API server, its admission policies included.
+				if !hook.Skip(o) && !helmTest(o) {
+					mine = append(mine, o)
+				}
+			}
 		}
-		if err != nil {
+		ar.Objects = len(mine)
+		if len(mine) > 0 {
+			objs = append(objs, mine)
+		}
+		var limit *render.LimitError
+		switch {
+		case errors.As(err, &limit):
+			ar.Error = "not rendered: " + err.Error()
+			warnings = append(warnings, Violation{Rule: "application-renders", Object: name, Message: ar.Error})
+		case err != nil:
 			ar.Error = err.Error()
 			violations = append(violations, Violation{Rule: "application-renders", Object: name, Message: err.Error()})
 		}
 		out = append(out, ar)
 	}
 	return objs, out, violations, warnings, nil
+}
+
+// helmTest says whether o is a Helm test hook and no Argo CD hook: Argo CD never runs it.
+func helmTest(o *unstructured.Unstructured) bool {
+	a := o.GetAnnotations()
+	if _, argo := a["argocd.argoproj.io/hook"]; argo {
+		return false
+	}
+	for _, t := range strings.Split(a["helm.sh/hook"], ",") {
+		if t = strings.TrimSpace(t); t == "test" || t == "test-success" || t == "test-failure" {
+			return true
+		}
+	}
+	return false
 }
 
 // otherRepo is the first repository among the Application's sources that is not platform, or "".
@@ -141,20 +183,36 @@ func renderApplication(src render.Source, app *argocd.App) ([]*render.Result, er
 		}
 		todo = append(todo, one{s.Path, render.Variant{Kustomize: k, Patches: s.KustomizePatches, Helm: h}})
 	}
+	// Every source is rendered: a limit in one does not hide a failure in another. The error is
+	// a LimitError only when every failure is one.
 	var out []*render.Result
-	for _, o := range todo {
+	var errs []error
+	limits := true
+	for j, o := range todo {
 		target := render.AppTarget(o.path)
 		s, err := src.WithVariant(target, o.v)
-		if err != nil {
-			return out, err
+		var r *render.Result
+		if err == nil {
+			r, err = s.Render(target)
 		}
-		r, err := s.Render(target)
 		if err != nil {
-			return out, err
+			var limit *render.LimitError
+			limits = limits && errors.As(err, &limit)
+			if len(todo) > 1 {
+				err = fmt.Errorf("source %s (%d): %w", o.path, j+1, err)
+			}
+			errs = append(errs, err)
+			continue
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	switch {
+	case len(errs) == 0:
+		return out, nil
+	case limits:
+		return out, &render.LimitError{Msg: errors.Join(errs...).Error()}
+	}
+	return out, errors.Join(errs...)
 }
 
 // clusterScoped are the built-in kinds of the Kubernetes API that have no namespace (kubectl

@@ -14,14 +14,7 @@ import (
 
 // A Helm chart in the repository that an Application of apps/prod syncs: the pull request's
 // check renders it with the Application's helm options and runs the rules on its objects.
-const chartApp = `apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: api-chart
-  namespace: argocd
-spec:
-  project: llm-prod
-  source:
+const chartSource = `  source:
     repoURL: https://git.example.com/platform/llm-gitops.git
     targetRevision: main
     path: charts/api
@@ -30,15 +23,26 @@ spec:
       parameters:
         - name: image.tag
           value: "1.0.0"
-  destination:
+`
+
+const chartApp = `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: api-chart
+  namespace: argocd
+spec:
+  project: llm-prod
+` + chartSource + `  destination:
     server: https://kubernetes.default.svc
     namespace: llm-api
 `
 
 var chartFiles = map[string]string{
-	"charts/api/Chart.yaml":       "apiVersion: v2\nname: api\nversion: 0.1.0\n",
-	"charts/api/values.yaml":      "replicas: 1\nimage:\n  tag: \"0.9.0\"\n",
-	"charts/api/values-prod.yaml": "replicas: 2\n",
+	// helm create's test hook (an unpinned image): Argo CD never keeps it applied, so no rule sees it
+	"charts/api/templates/tests/test.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}-test\n  annotations: {helm.sh/hook: test}\nspec:\n  containers: [{name: wget, image: busybox}]\n",
+	"charts/api/Chart.yaml":                "apiVersion: v2\nname: api\nversion: 0.1.0\n",
+	"charts/api/values.yaml":               "replicas: 1\nimage:\n  tag: \"0.9.0\"\n",
+	"charts/api/values-prod.yaml":          "replicas: 2\n",
 	"charts/api/templates/deployment.yaml": `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -103,6 +107,28 @@ func TestCheckRendersHelmApplications(t *testing.T) {
 			commit("undo " + tc.name)
 		})
 	}
+	t.Run("a dependency Argo CD would fetch is a warning", func(t *testing.T) {
+		edit("charts/api/Chart.yaml", "version: 0.1.0\n", "version: 0.1.0\ndependencies: [{name: redis, version: 1.0.0, repository: https://charts.example.com}]\n")
+		commit("a chart dependency")
+		res, err := Run(repo, "HEAD~2", "HEAD")
+		require.NoError(t, err)
+		prod := res.Envs[0]
+		assert.True(t, res.Passed, "violations: %+v", prod.Violations)
+		var warned bool
+		for _, w := range prod.Warnings {
+			warned = warned || w.Rule == "application-renders" && strings.Contains(w.Message, "dependencies redis")
+		}
+		assert.True(t, warned, "warnings: %+v", prod.Warnings)
+	})
+}
+
+// writeFiles writes files (path from dir → content) into the work tree at dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
 }
 
 func changeNames(cs []Change) []string {
@@ -123,16 +149,7 @@ func TestCheckRendersMultiSourceApplications(t *testing.T) {
 	dir, commit, edit := repoCopy(t)
 	writeFiles(t, dir, chartFiles)
 	writeFiles(t, dir, map[string]string{"settings/api.yaml": "image:\n  tag: latest\n"})
-	app := strings.Replace(chartApp, `  source:
-    repoURL: https://git.example.com/platform/llm-gitops.git
-    targetRevision: main
-    path: charts/api
-    helm:
-      valueFiles: [values-prod.yaml]
-      parameters:
-        - name: image.tag
-          value: "1.0.0"
-`, `  sources:
+	app := strings.Replace(chartApp, chartSource, `  sources:
     - repoURL: https://git.example.com/platform/llm-gitops.git
       targetRevision: main
       path: charts/api
@@ -157,13 +174,4 @@ func TestCheckRendersMultiSourceApplications(t *testing.T) {
 	}
 	assert.Contains(t, strings.Join(msgs, "\n"), "llm-images-pinned: images must be pinned by tag or digest (not :latest, not untagged): registry.example.com/llm/api:latest",
 		"the ref source's value file set the tag")
-}
-
-// writeFiles writes files (path from dir → content) into the work tree at dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-	}
 }

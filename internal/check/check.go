@@ -122,7 +122,8 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("head %.12s: %w", envHead.Revision(), err)
 		}
-		h.Objects = append(slices.Clip(h.Objects), other...)
+		own := h.Objects // sync waves order one Application's objects: checked per render
+		h.Objects = append(slices.Clip(h.Objects), slices.Concat(other...)...)
 		er.Applications = appsRendered
 		er.Violations = append(er.Violations, v...)
 		er.Warnings = append(er.Warnings, w...)
@@ -131,7 +132,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 			if b, err := envBase.Render(env); err == nil {
 				baseObjs = b.Objects
 				if other, _, _, _, err := otherApplications(baseSrc, envBase, env); err == nil {
-					baseObjs = append(slices.Clip(baseObjs), other...)
+					baseObjs = append(slices.Clip(baseObjs), slices.Concat(other...)...)
 				}
 			}
 		}
@@ -147,7 +148,10 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		}
 		er.Violations = append(er.Violations, dataFiles(headSnap, env)...)
 		er.Violations = append(er.Violations, alertRunbooks(h.Objects, headSnap.Files)...)
-		er.Violations = append(er.Violations, waveOrder(h.Objects)...)
+		er.Violations = append(er.Violations, waveOrder(own)...)
+		for _, objs := range other {
+			er.Violations = append(er.Violations, waveOrder(objs)...)
+		}
 		er.Violations = append(er.Violations, retainStateful(h.Objects)...)
 		apps, err := envApplications(headSrc, env)
 		if err != nil {

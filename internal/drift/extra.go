@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
 	"slices"
 	"strings"
 	"time"
@@ -111,6 +112,11 @@ func (idx *Index) extra(gvk schema.GroupVersionKind, l *unstructured.Unstructure
 	}
 	if r := (Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: l.GetName()}); opts.Hooks[r] || opts.DeclaredElsewhere != nil && opts.DeclaredElsewhere(r) {
 		return nil // a hook Git declares, or another Application's of the env
+	}
+	if hook.IsHook(l) && trackedBy(gvk, l) != "" {
+		// A resource hook Argo CD ran and left in place (a delete policy that keeps it, a hook
+		// since renamed): it neither compares nor prunes one. Untracked, it is anyone's object.
+		return nil
 	}
 	note := ""
 	if app := trackedBy(gvk, l); app != "" {

@@ -123,6 +123,15 @@ func TestExtraClaimsAnObjectMakes(t *testing.T) {
 		crb("helm-release", map[string]string{"app.kubernetes.io/managed-by": "Helm"}, nil),
 		crb("bootstrap", map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}, nil),
 		crb("plain", nil, nil),
+		// resource hooks Argo CD ran and left (a delete policy that keeps them; a hook since
+		// removed from Git): Argo CD neither compares nor prunes them
+		crb("pre-sync-hook", nil, map[string]string{"argocd.argoproj.io/hook": "PreSync", "argocd.argoproj.io/tracking-id": "llm-prod:rbac.authorization.k8s.io/ClusterRoleBinding:/pre-sync-hook"}),
+		crb("helm-hook", nil, map[string]string{"helm.sh/hook": "pre-install", "argocd.argoproj.io/tracking-id": "llm-prod:rbac.authorization.k8s.io/ClusterRoleBinding:/helm-hook"}),
+		// untracked, the annotation is a claim anyone can make
+		crb("claims-to-be-a-hook", nil, map[string]string{"helm.sh/hook": "pre-install"}),
+		// "Skip" is not a hook, nor is a CRD helm installs first
+		crb("skipped", nil, map[string]string{"argocd.argoproj.io/hook": "Skip"}),
+		crb("crd-install", nil, map[string]string{"helm.sh/hook": "crd-install"}),
 		secret,
 	}
 	opts := drift.DefaultOptions()
@@ -133,5 +142,6 @@ func TestExtraClaimsAnObjectMakes(t *testing.T) {
 			got = append(got, o.Kind+"/"+o.Namespace+"/"+o.Name)
 		}
 	}
-	assert.Equal(t, []string{"ClusterRoleBinding//copied-annotation", "ClusterRoleBinding//orphan", "ClusterRoleBinding//plain", "Secret/rag/helm-made"}, got)
+	assert.Equal(t, []string{"ClusterRoleBinding//claims-to-be-a-hook", "ClusterRoleBinding//copied-annotation", "ClusterRoleBinding//crd-install", "ClusterRoleBinding//orphan",
+		"ClusterRoleBinding//plain", "ClusterRoleBinding//skipped", "Secret/rag/helm-made"}, got)
 }

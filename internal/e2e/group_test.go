@@ -1,8 +1,13 @@
 package e2e
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,7 +54,7 @@ func TestAppOfAppsAuditsEveryApplicationAndTheApplicationsThemselves(t *testing.
 				"syncOptions": []any{"ServerSideApply=true"}},
 		},
 	})
-	// A Helm chart from a chart repository: not rendered yet, so not audited, and said so.
+	// A Helm chart from a chart repository out of reach: not audited, and said so.
 	chart := f.Prefix + "-llm-chart"
 	writeYAML(t, f, rootDir+"/chart.yaml", map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
@@ -60,6 +65,18 @@ func TestAppOfAppsAuditsEveryApplicationAndTheApplicationsThemselves(t *testing.
 			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
 		},
 	})
+	// A chart of a chart repository (served here over HTTP), at a version constraint: Argo CD's
+	// repo-server and the auditor each fetch it.
+	repoApp := f.Prefix + "-llm-repo"
+	charts := chartRepository(t, "svc", map[string]map[string]string{
+		"0.1.0": {"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  version: old\n"},
+		"0.1.1": {"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  version: {{ .Chart.Version | quote }}\n  size: {{ .Values.size | quote }}\n",
+			"values.yaml": "size: small\n"},
+	})
+	writeYAML(t, f, rootDir+"/repo.yaml", childApp(repoApp, ns, map[string]any{
+		"source": map[string]any{"repoURL": charts, "chart": "svc", "targetRevision": "0.1.*",
+			"helm": map[string]any{"releaseName": f.Prefix + "-svc", "parameters": []any{map[string]any{"name": "size", "value": "large"}}}},
+	}))
 	require.NoError(t, f.Write("extras/gate.yaml", fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
 metadata:
@@ -209,7 +226,7 @@ data:
 	t.Cleanup(func() { // the root orphans what it declares; the extras Application cascades
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", root, "--ignore-not-found", "--wait=false")
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", chart, "--ignore-not-found", "--wait=false")
-		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", extras, helmApp, multi, kust, "--ignore-not-found", "--wait=true", "--timeout=2m")
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", extras, helmApp, multi, kust, repoApp, "--ignore-not-found", "--wait=true", "--timeout=2m")
 	})
 	ctx := context.Background()
 	require.NoError(t, cluster.WaitSynced(ctx, root, head, 4*time.Minute))
@@ -217,6 +234,7 @@ data:
 	require.NoError(t, cluster.WaitSynced(ctx, helmApp, head, 4*time.Minute))
 	require.NoError(t, cluster.WaitSynced(ctx, multi, head, 4*time.Minute))
 	require.NoError(t, cluster.WaitSynced(ctx, kust, head, 4*time.Minute))
+	require.NoError(t, cluster.WaitSynced(ctx, repoApp, "0.1.1", 4*time.Minute), "Argo CD resolves 0.1.* to 0.1.1")
 	// The root's own comparison of the Applications it declares, after they have settled (under
 	// load it can lag their sync): Argo CD's verdict is reported beside the auditor's.
 	waitFor(t, "Argo CD compares the root in sync", func() bool {
@@ -232,13 +250,13 @@ data:
 		byName[app.Name] = app
 	}
 	require.Contains(t, byName, chart, "Applications audited: %+v", rep.Applications)
-	assert.Contains(t, byName[chart].Error, "Helm chart nothing 1.0.0 from https://charts.invalid/stable")
+	assert.Contains(t, byName[chart].Error, "chart repository https://charts.invalid/stable")
 	require.Len(t, rep.Objects, 1, "right after Argo CD's sync, only the chart Application the auditor cannot render:\n%s", dump(rep))
 	assert.Equal(t, drift.Unknown, rep.Objects[0].Status)
 	assert.Equal(t, chart, rep.Objects[0].Name)
 	assert.Equal(t, root, rep.Objects[0].Application)
 	assert.False(t, rep.InSync, "an Application not audited is not in sync")
-	for _, name := range []string{root, f.App(), extras, helmApp, multi, kust} {
+	for _, name := range []string{root, f.App(), extras, helmApp, multi, kust, repoApp} {
 		require.Contains(t, byName, name, "Applications audited: %+v", rep.Applications)
 		assert.Empty(t, byName[name].Error, name)
 		assert.Positive(t, byName[name].Objects, name)
@@ -257,6 +275,10 @@ data:
 	f.Kubectl("-n", ns, "get", "configmap", f.Prefix+"-api-before") // the hook ran and stays
 	assert.Equal(t, map[string]bool{"Deployment " + ns + "/" + f.Prefix + "-k-worker": true}, trackedResources(getApp(t, kust)))
 	assert.Equal(t, 1, byName[kust].Objects)
+	assert.Equal(t, map[string]bool{"ConfigMap " + ns + "/" + f.Prefix + "-svc": true}, trackedResources(getApp(t, repoApp)))
+	assert.Equal(t, 1, byName[repoApp].Objects)
+	assert.Equal(t, "0.1.1", byName[repoApp].Revision, "the version Argo CD resolved and synced")
+	assert.Equal(t, `{"size":"large","version":"0.1.1"}`, f.Kubectl("-n", ns, "get", "configmap", f.Prefix+"-svc", "-o", "jsonpath={.data}"))
 	w := f.Kubectl("-n", ns, "get", "deploy", f.Prefix+"-k-worker", "-o", "jsonpath={.spec.replicas} {.metadata.labels.tier} {.spec.template.spec.containers[0].image}")
 	assert.Equal(t, "3 gold registry.example.com/llm/worker:"+head[:7], w, "Argo CD's kustomize edits, which the auditor's render matched")
 	trackedMulti := trackedResources(getApp(t, multi))
@@ -279,6 +301,8 @@ data:
 	// The chart's Deployment scaled by hand, its Service deleted.
 	f.Kubectl("-n", ns, "scale", "deploy/"+f.Prefix+"-api", "--replicas=5")
 	f.Kubectl("-n", ns, "delete", "service", f.Prefix+"-api")
+	// The chart repository's ConfigMap edited by hand.
+	f.Kubectl("-n", ns, "patch", "configmap", f.Prefix+"-svc", "--type=merge", `-p={"data":{"size":"tiny"}}`)
 	// The kustomize Application's image (set by its options) changed by hand.
 	f.Kubectl("-n", ns, "set", "image", "deploy/"+f.Prefix+"-k-worker", "worker=registry.example.com/llm/worker:hand")
 	// The multi-source Application's ConfigMap from the ref source's value edited by hand.
@@ -299,6 +323,7 @@ data:
 		"Service " + f.Prefix + "-api":             helmApp + " Missing",
 		"ConfigMap " + f.Prefix + "-multi-config":  multi + " Modified",
 		"Deployment " + f.Prefix + "-k-worker":     kust + " Modified",
+		"ConfigMap " + f.Prefix + "-svc":           repoApp + " Modified",
 	}
 	assert.Empty(t, cmp.Diff(want, got), "drift by Application (-want +got):\n%s", dump(rep))
 	for _, o := range rep.Objects {
@@ -323,7 +348,7 @@ data:
 		}
 	}
 	// The charts' findings are what Argo CD calls OutOfSync in their status.
-	for app, n := range map[string]int{helmApp: 2, multi: 1, kust: 1} {
+	for app, n := range map[string]int{helmApp: 2, multi: 1, kust: 1, repoApp: 1} {
 		theirs := map[string]bool{}
 		waitFor(t, "Argo CD compares "+app+" with the hand-edited cluster", func() bool {
 			theirs = outOfSyncResources(getApp(t, app))
@@ -350,6 +375,48 @@ data:
 		}
 	}
 	assert.Empty(t, cmp.Diff(theirs, ours), "the root's drift (-Argo CD +auditor)")
+}
+
+// chartRepository serves a Helm chart repository over HTTP for the test's life: index.yaml and
+// one archive per version of chart name (files: path in the chart → content). It returns its URL.
+func chartRepository(t *testing.T, name string, versions map[string]map[string]string) string {
+	t.Helper()
+	archives := map[string][]byte{}
+	var entries []any
+	for v, files := range versions {
+		var buf bytes.Buffer
+		gz := gzip.NewWriter(&buf)
+		tw := tar.NewWriter(gz)
+		all := map[string]string{"Chart.yaml": "apiVersion: v2\nname: " + name + "\nversion: " + v + "\n"}
+		for p, c := range files {
+			all[p] = c
+		}
+		for p, c := range all {
+			require.NoError(t, tw.WriteHeader(&tar.Header{Name: name + "/" + p, Mode: 0o644, Size: int64(len(c)), Typeflag: tar.TypeReg}))
+			_, err := tw.Write([]byte(c))
+			require.NoError(t, err)
+		}
+		require.NoError(t, tw.Close())
+		require.NoError(t, gz.Close())
+		file := name + "-" + v + ".tgz"
+		archives["/"+file] = buf.Bytes()
+		entries = append(entries, map[string]any{"apiVersion": "v2", "name": name, "version": v, "urls": []any{file}})
+	}
+	index, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "entries": map[string]any{name: entries}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/index.yaml" {
+			_, _ = w.Write(index)
+			return
+		}
+		if data, ok := archives[r.URL.Path]; ok {
+			_, _ = w.Write(data)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // childApp is an Application the root declares: spec's sources, synced to ns by automated sync

@@ -24,6 +24,9 @@ func (s Source) renderAppPath(rel string) (*Result, error) {
 	if rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
 		return nil, fmt.Errorf("render %s: the path leaves the repository", rel)
 	}
+	if s.helm != nil && s.helm.Explicit && s.isChart(rel) {
+		return s.renderChart(rel) // helm named as the source's type
+	}
 	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
 		if s.fs.Exists(filepath.Join(s.root, rel, name)) {
 			return s.RenderPath(rel)
@@ -115,9 +118,17 @@ func decodeManifests(file string, data []byte) ([]*unstructured.Unstructured, er
 		if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" || string(t) == "{}" {
 			continue
 		}
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil || head.Kind == "" || head.APIVersion == "" {
+			// Never the document itself in the message: it may be a Secret.
+			return nil, fmt.Errorf("%s: document %d is not a Kubernetes object (apiVersion, kind and metadata.name are required)", file, doc)
+		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(raw); err != nil { // numbers as int64, as client-go expects
-			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+			return nil, fmt.Errorf("%s: document %d (%s %s) does not decode", file, doc, head.APIVersion, head.Kind)
 		}
 		if items, found := u.Object["items"]; u.IsList() && (!found || items == nil) {
 			continue // an empty List
@@ -132,7 +143,7 @@ func decodeManifests(file string, data []byte) ([]*unstructured.Unstructured, er
 			}
 			continue
 		}
-		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" && u.GetGenerateName() == "" {
 			return nil, fmt.Errorf("%s: document %d is not a Kubernetes object (apiVersion, kind and metadata.name are required)", file, doc)
 		}
 		out = append(out, u)

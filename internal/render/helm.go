@@ -15,8 +15,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing/fstest"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartvalues "helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
@@ -67,7 +69,18 @@ type HelmOptions struct {
 	// destination cluster's, as Argo CD's controller sends them. Empty: Helm's defaults.
 	KubeVersion string   `json:"kubeVersion,omitempty"`
 	APIVersions []string `json:"apiVersions,omitempty"`
+	// Explicit says the Application names Helm as its source type (helm options set): a chart
+	// is then rendered by helm even where a kustomization is beside its Chart.yaml.
+	Explicit bool `json:"explicit,omitempty"`
 }
+
+// LimitError is a source the auditor cannot render the way Argo CD would: a limit of the
+// auditor's, not a fault of the source (a dependency Argo CD would fetch, a remote values file).
+type LimitError struct{ Msg string }
+
+func (e *LimitError) Error() string { return e.Msg }
+
+func limitf(format string, args ...any) error { return &LimitError{Msg: fmt.Sprintf(format, args...)} }
 
 // HelmParameter is one helm.parameters (Value) or helm.fileParameters (Value is the path) entry.
 type HelmParameter struct {
@@ -135,7 +148,10 @@ func (s Source) renderChart(rel string) (*Result, error) {
 		return nil, fmt.Errorf("render %s: %w", rel, err)
 	}
 	if missing := missingDependencies(ch); len(missing) > 0 {
-		return nil, fmt.Errorf("render %s: dependencies %s are in Chart.yaml but not under charts/ (Argo CD runs `helm dependency build` from the chart repositories; the auditor renders only dependencies committed under charts/)", rel, strings.Join(missing, ", "))
+		return nil, fmt.Errorf("render %s: %w", rel, limitf("dependencies %s are in Chart.yaml but not under charts/ (Argo CD runs `helm dependency build` from the chart repositories; the auditor renders only dependencies committed under charts/)", strings.Join(missing, ", ")))
+	}
+	if t := ch.Metadata.Type; t != "" && t != "application" {
+		return nil, fmt.Errorf("render %s: %s charts are not installable", rel, t)
 	}
 	vals, err := s.helmValues(rel, opts)
 	if err != nil {
@@ -164,6 +180,9 @@ func helmTemplate(ch *chartv2.Chart, vals map[string]any, opts *HelmOptions) ([]
 	if ns == "" {
 		ns = "default"
 	}
+	if err := chartutil.ValidateReleaseName(name); err != nil {
+		return nil, fmt.Errorf("release name %q: %w", name, err)
+	}
 	caps := common.DefaultCapabilities.Copy()
 	if opts.KubeVersion != "" {
 		kv, err := common.ParseKubeVersion(opts.KubeVersion)
@@ -177,6 +196,9 @@ func helmTemplate(ch *chartv2.Chart, vals map[string]any, opts *HelmOptions) ([]
 		return nil, fmt.Errorf("chart dependencies: %w", err)
 	}
 	if c := ch.Metadata.KubeVersion; c != "" && !chartutil.IsCompatibleRange(c, caps.KubeVersion.String()) {
+		if opts.KubeVersion == "" { // no destination cluster to ask: helm's default
+			return nil, limitf("chart requires kubeVersion: %s, and without a destination cluster helm's default is Kubernetes %s", c, caps.KubeVersion.Version)
+		}
 		return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", c, caps.KubeVersion.Version)
 	}
 	rvals, err := chartvalues.ToRenderValuesWithSchemaValidation(ch, vals,
@@ -278,7 +300,7 @@ func (s Source) loadChart(rel string) (*chartv2.Chart, error) {
 			return nil, fmt.Errorf("%s: %w", path.Join(rel, "Chart.yaml"), err)
 		}
 		if meta.APIVersion != chartv2.APIVersionV1 && meta.APIVersion != chartv2.APIVersionV2 && meta.APIVersion != "" {
-			return nil, fmt.Errorf("%s: chart apiVersion %q: the auditor renders charts of apiVersion v1 and v2", path.Join(rel, "Chart.yaml"), meta.APIVersion)
+			return nil, limitf("%s: chart apiVersion %q: the auditor renders charts of apiVersion v1 and v2", path.Join(rel, "Chart.yaml"), meta.APIVersion)
 		}
 	}
 	ch, err := chartloader.LoadFiles(files)
@@ -332,6 +354,9 @@ func (s Source) helmValues(rel string, opts *HelmOptions) (map[string]any, error
 		}
 	}
 	for _, p := range opts.FileParameters {
+		if strings.HasPrefix(p.Value, "$") {
+			return nil, limitf("helm file parameter %s: %s is another source's file: the auditor does not render those yet", p.Name, p.Value)
+		}
 		f, err := s.resolveValueFile(rel, p.Value)
 		if err != nil {
 			return nil, fmt.Errorf("helm file parameter %s: %w", p.Name, err)
@@ -398,21 +423,16 @@ func (s Source) valueFiles(rel string, opts *HelmOptions) ([]string, error) {
 			return nil, err
 		}
 		if isGlob(p) {
-			if strings.Contains(p, "**") {
-				return nil, fmt.Errorf("values file %s: ** globs are not rendered by the auditor yet", v)
-			}
-			matches, err := s.fs.Glob(filepath.Join(s.root, p))
+			matches, err := s.glob(p)
 			if err != nil {
 				return nil, fmt.Errorf("values file %s: %w", v, err)
 			}
-			slices.Sort(matches)
 			if len(matches) == 0 && !opts.IgnoreMissingValueFiles {
 				return nil, fmt.Errorf("values file glob %s matched no files", v)
 			}
 			for _, m := range matches {
-				r, _ := filepath.Rel(s.root, m)
-				if r = filepath.ToSlash(r); !explicit[r] {
-					add(r)
+				if !explicit[m] {
+					add(m)
 				}
 			}
 			continue
@@ -434,11 +454,11 @@ func (s Source) resolveValueFile(rel, v string) (string, error) {
 		return "", fmt.Errorf("values file %s names a source the Application does not have (no ref %s among its sources)", v, strings.SplitN(v, "/", 2)[0])
 	}
 	if i := strings.Index(v, "://"); i > 0 && !strings.ContainsAny(v[:i], "/.") {
-		return "", fmt.Errorf("values file %s is a URL: the auditor renders value files from the repository only", v)
+		return "", limitf("values file %s is a URL: the auditor renders value files from the repository only", v)
 	}
 	p := path.Join(rel, v)
 	if path.IsAbs(v) {
-		p = path.Clean(strings.TrimPrefix(v, "/"))
+		p = path.Join(s.valuesRoot, strings.TrimPrefix(v, "/"))
 	}
 	if p == ".." || strings.HasPrefix(p, "../") {
 		return "", fmt.Errorf("values file %s is outside the repository", v)
@@ -447,3 +467,29 @@ func (s Source) resolveValueFile(rel, v string) (string, error) {
 }
 
 func isGlob(p string) bool { return strings.ContainsAny(p, "*?[") }
+
+// glob expands a value file pattern (from the repository root; ** crosses directories) as Argo
+// CD does with doublestar.FilepathGlob: the matching files in the order a walk of sorted
+// directories finds them.
+func (s Source) glob(pattern string) ([]string, error) {
+	if !doublestar.ValidatePattern(pattern) {
+		return nil, fmt.Errorf("%s is not a valid pattern", pattern)
+	}
+	// doublestar itself, over the files below the pattern's fixed part: its walk order is
+	// Argo CD's.
+	base, _ := doublestar.SplitPattern(pattern)
+	tree := fstest.MapFS{}
+	err := s.fs.Walk(filepath.Join(s.root, base), func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return nil
+		}
+		if rel, rerr := filepath.Rel(s.root, p); rerr == nil {
+			tree[filepath.ToSlash(rel)] = &fstest.MapFile{}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return doublestar.Glob(tree, pattern, doublestar.WithFilesOnly())
+}

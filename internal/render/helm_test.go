@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,6 +148,7 @@ func TestHelmChartErrorsNameTheCause(t *testing.T) {
 		"deps/templates/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
 		"plain/Chart.yaml":        chart,
 		"plain/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.name | required \"name is required\" }}\n",
+		"lib/Chart.yaml":          chart + "type: library\n",
 		"kube/Chart.yaml":         chart + "kubeVersion: \">=1.99.0\"\n",
 		"kube/templates/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
 	})
@@ -158,6 +160,8 @@ func TestHelmChartErrorsNameTheCause(t *testing.T) {
 		want string
 	}{
 		{"deps", HelmOptions{}, "dependencies redis are in Chart.yaml but not under charts/"},
+		{"plain", HelmOptions{ReleaseName: strings.Repeat("a", 54)}, "release name"},
+		{"lib", HelmOptions{}, "library charts are not installable"},
 		{"plain", HelmOptions{}, "name is required"},
 		{"plain", HelmOptions{ValueFiles: []string{"missing.yaml"}, Values: "name: x\n"}, "values file missing.yaml: plain/missing.yaml does not exist"},
 		{"plain", HelmOptions{ValueFiles: []string{"../../outside.yaml"}}, "outside the repository"},
@@ -173,6 +177,64 @@ func TestHelmChartErrorsNameTheCause(t *testing.T) {
 	res, err := src.WithHelm(&HelmOptions{ValueFiles: []string{"missing.yaml"}, IgnoreMissingValueFiles: true, Values: "name: x\n"}).Render(AppTarget("plain"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ConfigMap/x"}, names(res.Objects))
+
+	// What only the auditor cannot do is a LimitError (a check warning, not a violation).
+	for _, tc := range []struct {
+		path string
+		opts HelmOptions
+	}{{"deps", HelmOptions{}}, {"plain", HelmOptions{ValueFiles: []string{"https://example.com/v.yaml"}}},
+		{"kube", HelmOptions{}}, {"plain", HelmOptions{FileParameters: []HelmParameter{{Name: "x", Value: "$values/x.txt"}}}}} {
+		_, err := src.WithHelm(&tc.opts).Render(AppTarget(tc.path))
+		var limit *LimitError
+		assert.ErrorAs(t, err, &limit, "%s %+v", tc.path, tc.opts)
+	}
+	_, err = src.WithHelm(&HelmOptions{KubeVersion: "1.37.2"}).Render(AppTarget("kube"))
+	var limit *LimitError
+	assert.False(t, errors.As(err, &limit), "the destination's version said no: Argo CD fails too")
+}
+
+// TestHelmValueFileGlobsInArgoCDsOrder: a glob expands in the order a walk of sorted directories
+// finds the files (doublestar, as Argo CD), so envs/prod/ comes before envs/prod-eu/ and a later
+// file wins; ** crosses directories; an explicit entry keeps its own place.
+func TestHelmValueFileGlobsInArgoCDsOrder(t *testing.T) {
+	src := snapshotSource(t, map[string]string{
+		"c/Chart.yaml":                "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+		"c/templates/cm.yaml":         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  region: {{ .Values.region | quote }}\n  tier: {{ .Values.tier | quote }}\n",
+		"envs/prod/values.yaml":       "region: prod\ntier: a\n",
+		"envs/prod-eu/values.yaml":    "region: prod-eu\n",
+		"envs/deep/x/y/values.yaml":   "tier: deep\n",
+		"envs/prod/extra/values.yaml": "tier: extra\n",
+	}, "r1")
+	data := func(o HelmOptions) map[string]any {
+		t.Helper()
+		res, err := src.WithHelm(&o).Render(AppTarget("c"))
+		require.NoError(t, err)
+		return res.Objects[0].Object["data"].(map[string]any)
+	}
+	assert.Equal(t, map[string]any{"region": "prod-eu", "tier": "a"}, data(HelmOptions{ValueFiles: []string{"/envs/*/values.yaml"}}))
+	assert.Equal(t, map[string]any{"region": "prod-eu", "tier": "extra"}, data(HelmOptions{ValueFiles: []string{"/envs/prod*/**/values.yaml"}}),
+		"envs/prod/extra/values.yaml after envs/prod/values.yaml, envs/prod-eu last")
+	assert.Equal(t, map[string]any{"region": "prod", "tier": "a"}, data(HelmOptions{ValueFiles: []string{"/envs/*/values.yaml", "/envs/prod/values.yaml"}}),
+		"an explicit entry keeps its place after the glob")
+}
+
+// TestHelmHooksWithGenerateNameAndExplicitHelm: a hook with only a generateName renders (Argo CD
+// creates one per sync); helm named as the source type renders the chart even beside a
+// kustomization, which wins otherwise.
+func TestHelmHooksWithGenerateNameAndExplicitHelm(t *testing.T) {
+	src := snapshotSource(t, map[string]string{
+		"c/Chart.yaml":         "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+		"c/templates/job.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: migrate-\n  annotations: {argocd.argoproj.io/hook: PreSync}\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: m, image: x:1}]}}}\n",
+		"c/kustomization.yaml": "resources: [cm.yaml]\n",
+		"c/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: k}\n",
+	}, "r1")
+	res, err := src.WithHelm(&HelmOptions{ReleaseName: "a", Explicit: true}).Render(AppTarget("c"))
+	require.NoError(t, err)
+	require.Len(t, res.Objects, 1)
+	assert.Equal(t, "migrate-", res.Objects[0].GetGenerateName())
+	res, err = src.WithHelm(&HelmOptions{ReleaseName: "a"}).Render(AppTarget("c"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ConfigMap/k"}, names(res.Objects), "no helm options named: the kustomization")
 }
 
 // TestHelmRenderThroughTheWorkerAndTheCache: a chart rendered by a worker process gives what the

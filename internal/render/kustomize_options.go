@@ -197,6 +197,11 @@ func (s Source) addComponents(target, dir string, data []byte, k *KustomizeOptio
 		case !slices.Contains(m.Components, c):
 			m.Components = append(m.Components, c)
 		}
+		if k.IgnoreMissingComponents {
+			// Argo CD v3.6.1 adds only the first component it finds when missing ones are
+			// ignored (its loop breaks out at the first match): so does the auditor.
+			break
+		}
 	}
 	var raw map[string]any
 	if err := yaml.Unmarshal(data, &raw); err != nil {

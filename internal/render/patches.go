@@ -64,7 +64,7 @@ func (s Source) WithPatches(env string, patches []Patch) (Source, error) {
 		}
 	}
 	return Source{fs: &overrideFS{FileSystem: s.fs, path: file, data: out}, root: s.root, revision: s.revision, variant: variant,
-		files: s.files, dir: s.dir, overrides: overrides, omitted: s.omitted, helm: s.helm}, nil
+		files: s.files, dir: s.dir, overrides: overrides, omitted: s.omitted, helm: s.helm, valuesRoot: s.valuesRoot}, nil
 }
 
 // RenderWith renders env as Argo CD builds it with an Application's kustomize patches.

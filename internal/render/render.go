@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -59,6 +60,9 @@ type Source struct {
 	omitted map[string]int64
 	// helm are the Application's helm options a chart is rendered with (WithHelm).
 	helm *HelmOptions
+	// valuesRoot is where an absolute value file path starts ("": the repository's root; a
+	// fetched chart's own directory for FromChart, as Argo CD resolves it there).
+	valuesRoot string
 }
 
 // FromDir renders from a work tree on disk rooted at dir.
@@ -136,9 +140,18 @@ func AtRevision(repo *gitrepo.Repo, rev string) (Source, error) {
 // Has reports whether the repository holds a file (slash-separated path).
 func (s Source) Has(rel string) bool { return s.fs.Exists(filepath.Join(s.root, rel)) }
 
-// ReadFile reads a file of the repository (slash-separated path).
+// ReadFile reads a file of the repository (slash-separated path from its root); an absent file
+// is an error wrapping fs.ErrNotExist, a path leaving the repository an error.
 func (s Source) ReadFile(rel string) ([]byte, error) {
-	return s.fs.ReadFile(filepath.Join(s.root, filepath.FromSlash(rel)))
+	clean := path.Clean(rel)
+	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return nil, fmt.Errorf("%s leaves the repository", rel)
+	}
+	p := filepath.Join(s.root, filepath.FromSlash(clean))
+	if !s.fs.Exists(p) || s.fs.IsDir(p) {
+		return nil, fmt.Errorf("%s: %w", clean, fs.ErrNotExist)
+	}
+	return s.fs.ReadFile(p)
 }
 
 // Revision is the commit the source was read from ("" for a work tree).
