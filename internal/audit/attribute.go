@@ -15,9 +15,26 @@ import (
 
 // attribute names the person behind each drifted field from the audit events held, when any;
 // and who created each Extra object and deleted each Missing one.
-func (a *Auditor) attribute(objs []drift.Object) {
-	if a.People != nil {
-		Attribute(objs, a.Live, a.People, a.Options.Applier)
+func (a *Auditor) attribute(objs []drift.Object, opts *drift.Options) {
+	if a.People == nil {
+		return
+	}
+	Attribute(objs, a.Live, a.People, a.Options.Applier)
+	// A person found behind a write under a controller's name the comparison excused or could not
+	// yet check (its event came in after), or that Argo CD's verdict brought back: named as such.
+	check := *opts
+	if check.Autoscaled == nil {
+		check.Autoscaled = drift.AutoscaledIn(a.Live)
+	}
+	for i := range objs {
+		o := &objs[i]
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil {
+			continue
+		}
+		for j := range o.Fields {
+			o.Fields[j].Borrowed = check.BorrowedName(gv.WithKind(o.Kind).GroupKind(), o.Namespace, o.Name, &o.Fields[j])
+		}
 	}
 }
 

@@ -293,7 +293,7 @@ func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declare
 		a.memo(u.key).Done()
 		lap("argocd")
 	}
-	a.attribute(rep.Objects)
+	a.attribute(rep.Objects, &opts)
 	if app != nil && req.Revision == "" && (app.InProgress() || app.Failed()) {
 		rep.Operation = &drift.Operation{Phase: app.Operation.Phase, Revision: app.Operation.Revision, Message: app.Operation.Message}
 	}

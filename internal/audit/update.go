@@ -97,7 +97,7 @@ func (a *Auditor) updateUnit(ctx context.Context, st *prepared, refs []drift.Ref
 	rep.Objects = slices.DeleteFunc(slices.Clone(prev.Objects), func(o drift.Object) bool {
 		return o.Status != drift.Unknown && touched[drift.RefOfObject(&o)]
 	})
-	a.attribute(part.Objects)
+	a.attribute(part.Objects, &opts)
 	rep.Objects = append(rep.Objects, part.Objects...)
 	drift.SortObjects(rep.Objects)
 	rep.ArgoCDOnly = slices.DeleteFunc(slices.Clone(prev.ArgoCDOnly), func(o drift.ArgoOnly) bool {

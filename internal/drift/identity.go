@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Events answers, from the API server's audit events, who really made a write: a field
@@ -219,4 +220,30 @@ func (e *Excusals) Unverified(since time.Time) []Unverified {
 type Unverified struct {
 	Ref
 	Fingerprint string
+}
+
+// BorrowedName returns the controller whose field-manager name field f of the object (gk,
+// namespace, name) was written under by someone else: a controller rule of the options covers
+// the field under its writer's name, the controller's identity is known, and f's actor is not
+// it. "" otherwise (no actor yet, no rule, or the controller itself). It names what the
+// comparison could not when it ran before the write's audit event arrived, or ran without the
+// controller rules (Argo CD's verdict shown field by field).
+func (opts *Options) BorrowedName(gk schema.GroupKind, namespace, name string, f *Field) string {
+	if f.Actor == nil || f.Borrowed != "" || f.Manager == "" {
+		return f.Borrowed
+	}
+	o := &owner{Manager: f.Manager, Operation: f.Operation, Subresource: f.Subresource}
+	p := f.FieldPath.Path()
+	borrowed := ""
+	for i := range opts.Controllers {
+		r := &opts.Controllers[i]
+		if !r.matches(gk, o, p) || r.Autoscaled && (opts.Autoscaled == nil || !opts.Autoscaled(gk, namespace, name)) {
+			continue
+		}
+		if id := opts.identityOf(o.Manager, r); len(id) == 0 || id.Matches(f.Actor) {
+			return "" // no identity to check, or the controller itself
+		}
+		borrowed = o.Manager // another rule for this manager may name the actor among its users
+	}
+	return borrowed
 }
