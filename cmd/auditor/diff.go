@@ -22,6 +22,7 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/reposerver"
 )
 
 // diffOptions are the flags of `auditor diff`.
@@ -37,6 +38,7 @@ type diffOptions struct {
 	auditLog     string
 	timings      bool
 	timeout      time.Duration
+	repoServer   reposerver.Config
 }
 
 func newDiffCommand() *cobra.Command {
@@ -74,6 +76,10 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 	cmd.Flags().StringVar(&o.root, "root", "", "the env's root Application (app-of-apps; default root-<env>): with it in the cluster, every Application under it is audited")
 	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
+	cmd.Flags().StringVar(&o.repoServer.Address, "repo-server", "", "render each Application by Argo CD's repo-server at this host:port, as its controller asks it (default: render in process)")
+	cmd.Flags().BoolVar(&o.repoServer.Plaintext, "repo-server-plaintext", false, "talk to the repo-server without TLS")
+	cmd.Flags().BoolVar(&o.repoServer.StrictTLS, "repo-server-strict-tls", false, "verify the repo-server's certificate (against --repo-server-ca)")
+	cmd.Flags().StringVar(&o.repoServer.CAFile, "repo-server-ca", "", "CA certificate of the repo-server (ca.crt of the argocd-repo-server-tls Secret)")
 	cmd.Flags().BoolVar(&o.timings, "timings", false, "print how long each stage took (git, render, live, schema, compare, argocd) to stderr")
 	cmd.Flags().StringVar(&o.auditLog, "audit-log", "", "the API server's audit log (JSON lines, --audit-log-path): name the person behind each drifted field")
 	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", defaultCacheDir(), `directory caching renders (by the content they read) and Argo CD's in-sync verdicts (by the objects compared); "off": none`)
@@ -174,6 +180,11 @@ func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Audito
 	}
 	a := audit.New(repo, cache)
 	a.AppNamespace = o.appNamespace
+	if o.repoServer.Address != "" {
+		if a.RepoServer, err = reposerver.New(o.repoServer); err != nil {
+			return nil, nil, err
+		}
+	}
 	if src, err := render.AtRevision(repo, "HEAD"); err == nil {
 		a.Envs, _ = src.Envs() // the other envs' roots in the cluster are theirs, not Extra
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/reposerver"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -61,6 +62,10 @@ type Auditor struct {
 	// People, when set, holds the API server's audit events: each drifted field gets the person
 	// whose write made it (drift.Field.Actor).
 	People *auditlog.Store
+	// RepoServer, when set, renders each Application by asking Argo CD's repo-server, with the
+	// request its application controller sends: the objects compared are then the ones Argo CD
+	// applies, whatever the source (Helm repositories, OCI, plugins). Nil renders in process.
+	RepoServer *reposerver.Client
 
 	schemaMu sync.Mutex
 	// gitPatches caches Git's Application patches per env at a branch head (audits without Argo CD).
@@ -109,6 +114,8 @@ type Request struct {
 	Env string
 	// Revision forces the desired revision; empty means the one Argo CD synced, or the branch head.
 	Revision string
+	// renders keeps each unit's render (RenderGroup).
+	renders bool
 }
 
 // Run audits one environment: every Application of its group (see group), or its one
@@ -165,6 +172,13 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 		app = u.app.WithGitSpec(u.git)
 		u.app = app
 	}
+	if a.RepoServer != nil && app != nil {
+		res, err := a.askRepoServer(ctx, req, u, app)
+		if err != nil {
+			return err
+		}
+		return a.index(u, app, res, lap, req.renders)
+	}
 	if u.group && app != nil && app.Unrenderable != "" { // alone, an env renders its overlay's source
 		return &unitError{fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
 	}
@@ -174,7 +188,7 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 		if err != nil {
 			return err
 		}
-		return a.index(u, app, res, lap)
+		return a.index(u, app, res, lap, req.renders)
 	}
 	if u.desired, u.head, u.pending, err = a.revisions(app, req); err != nil {
 		return err
@@ -221,12 +235,15 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 			return err
 		}
 	}
-	return a.index(u, app, res, lap)
+	return a.index(u, app, res, lap, req.renders)
 }
 
 // index scopes a unit's render: its objects indexed, their kinds, the Unknown ones and hooks.
-func (a *Auditor) index(u *prepared, app *argocd.App, res *render.Result, lap func(string)) error {
+func (a *Auditor) index(u *prepared, app *argocd.App, res *render.Result, lap func(string), keep bool) error {
 	var err error
+	if keep {
+		u.rendered = res
+	}
 	a.runs.Add(1)
 	lap("render")
 	destNS := ""

@@ -66,6 +66,8 @@ type prepared struct {
 	report        *drift.Report
 	// err says why the Application could not be audited; the group's others are.
 	err error
+	// rendered is the unit's render as the auditor made it, hooks included (RenderGroup only).
+	rendered *render.Result
 }
 
 // unitError is a reason an Application cannot be audited that is not a failure of the audit.

@@ -43,6 +43,7 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	// the other envs and serving fetches meanwhile, and audits this env once the render is in.
 	// The env's next audit is full (Run), so that it takes the render up.
 	a.RenderedInBackground = func(env string) { d.setWaiting(env, true); d.markDirty() }
+	a.RepoServer = d.repoServer
 	d.auditor = a
 	return a
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/reposerver"
 	"github.com/llm-gitops/platform/internal/sinks"
 )
 
@@ -105,6 +106,12 @@ type Config struct {
 	// daemon's own binary (the default): the daemon's heap then grows to each render's peak
 	// (about 1.1 GiB at 10,000 objects) and keeps some of it.
 	RenderInProcess bool `json:"renderInProcess,omitempty"`
+	// RepoServer, when set, renders each Application by Argo CD's repo-server, as Argo CD's
+	// controller asks it (address, plaintext or TLS with strictTLS and caFile, timeout): the
+	// objects compared are then exactly the ones Argo CD applies. The auditor needs the network
+	// path to it (Argo CD's NetworkPolicy admits only its own components by default). Unset, the
+	// auditor renders in process with the libraries Argo CD's repo-server runs.
+	RepoServer *reposerver.Config `json:"repoServer,omitempty"`
 }
 
 // ExtraConfig is the scope of Extra objects: drift.DefaultExtraKinds and every kind the env

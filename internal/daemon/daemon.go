@@ -30,6 +30,7 @@ import (
 	"github.com/llm-gitops/platform/internal/notify"
 	"github.com/llm-gitops/platform/internal/outbox"
 	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/reposerver"
 	"github.com/llm-gitops/platform/internal/sinks"
 )
 
@@ -49,13 +50,14 @@ type Daemon struct {
 	lastFetch    time.Time
 	fetchErr     error
 	hooked       map[cache.SharedIndexInformer]bool
-	auditor      *audit.Auditor  // kept while repo and cache are: its schema and render caches persist
-	people       *auditlog.Store // audit events, when configured
-	episodes     *episode.Book   // drift episodes, saved in the state dir
-	adoptRenders *render.Cache   // renders of the walks that name adopting commits (audit loop only)
-	ledger       *render.Cache   // renders of the ledger's commits and of the web view's serving state
-	blames       *blamer         // serves /api/v1/blame, with its own renders
-	worker       *render.Worker  // runs the audits' renders in a child process; nil with RenderInProcess
+	auditor      *audit.Auditor     // kept while repo and cache are: its schema and render caches persist
+	people       *auditlog.Store    // audit events, when configured
+	episodes     *episode.Book      // drift episodes, saved in the state dir
+	adoptRenders *render.Cache      // renders of the walks that name adopting commits (audit loop only)
+	ledger       *render.Cache      // renders of the ledger's commits and of the web view's serving state
+	blames       *blamer            // serves /api/v1/blame, with its own renders
+	worker       *render.Worker     // runs the audits' renders in a child process; nil with RenderInProcess
+	repoServer   *reposerver.Client // renders by Argo CD's repo-server; nil renders in process
 	peopleMu     sync.Mutex
 	ledgerGit    sync.Mutex               // serialises the ledger syncs, which share the clone in git/ledger
 	firstSeen    map[string]time.Time     // fields without a person yet: when first seen
@@ -121,6 +123,15 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		return nil, err
 	}
 	d.authorize = authorize
+	if cfg.RepoServer != nil {
+		if d.repoServer, err = reposerver.New(*cfg.RepoServer); err != nil {
+			return nil, err
+		}
+	}
+	engine := d.renderEngine()
+	d.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_render_engine",
+		Help:        "How Applications are rendered: 1 for the engine named by the label (repo-server: Argo CD's; in-process).",
+		ConstLabels: prometheus.Labels{"engine": engine}}, func() float64 { return 1 }))
 	d.startWorker()
 	d.adoptRenders, d.ledger = d.renderCache(2), d.renderCache(2)
 	d.adoptRenders.Urgent = true // its walks run inside the audit loop: they must not queue behind a blame walk
@@ -337,12 +348,14 @@ func (d *Daemon) debounce(ctx context.Context) {
 
 // Status is the daemon's state for GET /api/v1/status.
 type Status struct {
-	Ready     bool              `json:"ready"`
-	Leader    bool              `json:"leader"`
-	Envs      []EnvStatus       `json:"envs"`
-	Git       GitStatus         `json:"git"`
-	Sinks     map[string]string `json:"sinks,omitempty"`
-	Timestamp time.Time         `json:"timestamp"`
+	Ready  bool              `json:"ready"`
+	Leader bool              `json:"leader"`
+	Envs   []EnvStatus       `json:"envs"`
+	Git    GitStatus         `json:"git"`
+	Sinks  map[string]string `json:"sinks,omitempty"`
+	// RenderEngine says how Applications are rendered: repo-server (Argo CD's) or in-process.
+	RenderEngine string    `json:"renderEngine"`
+	Timestamp    time.Time `json:"timestamp"`
 }
 
 // EnvStatus is one env's last audit. Revision is the commit audited: the one Argo CD synced when

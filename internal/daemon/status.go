@@ -11,7 +11,7 @@ import (
 func (d *Daemon) status() Status {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	st := Status{Ready: d.ready.Load(), Leader: d.leader.Load(), Timestamp: time.Now().UTC()}
+	st := Status{Ready: d.ready.Load(), Leader: d.leader.Load(), RenderEngine: d.renderEngine(), Timestamp: time.Now().UTC()}
 	for _, env := range d.cfg.Envs {
 		es := EnvStatus{Env: env}
 		if rep := d.reports[env]; rep != nil {
@@ -45,4 +45,12 @@ func (d *Daemon) Report(env string) (*drift.Report, error) {
 		return nil, err
 	}
 	return nil, errors.New("no audit yet")
+}
+
+// renderEngine names how the daemon renders Applications: repo-server (Argo CD's) or in-process.
+func (d *Daemon) renderEngine() string {
+	if d.repoServer != nil {
+		return "repo-server"
+	}
+	return "in-process"
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/reposerver"
 	"github.com/llm-gitops/platform/internal/testcluster"
 	"github.com/llm-gitops/platform/internal/testfixture"
 )
@@ -262,6 +263,17 @@ data:
 		assert.Positive(t, byName[name].Objects, name)
 	}
 	assert.Equal(t, 3, byName[extras].Objects, "the directory's objects (the policy, its binding, a ConfigMap from JSON): %+v", byName[extras])
+	// Each Application as the auditor renders it is what Argo CD's repo-server renders for it.
+	assertRenderParity(t, a, f.Env)
+	// The same audit by Argo CD's repo-server as the render engine: the same verdicts, and the
+	// chart of an unreachable repository is Unknown with the repo-server's reason.
+	ra := newAuditor(t, f)
+	ra.RootName = a.RootName
+	client, err := reposerver.New(reposerver.Config{Address: cluster.RepoServer, Plaintext: true})
+	require.NoError(t, err)
+	ra.RepoServer = client
+	rrep := runAudit(t, ra, f.Env)
+	assert.Equal(t, engineSummary(rep), engineSummary(rrep), "in process, then by the repo-server")
 	// The chart's objects are the ones Argo CD tracks (its hook is neither audited nor Extra),
 	// and in sync with them: the in-process render is the repo-server's, values and all.
 	tracked := trackedResources(getApp(t, helmApp))

@@ -116,6 +116,7 @@ func (c *Cluster) startArgoCD(ctx context.Context, ports []int) error {
 		return err
 	}
 	c.procs = append(c.procs, repo)
+	c.RepoServer = repoAddr
 	if err := waitHTTP(ctx, repo, "http://127.0.0.1:"+strconv.Itoa(ports[2])+"/healthz", nil, 60*time.Second); err != nil {
 		return err
 	}

@@ -15,6 +15,8 @@ type State struct {
 	URL        string `json:"url"`
 	Kubeconfig string `json:"kubeconfig"`
 	Etcd       string `json:"etcd"`
+	// RepoServer is Argo CD's repo-server (plaintext gRPC), when the cluster runs Argo CD.
+	RepoServer string `json:"repoServer,omitempty"`
 }
 
 // Down stops a detached cluster started in dir by its pid files. It is a no-op when none runs.

@@ -144,7 +144,7 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 	}
-	state, _ := json.MarshalIndent(State{URL: c.URL, Kubeconfig: c.Kubeconfig, Etcd: etcdURL}, "", "  ")
+	state, _ := json.MarshalIndent(State{URL: c.URL, Kubeconfig: c.Kubeconfig, Etcd: etcdURL, RepoServer: c.RepoServer}, "", "  ")
 	if err := os.WriteFile(filepath.Join(c.Dir, "cluster.json"), state, 0o644); err != nil {
 		return fmt.Errorf("write cluster state: %w", err)
 	}

@@ -77,6 +77,8 @@ type Cluster struct {
 	Started time.Duration
 	// AuditLog is the API server's audit log (JSON lines), written with the platform's policy.
 	AuditLog string
+	// RepoServer is the address of Argo CD's repo-server (plaintext gRPC) when it runs.
+	RepoServer string
 
 	opts    Options
 	apiArgs []string

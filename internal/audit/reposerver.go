@@ -1,0 +1,73 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/reposerver"
+)
+
+// askRepoServer renders a unit by Argo CD's repo-server at the revisions Argo CD synced (the
+// forced revision for the sources of the audited repository): every source, with the
+// Application's own options and .argocd-source files, as the controller asks for them. A
+// repo-server that fails makes the Application Unknown with its reason; the others are audited.
+func (a *Auditor) askRepoServer(ctx context.Context, req Request, u *prepared, app *argocd.App) (*render.Result, error) {
+	spec := app.Spec()
+	revs := reposerver.SyncedRevisions(spec)
+	if app.Chart != "" && len(app.Sources) == 0 {
+		// A chart of a chart repository: the version Argo CD synced, as it records it; Git's
+		// targetRevision when a revision of Git is asked for, or before a sync.
+		if revs[0] == "" || req.Revision != "" {
+			revs[0] = app.TargetRevision
+		}
+		u.desired, u.head, u.pending = revs[0], revs[0], false
+	} else {
+		var err error
+		if u.desired, u.head, u.pending, err = a.revisions(app, req); err != nil {
+			return nil, err
+		}
+		for i, s := range spec.Spec.GetSources() {
+			if s.Chart == "" && s.RepoURL == app.RepoURL && (len(app.Sources) == 0 || s.Path == app.Path || req.Revision != "") {
+				revs[i] = u.desired
+			}
+		}
+	}
+	settings, err := a.argoSettings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := a.Live.Server()
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.RepoServer.Manifests(ctx, reposerver.Request{App: spec, Revisions: revs, KubeVersion: srv.Version,
+		APIVersions: srv.APIVersions, Settings: settings, ControllerNamespace: a.AppNamespace})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &unitError{err.Error()}
+	}
+	reposerver.Untrack(res.Objects, settings)
+	return &render.Result{Env: u.key, Path: app.Path, Revision: u.desired, Objects: res.Objects}, nil
+}
+
+// argoSettings reads the argocd-cm keys the controller sends the repo-server (Argo CD's
+// defaults when the auditor may not read it).
+func (a *Auditor) argoSettings(ctx context.Context) (reposerver.Settings, error) {
+	u, err := a.Live.GetDirect(ctx, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, a.AppNamespace, argocd.ConfigMapName)
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		return reposerver.SettingsFrom(nil), nil
+	}
+	if err != nil {
+		return reposerver.Settings{}, fmt.Errorf("argocd-cm: %w", err)
+	}
+	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+	return reposerver.SettingsFrom(data), nil
+}

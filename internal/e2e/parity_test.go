@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/reposerver"
+	"github.com/llm-gitops/platform/internal/testcluster"
+)
+
+// assertRenderParity renders every Application of env's group twice, by the auditor in
+// process and by Argo CD's repo-server with the request its controller sends, and compares the
+// two as sets of objects, field by field. One difference is legitimate, and is taken out of
+// both before the comparison: the tracking annotation (or label) the repo-server writes into
+// each object, which is Argo CD's metadata rather than Git's (reposerver.Untrack).
+func assertRenderParity(t *testing.T, a *audit.Auditor, env string, skip ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	require.NotEmpty(t, cluster.RepoServer, "the test cluster runs Argo CD's repo-server")
+	client, err := reposerver.New(reposerver.Config{Address: cluster.RepoServer, Plaintext: true})
+	require.NoError(t, err)
+	dyn, err := cluster.Dynamic()
+	require.NoError(t, err)
+	cm, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(testcluster.ArgoCDNamespace).
+		Get(ctx, "argocd-cm", metav1.GetOptions{})
+	require.NoError(t, err)
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	settings := reposerver.SettingsFrom(data)
+	srv, err := a.Live.Server()
+	require.NoError(t, err)
+
+	renders, err := a.RenderGroup(ctx, audit.Request{Env: env})
+	require.NoError(t, err)
+	compared := 0
+	for _, r := range renders {
+		if r.Err != nil || slices.Contains(skip, r.Name) {
+			continue
+		}
+		app, err := reposerver.FromUnstructured(getApp(t, r.Name))
+		require.NoError(t, err)
+		got, err := client.Manifests(ctx, reposerver.Request{App: app, Revisions: reposerver.SyncedRevisions(app),
+			KubeVersion: srv.Version, APIVersions: srv.APIVersions, Settings: settings})
+		require.NoError(t, err, r.Name)
+		reposerver.Untrack(got.Objects, settings)
+		reposerver.Untrack(r.Objects, settings)
+		dest := app.Spec.Destination.Namespace
+		ours, theirs := byRef(t, a, r.Objects, dest), byRef(t, a, got.Objects, dest)
+		assert.Equal(t, sortedKeys(theirs), sortedKeys(ours), "%s: the objects the repo-server renders and the auditor's", r.Name)
+		for k, o := range ours {
+			th, ok := theirs[k]
+			if !ok {
+				continue
+			}
+			assert.Empty(t, cmp.Diff(th.Object, o.Object), "%s: %s (- repo-server, + auditor)", r.Name, k)
+		}
+		compared++
+	}
+	assert.Positive(t, compared, "Applications compared")
+}
+
+// byRef keys a render's objects by group, kind, namespace and name, a namespaced object without
+// a namespace in the destination's (where Argo CD's controller puts it).
+func byRef(t *testing.T, a *audit.Auditor, objs []*unstructured.Unstructured, dest string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		ns := o.GetNamespace()
+		if m, err := a.Live.Mapping(o.GroupVersionKind()); ns == "" && err == nil && m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ns = dest
+		}
+		k := fmt.Sprintf("%s/%s %s/%s", o.GroupVersionKind().Group, o.GetKind(), ns, o.GetName())
+		_, dup := out[k]
+		assert.False(t, dup, "%s twice in one render", k)
+		out[k] = o
+	}
+	return out
+}
+
+func sortedKeys(m map[string]*unstructured.Unstructured) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// engineSummary is what two audits of one env must agree on whatever renders: per Application,
+// its objects, how many drifted and whether it could be audited; and every object reported,
+// with its status.
+func engineSummary(rep *drift.Report) []string {
+	var out []string
+	for _, app := range rep.Applications {
+		out = append(out, fmt.Sprintf("Application %s: %d objects, %d drifted, audited %v", app.Name, app.Objects, app.Drifted, app.Error == ""))
+	}
+	for _, o := range rep.Objects {
+		out = append(out, fmt.Sprintf("%s %s %s/%s of %s", o.Status, o.Kind, o.Namespace, o.Name, o.Application))
+	}
+	sort.Strings(out)
+	return out
+}

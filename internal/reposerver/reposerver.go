@@ -1,0 +1,254 @@
+// Package reposerver asks Argo CD's repo-server for an Application's manifests: the
+// GenerateManifest call Argo CD's application controller makes before it compares, with the
+// same request, so the objects the auditor gets are the objects Argo CD applies (Helm,
+// Kustomize, plugins and their versions included).
+package reposerver
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/common"
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/argoproj/argo-cd/v3/reposerver/apiclient"
+	utiltls "github.com/argoproj/argo-cd/v3/util/tls"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Config says how to reach the repo-server, as the application controller's flags do.
+type Config struct {
+	// Address is the repo-server's host:port (argocd-repo-server.argocd.svc:8081 in a cluster).
+	Address string `json:"address"`
+	// Plaintext talks gRPC without TLS (the controller's --repo-server-plaintext).
+	Plaintext bool `json:"plaintext,omitempty"`
+	// StrictTLS verifies the repo-server's certificate (--repo-server-strict-tls) against CAFile
+	// (the ca.crt of the argocd-repo-server-tls Secret); without it the certificate is not
+	// verified, as the controller's default.
+	StrictTLS bool   `json:"strictTLS,omitempty"`
+	CAFile    string `json:"caFile,omitempty"`
+	// Timeout bounds one GenerateManifest call (default 60 s, the controller's
+	// --repo-server-timeout-seconds).
+	Timeout time.Duration `json:"timeout,omitempty"`
+}
+
+// Client calls one repo-server.
+type Client struct {
+	cs apiclient.Clientset
+}
+
+// New returns a client of the repo-server cfg names. It does not connect until asked.
+func New(cfg Config) (*Client, error) {
+	if cfg.Address == "" {
+		return nil, fmt.Errorf("repo-server: no address")
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	tlsCfg := utiltls.Configuration{DisableTLS: cfg.Plaintext, StrictValidation: cfg.StrictTLS}
+	if cfg.StrictTLS && cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("repo-server CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("repo-server CA %s: no certificate in it", cfg.CAFile)
+		}
+		tlsCfg.Certificates = pool
+	}
+	return &Client{cs: apiclient.NewRepoServerClientset(cfg.Address, int(timeout.Seconds()), tlsCfg)}, nil
+}
+
+// Request is what the controller knows when it asks for an Application's manifests.
+type Request struct {
+	// App is the Application (its spec, and its status for the synced revisions).
+	App *v1alpha1.Application
+	// Revisions are the revisions to render, one per source (spec.sources, else the one
+	// spec.source); an empty one is the source's targetRevision.
+	Revisions []string
+	// Repository returns the repository record sent for a source's repoURL: its URL and the
+	// credentials the repo-server fetches it with. They are the auditor's own read-only ones,
+	// never Argo CD's. nil sends the URL alone (a public or unauthenticated repository).
+	Repository func(url string) v1alpha1.Repository
+	// KubeVersion and APIVersions are the destination cluster's, as the controller sends them
+	// to Helm (live.Cache.Server).
+	KubeVersion string
+	APIVersions []string
+	// Settings are argocd-cm's (SettingsFrom): the repo-server writes the tracking label or
+	// annotation they say into each object (none with an empty AppLabelKey).
+	Settings Settings
+	// ControllerNamespace is Argo CD's own namespace (default: the Application's): an
+	// Application elsewhere is tracked as <namespace>_<name>.
+	ControllerNamespace string
+	// ProjectSourceRepos is the AppProject's spec.sourceRepos (the repo-server checks a
+	// multi-source Application's ref sources against it).
+	ProjectSourceRepos []string
+}
+
+// Result is the repo-server's answer for every source of an Application.
+type Result struct {
+	// Objects in the repo-server's order, source after source.
+	Objects []*unstructured.Unstructured
+	// Revisions are the revisions the repo-server resolved, one per source.
+	Revisions []string
+}
+
+// Manifests asks the repo-server for the manifests of every source of req.App, as the
+// controller does (controller/state.go GetRepoObjs in Argo CD v3.6.1).
+func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
+	app := req.App
+	if app == nil {
+		return nil, fmt.Errorf("repo-server: no Application")
+	}
+	sources := app.Spec.GetSources()
+	if len(sources) == 0 {
+		return nil, fmt.Errorf("Application %s: no source", app.Name)
+	}
+	repo := req.Repository
+	if repo == nil {
+		repo = func(url string) v1alpha1.Repository { return v1alpha1.Repository{Repo: url} }
+	}
+	revision := func(i int) string {
+		if i < len(req.Revisions) && req.Revisions[i] != "" {
+			return req.Revisions[i]
+		}
+		return sources[i].TargetRevision
+	}
+	refs := v1alpha1.RefTargetRevisionMapping{}
+	for i, s := range sources {
+		if s.Ref != "" {
+			refs["$"+s.Ref] = &v1alpha1.RefTarget{Repo: repo(s.RepoURL), TargetRevision: revision(i), Chart: s.Chart}
+		}
+	}
+	var kustomize *v1alpha1.KustomizeOptions
+	if req.Settings.KustomizeBuildOptions != "" {
+		kustomize = &v1alpha1.KustomizeOptions{BuildOptions: req.Settings.KustomizeBuildOptions}
+	}
+	conn, client, err := c.cs.NewRepoServerClient()
+	if err != nil {
+		return nil, fmt.Errorf("repo-server: %w", err)
+	}
+	defer conn.Close()
+	controllerNS := req.ControllerNamespace
+	if controllerNS == "" {
+		controllerNS = app.Namespace
+	}
+	out := &Result{}
+	for i := range sources {
+		src := sources[i]
+		r := repo(src.RepoURL)
+		resp, err := client.GenerateManifest(ctx, &apiclient.ManifestRequest{
+			Repo:                            &r,
+			Revision:                        revision(i),
+			AppLabelKey:                     req.Settings.AppLabelKey,
+			AppName:                         app.InstanceName(controllerNS),
+			Namespace:                       app.Spec.Destination.Namespace,
+			ApplicationSource:               &src,
+			KustomizeOptions:                kustomize,
+			KubeVersion:                     req.KubeVersion,
+			ApiVersions:                     req.APIVersions,
+			TrackingMethod:                  req.Settings.TrackingMethod,
+			HasMultipleSources:              app.Spec.HasMultipleSources(),
+			RefSources:                      refs,
+			ProjectName:                     app.Spec.Project,
+			ProjectSourceRepos:              req.ProjectSourceRepos,
+			AnnotationManifestGeneratePaths: app.GetAnnotation(v1alpha1.AnnotationKeyManifestGeneratePaths),
+			InstallationID:                  req.Settings.InstallationID,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("Application %s: source %d of %d: repo-server: %w", app.Name, i+1, len(sources), err)
+		}
+		for j, m := range resp.Manifests {
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON([]byte(m)); err != nil {
+				// Never the manifest itself in the message: it may be a Secret.
+				return nil, fmt.Errorf("Application %s: source %d: manifest %d of the repo-server does not decode", app.Name, i+1, j+1)
+			}
+			out.Objects = append(out.Objects, u)
+		}
+		out.Revisions = append(out.Revisions, resp.Revision)
+	}
+	return out, nil
+}
+
+// SyncedRevisions returns the revisions Argo CD last synced app at, one per source ("" where it
+// records none): what the controller renders to compare.
+func SyncedRevisions(app *v1alpha1.Application) []string {
+	n := len(app.Spec.GetSources())
+	out := make([]string, n)
+	switch {
+	case app.Spec.HasMultipleSources() && len(app.Status.Sync.Revisions) == n:
+		copy(out, app.Status.Sync.Revisions)
+	case !app.Spec.HasMultipleSources() && n == 1:
+		out[0] = app.Status.Sync.Revision
+	}
+	return out
+}
+
+// FromUnstructured decodes an Application read from the cluster.
+func FromUnstructured(u *unstructured.Unstructured) (*v1alpha1.Application, error) {
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("Application %s: %w", u.GetName(), err)
+	}
+	var app v1alpha1.Application
+	if err := json.Unmarshal(data, &app); err != nil {
+		return nil, fmt.Errorf("Application %s: %v", u.GetName(), strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return &app, nil
+}
+
+// Settings are the argocd-cm keys the controller puts in every manifest request.
+type Settings struct {
+	AppLabelKey, TrackingMethod, InstallationID, KustomizeBuildOptions string
+}
+
+// SettingsFrom reads them from argocd-cm's data, with Argo CD v3.6.1's defaults.
+func SettingsFrom(data map[string]string) Settings {
+	s := Settings{AppLabelKey: data["application.instanceLabelKey"], TrackingMethod: data["application.resourceTrackingMethod"],
+		InstallationID: data["installationID"], KustomizeBuildOptions: data["kustomize.buildOptions"]}
+	if s.AppLabelKey == "" {
+		s.AppLabelKey = common.LabelKeyAppInstance
+	}
+	if s.TrackingMethod == "" {
+		s.TrackingMethod = string(v1alpha1.TrackingMethodAnnotation)
+	}
+	return s
+}
+
+// Untrack takes out of objs the tracking metadata the repo-server writes in (the tracking
+// annotation, or the instance label with label tracking): Argo CD's bookkeeping, not Git's.
+func Untrack(objs []*unstructured.Unstructured, s Settings) {
+	for _, o := range objs {
+		if s.AppLabelKey == "" {
+			return
+		}
+		if a := o.GetAnnotations(); a != nil && s.TrackingMethod != string(v1alpha1.TrackingMethodLabel) {
+			if _, ok := a[TrackingAnnotation]; ok {
+				delete(a, TrackingAnnotation)
+				o.SetAnnotations(a)
+				if len(a) == 0 {
+					unstructured.RemoveNestedField(o.Object, "metadata", "annotations")
+				}
+			}
+		}
+		if l := o.GetLabels(); l != nil && s.TrackingMethod != string(v1alpha1.TrackingMethodAnnotation) {
+			if _, ok := l[s.AppLabelKey]; ok {
+				delete(l, s.AppLabelKey)
+				o.SetLabels(l)
+				if len(l) == 0 {
+					unstructured.RemoveNestedField(o.Object, "metadata", "labels")
+				}
+			}
+		}
+	}
+}
+
+// TrackingAnnotation is the annotation Argo CD tracks its objects by.
+const TrackingAnnotation = common.AnnotationKeyAppInstance
