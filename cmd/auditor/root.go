@@ -19,6 +19,7 @@ func newRootCommand() *cobra.Command {
 		Short:         "Audit live Kubernetes objects against the GitOps repository",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(), // --version, as `auditor version`
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			stop, err := startProfile(profile, profileOutput)
 			if err != nil {
@@ -31,6 +32,7 @@ func newRootCommand() *cobra.Command {
 	// As kubectl's: where a slow command spends its time.
 	root.PersistentFlags().StringVar(&profile, "profile", "none", "profile to capture: none, cpu or heap")
 	root.PersistentFlags().StringVar(&profileOutput, "profile-output", "profile.pprof", "file to write the profile to")
+	root.SetVersionTemplate("{{.Version}}\n")
 	gitOpts.add(root)
 	root.AddCommand(newVersionCommand(), newRenderCommand(), newDiffCommand(), newBlameCommand(), newCapacityCommand(), newServeCommand(), newCheckCommand(), newSimulateCommand(), newLedgerCommand(), newRollbackCommand(), newScheduleCommand(), newPromoteCommand())
 	return root

@@ -86,6 +86,7 @@ var auditorMetrics = map[string]string{
 	"auditor_watch_starts_total":                       "counter",
 	"auditor_audits_total":                             "counter",
 	"auditor_render_workers_total":                     "counter",
+	"auditor_render_engine":                            "gauge",
 	"auditor_render_worker_peak_rss_bytes":             "gauge",
 	"auditor_render_workers_queued":                    "gauge",
 }
