@@ -68,6 +68,7 @@ func assertRenderParity(t *testing.T, a *audit.Auditor, env string, skip ...stri
 			}
 			assert.Empty(t, cmp.Diff(th.Object, o.Object), "%s: %s (- repo-server, + auditor)", r.Name, k)
 		}
+		t.Logf("%s: %d objects by the repo-server at %v, %d by the auditor", r.Name, len(theirs), got.Revisions, len(ours))
 		compared++
 	}
 	assert.Positive(t, compared, "Applications compared")
