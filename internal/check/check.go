@@ -169,6 +169,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Violations = append(er.Violations, gpuNodeClassRoot(h.Objects)...)
 		er.Violations = append(er.Violations, gpuDisruptionBudget(h.Objects)...)
 		er.Violations = append(er.Violations, drainPossible(h.Objects)...)
+		er.Violations = append(er.Violations, refsResolve(h.Objects)...)
 		er.Violations = append(er.Violations, batchPreemption(h.Objects)...)
 		er.Warnings = append(er.Warnings, vllmWarnings(h.Objects)...)
 		posture, v, w := namespaceSecurity(h.Objects)

@@ -21,6 +21,8 @@ type objRef struct {
 	namespace string // "" for cluster-scoped kinds
 	name      string
 	via       string
+	// optional: the pod starts without it (optional: true on the volume, envFrom or key ref).
+	optional bool
 }
 
 func (r objRef) key() string { return r.gk.String() + "/" + r.namespace + "/" + r.name }
@@ -147,6 +149,12 @@ func podRefs(pod map[string]any, ns string) []objRef {
 	core := func(kind, name, via string) objRef {
 		return objRef{gk: schema.GroupKind{Kind: kind}, namespace: ns, name: name, via: via}
 	}
+	// opt is core for a reference that may say optional: true at path of m.
+	opt := func(kind, name, via string, m map[string]any, path ...string) objRef {
+		r := core(kind, name, via)
+		r.optional, _, _ = unstructured.NestedBool(m, path...)
+		return r
+	}
 	var out []objRef
 	if sa, _, _ := unstructured.NestedString(pod, "serviceAccountName"); sa != "" {
 		out = append(out, core("ServiceAccount", sa, "its pods' serviceAccountName"))
@@ -169,18 +177,18 @@ func podRefs(pod map[string]any, ns string) []objRef {
 			out = append(out, core("PersistentVolumeClaim", n, via))
 		}
 		if n, _, _ := unstructured.NestedString(vm, "configMap", "name"); n != "" {
-			out = append(out, core("ConfigMap", n, via))
+			out = append(out, opt("ConfigMap", n, via, vm, "configMap", "optional"))
 		}
 		if n, _, _ := unstructured.NestedString(vm, "secret", "secretName"); n != "" {
-			out = append(out, core("Secret", n, via))
+			out = append(out, opt("Secret", n, via, vm, "secret", "optional"))
 		}
 		srcs, _, _ := unstructured.NestedSlice(vm, "projected", "sources")
 		for _, s := range srcs {
 			if n, _, _ := unstructured.NestedString(asMap(s), "configMap", "name"); n != "" {
-				out = append(out, core("ConfigMap", n, via))
+				out = append(out, opt("ConfigMap", n, via, asMap(s), "configMap", "optional"))
 			}
 			if n, _, _ := unstructured.NestedString(asMap(s), "secret", "name"); n != "" {
-				out = append(out, core("Secret", n, via))
+				out = append(out, opt("Secret", n, via, asMap(s), "secret", "optional"))
 			}
 		}
 	}
@@ -192,10 +200,10 @@ func podRefs(pod map[string]any, ns string) []objRef {
 			efs, _, _ := unstructured.NestedSlice(cm, "envFrom")
 			for _, ef := range efs {
 				if n, _, _ := unstructured.NestedString(asMap(ef), "configMapRef", "name"); n != "" {
-					out = append(out, core("ConfigMap", n, "envFrom of container "+cname))
+					out = append(out, opt("ConfigMap", n, "envFrom of container "+cname, asMap(ef), "configMapRef", "optional"))
 				}
 				if n, _, _ := unstructured.NestedString(asMap(ef), "secretRef", "name"); n != "" {
-					out = append(out, core("Secret", n, "envFrom of container "+cname))
+					out = append(out, opt("Secret", n, "envFrom of container "+cname, asMap(ef), "secretRef", "optional"))
 				}
 			}
 			envs, _, _ := unstructured.NestedSlice(cm, "env")
@@ -204,10 +212,10 @@ func podRefs(pod map[string]any, ns string) []objRef {
 				ename, _, _ := unstructured.NestedString(em, "name")
 				via := fmt.Sprintf("env %s of container %s", ename, cname)
 				if n, _, _ := unstructured.NestedString(em, "valueFrom", "configMapKeyRef", "name"); n != "" {
-					out = append(out, core("ConfigMap", n, via))
+					out = append(out, opt("ConfigMap", n, via, em, "valueFrom", "configMapKeyRef", "optional"))
 				}
 				if n, _, _ := unstructured.NestedString(em, "valueFrom", "secretKeyRef", "name"); n != "" {
-					out = append(out, core("Secret", n, via))
+					out = append(out, opt("Secret", n, via, em, "valueFrom", "secretKeyRef", "optional"))
 				}
 			}
 		}
