@@ -49,8 +49,9 @@ func TestFirstSyncSplits(t *testing.T) {
 	}
 }
 
-// TestCheckFirstSyncCanary puts the canary's split back into the canary's wave (issue 31): prod
-// fails naming the route.
+// TestCheckFirstSyncCanary puts the canary's split back into the Deployments' wave (issue 31):
+// prod fails naming the route, once for each share (the stable's pods are cold on a fresh cluster
+// too).
 func TestCheckFirstSyncCanary(t *testing.T) {
 	dir, commit, edit := repoCopy(t)
 	edit("overlays/prod/canary/route-split.yaml", `argocd.argoproj.io/sync-wave: "2"`, `argocd.argoproj.io/sync-wave: "1"`)
@@ -63,7 +64,13 @@ func TestCheckFirstSyncCanary(t *testing.T) {
 			got = append(got, v)
 		}
 	}
-	require.Len(t, got, 1, "%+v", res.Envs[0].Violations)
-	assert.Equal(t, "HTTPRoute llm-inference/qwen", got[0].Object)
-	assert.Contains(t, got[0].Message, "Deployment llm-inference/vllm-qwen-canary (sync wave 1)")
+	require.Len(t, got, 2, "%+v", res.Envs[0].Violations)
+	var msgs []string
+	for _, v := range got {
+		assert.Equal(t, "HTTPRoute llm-inference/qwen", v.Object)
+		msgs = append(msgs, v.Message)
+	}
+	all := strings.Join(msgs, "\n")
+	assert.Contains(t, all, "sends weight 10 to Service llm-inference/vllm-qwen-canary, whose pods come from Deployment llm-inference/vllm-qwen-canary (sync wave 1)")
+	assert.Contains(t, all, "sends weight 90 to Service llm-inference/vllm-qwen, whose pods come from Deployment llm-inference/vllm-qwen (sync wave 1)")
 }
