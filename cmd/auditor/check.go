@@ -27,7 +27,11 @@ func newCheckCommand() *cobra.Command {
 state (prod first), evaluates the ValidatingAdmissionPolicies of policies/ offline with the API
 server's own CEL machinery, and checks the capacity invariants (KV cache fits the GPU, GPU
 workloads fit the GPU pool, startupProbe covers the cold start, every KEDA trigger can reach
-maxReplicaCount and has a fallback) and the sync rules (no object needs one of a later Argo CD
+maxReplicaCount and has a fallback), the first-sync rules (every Secret, ConfigMap, claim,
+ServiceAccount and PriorityClass a pod refers to is rendered, made by a known producer, or named
+in annotation auditor.llm-gitops.io/external-refs; every PodDisruptionBudget allows an eviction at
+its workloads' minimum scale; a weighted route split comes in a later sync wave than the
+workloads it sends traffic to) and the sync rules (no object needs one of a later Argo CD
 sync wave; stateful objects carry sync-options Delete=false,Prune=false), the backup rule (CNPG
 Clusters archive WAL through the Barman Cloud plugin to a rendered ObjectStore with a retention;
 ScheduledBackups use method plugin) and the vLLM rules (the
@@ -35,8 +39,8 @@ grace period covers the preStop sleep and --shutdown-timeout; an init container 
 weights revision's marker a weights-sync Job writes; --dtype fits the card; warnings for an image
 without a digest and logged probe paths) and the GPU node rules (a GPU NodePool's EC2NodeClass is
 rendered, has a root volume of at least 100Gi and a pinned AMI; a budget of 0 nodes covers
-business hours, a bounded one the rest, expireAfter Never; a GPU Deployment's PDB keeps its last
-replica; GPU Jobs and CronJobs ignore DisruptionTarget in their podFailurePolicy and carry
+business hours, a bounded one the rest, expireAfter Never; a GPU Deployment's PDB never lets
+several replicas all go at once; GPU Jobs and CronJobs ignore DisruptionTarget in their podFailurePolicy and carry
 karpenter.sh/do-not-disrupt) and the security rules (every namespace
 enforces a Pod Security level at a pinned version and has a default-deny NetworkPolicy that
 leaves DNS open; every container in a namespace enforcing restricted fits restricted) and the

@@ -1,7 +1,9 @@
 // Package check is what a pull request that changes production must pass: it renders every env at
 // two revisions, shows what changes in the rendered cluster state, evaluates the admission
 // policies of policies/ offline, and checks the capacity invariants of the seeds and the rules of
-// a safe Argo CD sync: sync waves in dependency order (waves.go), stateful objects kept on
+// a safe Argo CD sync: every reference of a pod resolvable in its namespace (refs.go), every
+// PodDisruptionBudget letting a drain through (budgets.go), sync waves in dependency order and
+// route splits after the workloads they send traffic to (waves.go), stateful objects kept on
 // Application deletion and prune (safety.go) and no Application deleting them with it through
 // Argo CD's cascade finalizer (cascade.go), databases archiving WAL and backups off the cluster
 // through the Barman Cloud plugin (backup.go), KEDA triggers able to reach maxReplicaCount
@@ -149,8 +151,10 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Violations = append(er.Violations, dataFiles(headSnap, env)...)
 		er.Violations = append(er.Violations, alertRunbooks(h.Objects, headSnap.Files)...)
 		er.Violations = append(er.Violations, waveOrder(own)...)
+		er.Violations = append(er.Violations, firstSyncSplits(own)...)
 		for _, objs := range other {
 			er.Violations = append(er.Violations, waveOrder(objs)...)
+			er.Violations = append(er.Violations, firstSyncSplits(objs)...)
 		}
 		er.Violations = append(er.Violations, retainStateful(h.Objects)...)
 		apps, err := envApplications(headSrc, env)
@@ -172,6 +176,8 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.GPUPools = gpuPoolPosture(h.Objects)
 		er.Violations = append(er.Violations, gpuNodeClassRoot(h.Objects)...)
 		er.Violations = append(er.Violations, gpuDisruptionBudget(h.Objects)...)
+		er.Violations = append(er.Violations, drainPossible(h.Objects)...)
+		er.Violations = append(er.Violations, refsResolve(h.Objects)...)
 		er.Violations = append(er.Violations, batchPreemption(h.Objects)...)
 		er.Warnings = append(er.Warnings, vllmWarnings(h.Objects)...)
 		posture, v, w := namespaceSecurity(h.Objects)

@@ -2,8 +2,6 @@ package check
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,8 +27,8 @@ var (
 //   - and an always-active budget below 100% for the rest of the time;
 //   - and expireAfter Never: expiration is forceful, Karpenter deletes an expired NodeClaim
 //     whatever the budgets say (sigs.k8s.io/karpenter v1.15.0, nodeclaim/expiration);
-//   - every GPU Deployment that keeps a replica (minimum >= 1) has a PodDisruptionBudget that
-//     never lets its last replica be evicted (maxUnavailable 1 with one replica evicts it).
+//   - every GPU Deployment that keeps a replica (minimum >= 1) has a PodDisruptionBudget, which
+//     with two or more replicas at the minimum never lets them all go at once.
 func gpuDisruptionBudget(objs []*unstructured.Unstructured) []Violation {
 	var out []Violation
 	for _, pool := range gpuNodePools(objs) {
@@ -160,18 +158,15 @@ func uncovered(windows [][2]time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// gpuPDBs checks that each GPU Deployment keeping at least one replica has a PodDisruptionBudget
-// that keeps one.
+// gpuPDBs checks that each GPU Deployment keeping at least one replica has a PodDisruptionBudget,
+// and that with two or more replicas at its minimum the budget keeps one: a drain must not take a
+// model's every replica at once. With one replica the budget must let it go (drain-possible): the
+// GPU pool's business-hours budget, not the PDB, keeps that replica through the day.
 func gpuPDBs(objs []*unstructured.Unstructured) []Violation {
-	minOf := map[string]int64{} // namespace/Deployment -> minReplicaCount of its ScaledObject
+	mins := minimumScales(objs)
 	var pdbs []*unstructured.Unstructured
 	for _, o := range objs {
-		switch o.GetKind() {
-		case "ScaledObject":
-			target, _, _ := unstructured.NestedString(o.Object, "spec", "scaleTargetRef", "name")
-			m, _, _ := unstructured.NestedInt64(o.Object, "spec", "minReplicaCount") // KEDA's default: 0
-			minOf[o.GetNamespace()+"/"+target] = m
-		case "PodDisruptionBudget":
+		if o.GetKind() == "PodDisruptionBudget" {
 			pdbs = append(pdbs, o)
 		}
 	}
@@ -184,13 +179,7 @@ func gpuPDBs(objs []*unstructured.Unstructured) []Violation {
 		if pod == nil || gpusPerPod(pod) == 0 {
 			continue
 		}
-		minR, ok := minOf[o.GetNamespace()+"/"+o.GetName()]
-		if !ok {
-			minR = 1
-			if r, found, _ := unstructured.NestedInt64(o.Object, "spec", "replicas"); found {
-				minR = r
-			}
-		}
+		minR := workloadMinimum(o, mins)
 		if minR < 1 {
 			continue // scales to zero: nothing to keep
 		}
@@ -204,12 +193,12 @@ func gpuPDBs(objs []*unstructured.Unstructured) []Violation {
 		}
 		if pdb == nil {
 			out = append(out, Violation{Rule: "gpu-disruption-budget", Object: id(o), Message: fmt.Sprintf(
-				"%s (at least %d replica(s)) has no PodDisruptionBudget: a node drain evicts its replicas at once; add one with minAvailable: 1", id(o), minR)})
+				"%s (at least %d replica(s)) has no PodDisruptionBudget: a node drain evicts its replicas at once; add one with maxUnavailable: 1", id(o), minR)})
 			continue
 		}
-		if msg := lastReplicaEvictable(pdb, minR); msg != "" {
+		if allowed, how := disruptionsAllowed(pdb, minR); minR >= 2 && allowed >= minR {
 			out = append(out, Violation{Rule: "gpu-disruption-budget", Object: id(pdb), Message: fmt.Sprintf(
-				"%s lets the last replica of %s (minimum %d) be evicted: %s; use minAvailable: 1", id(pdb), id(o), minR, msg)})
+				"%s lets every replica of %s (minimum %d) be evicted at once: %s; use maxUnavailable: 1", id(pdb), id(o), minR, how)})
 		}
 	}
 	return out
@@ -230,45 +219,6 @@ func selects(pdb *unstructured.Unstructured, podLabels map[string]string) bool {
 		return false
 	}
 	return sel.Matches(labels.Set(podLabels))
-}
-
-// lastReplicaEvictable says how a PDB lets the last of minR replicas go, "" when it does not.
-func lastReplicaEvictable(pdb *unstructured.Unstructured, minR int64) string {
-	if v, ok, _ := unstructured.NestedFieldNoCopy(pdb.Object, "spec", "minAvailable"); ok {
-		if n := scaled(v, minR); n < 1 {
-			return fmt.Sprintf("minAvailable %v is %d of %d replicas", v, n, minR)
-		}
-		return ""
-	}
-	if v, ok, _ := unstructured.NestedFieldNoCopy(pdb.Object, "spec", "maxUnavailable"); ok {
-		if n := scaled(v, minR); n >= minR {
-			return fmt.Sprintf("maxUnavailable %v allows %d of %d replicas to go", v, n, minR)
-		}
-		return ""
-	}
-	return "neither minAvailable nor maxUnavailable is set"
-}
-
-// scaled resolves an int-or-percent PDB value against a replica count; percentages round up,
-// as the disruption controller rounds them.
-func scaled(v any, replicas int64) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case float64:
-		return int64(x)
-	case string:
-		if p, ok := strings.CutSuffix(x, "%"); ok {
-			f, err := strconv.ParseFloat(p, 64)
-			if err != nil {
-				return 0
-			}
-			return int64(math.Ceil(f * float64(replicas) / 100))
-		}
-		n, _ := strconv.ParseInt(x, 10, 64)
-		return n
-	}
-	return 0
 }
 
 // GPUPool is what a GPU NodePool gives its nodes and when it lets them go.

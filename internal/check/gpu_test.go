@@ -147,14 +147,16 @@ func TestGPUPodDisruptionBudgets(t *testing.T) {
 		object string
 		want   string
 	}{
-		{"minAvailable 1", []string{deploy, scaled("1"), pdb("minAvailable: 1")}, "", ""},
 		{"maxUnavailable 1 with two replicas", []string{deploy, scaled("2"), pdb("maxUnavailable: 1")}, "", ""},
-		{"maxUnavailable 1 with the only replica (issue #15)", []string{deploy, scaled("1"), pdb("maxUnavailable: 1")},
-			"PodDisruptionBudget llm-inference/vllm-llama", "lets the last replica of Deployment llm-inference/vllm-llama (minimum 1) be evicted: maxUnavailable 1 allows 1 of 1"},
-		{"maxUnavailable 50% of one rounds up", []string{deploy, scaled("1"), pdb(`maxUnavailable: "50%"`)},
-			"PodDisruptionBudget llm-inference/vllm-llama", "maxUnavailable 50% allows 1 of 1"},
+		// the only replica must be drainable (rule drain-possible): this rule leaves it alone
+		{"maxUnavailable 1 with the only replica", []string{deploy, scaled("1"), pdb("maxUnavailable: 1")}, "", ""},
+		{"maxUnavailable 2 with two replicas", []string{deploy, scaled("2"), pdb("maxUnavailable: 2")},
+			"PodDisruptionBudget llm-inference/vllm-llama", "lets every replica of Deployment llm-inference/vllm-llama (minimum 2) be evicted at once: maxUnavailable 2 allows 2 of 2"},
+		{"maxUnavailable 50% of three rounds up to 2: one kept", []string{deploy, scaled("3"), pdb(`maxUnavailable: "50%"`)}, "", ""},
+		{"maxUnavailable 100% of three", []string{deploy, scaled("3"), pdb(`maxUnavailable: "100%"`)},
+			"PodDisruptionBudget llm-inference/vllm-llama", "maxUnavailable 100% allows 3 of 3"},
 		{"minAvailable 0", []string{deploy, scaled("3"), pdb("minAvailable: 0")},
-			"PodDisruptionBudget llm-inference/vllm-llama", "minAvailable 0 is 0 of 3"},
+			"PodDisruptionBudget llm-inference/vllm-llama", "minAvailable 0 keeps 0 of 3, allows 3"},
 		{"no PDB, replicas from the Deployment", []string{deploy}, "Deployment llm-inference/vllm-llama", "has no PodDisruptionBudget"},
 		{"scales to zero (dev)", []string{deploy, scaled("0")}, "", ""},
 	}
@@ -192,9 +194,9 @@ func TestCheckGPUNegatives(t *testing.T) {
 			"batch-preemption", map[string][]string{"dev": {"CronJob llm-batch/night-transcription"}, "prod": {"CronJob llm-batch/night-transcription"}}},
 		{"GPU budgets without business hours", []edit{{"base/node-pools/gpu.yaml", `        schedule: "0 5 * * 1-5"`, `        schedule: "0 22 * * 1-5"`}},
 			"gpu-disruption-budget", map[string][]string{"staging": {"NodePool gpu"}, "prod": {"NodePool gpu"}}},
-		{"vLLM PDB that lets the only replica go", []edit{{"base/vllm/llama.yaml", "  minAvailable: 1\n", "  maxUnavailable: 1\n"}},
-			// prod's llama keeps 1 replica (min 1); dev's scales to zero
-			"gpu-disruption-budget", map[string][]string{"dev": nil, "staging": {"PodDisruptionBudget llm-inference/vllm-llama"}, "prod": {"PodDisruptionBudget llm-inference/vllm-llama"}}},
+		{"vLLM PDB that lets every replica go", []edit{{"base/vllm/qwen.yaml", "\n  maxUnavailable: 1\n", "\n  maxUnavailable: 2\n"}},
+			// prod's qwen keeps 2 replicas (min 2), staging's 1 (drainable, as it must be); dev's scales to zero
+			"gpu-disruption-budget", map[string][]string{"dev": nil, "staging": nil, "prod": {"PodDisruptionBudget llm-inference/vllm-qwen"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

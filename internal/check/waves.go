@@ -21,6 +21,8 @@ type objRef struct {
 	namespace string // "" for cluster-scoped kinds
 	name      string
 	via       string
+	// optional: the pod starts without it (optional: true on the volume, envFrom or key ref).
+	optional bool
 }
 
 func (r objRef) key() string { return r.gk.String() + "/" + r.namespace + "/" + r.name }
@@ -147,6 +149,12 @@ func podRefs(pod map[string]any, ns string) []objRef {
 	core := func(kind, name, via string) objRef {
 		return objRef{gk: schema.GroupKind{Kind: kind}, namespace: ns, name: name, via: via}
 	}
+	// opt is core for a reference that may say optional: true at path of m.
+	opt := func(kind, name, via string, m map[string]any, path ...string) objRef {
+		r := core(kind, name, via)
+		r.optional, _, _ = unstructured.NestedBool(m, path...)
+		return r
+	}
 	var out []objRef
 	if sa, _, _ := unstructured.NestedString(pod, "serviceAccountName"); sa != "" {
 		out = append(out, core("ServiceAccount", sa, "its pods' serviceAccountName"))
@@ -169,18 +177,18 @@ func podRefs(pod map[string]any, ns string) []objRef {
 			out = append(out, core("PersistentVolumeClaim", n, via))
 		}
 		if n, _, _ := unstructured.NestedString(vm, "configMap", "name"); n != "" {
-			out = append(out, core("ConfigMap", n, via))
+			out = append(out, opt("ConfigMap", n, via, vm, "configMap", "optional"))
 		}
 		if n, _, _ := unstructured.NestedString(vm, "secret", "secretName"); n != "" {
-			out = append(out, core("Secret", n, via))
+			out = append(out, opt("Secret", n, via, vm, "secret", "optional"))
 		}
 		srcs, _, _ := unstructured.NestedSlice(vm, "projected", "sources")
 		for _, s := range srcs {
 			if n, _, _ := unstructured.NestedString(asMap(s), "configMap", "name"); n != "" {
-				out = append(out, core("ConfigMap", n, via))
+				out = append(out, opt("ConfigMap", n, via, asMap(s), "configMap", "optional"))
 			}
 			if n, _, _ := unstructured.NestedString(asMap(s), "secret", "name"); n != "" {
-				out = append(out, core("Secret", n, via))
+				out = append(out, opt("Secret", n, via, asMap(s), "secret", "optional"))
 			}
 		}
 	}
@@ -192,10 +200,10 @@ func podRefs(pod map[string]any, ns string) []objRef {
 			efs, _, _ := unstructured.NestedSlice(cm, "envFrom")
 			for _, ef := range efs {
 				if n, _, _ := unstructured.NestedString(asMap(ef), "configMapRef", "name"); n != "" {
-					out = append(out, core("ConfigMap", n, "envFrom of container "+cname))
+					out = append(out, opt("ConfigMap", n, "envFrom of container "+cname, asMap(ef), "configMapRef", "optional"))
 				}
 				if n, _, _ := unstructured.NestedString(asMap(ef), "secretRef", "name"); n != "" {
-					out = append(out, core("Secret", n, "envFrom of container "+cname))
+					out = append(out, opt("Secret", n, "envFrom of container "+cname, asMap(ef), "secretRef", "optional"))
 				}
 			}
 			envs, _, _ := unstructured.NestedSlice(cm, "env")
@@ -204,10 +212,10 @@ func podRefs(pod map[string]any, ns string) []objRef {
 				ename, _, _ := unstructured.NestedString(em, "name")
 				via := fmt.Sprintf("env %s of container %s", ename, cname)
 				if n, _, _ := unstructured.NestedString(em, "valueFrom", "configMapKeyRef", "name"); n != "" {
-					out = append(out, core("ConfigMap", n, via))
+					out = append(out, opt("ConfigMap", n, via, em, "valueFrom", "configMapKeyRef", "optional"))
 				}
 				if n, _, _ := unstructured.NestedString(em, "valueFrom", "secretKeyRef", "name"); n != "" {
-					out = append(out, core("Secret", n, via))
+					out = append(out, opt("Secret", n, via, em, "valueFrom", "secretKeyRef", "optional"))
 				}
 			}
 		}
@@ -288,4 +296,94 @@ func kedaAuthRefs(o *unstructured.Unstructured) []objRef {
 func asMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
+}
+
+// firstSyncSplits checks that a weighted route split sends nothing to a workload before it is
+// ready: a route rule with two or more backends and a nonzero weight to a Service whose pods come
+// from a Deployment or StatefulSet of the route's own sync wave (or a later one) sends that share to
+// pods still loading (a canary's cold start) the moment Argo CD applies the wave. In a later wave
+// than the workload, the route waits for the workload's health: its pods ready. A route with one
+// backend has no share to misplace: the Service has no endpoints until its pods are ready.
+func firstSyncSplits(objs []*unstructured.Unstructured) []Violation {
+	var out []Violation
+	for _, o := range objs {
+		gk := o.GroupVersionKind().GroupKind()
+		if gk.Group != "gateway.networking.k8s.io" || !strings.HasSuffix(gk.Kind, "Route") {
+			continue
+		}
+		if _, hook := o.GetAnnotations()[hookAnnotation]; hook {
+			continue
+		}
+		w, err := syncWave(o)
+		if err != nil {
+			continue // reported by sync-wave-order
+		}
+		rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "rules")
+		for _, r := range rules {
+			backends, _, _ := unstructured.NestedSlice(asMap(r), "backendRefs")
+			if len(backends) < 2 {
+				continue
+			}
+			for _, b := range backends {
+				bm := asMap(b)
+				weight, found, _ := unstructured.NestedInt64(bm, "weight")
+				if found && weight == 0 {
+					continue // the API's default weight is 1
+				}
+				if !found {
+					weight = 1
+				}
+				ref := gatewayRef(bm, "", "Service", o.GetNamespace(), "its backendRef")
+				for _, wl := range serviceWorkloads(ref, objs) {
+					ww, err := syncWave(wl)
+					if err != nil || ww < w {
+						continue
+					}
+					out = append(out, Violation{Rule: "first-sync", Object: id(o), Message: fmt.Sprintf(
+						"%s (sync wave %d) sends weight %d to Service %s/%s, whose pods come from %s (sync wave %d): Argo CD applies the split before those pods are ready, so their share of requests meets a cold start; put %s in wave %d or later",
+						id(o), w, weight, ref.namespace, ref.name, id(wl), ww, id(o), ww+1)})
+				}
+			}
+		}
+	}
+	return sortViolations(out)
+}
+
+// serviceWorkloads returns the Deployments and StatefulSets whose pods the Service ref selects.
+func serviceWorkloads(ref objRef, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	if ref.gk != (schema.GroupKind{Kind: "Service"}) {
+		return nil
+	}
+	var sel map[string]string
+	for _, o := range objs {
+		if o.GetKind() == "Service" && o.GroupVersionKind().Group == "" && o.GetNamespace() == ref.namespace && o.GetName() == ref.name {
+			sel, _, _ = unstructured.NestedStringMap(o.Object, "spec", "selector")
+		}
+	}
+	if len(sel) == 0 {
+		return nil
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		switch o.GroupVersionKind().GroupKind() {
+		case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
+		default:
+			continue
+		}
+		if o.GetNamespace() != ref.namespace {
+			continue
+		}
+		podLabels, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "labels")
+		matches := true
+		for k, v := range sel {
+			if podLabels[k] != v {
+				matches = false
+				break
+			}
+		}
+		if matches {
+			out = append(out, o)
+		}
+	}
+	return out
 }

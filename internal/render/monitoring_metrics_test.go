@@ -101,6 +101,10 @@ var kubeStateMetrics = map[string]string{
 	"kube_cronjob_created":                     "gauge",
 	"kube_job_status_failed":                   "gauge",
 	"kube_job_status_start_time":               "gauge",
+	// internal/store/deployment.go and daemonset.go (labels namespace, deployment / daemonset):
+	// what a model or the GPU exporter wants when no pod of it is scraped at all.
+	"kube_deployment_spec_replicas":                  "gauge",
+	"kube_daemonset_status_desired_number_scheduled": "gauge",
 }
 
 // cnpgMetrics: cloudnative-pg v1.28.0 (pkg/management/postgres/webserver/metricserver and

@@ -1,0 +1,190 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ExternalRefsAnnotation, on a workload, names what its pods refer to that is made out of band
+// (by hand, by a controller the render does not show): kind/name pairs separated by commas, the
+// kind one of secret, configmap, persistentvolumeclaim (or pvc), serviceaccount, priorityclass,
+// e.g. "secret/registry-pull, configmap/site-ca". Rule refs-resolve takes them as present.
+const ExternalRefsAnnotation = "auditor.llm-gitops.io/external-refs"
+
+var (
+	secretGK         = schema.GroupKind{Kind: "Secret"}
+	configMapGK      = schema.GroupKind{Kind: "ConfigMap"}
+	serviceAccountGK = schema.GroupKind{Kind: "ServiceAccount"}
+	pvcGK            = schema.GroupKind{Kind: "PersistentVolumeClaim"}
+	priorityClassGK  = schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}
+)
+
+// externalRefKinds maps the annotation's kind names to kinds.
+var externalRefKinds = map[string]schema.GroupKind{
+	"secret": secretGK, "configmap": configMapGK, "serviceaccount": serviceAccountGK,
+	"persistentvolumeclaim": pvcGK, "pvc": pvcGK, "priorityclass": priorityClassGK,
+}
+
+// builtinPriorityClasses exist in every cluster (the API server creates them).
+var builtinPriorityClasses = []string{"system-cluster-critical", "system-node-critical"}
+
+// refsResolve checks that every Secret, ConfigMap, PersistentVolumeClaim, ServiceAccount and
+// PriorityClass a workload's pods refer to (podRefs: volumes, envFrom, env, image pull secrets,
+// serviceAccountName, priorityClassName) exists where the pod looks for it: in the pod's
+// namespace (PriorityClasses are cluster-scoped) in the env's render, or made there by a known
+// producer (producedObjects), or named in the workload's ExternalRefsAnnotation. A reference
+// marked optional: true is not checked. A pod whose Secret or ConfigMap is missing never starts
+// (CreateContainerConfigError, or a volume that never mounts), one whose claim is missing stays
+// Pending, and one whose ServiceAccount or PriorityClass is missing is not even created; Argo CD
+// then waits on the workload's health forever, and every later wave with it.
+func refsResolve(objs []*unstructured.Unstructured) []Violation {
+	have := producedObjects(objs)
+	var out []Violation
+	for _, o := range objs {
+		pod := podTemplate(o)
+		if pod == nil {
+			continue
+		}
+		external, bad := externalRefs(o)
+		out = append(out, bad...)
+		for _, r := range unresolvedRefs(o, have, external) {
+			out = append(out, Violation{Rule: "refs-resolve", Object: id(o), Message: fmt.Sprintf(
+				"%s refers to %s (%s), which the render neither has nor makes %s: %s; render it, make it with a producer the rule knows (an ExternalSecret, a Certificate, a CloudNativePG Cluster), or name it in annotation %s if it is made out of band",
+				id(o), refName(r), r.via, refWhere(r), missingEffect(r.gk), ExternalRefsAnnotation)})
+		}
+	}
+	return sortViolations(out)
+}
+
+// unresolvedRefs lists o's pod references that resolve to nothing.
+func unresolvedRefs(o *unstructured.Unstructured, have map[string]bool, external map[string]bool) []objRef {
+	var out []objRef
+	seen := map[string]bool{}
+	for _, r := range podRefs(podTemplate(o), o.GetNamespace()) {
+		if r.optional || seen[r.key()+r.via] {
+			continue
+		}
+		seen[r.key()+r.via] = true
+		if have[r.key()] || external[r.key()] {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// producedObjects is every object the env's render has or makes, by objRef key: the rendered
+// objects themselves; what every namespace gets (ServiceAccount default, ConfigMap
+// kube-root-ca.crt) and the API server's PriorityClasses; the Secret an ExternalSecret writes
+// (spec.target.name, default its own name) and a Certificate's spec.secretName; a CloudNativePG
+// Cluster's ServiceAccount (the Cluster's name) and Secrets: <cluster>-app unless
+// bootstrap.initdb.secret names the owner's secret, <cluster>-superuser with
+// enableSuperuserAccess, and its generated certificates (<cluster>-ca, -server, -replication).
+func producedObjects(objs []*unstructured.Unstructured) map[string]bool {
+	have := map[string]bool{}
+	add := func(gk schema.GroupKind, ns, name string) {
+		have[objRef{gk: gk, namespace: ns, name: name}.key()] = true
+	}
+	for _, pc := range builtinPriorityClasses {
+		add(priorityClassGK, "", pc)
+	}
+	for _, o := range objs {
+		have[objKey(o)] = true
+		ns := o.GetNamespace()
+		switch gk := o.GroupVersionKind().GroupKind(); {
+		case gk.Group == "external-secrets.io" && gk.Kind == "ExternalSecret":
+			name, _, _ := unstructured.NestedString(o.Object, "spec", "target", "name")
+			if name == "" {
+				name = o.GetName()
+			}
+			add(secretGK, ns, name)
+		case gk.Group == "cert-manager.io" && gk.Kind == "Certificate":
+			if name, _, _ := unstructured.NestedString(o.Object, "spec", "secretName"); name != "" {
+				add(secretGK, ns, name)
+			}
+		case gk == cnpgCluster:
+			name := o.GetName()
+			add(serviceAccountGK, ns, name)
+			if own, _, _ := unstructured.NestedString(o.Object, "spec", "bootstrap", "initdb", "secret", "name"); own == "" {
+				add(secretGK, ns, name+"-app")
+			}
+			if su, _, _ := unstructured.NestedBool(o.Object, "spec", "enableSuperuserAccess"); su {
+				add(secretGK, ns, name+"-superuser")
+			}
+			for _, s := range []string{"-ca", "-server", "-replication"} {
+				add(secretGK, ns, name+s)
+			}
+		}
+	}
+	// Every namespace has these (the API server's controllers make them).
+	for _, o := range objs {
+		if ns := o.GetNamespace(); ns != "" {
+			add(serviceAccountGK, ns, "default")
+			add(configMapGK, ns, "kube-root-ca.crt")
+		}
+	}
+	return have
+}
+
+// externalRefs reads a workload's ExternalRefsAnnotation (objRef keys in the workload's
+// namespace); an entry it cannot read is a violation.
+func externalRefs(o *unstructured.Unstructured) (map[string]bool, []Violation) {
+	v, ok := o.GetAnnotations()[ExternalRefsAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	out := map[string]bool{}
+	var bad []Violation
+	for _, entry := range strings.Split(v, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		kind, name, _ := strings.Cut(entry, "/")
+		gk, known := externalRefKinds[strings.ToLower(strings.TrimSpace(kind))]
+		if !known || strings.TrimSpace(name) == "" {
+			bad = append(bad, Violation{Rule: "refs-resolve", Object: id(o), Message: fmt.Sprintf(
+				"%s: annotation %s entry %q is not kind/name with kind one of secret, configmap, persistentvolumeclaim, serviceaccount, priorityclass",
+				id(o), ExternalRefsAnnotation, entry)})
+			continue
+		}
+		r := objRef{gk: gk, namespace: o.GetNamespace(), name: strings.TrimSpace(name)}
+		if gk == priorityClassGK {
+			r.namespace = ""
+		}
+		out[r.key()] = true
+	}
+	return out, bad
+}
+
+func refName(r objRef) string {
+	if r.namespace == "" {
+		return r.gk.Kind + " " + r.name
+	}
+	return r.gk.Kind + " " + r.namespace + "/" + r.name
+}
+
+func refWhere(r objRef) string {
+	if r.namespace == "" {
+		return "in the cluster"
+	}
+	return "in namespace " + r.namespace
+}
+
+// missingEffect says what a pod does without an object of this kind.
+func missingEffect(gk schema.GroupKind) string {
+	switch gk {
+	case secretGK, configMapGK:
+		return "its pods never start (CreateContainerConfigError, or a volume that never mounts)"
+	case pvcGK:
+		return "its pods stay Pending"
+	case serviceAccountGK:
+		return "its pods are never created (the API server rejects them)"
+	case priorityClassGK:
+		return "its pods are never created (admission rejects an unknown priorityClassName)"
+	}
+	return "its pods do not start"
+}

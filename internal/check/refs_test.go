@@ -1,0 +1,124 @@
+package check
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRefsResolve(t *testing.T) {
+	// rag-api as issue 31 found it: its database URI from CloudNativePG's pgvector-app, which the
+	// Cluster makes in llm-rag only.
+	const ragAPI = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: rag-api, namespace: llm-api%s}
+spec:
+  template:
+    spec:
+      containers:
+        - name: api
+          env: [{name: DATABASE_URL, valueFrom: {secretKeyRef: {name: pgvector-app, key: uri}}}]`
+	const cluster = `{apiVersion: postgresql.cnpg.io/v1, kind: Cluster, metadata: {name: pgvector, namespace: %s}, spec: {instances: 1%s}}`
+	sprintf := func(tmpl string, args ...string) string {
+		for _, a := range args {
+			tmpl = strings.Replace(tmpl, "%s", a, 1)
+		}
+		return tmpl
+	}
+	pod := func(kind, spec string) string {
+		tmpl := "template: {spec: " + spec + "}"
+		if kind == "CronJob" {
+			tmpl = "jobTemplate: {spec: {" + tmpl + "}}"
+		}
+		api := "apps/v1"
+		if kind == "CronJob" || kind == "Job" {
+			api = "batch/v1"
+		}
+		return "{apiVersion: " + api + ", kind: " + kind + ", metadata: {name: w, namespace: llm-batch}, spec: {" + tmpl + "}}"
+	}
+	cases := []struct {
+		name   string
+		stream []string
+		want   []string // one message substring per violation
+	}{
+		{"a CloudNativePG Secret read from another namespace (issue 31)",
+			[]string{sprintf(ragAPI, ""), sprintf(cluster, "llm-rag", "")},
+			[]string{"Deployment llm-api/rag-api refers to Secret llm-api/pgvector-app (env DATABASE_URL of container api), which the render neither has nor makes in namespace llm-api: its pods never start"}},
+		{"the Cluster's own namespace has <cluster>-app",
+			[]string{strings.Replace(sprintf(ragAPI, ""), "llm-api", "llm-rag", 1), sprintf(cluster, "llm-rag", "")}, nil},
+		{"no <cluster>-app when initdb names the owner's secret",
+			[]string{strings.Replace(sprintf(ragAPI, ""), "llm-api", "llm-rag", 1), sprintf(cluster, "llm-rag", ", bootstrap: {initdb: {secret: {name: own}}}")},
+			[]string{"refers to Secret llm-rag/pgvector-app"}},
+		{"marked as made out of band",
+			[]string{sprintf(ragAPI, ", annotations: {auditor.llm-gitops.io/external-refs: \"configmap/x, secret/pgvector-app\"}")}, nil},
+		{"an annotation entry that is not kind/name",
+			[]string{sprintf(ragAPI, ", annotations: {auditor.llm-gitops.io/external-refs: \"pgvector-app, secret/pgvector-app\"}")},
+			[]string{`entry "pgvector-app" is not kind/name`}},
+		{"an ExternalSecret's target, a Certificate's secretName, rendered ConfigMap and claim",
+			[]string{pod("StatefulSet", `{containers: [{name: c, envFrom: [{secretRef: {name: db}}, {configMapRef: {name: env}}]}],
+  volumes: [{name: tls, secret: {secretName: w-tls}}, {name: data, persistentVolumeClaim: {claimName: data}}, {name: key, projected: {sources: [{secret: {name: api-key}}]}}]}`),
+				`{apiVersion: external-secrets.io/v1, kind: ExternalSecret, metadata: {name: db-source, namespace: llm-batch}, spec: {target: {name: db}}}`,
+				`{apiVersion: external-secrets.io/v1, kind: ExternalSecret, metadata: {name: api-key, namespace: llm-batch}, spec: {}}`,
+				`{apiVersion: cert-manager.io/v1, kind: Certificate, metadata: {name: w, namespace: llm-batch}, spec: {secretName: w-tls}}`,
+				obj("ConfigMap", "v1", "llm-batch", "env", ""), obj("PersistentVolumeClaim", "v1", "llm-batch", "data", "")}, nil},
+		{"every kind missing, in a CronJob",
+			[]string{pod("CronJob", `{serviceAccountName: batch, priorityClassName: llm-batch, imagePullSecrets: [{name: pull}],
+  containers: [{name: c, env: [{name: A, valueFrom: {configMapKeyRef: {name: cm, key: a}}}]}],
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}, {name: cfg, configMap: {name: cfg}}]}`)},
+			[]string{
+				"CronJob llm-batch/w refers to ServiceAccount llm-batch/batch (its pods' serviceAccountName), which the render neither has nor makes in namespace llm-batch: its pods are never created",
+				"refers to PriorityClass llm-batch (its pods' priorityClassName), which the render neither has nor makes in the cluster: its pods are never created (admission",
+				"refers to Secret llm-batch/pull (its pods' imagePullSecrets)",
+				"refers to PersistentVolumeClaim llm-batch/data (volume data), which the render neither has nor makes in namespace llm-batch: its pods stay Pending",
+				"refers to ConfigMap llm-batch/cfg (volume cfg)",
+				"refers to ConfigMap llm-batch/cm (env A of container c)",
+			}},
+		{"optional references, the default ServiceAccount, kube-root-ca.crt, built-in and rendered PriorityClasses",
+			[]string{pod("Job", `{serviceAccountName: default, priorityClassName: system-node-critical,
+  containers: [{name: c, envFrom: [{secretRef: {name: maybe, optional: true}}], env: [{name: A, valueFrom: {secretKeyRef: {name: maybe2, key: a, optional: true}}}]}],
+  volumes: [{name: ca, configMap: {name: kube-root-ca.crt}}, {name: o, secret: {secretName: maybe3, optional: true}}]}`),
+				strings.Replace(pod("DaemonSet", `{priorityClassName: llm-batch, containers: [{name: c}]}`), "name: w,", "name: d,", 1),
+				obj("PriorityClass", "scheduling.k8s.io/v1", "", "llm-batch", "")}, nil},
+		{"a rendered object of another namespace does not count",
+			[]string{pod("Deployment", `{containers: [{name: c, envFrom: [{configMapRef: {name: env}}]}]}`), obj("ConfigMap", "v1", "llm-api", "env", "")},
+			[]string{"Deployment llm-batch/w refers to ConfigMap llm-batch/env (envFrom of container c)"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := refsResolve(parseObjects(t, strings.Join(tc.stream, "\n---\n")))
+			require.Len(t, got, len(tc.want), "violations: %+v", got)
+			var msgs []string
+			for _, v := range got {
+				assert.Equal(t, "refs-resolve", v.Rule)
+				assert.Contains(t, v.Message, v.Object, "the message names its object")
+				msgs = append(msgs, v.Message)
+			}
+			for _, w := range tc.want {
+				assert.Contains(t, strings.Join(msgs, "\n"), w)
+			}
+		})
+	}
+}
+
+// TestCheckRefsResolve puts rag-api's reference to CloudNativePG's pgvector-app back (issue 31):
+// auditor check fails in every env, naming rag-api.
+func TestCheckRefsResolve(t *testing.T) {
+	dir, commit, edit := repoCopy(t)
+	edit("base/api/rag-api.yaml", "name: rag-api-database\n", "name: pgvector-app\n")
+	commit("rag-api reads pgvector-app")
+	res := runCheck(t, dir)
+	assert.False(t, res.Passed)
+	for _, env := range res.Envs {
+		var got []Violation
+		for _, v := range env.Violations {
+			if v.Rule == "refs-resolve" {
+				got = append(got, v)
+			}
+		}
+		require.Len(t, got, 1, "%s: %+v", env.Env, env.Violations)
+		assert.Equal(t, "Deployment llm-api/rag-api", got[0].Object)
+		assert.Contains(t, got[0].Message, "Secret llm-api/pgvector-app (env DATABASE_URL of container api)")
+	}
+}
