@@ -67,6 +67,10 @@ type Auditor struct {
 	// applies, whatever the source (Helm repositories, OCI, plugins). Nil renders in process.
 	RepoServer *reposerver.Client
 
+	argoSettingsMu sync.Mutex
+	argoSettingsV  reposerver.Settings // argocd-cm's, for the repo-server
+	argoSettingsOf *string             // the resourceVersion they were read at ("": none)
+
 	schemaMu sync.Mutex
 	// gitPatches caches Git's Application patches per env at a branch head (audits without Argo CD).
 	gitPatchesMu sync.Mutex
@@ -148,6 +152,9 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 			}
 			p.err = err // this Application is not audited; the others are
 		}
+	}
+	if ctx.Err() != nil { // cancelled: nothing of this audit is a verdict
+		return nil, ctx.Err()
 	}
 	rep := a.merge(req.Env, units, ex)
 	if req.Revision == "" {

@@ -68,6 +68,9 @@ type prepared struct {
 	err error
 	// rendered is the unit's render as the auditor made it, hooks included (RenderGroup only).
 	rendered *render.Result
+	// foreign says its source is another Git repository than the auditor's (rendered only by
+	// Argo CD's repo-server, at the revision Argo CD synced).
+	foreign bool
 }
 
 // unitError is a reason an Application cannot be audited that is not a failure of the audit.
@@ -166,12 +169,13 @@ func (a *Auditor) member(ctx context.Context, req Request, parent *prepared, roo
 			u.target = req.Env
 		}
 	}
-	if u.git.Unrenderable == "" && u.git.Chart == "" && !argocd.SameRepo(u.git.RepoURL, root.RepoURL) {
+	u.foreign = u.git.Chart == "" && !argocd.SameRepo(u.git.RepoURL, root.RepoURL)
+	if u.foreign && a.RepoServer == nil && u.git.Unrenderable == "" {
 		u.err = &unitError{fmt.Sprintf("Application %s: its source is another repository (%s); the auditor reads %s", u.name, u.git.RepoURL, root.RepoURL)}
 		return u, nil
 	}
 	if u.app, u.err = a.application(ctx, r.Namespace, r.Name); u.err != nil {
-		if u.main {
+		if u.main || ctx.Err() != nil {
 			return nil, u.err
 		}
 		return u, nil
@@ -180,6 +184,8 @@ func (a *Auditor) member(ctx context.Context, req Request, parent *prepared, roo
 	var rendering *RenderingError
 	switch {
 	case err == nil:
+	case ctx.Err() != nil: // cancelled: no verdict on this Application, nor on the env
+		return nil, ctx.Err()
 	case errors.As(err, &rendering), u.main && !isUnitError(err):
 		return nil, err
 	default:

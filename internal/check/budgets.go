@@ -30,6 +30,11 @@ func drainPossible(objs []*unstructured.Unstructured) []Violation {
 		var expected int64
 		for _, w := range budgetWorkloads(pdb, objs) {
 			n := workloadMinimum(w, mins)
+			if _, autoscaled := mins[objKey(w)]; autoscaled {
+				// Scaled to zero, it still runs one replica while there is work, and a drain
+				// then must get through.
+				n = max(n, 1)
+			}
 			expected += n
 			names = append(names, fmt.Sprintf("%s (%d)", id(w), n))
 		}

@@ -59,8 +59,13 @@ func TestDrainPossible(t *testing.T) {
 			[]string{workload("StatefulSet", "qdrant", "1"), pdb("qdrant", "maxUnavailable: 1")}, nil},
 		{"minAvailable 1 with two replicas",
 			[]string{workload("Deployment", "api", "2"), pdb("api", "minAvailable: 1")}, nil},
-		{"scaled to zero: nothing to drain",
-			[]string{workload("Deployment", "vllm", "0"), scaledObject("vllm", "0"), pdb("vllm", "minAvailable: 1")}, nil},
+		{"scaled to zero by KEDA: while there is work it runs one, which minAvailable 1 pins",
+			[]string{workload("Deployment", "vllm", "0"), scaledObject("vllm", "0"), pdb("vllm", "minAvailable: 1")},
+			[]string{"PodDisruptionBudget llm-rag/vllm: allows no eviction at the minimum scale of Deployment llm-rag/vllm (1): minAvailable 1 keeps 1 of 1, allows 0"}},
+		{"scaled to zero by KEDA, maxUnavailable 1",
+			[]string{workload("Deployment", "vllm", "0"), scaledObject("vllm", "0"), pdb("vllm", "maxUnavailable: 1")}, nil},
+		{"turned off (replicas 0, no autoscaler): nothing to drain",
+			[]string{workload("Deployment", "vllm", "0"), pdb("vllm", "minAvailable: 1")}, nil},
 		{"a budget over no rendered workload (an operator's pods)",
 			[]string{pdb("pgvector", "maxUnavailable: 0")}, nil},
 		{"neither field set",
@@ -94,8 +99,9 @@ func TestCheckDrainPossible(t *testing.T) {
 	res := runCheck(t, dir)
 	assert.False(t, res.Passed)
 	want := map[string][]string{
-		// dev's llama scales to zero; staging's and prod's keep one replica
-		"dev":     {"PodDisruptionBudget llm-rag/qdrant"},
+		// dev's llama scales to zero, and runs one replica while there is work; staging's and
+		// prod's keep one
+		"dev":     {"PodDisruptionBudget llm-inference/vllm-llama", "PodDisruptionBudget llm-rag/qdrant"},
 		"staging": {"PodDisruptionBudget llm-inference/vllm-llama", "PodDisruptionBudget llm-rag/qdrant"},
 		"prod":    {"PodDisruptionBudget llm-inference/vllm-llama", "PodDisruptionBudget llm-rag/qdrant"},
 	}

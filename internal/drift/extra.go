@@ -113,9 +113,10 @@ func (idx *Index) extra(gvk schema.GroupVersionKind, l *unstructured.Unstructure
 	if r := (Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: l.GetName()}); opts.Hooks[r] || opts.DeclaredElsewhere != nil && opts.DeclaredElsewhere(r) {
 		return nil // a hook Git declares, or another Application's of the env
 	}
-	if hook.IsHook(l) && trackedBy(gvk, l) != "" {
-		// A resource hook Argo CD ran and left in place (a delete policy that keeps it, a hook
-		// since renamed): it neither compares nor prunes one. Untracked, it is anyone's object.
+	if hook.IsHook(l) && opts.Application != "" && trackedBy(gvk, l) == opts.Application && madeByApplier(l, opts) {
+		// A resource hook Argo CD ran for this Application and left in place (a delete policy
+		// that keeps it, a hook since renamed): it neither compares nor prunes one. Made by
+		// anyone else, the two annotations are a claim, and the object is Extra.
 		return nil
 	}
 	note := ""
@@ -201,4 +202,30 @@ func creatorOf(l *unstructured.Unstructured, opts Options) (first *Writer, borro
 		return nil, ""
 	}
 	return first, ""
+}
+
+// madeByApplier says whether the GitOps sync (opts.Applier) created l and only it and the
+// platform's controllers wrote it; with audit events, that the create was made by the applier's
+// identity.
+func madeByApplier(l *unstructured.Unstructured, opts Options) bool {
+	applied := false
+	for _, e := range l.GetManagedFields() {
+		switch {
+		case e.Manager == opts.Applier:
+			applied = true
+		case !slices.Contains(opts.Creators, e.Manager):
+			return false
+		}
+	}
+	if !applied {
+		return false
+	}
+	if opts.Events != nil {
+		if id := opts.identityOf(opts.Applier, nil); len(id) > 0 {
+			if a := opts.Events.CreatorOf(l); a != nil && !id.Matches(a) {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -114,6 +114,10 @@ func TestExtraClaimsAnObjectMakes(t *testing.T) {
 		u.SetManagedFields([]metav1.ManagedFieldsEntry{mf("kubectl-create", "Update", "", `{"f:roleRef":{}}`)})
 		return u
 	}
+	byArgoCD := func(u *unstructured.Unstructured) *unstructured.Unstructured {
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{mf("argocd-controller", "Apply", "", `{"f:roleRef":{}}`)})
+		return u
+	}
 	secret := parse(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: helm-made, namespace: rag, labels: {app.kubernetes.io/managed-by: Helm}}\n")
 	secret.SetManagedFields([]metav1.ManagedFieldsEntry{mf("helm", "Update", "", `{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}}}}`)})
 	live := mapLive{
@@ -125,8 +129,12 @@ func TestExtraClaimsAnObjectMakes(t *testing.T) {
 		crb("plain", nil, nil),
 		// resource hooks Argo CD ran and left (a delete policy that keeps them; a hook since
 		// removed from Git): Argo CD neither compares nor prunes them
-		crb("pre-sync-hook", nil, map[string]string{"argocd.argoproj.io/hook": "PreSync", "argocd.argoproj.io/tracking-id": "llm-prod:rbac.authorization.k8s.io/ClusterRoleBinding:/pre-sync-hook"}),
-		crb("helm-hook", nil, map[string]string{"helm.sh/hook": "pre-install", "argocd.argoproj.io/tracking-id": "llm-prod:rbac.authorization.k8s.io/ClusterRoleBinding:/helm-hook"}),
+		byArgoCD(crb("pre-sync-hook", nil, map[string]string{"argocd.argoproj.io/hook": "PreSync", "argocd.argoproj.io/tracking-id": "llm-prod:rbac.authorization.k8s.io/ClusterRoleBinding:/pre-sync-hook"})),
+		byArgoCD(crb("helm-hook", nil, map[string]string{"helm.sh/hook": "pre-install", "argocd.argoproj.io/tracking-id": "llm-prod:rbac.authorization.k8s.io/ClusterRoleBinding:/helm-hook"})),
+		// made by hand with the two annotations: a claim, whatever it names
+		crb("hook-by-hand", nil, map[string]string{"helm.sh/hook": "pre-install", "argocd.argoproj.io/tracking-id": "llm-prod:rbac.authorization.k8s.io/ClusterRoleBinding:/hook-by-hand"}),
+		// Argo CD's hook of another Application, which that Application's audit answers for
+		byArgoCD(crb("their-hook", nil, map[string]string{"helm.sh/hook": "pre-install", "argocd.argoproj.io/tracking-id": "llm-policies:rbac.authorization.k8s.io/ClusterRoleBinding:/their-hook"})),
 		// untracked, the annotation is a claim anyone can make
 		crb("claims-to-be-a-hook", nil, map[string]string{"helm.sh/hook": "pre-install"}),
 		// "Skip" is not a hook, nor is a CRD helm installs first
@@ -142,6 +150,6 @@ func TestExtraClaimsAnObjectMakes(t *testing.T) {
 			got = append(got, o.Kind+"/"+o.Namespace+"/"+o.Name)
 		}
 	}
-	assert.Equal(t, []string{"ClusterRoleBinding//claims-to-be-a-hook", "ClusterRoleBinding//copied-annotation", "ClusterRoleBinding//crd-install", "ClusterRoleBinding//orphan",
+	assert.Equal(t, []string{"ClusterRoleBinding//claims-to-be-a-hook", "ClusterRoleBinding//copied-annotation", "ClusterRoleBinding//crd-install", "ClusterRoleBinding//hook-by-hand", "ClusterRoleBinding//orphan",
 		"ClusterRoleBinding//plain", "ClusterRoleBinding//skipped", "Secret/rag/helm-made"}, got)
 }

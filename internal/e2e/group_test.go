@@ -264,7 +264,7 @@ data:
 	}
 	assert.Equal(t, 3, byName[extras].Objects, "the directory's objects (the policy, its binding, a ConfigMap from JSON): %+v", byName[extras])
 	// Each Application as the auditor renders it is what Argo CD's repo-server renders for it.
-	assertRenderParity(t, a, f.Env)
+	assertRenderParity(t, a, f.Env, []string{root, f.App(), extras, helmApp, multi, kust, repoApp})
 	// The same audit by Argo CD's repo-server as the render engine: the same verdicts, and the
 	// chart of an unreachable repository is Unknown with the repo-server's reason.
 	ra := newAuditor(t, f)
@@ -338,6 +338,7 @@ data:
 		"ConfigMap " + f.Prefix + "-svc":           repoApp + " Modified",
 	}
 	assert.Empty(t, cmp.Diff(want, got), "drift by Application (-want +got):\n%s", dump(rep))
+	assert.Equal(t, engineSummary(rep), engineSummary(runAudit(t, ra, f.Env)), "the hand edits, in process and by the repo-server")
 	for _, o := range rep.Objects {
 		switch o.Kind + " " + o.Name {
 		case "Application " + extras:

@@ -105,6 +105,7 @@ var kubeStateMetrics = map[string]string{
 	// what a model or the GPU exporter wants when no pod of it is scraped at all.
 	"kube_deployment_spec_replicas":                  "gauge",
 	"kube_daemonset_status_desired_number_scheduled": "gauge",
+	"kube_daemonset_status_number_available":         "gauge",
 }
 
 // cnpgMetrics: cloudnative-pg v1.28.0 (pkg/management/postgres/webserver/metricserver and

@@ -16,8 +16,12 @@ import (
 	"github.com/argoproj/argo-cd/v3/common"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/argo-cd/v3/reposerver/apiclient"
+	"github.com/argoproj/argo-cd/v3/util/settings"
 	utiltls "github.com/argoproj/argo-cd/v3/util/tls"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // Config says how to reach the repo-server, as the application controller's flags do.
@@ -26,19 +30,33 @@ type Config struct {
 	Address string `json:"address"`
 	// Plaintext talks gRPC without TLS (the controller's --repo-server-plaintext).
 	Plaintext bool `json:"plaintext,omitempty"`
-	// StrictTLS verifies the repo-server's certificate (--repo-server-strict-tls) against CAFile
-	// (the ca.crt of the argocd-repo-server-tls Secret); without it the certificate is not
-	// verified, as the controller's default.
+	// StrictTLS verifies the repo-server's certificate (--repo-server-strict-tls), against CAFile
+	// (the ca.crt of the argocd-repo-server-tls Secret) when given, which implies it; without
+	// either the certificate is not verified, as the controller's default.
 	StrictTLS bool   `json:"strictTLS,omitempty"`
 	CAFile    string `json:"caFile,omitempty"`
 	// Timeout bounds one GenerateManifest call (default 60 s, the controller's
 	// --repo-server-timeout-seconds).
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// Repositories are the credentials sent for the repositories the sources name (the
+	// longest URL prefix that matches): the auditor's own read-only ones, never Argo CD's. A
+	// repository with none is sent by URL alone (public, or file://).
+	Repositories []Credentials `json:"repositories,omitempty"`
+}
+
+// Credentials are one repository's (or URL prefix's) read credentials for the repo-server.
+type Credentials struct {
+	URL      string `json:"url"`
+	Username string `json:"username,omitempty"`
+	// PasswordFile holds the HTTPS password or token; SSHKeyFile an SSH private key.
+	PasswordFile string `json:"passwordFile,omitempty"`
+	SSHKeyFile   string `json:"sshKeyFile,omitempty"`
 }
 
 // Client calls one repo-server.
 type Client struct {
-	cs apiclient.Clientset
+	cs    apiclient.Clientset
+	creds []Credentials
 }
 
 // New returns a client of the repo-server cfg names. It does not connect until asked.
@@ -50,8 +68,9 @@ func New(cfg Config) (*Client, error) {
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	tlsCfg := utiltls.Configuration{DisableTLS: cfg.Plaintext, StrictValidation: cfg.StrictTLS}
-	if cfg.StrictTLS && cfg.CAFile != "" {
+	// A CA given is a CA checked against: it never stands beside an unverified connection.
+	tlsCfg := utiltls.Configuration{DisableTLS: cfg.Plaintext, StrictValidation: cfg.StrictTLS || cfg.CAFile != ""}
+	if cfg.CAFile != "" {
 		pem, err := os.ReadFile(cfg.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("repo-server CA: %w", err)
@@ -62,7 +81,42 @@ func New(cfg Config) (*Client, error) {
 		}
 		tlsCfg.Certificates = pool
 	}
-	return &Client{cs: apiclient.NewRepoServerClientset(cfg.Address, int(timeout.Seconds()), tlsCfg)}, nil
+	return &Client{cs: apiclient.NewRepoServerClientset(cfg.Address, int(timeout.Seconds()), tlsCfg), creds: cfg.Repositories}, nil
+}
+
+// repository is the record sent for url: its credentials read now (a rotated token is taken
+// up at the next call), from the longest matching prefix.
+func (c *Client) repository(url string) (v1alpha1.Repository, error) {
+	r := v1alpha1.Repository{Repo: url}
+	best := -1
+	for i, cr := range c.creds {
+		if strings.HasPrefix(url, cr.URL) && (best < 0 || len(cr.URL) > len(c.creds[best].URL)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return r, nil
+	}
+	cr := c.creds[best]
+	r.Username = cr.Username
+	if cr.PasswordFile != "" {
+		p, err := os.ReadFile(cr.PasswordFile)
+		if err != nil {
+			return r, fmt.Errorf("credentials of %s: %w", cr.URL, err)
+		}
+		r.Password = strings.TrimSpace(string(p))
+		if r.Username == "" {
+			r.Username = "git"
+		}
+	}
+	if cr.SSHKeyFile != "" {
+		k, err := os.ReadFile(cr.SSHKeyFile)
+		if err != nil {
+			return r, fmt.Errorf("credentials of %s: %w", cr.URL, err)
+		}
+		r.SSHPrivateKey = string(k)
+	}
+	return r, nil
 }
 
 // Request is what the controller knows when it asks for an Application's manifests.
@@ -72,10 +126,6 @@ type Request struct {
 	// Revisions are the revisions to render, one per source (spec.sources, else the one
 	// spec.source); an empty one is the source's targetRevision.
 	Revisions []string
-	// Repository returns the repository record sent for a source's repoURL: its URL and the
-	// credentials the repo-server fetches it with. They are the auditor's own read-only ones,
-	// never Argo CD's. nil sends the URL alone (a public or unauthenticated repository).
-	Repository func(url string) v1alpha1.Repository
 	// KubeVersion and APIVersions are the destination cluster's, as the controller sends them
 	// to Helm (live.Cache.Server).
 	KubeVersion string
@@ -110,10 +160,6 @@ func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
 	if len(sources) == 0 {
 		return nil, fmt.Errorf("Application %s: no source", app.Name)
 	}
-	repo := req.Repository
-	if repo == nil {
-		repo = func(url string) v1alpha1.Repository { return v1alpha1.Repository{Repo: url} }
-	}
 	revision := func(i int) string {
 		if i < len(req.Revisions) && req.Revisions[i] != "" {
 			return req.Revisions[i]
@@ -123,12 +169,16 @@ func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
 	refs := v1alpha1.RefTargetRevisionMapping{}
 	for i, s := range sources {
 		if s.Ref != "" {
-			refs["$"+s.Ref] = &v1alpha1.RefTarget{Repo: repo(s.RepoURL), TargetRevision: revision(i), Chart: s.Chart}
+			r, err := c.repository(s.RepoURL)
+			if err != nil {
+				return nil, err
+			}
+			refs["$"+s.Ref] = &v1alpha1.RefTarget{Repo: r, TargetRevision: revision(i), Chart: s.Chart}
 		}
 	}
-	var kustomize *v1alpha1.KustomizeOptions
-	if req.Settings.KustomizeBuildOptions != "" {
-		kustomize = &v1alpha1.KustomizeOptions{BuildOptions: req.Settings.KustomizeBuildOptions}
+	project := app.Spec.Project
+	if project == "" {
+		project = "default" // as Argo CD reads an Application without one
 	}
 	conn, client, err := c.cs.NewRepoServerClient()
 	if err != nil {
@@ -142,7 +192,10 @@ func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
 	out := &Result{}
 	for i := range sources {
 		src := sources[i]
-		r := repo(src.RepoURL)
+		r, err := c.repository(src.RepoURL)
+		if err != nil {
+			return nil, err
+		}
 		resp, err := client.GenerateManifest(ctx, &apiclient.ManifestRequest{
 			Repo:                            &r,
 			Revision:                        revision(i),
@@ -150,13 +203,15 @@ func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
 			AppName:                         app.InstanceName(controllerNS),
 			Namespace:                       app.Spec.Destination.Namespace,
 			ApplicationSource:               &src,
-			KustomizeOptions:                kustomize,
+			KustomizeOptions:                req.Settings.Kustomize,
 			KubeVersion:                     req.KubeVersion,
 			ApiVersions:                     req.APIVersions,
 			TrackingMethod:                  req.Settings.TrackingMethod,
+			EnabledSourceTypes:              req.Settings.EnabledSourceTypes,
+			HelmOptions:                     req.Settings.Helm,
 			HasMultipleSources:              app.Spec.HasMultipleSources(),
 			RefSources:                      refs,
-			ProjectName:                     app.Spec.Project,
+			ProjectName:                     project,
 			ProjectSourceRepos:              req.ProjectSourceRepos,
 			AnnotationManifestGeneratePaths: app.GetAnnotation(v1alpha1.AnnotationKeyManifestGeneratePaths),
 			InstallationID:                  req.Settings.InstallationID,
@@ -204,23 +259,48 @@ func FromUnstructured(u *unstructured.Unstructured) (*v1alpha1.Application, erro
 	return &app, nil
 }
 
-// Settings are the argocd-cm keys the controller puts in every manifest request.
+// Settings are the argocd-cm settings the controller puts in every manifest request.
 type Settings struct {
-	AppLabelKey, TrackingMethod, InstallationID, KustomizeBuildOptions string
+	AppLabelKey, TrackingMethod, InstallationID string
+	Kustomize                                   *v1alpha1.KustomizeOptions
+	Helm                                        *v1alpha1.HelmOptions
+	EnabledSourceTypes                          map[string]bool
 }
 
-// SettingsFrom reads them from argocd-cm's data, with Argo CD v3.6.1's defaults.
-func SettingsFrom(data map[string]string) Settings {
-	s := Settings{AppLabelKey: data["application.instanceLabelKey"], TrackingMethod: data["application.resourceTrackingMethod"],
-		InstallationID: data["installationID"], KustomizeBuildOptions: data["kustomize.buildOptions"]}
-	if s.AppLabelKey == "" {
-		s.AppLabelKey = common.LabelKeyAppInstance
+// SettingsFrom reads them from argocd-cm's data with Argo CD's own settings manager (v3.6.1),
+// so every key and default is as the controller reads it. The manager is given that one
+// ConfigMap and nothing else: the auditor never reads Argo CD's Secrets.
+func SettingsFrom(ctx context.Context, data map[string]string) (Settings, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the manager's informers on the in-memory copy
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: common.ArgoCDConfigMapName, Namespace: settingsNamespace,
+		Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"}}, Data: data}
+	mgr := settings.NewSettingsManager(ctx, fake.NewClientset(cm), settingsNamespace)
+	var s Settings
+	var err error
+	if s.AppLabelKey, err = mgr.GetAppInstanceLabelKey(); err != nil {
+		return Settings{}, fmt.Errorf("argocd-cm: %w", err)
 	}
-	if s.TrackingMethod == "" {
-		s.TrackingMethod = string(v1alpha1.TrackingMethodAnnotation)
+	if s.TrackingMethod, err = mgr.GetTrackingMethod(); err != nil {
+		return Settings{}, fmt.Errorf("argocd-cm: %w", err)
 	}
-	return s
+	if s.InstallationID, err = mgr.GetInstallationID(); err != nil {
+		return Settings{}, fmt.Errorf("argocd-cm: %w", err)
+	}
+	if s.Kustomize, err = mgr.GetKustomizeSettings(); err != nil {
+		return Settings{}, fmt.Errorf("argocd-cm: %w", err)
+	}
+	if s.Helm, err = mgr.GetHelmSettings(); err != nil {
+		return Settings{}, fmt.Errorf("argocd-cm: %w", err)
+	}
+	if s.EnabledSourceTypes, err = mgr.GetEnabledSourceTypes(); err != nil {
+		return Settings{}, fmt.Errorf("argocd-cm: %w", err)
+	}
+	return s, nil
 }
+
+// settingsNamespace is where the in-memory copy of argocd-cm is read from.
+const settingsNamespace = "argocd"
 
 // Untrack takes out of objs the tracking metadata the repo-server writes in (the tracking
 // annotation, or the instance label with label tracking): Argo CD's bookkeeping, not Git's.

@@ -1,10 +1,12 @@
 package reposerver_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/reposerver"
@@ -33,7 +35,9 @@ func TestUntrackTakesOutWhatTheTrackingMethodWrites(t *testing.T) {
 	} {
 		t.Run(tc.method, func(t *testing.T) {
 			o := obj()
-			reposerver.Untrack([]*unstructured.Unstructured{o}, reposerver.SettingsFrom(map[string]string{"application.resourceTrackingMethod": tc.method}))
+			s, err := reposerver.SettingsFrom(context.Background(), map[string]string{"application.resourceTrackingMethod": tc.method})
+			require.NoError(t, err)
+			reposerver.Untrack([]*unstructured.Unstructured{o}, s)
 			assert.Equal(t, tc.labels, o.GetLabels())
 			assert.Equal(t, tc.annotations, o.GetAnnotations())
 		})
@@ -49,4 +53,28 @@ func TestSyncedRevisions(t *testing.T) {
 	assert.Equal(t, []string{"", ""}, reposerver.SyncedRevisions(multi), "before a sync")
 	multi.Status.Sync.Revisions = []string{"abc", "def"}
 	assert.Equal(t, []string{"abc", "def"}, reposerver.SyncedRevisions(multi))
+}
+
+// TestSettingsAsTheControllerReadsThem: Argo CD's defaults with an empty argocd-cm (annotation
+// tracking, http(s) value files, every source type), and its keys read as it reads them.
+func TestSettingsAsTheControllerReadsThem(t *testing.T) {
+	s, err := reposerver.SettingsFrom(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "app.kubernetes.io/instance", s.AppLabelKey)
+	assert.Equal(t, "annotation", s.TrackingMethod)
+	assert.Equal(t, []string{"https", "http"}, s.Helm.ValuesFileSchemes)
+	assert.Equal(t, map[string]bool{"Kustomize": true, "Helm": true, "Directory": true, "Plugin": true}, s.EnabledSourceTypes)
+
+	s, err = reposerver.SettingsFrom(context.Background(), map[string]string{
+		"kustomize.buildOptions": "--enable-helm", "kustomize.path.v5.4.3": "/custom/kustomize",
+		"helm.valuesFileSchemes": "https", "helm.enable": "false", "installationID": "site-a",
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "--enable-helm", s.Kustomize.BuildOptions)
+	require.Len(t, s.Kustomize.Versions, 1)
+	assert.Equal(t, "v5.4.3", s.Kustomize.Versions[0].Name)
+	assert.Equal(t, "/custom/kustomize", s.Kustomize.Versions[0].Path)
+	assert.Equal(t, []string{"https"}, s.Helm.ValuesFileSchemes)
+	assert.False(t, s.EnabledSourceTypes["Helm"])
+	assert.Equal(t, "site-a", s.InstallationID)
 }
