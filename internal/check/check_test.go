@@ -198,12 +198,7 @@ func TestCheckWaveOrderNamesBothObjects(t *testing.T) {
 	res := runCheck(t, dir)
 	assert.False(t, res.Passed)
 	for _, env := range res.Envs {
-		var waves []Violation
-		for _, v := range env.Violations {
-			if v.Rule == "sync-wave-order" {
-				waves = append(waves, v)
-			}
-		}
+		waves := violations(env, "sync-wave-order")
 		require.Len(t, waves, 1, "%s: %+v", env.Env, env.Violations)
 		assert.Equal(t, "HTTPRoute llm-api/rag-api", waves[0].Object)
 		assert.Contains(t, waves[0].Message, "needs Gateway llm-inference/llm-gateway (sync wave 1, its parentRef)")
@@ -219,12 +214,7 @@ func TestCheckKEDAReachOldTrigger(t *testing.T) {
 	commit("avg KV trigger")
 	res := runCheck(t, dir)
 	assert.False(t, res.Passed)
-	var got []Violation
-	for _, v := range res.Envs[0].Violations {
-		if v.Rule == "capacity-keda-reach" {
-			got = append(got, v)
-		}
-	}
+	got := violations(res.Envs[0], "capacity-keda-reach")
 	require.Len(t, got, 1, "%+v", res.Envs[0].Violations)
 	assert.Equal(t, "ScaledObject llm-inference/vllm-qwen", got[0].Object)
 	assert.Contains(t, got[0].Message, "trigger kv-cache")

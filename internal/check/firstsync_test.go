@@ -58,12 +58,7 @@ func TestCheckFirstSyncCanary(t *testing.T) {
 	commit("split in the canary's wave")
 	res := runCheck(t, dir)
 	assert.False(t, res.Passed)
-	var got []Violation
-	for _, v := range res.Envs[0].Violations {
-		if v.Rule == "first-sync" {
-			got = append(got, v)
-		}
-	}
+	got := violations(res.Envs[0], "first-sync")
 	require.Len(t, got, 2, "%+v", res.Envs[0].Violations)
 	var msgs []string
 	for _, v := range got {

@@ -111,12 +111,7 @@ func TestCheckRefsResolve(t *testing.T) {
 	res := runCheck(t, dir)
 	assert.False(t, res.Passed)
 	for _, env := range res.Envs {
-		var got []Violation
-		for _, v := range env.Violations {
-			if v.Rule == "refs-resolve" {
-				got = append(got, v)
-			}
-		}
+		got := violations(env, "refs-resolve")
 		require.Len(t, got, 1, "%s: %+v", env.Env, env.Violations)
 		assert.Equal(t, "Deployment llm-api/rag-api", got[0].Object)
 		assert.Contains(t, got[0].Message, "Secret llm-api/pgvector-app (env DATABASE_URL of container api)")

@@ -75,12 +75,4 @@ func TestCheckAlertRunbook(t *testing.T) {
 	}
 }
 
-func violations(env EnvResult, rule string) []Violation {
-	var out []Violation
-	for _, v := range env.Violations {
-		if v.Rule == rule {
-			out = append(out, v)
-		}
-	}
-	return out
-}
+func violations(env EnvResult, rule string) []Violation { return rulesOf(env.Violations, rule) }
