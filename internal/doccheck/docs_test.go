@@ -47,7 +47,7 @@ func documents(t *testing.T) []string {
 // the pages written for its readers.
 func shortProse(t *testing.T) []string {
 	t.Helper()
-	files := []string{"README.md", "docs/install.md", "docs/benchmarks.md", "docs/local-cluster.md"}
+	files := []string{"README.md", "docs/install.md", "docs/benchmarks.md", "docs/local-cluster.md", "docs/audit.md"}
 	ref, err := filepath.Glob(filepath.Join(repoRoot, "docs", "reference", "*.md"))
 	require.NoError(t, err)
 	for _, f := range ref {
