@@ -10,6 +10,10 @@ import (
 // Commit is the Git commit the binary was built from; the Makefile sets it with -ldflags -X.
 var Commit = "unknown"
 
+// Version is the release the binary was built as; `make release` sets it with -ldflags -X. A
+// `go install …@vX.Y.Z` build reports its module version instead.
+var Version = ""
+
 // Info describes a build of the auditor.
 type Info struct {
 	Module    string `json:"module"`
@@ -23,7 +27,7 @@ func Get() Info {
 	info := Info{Module: "github.com/llm-gitops/platform", Version: "(devel)", Commit: Commit, GoVersion: runtime.Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		info.Module = bi.Main.Path
-		if bi.Main.Version != "" {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			info.Version = bi.Main.Version
 		}
 		for _, s := range bi.Settings {
@@ -31,6 +35,9 @@ func Get() Info {
 				info.Commit = s.Value
 			}
 		}
+	}
+	if Version != "" && info.Version == "(devel)" {
+		info.Version = Version
 	}
 	return info
 }
