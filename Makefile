@@ -17,7 +17,7 @@ PLATFORMS    := linux/amd64 linux/arm64
 LDFLAGS      := -X github.com/llm-gitops/platform/internal/version.Commit=$(COMMIT) -X helm.sh/helm/v4/internal/version.version=v4.3.1
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build release image tools browser test vet demo cluster-up cluster-down bench fuzz fmt clean help
+.PHONY: all build release image tools browser test test-unit vet demo cluster-up cluster-down bench fuzz fmt clean help
 
 all: build
 
@@ -55,8 +55,13 @@ browser: ## the distribution's Chromium, for the web view's browser test (apt-ge
 	  if [ "$$(id -u)" = 0 ]; then apt-get install -y --no-install-recommends chromium >/dev/null || { apt-get update -qq && apt-get install -y --no-install-recommends chromium >/dev/null; }; \
 	  else echo "run as root: apt-get install chromium" >&2; exit 1; fi; }
 
+# Every test that needs the cluster runs here: missing binaries fail (internal/testcluster need.go).
+test: export AUDITOR_TEST_CLUSTER := required
 test: tools browser vet ## vet and every test against the real API server
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+test-unit: ## every test that needs no cluster, about a minute
+	AUDITOR_TEST_CLUSTER=off go test -count=1 ./...
 
 bench: tools ## benchmarks against the real API server
 	go test -run '^$$' -bench . -benchmem -timeout 60m ./...

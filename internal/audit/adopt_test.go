@@ -21,6 +21,7 @@ import (
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/notify"
 	"github.com/llm-gitops/platform/internal/notify/message"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // TestAdoptPatchesEndTheirDrift: hand edits of six kinds with the real kubectl (replicas, an image
@@ -32,6 +33,7 @@ import (
 // values are never shown, so no patch can carry them. `auditor diff -o patch` gives the same
 // adoption as one patch.
 func TestAdoptPatchesEndTheirDrift(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	api, inference, rag, system := f.NS("api"), f.NS("inference"), f.NS("rag"), f.NS("system")
 	require.NoError(t, f.Write("base/api/secret.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: rag-api-token\n  namespace: "+api+"\nstringData:\n  token: git-value\n"))

@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // TestArgoCDVerdictBesideOurs checks Argo CD's own diff (argo-cd/v3 util/argo/diff) against the
 // auditor's findings: agreement on a changed field, and the flagged disagreement on a field added
 // by hand, which Argo CD's diff cannot see.
 func TestArgoCDVerdictBesideOurs(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	rep := f.audit()
 	if len(rep.ArgoCDOnly) != 0 {

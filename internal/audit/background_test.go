@@ -16,6 +16,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // TestBackgroundRenderOfANewRevision: with RenderedInBackground set, a full audit of an env
@@ -24,6 +25,7 @@ import (
 // (malformed YAML in the new commit) gives its error, naming the file, to the audit after it,
 // once: the audit after that renders again. A fix committed meanwhile is what gets audited.
 func TestBackgroundRenderOfANewRevision(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -83,6 +85,7 @@ func TestBackgroundRenderOfANewRevision(t *testing.T) {
 // while that render runs, is audited at once from the cache (the reverted content was rendered
 // before), and the render of the reverted commit is stopped: it never reaches the cache.
 func TestRevertStopsTheRenderItMadeUseless(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -123,6 +126,7 @@ func TestRevertStopsTheRenderItMadeUseless(t *testing.T) {
 // renders the cache never keeps; a full audit that left its render to the background still gets
 // it from the render itself, once, instead of rendering again forever.
 func TestBackgroundRenderTheCacheDoesNotKeep(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: upstream, namespace: "+f.NS("api")+"}\ndata: {k: v}\n")
@@ -186,6 +190,7 @@ func backgroundAuditor(ctx context.Context, t *testing.T, f *fixture) (*Auditor,
 // cache (the render decoded whole) makes: a hand edit, an object in the destination namespace,
 // a cluster-scoped object stripped of its namespace.
 func TestAuditOfTheCachedRenderIsTheAuditOfTheRender(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	require.NoError(t, f.Write("overlays/prod/scoped.yaml", fmt.Sprintf(
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %[1]s-no-namespace}\ndata: {k: v}\n---\n"+

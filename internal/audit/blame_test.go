@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llm-gitops/platform/internal/blame"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // TestBlameNamesTheCommitAndThePerson: a commit moves prod's vLLM image to v0.30.1 and is synced;
@@ -21,6 +22,7 @@ import (
 const pinnedDigest = "sha256:8a69ffad015f138d7170c4ddc429e230a3bc1c1719f67e14324749df200a4b90"
 
 func TestBlameNamesTheCommitAndThePerson(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	inference := f.NS("inference")
 	platform := f.Head

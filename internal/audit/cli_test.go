@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // TestCLIDiff runs `auditor diff` as a user would: exit codes, text and the JSON contract.
 func TestCLIDiff(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	bin := buildAuditor(t)
 	args := []string{"diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig}
@@ -57,6 +59,7 @@ func TestCLIDiff(t *testing.T) {
 }
 
 func TestCLIBadInput(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	bin := buildAuditor(t)
 	// An unreachable cluster: a kubeconfig pointing at a closed port.
@@ -93,6 +96,7 @@ func TestCLIBadInput(t *testing.T) {
 // root, the env's own), a name the group lacks is a usage error naming those it has; --all
 // audits every env of the repository, one report each.
 func TestCLIDiffApplicationsAndAll(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	bin := buildAuditor(t)
 	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)

@@ -152,6 +152,7 @@ data: {mode: fast}
 // map). That is no drift with the default rules or a user's rule naming the key; without a rule
 // the key is reported alone; a person's key beside it is drift, reported alone.
 func TestRolloutOfADeploymentWithoutAnnotations(t *testing.T) {
+	testcluster.Need(t)
 	e := newBareEnv(t, bareDeployments)
 	e.waitFor(deploymentsGVR, "api", func(u *unstructured.Unstructured) bool {
 		return u.GetAnnotations()["deployment.kubernetes.io/revision"] == "1"
@@ -183,6 +184,7 @@ func TestRolloutOfADeploymentWithoutAnnotations(t *testing.T) {
 // PV controller to a volume an admin made (static provisioning): its bind annotations and
 // volumeName are not drift; a person's annotation on the claim is, alone.
 func TestBoundClaimWithoutAnnotations(t *testing.T) {
+	testcluster.Need(t)
 	e := newBareEnv(t, `apiVersion: v1
 kind: PersistentVolumeClaim
 metadata: {name: data, namespace: NAMESPACE}
@@ -225,6 +227,7 @@ spec:
 // against its identity) and alice's is drift, named, with the borrowed name; without them both
 // pass on the name, and the report says that the rule was taken on the name alone.
 func TestBorrowedControllerName(t *testing.T) {
+	testcluster.Need(t)
 	e := newBareEnv(t, autoscaledDeployment("scaled", 1, 3)+"---\n"+autoscaledDeployment("hand", 2, 2))
 	e.waitFor(deploymentsGVR, "scaled", func(u *unstructured.Unstructured) bool {
 		r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
@@ -311,6 +314,7 @@ func toInt(v any) any {
 // subresource to a field nobody owned, and the API server records no owner for it: the value
 // alone says it is drift.
 func TestKubectlScaleOfReplicasGitLeavesOut(t *testing.T) {
+	testcluster.Need(t)
 	e := newBareEnv(t, `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: worker, namespace: NAMESPACE}

@@ -26,9 +26,11 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 func TestFreshSyncIsInSync(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	rep := f.audit()
 	if !rep.InSync || len(rep.Objects) != 0 || rep.PendingSync {
@@ -40,6 +42,7 @@ func TestFreshSyncIsInSync(t *testing.T) {
 }
 
 func TestKubectlEditReplicas(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
 	rep := f.audit()
@@ -59,6 +62,7 @@ func TestKubectlEditReplicas(t *testing.T) {
 }
 
 func TestKubectlScaleIsSubresourceScale(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	f.Kubectl("-n", f.NS("rag"), "scale", "statefulset/qdrant", "--replicas=2")
 	rep := f.audit()
@@ -69,6 +73,7 @@ func TestKubectlScaleIsSubresourceScale(t *testing.T) {
 }
 
 func TestKubectlSetImage(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	f.Kubectl("-n", f.NS("api"), "set", "image", "deployment/rag-api", "api=registry.example.com/llm/rag-api:1.4.3")
 	rep := f.audit()
@@ -79,6 +84,7 @@ func TestKubectlSetImage(t *testing.T) {
 }
 
 func TestKubectlSetEnvIsAdded(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	f.Kubectl("-n", f.NS("api"), "set", "env", "deployment/rag-api", "LOG_LEVEL=debug")
 	rep := f.audit()
@@ -90,6 +96,7 @@ func TestKubectlSetEnvIsAdded(t *testing.T) {
 }
 
 func TestKubectlLabelAndAnnotateAreAdded(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	f.Kubectl("-n", f.NS("api"), "label", "deployment/rag-api", "team=search")
 	f.Kubectl("-n", f.NS("api"), "annotate", "service/rag-api", "note=debugging")
@@ -105,6 +112,7 @@ func TestKubectlLabelAndAnnotateAreAdded(t *testing.T) {
 }
 
 func TestKubectlPatchRemovingTolerationIsRemoved(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	f.Kubectl("-n", f.NS("inference"), "patch", "deployment/vllm-llama", "--type=json",
 		`-p=[{"op":"remove","path":"/spec/template/spec/tolerations/0"}]`)
@@ -130,6 +138,7 @@ func TestKubectlPatchRemovingTolerationIsRemoved(t *testing.T) {
 }
 
 func TestKubectlDeleteServiceIsMissing(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	f.Kubectl("-n", f.NS("api"), "delete", "service", "rag-api")
 	rep := f.audit()
@@ -139,6 +148,7 @@ func TestKubectlDeleteServiceIsMissing(t *testing.T) {
 }
 
 func TestKubectlCreateConfigMapIsExtra(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	f.Kubectl("-n", f.NS("api"), "create", "configmap", "hotfix", "--from-literal=k=v")
 	// Give the controller-manager time to create its own objects (kube-root-ca.crt, default SA,
@@ -157,6 +167,7 @@ func TestKubectlCreateConfigMapIsExtra(t *testing.T) {
 }
 
 func TestReplicasOwnedByAutoscalerAreNotDrift(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	cs, err := cluster.Clientset()
 	if err != nil {
@@ -195,6 +206,7 @@ func TestReplicasOwnedByAutoscalerAreNotDrift(t *testing.T) {
 }
 
 func TestQuantitySpellingsAreNotDrift(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	f.Edit("base/api/rag-api.yaml", `cpu: "1"`, `cpu: 1000m`)
 	f.Edit("base/api/rag-api.yaml", "memory: 1Gi", "memory: 1024Mi")
@@ -206,6 +218,7 @@ func TestQuantitySpellingsAreNotDrift(t *testing.T) {
 }
 
 func TestCommitAheadIsPendingSyncNotDrift(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	synced := f.Head
 	f.Edit("base/api/rag-api.yaml", "rag-api:1.4.2", "rag-api:1.5.0")
@@ -218,6 +231,7 @@ func TestCommitAheadIsPendingSyncNotDrift(t *testing.T) {
 }
 
 func TestSecretEditedByHandIsReportedWithoutValues(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	const gitValue, liveValue = "git-value-7f3a9c", "live-value-c0ffee"
 	if err := f.Write("base/api/secret.yaml", fmt.Sprintf(`apiVersion: v1
@@ -273,6 +287,7 @@ stringData:
 // (as the applier) names the same differing objects as the auditor, leaving out Extra objects and
 // objects whose only drift is fields added by other managers, which a server-side apply keeps.
 func TestKubectlDiffOracle(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
 	f.Kubectl("-n", f.NS("api"), "set", "image", "deployment/rag-api", "api=registry.example.com/llm/rag-api:1.4.3")
@@ -319,6 +334,7 @@ func TestKubectlDiffOracle(t *testing.T) {
 // the cluster differ from the synced revision's, and are reported as such; the API server's
 // defaulted weight (1) on a route Git leaves unweighted is not.
 func TestHTTPRouteWeightsChangedLive(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	f.Kubectl("-n", f.NS("inference"), "patch", "httproute", "qwen", "--type=json",
 		`-p=[{"op":"replace","path":"/spec/rules/0/backendRefs/0/weight","value":50},{"op":"replace","path":"/spec/rules/0/backendRefs/1/weight","value":50}]`)
@@ -346,6 +362,7 @@ func TestHTTPRouteWeightsChangedLive(t *testing.T) {
 // way the shipped config scopes them. The audit must see every object and find a hand edit; the
 // account must not be able to write, nor read Secrets anywhere else.
 func TestAuditWithReadOnlyRights(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	f.Kubectl("apply", "--server-side", "-k", filepath.Join(f.Dir, "apps", "common"))
 	t.Cleanup(func() {

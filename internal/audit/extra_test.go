@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // TestHandMadeObjectsInScopeAreExtra: objects people make by hand that grant access or move
@@ -23,6 +24,7 @@ import (
 // PrometheusRule and a Certificate in managed namespaces. Nothing else is (the shared cluster's
 // own objects, Kubernetes' bootstrap RBAC and the harness's, other fixtures' objects).
 func TestHandMadeObjectsInScopeAreExtra(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	rag, mon := f.NS("rag"), f.NS("monitoring")
 	f.Kubectl("-n", rag, "create", "secret", "generic", "backup-keys-copy", "--from-literal=key=s3cr3t", "--field-manager=argocd-controller")
@@ -110,6 +112,7 @@ spec:
 // defaults it: right after the write (no entry is left), and through a watching audit (as the
 // daemon's) after the sync gave the applier its entry back and set the image right.
 func TestManagedFieldsWipeIsReported(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	api := f.NS("api")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

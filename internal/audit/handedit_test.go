@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/testcluster"
 	"github.com/llm-gitops/platform/internal/testfixture"
 )
 
@@ -44,6 +45,7 @@ func changes(rep *drift.Report, objs ...string) []change {
 // that `kubectl diff --server-side` shows: a Git-declared env var removed, the GPU taken from a
 // vLLM pod, an image changed under the applier's own name, a declared annotation "1" → "1.0".
 func TestHandEditsKubectlDiffSees(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	inference, api := f.NS("inference"), f.NS("api")
 	f.Kubectl("-n", inference, "set", "env", "deploy/vllm-qwen", "-c", "vllm", "HF_HUB_OFFLINE-")
@@ -85,6 +87,7 @@ func TestHandEditsKubectlDiffSees(t *testing.T) {
 // 53/TCP and 53/UDP (keyed by port and protocol), HTTPRoute parentRefs that differ only by
 // sectionName and backendRefs to one Service on two ports (atomic lists: items are positions).
 func TestDuplicateListKeys(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	api := f.NS("api")
 	require.NoError(t, f.Write("overlays/prod/resolver.yaml", `apiVersion: v1
@@ -136,6 +139,7 @@ spec:
 // kube-controller-manager has defaulted, rolled out and autoscaled everything, and expects the
 // auditor and kubectl diff both to find nothing.
 func TestNoFalseDriftInAnyOverlay(t *testing.T) {
+	testcluster.Need(t)
 	for _, env := range []string{"dev", "staging", "prod"} {
 		t.Run(env, func(t *testing.T) {
 			f := &fixture{Platform: testfixture.NewEnv(t, cluster, "../..", env), t: t}
@@ -201,6 +205,7 @@ func progressed(d *appsv1.Deployment) bool {
 // subresource, is a controller named for that field of an object it targets: not drift to the
 // auditor's comparison. A person's `kubectl scale` on the same field afterwards is.
 func TestAutoscalerIsNotDriftKubectlScaleIs(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	api := f.NS("api")
 	require.NoError(t, f.Write("overlays/prod/scaled.yaml", `apiVersion: apps/v1

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // TestAuditLogNamesThePeople: alice edits qdrant's replicas with `kubectl edit`, bob removes a
@@ -19,6 +20,7 @@ import (
 // platform's policy (clusters/audit-policy.yaml). `auditor diff --audit-log` names each of them
 // on their field; without the log, nobody is named.
 func TestAuditLogNamesThePeople(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	rag, api := f.NS("rag"), f.NS("api")
 	editor := filepath.Join(t.TempDir(), "editor.sh")
@@ -88,6 +90,7 @@ func kubectlEditAs(t *testing.T, person, ns, obj, sedExpr string) {
 // alice's write is the person's write that made the live object. Each field is matched by what
 // the writes changed.
 func TestAuditLogTellsTwoPeopleOnOneObjectApart(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	rag, api := f.NS("rag"), f.NS("api")
 	kubectlEditAs(t, "alice", rag, "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
@@ -125,6 +128,7 @@ func TestAuditLogTellsTwoPeopleOnOneObjectApart(t *testing.T) {
 // `kubectl create configmap` (Extra), bob deletes one Git declares with `kubectl delete`
 // (Missing); `auditor diff --audit-log` names them on the objects, in JSON and text.
 func TestAuditLogNamesWhoMadeAndDeletedObjects(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	var declared *drift.Object
 	for _, o := range f.Rendered(f.Head).Objects {

@@ -10,12 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // TestUpdateEqualsFullAudit makes hand edits one after another and, after each, re-audits only
 // the touched object on top of the last report (what the daemon does on a watch event). The
 // result must be exactly what a full audit of the same live state says, and must not render.
 func TestUpdateEqualsFullAudit(t *testing.T) {
+	testcluster.Need(t)
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

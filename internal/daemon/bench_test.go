@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // BenchmarkEditToMessage measures how long a manual change takes to reach a chat receiver through
@@ -14,6 +16,7 @@ import (
 // its resolution). Edits are spaced past the fold window so none is folded into a digest.
 // Reported: p50/p99 from the moment the edit is stored (kubectl returned) and from kubectl start.
 func BenchmarkEditToMessage(b *testing.B) {
+	testcluster.Need(b)
 	h := newHarness(b)
 	cfg := h.config(b.TempDir())
 	cfg.FoldWindow = Duration{100 * time.Millisecond}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llm-gitops/platform/internal/blame"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // TestBlameAPI: GET /api/v1/blame answers what `auditor blame -o json` does, from the daemon's
@@ -19,6 +20,7 @@ import (
 // old → new. The walk's renders run in render workers, as the audits' do. Bad requests are 400,
 // an object Git does not declare 404.
 func TestBlameAPI(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	// from the pinned v0.30.0 digest to the v0.30.1 tag
 	h.p.Edit("overlays/prod/kustomization.yaml", "newTag: v0.30.0", "newTag: v0.30.1")

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // TestApplicationChangesThatMatter: Argo CD writes an Application's status through the main
@@ -71,6 +72,7 @@ func TestApplicationChangesThatMatter(t *testing.T) {
 // TestDeliveryRecordIsTheHoldersToWrite: a replica the Lease does not name (a deposed leader
 // still running) cannot overwrite the delivery record its successor keeps there.
 func TestDeliveryRecordIsTheHoldersToWrite(t *testing.T) {
+	testcluster.Need(t)
 	cs, err := cluster.Clientset()
 	require.NoError(t, err)
 	ns := cluster.Namespace(t)

@@ -29,6 +29,7 @@ import (
 )
 
 func TestKubectlEditReachesEveryReceiverOnceThenResolves(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	d := start(t, h.config(t.TempDir()))
 	time.Sleep(500 * time.Millisecond)
@@ -81,6 +82,7 @@ func TestKubectlEditReachesEveryReceiverOnceThenResolves(t *testing.T) {
 // other: each reaches chat once, names the field, and names who made it — removals included, from
 // the update the daemon's watch saw.
 func TestEachHandEditIsOneMessage(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	start(t, h.config(t.TempDir()))
 	inference, api := h.p.NS("inference"), h.p.NS("api")
@@ -130,6 +132,7 @@ func TestEachHandEditIsOneMessage(t *testing.T) {
 }
 
 func TestReceiverOutageAndRestartLoseNothing(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	state := t.TempDir()
 	cfg := h.config(state)
@@ -162,6 +165,7 @@ func TestReceiverOutageAndRestartLoseNothing(t *testing.T) {
 // once, and then the watches hold for two minutes without a single reconnect (a client timeout
 // would cut them every 30 s). The count comes from the informers' own watch requests.
 func TestAPIServerRestartMidRunThenWatchesHold(t *testing.T) {
+	testcluster.Need(t)
 	if testing.Short() {
 		t.Skip("holds the watches for two minutes")
 	}
@@ -200,6 +204,7 @@ func TestAPIServerRestartMidRunThenWatchesHold(t *testing.T) {
 }
 
 func TestSecretValueNeverLeaves(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	const gitValue, liveValue = "git-s3cr3t-0d1e", "live-s3cr3t-9f8a"
 	if err := h.p.Write("base/api/secret.yaml", fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: api-key\n  namespace: %s\nstringData:\n  key: %s\n", h.p.NS("api"), gitValue)); err != nil {
@@ -247,6 +252,7 @@ func TestSecretValueNeverLeaves(t *testing.T) {
 }
 
 func TestTwoDaemonsPostOneSetOfMessages(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	mk := func(id string) *Config {
 		cfg := h.config(t.TempDir())
@@ -274,6 +280,7 @@ func TestTwoDaemonsPostOneSetOfMessages(t *testing.T) {
 }
 
 func TestGitWebhookAuthAndFetch(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	cfg := h.config(t.TempDir())
 	cfg.Webhook = &WebhookConfig{SecretFile: h.secretFile("webhook", "hook-secret")}
@@ -328,6 +335,7 @@ func TestGitWebhookAuthAndFetch(t *testing.T) {
 // With an Application the synced revision is audited instead, and a new commit is only pending
 // (TestGitWebhookAuthAndFetch).
 func TestWithoutArgoCDTheBranchHeadIsAudited(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	cfg := h.config(t.TempDir())
 	cfg.AppNamePrefix = "no-such-app-"
@@ -401,6 +409,7 @@ func scaleUps(bare string) int {
 // then pushes one: the daemon fetches the new revision, reloads the schedule without a restart
 // and commits the scale-up of a peak that begins in two minutes (its firing time already past).
 func TestScheduleAddedLaterIsReloadedAndFires(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	bare := filepath.Join(t.TempDir(), "platform.git")
 	h.p.Git("clone", "-q", "--bare", h.p.Dir, bare)
@@ -424,6 +433,7 @@ func TestScheduleAddedLaterIsReloadedAndFires(t *testing.T) {
 // two minutes (so its firing, 14m36s before, is late but still useful) and checks the scale-up
 // lands in the bare repository exactly once, with its trailers.
 func TestScheduledScaleUpIsCommittedByTheDaemon(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	peak := time.Now().UTC().Add(2 * time.Minute).Truncate(time.Minute)
 	sched := peakSchedule(peak)
@@ -478,6 +488,7 @@ func TestScheduledScaleUpIsCommittedByTheDaemon(t *testing.T) {
 // served models are appended to clusters/prod/model-ledger.jsonl in the bare repository, stamped
 // with the time the daemon first saw the revision synced.
 func TestLedgerRecordsTheSyncedRevision(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	bare := filepath.Join(t.TempDir(), "platform.git")
 	h.p.Git("clone", "-q", "--bare", h.p.Dir, bare)
@@ -521,6 +532,7 @@ func TestLedgerRecordsTheSyncedRevision(t *testing.T) {
 // ClusterRole granting get on drift and status in auditor.platform.llm lets that user in.
 // /healthz stays open.
 func TestAPIRequiresKubernetesAuth(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	cfg := h.config(t.TempDir())
 	cfg.API = APIConfig{Auth: APIAuthKubernetes}
@@ -595,6 +607,7 @@ rules: [{apiGroups: [`+APIGroup+`], resources: [drift, status, pages], verbs: [g
 // TestStopWhileConnecting: a daemon told to stop before it ever reached the cluster returns
 // cleanly, without auditing with no cache.
 func TestStopWhileConnecting(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	cfg := h.config(t.TempDir())
 	unreachable := rest.CopyConfig(cluster.Config)
@@ -646,6 +659,7 @@ func bigEnv(t *testing.T, p interface {
 // a further commit (not touching it) wait for that render, which is not started again; once it
 // is in, the large env is audited at the newest revision, the hand edit included.
 func TestNewRevisionRendersInTheBackground(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	const n = 5000
 	ns := h.p.Prefix + "-big" // no namespace of prod's: its Extra objects are not big's

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/episode"
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // episodes reads GET /api/v1/episodes.
@@ -48,6 +49,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool
 // into Git and is synced; the daemon, started once more, ends the episode as adopted, naming the
 // commit. Nothing is lost across the restarts.
 func TestEpisodesEndRevertedThenAdoptedAcrossRestarts(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	state := t.TempDir()
 	cfg := h.config(state)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 var (
@@ -202,6 +204,7 @@ func freeAddr(t *testing.T) string {
 // window holds it, unsent), once right after a new hand edit. Every drift must reach every chat
 // receiver exactly once, and nothing may be announced resolved.
 func TestLeaderKilledAnnouncesEveryDriftOnce(t *testing.T) {
+	testcluster.Need(t)
 	if testing.Short() {
 		t.Skip("builds and runs three daemon processes")
 	}
@@ -271,6 +274,7 @@ func TestLeaderKilledAnnouncesEveryDriftOnce(t *testing.T) {
 // old state directory, with the drift still queued, and leads again: it must not send that stale
 // drift (the shared record says it was resolved) — a later edit is its positive signal.
 func TestDeposedLeadersQueueIsNotReplayed(t *testing.T) {
+	testcluster.Need(t)
 	if testing.Short() {
 		t.Skip("builds and runs daemon processes")
 	}

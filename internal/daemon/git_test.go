@@ -19,6 +19,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/gittest"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // gitServer is the real `git http-backend` (basic auth) behind a switch that stalls requests,
@@ -95,6 +96,7 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 // past the fetch timeout, audits go on on the last revision (a hand edit still reaches chat),
 // /api/v1/status shows the fetch error, and nothing logs the password.
 func TestGitOverAuthenticatedHTTPStallAndIncrementalFetch(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	root := t.TempDir()
 	bare := filepath.Join(root, "platform.git")

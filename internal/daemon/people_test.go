@@ -12,12 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // TestChatNamesThePeople: the daemon follows the real API server's audit log (written with the
 // platform's policy); alice's `kubectl edit` and bob's `kubectl set env X-` (a removal) reach chat
 // naming each of them.
 func TestChatNamesThePeople(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	cfg := h.config(t.TempDir())
 	cfg.AuditEvents = AuditEventsConfig{File: cluster.AuditLog}
@@ -74,6 +76,7 @@ func TestVanishedDriftIsStillAnnounced(t *testing.T) {
 // daemon with a TokenReview and a SubjectAccessReview) feeds the daemon; alice's edit reaches chat
 // with her name.
 func TestWebhookFedDaemonNamesThePerson(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	cfg := h.config(t.TempDir())
 	cfg.API = APIConfig{Auth: APIAuthKubernetes}
@@ -113,6 +116,7 @@ func tailLog(dir, name string) string {
 // on the name, audits the object again once the event is in, and announces the drift naming
 // alice and the borrowed name.
 func TestBorrowedControllerNameReachesChat(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	h.p.Edit("base/api/rag-api.yaml", "spec:\n  revisionHistoryLimit: 3", "spec:\n  replicas: 3\n  revisionHistoryLimit: 3")
 	h.p.Sync(h.p.Commit("rag-api: 3 replicas in Git"))

@@ -28,6 +28,7 @@ import (
 // Deployment's revision annotation. The daemon's report is in sync; after five `kubectl set
 // image` edits it names exactly those five Deployments, and so does chat.
 func TestRolloutsAreNotAnnouncedEditsAre(t *testing.T) {
+	testcluster.Need(t)
 	ctx := context.Background()
 	kc, err := testcluster.Start(ctx, testcluster.Options{ControllerManager: true, Controllers: []string{"deployment"}})
 	require.NoError(t, err)

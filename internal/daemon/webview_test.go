@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // browser starts the distribution's Chromium, headless, for one test.
@@ -57,6 +58,7 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 // alice's drift on qdrant (who, the value Git wants, the live value), and follows the object's
 // link to its blame page; a phone-sized window gets the same page without horizontal scrolling.
 func TestWebViewInABrowser(t *testing.T) {
+	testcluster.Need(t)
 	h := newHarness(t)
 	sched, err := os.ReadFile("../../clusters/prod/schedule.yaml")
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 // GPU pool's nodes, and every resource is Healthy — by its real controller, or by the test
 // cluster's stated health for the kinds whose controllers do not run here.
 func TestArgoCDSyncsProdOnKwokNodes(t *testing.T) {
+	testcluster.Need(t)
 	f := platform(t)
 	ctx := context.Background()
 	// The comparison after the sync's last wave runs once more after the operation ends.

@@ -38,6 +38,7 @@ import (
 // Application that declares the object, and the root's findings are the resources Argo CD calls
 // OutOfSync in the root's status.
 func TestAppOfAppsAuditsEveryApplicationAndTheApplicationsThemselves(t *testing.T) {
+	testcluster.Need(t)
 	f := platform(t)
 	root, extras, gate := f.Prefix+"-root-prod", f.Prefix+"-llm-extras", f.Prefix+"-gate"
 	ns := f.NS("system")

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/llm-gitops/platform/internal/testcluster"
 	"github.com/llm-gitops/platform/internal/testfixture"
 )
 
@@ -15,6 +16,7 @@ import (
 // revision Argo CD last synced, which its status.history records — and once Argo CD syncs it,
 // the env is in sync at the new revision.
 func TestPushedCommitIsPendingSyncUntilArgoCDSyncsIt(t *testing.T) {
+	testcluster.Need(t)
 	f := platformWith(t, testfixture.Options{ManualSync: true})
 	synced := f.Head
 	f.Edit("overlays/prod/kustomization.yaml", "newTag: 1.4.2", "newTag: 1.4.3") // the promotion of rag-api 1.4.3 to prod

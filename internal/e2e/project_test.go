@@ -24,6 +24,7 @@ import (
 // — a StorageClass added to overlays/prod — naming it, and never creates it: a new kind cannot
 // reach the cluster without its project (internal/render/projects_test.go keeps the two equal).
 func TestProjectRefusesAKindItDoesNotAllow(t *testing.T) {
+	testcluster.Need(t)
 	// Synced once by hand, then one sync operation without retries: an automated sync would
 	// retry the refused revision and hold the Application's deletion at the end of the test.
 	f := platformWith(t, testfixture.Options{ManualSync: true})

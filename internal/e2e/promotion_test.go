@@ -21,6 +21,7 @@ import (
 // audit renders the same (the pin, with the synced source's patches) and finds no drift. A render
 // without the patch would report the HPA's minReplicas, 3 in Git, 6 live.
 func TestPinnedProdRunsItsPinAndItsApplicationsPatches(t *testing.T) {
+	testcluster.Need(t)
 	ctx := context.Background()
 	f := platform(t)
 	pin := f.Head

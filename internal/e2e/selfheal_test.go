@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/llm-gitops/platform/internal/daemon"
+	"github.com/llm-gitops/platform/internal/testcluster"
 	"github.com/llm-gitops/platform/internal/testfixture"
 )
 
@@ -141,6 +142,7 @@ func qdrantReplicas(t *testing.T, f *testfixture.Platform) int32 {
 // kubectl edit; the daemon posts the drift once and then its end — reverted by
 // argocd-controller after N s — and nothing else about it.
 func TestSelfHealRevertsAndTheDaemonSaysBy(t *testing.T) {
+	testcluster.Need(t)
 	f := platformWith(t, testfixture.Options{SelfHeal: true})
 	c := newChat(t)
 	startDaemon(t, f, c)
@@ -162,6 +164,7 @@ func TestSelfHealRevertsAndTheDaemonSaysBy(t *testing.T) {
 // TestSelfHealOffTheDriftStands: with selfHeal off, Argo CD compares again and again and leaves
 // the edit in place; the daemon posts the drift once and never a resolution.
 func TestSelfHealOffTheDriftStands(t *testing.T) {
+	testcluster.Need(t)
 	f := platform(t)
 	c := newChat(t)
 	startDaemon(t, f, c)

@@ -16,6 +16,7 @@ import (
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/testcluster"
 	"github.com/llm-gitops/platform/internal/testfixture"
 )
 
@@ -25,6 +26,7 @@ import (
 // auditor sees and Argo CD cannot, listed here by name: fields added by hand outside what Git
 // declares, and objects Git does not have (Argo CD does not track them).
 func TestVerdictAgreesWithArgoCDStatus(t *testing.T) {
+	testcluster.Need(t)
 	f := platform(t)
 	inference, api, rag, sys := f.NS("inference"), f.NS("api"), f.NS("rag"), f.NS("system")
 	f.KubectlEdit(rag, "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)

@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 // TestWatchOutlivesTheRequestTimeout: the timeout that bounds ordinary requests does not cut
 // the informers' watches. Three timeouts later a write still arrives through the first watch.
 func TestWatchOutlivesTheRequestTimeout(t *testing.T) {
+	testcluster.Need(t)
 	old := RequestTimeout
 	RequestTimeout = time.Second
 	t.Cleanup(func() { RequestTimeout = old })
@@ -51,6 +52,7 @@ func TestWatchOutlivesTheRequestTimeout(t *testing.T) {
 // TestWatchNamesKindsThatDoNotSync: a kind the credentials may not list never syncs; Watch gives
 // up when its context ends and names that kind, instead of hanging.
 func TestWatchNamesKindsThatDoNotSync(t *testing.T) {
+	testcluster.Need(t)
 	reader := rest.CopyConfig(cluster.Config)
 	reader.BearerToken = testcluster.ReaderToken // no RBAC: every list is forbidden
 	c, err := New(context.Background(), reader)
@@ -68,6 +70,7 @@ func TestWatchNamesKindsThatDoNotSync(t *testing.T) {
 // (optional) holds Secrets' metadata, never their data; once an audit needs Secrets (required)
 // the informers are replaced by full ones and the data is there.
 func TestSecretsWatchedForMetadataUntilDeclared(t *testing.T) {
+	testcluster.Need(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := cluster.Namespace(t)
@@ -97,6 +100,7 @@ func TestSecretsWatchedForMetadataUntilDeclared(t *testing.T) {
 // TestMissingKindAsksDiscoveryOncePerTTL: a kind the cluster does not serve is looked up again
 // in discovery at most once per MissingKindTTL, not at every audit.
 func TestMissingKindAsksDiscoveryOncePerTTL(t *testing.T) {
+	testcluster.Need(t)
 	c, err := New(context.Background(), cluster.Config)
 	require.NoError(t, err)
 	gvk := schema.GroupVersionKind{Group: "example.invalid", Version: "v1", Kind: "Nothing"}

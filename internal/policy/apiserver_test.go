@@ -23,6 +23,7 @@ func TestMain(m *testing.M) {
 // by file, that admission (kubectl create --dry-run=server) denies exactly the corpus objects the
 // offline evaluation denies.
 func TestAdmissionVerdictsEqualOffline(t *testing.T) {
+	testcluster.Need(t)
 	ctx := context.Background()
 	kubectl := func(args ...string) (string, error) {
 		out, err := cluster.Kubectl(ctx, args...).CombinedOutput()

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 var updateServed = flag.Bool("update-served", false, "rewrite served.json from the test API server's discovery")
@@ -22,6 +24,7 @@ var updateServed = flag.Bool("update-served", false, "rewrite served.json from t
 // TestServedKindsEqualDiscovery: served.json is what the real API server (the pinned version,
 // with the upstream CRDs installed) serves.
 func TestServedKindsEqualDiscovery(t *testing.T) {
+	testcluster.Need(t)
 	dc, err := discovery.NewDiscoveryClientForConfig(cluster.Config)
 	require.NoError(t, err)
 	groups, err := restmapper.GetAPIGroupResources(dc)

@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 // Argo CD would, first as a dry-run (nothing persisted), then for real, against the real API
 // server with the upstream CRDs: schemas, defaults and CEL rules all get their say.
 func TestOverlaysAcceptedByAPIServer(t *testing.T) {
+	testcluster.Need(t)
 	syncer, err := testcluster.NewSyncer(cluster.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,7 @@ func TestOverlaysAcceptedByAPIServer(t *testing.T) {
 // their Go modules) do validate what the overlays render: a Certificate without an issuer and an
 // ExternalSecret naming a store kind that does not exist are refused, server-side dry-run.
 func TestUpstreamCRDsValidateSecurityKinds(t *testing.T) {
+	testcluster.Need(t)
 	assertCRDsRefuse(t, map[string]crdBreak{
 		"Certificate":    {[]string{"spec", "issuerRef"}, map[string]any{"kind": "ClusterIssuer"}, "spec.issuerRef.name: Required value"},
 		"ExternalSecret": {[]string{"spec", "secretStoreRef", "kind"}, "Vault", `spec.secretStoreRef.kind: Unsupported value: "Vault"`},

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // backupDestinations returns where an object ships backups: an ObjectStore's destinationPath,
@@ -62,6 +64,7 @@ func TestOverlaysBackUpToTheirOwnBucket(t *testing.T) {
 // ObjectStore retention the plugin cannot parse, a ScheduledBackup method that does not exist and
 // a Cluster plugin without a name are refused.
 func TestUpstreamCRDsValidateBackupKinds(t *testing.T) {
+	testcluster.Need(t)
 	assertCRDsRefuse(t, map[string]crdBreak{
 		"ObjectStore":     {[]string{"spec", "retentionPolicy"}, "30 days", `spec.retentionPolicy in body should match '^[1-9][0-9]*[dwm]$'`},
 		"ScheduledBackup": {[]string{"spec", "method"}, "barman-cloud", `spec.method: Unsupported value: "barman-cloud"`},

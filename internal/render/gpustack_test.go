@@ -92,6 +92,7 @@ func TestGPUStackApplication(t *testing.T) {
 // in argocd) and the app-of-apps itself (clusters/<env>/root.yaml) against the real API
 // server with Argo CD's CRDs: a misspelt source or sync policy is refused here, not by a cluster.
 func TestAppsAcceptedByAPIServer(t *testing.T) {
+	testcluster.Need(t)
 	ctx := context.Background()
 	syncer, err := testcluster.NewSyncer(cluster.Config)
 	require.NoError(t, err)
@@ -111,6 +112,7 @@ func TestAppsAcceptedByAPIServer(t *testing.T) {
 // volume size AWS does not take and a budget schedule without a duration are refused, server-side
 // dry-run.
 func TestUpstreamCRDsValidateNodeClasses(t *testing.T) {
+	testcluster.Need(t)
 	ctx := context.Background()
 	syncer, err := testcluster.NewSyncer(cluster.Config)
 	require.NoError(t, err)

@@ -23,9 +23,7 @@ import (
 // repo-server calls it (argo-cd util/helm cmd.go template): the oracle for the in-process render.
 func helmCLI(t *testing.T, chartDir string, o *HelmOptions) []*unstructured.Unstructured {
 	t.Helper()
-	bins, err := testcluster.FindBinaries()
-	require.NoError(t, err)
-	require.FileExists(t, bins.Helm, "the helm CLI: `make tools` builds it")
+	helm := testcluster.NeedTool(t, func(b testcluster.Binaries) string { return b.Helm })
 	args := []string{"template", ".", "--name-template", o.ReleaseName}
 	if o.Namespace != "" {
 		args = append(args, "--namespace", o.Namespace)
@@ -60,7 +58,7 @@ func helmCLI(t *testing.T, chartDir string, o *HelmOptions) []*unstructured.Unst
 	if o.SkipTests {
 		args = append(args, "--skip-tests")
 	}
-	cmd := exec.Command(bins.Helm, args...)
+	cmd := exec.Command(helm, args...)
 	cmd.Dir = chartDir
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
 	var stderr bytes.Buffer

@@ -38,23 +38,22 @@ spec:
 // (`kustomize edit ...` in the path, then `kustomize build`): the oracle for WithKustomize.
 func kustomizeCLI(t *testing.T, files map[string]string, k *KustomizeOptions) []byte {
 	t.Helper()
-	bins, err := testcluster.FindBinaries()
-	require.NoError(t, err)
+	kustomize := testcluster.NeedTool(t, func(b testcluster.Binaries) string { return b.Kustomize })
 	dir := t.TempDir()
 	writeTree(t, dir, files)
 	for _, args := range k.edits() {
-		cmd := exec.Command(bins.Kustomize, append([]string{"edit"}, args...)...)
+		cmd := exec.Command(kustomize, append([]string{"edit"}, args...)...)
 		cmd.Dir = filepath.Join(dir, "app")
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "kustomize edit %v: %s", args, out)
 	}
 	if len(k.Components) > 0 {
-		cmd := exec.Command(bins.Kustomize, append([]string{"edit", "add", "component"}, k.Components...)...)
+		cmd := exec.Command(kustomize, append([]string{"edit", "add", "component"}, k.Components...)...)
 		cmd.Dir = filepath.Join(dir, "app")
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "kustomize edit add component: %s", out)
 	}
-	cmd := exec.Command(bins.Kustomize, "build", filepath.Join(dir, "app"))
+	cmd := exec.Command(kustomize, "build", filepath.Join(dir, "app"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

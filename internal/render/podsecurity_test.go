@@ -32,6 +32,7 @@ const (
 // that level must be rejected: that proves the enforcement is live (and that the API server sees
 // the labels, which would otherwise make the admissions pass vacuously).
 func TestPodSecurityAdmitsRenderedPods(t *testing.T) {
+	testcluster.Need(t)
 	syncer, err := testcluster.NewSyncer(cluster.Config)
 	if err != nil {
 		t.Fatal(err)

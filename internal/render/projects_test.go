@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
+
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 const inCluster = "https://kubernetes.default.svc"
@@ -24,6 +26,7 @@ const inCluster = "https://kubernetes.default.svc"
 // overlay without its project fails here, not in a real sync. No cascade finalizer: deleting the
 // Application orphans the platform's data instead of deleting it.
 func TestEnvProjectsAllowExactlyWhatTheEnvRenders(t *testing.T) {
+	testcluster.Need(t)
 	mapper := restMapper(t)
 	for _, env := range envs {
 		t.Run(env, func(t *testing.T) {
@@ -52,6 +55,7 @@ func TestEnvProjectsAllowExactlyWhatTheEnvRenders(t *testing.T) {
 // policies/ renders (plus the Namespace its CreateNamespace makes); every Application of apps/
 // names a project the same render brings, after it.
 func TestPoliciesDeliveredByArgoCD(t *testing.T) {
+	testcluster.Need(t)
 	mapper := restMapper(t)
 	src, err := FromDir("../..")
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package simulate
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,18 +13,11 @@ import (
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
-func TestMain(m *testing.M) {
-	// Every scenario starts a four-process cluster of its own: nodes are cluster-wide, so
-	// scenarios cannot share one. Fail loudly without binaries, as testcluster.Main does.
-	if _, err := testcluster.FindBinaries(); err != nil {
-		os.Stderr.WriteString("*** " + err.Error() + "\n")
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
-}
-
+// cluster starts a four-process cluster for one scenario: nodes are cluster-wide, so scenarios
+// cannot share one. Without binaries the scenario is skipped (testcluster.Need says when it fails).
 func cluster(t *testing.T) *testcluster.Cluster {
 	t.Helper()
+	testcluster.Need(t)
 	start := time.Now()
 	c, err := testcluster.Start(context.Background(), testcluster.Options{Scheduler: true, ControllerManager: true})
 	if err != nil {

@@ -75,6 +75,7 @@ func applyAs(t *testing.T, manager string, gvr schema.GroupVersionResource, ns, 
 }
 
 func TestServerSideApplyThenKubectlEditChangesOwner(t *testing.T) {
+	Need(t)
 	ns := cluster.Namespace(t)
 	deploy := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	if _, err := applyAs(t, "argocd-controller", deploy, ns, gpuDeployment); err != nil {
@@ -112,6 +113,7 @@ func TestServerSideApplyThenKubectlEditChangesOwner(t *testing.T) {
 }
 
 func TestUpstreamCRDsValidateSchemas(t *testing.T) {
+	Need(t)
 	ns := cluster.Namespace(t)
 	app := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
 	so := schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
@@ -184,6 +186,7 @@ spec:
 }
 
 func TestKubectlSeesUpstreamKinds(t *testing.T) {
+	Need(t)
 	out, err := cluster.Kubectl(context.Background(), "api-resources", "-o", "name").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl api-resources: %v\n%s", err, out)
@@ -206,6 +209,7 @@ func TestKubectlSeesUpstreamKinds(t *testing.T) {
 // TestPanicLeavesNothingBehind runs a child test binary that starts a cluster and panics, then checks
 // that the cluster's processes and its temporary directory are gone.
 func TestPanicLeavesNothingBehind(t *testing.T) {
+	Need(t)
 	if os.Getenv("TESTCLUSTER_PANIC_CHILD") != "" {
 		c, err := Start(context.Background(), Options{SkipCRDs: true})
 		if err != nil {

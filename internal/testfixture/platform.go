@@ -67,6 +67,7 @@ func NewEnv(t testing.TB, c *testcluster.Cluster, root, env string) *Platform {
 // NewWith is New with options.
 func NewWith(t testing.TB, c *testcluster.Cluster, root string, opts Options) *Platform {
 	t.Helper()
+	testcluster.Need(t) // the copy is synced to the cluster
 	if opts.Env == "" {
 		opts.Env = "prod"
 	}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
 // chat is a Slack-compatible webhook on loopback that records when each message arrived.
@@ -59,6 +61,7 @@ func (c *chat) last() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.at[
 // second apart miss a worker's peak. CPU is the daemon's own and its workers', per minute after
 // ready.
 func BenchmarkEditToChat10000(b *testing.B) {
+	testcluster.Need(b)
 	const n, edits = 10000, 20
 	prefix := "b" + strconv.Itoa(n)
 	objs := corpus(prefix, n)

@@ -199,6 +199,7 @@ func stage(b *testing.B, stderr, name string) time.Duration {
 // `kubectl diff --server-side -k` of the same overlay. It fails unless both diffs name the same
 // objects, and exactly the edited ones.
 func benchEndToEnd(b *testing.B, n int) {
+	testcluster.Need(b)
 	prefix := "u" + strconv.Itoa(n)
 	objs := corpus(prefix, n)
 	ensureBare(b, prefix, objs)

@@ -264,6 +264,7 @@ func syncedCache(b *testing.B) *live.Cache {
 // each drifted field as the audit does with audit events (audit.Auditor.attribute), from a store
 // holding 10 write events per object.
 func benchAudit(b *testing.B, n int, attributed bool) {
+	testcluster.Need(b)
 	prefix := "b" + strconv.Itoa(n)
 	objs := corpus(prefix, n)
 	ensure(b, prefix, objs)
@@ -350,6 +351,7 @@ func BenchmarkAudit1000AttributedWith10000EventsHeld(b *testing.B) { benchAudit(
 // BenchmarkKubectlDiff1000 runs `kubectl diff --server-side` as the applier over the same 1,000
 // objects and checks it names the same differing objects as the audit.
 func BenchmarkKubectlDiff1000(b *testing.B) {
+	testcluster.Need(b)
 	objs := corpus("b1000", 1000)
 	ensure(b, "b1000", objs)
 	var stream []byte
@@ -391,6 +393,7 @@ func BenchmarkKubectlDiff1000(b *testing.B) {
 // BenchmarkWatchRSS10000 measures, in a fresh process, the resident memory of a live cache
 // watching the 10,000 objects (what the daemon holds), after sync and a GC.
 func BenchmarkWatchRSS10000(b *testing.B) {
+	testcluster.Need(b)
 	objs := corpus("b10000", 10000)
 	ensure(b, "b10000", objs)
 	for b.Loop() {

@@ -34,6 +34,7 @@ import (
 // any), the daemon's and its workers' RSS. Skipped without a memory cgroup: the container's
 // figure is its point.
 func BenchmarkServeMemoryProdEnv(b *testing.B) {
+	testcluster.Need(b)
 	root, err := filepath.Abs("../../..")
 	if err != nil {
 		b.Fatal(err)
