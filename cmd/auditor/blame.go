@@ -49,7 +49,7 @@ Exit codes: 0 done, >1 error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: runE(o),
 	}
-	cmd.Flags().StringVar(&o.env, "env", "", "environment (a directory under overlays/)")
+	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace of the object (needed when the name is not unique in the env)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().IntVar(&o.maxCommits, "max-commits", blame.DefaultMaxCommits, "walk at most this many first-parent commits back")
@@ -92,6 +92,9 @@ func (o *blameOptions) Run(ctx context.Context, w io.Writer) error {
 	repo, err := gitOpts.open(ctx, o.src.repo)
 	if err != nil {
 		return failed(err)
+	}
+	if err := checkRepoEnvs(repo, o.src.revision, o.env); err != nil {
+		return err
 	}
 	req := blame.Request{Env: o.env, Object: o.ref, Revision: o.src.revision, MaxCommits: o.maxCommits}
 	renders := render.NewCache("", 4) // in memory: a walk adds a revision to an entry at every commit

@@ -68,7 +68,7 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
   auditor diff --env prod -o patch | git apply   # make Git say what runs`,
 		RunE: runE(o),
 	}
-	cmd.Flags().StringVar(&o.env, "env", "", "environment (a directory under overlays/)")
+	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json, or patch (the adopt-into-Git patch, for `git apply` at the audited revision)")
 	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
 	cmd.Flags().StringVar(&o.app, "app", "", "report only this Application of the env's group")
@@ -166,11 +166,14 @@ func (o *diffOptions) Run(ctx context.Context, w io.Writer) error {
 
 // auditor opens the repository and the cluster and sets up the audit the flags ask for.
 func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Auditor, error) {
-	cfg, err := o.kube.config()
+	repo, err := gitOpts.open(ctx, o.src.repo)
 	if err != nil {
 		return nil, nil, err
 	}
-	repo, err := gitOpts.open(ctx, o.src.repo)
+	if err := checkRepoEnvs(repo, o.src.revision, o.env); err != nil {
+		return nil, nil, err
+	}
+	cfg, err := o.kube.config()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -49,6 +49,9 @@ func (o *ledgerRebuildOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
+	if err := checkRepoEnvs(repo, head, o.env); err != nil {
+		return err
+	}
 	recs, err := ledger.Records(ctx, repo, o.env, "", head)
 	if err != nil {
 		return failed(err)
@@ -74,6 +77,9 @@ func (o *ledgerRebuildOptions) print(ctx context.Context, w io.Writer) error {
 	rev := ""
 	if gitrepo.IsURL(o.repo) {
 		rev = o.branch
+	}
+	if err := checkRepoEnvs(repo, rev, o.env); err != nil {
+		return err
 	}
 	recs, err := ledger.Records(ctx, repo, o.env, "", rev)
 	if err != nil {

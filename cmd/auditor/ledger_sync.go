@@ -37,8 +37,11 @@ p50/p95, error rate = aborted / finished requests) from the Prometheus HTTP API.
 
 // Run appends the new records and says what it committed.
 func (o *ledgerSyncOptions) Run(ctx context.Context, w io.Writer) error {
-	remote, err := remoteFor(o.repo)
+	remote, repo, err := openRemote(ctx, o.repo)
 	if err != nil {
+		return err
+	}
+	if err := checkRepoEnvs(repo, o.branch, o.env); err != nil {
 		return err
 	}
 	req := ledger.SyncRequest{Env: o.env, Branch: o.branch}

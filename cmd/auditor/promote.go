@@ -43,8 +43,8 @@ release unless --skip-stage; moving an env back to an ancestor needs --backwards
 	flagErrorsExit2(cmd)
 	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a URL (or a bare repository directory)")
 	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch holding the release files")
-	cmd.Flags().StringVar(&o.from, "from", "", "env whose release is promoted (dev: the branch head)")
-	cmd.Flags().StringVar(&o.to, "to", "", "env whose pin moves")
+	addEnvFlag(cmd, &o.from, "from", "env whose release is promoted (dev: the branch head)")
+	addEnvFlag(cmd, &o.to, "to", "env whose pin moves")
 	cmd.Flags().StringVar(&o.revision, "revision", "", "promote this commit of the branch instead of --from's release")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print what would change; commit nothing")
 	cmd.Flags().BoolVar(&o.skipStage, "skip-stage", false, "promote from another env than the one before --to (dev → staging → prod), or a --revision")
@@ -75,6 +75,9 @@ func (o *promoteOptions) Complete(*cobra.Command, []string) error { return nil }
 func (o *promoteOptions) Run(ctx context.Context, w io.Writer) error {
 	remote, repo, err := openRemote(ctx, o.repo)
 	if err != nil {
+		return err
+	}
+	if err := checkRepoEnvs(repo, o.branch, o.from, o.to); err != nil {
 		return err
 	}
 	req := release.Request{From: o.from, To: o.to, Revision: o.revision, Branch: o.branch, SkipStage: o.skipStage, Backwards: o.backwards}

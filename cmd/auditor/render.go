@@ -22,7 +22,7 @@ func newRenderCommand() *cobra.Command {
   auditor render --env dev --revision HEAD~1 | kubectl apply --dry-run=server -f -`,
 		RunE: runE(o),
 	}
-	cmd.Flags().StringVar(&o.env, "env", "", "environment (a directory under overlays/)")
+	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
 	o.src.add(cmd)
 	return cmd
 }

@@ -45,6 +45,7 @@ revert changed, in a following commit of auditor-bot.`,
 	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a URL (or a bare repository directory)")
 	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to revert on")
 	cmd.Flags().StringSliceVar(&o.envs, "env", nil, "environments whose ledgers record the rollback (default: all)")
+	markEnvFlag(cmd, "env")
 	cmd.Flags().StringVar(&o.prom, "prometheus", "", "Prometheus base URL: metrics snapshot on the rollback records")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	return cmd
@@ -61,8 +62,11 @@ func (o *rollbackOptions) Validate() error { return checkOutputFormat(o.output) 
 
 // Run reverts the commit, records the rollback and says what it did.
 func (o *rollbackOptions) Run(ctx context.Context, w io.Writer) error {
-	remote, err := remoteFor(o.repo)
+	remote, repo, err := openRemote(ctx, o.repo)
 	if err != nil {
+		return err
+	}
+	if err := checkRepoEnvs(repo, o.branch, o.envs...); err != nil {
 		return err
 	}
 	req := ledger.RollbackRequest{Branch: o.branch, Envs: o.envs}

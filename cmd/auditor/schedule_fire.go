@@ -37,7 +37,7 @@ through file://.`,
 		RunE: runE(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.env, "env", "", "environment (reads clusters/<env>/schedule.yaml)")
+	addEnvFlag(cmd, &o.env, "env", "environment (reads clusters/<env>/schedule.yaml)")
 	f.StringVar(&o.peak, "peak", "", "peak name")
 	f.StringVar(&o.repo, "repo", ".", "repository URL to push to (file://, https://, ssh://) or a directory")
 	f.StringVar(&o.at, "at", "", "fire time of the occurrence (RFC 3339)")
@@ -71,6 +71,9 @@ func (o *fireOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	repo, err := remote.Open(ctx)
 	if err != nil {
+		return err
+	}
+	if err := checkRepoEnvs(repo, o.branch, o.env); err != nil {
 		return err
 	}
 	snap, err := repo.Snapshot(o.branch)

@@ -28,7 +28,7 @@ func newSchedulePlanCommand() *cobra.Command {
 		RunE:  runE(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.env, "env", "", "environment (reads clusters/<env>/schedule.yaml)")
+	addEnvFlag(cmd, &o.env, "env", "environment (reads clusters/<env>/schedule.yaml)")
 	f.StringVar(&o.repo, "repo", ".", "repository: a directory or a URL (file://, https://, ssh://)")
 	f.StringVar(&o.revision, "revision", "", "Git revision to read (default HEAD)")
 	f.IntVar(&o.count, "count", 10, "number of firings")
@@ -66,6 +66,9 @@ func (o *planOptions) Validate() error {
 func (o *planOptions) Run(ctx context.Context, w io.Writer) error {
 	repo, err := gitOpts.open(ctx, o.repo)
 	if err != nil {
+		return err
+	}
+	if err := checkRepoEnvs(repo, o.revision, o.env); err != nil {
 		return err
 	}
 	snap, err := repo.Snapshot(o.revision)

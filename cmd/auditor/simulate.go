@@ -38,7 +38,7 @@ used and free, and violations (a non-GPU pod on a GPU node, a GPU pod on a CPU n
 Exit codes: 0 no violations, 1 violations, >1 error.`,
 		RunE: runE(o),
 	}
-	cmd.Flags().StringVar(&o.env, "env", "", "environment")
+	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
 	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "nodes file (groups: pool, count, labels, taints, cpu, memory, gpus)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	o.src.add(cmd)
