@@ -39,7 +39,7 @@ type ledgerQuery struct {
 func (q *ledgerQuery) add(cmd *cobra.Command, envHelp string) {
 	cmd.Flags().StringVar(&q.repo, "repo", ".", "repository: a directory or a URL (file://, https://, ssh://)")
 	addEnvFlag(cmd, &q.env, "env", envHelp)
-	cmd.Flags().StringVarP(&q.output, "output", "o", "text", "output format: text or json")
+	addReportOutput(cmd, &q.output)
 }
 
 // records reads the ledger of the env (every env with a ledger when empty) at --repo's HEAD.
@@ -103,13 +103,14 @@ func openRemote(ctx context.Context, location string) (*gitrepo.Remote, *gitrepo
 // ledgerWrite are the flags of the ledger commands that commit to a branch: the repository, the
 // env (required) and the branch; Complete and Validate are theirs too.
 type ledgerWrite struct {
-	repo, env, branch string
+	repo, env, branch, output string
 }
 
 func (o *ledgerWrite) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a directory (bare, to write) or a URL")
 	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
 	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to read and write")
+	addReportOutput(cmd, &o.output)
 }
 
 // Complete has nothing to fill.
