@@ -33,7 +33,7 @@ type blameOptions struct {
 func newBlameCommand() *cobra.Command {
 	o := &blameOptions{}
 	cmd := &cobra.Command{
-		Use:   "blame KIND/NAME --env ENV [-n NAMESPACE] [--repo DIR|URL] [--revision REV] [--audit-log PATH] [-o text|json]",
+		Use:   "blame KIND/NAME --env ENV [-n NAMESPACE] [--repo DIR|URL] [--revision REV] [--audit-log PATH] [-o text|json|yaml]",
 		Short: "git blame for a live object: the commit behind each field Git declares, and who wrote the live object",
 		Long: `blame walks the env's first-parent history back from the revision Argo CD synced (the branch
 head without one; --revision to choose), rendering the env at each commit, and names for every
@@ -49,9 +49,9 @@ Exit codes: 0 done, >1 error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: runE(o),
 	}
-	cmd.Flags().StringVar(&o.env, "env", "", "environment (a directory under overlays/)")
+	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace of the object (needed when the name is not unique in the env)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addReportOutput(cmd, &o.output)
 	cmd.Flags().IntVar(&o.maxCommits, "max-commits", blame.DefaultMaxCommits, "walk at most this many first-parent commits back")
 	cmd.Flags().BoolVar(&o.gitOnly, "git-only", false, "Git history only: do not read the cluster (start from --revision or the branch head)")
 	cmd.Flags().StringVar(&o.auditLog, "audit-log", "", "the API server's audit log (JSON lines, --audit-log-path): the writes to the object and the people behind them")
@@ -69,13 +69,10 @@ func (o *blameOptions) Complete(_ *cobra.Command, args []string) error {
 	return nil
 }
 
-// Validate rejects a missing --env, a bad -o and a malformed object.
+// Validate rejects a missing --env and a malformed object.
 func (o *blameOptions) Validate() error {
 	if o.env == "" {
 		return usageErr("--env is required")
-	}
-	if err := checkOutputFormat(o.output); err != nil {
-		return err
 	}
 	ref, err := blame.ParseRef(o.arg, o.namespace)
 	if err != nil {
@@ -92,6 +89,9 @@ func (o *blameOptions) Run(ctx context.Context, w io.Writer) error {
 	repo, err := gitOpts.open(ctx, o.src.repo)
 	if err != nil {
 		return failed(err)
+	}
+	if err := checkRepoEnvs(repo, o.src.revision, o.env); err != nil {
+		return err
 	}
 	req := blame.Request{Env: o.env, Object: o.ref, Revision: o.src.revision, MaxCommits: o.maxCommits}
 	renders := render.NewCache("", 4) // in memory: a walk adds a revision to an entry at every commit
@@ -131,8 +131,5 @@ func (o *blameOptions) Run(ctx context.Context, w io.Writer) error {
 }
 
 func writeBlame(w io.Writer, b *blame.Blame, output string) error {
-	if output == "json" {
-		return failed(writeJSON(w, b))
-	}
-	return failed(blame.WriteText(w, b))
+	return failed(writeReport(w, output, b, func() error { return blame.WriteText(w, b) }))
 }

@@ -14,12 +14,7 @@ conversations fit on a card, what replica count the HorizontalPodAutoscaler will
 long a cold start takes against the startupProbe budget.
 
 Exit codes: 0 fine, 1 a check failed (KV cache does not fit, probe budget too short), 2 bad input.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErr("unknown capacity calculator %q (want kv, hpa or coldstart)", args[0])
-			}
-			return nil
-		},
+		Args:          groupArgs,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		SilenceUsage:  true, // as on the root: also when run on its own, e.g. in tests
 		SilenceErrors: true,

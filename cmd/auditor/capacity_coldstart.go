@@ -56,7 +56,7 @@ Sizes: 10GB, 10Gi, 10GiB. Rates: 1Gbit/s, 10Gbps, 125MB/s, 2GB/s.`,
 	f.DurationVar(&o.probeDelay, "probe-initial-delay", 0, "startupProbe initialDelaySeconds, to compute the budget")
 	f.DurationVar(&o.probePeriod, "probe-period", 10*time.Second, "startupProbe periodSeconds, to compute the budget")
 	f.Int32Var(&o.probeThreshold, "probe-failure-threshold", 0, "startupProbe failureThreshold, to compute the budget")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addReportOutput(cmd, &o.output)
 	return cmd
 }
 
@@ -66,12 +66,9 @@ func (o *coldStartOptions) Complete(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// Validate rejects a bad -o and conflicting or non-positive probe flags, and computes the budget
+// Validate rejects conflicting or non-positive probe flags, and computes the budget
 // from the --probe-* flags.
 func (o *coldStartOptions) Validate() error {
-	if err := checkOutputFormat(o.output); err != nil {
-		return err
-	}
 	if o.changed("load-bandwidth") && o.changed("load-time") {
 		return usageErr("--load-bandwidth and --load-time are mutually exclusive")
 	}
@@ -109,12 +106,12 @@ func (o *coldStartOptions) Run(_ context.Context, w io.Writer) error {
 		}
 		probe = &p
 	}
-	if o.output == "json" {
-		if err := writeJSON(w, capacity.NewColdStartReport(e, probe)); err != nil {
-			return err
-		}
-	} else {
+	err = writeReport(w, o.output, capacity.NewColdStartReport(e, probe), func() error {
 		writeColdStart(w, e, probe)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if probe != nil && !probe.CoversInContainer {
 		return found("startup probe budget too short")

@@ -52,7 +52,7 @@ not stabilised; the result is clamped to [--min, --max].
 	f.DurationVar(&o.hpa.ScaleDownWindow, "scale-down-window", o.hpa.ScaleDownWindow, "scale-down stabilisation window")
 	f.DurationVar(&o.hpa.ScaleUpWindow, "scale-up-window", o.hpa.ScaleUpWindow, "scale-up stabilisation window")
 	f.StringSliceVar(&o.recent, "recent", nil, "earlier recommendation AGE=REPLICAS, e.g. 2m=8 (repeatable)")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addReportOutput(cmd, &o.output)
 	return cmd
 }
 
@@ -62,11 +62,8 @@ func (o *hpaOptions) Complete(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// Validate rejects a bad -o, a missing --current, --metric or --target and a malformed --recent.
+// Validate rejects a missing --current, --metric or --target and a malformed --recent.
 func (o *hpaOptions) Validate() error {
-	if err := checkOutputFormat(o.output); err != nil {
-		return err
-	}
 	for _, req := range []string{"current", "metric", "target"} {
 		if !o.changed(req) {
 			return usageErr("--%s is required", req)
@@ -91,8 +88,8 @@ func (o *hpaOptions) Run(_ context.Context, w io.Writer) error {
 	if err != nil {
 		return inputErr(err)
 	}
-	if o.output == "json" {
-		return writeJSON(w, capacity.NewHPAResult(o.hpa, d))
+	if o.output != "text" {
+		return writeReport(w, o.output, capacity.NewHPAResult(o.hpa, d), nil)
 	}
 	fmt.Fprintf(w, "desired replicas: %d (current %d)\n", d.Desired, d.Current)
 	for _, s := range d.Steps[:len(d.Steps)-1] { // the last step repeats the result

@@ -52,7 +52,7 @@ Sizes: 10Gi, 10GiB, 16GB, 16G or a byte count.`,
 	f.StringVar(&o.weights, "weights-size", "", "weights in GPU memory, for the vLLM check (platform.llm/weights-bytes)")
 	f.Float64Var(&o.utilization, "gpu-memory-utilization", 0.9, "vLLM --gpu-memory-utilization, for the vLLM check")
 	f.Int64Var(&o.maxNumSeqs, "max-num-seqs", 0, "vLLM --max-num-seqs, for the vLLM check")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addReportOutput(cmd, &o.output)
 	return cmd
 }
 
@@ -62,11 +62,8 @@ func (o *kvOptions) Complete(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// Validate rejects a bad -o, missing model dimensions and a half-given vLLM check.
+// Validate rejects missing model dimensions and a half-given vLLM check.
 func (o *kvOptions) Validate() error {
-	if err := checkOutputFormat(o.output); err != nil {
-		return err
-	}
 	for _, req := range []struct {
 		name string
 		v    int64
@@ -90,12 +87,12 @@ func (o *kvOptions) Run(_ context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.output == "json" {
-		if err := writeJSON(w, res); err != nil {
-			return err
-		}
-	} else {
+	err = writeReport(w, o.output, res, func() error {
 		writeKV(w, res)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if res.VLLM != nil && !res.VLLM.Fits {
 		return found("KV cache does not fit")

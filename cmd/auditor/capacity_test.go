@@ -106,7 +106,7 @@ func TestCapacityCommand(t *testing.T) {
 		{name: "hpa bad recent", args: []string{"hpa", "--current", "4", "--metric", "30", "--target", "10", "--recent", "yesterday"}, code: 2},
 		{name: "bad bandwidth", args: []string{"coldstart", "--pull-bandwidth", "fast"}, code: 2},
 		{name: "load time and bandwidth", args: []string{"coldstart", "--load-time", "10s", "--load-bandwidth", "1GB/s"}, code: 2},
-		{name: "bad output", args: []string{"hpa", "--current", "4", "--metric", "30", "--target", "10", "-o", "yaml"}, code: 2},
+		{name: "bad output", args: []string{"hpa", "--current", "4", "--metric", "30", "--target", "10", "-o", "bogus"}, code: 2},
 		{name: "unknown calculator", args: []string{"gpu"}, code: 2},
 	}
 	for _, tt := range tests {

@@ -21,7 +21,7 @@ type checkOptions struct {
 func newCheckCommand() *cobra.Command {
 	o := &checkOptions{}
 	cmd := &cobra.Command{
-		Use:   "check --base REV [--head REV] [-o text|markdown|json]",
+		Use:   "check --base REV [--head REV] [-o text|markdown|json|yaml]",
 		Short: "Check a change for production: rendered diff per env, admission policies, capacity invariants",
 		Long: `check renders every env at --base and --head, prints what changes in the rendered cluster
 state (prod first), evaluates the ValidatingAdmissionPolicies of policies/ offline with the API
@@ -55,7 +55,7 @@ Exit codes: 0 pass, 1 violations, >1 error.`,
 	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository directory or URL")
 	cmd.Flags().StringVar(&o.base, "base", "", "base revision (e.g. origin/main)")
 	cmd.Flags().StringVar(&o.head, "head", "HEAD", "head revision")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, markdown or json")
+	addOutputFlag(cmd, &o.output, "markdown: a pull request comment", "text", "markdown", "json", "yaml")
 	cmd.Flags().BoolVar(&o.simulate, "simulate", false, "also prove prod's placement with the real kube-scheduler (starts a local cluster; make tools)")
 	return cmd
 }
@@ -63,13 +63,10 @@ Exit codes: 0 pass, 1 violations, >1 error.`,
 // Complete has nothing to fill.
 func (o *checkOptions) Complete(*cobra.Command, []string) error { return nil }
 
-// Validate rejects a missing --base and a bad -o.
+// Validate rejects a missing --base.
 func (o *checkOptions) Validate() error {
 	if o.base == "" {
 		return usageErr("--base is required")
-	}
-	if o.output != "text" && o.output != "markdown" && o.output != "json" {
-		return usageErr("unknown output format %q (want text, markdown or json)", o.output)
 	}
 	return nil
 }
@@ -89,13 +86,12 @@ func (o *checkOptions) Run(ctx context.Context, w io.Writer) error {
 			return failed(err)
 		}
 	}
-	switch o.output {
-	case "json":
-		if err := writeJSON(w, res); err != nil {
-			return failed(err)
-		}
-	default:
+	err = writeReport(w, o.output, res, func() error {
 		writeCheck(w, res, o.output == "markdown")
+		return nil
+	})
+	if err != nil {
+		return failed(err)
 	}
 	if !res.Passed {
 		return found("violations")

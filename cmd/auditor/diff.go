@@ -2,26 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/auditlog"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/live"
-	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/reposerver"
 )
 
@@ -44,7 +33,7 @@ type diffOptions struct {
 func newDiffCommand() *cobra.Command {
 	o := &diffOptions{}
 	cmd := &cobra.Command{
-		Use:   "diff (--env ENV | --all) [--app NAME] [--repo DIR|URL] [--revision REV] [--kubeconfig F] [--context C] [-o text|json]",
+		Use:   "diff (--env ENV | --all) [--app NAME] [--repo DIR|URL] [--revision REV] [--kubeconfig F] [--context C] [-o text|json|yaml|patch]",
 		Short: "Compare what Git says with what runs; name every drifted field and who changed it",
 		Long: `diff renders the revision Argo CD synced (the Application's status.sync.revision; the branch
 head without one), compares it with the live objects field by field, and names the field manager,
@@ -68,8 +57,8 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
   auditor diff --env prod -o patch | git apply   # make Git say what runs`,
 		RunE: runE(o),
 	}
-	cmd.Flags().StringVar(&o.env, "env", "", "environment (a directory under overlays/)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json, or patch (the adopt-into-Git patch, for `git apply` at the audited revision)")
+	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
+	addOutputFlag(cmd, &o.output, "patch: a diff adopting the live state into overlays/<env>/, for git apply", "text", "json", "yaml", "patch")
 	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
 	cmd.Flags().StringVar(&o.app, "app", "", "report only this Application of the env's group")
 	cmd.Flags().BoolVar(&o.all, "all", false, "audit every env of the repository (the directories under overlays/)")
@@ -88,19 +77,10 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 	return cmd
 }
 
-// defaultCacheDir is the auditor's directory in the user's cache directory, "off" when there is none.
-func defaultCacheDir() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "off"
-	}
-	return filepath.Join(dir, "llm-auditor")
-}
-
 // Complete has nothing to fill.
 func (o *diffOptions) Complete(*cobra.Command, []string) error { return nil }
 
-// Validate rejects a missing --env and a bad -o.
+// Validate rejects a missing --env, --env with --all and -o patch with --all.
 func (o *diffOptions) Validate() error {
 	switch {
 	case o.env == "" && !o.all:
@@ -109,9 +89,6 @@ func (o *diffOptions) Validate() error {
 		return usageErr("--env and --all exclude each other")
 	case o.all && o.output == "patch":
 		return usageErr("-o patch adopts one env: use --env")
-	}
-	if o.output != "text" && o.output != "json" && o.output != "patch" {
-		return usageErr("unknown output format %q (want text, json or patch)", o.output)
 	}
 	return nil
 }
@@ -147,8 +124,8 @@ func (o *diffOptions) Run(ctx context.Context, w io.Writer) error {
 		}
 	}
 	switch o.output {
-	case "json":
-		if err := writeJSON(w, rep); err != nil {
+	case "json", "yaml":
+		if err := writeReport(w, o.output, rep, nil); err != nil {
 			return failed(err)
 		}
 	case "patch":
@@ -162,155 +139,4 @@ func (o *diffOptions) Run(ctx context.Context, w io.Writer) error {
 		return found("drift")
 	}
 	return nil
-}
-
-// auditor opens the repository and the cluster and sets up the audit the flags ask for.
-func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Auditor, error) {
-	cfg, err := o.kube.config()
-	if err != nil {
-		return nil, nil, err
-	}
-	repo, err := gitOpts.open(ctx, o.src.repo)
-	if err != nil {
-		return nil, nil, err
-	}
-	cache, err := live.New(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	a := audit.New(repo, cache)
-	a.AppNamespace = o.appNamespace
-	if o.repoServer.Address != "" {
-		if a.RepoServer, err = reposerver.New(o.repoServer); err != nil {
-			return nil, nil, err
-		}
-	}
-	if src, err := render.AtRevision(repo, "HEAD"); err == nil {
-		a.Envs, _ = src.Envs() // the other envs' roots in the cluster are theirs, not Extra
-	}
-	a.Options.Applier = o.applier
-	if a.People, err = loadAuditLog(ctx, o.auditLog); err != nil {
-		return nil, nil, err
-	}
-	a.Renders, a.Verdicts = nil, nil
-	if o.cacheDir != "off" && o.cacheDir != "" {
-		a.Renders = render.NewCache(filepath.Join(o.cacheDir, "render"), 4)
-		// Secret values stand as HMACs under this user's install key, comparable across runs.
-		if key, err := drift.InstallKey(filepath.Join(o.cacheDir, "secret-hmac.key")); err == nil {
-			a.Options.SecretKey = key
-		}
-		// Per cluster and env: two clusters' verdicts never share a file.
-		cluster := sha256.Sum256([]byte(cfg.Host))
-		a.Verdicts = argocd.MemoPerEnv(func(env string) string {
-			return filepath.Join(o.cacheDir, "verdicts", hex.EncodeToString(cluster[:8])+"-"+env+".json")
-		})
-	}
-	return repo, a, nil
-}
-
-// loadAuditLog reads the API server's audit log at path into a new store; none without a path.
-func loadAuditLog(ctx context.Context, path string) (*auditlog.Store, error) {
-	if path == "" {
-		return nil, nil
-	}
-	people := auditlog.NewStore(0)
-	if err := (auditlog.File{Path: path}).Load(ctx, people); err != nil {
-		return nil, err
-	}
-	return people, nil
-}
-
-// onlyApplication narrows a report to one Application of the env's group: its objects, its
-// entry. An Application the group does not have is a usage error naming those it has.
-func onlyApplication(rep *drift.Report, name string) (*drift.Report, error) {
-	var names []string
-	for _, app := range rep.Applications {
-		names = append(names, app.Name)
-		if app.Name != name {
-			continue
-		}
-		out := *rep
-		out.Applications = []drift.Application{app}
-		out.Objects = []drift.Object{}
-		kept := map[drift.Ref]bool{}
-		for _, o := range rep.Objects {
-			if o.Application == name {
-				out.Objects = append(out.Objects, o)
-				kept[drift.RefOfObject(&o)] = true
-			}
-		}
-		out.ArgoCDOnly = nil
-		for _, o := range rep.ArgoCDOnly {
-			if kept[drift.RefOfObject(&drift.Object{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})] {
-				out.ArgoCDOnly = append(out.ArgoCDOnly, o)
-			}
-		}
-		if app.Revision != "" && app.Revision != rep.Revision {
-			out.Revision, out.PendingSync, out.HeadRevision, out.Operation = app.Revision, false, "", nil
-		}
-		out.InSync = len(out.Objects) == 0
-		if app.Error != "" {
-			return nil, failed(fmt.Errorf("Application %s: %s", name, app.Error))
-		}
-		return &out, nil
-	}
-	return nil, usageErr("env %s has no Application %s (its Applications: %s)", rep.Env, name, strings.Join(names, ", "))
-}
-
-// runAll audits every env of the repository, one report each; with --app, only the env whose
-// group has that Application. An env that cannot be audited is named on stderr and the others
-// are audited.
-func (o *diffOptions) runAll(ctx context.Context, w io.Writer, a *audit.Auditor) error {
-	if len(a.Envs) == 0 {
-		return failed(fmt.Errorf("the repository has no envs (directories under overlays/ with a kustomization)"))
-	}
-	reps := []*drift.Report{}
-	var errs []error
-	for _, env := range a.Envs {
-		rep, err := a.Run(ctx, audit.Request{Env: env, Revision: o.src.revision})
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", env, err)
-			errs = append(errs, fmt.Errorf("%s: %w", env, err))
-			continue
-		}
-		if o.app != "" {
-			if !hasApplication(rep, o.app) {
-				continue // not this env's
-			}
-			if rep, err = onlyApplication(rep, o.app); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", env, err))
-				continue
-			}
-		}
-		reps = append(reps, rep)
-	}
-	if o.app != "" && len(reps) == 0 && len(errs) == 0 {
-		return usageErr("no env has an Application %s", o.app)
-	}
-	if o.output == "json" {
-		if err := writeJSON(w, reps); err != nil {
-			return failed(err)
-		}
-	} else {
-		for i, rep := range reps {
-			if i > 0 {
-				fmt.Fprintln(w)
-			}
-			writeText(w, rep, time.Now())
-		}
-	}
-	if len(errs) > 0 {
-		return failed(errors.Join(errs...))
-	}
-	for _, rep := range reps {
-		if !rep.InSync {
-			return found("drift")
-		}
-	}
-	return nil
-}
-
-// hasApplication says whether the env's group has the Application.
-func hasApplication(rep *drift.Report, name string) bool {
-	return slices.ContainsFunc(rep.Applications, func(a drift.Application) bool { return a.Name == name })
 }

@@ -22,6 +22,10 @@ func (f *kubeFlags) config() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		// client-go's own text ("try setting KUBERNETES_MASTER") names a variable kubectl dropped.
+		return nil, usageErr("no cluster configured: set KUBECONFIG or --kubeconfig")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}

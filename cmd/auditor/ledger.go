@@ -20,12 +20,7 @@ It lives in Git as clusters/<env>/model-ledger.jsonl (never synced by Argo CD), 
 commits of auditor-bot with a Synced-Revision trailer, and can be rebuilt from history alone.
 
 Queries read the ledger at the repository's HEAD (main for a URL).`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErr("unknown ledger command %q (want list, at, show, rebuild or sync)", args[0])
-			}
-			return nil
-		},
+		Args:          groupArgs,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -43,14 +38,17 @@ type ledgerQuery struct {
 
 func (q *ledgerQuery) add(cmd *cobra.Command, envHelp string) {
 	cmd.Flags().StringVar(&q.repo, "repo", ".", "repository: a directory or a URL (file://, https://, ssh://)")
-	cmd.Flags().StringVar(&q.env, "env", "", envHelp)
-	cmd.Flags().StringVarP(&q.output, "output", "o", "text", "output format: text or json")
+	addEnvFlag(cmd, &q.env, "env", envHelp)
+	addReportOutput(cmd, &q.output)
 }
 
 // records reads the ledger of the env (every env with a ledger when empty) at --repo's HEAD.
 func (q *ledgerQuery) records() ([]ledger.Record, error) {
 	repo, err := openLedgerRepo(q.repo)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkRepoEnvs(repo, "", q.env); err != nil {
 		return nil, err
 	}
 	return readLedgers(repo, q.env)
@@ -105,13 +103,14 @@ func openRemote(ctx context.Context, location string) (*gitrepo.Remote, *gitrepo
 // ledgerWrite are the flags of the ledger commands that commit to a branch: the repository, the
 // env (required) and the branch; Complete and Validate are theirs too.
 type ledgerWrite struct {
-	repo, env, branch string
+	repo, env, branch, output string
 }
 
 func (o *ledgerWrite) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a directory (bare, to write) or a URL")
-	cmd.Flags().StringVar(&o.env, "env", "", "environment")
+	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
 	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to read and write")
+	addReportOutput(cmd, &o.output)
 }
 
 // Complete has nothing to fill.

@@ -23,7 +23,7 @@ type ledgerAtOptions struct {
 func newLedgerAtCommand() *cobra.Command {
 	o := &ledgerAtOptions{}
 	cmd := &cobra.Command{
-		Use:   "at --env ENV --time T [--repo DIR|URL] [-o json]",
+		Use:   "at --env ENV --time T [--repo DIR|URL] [-o text|json|yaml]",
 		Short: "What served in an environment at a time, and at what traffic shares",
 		Long: `at replays the ledger up to the last record committed at or before --time and prints the
 served model versions then: deployment, version, weights, share of the model's traffic, warm
@@ -40,11 +40,8 @@ minimum replicas.`,
 // Complete has nothing to fill.
 func (o *ledgerAtOptions) Complete(*cobra.Command, []string) error { return nil }
 
-// Validate rejects a bad -o, a missing --env and a malformed --time.
+// Validate rejects a missing --env and a malformed --time.
 func (o *ledgerAtOptions) Validate() error {
-	if err := checkOutputFormat(o.output); err != nil {
-		return err
-	}
 	if o.env == "" {
 		return usageErr("--env is required")
 	}
@@ -63,8 +60,8 @@ func (o *ledgerAtOptions) Run(_ context.Context, w io.Writer) error {
 		return err
 	}
 	served := ledger.At(recs, o.env, o.time)
-	if o.output == "json" {
-		return writeJSON(w, served)
+	if o.output != "text" {
+		return writeReport(w, o.output, served, nil)
 	}
 	rev := "no record at or before that time"
 	if served.Revision != "" {

@@ -24,7 +24,7 @@ type ledgerListOptions struct {
 func newLedgerListCommand() *cobra.Command {
 	o := &ledgerListOptions{}
 	cmd := &cobra.Command{
-		Use:   "list [--env ENV] [--model NAME] [--repo DIR|URL] [-o json]",
+		Use:   "list [--env ENV] [--model NAME] [--repo DIR|URL] [-o text|json|yaml]",
 		Short: "List ledger records, oldest first",
 		Args:  cobra.NoArgs,
 		RunE:  runE(o),
@@ -37,8 +37,8 @@ func newLedgerListCommand() *cobra.Command {
 // Complete has nothing to fill.
 func (o *ledgerListOptions) Complete(*cobra.Command, []string) error { return nil }
 
-// Validate rejects a bad -o.
-func (o *ledgerListOptions) Validate() error { return checkOutputFormat(o.output) }
+// Validate has nothing to check: -o is checked as it is parsed.
+func (o *ledgerListOptions) Validate() error { return nil }
 
 // Run prints the records of the env (all envs) and model, oldest first.
 func (o *ledgerListOptions) Run(_ context.Context, w io.Writer) error {
@@ -47,11 +47,11 @@ func (o *ledgerListOptions) Run(_ context.Context, w io.Writer) error {
 		return err
 	}
 	recs = ledger.Filter(recs, "", o.model)
-	if o.output == "json" {
+	if o.output != "text" {
 		if recs == nil {
 			recs = []ledger.Record{}
 		}
-		return writeJSON(w, recs)
+		return writeReport(w, o.output, recs, nil)
 	}
 	return printRecords(w, recs)
 }

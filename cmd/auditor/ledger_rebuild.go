@@ -24,7 +24,7 @@ func newLedgerRebuildCommand() *cobra.Command {
 		Short: "Rebuild an environment's ledger from the history of its manifests",
 		Long: `rebuild walks the first-parent commits of the branch that touched overlays/<env>, base/ or
 components/, renders each, and turns every change of the served models into a record; reverts
-give rollback records. --dry-run prints the JSON Lines; otherwise the ledger file is replaced by
+give rollback records. --dry-run prints the JSON Lines (-o json, -o yaml: a list); otherwise the ledger file is replaced by
 a commit of auditor-bot (syncedAt and metrics of records already there are kept). A malformed
 existing ledger is only overwritten with --force.`,
 		Args: cobra.NoArgs,
@@ -49,6 +49,9 @@ func (o *ledgerRebuildOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
+	if err := checkRepoEnvs(repo, head, o.env); err != nil {
+		return err
+	}
 	recs, err := ledger.Records(ctx, repo, o.env, "", head)
 	if err != nil {
 		return failed(err)
@@ -57,15 +60,18 @@ func (o *ledgerRebuildOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
-	if res.NoChange {
-		fmt.Fprintf(w, "%s: ledger up to date (%d records)\n", ledger.Path(o.env), len(recs))
-		return nil
-	}
-	fmt.Fprintf(w, "%s: %d records, commit %s\n", ledger.Path(o.env), len(recs), gitrepo.Short(res.Commit))
-	return nil
+	rep := ledgerWriteReport{File: ledger.Path(o.env), Records: len(recs), Commit: res.Commit, NoChange: res.NoChange}
+	return writeReport(w, o.output, rep, func() error {
+		if res.NoChange {
+			_, err := fmt.Fprintf(w, "%s: ledger up to date (%d records)\n", rep.File, len(recs))
+			return err
+		}
+		_, err := fmt.Fprintf(w, "%s: %d records, commit %s\n", rep.File, len(recs), gitrepo.Short(res.Commit))
+		return err
+	})
 }
 
-// print writes the rebuilt ledger as JSON Lines.
+// print writes the rebuilt ledger as JSON Lines, or a JSON or YAML list.
 func (o *ledgerRebuildOptions) print(ctx context.Context, w io.Writer) error {
 	repo, err := openLedgerRepo(o.repo)
 	if err != nil {
@@ -75,9 +81,18 @@ func (o *ledgerRebuildOptions) print(ctx context.Context, w io.Writer) error {
 	if gitrepo.IsURL(o.repo) {
 		rev = o.branch
 	}
+	if err := checkRepoEnvs(repo, rev, o.env); err != nil {
+		return err
+	}
 	recs, err := ledger.Records(ctx, repo, o.env, "", rev)
 	if err != nil {
 		return failed(err)
+	}
+	if o.output != "text" {
+		if recs == nil {
+			recs = []ledger.Record{}
+		}
+		return writeReport(w, o.output, recs, nil)
 	}
 	data, err := ledger.Marshal(recs)
 	if err != nil {

@@ -23,7 +23,7 @@ type ledgerShowOptions struct {
 func newLedgerShowCommand() *cobra.Command {
 	o := &ledgerShowOptions{}
 	cmd := &cobra.Command{
-		Use:   "show ID [--repo DIR|URL] [-o json]",
+		Use:   "show ID [--repo DIR|URL] [-o text|json|yaml]",
 		Short: "Show one ledger record (a unique id prefix of 4+ characters works too)",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -43,8 +43,8 @@ func (o *ledgerShowOptions) Complete(_ *cobra.Command, args []string) error {
 	return nil
 }
 
-// Validate rejects a bad -o.
-func (o *ledgerShowOptions) Validate() error { return checkOutputFormat(o.output) }
+// Validate has nothing to check: -o is checked as it is parsed.
+func (o *ledgerShowOptions) Validate() error { return nil }
 
 // Run prints the record.
 func (o *ledgerShowOptions) Run(_ context.Context, w io.Writer) error {
@@ -56,8 +56,8 @@ func (o *ledgerShowOptions) Run(_ context.Context, w io.Writer) error {
 	if !ok {
 		return usageErr("no ledger record %q", o.id)
 	}
-	if o.output == "json" {
-		return writeJSON(w, r)
+	if o.output != "text" {
+		return writeReport(w, o.output, r, nil)
 	}
 	return printRecord(w, r)
 }

@@ -37,8 +37,11 @@ p50/p95, error rate = aborted / finished requests) from the Prometheus HTTP API.
 
 // Run appends the new records and says what it committed.
 func (o *ledgerSyncOptions) Run(ctx context.Context, w io.Writer) error {
-	remote, err := remoteFor(o.repo)
+	remote, repo, err := openRemote(ctx, o.repo)
 	if err != nil {
+		return err
+	}
+	if err := checkRepoEnvs(repo, o.branch, o.env); err != nil {
 		return err
 	}
 	req := ledger.SyncRequest{Env: o.env, Branch: o.branch}
@@ -49,10 +52,13 @@ func (o *ledgerSyncOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
-	if res.Appended == 0 {
-		fmt.Fprintf(w, "%s: up to date\n", ledger.Path(o.env))
-		return nil
-	}
-	fmt.Fprintf(w, "%s: %d records appended, commit %s\n", ledger.Path(o.env), res.Appended, gitrepo.Short(res.Result.Commit))
-	return nil
+	rep := ledgerWriteReport{File: ledger.Path(o.env), Records: res.Appended, Commit: res.Result.Commit, NoChange: res.Appended == 0}
+	return writeReport(w, o.output, rep, func() error {
+		if rep.NoChange {
+			_, err := fmt.Fprintf(w, "%s: up to date\n", rep.File)
+			return err
+		}
+		_, err := fmt.Fprintf(w, "%s: %d records appended, commit %s\n", rep.File, res.Appended, gitrepo.Short(res.Result.Commit))
+		return err
+	})
 }

@@ -117,7 +117,7 @@ func TestLedgerAndRollbackCommands(t *testing.T) {
 		{"at", "--repo", url},
 		{"at", "--repo", url, "--env", "prod", "--time", "yesterday"},
 		{"show", "--repo", url, "nope"},
-		{"list", "--repo", url, "-o", "yaml"},
+		{"list", "--repo", url, "-o", "bogus"},
 		{"rebuild", "--repo", url},
 		{"frobnicate"},
 	} {

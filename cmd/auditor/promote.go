@@ -18,6 +18,7 @@ import (
 // promoteOptions are the flags of `auditor promote`.
 type promoteOptions struct {
 	repo, branch, from, to, revision string
+	output                           string
 	dryRun, skipStage, backwards     bool
 }
 
@@ -43,12 +44,13 @@ release unless --skip-stage; moving an env back to an ancestor needs --backwards
 	flagErrorsExit2(cmd)
 	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a URL (or a bare repository directory)")
 	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch holding the release files")
-	cmd.Flags().StringVar(&o.from, "from", "", "env whose release is promoted (dev: the branch head)")
-	cmd.Flags().StringVar(&o.to, "to", "", "env whose pin moves")
+	addEnvFlag(cmd, &o.from, "from", "env whose release is promoted (dev: the branch head)")
+	addEnvFlag(cmd, &o.to, "to", "env whose pin moves")
 	cmd.Flags().StringVar(&o.revision, "revision", "", "promote this commit of the branch instead of --from's release")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print what would change; commit nothing")
 	cmd.Flags().BoolVar(&o.skipStage, "skip-stage", false, "promote from another env than the one before --to (dev → staging → prod), or a --revision")
 	cmd.Flags().BoolVar(&o.backwards, "backwards", false, "allow moving --to back to an ancestor of what it runs")
+	addReportOutput(cmd, &o.output)
 	return cmd
 }
 
@@ -71,34 +73,58 @@ func (o *promoteOptions) Validate() error {
 // Complete has nothing to fill.
 func (o *promoteOptions) Complete(*cobra.Command, []string) error { return nil }
 
-// Run shows the diff, commits the promotion and records it in the ledger.
-func (o *promoteOptions) Run(ctx context.Context, w io.Writer) error {
+// Run shows the diff, commits the promotion and records it in the ledger; with -o json or yaml,
+// it says all that in one report at the end.
+func (o *promoteOptions) Run(ctx context.Context, out io.Writer) error {
+	if o.output == "text" {
+		_, err := o.run(ctx, out)
+		return err
+	}
+	rep, err := o.run(ctx, io.Discard)
+	if rep != nil {
+		if werr := writeReport(out, o.output, rep, nil); werr != nil && err == nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// run is Run writing text to w, and the report of what it did (nil before the plan is made).
+func (o *promoteOptions) run(ctx context.Context, w io.Writer) (*promoteReport, error) {
 	remote, repo, err := openRemote(ctx, o.repo)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if err := checkRepoEnvs(repo, o.branch, o.from, o.to); err != nil {
+		return nil, err
 	}
 	req := release.Request{From: o.from, To: o.to, Revision: o.revision, Branch: o.branch, SkipStage: o.skipStage, Backwards: o.backwards}
 	plan, err := release.Resolve(repo, req)
 	if err != nil {
-		return failed(err)
+		return nil, failed(err)
 	}
+	rep := &promoteReport{From: o.from, To: o.to, Old: plan.Old, New: plan.New, Backwards: plan.Backwards, Changes: []check.Change{}}
 	if plan.NoChange() {
 		fmt.Fprintf(w, "%s already runs %s: nothing to promote\n", o.to, gitrepo.Short(plan.New))
-		return nil
+		rep.NoChange = true
+		return rep, nil
 	}
 	// Both sides with the patches --to's Application carries on main (its scheduled scale-ups):
 	// the diff is what the move changes in what --to runs.
 	head, err := render.AtRevision(repo, plan.Head)
 	if err != nil {
-		return failed(err)
+		return nil, failed(err)
 	}
 	patches, err := release.ApplicationPatches(head, o.to)
 	if err != nil {
-		return failed(err)
+		return nil, failed(err)
 	}
 	changes, err := check.EnvDiff(repo, o.to, plan.Old, plan.New, patches)
 	if err != nil {
-		return failed(err)
+		return nil, failed(err)
+	}
+	if changes != nil {
+		rep.Changes = changes
 	}
 	direction := ""
 	if plan.Backwards {
@@ -108,25 +134,27 @@ func (o *promoteOptions) Run(ctx context.Context, w io.Writer) error {
 		gitrepo.Short(plan.Old), gitrepo.Short(plan.New), direction, len(changes))
 	writeChanges(w, changes)
 	if o.dryRun {
-		return nil
+		return rep, nil
 	}
 	res, err := release.Promote(ctx, remote, plan, req)
 	if err != nil {
-		return failed(err)
+		return rep, failed(err)
 	}
+	rep.NoChange, rep.Commit, rep.Attempts = res.NoChange, res.Commit, res.Attempts
 	if res.NoChange {
 		fmt.Fprintf(w, "%s was promoted to %s meanwhile: no commit\n", o.to, gitrepo.Short(plan.New))
-		return nil
+		return rep, nil
 	}
 	fmt.Fprintf(w, "committed %s on %s (%d attempt(s)); revert it to roll %s back\n", gitrepo.Short(res.Commit), o.branch, res.Attempts, o.to)
 	synced, err := ledger.Sync(ctx, remote, ledger.SyncRequest{Env: o.to, Branch: o.branch, Revision: res.Commit})
 	if err != nil {
-		return failed(fmt.Errorf("promotion pushed, but the ledger was not updated (run `auditor ledger sync --env %s`): %w", o.to, err))
+		return rep, failed(fmt.Errorf("promotion pushed, but the ledger was not updated (run `auditor ledger sync --env %s`): %w", o.to, err))
 	}
 	if synced.Appended > 0 {
 		fmt.Fprintf(w, "%s: %d records appended, commit %s\n", ledger.Path(o.to), synced.Appended, gitrepo.Short(synced.Result.Commit))
+		rep.Ledger = &ledgerWriteReport{File: ledger.Path(o.to), Records: synced.Appended, Commit: synced.Result.Commit}
 	}
-	return nil
+	return rep, nil
 }
 
 func orRevision(env, rev string) string {

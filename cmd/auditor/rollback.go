@@ -45,8 +45,9 @@ revert changed, in a following commit of auditor-bot.`,
 	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a URL (or a bare repository directory)")
 	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to revert on")
 	cmd.Flags().StringSliceVar(&o.envs, "env", nil, "environments whose ledgers record the rollback (default: all)")
+	markEnvFlag(cmd, "env")
 	cmd.Flags().StringVar(&o.prom, "prometheus", "", "Prometheus base URL: metrics snapshot on the rollback records")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addReportOutput(cmd, &o.output)
 	return cmd
 }
 
@@ -56,13 +57,16 @@ func (o *rollbackOptions) Complete(_ *cobra.Command, args []string) error {
 	return nil
 }
 
-// Validate rejects a bad -o.
-func (o *rollbackOptions) Validate() error { return checkOutputFormat(o.output) }
+// Validate has nothing to check: -o is checked as it is parsed.
+func (o *rollbackOptions) Validate() error { return nil }
 
 // Run reverts the commit, records the rollback and says what it did.
 func (o *rollbackOptions) Run(ctx context.Context, w io.Writer) error {
-	remote, err := remoteFor(o.repo)
+	remote, repo, err := openRemote(ctx, o.repo)
 	if err != nil {
+		return err
+	}
+	if err := checkRepoEnvs(repo, o.branch, o.envs...); err != nil {
 		return err
 	}
 	req := ledger.RollbackRequest{Branch: o.branch, Envs: o.envs}
@@ -77,8 +81,8 @@ func (o *rollbackOptions) Run(ctx context.Context, w io.Writer) error {
 	case err != nil && res.Revert.Commit == "" && !res.Revert.NoChange:
 		return failed(err)
 	}
-	if o.output == "json" {
-		if werr := writeJSON(w, res.Summary(err)); werr != nil {
+	if o.output != "text" {
+		if werr := writeReport(w, o.output, res.Summary(err), nil); werr != nil {
 			return werr
 		}
 	} else if perr := o.print(w, res); perr != nil {

@@ -45,18 +45,13 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print the module version, Git commit and Go version",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			info := version.Get()
-			switch output {
-			case "json":
-				return writeJSON(cmd.OutOrStdout(), info)
-			case "", "text":
+			return writeReport(cmd.OutOrStdout(), output, info, func() error {
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), info.String())
 				return err
-			default:
-				return usageErr("unknown output format %q (want text or json)", output)
-			}
+			})
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	addReportOutput(cmd, &output)
 	return cmd
 }
 

@@ -15,6 +15,7 @@ lead time (Argo CD sync delay + cold start + margin), and reverting it when the 
 
 Exit codes: 0 fine, 1 the firing missed its deadline, 2 bad input (a malformed schedule is
 reported as file:line).`,
+		Args:          groupArgs,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -17,6 +17,7 @@ import (
 // fireOptions are the flags of `auditor schedule fire`.
 type fireOptions struct {
 	env, peak, repo, at, author, branch string
+	output                              string
 	scaleDown                           bool
 	person                              gitrepo.Person // --author, parsed
 	fireTime                            time.Time      // --at, parsed; zero without it
@@ -37,13 +38,14 @@ through file://.`,
 		RunE: runE(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.env, "env", "", "environment (reads clusters/<env>/schedule.yaml)")
+	addEnvFlag(cmd, &o.env, "env", "environment (reads clusters/<env>/schedule.yaml)")
 	f.StringVar(&o.peak, "peak", "", "peak name")
 	f.StringVar(&o.repo, "repo", ".", "repository URL to push to (file://, https://, ssh://) or a directory")
 	f.StringVar(&o.at, "at", "", "fire time of the occurrence (RFC 3339)")
 	f.StringVar(&o.author, "author", "Schedule Bot <schedule@llm-gitops.invalid>", "commit author, 'Name <email>'")
 	f.StringVar(&o.branch, "branch", "main", "branch to commit to")
 	f.BoolVar(&o.scaleDown, "scale-down", false, "undo the occurrence's scale-up instead")
+	addReportOutput(cmd, &o.output)
 	return cmd
 }
 
@@ -73,6 +75,9 @@ func (o *fireOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkRepoEnvs(repo, o.branch, o.env); err != nil {
+		return err
+	}
 	snap, err := repo.Snapshot(o.branch)
 	if err != nil {
 		return err
@@ -92,7 +97,15 @@ func (o *fireOptions) Run(ctx context.Context, w io.Writer) error {
 	} else {
 		res, err = s.Fire(ctx, remote, p.Name, fireTime, opts)
 	}
-	if res != nil {
+	if res != nil && o.output != "text" {
+		f := res.Firing
+		rep := fireReport{Phase: string(res.Phase), Peak: p.Name, FireTime: f.FireTime, Start: f.Start, End: f.End,
+			LeadSeconds: f.Lead.Total.Seconds(), NoChange: res.NoChange, Reason: res.Reason, File: res.File, Line: res.Line,
+			From: res.From, To: res.To, Commit: res.Commit, Attempts: res.Attempts, Remote: remote.URL(), Branch: o.branch}
+		if werr := writeReport(w, o.output, rep, nil); werr != nil {
+			return werr
+		}
+	} else if res != nil {
 		f := res.Firing
 		fmt.Fprintf(w, "%s %s: fire time %s, peak %s → %s\n", res.Phase, p.Name,
 			f.FireTime.In(p.Location).Format(time.RFC3339), f.Start.In(p.Location).Format(time.RFC3339), f.End.In(p.Location).Format(time.RFC3339))

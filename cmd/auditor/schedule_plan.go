@@ -22,29 +22,26 @@ type planOptions struct {
 func newSchedulePlanCommand() *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
-		Use:   "plan --env ENV [--repo DIR] [--count N] [-o text|json]",
+		Use:   "plan --env ENV [--repo DIR] [--count N] [-o text|json|yaml]",
 		Short: "Print the next firings with the lead-time breakdown and the change each would commit",
 		Args:  cobra.NoArgs,
 		RunE:  runE(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.env, "env", "", "environment (reads clusters/<env>/schedule.yaml)")
+	addEnvFlag(cmd, &o.env, "env", "environment (reads clusters/<env>/schedule.yaml)")
 	f.StringVar(&o.repo, "repo", ".", "repository: a directory or a URL (file://, https://, ssh://)")
 	f.StringVar(&o.revision, "revision", "", "Git revision to read (default HEAD)")
 	f.IntVar(&o.count, "count", 10, "number of firings")
 	f.StringVar(&o.now, "now", "", "plan from this time (RFC 3339) instead of now")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addReportOutput(cmd, &o.output)
 	return cmd
 }
 
 // Complete has nothing to fill.
 func (o *planOptions) Complete(*cobra.Command, []string) error { return nil }
 
-// Validate rejects a bad -o, a missing --env, a non-positive --count and a malformed --now.
+// Validate rejects a missing --env, a non-positive --count and a malformed --now.
 func (o *planOptions) Validate() error {
-	if err := checkOutputFormat(o.output); err != nil {
-		return err
-	}
 	if o.env == "" {
 		return usageErr("--env is required")
 	}
@@ -68,6 +65,9 @@ func (o *planOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkRepoEnvs(repo, o.revision, o.env); err != nil {
+		return err
+	}
 	snap, err := repo.Snapshot(o.revision)
 	if err != nil {
 		return err
@@ -80,8 +80,8 @@ func (o *planOptions) Run(ctx context.Context, w io.Writer) error {
 	for _, f := range s.Plan(o.at, o.count) {
 		out = append(out, s.Describe(f, snap))
 	}
-	if o.output == "json" {
-		return writeJSON(w, out)
+	if o.output != "text" {
+		return writeReport(w, o.output, out, nil)
 	}
 	fmt.Fprintf(w, "%s at %s: lead time %s\n", schedule.Path(o.env), gitrepo.Short(snap.Revision), s.Lead)
 	if len(out) == 0 {

@@ -39,7 +39,9 @@ func scheduleRepo(t *testing.T, schedule string) (work, bare string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, c := range map[string][]byte{"overlays/prod/scaling.yaml": scaling, "clusters/prod/schedule.yaml": []byte(schedule)} {
+	files := map[string][]byte{"overlays/prod/scaling.yaml": scaling, "clusters/prod/schedule.yaml": []byte(schedule),
+		"overlays/prod/kustomization.yaml": []byte("resources:\n- scaling.yaml\n")} // prod is an env: its overlay
+	for p, c := range files {
 		full := filepath.Join(work, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			t.Fatal(err)

@@ -26,7 +26,7 @@ type simulateOptions struct {
 func newSimulateCommand() *cobra.Command {
 	o := &simulateOptions{}
 	cmd := &cobra.Command{
-		Use:   "simulate --env ENV [--nodes FILE] [-o text|json]",
+		Use:   "simulate --env ENV [--nodes FILE] [-o text|json|yaml]",
 		Short: "Prove placement with the real kube-scheduler on a model of the env's node pools",
 		Long: `simulate starts a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler;
 built by make tools) — or uses --kubeconfig's, which must run the scheduler and controller-manager —
@@ -38,9 +38,9 @@ used and free, and violations (a non-GPU pod on a GPU node, a GPU pod on a CPU n
 Exit codes: 0 no violations, 1 violations, >1 error.`,
 		RunE: runE(o),
 	}
-	cmd.Flags().StringVar(&o.env, "env", "", "environment")
+	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
 	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "nodes file (groups: pool, count, labels, taints, cpu, memory, gpus)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addReportOutput(cmd, &o.output)
 	o.src.add(cmd)
 	o.kube.add(cmd)
 	return cmd
@@ -68,10 +68,12 @@ func (o *simulateOptions) Run(_ context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
-	if o.output == "json" {
-		_ = writeJSON(w, rep)
-	} else {
+	err = writeReport(w, o.output, rep, func() error {
 		writeSimulation(w, rep)
+		return nil
+	})
+	if err != nil {
+		return failed(err)
 	}
 	if len(rep.Violations) > 0 {
 		return found("placement violations")

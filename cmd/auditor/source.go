@@ -46,6 +46,13 @@ func (f *sourceFlags) render(env string) (*render.Result, error) {
 	if err != nil {
 		return nil, failed(err)
 	}
+	known, err := s.Envs()
+	if err != nil {
+		return nil, failed(err)
+	}
+	if err := checkEnvs(known, env); err != nil {
+		return nil, err
+	}
 	res, err := s.Render(env)
 	if err != nil {
 		return nil, failed(err)

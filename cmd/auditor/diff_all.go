@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/drift"
+)
+
+// onlyApplication narrows a report to one Application of the env's group: its objects, its
+// entry. An Application the group does not have is a usage error naming those it has.
+func onlyApplication(rep *drift.Report, name string) (*drift.Report, error) {
+	var names []string
+	for _, app := range rep.Applications {
+		names = append(names, app.Name)
+		if app.Name != name {
+			continue
+		}
+		out := *rep
+		out.Applications = []drift.Application{app}
+		out.Objects = []drift.Object{}
+		kept := map[drift.Ref]bool{}
+		for _, o := range rep.Objects {
+			if o.Application == name {
+				out.Objects = append(out.Objects, o)
+				kept[drift.RefOfObject(&o)] = true
+			}
+		}
+		out.ArgoCDOnly = nil
+		for _, o := range rep.ArgoCDOnly {
+			if kept[drift.RefOfObject(&drift.Object{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})] {
+				out.ArgoCDOnly = append(out.ArgoCDOnly, o)
+			}
+		}
+		if app.Revision != "" && app.Revision != rep.Revision {
+			out.Revision, out.PendingSync, out.HeadRevision, out.Operation = app.Revision, false, "", nil
+		}
+		out.InSync = len(out.Objects) == 0
+		if app.Error != "" {
+			return nil, failed(fmt.Errorf("Application %s: %s", name, app.Error))
+		}
+		return &out, nil
+	}
+	return nil, usageErr("env %s has no Application %s (its Applications: %s)", rep.Env, name, strings.Join(names, ", "))
+}
+
+// runAll audits every env of the repository, one report each; with --app, only the env whose
+// group has that Application. An env that cannot be audited is named on stderr and the others
+// are audited.
+func (o *diffOptions) runAll(ctx context.Context, w io.Writer, a *audit.Auditor) error {
+	if len(a.Envs) == 0 {
+		return failed(fmt.Errorf("the repository has no envs (directories under overlays/ with a kustomization)"))
+	}
+	reps := []*drift.Report{}
+	var errs []error
+	for _, env := range a.Envs {
+		rep, err := a.Run(ctx, audit.Request{Env: env, Revision: o.src.revision})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", env, err)
+			errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			continue
+		}
+		if o.app != "" {
+			if !hasApplication(rep, o.app) {
+				continue // not this env's
+			}
+			if rep, err = onlyApplication(rep, o.app); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+				continue
+			}
+		}
+		reps = append(reps, rep)
+	}
+	if o.app != "" && len(reps) == 0 && len(errs) == 0 {
+		return usageErr("no env has an Application %s", o.app)
+	}
+	if o.output != "text" {
+		if err := writeReport(w, o.output, reps, nil); err != nil {
+			return failed(err)
+		}
+	} else {
+		for i, rep := range reps {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			writeText(w, rep, time.Now())
+		}
+	}
+	if len(errs) > 0 {
+		return failed(errors.Join(errs...))
+	}
+	for _, rep := range reps {
+		if !rep.InSync {
+			return found("drift")
+		}
+	}
+	return nil
+}
+
+// hasApplication says whether the env's group has the Application.
+func hasApplication(rep *drift.Report, name string) bool {
+	return slices.ContainsFunc(rep.Applications, func(a drift.Application) bool { return a.Name == name })
+}
