@@ -36,7 +36,7 @@ func Get() Info {
 			}
 		}
 	}
-	if Version != "" && info.Version == "(devel)" {
+	if Version != "" { // a stamped release wins over the VCS pseudo-version go build records
 		info.Version = Version
 	}
 	return info
