@@ -64,33 +64,32 @@ existing() {
     jq -r --arg m "$marker" '[.[] | select(.body | startswith($m))][0].id // empty'
 }
 
+# comment: posts the report, or updates the one posted before. Each forge differs only in its
+# token, its comments URL, where one comment lives and the method that updates it.
 comment() {
-  local list auth id
+  local token list item update id api auth
   case $forge in
   github)
-    [[ -n ${GITHUB_TOKEN:-} ]] || { echo "no GITHUB_TOKEN: the report is not posted" >&2; return 0; }
-    list="${GITHUB_API_URL:-https://api.github.com}/repos/$GITHUB_REPOSITORY/issues/$PR_NUMBER/comments"
-    auth="Authorization: Bearer $GITHUB_TOKEN"
-    id=$(existing "$list" "$auth") || return 1
-    if [[ -n $id ]]; then
-      post PATCH "${GITHUB_API_URL:-https://api.github.com}/repos/$GITHUB_REPOSITORY/issues/comments/$id" "$auth"
-    elif ((status != 0)); then
-      post POST "$list" "$auth"
-    fi
+    token=${GITHUB_TOKEN:-}
+    api=${GITHUB_API_URL:-https://api.github.com}/repos/$GITHUB_REPOSITORY/issues
+    list=$api/$PR_NUMBER/comments item=$api/comments update=PATCH
+    auth="Authorization: Bearer $token"
     ;;
   gitlab)
-    [[ -n ${AUDITOR_GITLAB_TOKEN:-} ]] || { echo "no AUDITOR_GITLAB_TOKEN: the report is not posted" >&2; return 0; }
-    list="$CI_API_V4_URL/projects/$CI_PROJECT_ID/merge_requests/$CI_MERGE_REQUEST_IID/notes"
-    auth="PRIVATE-TOKEN: $AUDITOR_GITLAB_TOKEN"
-    id=$(existing "$list" "$auth") || return 1
-    if [[ -n $id ]]; then
-      post PUT "$list/$id" "$auth"
-    elif ((status != 0)); then
-      post POST "$list" "$auth"
-    fi
+    token=${AUDITOR_GITLAB_TOKEN:-}
+    list=$CI_API_V4_URL/projects/$CI_PROJECT_ID/merge_requests/$CI_MERGE_REQUEST_IID/notes
+    item=$list update=PUT
+    auth="PRIVATE-TOKEN: $token"
     ;;
-  *) echo "no forge detected (set FORGE=github or gitlab): the report is not posted" >&2 ;;
+  *) echo "no forge detected (set FORGE=github or gitlab): the report is not posted" >&2; return 0 ;;
   esac
+  [[ -n $token ]] || { echo "no $forge token: the report is not posted" >&2; return 0; }
+  id=$(existing "$list" "$auth") || return 1
+  if [[ -n $id ]]; then
+    post "$update" "$item/$id" "$auth"
+  elif ((status != 0)); then
+    post POST "$list" "$auth"
+  fi
 }
 
 # A passing change posts nothing new; it updates an earlier report so that it no longer shows

@@ -323,6 +323,38 @@ func restoreRunbook(t *testing.T) func(string) {
 	return func(dir string) { gittest.Run(t, dir, "checkout", "-q", "origin/main", "--", runbook) }
 }
 
+// reviewCycle is one pull request's life under the job run: a change that deletes a runbook an
+// alert links fails and posts one comment; another failing push updates that comment; the fix
+// passes and turns the same comment into a pass. It returns the pull request.
+func reviewCycle(t *testing.T, f *forge, origin string, run func(pullRequest) (int, string)) pullRequest {
+	t.Helper()
+	pr := open(t, origin, deleteRunbook(t))
+	t.Run("a violation fails the job and posts one comment", func(t *testing.T) {
+		code, out := run(pr)
+		require.Equal(t, 1, code, out)
+		got := f.snapshot()
+		require.Len(t, got, 1)
+		assert.Contains(t, got[0].Body, "alert-runbook")
+		assert.Contains(t, got[0].Body, runbook)
+	})
+	t.Run("another failing push updates the same comment", func(t *testing.T) {
+		pr.push(t, func(dir string) { gittest.WriteFiles(t, dir, map[string]string{"NOTES.txt": "x\n"}) })
+		code, out := run(pr)
+		require.Equal(t, 1, code, out)
+		require.Len(t, f.snapshot(), 1)
+	})
+	t.Run("the fix passes and updates the comment", func(t *testing.T) {
+		pr.push(t, restoreRunbook(t))
+		code, out := run(pr)
+		require.Equal(t, 0, code, out)
+		got := f.snapshot()
+		require.Len(t, got, 1)
+		assert.NotContains(t, got[0].Body, "alert-runbook")
+		assert.True(t, strings.HasPrefix(got[0].Body, "<!-- auditor-check -->"), got[0].Body)
+	})
+	return pr
+}
+
 // TestGitHubActionsFailsAViolatingPullRequestAndCommentsOnce runs the workflow's step as Actions
 // does (`bash -e FILE`, the default shell) on a pull request: a change that passes posts nothing;
 // one that deletes a runbook an alert links fails the job and posts one comment; fixing it passes
@@ -358,30 +390,7 @@ func TestGitHubActionsFailsAViolatingPullRequestAndCommentsOnce(t *testing.T) {
 	auditor := builtAuditor(t)
 	runner["AUDITOR"] = auditor
 
-	pr := open(t, origin, deleteRunbook(t))
-	t.Run("a violation fails the job and posts one comment", func(t *testing.T) {
-		code, out := run(pr)
-		require.Equal(t, 1, code, out)
-		got := f.snapshot()
-		require.Len(t, got, 1)
-		assert.Contains(t, got[0].Body, "alert-runbook")
-		assert.Contains(t, got[0].Body, runbook)
-	})
-	t.Run("another failing push updates the same comment", func(t *testing.T) {
-		pr.push(t, func(dir string) { gittest.WriteFiles(t, dir, map[string]string{"NOTES.txt": "x\n"}) })
-		code, out := run(pr)
-		require.Equal(t, 1, code, out)
-		require.Len(t, f.snapshot(), 1)
-	})
-	t.Run("the fix passes and updates the comment", func(t *testing.T) {
-		pr.push(t, restoreRunbook(t))
-		code, out := run(pr)
-		require.Equal(t, 0, code, out)
-		got := f.snapshot()
-		require.Len(t, got, 1)
-		assert.NotContains(t, got[0].Body, "alert-runbook")
-		assert.True(t, strings.HasPrefix(got[0].Body, "<!-- auditor-check -->"), got[0].Body)
-	})
+	reviewCycle(t, f, origin, run)
 	t.Run("a failed post keeps the check's exit code", func(t *testing.T) {
 		runner["GITHUB_TOKEN"] = "wrong"
 		defer func() { runner["GITHUB_TOKEN"] = token }()
@@ -416,22 +425,7 @@ func TestGitLabCIFailsAViolatingMergeRequestAndNotesOnce(t *testing.T) {
 		return runShell(t, p.dir, toolEnv(t, home, vars), []string{"-eo", "pipefail"}, strings.Join(script, "\n")+"\n")
 	}
 
-	pr := open(t, origin, deleteRunbook(t))
-	t.Run("a violation fails the job and posts one note", func(t *testing.T) {
-		code, out := run(pr)
-		require.Equal(t, 1, code, out)
-		got := f.snapshot()
-		require.Len(t, got, 1)
-		assert.Contains(t, got[0].Body, "alert-runbook")
-	})
-	t.Run("the fix passes and updates the note", func(t *testing.T) {
-		pr.push(t, restoreRunbook(t))
-		code, out := run(pr)
-		require.Equal(t, 0, code, out)
-		got := f.snapshot()
-		require.Len(t, got, 1)
-		assert.NotContains(t, got[0].Body, "alert-runbook")
-	})
+	pr := reviewCycle(t, f, origin, run)
 	t.Run("a check that cannot run is exit 2 and posts nothing", func(t *testing.T) {
 		vars["BASE_REF"] = "no-such-branch"
 		defer func() { vars["BASE_REF"] = "main" }()
