@@ -53,6 +53,11 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 			return "", "", fmt.Errorf("read head %s: %w", ref.Hash(), err)
 		}
 	}
+	if h, ok := r.dry[req.Branch]; ok { // a dry run goes on from its own last commit
+		if head, err = repo.CommitObject(h); err != nil {
+			return "", "", &permanentError{fmt.Errorf("read dry-run commit %s: %w", h, err)}
+		}
+	}
 	parent := ""
 	if head != nil {
 		parent = head.Hash.String()
@@ -90,6 +95,13 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 	if err != nil {
 		return "", parent, &permanentError{err}
 	}
+	if r.cfg.DryRun {
+		if r.dry == nil {
+			r.dry = map[string]plumbing.Hash{}
+		}
+		r.dry[req.Branch] = hash
+		return hash.String(), parent, nil
+	}
 	if err := repo.Storer.SetReference(plumbing.NewHashReference(local, hash)); err != nil {
 		return "", parent, &permanentError{err}
 	}
@@ -99,11 +111,49 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 	case err == nil:
 	case isAuthErr(err):
 		return "", parent, &AuthError{URL: redactURL(r.cfg.URL), Err: err}
+	case refused(err):
+		return "", parent, &permanentError{&RejectedError{Branch: req.Branch, URL: redactURL(r.cfg.URL), Err: err}}
 	default:
 		return "", parent, fmt.Errorf("push %s to %s: %w", req.Branch, redactURL(r.cfg.URL), err)
 	}
 	_ = repo.Storer.SetReference(plumbing.NewHashReference(tracking, hash))
 	return hash.String(), parent, nil
+}
+
+// RejectedError reports that the server refused the push for a reason another attempt cannot
+// change: a hook declined it, the branch is protected or checked out in a non-bare repository,
+// the server could not store the objects. It is never retried.
+type RejectedError struct {
+	Branch string
+	URL    string // with any user info removed
+	Err    error
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("push %s to %s: the server refused it: %v", e.Branch, e.URL, e.Err)
+}
+
+func (e *RejectedError) Unwrap() error { return e.Err }
+
+// refused tells whether a push error is the server's refusal of the update (its report-status
+// line for the ref, or an unpack error) rather than a lost race or a transport fault. A race is
+// git's "fetch first", "non-fast-forward" or a ref lock held by a concurrent push: those retry.
+func refused(err error) bool {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "unpack error: ") {
+		return true
+	}
+	i := strings.Index(msg, "command error on ")
+	if i < 0 {
+		return false
+	}
+	reason := strings.ToLower(msg[i:])
+	for _, race := range []string{"fetch first", "non-fast-forward", "failed to lock", "cannot lock", "failed to update ref", "stale info"} {
+		if strings.Contains(reason, race) {
+			return false
+		}
+	}
+	return true
 }
 
 func isNoMatchingRef(err error) bool {

@@ -51,6 +51,11 @@ func TestRemoteCloneOnDisk(t *testing.T) {
 	assert.Equal(t, head2, got)
 	assert.Subset(t, packs(), before, "the earlier pack is kept: only the new commit was fetched")
 	assert.Len(t, packs(), len(before)+1)
+	for _, rev := range []string{"HEAD~1", "HEAD^", "main~1"} { // git's relative revisions, as on a directory
+		got, err = second.Resolve(rev)
+		require.NoError(t, err, rev)
+		assert.Equal(t, head, got, rev)
+	}
 
 	other := newBare(t, root, "other.git", map[string]string{"b.txt": "b\n"})
 	third := open("file://" + other)

@@ -88,9 +88,11 @@ func (r *Repo) resolve(rev string) (string, error) {
 		if h, err := r.repo.ResolveRevision(plumbing.Revision("refs/remotes/origin/" + rev)); err == nil {
 			return h.String(), nil
 		}
-		if rev == "HEAD" { // the remote's HEAD (Argo CD's default targetRevision) is not fetched
+		// The remote's HEAD (Argo CD's default targetRevision) is not fetched: HEAD, HEAD~N and
+		// HEAD^ read main.
+		if after, ok := strings.CutPrefix(rev, "HEAD"); ok && (after == "" || strings.ContainsAny(after[:1], "~^")) {
 			if _, err := r.repo.Head(); err != nil {
-				rev = "refs/remotes/origin/main"
+				rev = "refs/remotes/origin/main" + after
 			}
 		}
 	}

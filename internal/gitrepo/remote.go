@@ -11,11 +11,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -59,6 +61,15 @@ type RemoteConfig struct {
 	// inflated (one binary committed by mistake and deleted since costs its full size, always),
 	// and every clone starts from nothing.
 	Dir string `json:"-"`
+
+	// DryRun makes Update and Revert build their commits without pushing them: each Result
+	// names the commit that would have been pushed, and later calls on the same Remote build on
+	// it, as they would on the pushed one.
+	DryRun bool `json:"-"`
+
+	// OnRetry, when set, is told of every failed attempt of an Update or Revert that will be
+	// retried: the attempt's number, its error and the wait before the next.
+	OnRetry func(attempt int, err error, wait time.Duration) `json:"-"`
 }
 
 // Remote writes commits to one remote repository. It keeps an in-memory clone between calls;
@@ -67,6 +78,7 @@ type Remote struct {
 	cfg  RemoteConfig
 	mu   sync.Mutex
 	repo *git.Repository
+	dry  map[string]plumbing.Hash // DryRun: branch → the last commit built and not pushed
 }
 
 // AuthError reports that the remote refused the credentials (or required some). It is never

@@ -55,6 +55,8 @@ type Result struct {
 	Attempts int
 	// NoChange is true when the change was already in place: nothing was committed.
 	NoChange bool
+	// DryRun is true when the Remote is a dry run: Commit was built but not pushed.
+	DryRun bool
 }
 
 // PushError is returned when the deadline (or the context) ended the retries: the change is
@@ -84,7 +86,8 @@ func (e *permanentError) Unwrap() error { return e.err }
 // Update commits the changes computed by req.Change on the head of req.Branch and pushes the
 // commit, recomputing the changes on the new head and retrying with backoff when the push
 // loses a race (or fails transiently) until req.Deadline. Errors: *AuthError for refused
-// credentials, the Change error, ErrBranchNotFound, or *PushError when the deadline passed.
+// credentials, *RejectedError for a push the server refused, the Change error,
+// ErrBranchNotFound, or *PushError when the deadline passed.
 func (r *Remote) Update(ctx context.Context, req UpdateRequest) (Result, error) {
 	if req.Change == nil {
 		return Result{}, errors.New("update: nil Change")
@@ -177,6 +180,7 @@ func (r *Remote) update(ctx context.Context, req *UpdateRequest, compute compute
 				res.NoChange = true
 			}
 			res.Commit = commit
+			res.DryRun = r.cfg.DryRun
 			return res, nil
 		}
 		var perm *permanentError
@@ -195,6 +199,9 @@ func (r *Remote) update(ctx context.Context, req *UpdateRequest, compute compute
 		sleep := steps.Step()
 		if time.Now().Add(sleep).After(deadline) {
 			return res, giveUp(err)
+		}
+		if r.cfg.OnRetry != nil {
+			r.cfg.OnRetry(res.Attempts, err, sleep)
 		}
 		t := time.NewTimer(sleep)
 		select {

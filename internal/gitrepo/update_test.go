@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/llm-gitops/platform/internal/gittest"
 )
@@ -339,34 +342,73 @@ func TestUpdateSmartHTTPAuth(t *testing.T) {
 	}
 }
 
+// A server that keeps failing (503 on every request) is retried, each retry reported to OnRetry,
+// until the deadline; the error says how many attempts were made and what the last one met.
 func TestUpdateDeadline(t *testing.T) {
-	dir := t.TempDir()
-	bare := newBare(t, dir, "repo.git", map[string]string{"a.txt": "a\n"})
-	hook := filepath.Join(bare, "hooks", "pre-receive")
-	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho rejected by policy >&2\nexit 1\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	before := gitOut(t, bare, "rev-parse", "main")
-	remote := fileRemote(t, bare)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "maintenance", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	var retries atomic.Int32
+	remote, err := NewRemote(RemoteConfig{URL: srv.URL + "/repo.git",
+		OnRetry: func(attempt int, err error, wait time.Duration) {
+			assert.Equal(t, int(retries.Add(1)), attempt)
+			assert.Error(t, err)
+			assert.Positive(t, wait)
+		}})
+	require.NoError(t, err)
 	start := time.Now()
-	_, err := remote.Update(context.Background(), UpdateRequest{Branch: "main", Author: bot, Message: "m",
+	_, err = remote.Update(context.Background(), UpdateRequest{Branch: "main", Author: bot, Message: "m",
 		Change:   func(*Snapshot) (map[string][]byte, error) { return map[string][]byte{"a.txt": []byte("b\n")}, nil },
 		Deadline: time.Now().Add(1500 * time.Millisecond),
 		Backoff:  Backoff{Initial: 50 * time.Millisecond, Max: 300 * time.Millisecond}})
 	var pe *PushError
-	if !errors.As(err, &pe) {
-		t.Fatalf("want *PushError, got %T %v", err, err)
+	require.ErrorAs(t, err, &pe)
+	assert.GreaterOrEqual(t, pe.Attempts, 2)
+	assert.Equal(t, "main", pe.Branch)
+	assert.Equal(t, pe.Attempts-1, int(retries.Load()), "every attempt but the last is reported")
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+// A push the server refuses for good is not retried: a hook that declines it, a branch checked
+// out in a non-bare repository. A lost race still is (TestUpdateRace).
+func TestUpdateRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		server func(t *testing.T, dir string) string // returns the repository path
+		reason string
+	}{
+		{"hook declines", func(t *testing.T, dir string) string {
+			bare := newBare(t, dir, "repo.git", map[string]string{"a.txt": "a\n"})
+			hook := filepath.Join(bare, "hooks", "pre-receive")
+			require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\necho rejected by policy >&2\nexit 1\n"), 0o755))
+			return bare
+		}, "pre-receive hook declined"},
+		{"branch checked out", func(t *testing.T, dir string) string {
+			bare := newBare(t, dir, "repo.git", map[string]string{"a.txt": "a\n"})
+			work := filepath.Join(dir, "work")
+			gitOut(t, dir, "clone", "-q", bare, work)
+			return work
+		}, "checked out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := tc.server(t, t.TempDir())
+			before := gitOut(t, repo, "rev-parse", "main")
+			retried := false
+			remote, err := NewRemote(RemoteConfig{URL: "file://" + repo,
+				OnRetry: func(int, error, time.Duration) { retried = true }})
+			require.NoError(t, err)
+			res, err := remote.Update(context.Background(), UpdateRequest{Branch: "main", Author: bot, Message: "m",
+				Change:   func(*Snapshot) (map[string][]byte, error) { return map[string][]byte{"a.txt": []byte("b\n")}, nil },
+				Deadline: time.Now().Add(time.Minute)})
+			var rej *RejectedError
+			require.ErrorAs(t, err, &rej)
+			assert.Contains(t, err.Error(), tc.reason)
+			assert.Equal(t, 1, res.Attempts)
+			assert.False(t, retried)
+			assert.Equal(t, before, gitOut(t, repo, "rev-parse", "main"), "branch moved")
+		})
 	}
-	if pe.Attempts < 2 || pe.Last == nil || pe.Branch != "main" || !strings.Contains(pe.Last.Error(), "pre-receive") {
-		t.Fatalf("push error %+v", pe)
-	}
-	if el := time.Since(start); el > 5*time.Second {
-		t.Fatalf("gave up after %v", el)
-	}
-	if got := gitOut(t, bare, "rev-parse", "main"); got != before {
-		t.Fatal("branch moved")
-	}
-	t.Logf("%v", err)
 }
 
 func TestUpdateSigned(t *testing.T) {
@@ -423,4 +465,27 @@ func TestUpdateSigned(t *testing.T) {
 	if _, err := c.Verify(pub.String()); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
+}
+
+// A dry run builds each commit as Update would and pushes none; the next one builds on the last.
+func TestUpdateDryRun(t *testing.T) {
+	bare := newBare(t, t.TempDir(), "repo.git", map[string]string{"a.txt": "a\n"})
+	before := gitOut(t, bare, "rev-parse", "main")
+	remote, err := NewRemote(RemoteConfig{URL: "file://" + bare, DryRun: true})
+	require.NoError(t, err)
+	write := func(content string) Result {
+		res, err := remote.Update(context.Background(), UpdateRequest{Branch: "main", Author: bot, Message: "m",
+			Change: func(s *Snapshot) (map[string][]byte, error) {
+				return map[string][]byte{"a.txt": append(s.Files["a.txt"], content...)}, nil
+			}})
+		require.NoError(t, err)
+		return res
+	}
+	first := write("b\n")
+	assert.True(t, first.DryRun)
+	assert.Equal(t, before, first.Parent)
+	assert.NotEmpty(t, first.Commit)
+	second := write("c\n")
+	assert.Equal(t, first.Commit, second.Parent, "the second dry commit builds on the first")
+	assert.Equal(t, before, gitOut(t, bare, "rev-parse", "main"), "a dry run pushed")
 }
