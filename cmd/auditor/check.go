@@ -52,7 +52,7 @@ Exit codes: 0 pass, 1 violations, >1 error.`,
 		Example: `  auditor check --base origin/main --head HEAD -o markdown > comment.md`,
 		RunE:    runE(o),
 	}
-	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository directory or URL")
+	addRepoFlag(cmd, &o.repo, "repository directory or URL")
 	cmd.Flags().StringVar(&o.base, "base", "", "base revision (e.g. origin/main)")
 	cmd.Flags().StringVar(&o.head, "head", "HEAD", "head revision")
 	addOutputFlag(cmd, &o.output, "markdown: a pull request comment", "text", "markdown", "json", "yaml")

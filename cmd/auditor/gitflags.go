@@ -97,11 +97,15 @@ func dieBy(s os.Signal) {
 	os.Exit(1)
 }
 
-// gitOpts holds the root command's persistent Git flags.
+// gitOpts holds the Git flags of the commands that take --repo.
 var gitOpts gitFlags
 
-func (g *gitFlags) add(cmd *cobra.Command) {
-	f := cmd.PersistentFlags()
+// addRepoFlag adds --repo, with usage, and the Git credentials and timeout it is read with, to
+// cmd alone: commands that read no repository do not list them in their help.
+func addRepoFlag(cmd *cobra.Command, repo *string, usage string) {
+	f := cmd.Flags()
+	f.StringVar(repo, "repo", ".", usage)
+	g := &gitOpts
 	f.StringVar(&g.auth.Username, "git-username", "", `HTTPS user name for --repo (default "git" with --git-password-file)`)
 	f.StringVar(&g.auth.PasswordFile, "git-password-file", "", "file holding the HTTPS password or token for --repo")
 	f.StringVar(&g.auth.SSHKeyFile, "git-ssh-key-file", "", "SSH private key for ssh:// and user@host:path repositories")
@@ -115,7 +119,7 @@ func (g *gitFlags) open(ctx context.Context, location string) (*gitrepo.Repo, er
 	if !gitrepo.IsURL(location) {
 		return gitrepo.Open(location)
 	}
-	r, err := g.remote(location)
+	r, err := g.remote(location, false)
 	if err != nil {
 		return nil, err
 	}
@@ -139,9 +143,16 @@ func (g *gitFlags) open(ctx context.Context, location string) (*gitrepo.Repo, er
 // signal ends the command): in memory, go-git would hold every object of the history inflated
 // (this repository's history holds a 165 MB binary committed by mistake); on disk it keeps a
 // 16 MiB object cache.
-func (g *gitFlags) remote(location string) (*gitrepo.Remote, error) {
+//
+// With dryRun, its commits are built and never pushed (gitrepo.RemoteConfig.DryRun). Each push
+// attempt that will be retried is said on stderr.
+func (g *gitFlags) remote(location string, dryRun bool) (*gitrepo.Remote, error) {
 	rc := g.auth
 	rc.URL = location
+	rc.DryRun = dryRun
+	rc.OnRetry = func(attempt int, err error, wait time.Duration) {
+		fmt.Fprintf(os.Stderr, "auditor: attempt %d: %v; retrying in %s\n", attempt, err, wait.Round(time.Millisecond))
+	}
 	g.mu.Lock()
 	g.watchSignals() // before the directory exists: a signal from here on removes it
 	g.sweepDeadClones()

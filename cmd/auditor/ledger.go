@@ -37,7 +37,7 @@ type ledgerQuery struct {
 }
 
 func (q *ledgerQuery) add(cmd *cobra.Command, envHelp string) {
-	cmd.Flags().StringVar(&q.repo, "repo", ".", "repository: a directory or a URL (file://, https://, ssh://)")
+	addRepoFlag(cmd, &q.repo, "repository: a directory or a URL (file://, https://, ssh://)")
 	addEnvFlag(cmd, &q.env, "env", envHelp)
 	addReportOutput(cmd, &q.output)
 }
@@ -80,18 +80,13 @@ func readLedgers(repo *gitrepo.Repo, env string) ([]ledger.Record, error) {
 	return all, nil
 }
 
-// remoteFor makes a writable remote of --repo (a URL as is, a directory as file://), with the
-// root command's Git credentials.
-func remoteFor(location string) (*gitrepo.Remote, error) {
-	r, err := gitOpts.remote(location)
-	return r, failed(err)
-}
-
-// openRemote is remoteFor and the repository it reads, cloned once.
-func openRemote(ctx context.Context, location string) (*gitrepo.Remote, *gitrepo.Repo, error) {
-	remote, err := remoteFor(location)
+// openRemote makes a writable remote of --repo (a URL as is, a directory as file://) with the
+// Git flags' credentials, and the repository it reads, cloned once. With dryRun nothing it
+// commits is pushed.
+func openRemote(ctx context.Context, location string, dryRun bool) (*gitrepo.Remote, *gitrepo.Repo, error) {
+	remote, err := gitOpts.remote(location, dryRun)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, failed(err)
 	}
 	repo, err := remote.Open(ctx)
 	if err != nil {
@@ -107,7 +102,7 @@ type ledgerWrite struct {
 }
 
 func (o *ledgerWrite) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a directory (bare, to write) or a URL")
+	addRepoFlag(cmd, &o.repo, "repository: a directory (bare, to write) or a URL")
 	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
 	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to read and write")
 	addReportOutput(cmd, &o.output)

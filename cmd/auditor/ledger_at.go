@@ -16,40 +16,34 @@ import (
 // ledgerAtOptions are the flags of `auditor ledger at`.
 type ledgerAtOptions struct {
 	ledgerQuery
-	at   string
-	time time.Time // --time, parsed
+	time time.Time // --at; zero is now
 }
 
 func newLedgerAtCommand() *cobra.Command {
 	o := &ledgerAtOptions{}
 	cmd := &cobra.Command{
-		Use:   "at --env ENV --time T [--repo DIR|URL] [-o text|json|yaml]",
+		Use:   "at --env ENV --at T [--repo DIR|URL] [-o text|json|yaml]",
 		Short: "What served in an environment at a time, and at what traffic shares",
-		Long: `at replays the ledger up to the last record committed at or before --time and prints the
+		Long: `at replays the ledger up to the last record committed at or before --at and prints the
 served model versions then: deployment, version, weights, share of the model's traffic, warm
 minimum replicas.`,
-		Example: `  auditor ledger at --env prod --time 2025-03-01T12:00:00Z`,
+		Example: `  auditor ledger at --env prod --at 2025-03-01T12:00:00Z`,
 		Args:    cobra.NoArgs,
 		RunE:    runE(o),
 	}
 	o.add(cmd, "environment")
-	cmd.Flags().StringVar(&o.at, "time", "now", "point in time: RFC 3339, '2006-01-02 15:04' (UTC) or now")
+	addAtFlag(cmd, &o.time, "point in time", "time")
 	return cmd
 }
 
 // Complete has nothing to fill.
 func (o *ledgerAtOptions) Complete(*cobra.Command, []string) error { return nil }
 
-// Validate rejects a missing --env and a malformed --time.
+// Validate rejects a missing --env.
 func (o *ledgerAtOptions) Validate() error {
 	if o.env == "" {
 		return usageErr("--env is required")
 	}
-	t, err := parseTime(o.at)
-	if err != nil {
-		return usageErr("%v", err)
-	}
-	o.time = t
 	return nil
 }
 
@@ -59,7 +53,7 @@ func (o *ledgerAtOptions) Run(_ context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	served := ledger.At(recs, o.env, o.time)
+	served := ledger.At(recs, o.env, orNow(o.time))
 	if o.output != "text" {
 		return writeReport(w, o.output, served, nil)
 	}
@@ -75,17 +69,4 @@ func (o *ledgerAtOptions) Run(_ context.Context, w io.Writer) error {
 			m.Replicas, m.WeightsURI, gitrepo.Short(m.WeightsRevision), m.Image)
 	}
 	return tw.Flush()
-}
-
-// parseTime accepts RFC 3339, "2006-01-02 15:04[:05]" and "2006-01-02" (UTC), or "now".
-func parseTime(s string) (time.Time, error) {
-	if s == "now" {
-		return time.Now(), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("invalid time %q (want RFC 3339, e.g. 2025-03-01T12:00:00Z, or 2025-03-01 12:00)", s)
 }

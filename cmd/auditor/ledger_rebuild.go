@@ -41,7 +41,7 @@ func (o *ledgerRebuildOptions) Run(ctx context.Context, w io.Writer) error {
 	if o.dryRun {
 		return o.print(ctx, w)
 	}
-	remote, repo, err := openRemote(ctx, o.repo)
+	remote, repo, err := openRemote(ctx, o.repo, false)
 	if err != nil {
 		return err
 	}

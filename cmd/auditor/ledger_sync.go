@@ -15,6 +15,7 @@ import (
 type ledgerSyncOptions struct {
 	ledgerWrite
 	prom, window string
+	dryRun       bool
 }
 
 func newLedgerSyncCommand() *cobra.Command {
@@ -32,12 +33,13 @@ p50/p95, error rate = aborted / finished requests) from the Prometheus HTTP API.
 	o.ledgerWrite.add(cmd)
 	cmd.Flags().StringVar(&o.prom, "prometheus", "", "Prometheus base URL for metrics snapshots (none: no snapshot)")
 	cmd.Flags().StringVar(&o.window, "window", "5m", "rate window of the metrics queries")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the records that would be appended; push nothing")
 	return cmd
 }
 
 // Run appends the new records and says what it committed.
 func (o *ledgerSyncOptions) Run(ctx context.Context, w io.Writer) error {
-	remote, repo, err := openRemote(ctx, o.repo)
+	remote, repo, err := openRemote(ctx, o.repo, o.dryRun)
 	if err != nil {
 		return err
 	}
@@ -52,11 +54,16 @@ func (o *ledgerSyncOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
-	rep := ledgerWriteReport{File: ledger.Path(o.env), Records: res.Appended, Commit: res.Result.Commit, NoChange: res.Appended == 0}
+	rep := ledgerWriteReport{File: ledger.Path(o.env), Records: res.Appended, Commit: res.Result.Commit,
+		NoChange: res.Appended == 0, DryRun: res.Result.DryRun}
 	return writeReport(w, o.output, rep, func() error {
 		if rep.NoChange {
 			_, err := fmt.Fprintf(w, "%s: up to date\n", rep.File)
 			return err
+		}
+		if rep.DryRun {
+			fmt.Fprintf(w, "%s: %d records would be appended (dry run: commit %s not pushed)\n", rep.File, res.Appended, gitrepo.Short(res.Result.Commit))
+			return printRecords(w, res.Records)
 		}
 		_, err := fmt.Fprintf(w, "%s: %d records appended, commit %s\n", rep.File, res.Appended, gitrepo.Short(res.Result.Commit))
 		return err

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/llm-gitops/platform/internal/ledger"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestLedgerAndRollbackCommands(t *testing.T) {
@@ -36,6 +39,12 @@ func TestLedgerAndRollbackCommands(t *testing.T) {
 
 	l.setCanary("50", "50")
 	c2 := l.commit("prod: qwen canary 50%")
+	head := l.git(time.Now(), "--git-dir", l.bare, "rev-parse", "main")
+	out, err = runCmd(t, newLedgerCommand(), "sync", "--repo", url, "--env", "prod", "--dry-run")
+	require.NoError(t, err)
+	assert.Contains(t, out, "2 records would be appended (dry run: commit")
+	assert.Contains(t, out, "changed (share)", "the dry run lists the records")
+	assert.Equal(t, head, l.git(time.Now(), "--git-dir", l.bare, "rev-parse", "main"), "sync --dry-run pushed")
 	if out, err = runCmd(t, newLedgerCommand(), "sync", "--repo", url, "--env", "prod"); err != nil || !strings.Contains(out, "2 records appended") {
 		t.Fatalf("sync: %v %q", err, out)
 	}
@@ -53,7 +62,7 @@ func TestLedgerAndRollbackCommands(t *testing.T) {
 
 	// at: between the commits, and after.
 	var served ledger.Served
-	out, err = runCmd(t, newLedgerCommand(), "at", "--repo", url, "--env", "prod", "--time", "2025-03-01T09:30:00Z", "-o", "json")
+	out, err = runCmd(t, newLedgerCommand(), "at", "--repo", url, "--env", "prod", "--at", "2025-03-01T09:30:00Z", "-o", "json")
 	if err != nil || json.Unmarshal([]byte(out), &served) != nil || len(served.Models) != 3 || served.Models[2].SharePercent != 10 {
 		t.Fatalf("at 09:30: %v\n%s", err, out)
 	}
@@ -77,6 +86,19 @@ func TestLedgerAndRollbackCommands(t *testing.T) {
 		Revert  string          `json:"revert"`
 		Records []ledger.Record `json:"records"`
 	}
+	head = l.git(time.Now(), "--git-dir", l.bare, "rev-parse", "main")
+	var dry struct {
+		Revert  string          `json:"revert"`
+		DryRun  bool            `json:"dryRun"`
+		Records []ledger.Record `json:"records"`
+	}
+	out, err = runCmd(t, newRollbackCommand(), c2, "--repo", url, "--env", "prod", "-o", "json", "--dry-run")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal([]byte(out), &dry), out)
+	assert.True(t, dry.DryRun)
+	assert.Len(t, dry.Revert, 40)
+	assert.Len(t, dry.Records, 2, "the dry run computes the rollback records on the unpushed revert")
+	assert.Equal(t, head, l.git(time.Now(), "--git-dir", l.bare, "rev-parse", "main"), "rollback --dry-run pushed")
 	out, err = runCmd(t, newRollbackCommand(), c2, "--repo", url, "--env", "prod", "-o", "json")
 	if err != nil || json.Unmarshal([]byte(out), &rb) != nil || len(rb.Revert) != 40 || len(rb.Records) != 2 {
 		t.Fatalf("rollback: %v\n%s", err, out)
@@ -115,7 +137,7 @@ func TestLedgerAndRollbackCommands(t *testing.T) {
 	// Usage errors are exit code 2.
 	for _, args := range [][]string{
 		{"at", "--repo", url},
-		{"at", "--repo", url, "--env", "prod", "--time", "yesterday"},
+		{"at", "--repo", url, "--env", "prod", "--at", "yesterday"},
 		{"show", "--repo", url, "nope"},
 		{"list", "--repo", url, "-o", "bogus"},
 		{"rebuild", "--repo", url},

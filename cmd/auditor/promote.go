@@ -42,7 +42,7 @@ release unless --skip-stage; moving an env back to an ancestor needs --backwards
 		RunE: runE(o),
 	}
 	flagErrorsExit2(cmd)
-	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a URL (or a bare repository directory)")
+	addRepoFlag(cmd, &o.repo, "repository: a URL (or a bare repository directory)")
 	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch holding the release files")
 	addEnvFlag(cmd, &o.from, "from", "env whose release is promoted (dev: the branch head)")
 	addEnvFlag(cmd, &o.to, "to", "env whose pin moves")
@@ -91,7 +91,7 @@ func (o *promoteOptions) Run(ctx context.Context, out io.Writer) error {
 
 // run is Run writing text to w, and the report of what it did (nil before the plan is made).
 func (o *promoteOptions) run(ctx context.Context, w io.Writer) (*promoteReport, error) {
-	remote, repo, err := openRemote(ctx, o.repo)
+	remote, repo, err := openRemote(ctx, o.repo, false)
 	if err != nil {
 		return nil, err
 	}

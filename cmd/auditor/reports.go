@@ -15,6 +15,7 @@ type ledgerWriteReport struct {
 	Records  int    `json:"records"`            // the ledger's records (rebuild) or those appended (sync)
 	Commit   string `json:"commit,omitempty"`   // empty when the ledger was up to date
 	NoChange bool   `json:"noChange,omitempty"` // the ledger was up to date
+	DryRun   bool   `json:"dryRun,omitempty"`   // Commit was built, not pushed
 }
 
 // fireReport is what `schedule fire` did for one occurrence of a peak.
@@ -32,6 +33,7 @@ type fireReport struct {
 	From        int64     `json:"from"`
 	To          int64     `json:"to"`
 	Commit      string    `json:"commit,omitempty"`
+	DryRun      bool      `json:"dryRun,omitempty"` // Commit was built, not pushed
 	Attempts    int       `json:"attempts,omitempty"`
 	Remote      string    `json:"remote"`
 	Branch      string    `json:"branch"`

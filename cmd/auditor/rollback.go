@@ -17,6 +17,7 @@ type rollbackOptions struct {
 	repo, branch, prom, output string
 	envs                       []string
 	sha                        string
+	dryRun                     bool
 }
 
 // newRollbackCommand reverts a commit on the branch and records the rollback in the ledger.
@@ -42,11 +43,12 @@ revert changed, in a following commit of auditor-bot.`,
 		RunE:          runE(o),
 	}
 	flagErrorsExit2(cmd)
-	cmd.Flags().StringVar(&o.repo, "repo", ".", "repository: a URL (or a bare repository directory)")
+	addRepoFlag(cmd, &o.repo, "repository: a URL (or a bare repository directory)")
 	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to revert on")
 	cmd.Flags().StringSliceVar(&o.envs, "env", nil, "environments whose ledgers record the rollback (default: all)")
 	markEnvFlag(cmd, "env")
 	cmd.Flags().StringVar(&o.prom, "prometheus", "", "Prometheus base URL: metrics snapshot on the rollback records")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the revert and the ledger records it would add; push nothing")
 	addReportOutput(cmd, &o.output)
 	return cmd
 }
@@ -62,7 +64,7 @@ func (o *rollbackOptions) Validate() error { return nil }
 
 // Run reverts the commit, records the rollback and says what it did.
 func (o *rollbackOptions) Run(ctx context.Context, w io.Writer) error {
-	remote, repo, err := openRemote(ctx, o.repo)
+	remote, repo, err := openRemote(ctx, o.repo, o.dryRun)
 	if err != nil {
 		return err
 	}
@@ -95,9 +97,12 @@ func (o *rollbackOptions) Run(ctx context.Context, w io.Writer) error {
 }
 
 func (o *rollbackOptions) print(w io.Writer, res ledger.RollbackResult) error {
-	if res.Revert.NoChange {
+	switch {
+	case res.Revert.NoChange:
 		fmt.Fprintf(w, "%s is already reverted on %s\n", o.sha, o.branch)
-	} else {
+	case res.Revert.DryRun:
+		fmt.Fprintf(w, "would revert %s on %s (dry run: commit %s not pushed)\n", o.sha, o.branch, gitrepo.Short(res.Revert.Commit))
+	default:
 		fmt.Fprintf(w, "reverted %s: commit %s on %s (%d attempt(s))\n", o.sha, gitrepo.Short(res.Revert.Commit), o.branch, res.Revert.Attempts)
 	}
 	if records := res.Records(); len(records) > 0 {

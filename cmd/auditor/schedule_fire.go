@@ -16,23 +16,23 @@ import (
 
 // fireOptions are the flags of `auditor schedule fire`.
 type fireOptions struct {
-	env, peak, repo, at, author, branch string
-	output                              string
-	scaleDown                           bool
-	person                              gitrepo.Person // --author, parsed
-	fireTime                            time.Time      // --at, parsed; zero without it
+	env, peak, repo, author, branch string
+	output                          string
+	scaleDown, dryRun               bool
+	person                          gitrepo.Person // --author, parsed
+	at                              time.Time      // --at; zero is now
 }
 
 func newScheduleFireCommand() *cobra.Command {
 	o := &fireOptions{}
 	cmd := &cobra.Command{
-		Use:   "fire --env ENV --peak NAME [--repo URL] [--at RFC3339] [--author 'Name <email>']",
+		Use:   "fire --env ENV --peak NAME [--repo URL] [--at TIME] [--author 'Name <email>']",
 		Short: "Fire one peak's scale-up (or --scale-down) by hand: commit and push it",
 		Long: `fire commits the scale-up of one occurrence of a peak and pushes it, exactly once: a firing
 already in the history (trailers Schedule-Id and Fire-Time) is not committed again.
 
---at is the occurrence's fire time (peak start − lead time); by default the occurrence in
-progress, else the next one. --repo is the repository to push to; a directory is pushed to
+It fires the occurrence in progress at --at (now by default), else the next one. An
+occurrence is in progress from its fire time (peak start − lead time) to the peak's end. --repo is the repository to push to; a directory is pushed to
 through file://.`,
 		Args: cobra.NoArgs,
 		RunE: runE(o),
@@ -40,11 +40,12 @@ through file://.`,
 	f := cmd.Flags()
 	addEnvFlag(cmd, &o.env, "env", "environment (reads clusters/<env>/schedule.yaml)")
 	f.StringVar(&o.peak, "peak", "", "peak name")
-	f.StringVar(&o.repo, "repo", ".", "repository URL to push to (file://, https://, ssh://) or a directory")
-	f.StringVar(&o.at, "at", "", "fire time of the occurrence (RFC 3339)")
+	addRepoFlag(cmd, &o.repo, "repository URL to push to (file://, https://, ssh://) or a directory")
+	addAtFlag(cmd, &o.at, "fire the occurrence in progress at this time, else the next one", "")
 	f.StringVar(&o.author, "author", "Schedule Bot <schedule@llm-gitops.invalid>", "commit author, 'Name <email>'")
 	f.StringVar(&o.branch, "branch", "main", "branch to commit to")
 	f.BoolVar(&o.scaleDown, "scale-down", false, "undo the occurrence's scale-up instead")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the change and the commit it would push; push nothing")
 	addReportOutput(cmd, &o.output)
 	return cmd
 }
@@ -67,7 +68,7 @@ func (o *fireOptions) Validate() error {
 
 // Run commits and pushes the firing (or its scale-down) and says what it did.
 func (o *fireOptions) Run(ctx context.Context, w io.Writer) error {
-	remote, err := gitOpts.remote(o.repo)
+	remote, err := gitOpts.remote(o.repo, o.dryRun)
 	if err != nil {
 		return usageErr("--repo: %v", err)
 	}
@@ -101,7 +102,7 @@ func (o *fireOptions) Run(ctx context.Context, w io.Writer) error {
 		f := res.Firing
 		rep := fireReport{Phase: string(res.Phase), Peak: p.Name, FireTime: f.FireTime, Start: f.Start, End: f.End,
 			LeadSeconds: f.Lead.Total.Seconds(), NoChange: res.NoChange, Reason: res.Reason, File: res.File, Line: res.Line,
-			From: res.From, To: res.To, Commit: res.Commit, Attempts: res.Attempts, Remote: remote.URL(), Branch: o.branch}
+			From: res.From, To: res.To, Commit: res.Commit, DryRun: o.dryRun && res.Commit != "", Attempts: res.Attempts, Remote: remote.URL(), Branch: o.branch}
 		if werr := writeReport(w, o.output, rep, nil); werr != nil {
 			return werr
 		}
@@ -118,15 +119,19 @@ func (o *fireOptions) Run(ctx context.Context, w io.Writer) error {
 			if res.File != "" && res.File != p.Target.Path {
 				where = " in " + res.File + "'s kustomize patches (the env is pinned)"
 			}
-			fmt.Fprintf(w, "  change  %s: %d → %d%s (line %d)\n  commit  %s pushed to %s/%s after %d attempt(s)\n",
-				p.Target, res.From, res.To, where, res.Line, res.Commit, remote.URL(), o.branch, res.Attempts)
+			fmt.Fprintf(w, "  change  %s: %d → %d%s (line %d)\n", p.Target, res.From, res.To, where, res.Line)
+			if o.dryRun {
+				fmt.Fprintf(w, "  commit  %s, not pushed (dry run)\n", res.Commit)
+			} else {
+				fmt.Fprintf(w, "  commit  %s pushed to %s/%s after %d attempt(s)\n", res.Commit, remote.URL(), o.branch, res.Attempts)
+			}
 		}
 	}
 	return scheduleErr(err)
 }
 
-// occurrence is the peak --peak names and the fire time of the occurrence to fire: --at, else
-// the one in progress, else the next.
+// occurrence is the peak --peak names and the fire time of the occurrence to fire: the one in
+// progress at --at (now by default), else the next.
 func (o *fireOptions) occurrence(s *schedule.Schedule) (*schedule.Peak, time.Time, error) {
 	p := s.Peak(o.peak)
 	if p == nil {
@@ -136,16 +141,9 @@ func (o *fireOptions) occurrence(s *schedule.Schedule) (*schedule.Peak, time.Tim
 		}
 		return nil, time.Time{}, usageErr("no peak %q in %s (peaks: %s)", o.peak, schedule.Path(o.env), strings.Join(names, ", "))
 	}
-	if o.at != "" {
-		t, err := time.Parse(time.RFC3339, o.at)
-		if err != nil {
-			return nil, time.Time{}, usageErr("--at: %v", err)
-		}
-		return p, t, nil
-	}
-	f, ok := s.Current(p, time.Now())
+	f, ok := s.Current(p, orNow(o.at))
 	if !ok {
-		return nil, time.Time{}, usageErr("peak %s has no current or future occurrence: give --at", p.Name)
+		return nil, time.Time{}, usageErr("peak %s has no occurrence in progress or to come", p.Name)
 	}
 	return p, f.FireTime, nil
 }

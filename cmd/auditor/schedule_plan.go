@@ -14,9 +14,9 @@ import (
 
 // planOptions are the flags of `auditor schedule plan`.
 type planOptions struct {
-	env, repo, revision, output, now string
-	count                            int
-	at                               time.Time // --now, parsed; the current time without it
+	env, repo, revision, output string
+	count                       int
+	at                          time.Time // --at; zero is now
 }
 
 func newSchedulePlanCommand() *cobra.Command {
@@ -29,10 +29,10 @@ func newSchedulePlanCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	addEnvFlag(cmd, &o.env, "env", "environment (reads clusters/<env>/schedule.yaml)")
-	f.StringVar(&o.repo, "repo", ".", "repository: a directory or a URL (file://, https://, ssh://)")
+	addRepoFlag(cmd, &o.repo, "repository: a directory or a URL (file://, https://, ssh://)")
 	f.StringVar(&o.revision, "revision", "", "Git revision to read (default HEAD)")
 	f.IntVar(&o.count, "count", 10, "number of firings")
-	f.StringVar(&o.now, "now", "", "plan from this time (RFC 3339) instead of now")
+	addAtFlag(cmd, &o.at, "plan from this time", "now")
 	addReportOutput(cmd, &o.output)
 	return cmd
 }
@@ -40,21 +40,13 @@ func newSchedulePlanCommand() *cobra.Command {
 // Complete has nothing to fill.
 func (o *planOptions) Complete(*cobra.Command, []string) error { return nil }
 
-// Validate rejects a missing --env, a non-positive --count and a malformed --now.
+// Validate rejects a missing --env, and a non-positive --count.
 func (o *planOptions) Validate() error {
 	if o.env == "" {
 		return usageErr("--env is required")
 	}
 	if o.count < 1 {
 		return usageErr("--count must be positive")
-	}
-	o.at = time.Now()
-	if o.now != "" {
-		t, err := time.Parse(time.RFC3339, o.now)
-		if err != nil {
-			return usageErr("--now: %v", err)
-		}
-		o.at = t
 	}
 	return nil
 }
@@ -77,7 +69,7 @@ func (o *planOptions) Run(ctx context.Context, w io.Writer) error {
 		return scheduleErr(err)
 	}
 	out := []schedule.PlannedFiring{}
-	for _, f := range s.Plan(o.at, o.count) {
+	for _, f := range s.Plan(orNow(o.at), o.count) {
 		out = append(out, s.Describe(f, snap))
 	}
 	if o.output != "text" {

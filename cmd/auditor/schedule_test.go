@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/llm-gitops/platform/internal/schedule"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func runSchedule(t *testing.T, args ...string) (string, error) {
@@ -81,7 +84,7 @@ func TestSchedulePlan(t *testing.T) {
 			t.Errorf("plan output lacks %q:\n%s", w, out)
 		}
 	}
-	out, err = runSchedule(t, "plan", "--env", "prod", "--repo", work, "--count", "2", "--now", "2027-04-08T10:00:00+03:00", "-o", "json")
+	out, err = runSchedule(t, "plan", "--env", "prod", "--repo", work, "--count", "2", "--at", "2027-04-08T10:00:00+03:00", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +113,13 @@ func TestScheduleMalformedExit2(t *testing.T) {
 func TestScheduleFire(t *testing.T) {
 	_, bare := scheduleRepo(t, prodScheduleText(t))
 	args := []string{"fire", "--env", "prod", "--peak", "weekday-morning", "--repo", bare, "--at", "2099-04-06T08:45:24+03:00", "--author", "Ops <ops@example.com>"}
-	out, err := runSchedule(t, args...)
+	head := scheduleGit(t, bare, "rev-parse", "main")
+	out, err := runSchedule(t, append(args, "--dry-run")...)
+	require.NoError(t, err)
+	assert.Contains(t, out, "change  overlays/prod/scaling.yaml ScaledObject/vllm-qwen spec.minReplicaCount: 2 → 4")
+	assert.Contains(t, out, "not pushed (dry run)")
+	assert.Equal(t, head, scheduleGit(t, bare, "rev-parse", "main"), "fire --dry-run pushed")
+	out, err = runSchedule(t, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

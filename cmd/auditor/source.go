@@ -16,7 +16,7 @@ type sourceFlags struct {
 }
 
 func (f *sourceFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.repo, "repo", ".", "repository: a directory or a URL (file://, https://, ssh://)")
+	addRepoFlag(cmd, &f.repo, "repository: a directory or a URL (file://, https://, ssh://)")
 	cmd.Flags().StringVar(&f.revision, "revision", "", "Git revision to read (default: the work tree for a directory, HEAD for a URL)")
 }
 

@@ -5,6 +5,7 @@ package ledger
 type RollbackSummary struct {
 	Revert   string   `json:"revert,omitempty"`
 	NoChange bool     `json:"noChange,omitempty"`
+	DryRun   bool     `json:"dryRun,omitempty"` // the revert and records were built, not pushed
 	Records  []Record `json:"records"`
 	Error    string   `json:"error,omitempty"`
 }
@@ -20,7 +21,7 @@ func (r RollbackResult) Records() []Record {
 
 // Summary is r with err, the error of the ledger update after the revert was pushed.
 func (r RollbackResult) Summary(err error) RollbackSummary {
-	out := RollbackSummary{Revert: r.Revert.Commit, NoChange: r.Revert.NoChange, Records: r.Records()}
+	out := RollbackSummary{Revert: r.Revert.Commit, NoChange: r.Revert.NoChange, DryRun: r.Revert.DryRun, Records: r.Records()}
 	if out.Records == nil {
 		out.Records = []Record{}
 	}
