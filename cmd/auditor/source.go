@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/release"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
@@ -13,9 +15,11 @@ import (
 type sourceFlags struct {
 	repo     string
 	revision string
+	cmd      *cobra.Command // whose stderr says what was read
 }
 
 func (f *sourceFlags) add(cmd *cobra.Command) {
+	f.cmd = cmd
 	addRepoFlag(cmd, &f.repo, "repository: a directory or a URL (file://, https://, ssh://)")
 	cmd.Flags().StringVar(&f.revision, "revision", "", "Git revision to read (default: the work tree for a directory, HEAD for a URL)")
 }
@@ -57,5 +61,31 @@ func (f *sourceFlags) render(env string) (*render.Result, error) {
 	if err != nil {
 		return nil, failed(err)
 	}
+	if f.cmd != nil {
+		fmt.Fprintln(f.cmd.ErrOrStderr(), "auditor:", f.describe(s, env))
+	}
 	return res, nil
+}
+
+// describe says what was rendered, for stderr: the work tree or a commit, and the pin Argo CD
+// syncs the env at when that is another commit, since `diff` audits the pin.
+func (f *sourceFlags) describe(s render.Source, env string) string {
+	what := fmt.Sprintf("rendered overlays/%s from the work tree of %s (uncommitted changes included)", env, f.repo)
+	if s.Revision() != "" {
+		rev := f.revision
+		if rev == "" {
+			rev = "HEAD"
+		}
+		what = fmt.Sprintf("rendered overlays/%s at %s (%s)", env, rev, gitrepo.Short(s.Revision()))
+	}
+	data, err := s.ReadFile(release.File(env))
+	if err != nil {
+		return what
+	}
+	rel, err := release.Parse(env, data)
+	if err != nil || !rel.Pinned() || rel.Revision == s.Revision() {
+		return what
+	}
+	return fmt.Sprintf("%s; Argo CD syncs %s at its pin %s (%s): --revision %s renders that",
+		what, env, gitrepo.Short(rel.Revision), release.File(env), rel.Revision)
 }
