@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -335,8 +336,48 @@ func checkYAML(name string, data []byte) error {
 			return nil
 		}
 		if err != nil {
-			return yamlError(name, err)
+			return problemLine(yamlError(name, err), data)
 		}
+	}
+}
+
+// parserProblem tells the libyaml parser's problems (as opposed to its scanner's) by message.
+func parserProblem(msg string) bool {
+	switch {
+	case strings.HasPrefix(msg, "did not find expected "),
+		strings.HasPrefix(msg, "found duplicate %"),
+		msg == "found incompatible YAML document",
+		msg == "found undefined tag handle":
+		return true
+	}
+	return false
+}
+
+// problemLine moves e to the line of the problem itself. yaml.v3 reports the line where the
+// enclosing block starts (a patch's first line, for a bad indent deep inside it); yaml.v2, the
+// same parser's port, reports the problem's. The block's line stays in the message.
+func problemLine(e *YAMLError, data []byte) *YAMLError {
+	dec := yamlv2.NewDecoder(bytes.NewReader(data))
+	for {
+		var v any
+		err := dec.Decode(&v)
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return e
+		}
+		p := yamlError(e.File, err)
+		if p.Line > 0 && parserProblem(p.Msg) {
+			p.Line++ // yaml.v2 counts a parser (not scanner) error's line from 0
+		}
+		if p.Line > e.Line && e.Line > 0 {
+			p.Msg = fmt.Sprintf("%s (in the block that starts at line %d)", p.Msg, e.Line)
+		}
+		if p.Line == 0 {
+			return e
+		}
+		return p
 	}
 }
 
