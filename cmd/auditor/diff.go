@@ -61,6 +61,7 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 	addOutputFlag(cmd, &o.output, "patch: a diff adopting the live state into overlays/<env>/, for git apply", "text", "json", "yaml", "patch")
 	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
 	cmd.Flags().StringVar(&o.app, "app", "", "report only this Application of the env's group")
+	_ = cmd.RegisterFlagCompletionFunc("app", completeApps)
 	cmd.Flags().BoolVar(&o.all, "all", false, "audit every env of the repository (the directories under overlays/)")
 	cmd.Flags().StringVar(&o.root, "root", "", "the env's root Application (app-of-apps; default root-<env>): with it in the cluster, every Application under it is audited")
 	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")

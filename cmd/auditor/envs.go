@@ -24,6 +24,7 @@ func addEnvFlag(cmd *cobra.Command, p *string, name, usage string) {
 // markEnvFlag marks cmd's flag name as naming an env.
 func markEnvFlag(cmd *cobra.Command, name string) {
 	_ = cmd.Flags().SetAnnotation(name, envFlagAnnotation, []string{"true"})
+	_ = cmd.RegisterFlagCompletionFunc(name, completeEnvs)
 }
 
 // checkEnvs is the one check of an env named on the command line: each of envs (empty ones

@@ -40,6 +40,7 @@ through file://.`,
 	f := cmd.Flags()
 	addEnvFlag(cmd, &o.env, "env", "environment (reads clusters/<env>/schedule.yaml)")
 	f.StringVar(&o.peak, "peak", "", "peak name")
+	_ = cmd.RegisterFlagCompletionFunc("peak", completePeaks)
 	addRepoFlag(cmd, &o.repo, "repository URL to push to (file://, https://, ssh://) or a directory")
 	addAtFlag(cmd, &o.at, "fire the occurrence in progress at this time, else the next one", "")
 	f.StringVar(&o.author, "author", "Schedule Bot <schedule@llm-gitops.invalid>", "commit author, 'Name <email>'")

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/schedule"
+)
+
+// Shell completion of the values that name something in the repository: envs, Applications and
+// peaks. They are read from --repo when it is a directory (the work tree; peaks from HEAD, as
+// schedule reads them); a URL is not cloned for a completion, which then offers nothing.
+
+// completionDir is --repo of the command being completed, or "" when it is a URL.
+func completionDir(cmd *cobra.Command) string {
+	dir := "."
+	if f := cmd.Flags().Lookup("repo"); f != nil && f.Value.String() != "" {
+		dir = f.Value.String()
+	}
+	if gitrepo.IsURL(dir) {
+		return ""
+	}
+	return dir
+}
+
+// completions is the values starting with prefix, for the shell.
+func completions(values []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	var out []string
+	for _, v := range values {
+		if strings.HasPrefix(v, prefix) {
+			out = append(out, v)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeEnvs offers the repository's envs.
+func completeEnvs(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	dir := completionDir(cmd)
+	if dir == "" {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	s, err := render.FromDir(dir)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	envs, _ := s.Envs()
+	return completions(envs, prefix)
+}
+
+// completeApps offers the Applications of --env's app-of-apps (apps/<env>).
+func completeApps(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	dir, env := completionDir(cmd), cmd.Flags().Lookup("env").Value.String()
+	if dir == "" || env == "" {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	s, err := render.FromDir(dir)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	res, err := s.RenderApps(env)
+	if err != nil || res == nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var apps []string
+	for _, o := range res.Objects {
+		if o.GetKind() == "Application" {
+			apps = append(apps, o.GetName())
+		}
+	}
+	return completions(apps, prefix)
+}
+
+// completePeaks offers the peaks of --env's schedule at HEAD.
+func completePeaks(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	dir, env := completionDir(cmd), cmd.Flags().Lookup("env").Value.String()
+	if dir == "" || env == "" {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	repo, err := gitrepo.Open(dir)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	snap, err := repo.Snapshot("")
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	s, err := schedule.Load(snap, env)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var peaks []string
+	for _, p := range s.Peaks {
+		peaks = append(peaks, p.Name)
+	}
+	return completions(peaks, prefix)
+}
