@@ -6,6 +6,7 @@ package ci
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,22 +29,53 @@ import (
 const (
 	prNumber = "7"
 	token    = "t0ken-for-the-test"
+	marker   = "<!-- auditor-check -->"
 	// runbook is the file the failing pull request deletes: an alert of the monitoring base links it.
 	runbook = "docs/runbooks/GPUIdle.md"
+	// actionsBot posts the comments of GITHUB_TOKEN; gitlabBot is the user of a project access token.
+	actionsBot = "github-actions[bot]"
+	gitlabBot  = "project_42_bot"
 )
 
-// forge is a GitHub or GitLab comments API: it lists, creates and updates the comments of one pull
-// request, and refuses a request without the token.
+// forge is a GitHub or GitLab comments API: it lists (page by page), creates and updates the
+// comments of one pull request, and answers who the token's user is. Like the forges, it refuses
+// a request without the token, an update of a comment someone else wrote and a body over the
+// forge's limit.
 type forge struct {
 	t        *testing.T
 	mu       sync.Mutex
 	comments []comment
 	auth     func(*http.Request) bool
+	github   bool   // GitHub's JSON and Link header; otherwise GitLab's JSON and X-Next-Page
+	user     string // what GET /user answers; "" is a 403, as GitHub answers GITHUB_TOKEN
+	poster   string // the author of the comments the token posts
+	pageSize int    // the most comments one page holds, whatever per_page asks
+	maxBody  int    // in characters; a longer body is refused with 422
 }
 
 type comment struct {
-	ID   int    `json:"id"`
-	Body string `json:"body"`
+	ID     int
+	Body   string
+	Author string
+}
+
+// newGitHub serves GitHub's issue comments API as GITHUB_TOKEN sees it.
+func newGitHub(t *testing.T) (*forge, *httptest.Server) {
+	f := &forge{t: t, github: true, poster: actionsBot, pageSize: 100, maxBody: 65536,
+		auth: func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+token }}
+	srv := f.serve("/repos/llm/platform/issues/"+prNumber+"/comments", "/repos/llm/platform/issues/comments/", "/user", http.MethodPatch)
+	t.Cleanup(srv.Close)
+	return f, srv
+}
+
+// newGitLab serves GitLab's merge request notes API to a project access token.
+func newGitLab(t *testing.T) (*forge, *httptest.Server) {
+	f := &forge{t: t, user: gitlabBot, poster: gitlabBot, pageSize: 100, maxBody: 1000000,
+		auth: func(r *http.Request) bool { return r.Header.Get("PRIVATE-TOKEN") == token }}
+	notes := "/api/v4/projects/42/merge_requests/3/notes"
+	srv := f.serve(notes, notes+"/", "/api/v4/user", http.MethodPut)
+	t.Cleanup(srv.Close)
+	return f, srv
 }
 
 func (f *forge) snapshot() []comment {
@@ -51,8 +84,51 @@ func (f *forge) snapshot() []comment {
 	return append([]comment(nil), f.comments...)
 }
 
-// serve handles list (GET collection), create (POST collection) and update (PATCH or PUT item).
-func (f *forge) serve(collection, item string, update string) *httptest.Server {
+// encode is a comment as the forge's API writes it.
+func (f *forge) encode(c comment) map[string]any {
+	if f.github {
+		return map[string]any{"id": c.ID, "body": c.Body, "user": map[string]string{"login": c.Author}}
+	}
+	return map[string]any{"id": c.ID, "body": c.Body, "author": map[string]string{"username": c.Author}, "system": false}
+}
+
+// page writes one page of the comments, with the header that says whether another follows.
+func (f *forge) page(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(r.URL.Query().Get("page"))
+	if err != nil || n < 1 {
+		n = 1
+	}
+	per, err := strconv.Atoi(r.URL.Query().Get("per_page"))
+	if err != nil || per < 1 {
+		per = 20
+	}
+	per = min(per, f.pageSize, 100)
+	from := min((n-1)*per, len(f.comments))
+	to := min(from+per, len(f.comments))
+	more := to < len(f.comments)
+	link := func(p int) string {
+		return fmt.Sprintf("<http://%s%s?per_page=%d&page=%d>", r.Host, r.URL.Path, per, p)
+	}
+	switch {
+	case f.github && more:
+		w.Header().Set("Link", link(n+1)+`; rel="next", `+link((len(f.comments)+per-1)/per)+`; rel="last"`)
+	case f.github && n > 1:
+		w.Header().Set("Link", link(n-1)+`; rel="prev", `+link(1)+`; rel="first"`)
+	case more:
+		w.Header().Set("X-Next-Page", strconv.Itoa(n+1))
+	case !f.github:
+		w.Header().Set("X-Next-Page", "") // GitLab sends it empty on the last page
+	}
+	out := []map[string]any{} // [] when there are none, as the forges answer
+	for _, c := range f.comments[from:to] {
+		out = append(out, f.encode(c))
+	}
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// serve handles list (GET collection), create (POST collection), update (PATCH or PUT item) and
+// the token's user (GET user).
+func (f *forge) serve(collection, item, user, update string) *httptest.Server {
 	itemRE := regexp.MustCompile("^" + regexp.QuoteMeta(item) + `(\d+)$`)
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !f.auth(r) {
@@ -61,31 +137,56 @@ func (f *forge) serve(collection, item string, update string) *httptest.Server {
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		var in comment
-		switch {
-		case r.URL.Path == collection && r.Method == http.MethodGet:
-			_ = json.NewEncoder(w).Encode(append([]comment{}, f.comments...)) // [] when there are none, as the forges answer
-		case r.URL.Path == collection && r.Method == http.MethodPost:
+		var in struct {
+			Body string `json:"body"`
+		}
+		decode := func() bool {
 			if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
+				return false
+			}
+			if n := utf8.RuneCountInString(in.Body); n > f.maxBody {
+				http.Error(w, fmt.Sprintf("body is too long (%d characters, maximum is %d)", n, f.maxBody), http.StatusUnprocessableEntity)
+				return false
+			}
+			return true
+		}
+		switch {
+		case r.URL.Path == user && r.Method == http.MethodGet:
+			switch {
+			case f.user == "":
+				http.Error(w, `{"message": "Resource not accessible by integration"}`, http.StatusForbidden)
+			case f.github:
+				_ = json.NewEncoder(w).Encode(map[string]string{"login": f.user})
+			default:
+				_ = json.NewEncoder(w).Encode(map[string]string{"username": f.user})
+			}
+		case r.URL.Path == collection && r.Method == http.MethodGet:
+			f.page(w, r)
+		case r.URL.Path == collection && r.Method == http.MethodPost:
+			if !decode() {
 				return
 			}
-			in.ID = 100 + len(f.comments)
-			f.comments = append(f.comments, in)
+			c := comment{ID: 100 + len(f.comments), Body: in.Body, Author: f.poster}
+			f.comments = append(f.comments, c)
 			w.WriteHeader(http.StatusCreated)
-			_ = json.NewEncoder(w).Encode(in)
+			_ = json.NewEncoder(w).Encode(f.encode(c))
 		case itemRE.MatchString(r.URL.Path) && r.Method == update:
 			id, _ := strconv.Atoi(itemRE.FindStringSubmatch(r.URL.Path)[1])
-			if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
 			for i := range f.comments {
-				if f.comments[i].ID == id {
-					f.comments[i].Body = in.Body
-					_ = json.NewEncoder(w).Encode(f.comments[i])
+				if f.comments[i].ID != id {
+					continue
+				}
+				if f.comments[i].Author != f.poster {
+					http.Error(w, "forbidden: not the author", http.StatusForbidden)
 					return
 				}
+				if !decode() {
+					return
+				}
+				f.comments[i].Body = in.Body
+				_ = json.NewEncoder(w).Encode(f.encode(f.comments[i]))
+				return
 			}
 			http.NotFound(w, r)
 		default:
@@ -191,7 +292,11 @@ func runShell(t *testing.T, dir string, env []string, args []string, script stri
 type workflow struct {
 	On          any               `yaml:"on"`
 	Permissions map[string]string `yaml:"permissions"`
-	Jobs        map[string]struct {
+	Concurrency struct {
+		Group            string `yaml:"group"`
+		CancelInProgress bool   `yaml:"cancel-in-progress"`
+	} `yaml:"concurrency"`
+	Jobs map[string]struct {
 		Steps []struct {
 			Name string            `yaml:"name"`
 			Uses string            `yaml:"uses"`
@@ -214,6 +319,7 @@ func githubJob(t *testing.T, context map[string]string) (script string, env map[
 	require.NoError(t, yaml.Unmarshal(b, &w))
 	assert.Equal(t, "pull_request", w.On)
 	assert.Equal(t, "write", w.Permissions["pull-requests"], "the token must be allowed to comment")
+	assert.Contains(t, w.Concurrency.Group, "github.event.pull_request.number", "one run per pull request at a time")
 	require.Len(t, w.Jobs, 1)
 	for _, job := range w.Jobs {
 		for _, s := range job.Steps {
@@ -251,6 +357,7 @@ func gitlabJob(t *testing.T, predefined map[string]string) (script []string, var
 		Image     string              `yaml:"image"`
 		Rules     []map[string]string `yaml:"rules"`
 		Variables map[string]string   `yaml:"variables"`
+		Resource  string              `yaml:"resource_group"`
 		Before    []string            `yaml:"before_script"`
 		Script    []string            `yaml:"script"`
 	}
@@ -260,6 +367,7 @@ func gitlabJob(t *testing.T, predefined map[string]string) (script []string, var
 		require.Len(t, j.Rules, 1)
 		assert.Contains(t, j.Rules[0]["if"], `"merge_request_event"`, "the job runs for merge requests")
 		assert.Equal(t, "0", j.Variables["GIT_DEPTH"], "the check needs the target branch's history")
+		assert.Contains(t, j.Resource, "$CI_MERGE_REQUEST_IID", "one job per merge request at a time")
 		assert.Equal(t, "go"+goVersion(t), j.Variables["GOTOOLCHAIN"])
 		// before_script installs jq in the image; this machine has it.
 		_, err := exec.LookPath("jq")
@@ -350,34 +458,193 @@ func reviewCycle(t *testing.T, f *forge, origin string, run func(pullRequest) (i
 		got := f.snapshot()
 		require.Len(t, got, 1)
 		assert.NotContains(t, got[0].Body, "alert-runbook")
-		assert.True(t, strings.HasPrefix(got[0].Body, "<!-- auditor-check -->"), got[0].Body)
+		assert.True(t, strings.HasPrefix(got[0].Body, marker), got[0].Body)
 	})
 	return pr
+}
+
+// editedGate: a pull request that breaks a rule and rewrites check-pr.sh to pass still fails,
+// since the job runs the target branch's copy of the script.
+func editedGate(t *testing.T, origin string, run func(pullRequest) (int, string)) {
+	t.Run("the pull request's own check-pr.sh does not judge it", func(t *testing.T) {
+		pr := open(t, origin, func(dir string) {
+			deleteRunbook(t)(dir)
+			gittest.WriteFiles(t, dir, map[string]string{"hack/ci/check-pr.sh": "#!/usr/bin/env bash\necho the edited gate\nexit 0\n"})
+		})
+		code, out := run(pr)
+		require.Equal(t, 1, code, out)
+		assert.NotContains(t, out, "the edited gate")
+		assert.Contains(t, out, "alert-runbook")
+	})
+}
+
+// fakeAuditor is an auditor that prints report as its markdown and exits with code: the cases
+// about the comment alone need no real check.
+func fakeAuditor(t *testing.T, report string, code int) string {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "report.md")
+	require.NoError(t, os.WriteFile(file, []byte(report), 0o644))
+	path := filepath.Join(dir, "auditor")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf("#!/bin/sh\ncat '%s'\nexit %d\n", file, code)), 0o755))
+	return path
+}
+
+// commentJob runs the job on a pull request against a forge of the test's own (srv), with vars
+// over the job's variables.
+type commentJob func(t *testing.T, srv *httptest.Server, vars map[string]string, p pullRequest) (int, string)
+
+// commentCases are the cases about the comment, each against a new forge and with a fake
+// auditor that finds a violation: whose comment is updated, how the comments are paged and how
+// a report too long for one comment is cut. runURL is the job's log that a cut report links.
+func commentCases(t *testing.T, origin string, newForge func(*testing.T) (*forge, *httptest.Server), run commentJob, runURL string) {
+	pr := open(t, origin, func(string) {})
+	report := "## auditor check: 1 violation\n\n| rule | finding |\n| --- | --- |\n| alert-runbook | a fake finding |\n"
+	violation := map[string]string{"AUDITOR": fakeAuditor(t, report, 1)}
+
+	t.Run("a comment by someone else that carries the marker is left alone", func(t *testing.T) {
+		f, srv := newForge(t)
+		foreign := comment{ID: 1, Body: marker + "\nall clear, merge it", Author: "mallory"}
+		f.comments = []comment{foreign}
+		code, out := run(t, srv, violation, pr)
+		require.Equal(t, 1, code, out)
+		got := f.snapshot()
+		require.Len(t, got, 2, "a comment of its own is posted")
+		assert.Equal(t, foreign, got[0])
+		assert.Equal(t, f.poster, got[1].Author)
+		assert.Equal(t, marker+"\n"+report, got[1].Body)
+	})
+
+	t.Run("the earlier comment is found past the first page and updated", func(t *testing.T) {
+		f, srv := newForge(t)
+		f.pageSize = 2
+		for i := 1; i <= 5; i++ {
+			f.comments = append(f.comments, comment{ID: i, Body: fmt.Sprintf("review comment %d", i), Author: "alice"})
+		}
+		f.comments[2] = comment{ID: 3, Body: marker + "\nnot the bot's", Author: "mallory"}
+		f.comments = append(f.comments, comment{ID: 6, Body: marker + "\nan older report", Author: f.poster},
+			comment{ID: 7, Body: "one more", Author: "alice"})
+		before := f.snapshot()
+		code, out := run(t, srv, violation, pr)
+		require.Equal(t, 1, code, out)
+		got := f.snapshot()
+		require.Len(t, got, len(before), "no second comment")
+		for i := range got {
+			if got[i].ID == 6 {
+				assert.Equal(t, marker+"\n"+report, got[i].Body, "the bot's comment on page 3 is updated")
+			} else {
+				assert.Equal(t, before[i], got[i])
+			}
+		}
+	})
+
+	t.Run("a report too long for a comment is cut at a line and links the run", func(t *testing.T) {
+		f, srv := newForge(t)
+		var long strings.Builder
+		long.WriteString(report + "\n```\n")
+		for long.Len() <= f.maxBody {
+			long.WriteString("a line of a long diff that goes on and on\n")
+		}
+		long.WriteString("the last line of the report\n```\n")
+		code, out := run(t, srv, map[string]string{"AUDITOR": fakeAuditor(t, long.String(), 1)}, pr)
+		require.Equal(t, 1, code, out)
+		assert.Contains(t, out, "the last line of the report", "the log holds the full report")
+		got := f.snapshot()
+		require.Len(t, got, 1, out)
+		body := got[0].Body
+		assert.LessOrEqual(t, utf8.RuneCountInString(body), f.maxBody)
+		assert.True(t, strings.HasPrefix(body, marker+"\n"+report), "the report's start is kept")
+		assert.NotContains(t, body, "the last line of the report")
+		assert.Contains(t, body, "The report is cut here")
+		assert.Contains(t, body, runURL)
+		fences := 0
+		for _, line := range strings.Split(body, "\n") {
+			if strings.HasPrefix(line, "```") {
+				fences++
+			}
+		}
+		assert.Zero(t, fences%2, "the code block the cut opened is closed")
+		assert.Contains(t, body, "goes on and on\n```\n\n**The report is cut here", "cut after a whole line, the block closed")
+	})
+}
+
+// TestCheckPRMissingVariablesAreErrors: a variable the script needs that is unset is exit 2 (the
+// check could not run) with a message that names it, never 1, which means a finding.
+func TestCheckPRMissingVariablesAreErrors(t *testing.T) {
+	b, err := os.ReadFile("check-pr.sh")
+	require.NoError(t, err)
+	github := map[string]string{"GITHUB_ACTIONS": "true", "BASE_REF": "main", "GITHUB_TOKEN": token,
+		"GITHUB_REPOSITORY": "llm/platform", "PR_NUMBER": prNumber}
+	gitlab := map[string]string{"GITLAB_CI": "true", "BASE_REF": "main", "AUDITOR_GITLAB_TOKEN": token,
+		"CI_API_V4_URL": "http://gitlab.invalid/api/v4", "CI_PROJECT_ID": "42", "CI_MERGE_REQUEST_IID": "3"}
+	for _, c := range []struct {
+		vars  map[string]string
+		unset string
+		set   map[string]string
+		want  string
+	}{
+		{vars: github, unset: "BASE_REF", want: "BASE_REF is not set"},
+		{vars: github, unset: "PR_NUMBER", want: "PR_NUMBER is not set"},
+		{vars: github, unset: "GITHUB_REPOSITORY", want: "GITHUB_REPOSITORY is not set"},
+		{vars: gitlab, unset: "BASE_REF", want: "BASE_REF is not set"},
+		{vars: gitlab, unset: "CI_API_V4_URL", want: "CI_API_V4_URL is not set"},
+		{vars: gitlab, unset: "CI_PROJECT_ID", want: "CI_PROJECT_ID is not set"},
+		{vars: gitlab, unset: "CI_MERGE_REQUEST_IID", want: "CI_MERGE_REQUEST_IID is not set"},
+		{vars: github, set: map[string]string{"FORGE": "bitbucket"}, want: "FORGE=bitbucket"},
+	} {
+		name := c.unset
+		if name == "" {
+			name = "FORGE"
+		}
+		t.Run(name, func(t *testing.T) {
+			vars := map[string]string{}
+			for k, v := range c.vars {
+				if k != c.unset {
+					vars[k] = v
+				}
+			}
+			for k, v := range c.set {
+				vars[k] = v
+			}
+			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()} // nothing of this process's own
+			for k, v := range vars {
+				env = append(env, k+"="+v)
+			}
+			code, out := runShell(t, t.TempDir(), env, nil, string(b))
+			assert.Equal(t, 2, code, out)
+			assert.Contains(t, out, c.want)
+		})
+	}
 }
 
 // TestGitHubActionsFailsAViolatingPullRequestAndCommentsOnce runs the workflow's step as Actions
 // does (`bash -e FILE`, the default shell) on a pull request: a change that passes posts nothing;
 // one that deletes a runbook an alert links fails the job and posts one comment; fixing it passes
 // and updates that same comment. The first run builds the auditor from the target branch, as the
-// snippet does by default; the others reuse that build through AUDITOR.
+// snippet does by default; the others reuse that build through AUDITOR. The token is
+// GITHUB_TOKEN's: GET /user refuses it, and its comments are github-actions[bot]'s.
 func TestGitHubActionsFailsAViolatingPullRequestAndCommentsOnce(t *testing.T) {
 	origin := newRepository(t)
-	f := &forge{t: t, auth: func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+token }}
-	srv := f.serve("/repos/llm/platform/issues/"+prNumber+"/comments", "/repos/llm/platform/issues/comments/", http.MethodPatch)
-	defer srv.Close()
+	f, srv := newGitHub(t)
 	script, stepEnv := githubJob(t, map[string]string{
 		"github.base_ref":                  "main",
 		"github.event.pull_request.number": prNumber,
 		"secrets.GITHUB_TOKEN":             token,
 	})
-	runner := map[string]string{"GITHUB_ACTIONS": "true", "CI": "true", "GITHUB_API_URL": srv.URL, "GITHUB_REPOSITORY": "llm/platform"}
+	runner := map[string]string{"GITHUB_ACTIONS": "true", "CI": "true", "GITHUB_REPOSITORY": "llm/platform",
+		"GITHUB_SERVER_URL": "https://github.example", "GITHUB_RUN_ID": "99"}
 	for k, v := range stepEnv {
 		runner[k] = v
 	}
 	home := t.TempDir()
-	run := func(p pullRequest) (int, string) {
-		return runShell(t, p.dir, toolEnv(t, home, runner), []string{"-e"}, script)
+	runOn := func(t *testing.T, srv *httptest.Server, vars map[string]string, p pullRequest) (int, string) {
+		env := maps.Clone(runner)
+		env["GITHUB_API_URL"] = srv.URL
+		env["RUNNER_TEMP"] = t.TempDir()
+		maps.Copy(env, vars)
+		return runShell(t, p.dir, toolEnv(t, home, env), []string{"-e"}, script)
 	}
+	run := func(p pullRequest) (int, string) { return runOn(t, srv, nil, p) }
 
 	t.Run("a passing change posts nothing", func(t *testing.T) {
 		pr := open(t, origin, func(string) {})
@@ -391,6 +658,7 @@ func TestGitHubActionsFailsAViolatingPullRequestAndCommentsOnce(t *testing.T) {
 	runner["AUDITOR"] = auditor
 
 	reviewCycle(t, f, origin, run)
+	editedGate(t, origin, run)
 	t.Run("a failed post keeps the check's exit code", func(t *testing.T) {
 		runner["GITHUB_TOKEN"] = "wrong"
 		defer func() { runner["GITHUB_TOKEN"] = token }()
@@ -399,39 +667,43 @@ func TestGitHubActionsFailsAViolatingPullRequestAndCommentsOnce(t *testing.T) {
 		require.Equal(t, 1, code, out)
 		assert.Contains(t, out, "the report could not be posted")
 	})
+	commentCases(t, origin, newGitHub, runOn, "https://github.example/llm/platform/actions/runs/99")
 }
 
 // TestGitLabCIFailsAViolatingMergeRequestAndNotesOnce runs the job's script lines as GitLab's
 // bash shell does (`set -eo pipefail`), with its variables, against the notes API.
 func TestGitLabCIFailsAViolatingMergeRequestAndNotesOnce(t *testing.T) {
 	origin := newRepository(t)
-	f := &forge{t: t, auth: func(r *http.Request) bool { return r.Header.Get("PRIVATE-TOKEN") == token }}
-	notes := "/api/v4/projects/42/merge_requests/3/notes"
-	srv := f.serve(notes, notes+"/", http.MethodPut)
-	defer srv.Close()
+	f, srv := newGitLab(t)
 	predefined := map[string]string{
-		"GITLAB_CI": "true", "CI": "true", "CI_API_V4_URL": srv.URL + "/api/v4", "CI_PROJECT_ID": "42",
+		"GITLAB_CI": "true", "CI": "true", "CI_PROJECT_ID": "42",
 		"CI_MERGE_REQUEST_IID": "3", "CI_PIPELINE_SOURCE": "merge_request_event",
 		"CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main", "AUDITOR_GITLAB_TOKEN": token,
+		"CI_JOB_URL": "https://gitlab.example/llm/platform/-/jobs/99",
 	}
 	script, vars := gitlabJob(t, predefined)
 	for k, v := range predefined {
 		vars[k] = v
 	}
-	auditor := builtAuditor(t)
-	vars["AUDITOR"] = auditor
+	vars["AUDITOR"] = builtAuditor(t)
 	home := t.TempDir()
-	run := func(p pullRequest) (int, string) {
-		return runShell(t, p.dir, toolEnv(t, home, vars), []string{"-eo", "pipefail"}, strings.Join(script, "\n")+"\n")
+	runOn := func(t *testing.T, srv *httptest.Server, extra map[string]string, p pullRequest) (int, string) {
+		env := maps.Clone(vars)
+		env["CI_API_V4_URL"] = srv.URL + "/api/v4"
+		maps.Copy(env, extra)
+		return runShell(t, p.dir, toolEnv(t, home, env), []string{"-eo", "pipefail"}, strings.Join(script, "\n")+"\n")
 	}
+	run := func(p pullRequest) (int, string) { return runOn(t, srv, nil, p) }
 
 	pr := reviewCycle(t, f, origin, run)
+	editedGate(t, origin, run)
 	t.Run("a check that cannot run is exit 2 and posts nothing", func(t *testing.T) {
 		vars["BASE_REF"] = "no-such-branch"
 		defer func() { vars["BASE_REF"] = "main" }()
 		code, out := run(pr)
 		assert.Equal(t, 2, code, out)
-		assert.Contains(t, out, "cannot fetch the target branch no-such-branch")
+		assert.Contains(t, out, "no-such-branch")
 		require.Len(t, f.snapshot(), 1)
 	})
+	commentCases(t, origin, newGitLab, runOn, "https://gitlab.example/llm/platform/-/jobs/99")
 }
