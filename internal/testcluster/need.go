@@ -25,9 +25,13 @@ var (
 	absent  error // why Main started no cluster; nil when it did
 )
 
-// clusterMode reads EnvVar: "", "required" or "off".
-func clusterMode() (string, error) {
-	switch v := os.Getenv(EnvVar); v {
+// clusterMode reads EnvVar. Main, Need and NeedTool all read it here, so a misspelt value fails
+// each of them the same way instead of acting as unset.
+func clusterMode() (string, error) { return parseMode(os.Getenv(EnvVar)) }
+
+// parseMode checks a value of EnvVar: "" (unset), "required" or "off"; anything else is an error.
+func parseMode(v string) (string, error) {
+	switch v {
 	case "", modeRequired, modeOff:
 		return v, nil
 	default:
@@ -71,9 +75,15 @@ func Need(t testing.TB) {
 
 // NeedTool returns the path of one of the tools `make tools` builds (the kustomize or helm CLI a
 // test uses as its oracle), picked from the Binaries. When it is missing the test is skipped,
-// or fails with AUDITOR_TEST_CLUSTER=required. It needs no cluster, so "off" still runs it.
+// or fails with AUDITOR_TEST_CLUSTER=required. It needs no cluster, so "off" still runs it. A
+// value of AUDITOR_TEST_CLUSTER other than those fails the test.
 func NeedTool(t testing.TB, pick func(Binaries) string) string {
 	t.Helper()
+	mode, err := clusterMode()
+	if err != nil {
+		t.Fatalf("needs a tool `make tools` builds: %v", err)
+		return ""
+	}
 	bins, _ := FindBinaries() // the paths of the tools are set even when the cluster binaries are missing
 	path := pick(bins)
 	if path != "" {
@@ -82,7 +92,7 @@ func NeedTool(t testing.TB, pick func(Binaries) string) string {
 		}
 	}
 	msg := fmt.Sprintf("needs %q, built by `make tools`", path)
-	if os.Getenv(EnvVar) == modeRequired {
+	if mode == modeRequired {
 		t.Fatal(msg)
 		return ""
 	}

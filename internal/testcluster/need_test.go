@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -84,4 +85,37 @@ func TestNeedToolSkipsAMissingTool(t *testing.T) {
 	r = &recorder{TB: t}
 	NeedTool(r, missing)
 	assert.Contains(t, r.failed, "/nowhere/helm")
+}
+
+// TestParseMode: the values of AUDITOR_TEST_CLUSTER are unset, "required" and "off"; any other,
+// a typo or another case included, is an error that names the variable and the valid values.
+func TestParseMode(t *testing.T) {
+	for _, v := range []string{"", "required", "off"} {
+		mode, err := parseMode(v)
+		assert.NoError(t, err, v)
+		assert.Equal(t, v, mode)
+	}
+	for _, v := range []string{"requierd", "Required", "OFF", "on", "1", " off"} {
+		_, err := parseMode(v)
+		if assert.Error(t, err, v) {
+			assert.Contains(t, err.Error(), fmt.Sprintf("AUDITOR_TEST_CLUSTER=%q", v))
+			assert.Contains(t, err.Error(), `"required", "off" or unset`)
+		}
+	}
+}
+
+// TestNeedToolRefusesAnUnknownMode: a misspelt AUDITOR_TEST_CLUSTER fails a test that needs a
+// tool, even when the tool is there, rather than acting as unset.
+func TestNeedToolRefusesAnUnknownMode(t *testing.T) {
+	present := func(Binaries) string { return os.Args[0] } // this test binary: a file that exists
+	t.Setenv(EnvVar, "requierd")
+	r := &recorder{TB: t}
+	assert.Empty(t, NeedTool(r, present))
+	assert.Contains(t, r.failed, `AUDITOR_TEST_CLUSTER="requierd"`)
+	assert.Empty(t, r.skipped)
+
+	t.Setenv(EnvVar, "off")
+	r = &recorder{TB: t}
+	assert.Equal(t, os.Args[0], NeedTool(r, present), "off still runs a test that needs only a tool")
+	assert.Empty(t, r.failed)
 }
