@@ -14,13 +14,15 @@ work=$(mktemp -d /tmp/auditor-demo.XXXXXX)
 cluster="$work/cluster"
 go build -o "$work/testcluster" ./cmd/testcluster
 tc() { "$work/testcluster" "$@"; }
-pids=()
+# Every background process runs through procs_start, in a process group of its own; on exit,
+# error, Ctrl-C, TERM or HUP the library stops the groups, then runs cleanup: tc up's cluster
+# processes (sessions of their own, with pid files) are stopped by tc down.
+. "$root/hack/lib/procs.sh"
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   tc down --dir "$cluster" >/dev/null 2>&1 || true
   [ -n "${KEEP_DEMO:-}" ] || rm -rf "$work"
 }
-trap cleanup EXIT
+procs_at_cleanup cleanup
 begin=$SECONDS
 step() { printf '\n\033[1m== %s\033[0m  (%ss)\n' "$*" "$((SECONDS-begin))"; }
 
@@ -70,10 +72,8 @@ kubectl -n llm-inference get pods -o wide --no-headers | awk '{print "  " $1 "\t
 step "2. The daemon: auditor serve watches prod and posts to chat"
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(freeport); dport=$(freeport)
-# The binary itself in the background, not the tc function: $! is then the receiver, which
-# cleanup stops (a backgrounded function is a subshell whose child outlives its kill).
-"$work/testcluster" receive --listen "127.0.0.1:$port" > "$work/chat.log" 2>&1 &
-pids+=($!)
+# The binary itself, not the tc function: procs_start runs programs (setsid cannot run a function).
+procs_start "$work/testcluster" receive --listen "127.0.0.1:$port" > "$work/chat.log" 2>&1
 printf 'http://127.0.0.1:%s/hooks/demo' "$port" > "$work/mm-url"
 cat > "$work/auditor.yaml" <<CFG
 repo: $repo
@@ -87,8 +87,7 @@ sinks:
   - name: oncall
     mattermost: {urlFile: $work/mm-url}
 CFG
-bin/auditor serve --config "$work/auditor.yaml" > "$work/daemon.log" 2>&1 &
-pids+=($!)
+procs_start bin/auditor serve --config "$work/auditor.yaml" > "$work/daemon.log" 2>&1
 for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$dport/readyz" >/dev/null && break; sleep 0.1; done
 echo "daemon ready: first audit done, prod in sync, nothing posted"
 
