@@ -12,6 +12,9 @@ import (
 type timeValue struct {
 	t *time.Time
 	s string
+	// zoned requires an offset: the schedule's peaks have their own time zones, so a time
+	// without one would silently be UTC.
+	zoned bool
 }
 
 func (v *timeValue) String() string {
@@ -22,13 +25,18 @@ func (v *timeValue) String() string {
 }
 
 func (v *timeValue) Set(s string) error {
-	if s == "now" {
+	if s == "now" || s == "" { // --at "$AT" with AT unset is now, as no flag is
 		*v.t, v.s = time.Time{}, ""
 		return nil
 	}
 	t, err := parseTime(s)
 	if err != nil {
 		return err
+	}
+	if v.zoned {
+		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+			return fmt.Errorf("time %q has no offset: give one (2026-03-01T08:00:00+03:00 or …Z), the peaks have their own time zones", s)
+		}
 	}
 	*v.t, v.s = t, s
 	return nil
@@ -43,6 +51,19 @@ func addAtFlag(cmd *cobra.Command, t *time.Time, usage, old string) {
 	*t = time.Time{}
 	f := cmd.Flags()
 	f.Var(v, "at", usage+": RFC 3339 (2026-03-01T12:00:00Z), '2026-03-01 12:00' or '2026-03-01' (UTC), or now")
+	addAtAlias(cmd, v, old)
+}
+
+// addZonedAtFlag is addAtFlag for a time that must carry its offset (RFC 3339).
+func addZonedAtFlag(cmd *cobra.Command, t *time.Time, usage, old string) {
+	v := &timeValue{t: t, zoned: true}
+	*t = time.Time{}
+	cmd.Flags().Var(v, "at", usage+": RFC 3339 with an offset (2026-03-01T08:00:00+03:00), or now")
+	addAtAlias(cmd, v, old)
+}
+
+func addAtAlias(cmd *cobra.Command, v *timeValue, old string) {
+	f := cmd.Flags()
 	if old != "" {
 		f.Var(v, old, "the former name of --at")
 		_ = f.MarkDeprecated(old, "use --at")

@@ -113,6 +113,21 @@ func addRepoFlag(cmd *cobra.Command, repo *string, usage string) {
 	f.DurationVar(&g.timeout, "git-timeout", time.Minute, "give up on one clone or fetch of --repo after this long")
 }
 
+// addRootGitFlags keeps the Git flags where they were before they moved to the commands taking
+// --repo: `auditor --git-password-file F ledger sync` still works, hidden, with a warning.
+func addRootGitFlags(root *cobra.Command) {
+	f := root.PersistentFlags()
+	g := &gitOpts
+	f.StringVar(&g.auth.Username, "git-username", "", "")
+	f.StringVar(&g.auth.PasswordFile, "git-password-file", "", "")
+	f.StringVar(&g.auth.SSHKeyFile, "git-ssh-key-file", "", "")
+	f.StringVar(&g.auth.KnownHostsFile, "git-known-hosts-file", "", "")
+	f.DurationVar(&g.timeout, "git-timeout", time.Minute, "")
+	for _, name := range []string{"git-username", "git-password-file", "git-ssh-key-file", "git-known-hosts-file", "git-timeout"} {
+		_ = f.MarkDeprecated(name, "give it after the command name")
+	}
+}
+
 // open opens location: a directory in place, a URL (or user@host:path) cloned onto disk with
 // the credentials, within the timeout. Errors never carry the URL's user info.
 func (g *gitFlags) open(ctx context.Context, location string) (*gitrepo.Repo, error) {
@@ -123,6 +138,11 @@ func (g *gitFlags) open(ctx context.Context, location string) (*gitrepo.Repo, er
 	if err != nil {
 		return nil, err
 	}
+	return g.openRemote(ctx, r)
+}
+
+// openRemote clones or fetches r within --git-timeout; a signal ends it too.
+func (g *gitFlags) openRemote(ctx context.Context, r *gitrepo.Remote) (*gitrepo.Repo, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -88,7 +88,7 @@ func openRemote(ctx context.Context, location string, dryRun bool) (*gitrepo.Rem
 	if err != nil {
 		return nil, nil, failed(err)
 	}
-	repo, err := remote.Open(ctx)
+	repo, err := gitOpts.openRemote(ctx, remote)
 	if err != nil {
 		return nil, nil, failed(err)
 	}

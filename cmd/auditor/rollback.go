@@ -90,6 +90,9 @@ func (o *rollbackOptions) Run(ctx context.Context, w io.Writer) error {
 	} else if perr := o.print(w, res); perr != nil {
 		return perr
 	}
+	if err != nil && o.dryRun {
+		return failed(fmt.Errorf("dry run: the revert was built, but its ledger records could not be: %w", err))
+	}
 	if err != nil { // the revert is pushed, the ledger is not up to date
 		return failed(fmt.Errorf("revert pushed, but the ledger was not updated (run `auditor ledger sync`): %w", err))
 	}

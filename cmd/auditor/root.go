@@ -33,6 +33,7 @@ func newRootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&profile, "profile", "none", "profile to capture: none, cpu or heap")
 	root.PersistentFlags().StringVar(&profileOutput, "profile-output", "profile.pprof", "file to write the profile to")
 	root.SetVersionTemplate("{{.Version}}\n")
+	addRootGitFlags(root)
 	root.AddCommand(newVersionCommand(), newRenderCommand(), newDiffCommand(), newBlameCommand(), newCapacityCommand(), newServeCommand(), newCheckCommand(), newSimulateCommand(), newLedgerCommand(), newRollbackCommand(), newScheduleCommand(), newPromoteCommand())
 	return root
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/mail"
@@ -42,7 +43,7 @@ through file://.`,
 	f.StringVar(&o.peak, "peak", "", "peak name")
 	_ = cmd.RegisterFlagCompletionFunc("peak", completePeaks)
 	addRepoFlag(cmd, &o.repo, "repository URL to push to (file://, https://, ssh://) or a directory")
-	addAtFlag(cmd, &o.at, "fire the occurrence in progress at this time, else the next one", "")
+	addZonedAtFlag(cmd, &o.at, "fire the occurrence in progress at this time, else the next one", "")
 	f.StringVar(&o.author, "author", "Schedule Bot <schedule@llm-gitops.invalid>", "commit author, 'Name <email>'")
 	f.StringVar(&o.branch, "branch", "main", "branch to commit to")
 	f.BoolVar(&o.scaleDown, "scale-down", false, "undo the occurrence's scale-up instead")
@@ -73,7 +74,7 @@ func (o *fireOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return usageErr("--repo: %v", err)
 	}
-	repo, err := remote.Open(ctx)
+	repo, err := gitOpts.openRemote(ctx, remote)
 	if err != nil {
 		return err
 	}
@@ -128,6 +129,11 @@ func (o *fireOptions) Run(ctx context.Context, w io.Writer) error {
 			}
 		}
 	}
+	var late *schedule.DeadlineError
+	if o.dryRun && errors.As(err, &late) && late.Landed {
+		return found(fmt.Sprintf("dry run: pushed now, the scale-up of %s would land after its deadline %s (peak start − cold start)",
+			p.Name, late.Deadline.In(p.Location).Format(time.RFC3339)))
+	}
 	return scheduleErr(err)
 }
 
@@ -142,9 +148,21 @@ func (o *fireOptions) occurrence(s *schedule.Schedule) (*schedule.Peak, time.Tim
 		}
 		return nil, time.Time{}, usageErr("no peak %q in %s (peaks: %s)", o.peak, schedule.Path(o.env), strings.Join(names, ", "))
 	}
-	f, ok := s.Current(p, orNow(o.at))
+	at := orNow(o.at)
+	f, ok := s.Current(p, at) // the first occurrence that ends after at
 	if !ok {
 		return nil, time.Time{}, usageErr("peak %s has no occurrence in progress or to come", p.Name)
+	}
+	for { // where windows overlap, the latest one that has fired by at (at a fire time: its own)
+		start, ok := p.NextStart(f.Start)
+		if !ok {
+			break
+		}
+		next := s.FiringAt(p, start.Add(-s.Lead.Total))
+		if next.FireTime.After(at) {
+			break
+		}
+		f = next
 	}
 	return p, f.FireTime, nil
 }

@@ -32,7 +32,7 @@ func newSchedulePlanCommand() *cobra.Command {
 	addRepoFlag(cmd, &o.repo, "repository: a directory or a URL (file://, https://, ssh://)")
 	f.StringVar(&o.revision, "revision", "", "Git revision to read (default HEAD)")
 	f.IntVar(&o.count, "count", 10, "number of firings")
-	addAtFlag(cmd, &o.at, "plan from this time", "now")
+	addZonedAtFlag(cmd, &o.at, "plan from this time", "now")
 	addReportOutput(cmd, &o.output)
 	return cmd
 }

@@ -112,7 +112,7 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 	case isAuthErr(err):
 		return "", parent, &AuthError{URL: redactURL(r.cfg.URL), Err: err}
 	case refused(err):
-		return "", parent, &permanentError{&RejectedError{Branch: req.Branch, URL: redactURL(r.cfg.URL), Err: err}}
+		return "", parent, &RejectedError{Branch: req.Branch, URL: redactURL(r.cfg.URL), Err: err}
 	default:
 		return "", parent, fmt.Errorf("push %s to %s: %w", req.Branch, redactURL(r.cfg.URL), err)
 	}
@@ -120,9 +120,11 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 	return hash.String(), parent, nil
 }
 
-// RejectedError reports that the server refused the push for a reason another attempt cannot
-// change: a hook declined it, the branch is protected or checked out in a non-bare repository,
-// the server could not store the objects. It is never retried.
+// RejectedError reports that the server refused the push for a reason that does not look like
+// a lost race: a hook declined it, the branch is protected or checked out in a non-bare
+// repository, the server could not store the objects. Update tries a refused push
+// refusalAttempts times (a hook can fail for a moment: GitLab's read-only storage moves, an
+// internal API error) and then returns it, instead of retrying to the deadline.
 type RejectedError struct {
 	Branch string
 	URL    string // with any user info removed
@@ -135,11 +137,16 @@ func (e *RejectedError) Error() string {
 
 func (e *RejectedError) Unwrap() error { return e.Err }
 
-// refused tells whether a push error is the server's refusal of the update (its report-status
-// line for the ref, or an unpack error) rather than a lost race or a transport fault. A race is
-// git's "fetch first", "non-fast-forward" or a ref lock held by a concurrent push: those retry.
+// refusalAttempts is how many times a refused push is tried.
+const refusalAttempts = 3
+
+// refused tells whether a push error is the server's refusal of the update for a reason known
+// not to be a race: its report-status line for the ref names a hook, a protection or a
+// checked-out branch, or the objects were not unpacked. Any other reason (git's "cannot lock
+// ref", "incorrect old value provided", "reference already exists", "failed to update ref") is
+// a lost race or a fault of the moment, retried to the deadline.
 func refused(err error) bool {
-	msg := err.Error()
+	msg := strings.ToLower(err.Error())
 	if strings.HasPrefix(msg, "unpack error: ") {
 		return true
 	}
@@ -147,13 +154,14 @@ func refused(err error) bool {
 	if i < 0 {
 		return false
 	}
-	reason := strings.ToLower(msg[i:])
-	for _, race := range []string{"fetch first", "non-fast-forward", "failed to lock", "cannot lock", "failed to update ref", "stale info"} {
-		if strings.Contains(reason, race) {
-			return false
+	reason := msg[i:]
+	for _, permanent := range []string{"hook declined", "protected branch", "checked out", "shallow update not allowed",
+		"deny updating", "denying", "refusing", "not allowed", "permission"} {
+		if strings.Contains(reason, permanent) {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 func isNoMatchingRef(err error) bool {

@@ -164,6 +164,7 @@ func (r *Remote) update(ctx context.Context, req *UpdateRequest, compute compute
 	steps := wait.Backoff{Duration: b.Initial / 2, Factor: b.Multiplier, Jitter: 1, Cap: b.Max / 2, Steps: math.MaxInt32}
 	var res Result
 	var last error // the last error not caused by the deadline itself
+	refusals := 0  // attempts the server refused (RejectedError)
 	giveUp := func(err error) error {
 		if last == nil || ctx.Err() == nil {
 			last = err
@@ -185,11 +186,16 @@ func (r *Remote) update(ctx context.Context, req *UpdateRequest, compute compute
 		}
 		var perm *permanentError
 		var authErr *AuthError
+		var rejected *RejectedError
 		switch {
 		case errors.As(err, &authErr):
 			return res, authErr
 		case errors.As(err, &perm):
 			return res, perm.err
+		case errors.As(err, &rejected):
+			if refusals++; refusals >= refusalAttempts {
+				return res, rejected
+			}
 		}
 		// Context ended (deadline or cancel): give up with the last real error.
 		if ctx.Err() != nil {

@@ -370,8 +370,9 @@ func TestUpdateDeadline(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second)
 }
 
-// A push the server refuses for good is not retried: a hook that declines it, a branch checked
-// out in a non-bare repository. A lost race still is (TestUpdateRace).
+// A push the server refuses (a hook that declines it, a branch checked out in a non-bare
+// repository) is tried refusalAttempts times, not to the deadline. A lost race is retried to the
+// deadline (TestUpdateRace).
 func TestUpdateRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -394,9 +395,9 @@ func TestUpdateRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := tc.server(t, t.TempDir())
 			before := gitOut(t, repo, "rev-parse", "main")
-			retried := false
+			retries := 0
 			remote, err := NewRemote(RemoteConfig{URL: "file://" + repo,
-				OnRetry: func(int, error, time.Duration) { retried = true }})
+				OnRetry: func(int, error, time.Duration) { retries++ }})
 			require.NoError(t, err)
 			res, err := remote.Update(context.Background(), UpdateRequest{Branch: "main", Author: bot, Message: "m",
 				Change:   func(*Snapshot) (map[string][]byte, error) { return map[string][]byte{"a.txt": []byte("b\n")}, nil },
@@ -404,8 +405,8 @@ func TestUpdateRefused(t *testing.T) {
 			var rej *RejectedError
 			require.ErrorAs(t, err, &rej)
 			assert.Contains(t, err.Error(), tc.reason)
-			assert.Equal(t, 1, res.Attempts)
-			assert.False(t, retried)
+			assert.Equal(t, refusalAttempts, res.Attempts)
+			assert.Equal(t, refusalAttempts-1, retries)
 			assert.Equal(t, before, gitOut(t, repo, "rev-parse", "main"), "branch moved")
 		})
 	}

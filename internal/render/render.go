@@ -341,22 +341,29 @@ func checkYAML(name string, data []byte) error {
 	}
 }
 
-// parserProblem tells the libyaml parser's problems (as opposed to its scanner's) by message.
-func parserProblem(msg string) bool {
-	switch {
-	case strings.HasPrefix(msg, "did not find expected "),
-		strings.HasPrefix(msg, "found duplicate %"),
-		msg == "found incompatible YAML document",
-		msg == "found undefined tag handle":
-		return true
-	}
-	return false
+// parserProblems are the libyaml parser's problems (parserc.go), as opposed to its scanner's.
+// For these yaml.v3 reports the line where the enclosing block starts; yaml.v2, the same
+// parser's port, reports the problem's own line, counted from 0.
+var parserProblems = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected <stream-start>":   true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
 }
 
-// problemLine moves e to the line of the problem itself. yaml.v3 reports the line where the
-// enclosing block starts (a patch's first line, for a bad indent deep inside it); yaml.v2, the
-// same parser's port, reports the problem's. The block's line stays in the message.
+// problemLine moves a parser error e to the line of the problem itself: for a bad indent deep in
+// a patch, the bad line, not the patch's first. A scanner error keeps yaml.v3's line.
 func problemLine(e *YAMLError, data []byte) *YAMLError {
+	if !parserProblems[e.Msg] {
+		return e
+	}
 	dec := yamlv2.NewDecoder(bytes.NewReader(data))
 	for {
 		var v any
@@ -368,15 +375,10 @@ func problemLine(e *YAMLError, data []byte) *YAMLError {
 			return e
 		}
 		p := yamlError(e.File, err)
-		if p.Line > 0 && parserProblem(p.Msg) {
-			p.Line++ // yaml.v2 counts a parser (not scanner) error's line from 0
+		if p.Line == 0 || p.Msg != e.Msg {
+			return e // not the same problem: keep what yaml.v3 said
 		}
-		if p.Line > e.Line && e.Line > 0 {
-			p.Msg = fmt.Sprintf("%s (in the block that starts at line %d)", p.Msg, e.Line)
-		}
-		if p.Line == 0 {
-			return e
-		}
+		p.Line++
 		return p
 	}
 }
