@@ -26,6 +26,15 @@ func completionDir(cmd *cobra.Command) string {
 	return dir
 }
 
+// completionEnv is completionDir and --env; env is "" when either is missing.
+func completionEnv(cmd *cobra.Command) (dir, env string) {
+	dir = completionDir(cmd)
+	if f := cmd.Flags().Lookup("env"); f != nil && dir != "" {
+		env = f.Value.String()
+	}
+	return dir, env
+}
+
 // completions is the values starting with prefix, for the shell.
 func completions(values []string, prefix string) ([]string, cobra.ShellCompDirective) {
 	var out []string
@@ -53,8 +62,8 @@ func completeEnvs(cmd *cobra.Command, _ []string, prefix string) ([]string, cobr
 
 // completeApps offers the Applications of --env's app-of-apps (apps/<env>).
 func completeApps(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
-	dir, env := completionDir(cmd), cmd.Flags().Lookup("env").Value.String()
-	if dir == "" || env == "" {
+	dir, env := completionEnv(cmd)
+	if env == "" {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	s, err := render.FromDir(dir)
@@ -76,8 +85,8 @@ func completeApps(cmd *cobra.Command, _ []string, prefix string) ([]string, cobr
 
 // completePeaks offers the peaks of --env's schedule at HEAD.
 func completePeaks(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
-	dir, env := completionDir(cmd), cmd.Flags().Lookup("env").Value.String()
-	if dir == "" || env == "" {
+	dir, env := completionEnv(cmd)
+	if env == "" {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	repo, err := gitrepo.Open(dir)

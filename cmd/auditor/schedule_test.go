@@ -149,3 +149,20 @@ func TestScheduleFire(t *testing.T) {
 		t.Fatalf("unknown peak: %v", err)
 	}
 }
+
+// Where a peak's windows overlap, --at picks the latest occurrence that has fired by then: at
+// an occurrence's exact fire time, that one, not the earlier one still in progress.
+func TestScheduleFireAtOverlappingWindows(t *testing.T) {
+	text := strings.Replace(prodScheduleText(t), `cron: "0 9 * * 1-5"`, `cron: "0 9,11 * * 1-5"`, 1)
+	_, bare := scheduleRepo(t, text)
+	for _, tc := range []struct{ at, fire string }{
+		{"2099-04-06T10:45:24+03:00", "2099-04-06T10:45:24+03:00"}, // the 11:00 one's fire time
+		{"2099-04-06T10:00:00+03:00", "2099-04-06T08:45:24+03:00"}, // only the 09:00 one has fired
+		{"2099-04-06T11:30:00+03:00", "2099-04-06T10:45:24+03:00"}, // both in progress: the later
+	} {
+		out, err := runSchedule(t, "fire", "--env", "prod", "--peak", "weekday-morning", "--repo", bare,
+			"--at", tc.at, "--dry-run")
+		require.NoError(t, err, out)
+		assert.Contains(t, out, "fire time "+tc.fire, "--at %s", tc.at)
+	}
+}
