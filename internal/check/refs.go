@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,8 +41,13 @@ var builtinPriorityClasses = []string{"system-cluster-critical", "system-node-cr
 // (CreateContainerConfigError, or a volume that never mounts), one whose claim is missing stays
 // Pending, and one whose ServiceAccount or PriorityClass is missing is not even created; Argo CD
 // then waits on the workload's health forever, and every later wave with it.
+//
+// A key it reads one by one (a secretKeyRef or configMapKeyRef, a volume's items) must be in the
+// object when the render knows its keys: a rendered Secret or ConfigMap, an ExternalSecret's
+// spec.data, a Certificate's tls.crt, tls.key and ca.crt. The pod fails the same way without it.
 func refsResolve(objs []*unstructured.Unstructured) []Violation {
 	have := producedObjects(objs)
+	keys := knownKeys(objs)
 	var out []Violation
 	for _, o := range objs {
 		pod := podTemplate(o)
@@ -55,8 +61,98 @@ func refsResolve(objs []*unstructured.Unstructured) []Violation {
 				"%s refers to %s (%s), which the render neither has nor makes %s: %s; render it, make it with a producer the rule knows (an ExternalSecret, a Certificate, a CloudNativePG Cluster), or name it in annotation %s if it is made out of band",
 				id(o), refName(r), r.via, refWhere(r), missingEffect(r.gk), ExternalRefsAnnotation)})
 		}
+		for _, m := range missingKeys(o, keys) {
+			out = append(out, Violation{Rule: "refs-resolve", Object: id(o), Message: fmt.Sprintf(
+				"%s reads key %q of %s (%s), which it does not have (its keys: %s): %s",
+				id(o), m.key, refName(m.ref), m.ref.via, strings.Join(m.have, ", "), missingEffect(m.ref.gk))})
+		}
 	}
 	return sortViolations(out)
+}
+
+// missingKey is a key a pod reads that its Secret or ConfigMap lacks.
+type missingKey struct {
+	ref  objRef
+	key  string
+	have []string // the object's keys, sorted
+}
+
+// missingKeys lists the keys o's pods read one by one that their object, of known keys, lacks.
+func missingKeys(o *unstructured.Unstructured, known map[string][]string) []missingKey {
+	var out []missingKey
+	for _, r := range podRefs(podTemplate(o), o.GetNamespace()) {
+		have, ok := known[r.key()]
+		if r.optional || !ok {
+			continue
+		}
+		for _, k := range r.keys {
+			if !slices.Contains(have, k) {
+				out = append(out, missingKey{ref: r, key: k, have: have})
+			}
+		}
+	}
+	return out
+}
+
+// knownKeys is the keys of every Secret and ConfigMap whose keys the render knows, by objRef key:
+// rendered ones with any (data, stringData, binaryData; an empty one is filled by someone else), an ExternalSecret's target when spec.data lists
+// them all (no dataFrom, no template), a Certificate's secret, and kube-root-ca.crt. Key names
+// only: never a value.
+func knownKeys(objs []*unstructured.Unstructured) map[string][]string {
+	out := map[string][]string{}
+	add := func(gk schema.GroupKind, ns, name string, keys []string) {
+		slices.Sort(keys)
+		out[objRef{gk: gk, namespace: ns, name: name}.key()] = slices.Compact(keys)
+	}
+	fields := func(o *unstructured.Unstructured, names ...string) []string {
+		keys := []string{}
+		for _, f := range names {
+			m, _, _ := unstructured.NestedMap(o.Object, f)
+			for k := range m {
+				keys = append(keys, k)
+			}
+		}
+		return keys
+	}
+	for _, o := range objs {
+		ns := o.GetNamespace()
+		switch gk := o.GroupVersionKind().GroupKind(); {
+		case gk == secretGK: // one rendered empty is filled by someone else (a token controller, a reflector)
+			if keys := fields(o, "data", "stringData"); len(keys) > 0 {
+				add(secretGK, ns, o.GetName(), keys)
+			}
+		case gk == configMapGK:
+			if keys := fields(o, "data", "binaryData"); len(keys) > 0 {
+				add(configMapGK, ns, o.GetName(), keys)
+			}
+		case gk.Group == "external-secrets.io" && gk.Kind == "ExternalSecret":
+			from, _, _ := unstructured.NestedSlice(o.Object, "spec", "dataFrom")
+			tmpl, _, _ := unstructured.NestedMap(o.Object, "spec", "target", "template")
+			if len(from) > 0 || tmpl != nil {
+				continue
+			}
+			name, _, _ := unstructured.NestedString(o.Object, "spec", "target", "name")
+			if name == "" {
+				name = o.GetName()
+			}
+			data, _, _ := unstructured.NestedSlice(o.Object, "spec", "data")
+			keys := []string{}
+			for _, d := range data {
+				if k, _, _ := unstructured.NestedString(asMap(d), "secretKey"); k != "" {
+					keys = append(keys, k)
+				}
+			}
+			add(secretGK, ns, name, keys)
+		case gk.Group == "cert-manager.io" && gk.Kind == "Certificate":
+			if name, _, _ := unstructured.NestedString(o.Object, "spec", "secretName"); name != "" {
+				add(secretGK, ns, name, []string{"tls.crt", "tls.key", "ca.crt"})
+			}
+		}
+		if ns != "" {
+			add(configMapGK, ns, "kube-root-ca.crt", []string{"ca.crt"})
+		}
+	}
+	return out
 }
 
 // unresolvedRefs lists o's pod references that resolve to nothing.

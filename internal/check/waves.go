@@ -23,6 +23,9 @@ type objRef struct {
 	via       string
 	// optional: the pod starts without it (optional: true on the volume, envFrom or key ref).
 	optional bool
+	// keys are the keys of a Secret or ConfigMap the pod reads one by one (a key ref, a volume's
+	// items); empty when it reads them all.
+	keys []string
 }
 
 func (r objRef) key() string { return r.gk.String() + "/" + r.namespace + "/" + r.name }
@@ -177,18 +180,18 @@ func podRefs(pod map[string]any, ns string) []objRef {
 			out = append(out, core("PersistentVolumeClaim", n, via))
 		}
 		if n, _, _ := unstructured.NestedString(vm, "configMap", "name"); n != "" {
-			out = append(out, opt("ConfigMap", n, via, vm, "configMap", "optional"))
+			out = append(out, withItems(opt("ConfigMap", n, via, vm, "configMap", "optional"), vm, "configMap"))
 		}
 		if n, _, _ := unstructured.NestedString(vm, "secret", "secretName"); n != "" {
-			out = append(out, opt("Secret", n, via, vm, "secret", "optional"))
+			out = append(out, withItems(opt("Secret", n, via, vm, "secret", "optional"), vm, "secret"))
 		}
 		srcs, _, _ := unstructured.NestedSlice(vm, "projected", "sources")
 		for _, s := range srcs {
 			if n, _, _ := unstructured.NestedString(asMap(s), "configMap", "name"); n != "" {
-				out = append(out, opt("ConfigMap", n, via, asMap(s), "configMap", "optional"))
+				out = append(out, withItems(opt("ConfigMap", n, via, asMap(s), "configMap", "optional"), asMap(s), "configMap"))
 			}
 			if n, _, _ := unstructured.NestedString(asMap(s), "secret", "name"); n != "" {
-				out = append(out, opt("Secret", n, via, asMap(s), "secret", "optional"))
+				out = append(out, withItems(opt("Secret", n, via, asMap(s), "secret", "optional"), asMap(s), "secret"))
 			}
 		}
 	}
@@ -212,15 +215,34 @@ func podRefs(pod map[string]any, ns string) []objRef {
 				ename, _, _ := unstructured.NestedString(em, "name")
 				via := fmt.Sprintf("env %s of container %s", ename, cname)
 				if n, _, _ := unstructured.NestedString(em, "valueFrom", "configMapKeyRef", "name"); n != "" {
-					out = append(out, opt("ConfigMap", n, via, em, "valueFrom", "configMapKeyRef", "optional"))
+					ref := opt("ConfigMap", n, via, em, "valueFrom", "configMapKeyRef", "optional")
+					if k, _, _ := unstructured.NestedString(em, "valueFrom", "configMapKeyRef", "key"); k != "" {
+						ref.keys = []string{k}
+					}
+					out = append(out, ref)
 				}
 				if n, _, _ := unstructured.NestedString(em, "valueFrom", "secretKeyRef", "name"); n != "" {
-					out = append(out, opt("Secret", n, via, em, "valueFrom", "secretKeyRef", "optional"))
+					ref := opt("Secret", n, via, em, "valueFrom", "secretKeyRef", "optional")
+					if k, _, _ := unstructured.NestedString(em, "valueFrom", "secretKeyRef", "key"); k != "" {
+						ref.keys = []string{k}
+					}
+					out = append(out, ref)
 				}
 			}
 		}
 	}
 	return out
+}
+
+// withItems adds to r the keys a volume source (m[field]) projects by its items, if it names any.
+func withItems(r objRef, m map[string]any, field string) objRef {
+	items, _, _ := unstructured.NestedSlice(m, field, "items")
+	for _, it := range items {
+		if k, _, _ := unstructured.NestedString(asMap(it), "key"); k != "" {
+			r.keys = append(r.keys, k)
+		}
+	}
+	return r
 }
 
 // routeRefs lists a Gateway API route's parents (Argo CD's route health waits for the parent's
