@@ -61,10 +61,10 @@ func refsResolve(objs []*unstructured.Unstructured) []Violation {
 				"%s refers to %s (%s), which the render neither has nor makes %s: %s; render it, make it with a producer the rule knows (an ExternalSecret, a Certificate, a CloudNativePG Cluster), or name it in annotation %s if it is made out of band",
 				id(o), refName(r), r.via, refWhere(r), missingEffect(r.gk), ExternalRefsAnnotation)})
 		}
-		for _, m := range missingKeys(o, keys) {
+		for _, m := range missingKeys(o, keys, external) {
 			out = append(out, Violation{Rule: "refs-resolve", Object: id(o), Message: fmt.Sprintf(
-				"%s reads key %q of %s (%s), which it does not have (its keys: %s): %s",
-				id(o), m.key, refName(m.ref), m.ref.via, strings.Join(m.have, ", "), missingEffect(m.ref.gk))})
+				"%s reads key %q of %s (%s), which it does not have (its keys: %s): %s; or name it in annotation %s if keys are added out of band",
+				id(o), m.key, refName(m.ref), m.ref.via, keyList(m.have), missingEffect(m.ref.gk), ExternalRefsAnnotation)})
 		}
 	}
 	return sortViolations(out)
@@ -77,12 +77,24 @@ type missingKey struct {
 	have []string // the object's keys, sorted
 }
 
+// keyList is keys for a message: at most 10, "none" for none.
+func keyList(keys []string) string {
+	switch {
+	case len(keys) == 0:
+		return "none"
+	case len(keys) > 10:
+		return fmt.Sprintf("%s and %d more", strings.Join(keys[:10], ", "), len(keys)-10)
+	}
+	return strings.Join(keys, ", ")
+}
+
 // missingKeys lists the keys o's pods read one by one that their object, of known keys, lacks.
-func missingKeys(o *unstructured.Unstructured, known map[string][]string) []missingKey {
+// An object named in the workload's ExternalRefsAnnotation is taken to have them.
+func missingKeys(o *unstructured.Unstructured, known map[string][]string, external map[string]bool) []missingKey {
 	var out []missingKey
 	for _, r := range podRefs(podTemplate(o), o.GetNamespace()) {
 		have, ok := known[r.key()]
-		if r.optional || !ok {
+		if r.optional || !ok || have == nil || external[r.key()] {
 			continue
 		}
 		for _, k := range r.keys {
@@ -94,15 +106,25 @@ func missingKeys(o *unstructured.Unstructured, known map[string][]string) []miss
 	return out
 }
 
-// knownKeys is the keys of every Secret and ConfigMap whose keys the render knows, by objRef key:
-// rendered ones with any (data, stringData, binaryData; an empty one is filled by someone else), an ExternalSecret's target when spec.data lists
-// them all (no dataFrom, no template), a Certificate's secret, and kube-root-ca.crt. Key names
-// only: never a value.
+// knownKeys is the keys of every Secret and ConfigMap whose keys the render knows, by objRef key;
+// a nil entry means they cannot be known. Known are: rendered ones with data (data, stringData,
+// binaryData; an empty one, or one a controller injects into, is filled by someone else; a
+// service-account token gets token, ca.crt and namespace), an ExternalSecret's target when it
+// owns it and spec.data lists all (creationPolicy Owner or Orphan, no dataFrom, no template), a
+// Certificate's Secret (tls.crt, tls.key and ca.crt, which cert-manager writes only when the
+// issuer returns a CA; its additional output formats and keystores), and kube-root-ca.crt.
+// Two producers of one object add up. Key names only: never a value.
 func knownKeys(objs []*unstructured.Unstructured) map[string][]string {
 	out := map[string][]string{}
 	add := func(gk schema.GroupKind, ns, name string, keys []string) {
+		k := objRef{gk: gk, namespace: ns, name: name}.key()
+		if prev, seen := out[k]; seen && (prev == nil || keys == nil) {
+			out[k] = nil // one producer of unknown keys: unknown
+			return
+		}
+		keys = append(out[k], keys...)
 		slices.Sort(keys)
-		out[objRef{gk: gk, namespace: ns, name: name}.key()] = slices.Compact(keys)
+		out[k] = slices.Compact(keys)
 	}
 	fields := func(o *unstructured.Unstructured, names ...string) []string {
 		keys := []string{}
@@ -117,23 +139,32 @@ func knownKeys(objs []*unstructured.Unstructured) map[string][]string {
 	for _, o := range objs {
 		ns := o.GetNamespace()
 		switch gk := o.GroupVersionKind().GroupKind(); {
-		case gk == secretGK: // one rendered empty is filled by someone else (a token controller, a reflector)
-			if keys := fields(o, "data", "stringData"); len(keys) > 0 {
-				add(secretGK, ns, o.GetName(), keys)
+		case gk == secretGK:
+			keys := fields(o, "data", "stringData")
+			if t, _, _ := unstructured.NestedString(o.Object, "type"); t == "kubernetes.io/service-account-token" {
+				keys = append(keys, "token", "ca.crt", "namespace")
 			}
+			if len(keys) == 0 || injected(o) {
+				keys = nil
+			}
+			add(secretGK, ns, o.GetName(), keys)
 		case gk == configMapGK:
-			if keys := fields(o, "data", "binaryData"); len(keys) > 0 {
-				add(configMapGK, ns, o.GetName(), keys)
+			keys := fields(o, "data", "binaryData")
+			if len(keys) == 0 || injected(o) {
+				keys = nil
 			}
+			add(configMapGK, ns, o.GetName(), keys)
 		case gk.Group == "external-secrets.io" && gk.Kind == "ExternalSecret":
-			from, _, _ := unstructured.NestedSlice(o.Object, "spec", "dataFrom")
-			tmpl, _, _ := unstructured.NestedMap(o.Object, "spec", "target", "template")
-			if len(from) > 0 || tmpl != nil {
-				continue
-			}
 			name, _, _ := unstructured.NestedString(o.Object, "spec", "target", "name")
 			if name == "" {
 				name = o.GetName()
+			}
+			from, _, _ := unstructured.NestedSlice(o.Object, "spec", "dataFrom")
+			tmpl, _, _ := unstructured.NestedMap(o.Object, "spec", "target", "template")
+			policy, _, _ := unstructured.NestedString(o.Object, "spec", "target", "creationPolicy")
+			if len(from) > 0 || tmpl != nil || policy == "Merge" || policy == "None" {
+				add(secretGK, ns, name, nil) // keys from the provider, or another owner's
+				continue
 			}
 			data, _, _ := unstructured.NestedSlice(o.Object, "spec", "data")
 			keys := []string{}
@@ -145,7 +176,7 @@ func knownKeys(objs []*unstructured.Unstructured) map[string][]string {
 			add(secretGK, ns, name, keys)
 		case gk.Group == "cert-manager.io" && gk.Kind == "Certificate":
 			if name, _, _ := unstructured.NestedString(o.Object, "spec", "secretName"); name != "" {
-				add(secretGK, ns, name, []string{"tls.crt", "tls.key", "ca.crt"})
+				add(secretGK, ns, name, certificateKeys(o))
 			}
 		}
 		if ns != "" {
@@ -153,6 +184,38 @@ func knownKeys(objs []*unstructured.Unstructured) map[string][]string {
 		}
 	}
 	return out
+}
+
+// injected says whether a controller adds keys to o: OpenShift's CA bundle injection.
+func injected(o *unstructured.Unstructured) bool {
+	for k := range o.GetAnnotations() {
+		if strings.Contains(k, "inject-cabundle") {
+			return true
+		}
+	}
+	_, ok := o.GetLabels()["config.openshift.io/inject-trusted-cabundle"]
+	return ok
+}
+
+// certificateKeys are the keys cert-manager writes to a Certificate's Secret.
+func certificateKeys(o *unstructured.Unstructured) []string {
+	keys := []string{"tls.crt", "tls.key", "ca.crt"}
+	formats, _, _ := unstructured.NestedSlice(o.Object, "spec", "additionalOutputFormats")
+	for _, f := range formats {
+		switch t, _, _ := unstructured.NestedString(asMap(f), "type"); t {
+		case "CombinedPEM":
+			keys = append(keys, "tls-combined.pem")
+		case "DER":
+			keys = append(keys, "key.der")
+		}
+	}
+	if ok, _, _ := unstructured.NestedBool(o.Object, "spec", "keystores", "jks", "create"); ok {
+		keys = append(keys, "keystore.jks", "truststore.jks")
+	}
+	if ok, _, _ := unstructured.NestedBool(o.Object, "spec", "keystores", "pkcs12", "create"); ok {
+		keys = append(keys, "keystore.p12", "truststore.p12")
+	}
+	return keys
 }
 
 // unresolvedRefs lists o's pod references that resolve to nothing.
