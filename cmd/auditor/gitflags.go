@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
 )
@@ -103,29 +105,29 @@ var gitOpts gitFlags
 // addRepoFlag adds --repo, with usage, and the Git credentials and timeout it is read with, to
 // cmd alone: commands that read no repository do not list them in their help.
 func addRepoFlag(cmd *cobra.Command, repo *string, usage string) {
-	f := cmd.Flags()
-	f.StringVar(repo, "repo", ".", usage)
-	g := &gitOpts
-	f.StringVar(&g.auth.Username, "git-username", "", `HTTPS user name for --repo (default "git" with --git-password-file)`)
-	f.StringVar(&g.auth.PasswordFile, "git-password-file", "", "file holding the HTTPS password or token for --repo")
-	f.StringVar(&g.auth.SSHKeyFile, "git-ssh-key-file", "", "SSH private key for ssh:// and user@host:path repositories")
-	f.StringVar(&g.auth.KnownHostsFile, "git-known-hosts-file", "", "known_hosts file to verify the SSH server with")
-	f.DurationVar(&g.timeout, "git-timeout", time.Minute, "give up on one clone or fetch of --repo after this long")
+	cmd.Flags().StringVar(repo, "repo", ".", usage)
+	gitOpts.bind(cmd.Flags())
 }
 
 // addRootGitFlags keeps the Git flags where they were before they moved to the commands taking
 // --repo: `auditor --git-password-file F ledger sync` still works, hidden, with a warning.
 func addRootGitFlags(root *cobra.Command) {
 	f := root.PersistentFlags()
-	g := &gitOpts
-	f.StringVar(&g.auth.Username, "git-username", "", "")
-	f.StringVar(&g.auth.PasswordFile, "git-password-file", "", "")
-	f.StringVar(&g.auth.SSHKeyFile, "git-ssh-key-file", "", "")
-	f.StringVar(&g.auth.KnownHostsFile, "git-known-hosts-file", "", "")
-	f.DurationVar(&g.timeout, "git-timeout", time.Minute, "")
-	for _, name := range []string{"git-username", "git-password-file", "git-ssh-key-file", "git-known-hosts-file", "git-timeout"} {
-		_ = f.MarkDeprecated(name, "give it after the command name")
-	}
+	gitOpts.bind(f)
+	f.VisitAll(func(fl *pflag.Flag) {
+		if strings.HasPrefix(fl.Name, "git-") {
+			_ = f.MarkDeprecated(fl.Name, "give it after the command name")
+		}
+	})
+}
+
+// bind defines the Git flags on f, bound to g.
+func (g *gitFlags) bind(f *pflag.FlagSet) {
+	f.StringVar(&g.auth.Username, "git-username", "", `HTTPS user name for --repo (default "git" with --git-password-file)`)
+	f.StringVar(&g.auth.PasswordFile, "git-password-file", "", "file holding the HTTPS password or token for --repo")
+	f.StringVar(&g.auth.SSHKeyFile, "git-ssh-key-file", "", "SSH private key for ssh:// and user@host:path repositories")
+	f.StringVar(&g.auth.KnownHostsFile, "git-known-hosts-file", "", "known_hosts file to verify the SSH server with")
+	f.DurationVar(&g.timeout, "git-timeout", time.Minute, "give up on one clone or fetch of --repo after this long")
 }
 
 // open opens location: a directory in place, a URL (or user@host:path) cloned onto disk with

@@ -155,10 +155,7 @@ func knownKeys(objs []*unstructured.Unstructured) map[string][]string {
 			}
 			add(configMapGK, ns, o.GetName(), keys)
 		case gk.Group == "external-secrets.io" && gk.Kind == "ExternalSecret":
-			name, _, _ := unstructured.NestedString(o.Object, "spec", "target", "name")
-			if name == "" {
-				name = o.GetName()
-			}
+			name := externalSecretTarget(o)
 			from, _, _ := unstructured.NestedSlice(o.Object, "spec", "dataFrom")
 			tmpl, _, _ := unstructured.NestedMap(o.Object, "spec", "target", "template")
 			policy, _, _ := unstructured.NestedString(o.Object, "spec", "target", "creationPolicy")
@@ -184,6 +181,15 @@ func knownKeys(objs []*unstructured.Unstructured) map[string][]string {
 		}
 	}
 	return out
+}
+
+// externalSecretTarget is the Secret an ExternalSecret writes: spec.target.name, by default its
+// own name.
+func externalSecretTarget(o *unstructured.Unstructured) string {
+	if name, _, _ := unstructured.NestedString(o.Object, "spec", "target", "name"); name != "" {
+		return name
+	}
+	return o.GetName()
 }
 
 // injected says whether a controller adds keys to o: OpenShift's CA bundle injection.
@@ -255,11 +261,7 @@ func producedObjects(objs []*unstructured.Unstructured) map[string]bool {
 		ns := o.GetNamespace()
 		switch gk := o.GroupVersionKind().GroupKind(); {
 		case gk.Group == "external-secrets.io" && gk.Kind == "ExternalSecret":
-			name, _, _ := unstructured.NestedString(o.Object, "spec", "target", "name")
-			if name == "" {
-				name = o.GetName()
-			}
-			add(secretGK, ns, name)
+			add(secretGK, ns, externalSecretTarget(o))
 		case gk.Group == "cert-manager.io" && gk.Kind == "Certificate":
 			if name, _, _ := unstructured.NestedString(o.Object, "spec", "secretName"); name != "" {
 				add(secretGK, ns, name)
