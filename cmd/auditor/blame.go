@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/blame"
+	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
 )
@@ -59,6 +61,8 @@ Exit codes: 0 done, >1 error.`,
 	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
 	o.src.add(cmd)
+	// blame reads commits only: the shared usage's work-tree default is not blame's.
+	cmd.Flags().Lookup("revision").Usage = "Git revision to walk back from (default: the revision Argo CD synced; the branch head with --git-only)"
 	o.kube.add(cmd)
 	return cmd
 }
@@ -97,6 +101,7 @@ func (o *blameOptions) Run(ctx context.Context, w io.Writer) error {
 	renders := render.NewCache("", 4) // in memory: a walk adds a revision to an entry at every commit
 	renders.Shared = true
 	var b *blame.Blame
+	cluster := "the cluster was not read (--git-only)"
 	if o.gitOnly {
 		if b, err = blame.Git(ctx, repo, req, blame.Options{Renders: renders}); err != nil {
 			return failed(err)
@@ -126,8 +131,30 @@ func (o *blameOptions) Run(ctx context.Context, w io.Writer) error {
 			return failed(err)
 		}
 		b.AddLive(cache, a.People, rep)
+		cluster = "read the cluster at " + cfg.Host
+		if o.kube.context != "" {
+			cluster += " (context " + o.kube.context + ")"
+		}
+	}
+	if o.src.cmd != nil {
+		fmt.Fprintln(o.src.cmd.ErrOrStderr(), "auditor:", o.describe(b, cluster))
 	}
 	return writeBlame(w, b, o.output)
+}
+
+// describe says what blame read, for stderr: the repository, the commit the walk started from
+// and how far back it went, and whether the cluster was read.
+func (o *blameOptions) describe(b *blame.Blame, cluster string) string {
+	from := readAt(o.src.repo, o.src.revision, b.Revision)
+	if o.src.revision == "" && !o.gitOnly {
+		from = fmt.Sprintf("%s at the revision diff audits (%s)", gitrepo.RedactURL(o.src.repo), gitrepo.Short(b.Revision))
+	}
+	commits := "commits"
+	if b.History.Commits == 1 {
+		commits = "commit"
+	}
+	return fmt.Sprintf("blamed %s in overlays/%s from %s, %d first-parent %s back; %s",
+		b.Object, o.env, from, b.History.Commits, commits, cluster)
 }
 
 func writeBlame(w io.Writer, b *blame.Blame, output string) error {

@@ -17,6 +17,7 @@ type planOptions struct {
 	env, repo, revision, output string
 	count                       int
 	at                          time.Time // --at; zero is now
+	stderr                      io.Writer // says what was read
 }
 
 func newSchedulePlanCommand() *cobra.Command {
@@ -37,8 +38,11 @@ func newSchedulePlanCommand() *cobra.Command {
 	return cmd
 }
 
-// Complete has nothing to fill.
-func (o *planOptions) Complete(*cobra.Command, []string) error { return nil }
+// Complete takes the command's stderr, which says what was read.
+func (o *planOptions) Complete(cmd *cobra.Command, _ []string) error {
+	o.stderr = cmd.ErrOrStderr()
+	return nil
+}
 
 // Validate rejects a missing --env, and a non-positive --count.
 func (o *planOptions) Validate() error {
@@ -63,6 +67,9 @@ func (o *planOptions) Run(ctx context.Context, w io.Writer) error {
 	snap, err := repo.Snapshot(o.revision)
 	if err != nil {
 		return err
+	}
+	if o.stderr != nil { // before the schedule is read: an error in it is an error at this commit
+		fmt.Fprintf(o.stderr, "auditor: read %s from %s\n", schedule.Path(o.env), readAt(o.repo, o.revision, snap.Revision))
 	}
 	s, err := schedule.Load(snap, o.env)
 	if err != nil {

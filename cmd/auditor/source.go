@@ -89,3 +89,12 @@ func (f *sourceFlags) describe(s render.Source, env string) string {
 	return fmt.Sprintf("%s; Argo CD syncs %s at its pin %s (%s): --revision %s renders that",
 		what, env, gitrepo.Short(rel.Revision), release.File(env), rel.Revision)
 }
+
+// readAt says, for stderr, which commit of which repository a command read that reads commits
+// only: "REPO at REV (SHORT)", REV being HEAD when none was asked; a URL loses its user info.
+func readAt(repo, rev, hash string) string {
+	if rev == "" {
+		rev = "HEAD"
+	}
+	return fmt.Sprintf("%s at %s (%s)", gitrepo.RedactURL(repo), rev, gitrepo.Short(hash))
+}
