@@ -12,7 +12,7 @@ COMMIT       := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # The release a build is stamped with: the tag at HEAD, else the commit (dirty when the work tree is).
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE        ?= registry.example.com/llm/auditor:$(VERSION)
-PLATFORMS    := linux/amd64 linux/arm64
+PLATFORMS    := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # The Helm SDK reports its release to charts (.Capabilities.HelmVersion) as Argo CD's helm does.
 LDFLAGS      := -X github.com/llm-gitops/platform/internal/version.Commit=$(COMMIT) -X helm.sh/helm/v4/internal/version.version=v4.3.1
 TEST_TIMEOUT ?= 40m
@@ -28,7 +28,7 @@ build: ## build bin/auditor
 	@mkdir -p bin
 	go build -ldflags "$(LDFLAGS)" -o bin/auditor ./cmd/auditor
 
-release: ## static Linux binaries for amd64 and arm64, in dist/ with SHA256SUMS (VERSION=v1.2.3)
+release: ## binaries for Linux (static) and macOS, amd64 and arm64, in dist/ with SHA256SUMS (VERSION=v1.2.3)
 	@rm -rf dist && mkdir -p dist
 	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; out=dist/auditor-$(VERSION)-$$os-$$arch; \
 	  echo ">>> $$out"; \
@@ -36,7 +36,7 @@ release: ## static Linux binaries for amd64 and arm64, in dist/ with SHA256SUMS 
 	    -ldflags "-s -w $(LDFLAGS) -X github.com/llm-gitops/platform/internal/version.Version=$(VERSION)" \
 	    -o $$out ./cmd/auditor || exit 1; \
 	done
-	@cd dist && sha256sum auditor-* > SHA256SUMS && cat SHA256SUMS
+	@cd dist && $$(command -v sha256sum || echo shasum -a 256) auditor-* > SHA256SUMS && cat SHA256SUMS
 
 image: ## the container image (Dockerfile) as IMAGE; push it with docker push
 	docker build --build-arg COMMIT=$(COMMIT) --build-arg VERSION=$(VERSION) -t $(IMAGE) .

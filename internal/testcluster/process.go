@@ -22,9 +22,10 @@ type process struct {
 	err  error
 }
 
-// startProcess runs bin with args (and env added to this process's), its output in dir/<name>.log. Attached processes receive SIGKILL
-// when the test binary dies (Pdeathsig), so a panicking test leaves no server behind; detached ones
-// (make cluster-up) start a new session and outlive the command that started them.
+// startProcess runs bin with args (and env added to this process's), its output in dir/<name>.log.
+// Attached processes lead a process group of their own and, on Linux, receive SIGKILL when the
+// test binary dies (Pdeathsig: see attachedAttr), so a panicking test leaves no server behind;
+// detached ones (make cluster-up) start a new session and outlive the command that started them.
 func startProcess(dir, name, bin string, args, env []string, detach bool) (*process, error) {
 	logFile, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
@@ -38,7 +39,7 @@ func startProcess(dir, name, bin string, args, env []string, detach bool) (*proc
 	if detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	} else {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+		cmd.SysProcAttr = attachedAttr()
 	}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
