@@ -17,9 +17,7 @@ import (
 // onlyApplication narrows a report to one Application of the env's group: its objects, its
 // entry. An Application the group does not have is a usage error naming those it has.
 func onlyApplication(rep *drift.Report, name string) (*drift.Report, error) {
-	var names []string
 	for _, app := range rep.Applications {
-		names = append(names, app.Name)
 		if app.Name != name {
 			continue
 		}
@@ -48,18 +46,32 @@ func onlyApplication(rep *drift.Report, name string) (*drift.Report, error) {
 		}
 		return &out, nil
 	}
-	return nil, usageErr("env %s has no Application %s (its Applications: %s)", rep.Env, name, strings.Join(names, ", "))
+	return nil, usageErr("env %s has no Application %s (its Applications: %s)", rep.Env, name, applicationNames(rep))
+}
+
+// applicationNames lists the Applications of an env's group, for errors.
+func applicationNames(rep *drift.Report) string {
+	var names []string
+	for _, app := range rep.Applications {
+		names = append(names, app.Name)
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 // runAll audits every env of the repository, one report each; with --app, only the env whose
-// group has that Application. An env that cannot be audited is named on stderr and the others
-// are audited.
+// group has that Application (none: a usage error naming each env's Applications). An env that
+// cannot be audited is named on stderr and the others are audited.
 func (o *diffOptions) runAll(ctx context.Context, w io.Writer, a *audit.Auditor) error {
 	if len(a.Envs) == 0 {
 		return failed(fmt.Errorf("the repository has no envs (directories under overlays/ with a kustomization)"))
 	}
 	reps := []*drift.Report{}
 	var errs []error
+	appFound := false  // with --app: an env's group has it
+	var known []string // with --app: the Applications of the envs without it
 	for _, env := range a.Envs {
 		rep, err := a.Run(ctx, audit.Request{Env: env, Revision: o.src.revision})
 		if err != nil {
@@ -69,8 +81,10 @@ func (o *diffOptions) runAll(ctx context.Context, w io.Writer, a *audit.Auditor)
 		}
 		if o.app != "" {
 			if !hasApplication(rep, o.app) {
+				known = append(known, env+": "+applicationNames(rep))
 				continue // not this env's
 			}
+			appFound = true
 			if rep, err = onlyApplication(rep, o.app); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", env, err))
 				continue
@@ -78,8 +92,12 @@ func (o *diffOptions) runAll(ctx context.Context, w io.Writer, a *audit.Auditor)
 		}
 		reps = append(reps, rep)
 	}
-	if o.app != "" && len(reps) == 0 && len(errs) == 0 {
-		return usageErr("no env has an Application %s", o.app)
+	if o.app != "" && !appFound && len(known) > 0 {
+		if len(errs) > 0 { // the envs not audited may have it
+			return failed(fmt.Errorf("no env audited has an Application %s (%s); not audited: %w",
+				o.app, strings.Join(known, "; "), errors.Join(errs...)))
+		}
+		return usageErr("no env has an Application %s (%s)", o.app, strings.Join(known, "; "))
 	}
 	if o.output != "text" {
 		if err := writeReport(w, o.output, reps, nil); err != nil {
