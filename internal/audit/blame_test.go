@@ -40,7 +40,7 @@ func TestBlameNamesTheCommitAndThePerson(t *testing.T) {
 	kout, err := edit.CombinedOutput()
 	require.NoError(t, err, "%s", kout)
 
-	out, code := runAuditor(t, buildAuditor(t), "blame", "deployment/vllm-qwen", "--env", "prod", "-n", inference, "--repo", f.Dir,
+	out, code := runAuditorStdout(t, buildAuditor(t), "blame", "deployment/vllm-qwen", "--env", "prod", "-n", inference, "--repo", f.Dir,
 		"--kubeconfig", cluster.Kubeconfig, "--audit-log", cluster.AuditLog, "-o", "json")
 	require.Equal(t, 0, code, out)
 	var b blame.Blame

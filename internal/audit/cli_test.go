@@ -31,7 +31,7 @@ func TestCLIDiff(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}
 	}
-	out, code = runAuditor(t, bin, append(args, "-o", "json")...)
+	out, code = runAuditorStdout(t, bin, append(args, "-o", "json")...)
 	if code != 1 {
 		t.Fatalf("json drift: exit %d\n%s", code, out)
 	}
@@ -102,7 +102,7 @@ func TestCLIDiffApplicationsAndAll(t *testing.T) {
 	f.KubectlEdit(f.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
 	base := []string{"diff", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig}
 
-	out, code := runAuditor(t, bin, append(base, "--env", "prod", "--app", "llm-prod", "-o", "json")...)
+	out, code := runAuditorStdout(t, bin, append(base, "--env", "prod", "--app", "llm-prod", "-o", "json")...)
 	if code != 1 {
 		t.Fatalf("--app llm-prod: exit %d, want 1\n%s", code, out)
 	}
@@ -128,7 +128,7 @@ func TestCLIDiffApplicationsAndAll(t *testing.T) {
 		t.Errorf("--env with --all: exit %d\n%s", code, out)
 	}
 
-	out, code = runAuditor(t, bin, append(base, "--all", "-o", "json")...)
+	out, code = runAuditorStdout(t, bin, append(base, "--all", "-o", "json")...)
 	if code != 1 { // dev and staging are not synced to this cluster, and prod drifted
 		t.Fatalf("--all: exit %d, want 1\n%s", code, out)
 	}

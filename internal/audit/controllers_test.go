@@ -241,7 +241,7 @@ func TestBorrowedControllerName(t *testing.T) {
 	diff := func(args ...string) drift.Report {
 		t.Helper()
 		// The audit log is written as requests complete; the CLI reads what is there.
-		out, code := runAuditor(t, bin, append([]string{"diff", "--env", e.env, "--repo", e.dir, "--kubeconfig", cluster.Kubeconfig, "-o", "json"}, args...)...)
+		out, code := runAuditorStdout(t, bin, append([]string{"diff", "--env", e.env, "--repo", e.dir, "--kubeconfig", cluster.Kubeconfig, "-o", "json"}, args...)...)
 		require.Contains(t, []int{0, 1}, code, out)
 		var rep drift.Report
 		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)

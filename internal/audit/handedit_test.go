@@ -75,7 +75,7 @@ func TestHandEditsKubectlDiffSees(t *testing.T) {
 	assert.Empty(t, oracleMismatch(rep, kubectlDiff(t, f)), "field paths differ from kubectl diff --server-side")
 
 	// The CLI says the same and exits 1.
-	out, code := runAuditor(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig, "-o", "json")
+	out, code := runAuditorStdout(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig, "-o", "json")
 	require.Equal(t, 1, code, out)
 	var cli drift.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &cli), out)

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -225,13 +226,32 @@ func oracleMismatch(rep *drift.Report, theirs map[string][]fieldpath.Path, onlyO
 // runAuditor runs the CLI and returns its combined output and exit code.
 func runAuditor(t *testing.T, bin string, args ...string) (string, int) {
 	t.Helper()
+	out, errOut, code := runAuditorStreams(t, bin, args...)
+	return out + errOut, code
+}
+
+// runAuditorStdout runs the CLI and returns what it printed on stdout (a report to decode) and
+// its exit code; what it said on stderr is logged.
+func runAuditorStdout(t *testing.T, bin string, args ...string) (string, int) {
+	t.Helper()
+	out, errOut, code := runAuditorStreams(t, bin, args...)
+	if errOut != "" {
+		t.Logf("auditor %s: stderr:\n%s", strings.Join(args, " "), errOut)
+	}
+	return out, code
+}
+
+func runAuditorStreams(t *testing.T, bin string, args ...string) (string, string, int) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, args...)
-	out, err := cmd.CombinedOutput()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatalf("run auditor: %v", err)
 	}
-	return string(out), code
+	return stdout.String(), stderr.String(), code
 }

@@ -32,7 +32,7 @@ func TestAuditLogNamesThePeople(t *testing.T) {
 	kout, err = cluster.Kubectl(context.Background(), "--context", "bob", "-n", api, "set", "env", "deployment/rag-api", "-c", "api", "QDRANT_URL-").CombinedOutput()
 	require.NoError(t, err, "%s", kout)
 
-	out, code := runAuditor(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig,
+	out, code := runAuditorStdout(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig,
 		"--audit-log", cluster.AuditLog, "-o", "json")
 	require.Equal(t, 1, code, out)
 	var rep drift.Report
@@ -57,7 +57,7 @@ func TestAuditLogNamesThePeople(t *testing.T) {
 	assert.Equal(t, "patch", env.Actor.Verb)
 
 	// Without the audit log the report is as before: managers, no people.
-	out, code = runAuditor(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig, "-o", "json")
+	out, code = runAuditorStdout(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig, "-o", "json")
 	require.Equal(t, 1, code, out)
 	var plain drift.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &plain), out)
@@ -99,7 +99,7 @@ func TestAuditLogTellsTwoPeopleOnOneObjectApart(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	kubectlEditAs(t, "alice", api, "deployment/rag-api", `s#image: registry.example.com/llm/rag-api:1.4.2#image: registry.example.com/llm/rag-api:1.4.3#`)
 
-	report, code := runAuditor(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig,
+	report, code := runAuditorStdout(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig,
 		"--audit-log", cluster.AuditLog, "-o", "json")
 	require.Equal(t, 1, code, report)
 	var rep drift.Report
@@ -144,7 +144,7 @@ func TestAuditLogNamesWhoMadeAndDeletedObjects(t *testing.T) {
 	out, err = cluster.Kubectl(context.Background(), "--context", "bob", "-n", declared.Namespace, "delete", "configmap", declared.Name).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	report, code := runAuditor(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig,
+	report, code := runAuditorStdout(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig,
 		"--audit-log", cluster.AuditLog, "-o", "json")
 	require.Equal(t, 1, code, report)
 	var rep drift.Report
