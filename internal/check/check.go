@@ -11,7 +11,8 @@
 // profile (seqs.go); every alert with a runbook in the
 // repository (runbooks.go); GPU nodes and their disruption: node classes in Git with room for the
 // images and a pinned AMI, batch that survives preemption (gpu.go), GPU capacity kept in business
-// hours (disruption.go); and the security of each namespace:
+// hours (disruption.go); a site's own values set and no example name deployed (site.go); and the
+// security of each namespace:
 // Pod Security enforced at a pinned version, a default-deny NetworkPolicy that leaves DNS open
 // (security.go), and containers fit for the restricted level where it is enforced (restricted.go).
 package check
@@ -189,6 +190,9 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Violations = append(er.Violations, v...)
 		er.Warnings = append(er.Warnings, w...)
 		er.KVCache, v, w = vllmMaxNumSeqs(h.Objects)
+		er.Violations = append(er.Violations, v...)
+		er.Warnings = append(er.Warnings, w...)
+		v, w = siteValues(envHead, headSrc, env, h.Objects)
 		er.Violations = append(er.Violations, v...)
 		er.Warnings = append(er.Warnings, w...)
 		if len(er.Violations) > 0 {
