@@ -14,7 +14,8 @@ import (
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
-// upstreamURL is the repository URL the manifests name (apps/, clusters/, the auditor's config).
+// upstreamURL is the repository URL the manifests name (apps/, clusters/, the auditor's config and
+// each env's site values, overlays/<env>/site).
 const upstreamURL = "https://git.example.com/platform/llm-gitops.git"
 
 // publish pushes the working tree's HEAD to a bare repository under dir, as a Git server would
@@ -39,7 +40,7 @@ func publish(dir string) (url, head string, err error) {
 		}
 	}
 	var changed []string
-	for _, top := range []string{"apps", "clusters", "base/auditor"} {
+	for _, top := range []string{"apps", "clusters", "base/auditor", "overlays"} {
 		err := filepath.Walk(filepath.Join(work, top), func(p string, info os.FileInfo, err error) error {
 			if err != nil || info.IsDir() || !strings.HasSuffix(p, ".yaml") {
 				return err

@@ -186,18 +186,7 @@ func TestAdoptPatchApplies(t *testing.T) {
 // TestAdoptPatchOnTheRepository adopts hand edits of the issue into a copy of the project's own
 // base, components and overlays.
 func TestAdoptPatchOnTheRepository(t *testing.T) {
-	files := map[string]string{}
-	for _, top := range []string{"base", "components", "overlays"} {
-		require.NoError(t, filepath.Walk(filepath.Join("../..", top), func(p string, info os.FileInfo, err error) error {
-			if err != nil || info.IsDir() {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			rel, _ := filepath.Rel("../..", p)
-			files[filepath.ToSlash(rel)] = string(data)
-			return err
-		}))
-	}
+	files := gittest.ReadTree(t, "../..", "base", "components", "overlays")
 	dir := gitRepo(t, files)
 	ragAPI := drift.Object{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "llm-api", Name: "rag-api", Status: drift.Modified, Fields: []drift.Field{
 		notifytest.At(drift.Field{Live: "registry.example.com/llm/rag-api:1.4.3", Change: drift.Changed}, "spec", "template", "spec", "containers", fieldpath.KeyByFields("name", "api"), "image"),

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llm-gitops/platform/internal/gittest"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/release"
 )
@@ -18,25 +19,7 @@ import (
 func repoCopy(t *testing.T) (string, func(msg string), func(rel, old, new string)) {
 	t.Helper()
 	dir := t.TempDir()
-	for _, top := range []string{"base", "components", "overlays", "apps", "policies", "clusters", "docs"} {
-		err := filepath.Walk(filepath.Join("../..", top), func(p string, info os.FileInfo, err error) error {
-			if err != nil || info.IsDir() {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel("../..", p)
-			if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dir, rel), data, 0o644)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	gittest.WriteFiles(t, dir, gittest.ReadTree(t, "../..", "base", "components", "overlays", "apps", "policies", "clusters", "docs"))
 	git := func(args ...string) {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir

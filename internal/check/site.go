@@ -48,9 +48,9 @@ func siteValues(envSrc, appsSrc render.Source, env string, objs []*unstructured.
 			violations = append(violations, Violation{Rule: "site-values", Object: site.Path(env), Message: err.Error()})
 			continue
 		}
-		if !seen[p.src.Revision()] {
-			seen[p.src.Revision()] = true
-			for _, problem := range v.Problems() {
+		for _, problem := range v.Problems() { // once, when the env's pin and main agree
+			if !seen[problem] {
+				seen[problem] = true
 				violations = append(violations, Violation{Rule: "site-values", Object: site.Path(env), Message: problem})
 			}
 		}

@@ -29,10 +29,16 @@ func TestShippedConfigLoads(t *testing.T) {
 	if err := os.WriteFile(file, []byte(cm.Data["config.yaml"]), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The StatefulSet sets them: AUDITOR_ENV per overlay, the others from the env's site values.
 	t.Setenv("AUDITOR_ENV", "prod")
+	t.Setenv("AUDITOR_REPO", "https://git.acme.io/ml/platform.git")
+	t.Setenv("ARGOCD_URL", "https://cd.acme.io")
 	cfg, err := LoadConfig(file)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg.Repo != "https://git.acme.io/ml/platform.git" || cfg.ArgoCDURL != "https://cd.acme.io" {
+		t.Errorf("repo %q and argocdURL %q are not the site's", cfg.Repo, cfg.ArgoCDURL)
 	}
 	if len(cfg.Envs) != 1 || cfg.Envs[0] != "prod" || !cfg.LeaderElection.Enabled || cfg.FetchInterval.Duration.String() != "1m0s" || len(cfg.Sinks) != 1 {
 		t.Errorf("unexpected config %+v", cfg)

@@ -116,3 +116,28 @@ func HTTPHandler(t testing.TB, root, user, pass string) http.Handler {
 		backend.ServeHTTP(w, r)
 	})
 }
+
+// ReadTree reads the files under the folders tops of root (slash-separated path relative to root
+// -> content): a copy of the repository's own manifests for WriteFiles to lay down elsewhere.
+func ReadTree(t testing.TB, root string, tops ...string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	for _, top := range tops {
+		err := filepath.Walk(filepath.Join(root, top), func(p string, info os.FileInfo, err error) error {
+			if err != nil || info.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(root, p)
+			files[filepath.ToSlash(rel)] = string(data)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/llm-gitops/platform/internal/gittest"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
@@ -19,21 +20,7 @@ import (
 func repoCopy(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, top := range []string{"base", "components", "overlays", "apps", "clusters"} {
-		err := filepath.Walk(filepath.Join("../..", top), func(p string, info os.FileInfo, err error) error {
-			if err != nil || info.IsDir() {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel("../..", p)
-			require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755))
-			return os.WriteFile(filepath.Join(dir, rel), data, 0o644)
-		})
-		require.NoError(t, err)
-	}
+	gittest.WriteFiles(t, dir, gittest.ReadTree(t, "../..", "base", "components", "overlays", "apps", "clusters"))
 	return dir
 }
 
