@@ -45,8 +45,9 @@ karpenter.sh/do-not-disrupt) and the security rules (every namespace
 enforces a Pod Security level at a pinned version and has a default-deny NetworkPolicy that
 leaves DNS open; every container in a namespace enforcing restricted fits restricted) and the
 monitoring rule (every PrometheusRule alert has a runbook_url naming a file of docs/runbooks/ at
---head). Each env's
-section ends with what its namespaces enforce.
+--head) and the site rule (overlays/<env>/site/site.yaml sets every site value, well formed;
+once it is no longer the template's, staging and prod deploy no example.com name: see auditor
+site). Each env's section ends with what its namespaces enforce.
 
 Exit codes: 0 pass, 1 violations, >1 error.`,
 		Example: `  auditor check --base origin/main --head HEAD -o markdown > comment.md`,
