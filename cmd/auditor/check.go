@@ -43,7 +43,9 @@ business hours, a bounded one the rest, expireAfter Never; a GPU Deployment's PD
 several replicas all go at once; GPU Jobs and CronJobs ignore DisruptionTarget in their podFailurePolicy and carry
 karpenter.sh/do-not-disrupt) and the security rules (every namespace
 enforces a Pod Security level at a pinned version and has a default-deny NetworkPolicy that
-leaves DNS open; every container in a namespace enforcing restricted fits restricted) and the
+leaves DNS open; every container in a namespace enforcing restricted fits restricted; every flow
+of policies/flows.yaml, monitor scrape, route backend and pod DNS lookup passes the
+NetworkPolicies) and the
 monitoring rule (every PrometheusRule alert has a runbook_url naming a file of docs/runbooks/ at
 --head) and the site rule (overlays/<env>/site/site.yaml sets every site value, well formed;
 once it is no longer the template's, staging and prod deploy no example.com name: see auditor

@@ -14,7 +14,8 @@
 // hours (disruption.go); a site's own values set and no example name deployed (site.go); and the
 // security of each namespace:
 // Pod Security enforced at a pinned version, a default-deny NetworkPolicy that leaves DNS open
-// (security.go), and containers fit for the restricted level where it is enforced (restricted.go).
+// (security.go), containers fit for the restricted level where it is enforced (restricted.go), and
+// the connections the platform needs allowed by its NetworkPolicies (flows.go, netpol.go).
 package check
 
 import (
@@ -192,6 +193,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.KVCache, v, w = vllmMaxNumSeqs(h.Objects)
 		er.Violations = append(er.Violations, v...)
 		er.Warnings = append(er.Warnings, w...)
+		er.Violations = append(er.Violations, flowsAllowed(envHead, h.Objects)...)
 		v, w = siteValues(envHead, headSrc, env, h.Objects)
 		er.Violations = append(er.Violations, v...)
 		er.Warnings = append(er.Warnings, w...)
