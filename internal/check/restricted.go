@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/llm-gitops/platform/internal/manifest"
 )
 
 // restrictedVolumes are the volume types the Pod Security level restricted allows.
@@ -150,10 +152,4 @@ func effectiveSeccomp(podCtx, ctx map[string]any) string {
 }
 
 // podSpec returns the pod spec of a workload or of a Pod, nil for other kinds.
-func podSpec(o *unstructured.Unstructured) map[string]any {
-	if o.GroupVersionKind().GroupKind() == (schema.GroupKind{Kind: "Pod"}) {
-		spec, _, _ := unstructured.NestedMap(o.Object, "spec")
-		return spec
-	}
-	return podTemplate(o)
-}
+func podSpec(o *unstructured.Unstructured) map[string]any { return manifest.PodSpec(o) }

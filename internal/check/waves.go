@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/llm-gitops/platform/internal/manifest"
 )
 
 const (
@@ -127,21 +129,12 @@ func needs(o *unstructured.Unstructured) []objRef {
 	return out
 }
 
-// podTemplate returns a workload's pod spec, nil for other kinds.
+// podTemplate returns a workload's pod spec, nil for other kinds (a Pod included).
 func podTemplate(o *unstructured.Unstructured) map[string]any {
-	var path []string
-	switch o.GroupVersionKind().GroupKind() {
-	case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "StatefulSet"},
-		schema.GroupKind{Group: "apps", Kind: "DaemonSet"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
-		schema.GroupKind{Group: "batch", Kind: "Job"}:
-		path = []string{"spec", "template", "spec"}
-	case schema.GroupKind{Group: "batch", Kind: "CronJob"}:
-		path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
-	default:
+	if o.GroupVersionKind().GroupKind() == (schema.GroupKind{Kind: "Pod"}) {
 		return nil
 	}
-	pod, _, _ := unstructured.NestedMap(o.Object, path...)
-	return pod
+	return manifest.PodSpec(o)
 }
 
 // podRefs lists what a pod needs to be created and started: its ServiceAccount and

@@ -1,0 +1,245 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/llm-gitops/platform/internal/manifest"
+)
+
+// The flows rule flows-allowed derives from the render: the pods its workloads make, the
+// targets its monitors scrape, the backends its routes send to.
+
+// renderedPods are the pods the render's workloads make: their templates' labels and ports.
+func renderedPods(objs []*unstructured.Unstructured) []netPeer {
+	var out []netPeer
+	for _, o := range objs {
+		tmpl := manifest.PodTemplate(o)
+		if tmpl == nil {
+			continue
+		}
+		if host, _, _ := unstructured.NestedBool(tmpl, "spec", "hostNetwork"); host {
+			continue // the node's address: NetworkPolicy does not apply to it
+		}
+		lbls, _, _ := unstructured.NestedStringMap(tmpl, "metadata", "labels")
+		p := netPeer{what: fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName()), namespace: o.GetNamespace(), labels: lbls, ports: map[string]namedPort{}}
+		for _, field := range []string{"containers", "initContainers"} {
+			cs, _, _ := unstructured.NestedSlice(tmpl, "spec", field)
+			for _, c := range cs {
+				cm, _ := c.(map[string]any)
+				ports, _, _ := unstructured.NestedSlice(cm, "ports")
+				for _, port := range ports {
+					pm, _ := port.(map[string]any)
+					name, _ := pm["name"].(string)
+					num, _, _ := unstructured.NestedInt64(pm, "containerPort")
+					proto, _ := pm["protocol"].(string)
+					if proto == "" {
+						proto = string(corev1.ProtocolTCP)
+					}
+					if name != "" {
+						p.ports[name] = namedPort{number: int32(num), protocol: corev1.Protocol(proto)}
+					}
+				}
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// target is a pod and the port a flow reaches it on.
+type target struct {
+	pod  netPeer
+	port int32
+	why  string
+}
+
+// scrapeTargets are the pods and ports the ServiceMonitors and PodMonitors scrape, among pods.
+// A monitor whose Service, pods or port the render does not hold is skipped.
+func scrapeTargets(objs []*unstructured.Unstructured, pods []netPeer) []target {
+	services := objectsOf(objs, "", "Service")
+	var out []target
+	for _, m := range objs {
+		if m.GroupVersionKind().Group != "monitoring.coreos.com" {
+			continue
+		}
+		namespaces := monitorNamespaces(m)
+		var sel metav1.LabelSelector
+		if s, ok, _ := unstructured.NestedMap(m.Object, "spec", "selector"); ok {
+			_ = runtimeFrom(s, &sel)
+		}
+		why := fmt.Sprintf("scrape of %s %s/%s", m.GetKind(), m.GetNamespace(), m.GetName())
+		switch m.GetKind() {
+		case "ServiceMonitor":
+			eps, _, _ := unstructured.NestedSlice(m.Object, "spec", "endpoints")
+			for _, svc := range services {
+				if !namespaces(svc.GetNamespace()) || !selectorMatches(&sel, svc.GetLabels()) {
+					continue
+				}
+				for _, ep := range eps {
+					epm, _ := ep.(map[string]any)
+					portName, _ := epm["port"].(string)
+					tp := epm["targetPort"]
+					out = append(out, serviceTargets(svc, portName, tp, pods, why)...)
+				}
+			}
+		case "PodMonitor":
+			eps, _, _ := unstructured.NestedSlice(m.Object, "spec", "podMetricsEndpoints")
+			for _, p := range pods {
+				if !namespaces(p.namespace) || !selectorMatches(&sel, p.labels) {
+					continue
+				}
+				for _, ep := range eps {
+					epm, _ := ep.(map[string]any)
+					if name, _ := epm["port"].(string); name != "" {
+						if np, ok := p.ports[name]; ok {
+							out = append(out, target{pod: p, port: np.number, why: why})
+						}
+					} else if n, ok, _ := unstructured.NestedInt64(epm, "portNumber"); ok {
+						out = append(out, target{pod: p, port: int32(n), why: why})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// monitorNamespaces is the namespaces a monitor looks in: its namespaceSelector's matchNames,
+// any, or its own namespace.
+func monitorNamespaces(m *unstructured.Unstructured) func(string) bool {
+	if any, _, _ := unstructured.NestedBool(m.Object, "spec", "namespaceSelector", "any"); any {
+		return func(string) bool { return true }
+	}
+	names, ok, _ := unstructured.NestedStringSlice(m.Object, "spec", "namespaceSelector", "matchNames")
+	if !ok || len(names) == 0 {
+		names = []string{m.GetNamespace()}
+	}
+	return func(ns string) bool {
+		for _, n := range names {
+			if n == ns {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// serviceTargets resolves a Service port (by name, or a target port given directly) to the pods
+// behind the Service and the container port each is reached on.
+func serviceTargets(svc *unstructured.Unstructured, portName string, targetPort any, pods []netPeer, why string) []target {
+	selector, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+	if len(selector) == 0 {
+		return nil // endpoints managed by hand: not known from the render
+	}
+	var tp any = targetPort
+	if tp == nil {
+		ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+		for _, p := range ports {
+			pm, _ := p.(map[string]any)
+			if name, _ := pm["name"].(string); name == portName {
+				tp = pm["targetPort"]
+				if tp == nil {
+					tp = pm["port"]
+				}
+			}
+		}
+	}
+	var out []target
+	for _, p := range pods {
+		if p.namespace != svc.GetNamespace() || !selectorMatches(&metav1.LabelSelector{MatchLabels: selector}, p.labels) {
+			continue
+		}
+		switch v := tp.(type) {
+		case string:
+			if np, ok := p.ports[v]; ok {
+				out = append(out, target{pod: p, port: np.number, why: why})
+			}
+		case int64:
+			out = append(out, target{pod: p, port: int32(v), why: why})
+		case float64:
+			out = append(out, target{pod: p, port: int32(v), why: why})
+		}
+	}
+	return out
+}
+
+// routeBackends are the pods and ports the HTTPRoutes and GRPCRoutes send traffic to.
+func routeBackends(objs []*unstructured.Unstructured, pods []netPeer) []target {
+	services := map[string]*unstructured.Unstructured{}
+	for _, s := range objectsOf(objs, "", "Service") {
+		services[s.GetNamespace()+"/"+s.GetName()] = s
+	}
+	var out []target
+	for _, r := range objs {
+		if r.GroupVersionKind().Group != "gateway.networking.k8s.io" || (r.GetKind() != "HTTPRoute" && r.GetKind() != "GRPCRoute") {
+			continue
+		}
+		why := fmt.Sprintf("%s %s/%s to its backend", r.GetKind(), r.GetNamespace(), r.GetName())
+		rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
+		for _, rule := range rules {
+			rm, _ := rule.(map[string]any)
+			refs, _, _ := unstructured.NestedSlice(rm, "backendRefs")
+			for _, ref := range refs {
+				b, _ := ref.(map[string]any)
+				if kind, _ := b["kind"].(string); kind != "" && kind != "Service" {
+					continue
+				}
+				name, _ := b["name"].(string)
+				ns, _ := b["namespace"].(string)
+				if ns == "" {
+					ns = r.GetNamespace()
+				}
+				svc := services[ns+"/"+name]
+				port, _, _ := unstructured.NestedInt64(b, "port")
+				if svc == nil || port == 0 {
+					continue
+				}
+				ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+				for _, p := range ports {
+					pm, _ := p.(map[string]any)
+					if n, _, _ := unstructured.NestedInt64(pm, "port"); n == port {
+						tp := pm["targetPort"]
+						if tp == nil {
+							tp = port
+						}
+						out = append(out, serviceTargets(svc, "", tp, pods, why)...)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func objectsOf(objs []*unstructured.Unstructured, group, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GroupVersionKind().Group == group {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func runtimeFrom(m map[string]any, into any) error {
+	data, err := yaml.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return yaml.Unmarshal(data, into)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

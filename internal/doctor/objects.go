@@ -1,0 +1,129 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/llm-gitops/platform/internal/manifest"
+)
+
+// ref is a cluster-scoped object the render names without creating it.
+type ref struct {
+	gvr        schema.GroupVersionResource
+	kind, name string
+	by         []string // the objects naming it
+	fix        string
+}
+
+// objectChecks: each cluster-scoped object the render names and does not create exists.
+func objectChecks(ctx context.Context, dyn dynamic.Interface, objs []*unstructured.Unstructured, served map[schema.GroupVersion]map[string]resource) []Check {
+	rendered := map[string]bool{}
+	for _, o := range objs {
+		rendered[o.GetKind()+"/"+o.GetName()] = true
+	}
+	refs := map[string]*ref{}
+	add := func(gvr schema.GroupVersionResource, kind, name string, by *unstructured.Unstructured, fix string) {
+		if name == "" || rendered[kind+"/"+name] {
+			return
+		}
+		k := kind + "/" + name
+		if refs[k] == nil {
+			refs[k] = &ref{gvr: gvr, kind: kind, name: name, fix: fix}
+		}
+		who := by.GetKind() + " " + path.Join(by.GetNamespace(), by.GetName())
+		if !slices.Contains(refs[k].by, who) && len(refs[k].by) < 3 {
+			refs[k].by = append(refs[k].by, who)
+		}
+	}
+	for _, o := range objs {
+		switch gk := o.GroupVersionKind().GroupKind(); gk {
+		case schema.GroupKind{Group: "cert-manager.io", Kind: "Certificate"}:
+			if k, _, _ := unstructured.NestedString(o.Object, "spec", "issuerRef", "kind"); k == "ClusterIssuer" {
+				n, _, _ := unstructured.NestedString(o.Object, "spec", "issuerRef", "name")
+				add(schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "clusterissuers"}, "ClusterIssuer", n, o,
+					"create the cert-manager ClusterIssuer, or set the site's issuer (auditor site set issuer=NAME)")
+			}
+		case schema.GroupKind{Group: "external-secrets.io", Kind: "ExternalSecret"}:
+			if k, _, _ := unstructured.NestedString(o.Object, "spec", "secretStoreRef", "kind"); k == "ClusterSecretStore" {
+				n, _, _ := unstructured.NestedString(o.Object, "spec", "secretStoreRef", "name")
+				add(schema.GroupVersionResource{Group: "external-secrets.io", Version: externalSecretsVersion(served), Resource: "clustersecretstores"}, "ClusterSecretStore", n, o,
+					"create the External Secrets ClusterSecretStore, or set the site's store (auditor site set secretStore=NAME)")
+			}
+		case schema.GroupKind{Group: "gateway.networking.k8s.io", Kind: "Gateway"}:
+			n, _, _ := unstructured.NestedString(o.Object, "spec", "gatewayClassName")
+			add(schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"}, "GatewayClass", n, o,
+				"install a Gateway controller whose GatewayClass has this name, or rename gatewayClassName")
+		case schema.GroupKind{Kind: "PersistentVolumeClaim"}:
+			n, _, _ := unstructured.NestedString(o.Object, "spec", "storageClassName")
+			add(schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}, "StorageClass", n, o,
+				"create the StorageClass, or change storageClassName")
+		case schema.GroupKind{Group: "postgresql.cnpg.io", Kind: "Cluster"}:
+			n, _, _ := unstructured.NestedString(o.Object, "spec", "storage", "storageClass")
+			add(schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}, "StorageClass", n, o,
+				"create the StorageClass, or change spec.storage.storageClass")
+		}
+		if claims, ok, _ := unstructured.NestedSlice(o.Object, "spec", "volumeClaimTemplates"); ok {
+			for _, c := range claims {
+				cm, _ := c.(map[string]any)
+				n, _, _ := unstructured.NestedString(cm, "spec", "storageClassName")
+				add(schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}, "StorageClass", n, o,
+					"create the StorageClass, or change the claim template's storageClassName")
+			}
+		}
+		if pod := manifest.PodSpec(o); pod != nil {
+			n, _, _ := unstructured.NestedString(pod, "priorityClassName")
+			if n != "system-cluster-critical" && n != "system-node-critical" {
+				add(schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}, "PriorityClass", n, o,
+					"create the PriorityClass, or remove priorityClassName")
+			}
+		}
+	}
+	keys := make([]string, 0, len(refs))
+	for k := range refs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []Check
+	for _, k := range keys {
+		r := refs[k]
+		c := Check{Area: "object", Name: r.kind + " " + r.name, Detail: "named by " + strings.Join(r.by, ", ")}
+		if _, ok := served[r.gvr.GroupVersion()][r.kind]; !ok {
+			c.Detail = fmt.Sprintf("its API (%s) is not served; %s", r.gvr.GroupVersion(), c.Detail)
+			c.Fix = "install " + operatorOf(r.gvr.Group) + ", then: " + r.fix
+			out = append(out, c)
+			continue
+		}
+		_, err := dyn.Resource(r.gvr).Get(ctx, r.name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			c.OK = true
+		case apierrors.IsNotFound(err):
+			c.Detail = "missing; " + c.Detail
+			c.Fix = r.fix
+		default:
+			c.Detail = "cannot read it: " + err.Error()
+			c.Fix = "let the kubeconfig's user get " + r.gvr.Resource
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func externalSecretsVersion(served map[schema.GroupVersion]map[string]resource) string {
+	for _, v := range []string{"v1", "v1beta1"} {
+		if _, ok := served[schema.GroupVersion{Group: "external-secrets.io", Version: v}]["ClusterSecretStore"]; ok {
+			return v
+		}
+	}
+	return "v1"
+}
