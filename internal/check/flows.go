@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
@@ -64,13 +65,20 @@ type flow struct {
 // ServiceMonitor or PodMonitor, every HTTPRoute backend behind the Gateway and every pod's DNS
 // is allowed by the env's NetworkPolicies. Each denied flow is named with the policies that
 // deny it. A revision without FlowsFile is not checked.
-func flowsAllowed(src render.Source, objs []*unstructured.Unstructured) []Violation {
+//
+// Warnings name each monitor endpoint or route backend that resolves to no pod (its flow is not
+// checked), and an env whose pin predates FlowsFile on main (head).
+func flowsAllowed(src, head render.Source, env string, objs []*unstructured.Unstructured) (violations, warnings []Violation) {
 	data, err := src.ReadFile(FlowsFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		if head.Has(FlowsFile) {
+			warnings = append(warnings, Violation{Rule: "flows-allowed", Object: FlowsFile, Message: fmt.Sprintf(
+				"%s runs pin %s, which predates %s: its NetworkPolicies are checked once a promotion moves it", env, gitrepo.Short(src.Revision()), FlowsFile)})
+		}
+		return nil, warnings
 	}
-	bad := func(err error) []Violation {
-		return []Violation{{Rule: "flows-allowed", Object: FlowsFile, Message: err.Error()}}
+	bad := func(err error) ([]Violation, []Violation) {
+		return []Violation{{Rule: "flows-allowed", Object: FlowsFile, Message: err.Error()}}, nil
 	}
 	if err != nil {
 		return bad(err)
@@ -83,11 +91,13 @@ func flowsAllowed(src render.Source, objs []*unstructured.Unstructured) []Violat
 	if err != nil {
 		return bad(err)
 	}
-	flows, err := spec.flows(objs)
+	flows, misses, err := spec.flows(objs)
 	if err != nil {
 		return bad(err)
 	}
-	var out []Violation
+	for _, m := range misses {
+		warnings = append(warnings, Violation{Rule: "flows-allowed", Object: FlowsFile, Message: m})
+	}
 	seen := map[string]bool{}
 	for _, f := range flows {
 		v := np.allows(f.src, f.dst, f.port, f.proto)
@@ -97,14 +107,14 @@ func flowsAllowed(src render.Source, objs []*unstructured.Unstructured) []Violat
 			continue
 		}
 		seen[key] = true
-		out = append(out, Violation{Rule: "flows-allowed", Object: object,
+		violations = append(violations, Violation{Rule: "flows-allowed", Object: object,
 			Message: fmt.Sprintf("%d/%s (%s) is denied: %s", f.port, f.proto, f.why, v.reason)})
 	}
-	return out
+	return violations, warnings
 }
 
 // flows lists every flow to check: the declared ones and the derived ones.
-func (s *flowsSpec) flows(objs []*unstructured.Unstructured) ([]flow, error) {
+func (s *flowsSpec) flows(objs []*unstructured.Unstructured) ([]flow, []string, error) {
 	pods := renderedPods(objs)
 	resolve := func(name string) ([]netPeer, error) {
 		e, ok := s.Endpoints[name]
@@ -123,17 +133,18 @@ func (s *flowsSpec) flows(objs []*unstructured.Unstructured) ([]flow, error) {
 		}
 	}
 	var out []flow
+	var misses []string
 	for i, f := range s.Flows {
 		if f.Port <= 0 || f.Port > 65535 {
-			return nil, fmt.Errorf("%s: flow %d (%s → %s): port %d", FlowsFile, i+1, f.From, f.To, f.Port)
+			return nil, nil, fmt.Errorf("%s: flow %d (%s → %s): port %d", FlowsFile, i+1, f.From, f.To, f.Port)
 		}
 		from, err := resolve(f.From)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		to, err := resolve(f.To)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		proto := f.Protocol
 		if proto == "" {
@@ -152,7 +163,7 @@ func (s *flowsSpec) flows(objs []*unstructured.Unstructured) ([]flow, error) {
 	if s.Derive.DNS != "" {
 		dns, err := resolve(s.Derive.DNS)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, p := range pods {
 			for _, d := range dns {
@@ -165,9 +176,11 @@ func (s *flowsSpec) flows(objs []*unstructured.Unstructured) ([]flow, error) {
 	if s.Derive.Monitors != "" {
 		scraper, err := resolve(s.Derive.Monitors)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		for _, t := range scrapeTargets(objs, universe) {
+		targets, m := scrapeTargets(objs, universe)
+		misses = append(misses, m...)
+		for _, t := range targets {
 			for _, p := range scraper {
 				out = append(out, flow{src: p, dst: t.pod, port: t.port, proto: corev1.ProtocolTCP, why: t.why})
 			}
@@ -176,15 +189,17 @@ func (s *flowsSpec) flows(objs []*unstructured.Unstructured) ([]flow, error) {
 	if s.Derive.Routes != "" {
 		gw, err := resolve(s.Derive.Routes)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		for _, t := range routeBackends(objs, universe) {
+		targets, m := routeBackends(objs, universe)
+		misses = append(misses, m...)
+		for _, t := range targets {
 			for _, p := range gw {
 				out = append(out, flow{src: p, dst: t.pod, port: t.port, proto: corev1.ProtocolTCP, why: t.why})
 			}
 		}
 	}
-	return out, nil
+	return out, misses, nil
 }
 
 // peers are the pods an endpoint stands for: the rendered ones its labels select in its

@@ -23,11 +23,9 @@ func renderedPods(objs []*unstructured.Unstructured) []netPeer {
 		if tmpl == nil {
 			continue
 		}
-		if host, _, _ := unstructured.NestedBool(tmpl, "spec", "hostNetwork"); host {
-			continue // the node's address: NetworkPolicy does not apply to it
-		}
+		host, _, _ := unstructured.NestedBool(tmpl, "spec", "hostNetwork")
 		lbls, _, _ := unstructured.NestedStringMap(tmpl, "metadata", "labels")
-		p := netPeer{what: fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName()), namespace: o.GetNamespace(), labels: lbls, ports: map[string]namedPort{}}
+		p := netPeer{what: fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName()), namespace: o.GetNamespace(), labels: lbls, ports: map[string]namedPort{}, host: host}
 		for _, field := range []string{"containers", "initContainers"} {
 			cs, _, _ := unstructured.NestedSlice(tmpl, "spec", field)
 			for _, c := range cs {
@@ -59,13 +57,12 @@ type target struct {
 	why  string
 }
 
-// scrapeTargets are the pods and ports the ServiceMonitors and PodMonitors scrape, among pods.
-// A monitor whose Service, pods or port the render does not hold is skipped.
-func scrapeTargets(objs []*unstructured.Unstructured, pods []netPeer) []target {
+// scrapeTargets are the pods and ports the ServiceMonitors and PodMonitors scrape, among pods;
+// misses name each monitor endpoint that resolves to no pod and port (its scrape goes unchecked).
+func scrapeTargets(objs []*unstructured.Unstructured, pods []netPeer) (out []target, misses []string) {
 	services := objectsOf(objs, "", "Service")
-	var out []target
 	for _, m := range objs {
-		if m.GroupVersionKind().Group != "monitoring.coreos.com" {
+		if m.GroupVersionKind().Group != "monitoring.coreos.com" || (m.GetKind() != "ServiceMonitor" && m.GetKind() != "PodMonitor") {
 			continue
 		}
 		namespaces := monitorNamespaces(m)
@@ -73,41 +70,66 @@ func scrapeTargets(objs []*unstructured.Unstructured, pods []netPeer) []target {
 		if s, ok, _ := unstructured.NestedMap(m.Object, "spec", "selector"); ok {
 			_ = runtimeFrom(s, &sel)
 		}
-		why := fmt.Sprintf("scrape of %s %s/%s", m.GetKind(), m.GetNamespace(), m.GetName())
-		switch m.GetKind() {
-		case "ServiceMonitor":
-			eps, _, _ := unstructured.NestedSlice(m.Object, "spec", "endpoints")
-			for _, svc := range services {
-				if !namespaces(svc.GetNamespace()) || !selectorMatches(&sel, svc.GetLabels()) {
-					continue
+		monitor := fmt.Sprintf("%s %s/%s", m.GetKind(), m.GetNamespace(), m.GetName())
+		why := "scrape of " + monitor
+		field := "endpoints"
+		if m.GetKind() == "PodMonitor" {
+			field = "podMetricsEndpoints"
+		}
+		eps, _, _ := unstructured.NestedSlice(m.Object, "spec", field)
+		for _, ep := range eps {
+			epm, _ := ep.(map[string]any)
+			before := len(out)
+			if m.GetKind() == "ServiceMonitor" {
+				portName, _ := epm["port"].(string)
+				for _, svc := range services {
+					if namespaces(svc.GetNamespace()) && selectorMatches(&sel, svc.GetLabels()) {
+						out = append(out, serviceTargets(svc, portName, epm["targetPort"], pods, why)...)
+					}
 				}
-				for _, ep := range eps {
-					epm, _ := ep.(map[string]any)
-					portName, _ := epm["port"].(string)
-					tp := epm["targetPort"]
-					out = append(out, serviceTargets(svc, portName, tp, pods, why)...)
-				}
-			}
-		case "PodMonitor":
-			eps, _, _ := unstructured.NestedSlice(m.Object, "spec", "podMetricsEndpoints")
-			for _, p := range pods {
-				if !namespaces(p.namespace) || !selectorMatches(&sel, p.labels) {
-					continue
-				}
-				for _, ep := range eps {
-					epm, _ := ep.(map[string]any)
-					if name, _ := epm["port"].(string); name != "" {
-						if np, ok := p.ports[name]; ok {
-							out = append(out, target{pod: p, port: np.number, why: why})
+			} else {
+				for _, p := range pods {
+					if namespaces(p.namespace) && selectorMatches(&sel, p.labels) {
+						if port, ok := podMonitorPort(epm, p); ok {
+							out = append(out, target{pod: p, port: port, why: why})
 						}
-					} else if n, ok, _ := unstructured.NestedInt64(epm, "portNumber"); ok {
-						out = append(out, target{pod: p, port: int32(n), why: why})
 					}
 				}
 			}
+			if len(out) == before {
+				misses = append(misses, fmt.Sprintf("%s endpoint %v resolves to no rendered pod and port: its scrape is not checked (declare its pods in %s)", monitor, endpointName(epm), FlowsFile))
+			}
 		}
 	}
-	return out
+	return out, misses
+}
+
+// podMonitorPort is the port a PodMonitor endpoint scrapes on p: a named container port, a
+// port number, or the deprecated targetPort (name or number).
+func podMonitorPort(ep map[string]any, p netPeer) (int32, bool) {
+	name, _ := ep["port"].(string)
+	if name == "" {
+		if n, ok, _ := unstructured.NestedInt64(ep, "portNumber"); ok {
+			return int32(n), true
+		}
+		switch tp := ep["targetPort"].(type) {
+		case string:
+			name = tp
+		case int64:
+			return int32(tp), true
+		}
+	}
+	named, ok := p.ports[name]
+	return named.number, ok && name != ""
+}
+
+func endpointName(ep map[string]any) any {
+	for _, k := range []string{"port", "portNumber", "targetPort"} {
+		if v, ok := ep[k]; ok {
+			return v
+		}
+	}
+	return "(no port)"
 }
 
 // monitorNamespaces is the namespaces a monitor looks in: its namespaceSelector's matchNames,
@@ -170,17 +192,17 @@ func serviceTargets(svc *unstructured.Unstructured, portName string, targetPort 
 }
 
 // routeBackends are the pods and ports the HTTPRoutes and GRPCRoutes send traffic to.
-func routeBackends(objs []*unstructured.Unstructured, pods []netPeer) []target {
+func routeBackends(objs []*unstructured.Unstructured, pods []netPeer) (out []target, misses []string) {
 	services := map[string]*unstructured.Unstructured{}
 	for _, s := range objectsOf(objs, "", "Service") {
 		services[s.GetNamespace()+"/"+s.GetName()] = s
 	}
-	var out []target
 	for _, r := range objs {
 		if r.GroupVersionKind().Group != "gateway.networking.k8s.io" || (r.GetKind() != "HTTPRoute" && r.GetKind() != "GRPCRoute") {
 			continue
 		}
-		why := fmt.Sprintf("%s %s/%s to its backend", r.GetKind(), r.GetNamespace(), r.GetName())
+		route := fmt.Sprintf("%s %s/%s", r.GetKind(), r.GetNamespace(), r.GetName())
+		why := route + " to its backend"
 		rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
 		for _, rule := range rules {
 			rm, _ := rule.(map[string]any)
@@ -195,23 +217,33 @@ func routeBackends(objs []*unstructured.Unstructured, pods []netPeer) []target {
 				if ns == "" {
 					ns = r.GetNamespace()
 				}
-				svc := services[ns+"/"+name]
 				port, _, _ := unstructured.NestedInt64(b, "port")
-				if svc == nil || port == 0 {
-					continue
+				found := backendTargets(services[ns+"/"+name], port, pods, why)
+				if len(found) == 0 {
+					misses = append(misses, fmt.Sprintf("%s backend %s/%s:%d resolves to no rendered pod and port: its traffic is not checked", route, ns, name, port))
 				}
-				ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
-				for _, p := range ports {
-					pm, _ := p.(map[string]any)
-					if n, _, _ := unstructured.NestedInt64(pm, "port"); n == port {
-						tp := pm["targetPort"]
-						if tp == nil {
-							tp = port
-						}
-						out = append(out, serviceTargets(svc, "", tp, pods, why)...)
-					}
-				}
+				out = append(out, found...)
 			}
+		}
+	}
+	return out, misses
+}
+
+// backendTargets resolves a route's backend Service port to the pods behind it.
+func backendTargets(svc *unstructured.Unstructured, port int64, pods []netPeer, why string) []target {
+	if svc == nil || port == 0 {
+		return nil
+	}
+	var out []target
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	for _, p := range ports {
+		pm, _ := p.(map[string]any)
+		if n, _, _ := unstructured.NestedInt64(pm, "port"); n == port {
+			tp := pm["targetPort"]
+			if tp == nil {
+				tp = port
+			}
+			out = append(out, serviceTargets(svc, "", tp, pods, why)...)
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,7 +25,9 @@ func TestFlowsAllowedOnTheWorkTree(t *testing.T) {
 	for _, env := range []string{"dev", "staging", "prod"} {
 		t.Run(env, func(t *testing.T) {
 			src, objs := renderWorkTree(t, env)
-			assert.Empty(t, flowsAllowed(src, objs))
+			v, w := flowsAllowed(src, src, env, objs)
+			assert.Empty(t, v)
+			assert.Empty(t, w, "every monitor and route resolves to pods")
 		})
 	}
 }
@@ -84,6 +87,9 @@ func TestFlowsAllowedNamesEachDeniedFlow(t *testing.T) {
 			"Job llm-inference/weights-sync-qwen-a09a354 → object-store (203.0.113.10): 443/TCP (the weights download) is denied: egress of the source: no rule of NetworkPolicy allow-dns, default-deny, weights-sync in llm-inference allows it",
 			"Job llm-inference/weights-sync-qwen-bb46c15 → object-store (203.0.113.10): 443/TCP (the weights download) is denied: egress of the source: no rule of NetworkPolicy allow-dns, default-deny, weights-sync in llm-inference allows it",
 		}},
+		{"dcgm-exporter on the host network: Prometheus's pod selector no longer reaches it", "llm-monitoring/default-deny", func(map[string]any) {}, []string{
+			"prometheus → DaemonSet llm-monitoring/dcgm-exporter: 9400/TCP (scrape of ServiceMonitor llm-monitoring/dcgm-exporter) is denied: egress of the source: no rule of NetworkPolicy allow-dns, default-deny, prometheus in llm-monitoring allows it",
+		}},
 		{"the Gateway's egress to vLLM on a named port vLLM does not have", "llm-inference/llm-gateway", func(spec map[string]any) {
 			rule := spec["egress"].([]any)[0].(map[string]any)
 			rule["ports"] = []any{map[string]any{"protocol": "TCP", "port": "metrics"}}
@@ -104,12 +110,56 @@ func TestFlowsAllowedNamesEachDeniedFlow(t *testing.T) {
 				}
 			}
 			require.True(t, found, tc.policy)
+			if strings.Contains(tc.name, "host network") {
+				for _, o := range objs {
+					if o.GetKind() == "DaemonSet" && o.GetName() == "dcgm-exporter" {
+						require.NoError(t, unstructured.SetNestedField(o.Object, true, "spec", "template", "spec", "hostNetwork"))
+					}
+				}
+			}
 			var got []string
-			for _, v := range flowsAllowed(src, objs) {
+			denied, _ := flowsAllowed(src, src, "prod", objs)
+			for _, v := range denied {
 				assert.Equal(t, "flows-allowed", v.Rule)
 				got = append(got, v.Object+": "+v.Message)
 			}
 			assert.ElementsMatch(t, tc.want, got)
 		})
 	}
+}
+
+// TestFlowsAllowedWarnsOfWhatItCannotCheck: a monitor endpoint whose port no pod has and a route
+// backend that is not rendered are each named as not checked; so is a pin older than the file.
+func TestFlowsAllowedWarnsOfWhatItCannotCheck(t *testing.T) {
+	src, objs := renderWorkTree(t, "prod")
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "ServiceMonitor" && o.GetName() == "rag-api":
+			eps, _, _ := unstructured.NestedSlice(o.Object, "spec", "endpoints")
+			eps[0].(map[string]any)["port"] = "metrics"
+			require.NoError(t, unstructured.SetNestedSlice(o.Object, eps, "spec", "endpoints"))
+		case o.GetKind() == "HTTPRoute" && o.GetName() == "llama":
+			rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "rules")
+			refs := rules[0].(map[string]any)["backendRefs"].([]any)
+			refs[0].(map[string]any)["name"] = "vllm-llama-old"
+			require.NoError(t, unstructured.SetNestedSlice(o.Object, rules, "spec", "rules"))
+		}
+	}
+	v, w := flowsAllowed(src, src, "prod", objs)
+	assert.Empty(t, v)
+	var got []string
+	for _, x := range w {
+		got = append(got, x.Message)
+	}
+	assert.ElementsMatch(t, []string{
+		"ServiceMonitor llm-monitoring/rag-api endpoint metrics resolves to no rendered pod and port: its scrape is not checked (declare its pods in policies/flows.yaml)",
+		"HTTPRoute llm-inference/llama backend llm-inference/vllm-llama-old:8000 resolves to no rendered pod and port: its traffic is not checked",
+	}, got)
+
+	old, err := render.FromDir(t.TempDir())
+	require.NoError(t, err)
+	v, w = flowsAllowed(old, src, "prod", objs)
+	assert.Empty(t, v)
+	require.Len(t, w, 1)
+	assert.Contains(t, w[0].Message, "which predates policies/flows.yaml")
 }

@@ -22,7 +22,8 @@ import (
 // with a podSelector alone means pods of the policy's namespace, a namespaceSelector alone every
 // pod of the selected namespaces, both together the selected pods of those namespaces. ipBlock
 // peers match addresses outside the cluster only: which pod addresses an ipBlock covers depends on
-// the network plugin, so a pod-to-pod flow is never allowed by one.
+// the network plugin, so a pod-to-pod flow is never allowed by one. A pod on the host network has
+// its node's address: policies do not apply to it, and only a rule without peers reaches it.
 
 // netPeer is one end of a flow: a pod (namespace, labels, named ports) or an address outside the
 // cluster.
@@ -34,6 +35,9 @@ type netPeer struct {
 	// ports are the pod's named container ports: name → number and protocol.
 	ports map[string]namedPort
 	ip    netip.Addr // outside the cluster when valid
+	// host is a pod on its node's network: NetworkPolicy does not apply to it, and a peer
+	// selector never matches it (its address is the node's, unknown to the render).
+	host bool
 }
 
 type namedPort struct {
@@ -84,12 +88,12 @@ type verdict struct {
 
 // allows evaluates the flow from src to dst on port/protocol.
 func (np *netPolicies) allows(src, dst netPeer, port int32, proto corev1.Protocol) verdict {
-	if !src.external() {
+	if !src.external() && !src.host {
 		if v := np.direction(src, dst, port, proto, networkingv1.PolicyTypeEgress); !v.allowed {
 			return v
 		}
 	}
-	if !dst.external() {
+	if !dst.external() && !dst.host {
 		if v := np.direction(dst, src, port, proto, networkingv1.PolicyTypeIngress); !v.allowed {
 			return v
 		}
@@ -156,7 +160,7 @@ func (np *netPolicies) peersMatch(ns string, peers []networkingv1.NetworkPolicyP
 			if other.external() && ipBlockMatches(peer.IPBlock, other.ip) {
 				return true
 			}
-		case other.external():
+		case other.external() || other.host:
 		case peer.NamespaceSelector != nil:
 			if selectorMatches(peer.NamespaceSelector, np.namespaceLabels(other.namespace)) &&
 				(peer.PodSelector == nil || selectorMatches(peer.PodSelector, other.labels)) {

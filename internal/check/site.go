@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/site"
 )
@@ -38,20 +39,30 @@ func siteValues(envSrc, appsSrc render.Source, env string, objs []*unstructured.
 		{src: appsSrc, file: path.Join("clusters", env, "root.yaml")},
 	}
 	var template []string // example names where the file is still the template's
-	seen := map[string]bool{}
-	for _, p := range parts {
+	for i, p := range parts {
 		v, err := readSite(p.src, env)
 		if errors.Is(err, fs.ErrNotExist) {
+			if i == 0 && appsSrc.Has(site.Path(env)) { // the env runs a pin older than the site values
+				warnings = append(warnings, Violation{Rule: "site-values", Object: site.Path(env), Message: fmt.Sprintf(
+					"%s runs %s, which predates its site values: what it deploys is checked for example names once a promotion moves it", env, "pin "+gitrepo.Short(envSrc.Revision()))})
+			}
 			continue
 		}
 		if err != nil {
 			violations = append(violations, Violation{Rule: "site-values", Object: site.Path(env), Message: err.Error()})
 			continue
 		}
-		for _, problem := range v.Problems() { // once, when the env's pin and main agree
-			if !seen[problem] {
-				seen[problem] = true
+		if i == 1 {
+			// The file's form is judged on main only: a pinned env's older file must not fail a
+			// pull request that cannot move the pin in the same commit.
+			for _, problem := range v.Problems() {
 				violations = append(violations, Violation{Rule: "site-values", Object: site.Path(env), Message: problem})
+			}
+			if !v.Template && env != "dev" {
+				for _, k := range v.UnchangedKeys() {
+					warnings = append(warnings, Violation{Rule: "site-values", Object: site.Path(env), Message: fmt.Sprintf(
+						"%s is still the template's value %q: confirm it is this site's (auditor site set --env %s %s=...)", k, v.Values[k], env, k)})
+				}
 			}
 		}
 		var found []site.Found

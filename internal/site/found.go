@@ -65,6 +65,18 @@ func (v *Values) ExampleKeys() []string {
 	return out
 }
 
+// UnchangedKeys lists the keys whose values are the template's own and name no example host
+// (issuer, secretStore, nodeRole, clusterName): plausible names that may still be guesses.
+func (v *Values) UnchangedKeys() []string {
+	var out []string
+	for _, k := range Keys {
+		if val, ok := v.Values[k.Name]; ok && val == k.Example && len(Examples(val)) == 0 {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
 // Problems lists what is wrong with the values: a key missing, a value that cannot be one.
 func (v *Values) Problems() []string {
 	var out []string

@@ -118,17 +118,55 @@ func Set(dir, env string, pairs map[string]string) ([]Change, error) {
 			}
 		}
 	}
+	if err := writeAll(dir, edits); err != nil {
+		return nil, err
+	}
+	return changes, nil
+}
+
+// writeAll writes every edited file beside itself first, with the file's mode, and renames them
+// into place only when all are written: a full disk or a read-only file leaves every file as it
+// was.
+func writeAll(dir string, edits map[string]*text) error {
+	type staged struct{ tmp, path string }
+	var done []staged
+	cleanup := func() {
+		for _, s := range done {
+			_ = os.Remove(s.tmp)
+		}
+	}
 	for name, t := range edits {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		info, err := os.Stat(p)
 		if err != nil {
-			return nil, err
+			cleanup()
+			return err
 		}
-		if err := os.WriteFile(p, t.bytes(), info.Mode().Perm()); err != nil {
-			return nil, fmt.Errorf("write %s: %w", name, err)
+		f, err := os.CreateTemp(filepath.Dir(p), ".site-*")
+		if err != nil {
+			cleanup()
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		done = append(done, staged{f.Name(), p})
+		_, err = f.Write(t.bytes())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Chmod(f.Name(), info.Mode().Perm())
+		}
+		if err != nil {
+			cleanup()
+			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
-	return changes, nil
+	for _, s := range done {
+		if err := os.Rename(s.tmp, s.path); err != nil {
+			cleanup()
+			return fmt.Errorf("write %s: %w", s.path, err)
+		}
+	}
+	return nil
 }
 
 // renameImages gives every `images` entry whose image comes from the old registry the name it has

@@ -150,6 +150,9 @@ func gitURL(s string) error {
 	if err != nil || u.Host == "" || !slices.Contains([]string{"https", "http", "ssh", "git", "file"}, u.Scheme) {
 		return fmt.Errorf("%q is not a Git URL (https://host/path.git, ssh://…, git@host:path)", s)
 	}
+	if _, hasPassword := u.User.Password(); hasPassword {
+		return fmt.Errorf("%q carries a password: it would be committed; give Argo CD and the auditor credentials of their own", u.Redacted())
+	}
 	return nil
 }
 

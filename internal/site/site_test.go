@@ -312,3 +312,29 @@ func TestProblems(t *testing.T) {
 		"regsitry: not a site key (known: gitURL, gitWebURL, domain, issuer, secretStore, argocdURL, registry, nodeRole, clusterName)",
 	}, v.Problems())
 }
+
+// TestSetFillsAnEmptyValue: a key present without a value ("domain:") gets one, and a Git URL
+// carrying a password is refused before anything is written.
+func TestSetFillsAnEmptyValue(t *testing.T) {
+	dir := repoCopy(t)
+	file := filepath.Join(dir, "overlays/dev/site/site.yaml")
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	emptied := strings.Replace(string(data), "domain: llm.dev.example.com #", "domain: #", 1)
+	emptied = strings.Replace(emptied, "issuer: platform #", "issuer:\n  #", 1)
+	require.NotEqual(t, string(data), emptied)
+	require.NoError(t, os.WriteFile(file, []byte(emptied), 0o644))
+
+	_, err = Set(dir, "dev", map[string]string{"issuer": "acme-ca"})
+	require.NoError(t, err)
+	v, err := Parse("dev", []byte(read(t, dir, "overlays/dev/site/site.yaml")))
+	require.NoError(t, err)
+	assert.Equal(t, "acme-ca", v.Values["issuer"])
+
+	_, err = Set(dir, "dev", map[string]string{"gitURL": "https://bot:s3cret@git.acme.io/ml/platform.git"})
+	require.ErrorContains(t, err, "carries a password")
+	assert.NotContains(t, err.Error(), "s3cret")
+	info, err := os.Stat(file)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), info.Mode().Perm(), "the file keeps its mode")
+}

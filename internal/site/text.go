@@ -129,6 +129,10 @@ func (t *text) replaceScalar(n *yaml.Node, value string) error {
 	}
 	line := []rune(t.lines[n.Line-1])
 	start := n.Column - 1
+	if start >= len(line) && n.Value == "" { // an empty value: "key:" ends the line
+		t.lines[n.Line-1] = strings.TrimRight(string(line), " ") + " " + quote(value)
+		return nil
+	}
 	if start < 0 || start >= len(line) {
 		return fmt.Errorf("line %d: column %d out of the line", n.Line, n.Column)
 	}
