@@ -147,7 +147,8 @@ func gitURL(s string) error {
 		return nil
 	}
 	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || !slices.Contains([]string{"https", "http", "ssh", "git", "file"}, u.Scheme) {
+	local := err == nil && u.Scheme == "file" && u.Path != "" // a repository on this machine (tests, demos)
+	if !local && (err != nil || u.Host == "" || !slices.Contains([]string{"https", "http", "ssh", "git"}, u.Scheme)) {
 		return fmt.Errorf("%q is not a Git URL (https://host/path.git, ssh://…, git@host:path)", s)
 	}
 	if _, hasPassword := u.User.Password(); hasPassword {

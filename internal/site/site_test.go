@@ -212,6 +212,7 @@ func TestSetRefusesBadInput(t *testing.T) {
 	}{
 		{"unknown key", map[string]string{"gitUrl": "https://x/y.git"}, `unknown site key "gitUrl" (known: gitURL, gitWebURL`},
 		{"not a URL", map[string]string{"gitURL": "git.acme.io/platform"}, "gitURL: \"git.acme.io/platform\" is not a Git URL"},
+		{"a file URL without a path", map[string]string{"gitURL": "file://"}, "is not a Git URL"},
 		{"not a DNS name", map[string]string{"domain": "https://llm.acme.io"}, `domain: "https://llm.acme.io" is not a DNS name`},
 		{"a tag on the registry", map[string]string{"registry": "ghcr.io/acme:1.0"}, "is not a registry and path"},
 		{"a trailing slash", map[string]string{"gitWebURL": "https://git.acme.io/ml/-/blob/main/"}, "no trailing slash"},
@@ -337,4 +338,15 @@ func TestSetFillsAnEmptyValue(t *testing.T) {
 	info, err := os.Stat(file)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o644), info.Mode().Perm(), "the file keeps its mode")
+}
+
+func TestGitURLs(t *testing.T) {
+	key, ok := Lookup("gitURL")
+	require.True(t, ok)
+	for _, good := range []string{"https://git.acme.io/ml/platform.git", "ssh://git@git.acme.io/ml/platform.git", "git@git.acme.io:ml/platform.git", "file:///tmp/demo/git/platform.git"} {
+		assert.NoError(t, key.Check(good), good)
+	}
+	for _, bad := range []string{"git.acme.io/ml/platform", "ftp://git.acme.io/x.git", "https:///x.git", "https://u:p@git.acme.io/x.git"} {
+		assert.Error(t, key.Check(bad), bad)
+	}
 }
