@@ -44,7 +44,7 @@ several replicas all go at once; GPU Jobs and CronJobs ignore DisruptionTarget i
 karpenter.sh/do-not-disrupt) and the security rules (every namespace
 enforces a Pod Security level at a pinned version and has a default-deny NetworkPolicy that
 leaves DNS open; every container in a namespace enforcing restricted fits restricted; every flow
-of policies/flows.yaml, monitor scrape, route backend and pod DNS lookup passes the
+of base/network/flows.yaml, monitor scrape, route backend and pod DNS lookup passes the
 NetworkPolicies) and the
 monitoring rule (every PrometheusRule alert has a runbook_url naming a file of docs/runbooks/ at
 --head) and the site rule (overlays/<env>/site/site.yaml sets every site value, well formed;

@@ -17,7 +17,7 @@ import (
 )
 
 // FlowsFile declares the connections the platform needs (rule flows-allowed).
-const FlowsFile = "policies/flows.yaml"
+const FlowsFile = "base/network/flows.yaml"
 
 // flowsSpec is FlowsFile: named endpoints, the flows between them, and the flows derived from
 // the render.

@@ -152,7 +152,7 @@ func TestFlowsAllowedWarnsOfWhatItCannotCheck(t *testing.T) {
 		got = append(got, x.Message)
 	}
 	assert.ElementsMatch(t, []string{
-		"ServiceMonitor llm-monitoring/rag-api endpoint metrics resolves to no rendered pod and port: its scrape is not checked (declare its pods in policies/flows.yaml)",
+		"ServiceMonitor llm-monitoring/rag-api endpoint metrics resolves to no rendered pod and port: its scrape is not checked (declare its pods in base/network/flows.yaml)",
 		"HTTPRoute llm-inference/llama backend llm-inference/vllm-llama-old:8000 resolves to no rendered pod and port: its traffic is not checked",
 	}, got)
 
@@ -161,5 +161,5 @@ func TestFlowsAllowedWarnsOfWhatItCannotCheck(t *testing.T) {
 	v, w = flowsAllowed(old, src, "prod", objs)
 	assert.Empty(t, v)
 	require.Len(t, w, 1)
-	assert.Contains(t, w[0].Message, "which predates policies/flows.yaml")
+	assert.Contains(t, w[0].Message, "which predates base/network/flows.yaml")
 }
