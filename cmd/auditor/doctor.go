@@ -36,10 +36,13 @@ against it, one line each with the fix:
            GatewayClass, StorageClasses and PriorityClasses;
   argocd   how Argo CD assesses the health of each custom kind (informational: the sync
            waves wait on it);
-  auditor  once synced, the auditor's ServiceAccount may list and watch what it audits.
+  auditor  once synced, the auditor's ServiceAccount may list and watch what it audits (the
+           rendered kinds, and those it watches for hand-made objects in its namespaces),
+           read argocd-cm and hold its Leases.
 Operators' pods are not checked: their APIs and objects are.
 
-Exit codes: 0 ready, 1 something is missing, 2 bad input or an error.`,
+Exit codes: 0 ready, 1 something is missing, 2 bad input, or a check the cluster did not
+answer (marked ?).`,
 		Example: `  auditor doctor --env prod
   auditor doctor --env staging --context staging -o json`,
 		Args: cobra.NoArgs,
@@ -102,6 +105,9 @@ func (o *doctorOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
+	if rep.Errors > 0 {
+		return failed(fmt.Errorf("%d checks could not be made: no verdict", rep.Errors))
+	}
 	if !rep.OK {
 		return found("something the first sync needs is missing")
 	}
@@ -117,6 +123,8 @@ func writeDoctor(w io.Writer, rep *doctor.Report) error {
 		switch {
 		case c.Skipped:
 			mark = "-"
+		case c.Error:
+			mark = "?"
 		case !c.OK:
 			mark = "✘"
 		}

@@ -8,7 +8,9 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -28,8 +30,10 @@ type Check struct {
 	Name string `json:"name"`
 	OK   bool   `json:"ok"`
 	// Skipped is true when the check could not apply (OK is then true).
-	Skipped bool   `json:"skipped,omitempty"`
-	Detail  string `json:"detail,omitempty"`
+	Skipped bool `json:"skipped,omitempty"`
+	// Error is true when the cluster could not be asked (OK is then false): no verdict.
+	Error  bool   `json:"error,omitempty"`
+	Detail string `json:"detail,omitempty"`
 	// Fix says what to do when the check failed.
 	Fix string `json:"fix,omitempty"`
 }
@@ -40,7 +44,9 @@ type Report struct {
 	Server  string  `json:"server"`
 	Version string  `json:"version"`
 	Checks  []Check `json:"checks"`
-	OK      bool    `json:"ok"`
+	// OK is true when every check passed; Errors counts those that could not be made.
+	OK     bool `json:"ok"`
+	Errors int  `json:"errors,omitempty"`
 }
 
 // Options say where the auditor and Argo CD run.
@@ -93,17 +99,20 @@ func Run(ctx context.Context, cfg *rest.Config, env string, objs []*unstructured
 		return nil, fmt.Errorf("cluster %s unreachable: %w", cfg.Host, err)
 	}
 	rep := &Report{Env: env, Server: cfg.Host, Version: ver.GitVersion}
-	served, err := servedKinds(kube.Discovery())
+	served, failedGroups, err := servedKinds(kube.Discovery())
 	if err != nil {
 		return nil, err
 	}
-	rep.Checks = append(rep.Checks, apiChecks(objs, served)...)
+	rep.Checks = append(rep.Checks, apiChecks(objs, served, failedGroups)...)
 	rep.Checks = append(rep.Checks, objectChecks(ctx, dyn, objs, served)...)
 	rep.Checks = append(rep.Checks, healthChecks(ctx, kube, objs, opts.ArgoCDNamespace)...)
-	rep.Checks = append(rep.Checks, auditorChecks(ctx, kube, objs, served, opts.Auditor)...)
+	rep.Checks = append(rep.Checks, auditorChecks(ctx, kube, objs, served, opts.Auditor, opts.ArgoCDNamespace)...)
 	rep.OK = true
 	for _, c := range rep.Checks {
 		rep.OK = rep.OK && c.OK
+		if c.Error {
+			rep.Errors++
+		}
 	}
 	return rep, nil
 }
@@ -114,11 +123,17 @@ type resource struct {
 	namespaced bool
 }
 
-// servedKinds maps each served group/version to its kinds.
-func servedKinds(d discovery.DiscoveryInterface) (map[schema.GroupVersion]map[string]resource, error) {
+// servedKinds maps each served group/version to its kinds; failed are the group/versions whose
+// discovery failed (an aggregated API whose server is down), with the error.
+func servedKinds(d discovery.DiscoveryInterface) (map[schema.GroupVersion]map[string]resource, map[schema.GroupVersion]error, error) {
 	_, lists, err := d.ServerGroupsAndResources()
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		return nil, fmt.Errorf("discover the cluster's APIs: %w", err)
+	failed := map[schema.GroupVersion]error{}
+	var gdf *discovery.ErrGroupDiscoveryFailed
+	switch {
+	case errors.As(err, &gdf):
+		maps.Copy(failed, gdf.Groups)
+	case err != nil:
+		return nil, nil, fmt.Errorf("discover the cluster's APIs: %w", err)
 	}
 	out := map[schema.GroupVersion]map[string]resource{}
 	for _, l := range lists {
@@ -136,12 +151,12 @@ func servedKinds(d discovery.DiscoveryInterface) (map[schema.GroupVersion]map[st
 			out[gv][r.Kind] = resource{name: r.Name, namespaced: r.Namespaced}
 		}
 	}
-	return out, nil
+	return out, failed, nil
 }
 
 // apiChecks: every group the render uses is served with each of its kinds at the version used;
 // one line per group.
-func apiChecks(objs []*unstructured.Unstructured, served map[schema.GroupVersion]map[string]resource) []Check {
+func apiChecks(objs []*unstructured.Unstructured, served map[schema.GroupVersion]map[string]resource, failed map[schema.GroupVersion]error) []Check {
 	byGroup := map[string][]schema.GroupVersionKind{}
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
@@ -158,11 +173,13 @@ func apiChecks(objs []*unstructured.Unstructured, served map[schema.GroupVersion
 	for _, g := range groups {
 		gvks := byGroup[g]
 		sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
-		var missing, kinds []string
+		var missing, kinds, unknown []string
 		for _, gvk := range gvks {
 			name := gvk.Version + " " + gvk.Kind
 			kinds = append(kinds, name)
-			if _, ok := served[gvk.GroupVersion()][gvk.Kind]; !ok {
+			if err := failed[gvk.GroupVersion()]; err != nil {
+				unknown = append(unknown, fmt.Sprintf("%s (%v)", gvk.GroupVersion(), err))
+			} else if _, ok := served[gvk.GroupVersion()][gvk.Kind]; !ok {
 				missing = append(missing, name)
 			}
 		}
@@ -170,8 +187,13 @@ func apiChecks(objs []*unstructured.Unstructured, served map[schema.GroupVersion
 		if label == "" {
 			label = "core"
 		}
-		c := Check{Area: "api", Name: "API " + label, OK: len(missing) == 0, Detail: strings.Join(kinds, ", ")}
-		if !c.OK {
+		c := Check{Area: "api", Name: "API " + label, OK: len(missing) == 0 && len(unknown) == 0, Detail: strings.Join(kinds, ", ")}
+		switch {
+		case len(unknown) > 0:
+			c.Error = true
+			c.Detail = "discovery failed: " + strings.Join(slices.Compact(unknown), "; ")
+			c.Fix = "make the API server's aggregated APIs available (kubectl get apiservices), then run doctor again"
+		case !c.OK:
 			c.Detail = "not served: " + strings.Join(missing, ", ")
 			c.Fix = fmt.Sprintf("install %s (its CRDs at a release serving %s) before the first sync", operatorOf(g), strings.Join(missing, ", "))
 		}
