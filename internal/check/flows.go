@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,13 +121,13 @@ func (s *flowsSpec) flows(objs []*unstructured.Unstructured) ([]flow, []string, 
 	resolve := func(name string) ([]netPeer, error) {
 		e, ok := s.Endpoints[name]
 		if !ok {
-			return nil, fmt.Errorf("%s: no endpoint %q (endpoints: %s)", FlowsFile, name, strings.Join(sortedKeys(s.Endpoints), ", "))
+			return nil, fmt.Errorf("%s: no endpoint %q (endpoints: %s)", FlowsFile, name, strings.Join(slices.Sorted(maps.Keys(s.Endpoints)), ", "))
 		}
 		return e.peers(name, pods)
 	}
 	// The universe of pods selectors choose from: the rendered ones and the endpoints' own.
 	universe := append([]netPeer(nil), pods...)
-	for _, name := range sortedKeys(s.Endpoints) {
+	for _, name := range slices.Sorted(maps.Keys(s.Endpoints)) {
 		if e := s.Endpoints[name]; e.IP == "" {
 			if ps, err := e.peers(name, pods); err == nil && len(ps) == 1 && ps[0].what == name {
 				universe = append(universe, ps[0])

@@ -164,13 +164,8 @@ func apiChecks(objs []*unstructured.Unstructured, served map[schema.GroupVersion
 			byGroup[gvk.Group] = append(byGroup[gvk.Group], gvk)
 		}
 	}
-	groups := make([]string, 0, len(byGroup))
-	for g := range byGroup {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
 	var out []Check
-	for _, g := range groups {
+	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
 		gvks := byGroup[g]
 		sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
 		var missing, kinds, unknown []string

@@ -3,9 +3,9 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,13 +105,8 @@ func objectChecks(ctx context.Context, dyn dynamic.Interface, objs []*unstructur
 			}
 		}
 	}
-	keys := make([]string, 0, len(refs))
-	for k := range refs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var out []Check
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(refs)) {
 		r := refs[k]
 		c := Check{Area: "object", Name: r.kind + " " + r.name, Detail: "named by " + strings.Join(r.by, ", ")}
 		if _, ok := served[r.gvr.GroupVersion()][r.kind]; !ok {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/gittest"
 )
 
 // t0 is the time of the first commit of a fixture; commit i is i hours later.
@@ -60,22 +61,7 @@ func newFixture(t *testing.T, edit func(f *fixture)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, top := range []string{"base", "components", "overlays"} {
-		err := filepath.Walk(filepath.Join(root, top), func(p string, info os.FileInfo, err error) error {
-			if err != nil || info.IsDir() {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(root, p)
-			return os.WriteFile(mkdirs(t, filepath.Join(f.work, rel)), data, 0o644)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	gittest.WriteFiles(t, f.work, gittest.ReadTree(t, root, "base", "components", "overlays"))
 	if edit != nil {
 		edit(f)
 	}

@@ -1,9 +1,7 @@
 package schedule
 
 import (
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,26 +22,7 @@ func gitOut(t testing.TB, dir string, args ...string) string {
 // projectFiles reads base/, components/, overlays/ and clusters/ of the project.
 func projectFiles(t testing.TB) map[string]string {
 	t.Helper()
-	files := map[string]string{}
-	for _, dir := range []string{"base", "components", "overlays", "clusters"} {
-		root := filepath.Join(projectRoot, dir)
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(projectRoot, p)
-			files[filepath.ToSlash(rel)] = string(b)
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return files
+	return gittest.ReadTree(t, projectRoot, "base", "components", "overlays", "clusters")
 }
 
 // commentedScaling is overlays/prod/scaling.yaml with comments next to the qwen field.
