@@ -1,7 +1,8 @@
 // Package doctor says what a cluster must have before Argo CD's first sync of an env, as
 // `flux check --pre` does: every API the env's render uses served at the version it uses, the
 // cluster-scoped objects it names but does not create (the certificate issuer, the secret store,
-// the GatewayClass, StorageClasses, PriorityClasses), Argo CD's health assessment of each custom
+// the GatewayClass, StorageClasses, PriorityClasses) and a Prometheus that selects its monitors
+// and rules, Argo CD's health assessment of each custom
 // kind (the sync waves wait on it), and, once synced, the auditor's own read access. Each check
 // is one line with the fix; a failed one makes the report fail.
 package doctor
@@ -105,6 +106,7 @@ func Run(ctx context.Context, cfg *rest.Config, env string, objs []*unstructured
 	}
 	rep.Checks = append(rep.Checks, apiChecks(objs, served, failedGroups)...)
 	rep.Checks = append(rep.Checks, objectChecks(ctx, dyn, objs, served)...)
+	rep.Checks = append(rep.Checks, prometheusChecks(ctx, dyn, objs, served)...)
 	rep.Checks = append(rep.Checks, healthChecks(ctx, kube, objs, opts.ArgoCDNamespace)...)
 	rep.Checks = append(rep.Checks, auditorChecks(ctx, kube, objs, served, opts.Auditor, opts.ArgoCDNamespace)...)
 	rep.OK = true

@@ -116,7 +116,7 @@ func TestDoctorOnTheTestCluster(t *testing.T) {
 	// The model cache's StorageClass is the cluster's: it names a CSI driver of its own. Qdrant's,
 	// the auditor's and pgvector's claims take the default class.
 	assert.Equal(t, []string{"object ClusterIssuer platform", "object ClusterSecretStore platform", "object GatewayClass istio",
-		"object StorageClass model-cache", "object default StorageClass"}, failing(rep))
+		"object StorageClass model-cache", "object a Prometheus selecting the monitors and rules", "object default StorageClass"}, failing(rep))
 	issuer := check(t, rep, "object", "ClusterIssuer platform")
 	assert.Contains(t, issuer.Detail, "its API (cert-manager.io/v1) is not served")
 	assert.Contains(t, issuer.Detail, "named by Certificate llm-inference/llm-gateway-tls")
@@ -130,7 +130,9 @@ func TestDoctorOnTheTestCluster(t *testing.T) {
 
 	installCRD(t, "github.com/cert-manager/cert-manager", "v1.21.2", "deploy/crds/cert-manager.io_clusterissuers.yaml", "clusterissuers.cert-manager.io")
 	installCRD(t, "github.com/external-secrets/external-secrets", "v1.3.2", "config/crds/bases/external-secrets.io_clustersecretstores.yaml", "clustersecretstores.external-secrets.io")
+	installCRD(t, "github.com/prometheus-operator/prometheus-operator", "v0.85.0", "example/prometheus-operator-crd/monitoring.coreos.com_prometheuses.yaml", "prometheuses.monitoring.coreos.com")
 	rep = run(t, objs)
+	assert.Regexp(t, `^(\d+) of (\d+) selected by no Prometheus \(of 0\): `, check(t, rep, "object", "a Prometheus selecting the monitors and rules").Detail)
 	assert.Contains(t, check(t, rep, "object", "ClusterIssuer platform").Detail, "missing; named by")
 	apply(t, `apiVersion: cert-manager.io/v1
 kind: ClusterIssuer
@@ -156,10 +158,27 @@ apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {name: gp3, annotations: {storageclass.kubernetes.io/is-default-class: "true"}}
 provisioner: ebs.csi.aws.com
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: monitoring}
+---
+# kube-prometheus-stack's Prometheus in its own namespace, with the release selectors but no
+# namespace selectors: it then looks in its own namespace only.
+apiVersion: monitoring.coreos.com/v1
+kind: Prometheus
+metadata: {name: kube-prometheus-stack-prometheus, namespace: monitoring}
+spec:
+  serviceMonitorSelector: {matchLabels: {release: kube-prometheus-stack}}
+  podMonitorSelector: {matchLabels: {release: kube-prometheus-stack}}
+  ruleSelector: {matchLabels: {release: kube-prometheus-stack}}
 `)
 	rep = run(t, objs)
-	assert.Equal(t, []string{"object ClusterIssuer platform", "object ClusterSecretStore platform", "object GatewayClass istio"}, failing(rep),
-		"they exist, but no controller said they work")
+	assert.Equal(t, []string{"object ClusterIssuer platform", "object ClusterSecretStore platform", "object GatewayClass istio",
+		"object a Prometheus selecting the monitors and rules"}, failing(rep), "they exist, but no controller said they work")
+	assert.Contains(t, check(t, rep, "object", "a Prometheus selecting the monitors and rules").Detail, "ServiceMonitor llm-monitoring/vllm")
+	kubectl(t, "-n", "monitoring", "patch", "prometheus", "kube-prometheus-stack-prometheus", "--type=merge", "-p",
+		`{"spec":{"serviceMonitorNamespaceSelector":{},"podMonitorNamespaceSelector":{},"ruleNamespaceSelector":{}}}`)
 	assert.Contains(t, check(t, rep, "object", "GatewayClass istio").Detail, "exists but is not Accepted (Unknown: Pending Waiting for controller)")
 	setCondition(t, "clusterissuer", "platform", "Ready", "True")
 	setCondition(t, "clustersecretstore", "platform", "Ready", "False")
