@@ -33,7 +33,8 @@ against it, one line each with the fix:
            Operator, the Gateway API, Argo CD);
   object   each cluster-scoped object the render names and does not create exists: the
            certificates' ClusterIssuer, the ExternalSecrets' ClusterSecretStore, the Gateway's
-           GatewayClass, StorageClasses and PriorityClasses;
+           GatewayClass (each Ready or Accepted), StorageClasses (a default one for claims
+           naming none) and PriorityClasses; a Prometheus selecting every monitor and rule;
   argocd   how Argo CD assesses the health of each custom kind (informational: the sync
            waves wait on it);
   auditor  once synced, the auditor's ServiceAccount may list and watch what it audits (the
