@@ -48,11 +48,13 @@ commits are read, never the work tree.
 Exit codes: 0 done, >1 error.`,
 		Example: `  auditor blame deployment/vllm-qwen --env prod -n llm-inference --audit-log /var/log/kubernetes/audit.log
   auditor blame deployment/vllm-qwen --env prod --git-only --max-commits 50 -o json`,
-		Args: cobra.ExactArgs(1),
-		RunE: runE(o),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeObjects,
+		RunE:              runE(o),
 	}
 	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace of the object (needed when the name is not unique in the env)")
+	_ = cmd.RegisterFlagCompletionFunc("namespace", completeNamespaces)
 	addReportOutput(cmd, &o.output)
 	cmd.Flags().IntVar(&o.maxCommits, "max-commits", blame.DefaultMaxCommits, "walk at most this many first-parent commits back")
 	cmd.Flags().BoolVar(&o.gitOnly, "git-only", false, "Git history only: do not read the cluster (start from --revision or the branch head)")

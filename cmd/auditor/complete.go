@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,8 +11,8 @@ import (
 	"github.com/llm-gitops/platform/internal/schedule"
 )
 
-// Shell completion of the values that name something in the repository: envs, Applications and
-// peaks. They are read from --repo when it is a directory (the work tree; peaks from HEAD, as
+// Shell completion of the values that name something in the repository: envs, Applications,
+// peaks, and the objects and namespaces an env renders. They are read from --repo when it is a directory (the work tree; peaks from HEAD, as
 // schedule reads them); a URL is not cloned for a completion, which then offers nothing.
 
 // completionDir is --repo of the command being completed, or "" when it is a URL.
@@ -106,4 +107,62 @@ func completePeaks(cmd *cobra.Command, _ []string, prefix string) ([]string, cob
 		peaks = append(peaks, p.Name)
 	}
 	return completions(peaks, prefix)
+}
+
+// renderedForCompletion renders --env from the work tree of --repo; nil when either is missing
+// or the render fails.
+func renderedForCompletion(cmd *cobra.Command) *render.Result {
+	dir, env := completionEnv(cmd)
+	if env == "" {
+		return nil
+	}
+	s, err := render.FromDir(dir)
+	if err != nil {
+		return nil
+	}
+	res, err := s.Render(env)
+	if err != nil {
+		return nil
+	}
+	return res
+}
+
+// completeObjects offers KIND/NAME of the objects --env renders, in -n's namespace when it is
+// given, with the kind in lower case as kubectl prints it.
+func completeObjects(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	res := renderedForCompletion(cmd)
+	if res == nil || len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ns := ""
+	if f := cmd.Flags().Lookup("namespace"); f != nil {
+		ns = f.Value.String()
+	}
+	var objs []string
+	for _, o := range res.Objects {
+		if ns != "" && o.GetNamespace() != ns {
+			continue
+		}
+		if v := strings.ToLower(o.GetKind()) + "/" + o.GetName(); !slices.Contains(objs, v) {
+			objs = append(objs, v)
+		}
+	}
+	slices.Sort(objs)
+	return completions(objs, prefix)
+}
+
+// completeNamespaces offers the namespaces of the objects --env renders.
+func completeNamespaces(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	res := renderedForCompletion(cmd)
+	if res == nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var nss []string
+	for _, o := range res.Objects {
+		if n := o.GetNamespace(); n != "" && !slices.Contains(nss, n) {
+			nss = append(nss, n)
+		}
+	}
+	slices.Sort(nss)
+	return completions(nss, prefix)
 }

@@ -27,6 +27,9 @@ func TestCompletion(t *testing.T) {
 		{[]string{"promote", "--repo", repo, "--to", "st"}, []string{"staging"}},
 		{[]string{"diff", "--repo", repo, "--env", "prod", "--app", "llm-"}, []string{"llm-policies", "llm-prod"}},
 		{[]string{"schedule", "fire", "--repo", repo, "--env", "prod", "--peak", "week"}, []string{"weekday-morning"}},
+		{[]string{"blame", "--repo", repo, "--env", "prod", "-n", "llm-inference", "deployment/vllm-q"}, []string{"deployment/vllm-qwen", "deployment/vllm-qwen-canary"}},
+		{[]string{"blame", "--repo", repo, "--env", "prod", "-n", "llm-r"}, []string{"llm-rag"}},
+		{[]string{"blame", "--repo", repo, "--env", "prod", "statefulset/"}, []string{"statefulset/auditor", "statefulset/qdrant"}},
 		{[]string{"render", "--repo", "https://git.example.com/platform.git", "--env", ""}, nil}, // never cloned
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
