@@ -99,6 +99,8 @@ func (o *blameOptions) Run(ctx context.Context, w io.Writer) error {
 	if err := checkRepoEnvs(repo, o.src.revision, o.env); err != nil {
 		return err
 	}
+	stop := startProgress(o.src.cmd, "walking "+o.env+"'s history for "+o.arg)
+	defer stop()
 	req := blame.Request{Env: o.env, Object: o.ref, Revision: o.src.revision, MaxCommits: o.maxCommits}
 	renders := render.NewCache("", 4) // in memory: a walk adds a revision to an entry at every commit
 	renders.Shared = true
@@ -138,6 +140,7 @@ func (o *blameOptions) Run(ctx context.Context, w io.Writer) error {
 			cluster += " (context " + o.kube.context + ")"
 		}
 	}
+	stop()
 	if o.src.cmd != nil {
 		fmt.Fprintln(o.src.cmd.ErrOrStderr(), "auditor:", o.describe(b, cluster))
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ import (
 type checkOptions struct {
 	repo, base, head, output string
 	simulate                 bool
+	cmd                      *cobra.Command
 }
 
 func newCheckCommand() *cobra.Command {
@@ -64,7 +66,7 @@ Exit codes: 0 pass, 1 violations, >1 error.`,
 }
 
 // Complete has nothing to fill.
-func (o *checkOptions) Complete(*cobra.Command, []string) error { return nil }
+func (o *checkOptions) Complete(cmd *cobra.Command, _ []string) error { o.cmd = cmd; return nil }
 
 // Validate rejects a missing --base.
 func (o *checkOptions) Validate() error {
@@ -80,12 +82,17 @@ func (o *checkOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
+	stop := startProgress(o.cmd, fmt.Sprintf("rendering and checking every env at %s and %s", o.base, o.head))
 	res, err := check.Run(repo, o.base, o.head)
+	stop()
 	if err != nil {
 		return failed(err)
 	}
 	if o.simulate {
-		if err := checkPlacement(repo, o.head, res); err != nil {
+		stop := startProgress(o.cmd, "proving prod's placement with the real kube-scheduler")
+		err := checkPlacement(repo, o.head, res)
+		stop()
+		if err != nil {
 			return failed(err)
 		}
 	}

@@ -115,7 +115,9 @@ func (o *diffOptions) Run(ctx context.Context, w io.Writer) error {
 	if o.all {
 		return o.runAll(ctx, w, a)
 	}
+	stop := startProgress(o.src.cmd, "rendering "+o.env+" and reading the cluster")
 	rep, err := a.Run(ctx, audit.Request{Env: o.env, Revision: o.src.revision})
+	stop()
 	if err != nil {
 		return failed(err)
 	}

@@ -91,7 +91,9 @@ func (o *doctorOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
+	stop := startProgress(o.src.cmd, "checking "+cfg.Host)
 	rep, err := doctor.Run(ctx, cfg, o.env, o.objs, doctor.Options{ArgoCDNamespace: o.argocdNS, Auditor: o.sa})
+	stop()
 	if err != nil {
 		return failed(err)
 	}
