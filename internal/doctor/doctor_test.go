@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,6 +44,18 @@ func run(t *testing.T, objs []*unstructured.Unstructured) *Report {
 	t.Helper()
 	rep, err := Run(context.Background(), cluster.Config, "prod", objs, Options{})
 	require.NoError(t, err)
+	return rep
+}
+
+// runUntil runs doctor until cond holds of its report (the API server's discovery follows a new
+// or deleted CRD a moment after it is established or gone), and returns that report.
+func runUntil(t *testing.T, objs []*unstructured.Unstructured, what string, cond func(*Report) bool) *Report {
+	t.Helper()
+	var rep *Report
+	require.Eventually(t, func() bool {
+		rep = run(t, objs)
+		return cond(rep)
+	}, time.Minute, 100*time.Millisecond, what)
 	return rep
 }
 
@@ -90,7 +104,19 @@ func installCRD(t *testing.T, module, version, file, name string) {
 	dir, err := testcluster.ModuleDir(context.Background(), module, version)
 	require.NoError(t, err)
 	kubectl(t, "apply", "--server-side", "-f", filepath.Join(dir, file))
-	kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+name)
+	// Not kubectl wait: it fails ("accessor error") when it reads the CRD before the API server
+	// has written any condition.
+	dyn, err := cluster.Dynamic()
+	require.NoError(t, err)
+	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	require.Eventually(t, func() bool {
+		crd, err := crds.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		established, _ := conditionTrue(crd, "Established")
+		return established
+	}, time.Minute, 50*time.Millisecond, "CRD %s established", name)
 }
 
 // setCondition writes a status condition as the cluster's admin: what the object's controller
@@ -131,7 +157,10 @@ func TestDoctorOnTheTestCluster(t *testing.T) {
 	installCRD(t, "github.com/cert-manager/cert-manager", "v1.21.2", "deploy/crds/cert-manager.io_clusterissuers.yaml", "clusterissuers.cert-manager.io")
 	installCRD(t, "github.com/external-secrets/external-secrets", "v1.3.2", "config/crds/bases/external-secrets.io_clustersecretstores.yaml", "clustersecretstores.external-secrets.io")
 	installCRD(t, "github.com/prometheus-operator/prometheus-operator", "v0.85.0", "example/prometheus-operator-crd/monitoring.coreos.com_prometheuses.yaml", "prometheuses.monitoring.coreos.com")
-	rep = run(t, objs)
+	rep = runUntil(t, objs, "discovery serves the new CRDs", func(r *Report) bool {
+		return !strings.Contains(check(t, r, "object", "ClusterIssuer platform").Detail, "is not served") &&
+			!strings.Contains(check(t, r, "object", "a Prometheus selecting the monitors and rules").Detail, "is not served")
+	})
 	assert.Regexp(t, `^(\d+) of (\d+) selected by no Prometheus \(of 0\): `, check(t, rep, "object", "a Prometheus selecting the monitors and rules").Detail)
 	assert.Contains(t, check(t, rep, "object", "ClusterIssuer platform").Detail, "missing; named by")
 	apply(t, `apiVersion: cert-manager.io/v1
@@ -270,9 +299,7 @@ data:
 	require.NoError(t, err)
 	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 	require.NoError(t, crds.Delete(context.Background(), "scaledobjects.keda.sh", metav1.DeleteOptions{}))
-	kubectl(t, "wait", "--for=delete", "--timeout=60s", "crd/scaledobjects.keda.sh")
-	rep = run(t, objs)
-	assert.Contains(t, failing(rep), "api API keda.sh")
+	rep = runUntil(t, objs, "discovery drops ScaledObject", func(r *Report) bool { return slices.Contains(failing(r), "api API keda.sh") })
 	keda = check(t, rep, "api", "API keda.sh")
 	assert.Equal(t, "not served: v1alpha1 ScaledObject", keda.Detail)
 	assert.Contains(t, keda.Fix, "install KEDA")
