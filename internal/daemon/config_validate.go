@@ -1,0 +1,144 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/llm-gitops/platform/internal/sinks"
+)
+
+// pathName is what a name that becomes a file or directory under the state dir may be.
+var pathName = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$`)
+
+func (c *Config) validate() error {
+	if c.Repo == "" {
+		return fmt.Errorf("repo is required")
+	}
+	if len(c.Envs) == 0 {
+		return fmt.Errorf("envs: at least one environment is required")
+	}
+	if c.AuditEvents.Webhook && c.API.Auth != "" && c.API.Auth != APIAuthKubernetes {
+		return fmt.Errorf("auditEvents.webhook needs api.auth: kubernetes (kube-apiserver's webhook with an identity of its own, allowed to create audit-events.%s): with a shared token or none, whoever reaches the API could post events naming anyone", APIGroup)
+	}
+	if c.RepoAuth.URL != "" {
+		return fmt.Errorf("repoAuth: url is repo's; leave it out")
+	}
+	if c.StateDir == "" {
+		return fmt.Errorf("stateDir is required (outboxes and drift state live there)")
+	}
+	for _, env := range c.Envs {
+		if !pathName.MatchString(env) {
+			return fmt.Errorf("envs: %q is not a valid env name (lower-case letters, digits, . _ -)", env)
+		}
+	}
+	for _, ns := range c.WatchNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("watchNamespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
+	seen := map[string]bool{}
+	for i, s := range c.Sinks {
+		n := 0
+		for _, set := range []bool{s.Slack != nil, s.Mattermost != nil, s.Telegram != nil} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return fmt.Errorf("sinks[%d] (%s): exactly one of slack, mattermost, telegram", i, s.Name)
+		}
+		if s.Name == "" || seen[s.Name] {
+			return fmt.Errorf("sinks[%d]: a unique name is required", i)
+		}
+		if !pathName.MatchString(s.Name) || len(s.Name) > 40 { // it names the sink's outbox directory and Lease annotation
+			return fmt.Errorf("sinks[%d]: name %q is not a valid name (up to 40 lower-case letters, digits, . _ -)", i, s.Name)
+		}
+		seen[s.Name] = true
+	}
+	if w := c.Webhook; w != nil && w.SecretFile == "" && w.SecretEnv == "" && !w.Insecure {
+		return fmt.Errorf("webhook: a secret is required (secretFile or secretEnv); set insecure: true to accept unauthenticated pushes")
+	}
+	switch c.API.Auth {
+	case "":
+		c.API.Auth = APIAuthKubernetes
+	case APIAuthKubernetes, APIAuthNone:
+	case APIAuthToken:
+		if c.API.TokenFile == "" {
+			return fmt.Errorf("api: auth token needs tokenFile")
+		}
+	default:
+		return fmt.Errorf("api: auth %q (want kubernetes, token or none)", c.API.Auth)
+	}
+	var errs []error
+	for i, k := range c.Extra.Kinds {
+		if parseGVK(k).Kind == "" {
+			errs = append(errs, fmt.Errorf("extra.kinds[%d]: %q is not group/version/Kind (v1/Secret, cert-manager.io/v1/Certificate)", i, k))
+		}
+	}
+	for i, k := range c.Extra.Except {
+		if gk := parseGroupKind(k); gk.Kind == "" || strings.Contains(gk.Group, "/") {
+			errs = append(errs, fmt.Errorf("extra.except[%d]: %q is not group/Kind (scheduling.k8s.io/PriorityClass, or Namespace for the core group)", i, k))
+		}
+	}
+	for i, sel := range c.Extra.Ignore {
+		if _, err := labels.Parse(sel); err != nil {
+			errs = append(errs, fmt.Errorf("extra.ignore[%d]: %w", i, err))
+		}
+	}
+	for m, users := range c.Identities {
+		for _, u := range users {
+			if _, err := path.Match(u, ""); err != nil {
+				errs = append(errs, fmt.Errorf("identities.%s: pattern %q: %w", m, u, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for i, r := range c.Controllers {
+		if r.Manager == "" {
+			return fmt.Errorf("controllers[%d]: manager is required", i)
+		}
+		for _, p := range r.Paths {
+			if !strings.HasPrefix(p, "/") {
+				return fmt.Errorf("controllers[%d] (%s): path %q is not a JSON pointer (RFC 6901, e.g. /spec/replicas)", i, r.Manager, p)
+			}
+		}
+		for _, env := range r.Envs {
+			if !slices.Contains(c.Envs, env) {
+				return fmt.Errorf("controllers[%d] (%s): env %q is not one of envs %v", i, r.Manager, env, c.Envs)
+			}
+		}
+	}
+	if c.Listen == "" {
+		c.Listen = ":8080"
+	}
+	if c.AppNamespace == "" {
+		c.AppNamespace = "argocd"
+	}
+	if c.AppNamePrefix == "" {
+		c.AppNamePrefix = "llm-"
+	}
+	if c.RootNamePrefix == "" {
+		c.RootNamePrefix = "root-"
+	}
+	return nil
+}
+
+func newSink(sc SinkConfig) (sinks.Sink, error) {
+	switch {
+	case sc.Slack != nil:
+		return sinks.NewSlack(*sc.Slack)
+	case sc.Mattermost != nil:
+		return sinks.NewMattermost(*sc.Mattermost)
+	default:
+		return sinks.NewTelegram(*sc.Telegram)
+	}
+}
