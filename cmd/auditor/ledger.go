@@ -39,6 +39,10 @@ type ledgerQuery struct {
 func (q *ledgerQuery) add(cmd *cobra.Command, envHelp string) {
 	addRepoFlag(cmd, &q.repo, "repository: a directory or a URL (file://, https://, ssh://)")
 	addEnvFlag(cmd, &q.env, "env", envHelp)
+	if cmd.Name() == "list" { // the one ledger table with more columns than fit a line
+		addOutputFlag(cmd, &q.output, "wide: the table with the namespace, weights, image, author and sync time", append(reportFormats, "wide")...)
+		return
+	}
 	addReportOutput(cmd, &q.output)
 }
 

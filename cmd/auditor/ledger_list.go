@@ -24,7 +24,7 @@ type ledgerListOptions struct {
 func newLedgerListCommand() *cobra.Command {
 	o := &ledgerListOptions{}
 	cmd := &cobra.Command{
-		Use:   "list [--env ENV] [--model NAME] [--repo DIR|URL] [-o text|json|yaml]",
+		Use:   "list [--env ENV] [--model NAME] [--repo DIR|URL] [-o text|wide|json|yaml]",
 		Short: "List ledger records, oldest first",
 		Args:  cobra.NoArgs,
 		RunE:  runE(o),
@@ -47,19 +47,32 @@ func (o *ledgerListOptions) Run(_ context.Context, w io.Writer) error {
 		return err
 	}
 	recs = ledger.Filter(recs, "", o.model)
-	if o.output != "text" {
-		if recs == nil {
-			recs = []ledger.Record{}
-		}
-		return writeReport(w, o.output, recs, nil)
+	switch o.output {
+	case "wide":
+		return printRecordsWide(w, recs)
+	case "text":
+		return printRecords(w, recs)
 	}
-	return printRecords(w, recs)
+	if recs == nil {
+		recs = []ledger.Record{}
+	}
+	return writeReport(w, o.output, recs, nil)
 }
 
 // printRecords prints records as a table, one a line.
-func printRecords(w io.Writer, recs []ledger.Record) error {
+func printRecords(w io.Writer, recs []ledger.Record) error { return recordTable(w, recs, false) }
+
+// printRecordsWide is printRecords with the namespace, the weights, the image, the author and
+// when the revision was first seen synced.
+func printRecordsWide(w io.Writer, recs []ledger.Record) error { return recordTable(w, recs, true) }
+
+func recordTable(w io.Writer, recs []ledger.Record, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCOMMITTED\tENV\tKIND\tMODEL\tDEPLOYMENT\tVERSION\tSHARE\tREPLICAS\tREVISION\tSUBJECT")
+	header := "ID\tCOMMITTED\tENV\tKIND\tMODEL\tDEPLOYMENT\tVERSION\tSHARE\tREPLICAS\tREVISION\tSUBJECT"
+	if wide {
+		header += "\tNAMESPACE\tWEIGHTS\tIMAGE\tAUTHOR\tSYNCED"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range recs {
 		kind := string(r.Kind)
 		if r.Effect != "" {
@@ -72,8 +85,16 @@ func printRecords(w io.Writer, recs []ledger.Record) error {
 		if r.Reverts != "" {
 			subject = "reverts " + gitrepo.Short(r.Reverts) + ": " + subject
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%%\t%d\t%s\t%s\n", r.ID, r.CommittedAt.UTC().Format(time.RFC3339),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%%\t%d\t%s\t%s", r.ID, r.CommittedAt.UTC().Format(time.RFC3339),
 			r.Env, kind, r.Model, r.Deployment, r.Version, pct(r.SharePercent), r.Replicas, gitrepo.Short(r.Revision), subject)
+		if wide {
+			synced := "-"
+			if r.SyncedAt != nil {
+				synced = r.SyncedAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "\t%s\t%s@%s\t%s\t%s\t%s", orNone(r.Namespace), orNone(r.WeightsURI), gitrepo.Short(r.WeightsRevision), orNone(r.Image), r.Author, synced)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

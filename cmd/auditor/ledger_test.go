@@ -54,6 +54,16 @@ func TestLedgerAndRollbackCommands(t *testing.T) {
 	if err != nil || strings.Count(out, "\n") != 6 || !strings.Contains(out, "changed (share)") || !strings.Contains(out, "prod: qwen canary 50%") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
+	// -o wide: the same rows with the namespace, weights, image, author and sync time.
+	wide, err := runCmd(t, newLedgerCommand(), "list", "--repo", url, "--env", "prod", "-o", "wide")
+	require.NoError(t, err)
+	wideLines, textLines := strings.Split(strings.TrimSpace(wide), "\n"), strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, wideLines, len(textLines))
+	assert.True(t, strings.HasSuffix(strings.Fields(wideLines[0])[len(strings.Fields(wideLines[0]))-1], "SYNCED"), wideLines[0])
+	for _, col := range []string{"NAMESPACE", "WEIGHTS", "IMAGE", "AUTHOR"} {
+		assert.Contains(t, wideLines[0], col)
+	}
+	assert.Contains(t, wide, "vllm/vllm-openai:", "the image column")
 	var list []ledger.Record
 	out, err = runCmd(t, newLedgerCommand(), "list", "--repo", url, "--model", "llama", "-o", "json")
 	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Deployment != "vllm-llama" {
