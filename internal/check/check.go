@@ -3,7 +3,7 @@
 // policies of policies/ offline, and checks the capacity invariants of the seeds and the rules of
 // a safe Argo CD sync: every reference of a pod resolvable in its namespace (refs.go), every
 // PodDisruptionBudget letting a drain through (budgets.go), sync waves in dependency order and
-// route splits after the workloads they send traffic to (waves.go), stateful objects kept on
+// route splits after the workloads they send traffic to (waves.go, firstsync.go), stateful objects kept on
 // Application deletion and prune (safety.go) and no Application deleting them with it through
 // Argo CD's cascade finalizer (cascade.go), databases archiving WAL and backups off the cluster
 // through the Barman Cloud plugin (backup.go), KEDA triggers able to reach maxReplicaCount
