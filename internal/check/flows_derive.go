@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/llm-gitops/platform/internal/manifest"
 )
@@ -67,7 +67,9 @@ func scrapeTargets(objs []*unstructured.Unstructured, pods []netPeer) (out []tar
 		namespaces := monitorNamespaces(m)
 		var sel metav1.LabelSelector
 		if s, ok, _ := unstructured.NestedMap(m.Object, "spec", "selector"); ok {
-			_ = runtimeFrom(s, &sel)
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(s, &sel); err != nil {
+				continue // a selector the API server would reject: an empty one would select everything
+			}
 		}
 		monitor := fmt.Sprintf("%s %s/%s", m.GetKind(), m.GetNamespace(), m.GetName())
 		why := "scrape of " + monitor
@@ -256,12 +258,4 @@ func objectsOf(objs []*unstructured.Unstructured, group, kind string) []*unstruc
 		}
 	}
 	return out
-}
-
-func runtimeFrom(m map[string]any, into any) error {
-	data, err := yaml.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return yaml.Unmarshal(data, into)
 }
