@@ -60,7 +60,7 @@ test: export AUDITOR_TEST_CLUSTER := required
 test: tools browser vet ## vet and every test against the real API server
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-test-unit: ## every test that needs no cluster (about 3 min on 2 cores with a warm build cache; longer cold)
+test-unit: ## every test that needs no cluster (under 3 min on 2 cores with a warm build cache; longer cold)
 	AUDITOR_TEST_CLUSTER=off go test -count=1 ./...
 
 bench: tools ## benchmarks against the real API server

@@ -86,6 +86,11 @@ type Violation struct {
 	Message string `json:"message"`
 }
 
+// renders keeps the env renders of every Run in this process by what they read (a few per
+// env): an env whose base and head read the same files is rendered once, and so is an env that
+// an earlier Run rendered from the same content (a test suite, a caller checking many changes).
+var renders = render.NewCache("", 8)
+
 // Run checks head against base in repo. A revision that does not exist is an error naming it.
 func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 	baseSrc, baseRev, err := source(repo, base)
@@ -117,7 +122,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 			er.Violations = append(er.Violations, Violation{Rule: "release-pinned", Object: release.File(env), Message: pinErr.Error()})
 			envHead = headSrc
 		}
-		h, err := envHead.Render(env)
+		h, err := envHead.RenderCached(env, renders)
 		if err != nil {
 			return nil, fmt.Errorf("head %.12s: %w", envHead.Revision(), err)
 		}
@@ -133,7 +138,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Warnings = append(er.Warnings, w...)
 		var baseObjs []*unstructured.Unstructured
 		if envBase, err := releases.source(baseSrc, baseRev, env); err == nil {
-			if b, err := envBase.Render(env); err == nil {
+			if b, err := envBase.RenderCached(env, renders); err == nil {
 				baseObjs = b.Objects
 				if other, _, _, _, err := otherApplications(baseSrc, envBase, env); err == nil {
 					baseObjs = append(slices.Clip(baseObjs), slices.Concat(other...)...)

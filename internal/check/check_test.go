@@ -204,3 +204,24 @@ func TestCheckKEDAReachOldTrigger(t *testing.T) {
 	assert.Contains(t, got[0].Message, "can never reach maxReplicaCount 8")
 	assert.Contains(t, got[0].Message, "ceil(1 / 0.8) = 2")
 }
+
+// TestCheckRendersAnUnchangedEnvOnce: a change outside every env's render (a doc) leaves each
+// env's base and head reading the same files, so each env is rendered at most once, and a
+// render that was answered from the cache is the same render.
+func TestCheckRendersAnUnchangedEnvOnce(t *testing.T) {
+	dir, commit, edit := repoCopy(t)
+	edit("docs/install.md", "#", "# ")
+	commit("a doc change")
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	before := renders.Stats()
+	res, err := Run(repo, "HEAD~2", "HEAD")
+	require.NoError(t, err)
+	after := renders.Stats()
+	rendered, reused := after.Rendered-before.Rendered, after.ByContent-before.ByContent+after.ByRevision-before.ByRevision
+	assert.LessOrEqual(t, rendered, len(res.Envs), "renders: %d kustomize runs for %d envs", rendered, len(res.Envs))
+	assert.Equal(t, 2*len(res.Envs), rendered+reused, "every env rendered at base and at head")
+	for _, env := range res.Envs {
+		assert.Empty(t, env.Changes, "env %s: a doc change changes no object", env.Env)
+	}
+}
