@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/reposerver"
 )
 
@@ -20,6 +22,8 @@ type diffOptions struct {
 	kube         kubeFlags
 	env, output  string
 	app, root    string
+	selector     string
+	projects     []string
 	all          bool
 	appNamespace string
 	applier      string
@@ -49,6 +53,10 @@ With the env's root Application (root-<env>) in the cluster, every Application u
 audited, the Applications themselves included; --app NAME reports one of them. --all audits every
 env of the repository (-o json: a list of reports).
 
+--selector and --project add the cluster's Applications they pick (in --app-namespace) to the
+env's group. Applications an ApplicationSet of the group generated are always added. Git holds
+no manifest of such an Application: its objects are compared with its live source's render.
+
 Exit codes: 0 in sync, 1 drift, >1 error.`,
 		Example: `  auditor diff --env prod
   auditor diff --all -o json
@@ -63,6 +71,8 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 	cmd.Flags().StringVar(&o.app, "app", "", "report only this Application of the env's group")
 	_ = cmd.RegisterFlagCompletionFunc("app", completeApps)
 	cmd.Flags().BoolVar(&o.all, "all", false, "audit every env of the repository (the directories under overlays/)")
+	cmd.Flags().StringVar(&o.selector, "selector", "", "also audit the Applications whose labels match this selector (kubectl's syntax)")
+	cmd.Flags().StringSliceVar(&o.projects, "project", nil, "also audit the Applications of this AppProject (repeatable; with --selector, both must match)")
 	cmd.Flags().StringVar(&o.root, "root", "", "the env's root Application (app-of-apps; default root-<env>): with it in the cluster, every Application under it is audited")
 	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
@@ -91,6 +101,9 @@ func (o *diffOptions) Validate() error {
 	case o.all && o.output == "patch":
 		return usageErr("-o patch adopts one env: use --env")
 	}
+	if _, err := labels.Parse(o.selector); err != nil {
+		return usageErr("--selector: %v", err)
+	}
 	return nil
 }
 
@@ -111,6 +124,15 @@ func (o *diffOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	if o.root != "" {
 		a.RootName = func(string) string { return o.root }
+	}
+	if o.selector != "" || len(o.projects) > 0 {
+		sel, _ := labels.Parse(o.selector) // checked by Validate
+		a.Select = func(string) *audit.AppSelection {
+			return &audit.AppSelection{Namespaces: []string{o.appNamespace}, Projects: o.projects, Selector: sel}
+		}
+	}
+	if gitrepo.IsURL(o.src.repo) {
+		a.RepoURL = o.src.repo
 	}
 	if o.all {
 		return o.runAll(ctx, w, a)

@@ -23,7 +23,11 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 				fmt.Fprintf(w, "Application %s: not audited — %s\n", app.Name, app.Error)
 				continue
 			}
-			fmt.Fprintf(w, "Application %s (%s at %s): %d objects, %d drifted\n", app.Name, app.Path, gitrepo.Short(app.Revision), app.Objects, app.Drifted)
+			via := ""
+			if app.Via != "" {
+				via = ", via " + app.Via
+			}
+			fmt.Fprintf(w, "Application %s (%s at %s%s): %d objects, %d drifted\n", app.Name, app.Path, gitrepo.Short(app.Revision), via, app.Objects, app.Drifted)
 		}
 	}
 	for _, o := range rep.Objects {

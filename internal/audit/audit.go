@@ -35,6 +35,12 @@ type Auditor struct {
 	RootName func(env string) string
 	// RootManifest maps an env to its root Application's manifest in Git (nil: RootManifest).
 	RootManifest func(env string) string
+	// Select, when set, gives an env's selection: the cluster's Applications it picks join the
+	// env's group (see AppSelection). Nil, or a nil selection: the root's tree alone.
+	Select func(env string) *AppSelection
+	// RepoURL is the URL Argo CD reads Repo by, for an env whose root and own Application do not
+	// say it: an Application of another repository is then told apart.
+	RepoURL string
 	// Envs, when set, are every env the cluster holds: their roots and own Applications, made by
 	// hand or by another env's root, are never Extra in another env's group.
 	Envs []string

@@ -44,8 +44,12 @@ type prepared struct {
 	// name and appNS name the Application; target is its render target (render.AppTarget, or
 	// the env for overlays/<env>); parent the Application that declares it ("" for the root).
 	name, appNS, target, parent string
-	// main marks the env's own Application; group says the env has a root.
-	main, group bool
+	// main marks the env's own Application; group says the env has more than it (a root, or a
+	// selection); root marks the root.
+	main, group, root bool
+	// via says how an Application Git does not declare was found: "ApplicationSet <name>" (it
+	// generated it) or "selection" (the env's AppSelection picked it); "" for a declared one.
+	via string
 	// live says the cluster had the Application when it was audited.
 	live bool
 	// self is the root's own manifest in Git (clusters/<env>/root.yaml), audited as an object of
@@ -96,10 +100,7 @@ func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string
 		return nil, err
 	}
 	if root == nil {
-		if err := a.prepare(ctx, req, main, lap); err != nil {
-			return nil, err
-		}
-		return []*prepared{main}, nil
+		return a.withoutRoot(ctx, req, main, lap)
 	}
 	top := &prepared{key: req.Env + "/" + root.Name, name: root.Name, appNS: root.Namespace, app: root,
 		target: render.AppTarget(root.Path), group: true}
@@ -122,26 +123,106 @@ func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string
 		}
 		return []*prepared{top, main}, nil
 	}
-	units := []*prepared{top}
-	seen := map[string]bool{root.Namespace + "/" + root.Name: true}
-	for queue := units; len(queue) > 0; queue = queue[1:] {
-		parent := queue[0]
-		for _, r := range parent.idx.Refs() {
-			if r.Group != argocd.ApplicationGVK.Group || r.Kind != argocd.ApplicationGVK.Kind || seen[r.Namespace+"/"+r.Name] {
+	top.root = true
+	return a.grow(ctx, req, []*prepared{top}, root.RepoURL, lap)
+}
+
+// grow adds to units (prepared already) the Applications they declare, followed down; those the
+// ApplicationSets among them generated; then those the env's selection picks, followed down too.
+// repoURL is the repository the auditor reads.
+func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repoURL string, lap func(string)) ([]*prepared, error) {
+	seen := map[string]bool{}
+	for _, u := range units {
+		seen[u.ns(a)+"/"+u.name] = true
+	}
+	add := func(u *prepared) error {
+		if len(units) >= maxApplications {
+			return fmt.Errorf("%s: more than %d Applications in the group", req.Env, maxApplications)
+		}
+		units = append(units, u)
+		return nil
+	}
+	follow := func(queue []*prepared) error {
+		for ; len(queue) > 0; queue = queue[1:] {
+			parent := queue[0]
+			if parent.err != nil || parent.idx == nil {
 				continue
 			}
-			seen[r.Namespace+"/"+r.Name] = true
-			if len(units) >= maxApplications {
-				return nil, fmt.Errorf("%s: more than %d Applications under %s", req.Env, maxApplications, root.Name)
+			for _, r := range parent.idx.Refs() {
+				if r.Group != argocd.ApplicationGVK.Group {
+					continue
+				}
+				var found []*prepared
+				switch r.Kind {
+				case argocd.ApplicationGVK.Kind:
+					if seen[r.Namespace+"/"+r.Name] {
+						continue
+					}
+					seen[r.Namespace+"/"+r.Name] = true
+					u, err := a.member(ctx, req, parent, repoURL, r, lap)
+					if err != nil {
+						return err
+					}
+					found = append(found, u)
+				case ApplicationSetGVK.Kind:
+					apps, err := a.generated(ctx, r)
+					if err != nil {
+						return err
+					}
+					for _, app := range apps {
+						if seen[app.Namespace+"/"+app.Name] {
+							continue
+						}
+						seen[app.Namespace+"/"+app.Name] = true
+						u, err := a.discovered(ctx, req, app, parent.name, "ApplicationSet "+r.Name, repoURL, lap)
+						if err != nil {
+							return err
+						}
+						found = append(found, u)
+					}
+				}
+				for _, u := range found {
+					if err := add(u); err != nil {
+						return err
+					}
+					queue = append(queue, u)
+				}
 			}
-			u, err := a.member(ctx, req, parent, root, r, lap)
-			if err != nil {
-				return nil, err
-			}
-			units = append(units, u)
-			if u.err == nil {
-				queue = append(queue, u)
-			}
+		}
+		return nil
+	}
+	if err := follow(slices.Clone(units)); err != nil {
+		return nil, err
+	}
+	sel := a.selection(req.Env)
+	if sel == nil {
+		return units, nil
+	}
+	apps, err := a.selected(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	var picked []*prepared
+	for _, app := range apps {
+		if seen[app.Namespace+"/"+app.Name] || a.otherEnvs(req.Env, app.Namespace, app.Name) {
+			continue
+		}
+		seen[app.Namespace+"/"+app.Name] = true
+		u, err := a.discovered(ctx, req, app, "", "selection", repoURL, lap)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(u); err != nil {
+			return nil, err
+		}
+		picked = append(picked, u)
+	}
+	if err := follow(picked); err != nil {
+		return nil, err
+	}
+	if len(units) > 1 {
+		for _, u := range units {
+			u.group = true // the env's own Application too: its namespaces are shared
 		}
 	}
 	return units, nil
@@ -150,7 +231,7 @@ func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string
 // member prepares Application r that parent declares. What keeps it from being audited is its
 // err; only what stops the env's audit (the env's own Application failing, a background render)
 // is returned.
-func (a *Auditor) member(ctx context.Context, req Request, parent *prepared, root *argocd.App, r drift.Ref, lap func(string)) (*prepared, error) {
+func (a *Auditor) member(ctx context.Context, req Request, parent *prepared, repoURL string, r drift.Ref, lap func(string)) (*prepared, error) {
 	u := &prepared{key: req.Env + "/" + r.Name, name: r.Name, appNS: r.Namespace, parent: parent.name, group: true}
 	d, ok := parent.idx.Desired(r)
 	if !ok {
@@ -169,9 +250,9 @@ func (a *Auditor) member(ctx context.Context, req Request, parent *prepared, roo
 			u.target = req.Env
 		}
 	}
-	u.foreign = u.git.Chart == "" && !argocd.SameRepo(u.git.RepoURL, root.RepoURL)
+	u.foreign = u.git.Chart == "" && !argocd.SameRepo(u.git.RepoURL, repoURL)
 	if u.foreign && a.RepoServer == nil && u.git.Unrenderable == "" {
-		u.err = &unitError{fmt.Sprintf("Application %s: its source is another repository (%s); the auditor reads %s", u.name, u.git.RepoURL, root.RepoURL)}
+		u.err = &unitError{fmt.Sprintf("Application %s: its source is another repository (%s); the auditor reads %s", u.name, u.git.RepoURL, repoURL)}
 		return u, nil
 	}
 	if u.app, u.err = a.application(ctx, r.Namespace, r.Name); u.err != nil {

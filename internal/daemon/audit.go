@@ -30,6 +30,15 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	a.AppName = func(env string) string { return d.cfg.AppNamePrefix + env }
 	a.RootName = func(env string) string { return d.cfg.RootNamePrefix + env }
 	a.Envs = d.cfg.Envs
+	a.Select = func(env string) *audit.AppSelection {
+		if sel, ok := d.cfg.Applications[env]; ok {
+			return sel.selection(d.cfg.AppNamespace)
+		}
+		return nil
+	}
+	if gitrepo.IsURL(d.cfg.Repo) {
+		a.RepoURL = d.cfg.Repo
+	}
 	a.Renders = d.renderCache(2) // the synced revision and the one before: a 10,000-object render is ~9 MiB as JSON
 	a.Renders.Urgent = true      // an audit's render goes before blame walks', ledger syncs' and the web view's
 	a.Options.SecretKey = d.hmacKey

@@ -9,9 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/reposerver"
@@ -46,6 +48,11 @@ type Config struct {
 	// RootNamePrefix names each env's root Application (<prefix><env>, default root-): when the
 	// cluster has it, the env is every Application under it, the Applications themselves included.
 	RootNamePrefix string `json:"rootNamePrefix,omitempty"`
+	// Applications picks, per env, Applications from the cluster into the env's group beside its
+	// root's tree (those an ApplicationSet of the group generated are always in it): see
+	// AppSelectionConfig. Git holds no manifest of such an Application; its objects are
+	// compared with its live source's render.
+	Applications map[string]AppSelectionConfig `json:"applications,omitempty"`
 	// ArgoCDURL, when set, links reports to the Argo CD UI.
 	ArgoCDURL string `json:"argocdURL,omitempty"`
 	// Listen is the HTTP address (default :8080).
@@ -313,4 +320,23 @@ func parseConfig(path string, data []byte) (*Config, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return &c, nil
+}
+
+// AppSelectionConfig picks an env's Applications from the cluster: those in Namespaces (default:
+// appNamespace) of one of Projects (any when empty) whose labels match Selector (kubectl's
+// syntax; every one when empty). At least Projects or Selector is required.
+type AppSelectionConfig struct {
+	Namespaces []string `json:"namespaces,omitempty"`
+	Projects   []string `json:"projects,omitempty"`
+	Selector   string   `json:"selector,omitempty"`
+}
+
+// selection is c as the auditor takes it (its selector parsed by validate).
+func (c AppSelectionConfig) selection(appNamespace string) *audit.AppSelection {
+	sel, _ := labels.Parse(c.Selector)
+	ns := c.Namespaces
+	if len(ns) == 0 {
+		ns = []string{appNamespace}
+	}
+	return &audit.AppSelection{Namespaces: ns, Projects: c.Projects, Selector: sel}
 }

@@ -60,6 +60,10 @@ func TestConfigErrors(t *testing.T) {
 		"auth token needs tokenFile":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: token}\n",
 		`auth "magic"`:                  "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: magic}\n",
 		"unknown field \"path\"":        "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, path: /spec}]\n",
+		`applications: "qa" is not one`: "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {qa: {projects: [p]}}\n",
+		"projects or selector is requi": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {namespaces: [argocd]}}\n",
+		"applications.prod.selector":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {selector: 'team in (a'}}\n",
+		"is not a namespace name":       "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {projects: [p], namespaces: [Argo_CD]}}\n",
 	}
 	for want, doc := range cases {
 		file := filepath.Join(t.TempDir(), "c.yaml")

@@ -38,6 +38,11 @@ func (c *Config) validate() error {
 			return fmt.Errorf("envs: %q is not a valid env name (lower-case letters, digits, . _ -)", env)
 		}
 	}
+	for env, sel := range c.Applications {
+		if err := sel.validate(env, c.Envs); err != nil {
+			return err
+		}
+	}
 	for _, ns := range c.WatchNamespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return fmt.Errorf("watchNamespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
@@ -141,4 +146,23 @@ func newSink(sc SinkConfig) (sinks.Sink, error) {
 	default:
 		return sinks.NewTelegram(*sc.Telegram)
 	}
+}
+
+// validate checks the selection of env.
+func (c AppSelectionConfig) validate(env string, envs []string) error {
+	if !slices.Contains(envs, env) {
+		return fmt.Errorf("applications: %q is not one of envs %v", env, envs)
+	}
+	if len(c.Projects) == 0 && strings.TrimSpace(c.Selector) == "" {
+		return fmt.Errorf("applications.%s: projects or selector is required (neither would pick every Application)", env)
+	}
+	if _, err := labels.Parse(c.Selector); err != nil {
+		return fmt.Errorf("applications.%s.selector: %w", env, err)
+	}
+	for _, ns := range c.Namespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("applications.%s.namespaces: %q is not a namespace name: %s", env, ns, strings.Join(errs, "; "))
+		}
+	}
+	return nil
 }

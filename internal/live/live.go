@@ -276,6 +276,34 @@ func (c *Cache) ListWhere(gvk schema.GroupVersionKind, namespace string, keep fu
 	return out
 }
 
+// ListDirect lists the objects of gvk in namespace matching selector (a label selector; "" for
+// all) from the API server, bypassing the cache: the Applications of an env's selection, those an
+// ApplicationSet generated. It pages through the list.
+func (c *Cache) ListDirect(ctx context.Context, gvk schema.GroupVersionKind, namespace, selector string) ([]*unstructured.Unstructured, error) {
+	m, err := c.Mapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	var ri dynamic.ResourceInterface = c.dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = c.dyn.Resource(m.Resource).Namespace(namespace)
+	}
+	var out []*unstructured.Unstructured
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
+	for {
+		l, err := ri.List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list %s in %s: %w", gvk.Kind, namespace, err)
+		}
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+		if opts.Continue = l.GetContinue(); opts.Continue == "" {
+			return out, nil
+		}
+	}
+}
+
 // GetDirect reads one object from the API server, bypassing the cache (the Argo CD Application).
 func (c *Cache) GetDirect(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
 	m, err := c.Mapping(gvk)

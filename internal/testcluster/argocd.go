@@ -139,7 +139,27 @@ func (c *Cluster) startArgoCD(ctx context.Context, ports []int) error {
 		return err
 	}
 	c.procs = append(c.procs, ctrl)
+	c.argoEnv = common
 	return waitHTTP(ctx, ctrl, "http://127.0.0.1:"+strconv.Itoa(ports[3])+"/healthz", nil, 60*time.Second)
+}
+
+// startApplicationSets runs Argo CD's ApplicationSet controller (metrics, probe and webhook on
+// ports), which makes the Applications of the ApplicationSets in Argo CD's namespace.
+func (c *Cluster) startApplicationSets(ctx context.Context, ports []int) error {
+	c.logf("starting argocd-applicationset-controller %s", ArgoCDVersion)
+	p, err := startProcess(c.Dir, "argocd-applicationset-controller", c.bins.ArgoCD, []string{
+		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoCDNamespace,
+		"--argocd-repo-server=" + c.RepoServer, "--repo-server-plaintext",
+		"--metrics-addr=127.0.0.1:" + strconv.Itoa(ports[0]), "--probe-addr=127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--webhook-addr=127.0.0.1:" + strconv.Itoa(ports[2]),
+		"--loglevel=info", "--logformat=text",
+	}, append(c.argoEnv, "ARGOCD_BINARY_NAME=argocd-applicationset-controller"), c.opts.Detach)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, p)
+	// It registers no health checks (its probe server answers 404): its metrics say it serves.
+	return waitHTTP(ctx, p, "http://127.0.0.1:"+strconv.Itoa(ports[0])+"/metrics", nil, 60*time.Second)
 }
 
 // installArgoConfig writes Argo CD's ConfigMaps and Secret from its module's install manifests,

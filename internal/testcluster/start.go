@@ -31,7 +31,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
 		return fmt.Errorf("write token file: %w", err)
 	}
-	ports, err := freePorts(11)
+	ports, err := freePorts(14)
 	if err != nil {
 		return err
 	}
@@ -141,6 +141,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	if c.opts.ArgoCD {
 		if err := c.startArgoCD(ctx, ports[6:10]); err != nil {
+			return err
+		}
+		if err := c.startApplicationSets(ctx, ports[11:14]); err != nil {
 			return err
 		}
 	}

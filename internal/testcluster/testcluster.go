@@ -53,7 +53,7 @@ type Options struct {
 	// SkipCRDs leaves the upstream CRDs out (they are installed by default).
 	SkipCRDs bool
 	// Kwok runs kwok, which makes the nodes added with AddNodes Ready and runs the Pods scheduled
-	// to them; ArgoCD runs Argo CD's application controller, repo-server and a Redis (it needs
+	// to them; ArgoCD runs Argo CD's application and ApplicationSet controllers, repo-server and a Redis (it needs
 	// the CRDs). Both want Scheduler and ControllerManager for Pods to exist and be placed.
 	Kwok, ArgoCD bool
 	// AuditWebhook also sends the API server's audit events to its webhook backend (batch mode,
@@ -82,6 +82,7 @@ type Cluster struct {
 
 	opts    Options
 	apiArgs []string
+	argoEnv []string // the environment Argo CD's processes run with
 	tempDir bool
 	procs   []*process
 	bins    Binaries

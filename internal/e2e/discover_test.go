@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/testcluster"
+)
+
+// TestApplicationSetsAndTheSelectionJoinTheGroup: a root Application declares the fixture's prod
+// Application and an ApplicationSet (a list generator of two elements). Argo CD's real
+// ApplicationSet controller makes the two Applications, and its application controller syncs
+// them. A third Application is made by hand, outside Git, with a team label. The env's group
+// takes the generated Applications (via their ApplicationSet) always. Without a selection the
+// hand-made Application is Extra (made by hand in Argo CD's namespace); a selection that picks it
+// makes it a member. Each member is in sync right after the sync, and a hand edit to an object of
+// each is drift of that Application.
+func TestApplicationSetsAndTheSelectionJoinTheGroup(t *testing.T) {
+	testcluster.Need(t)
+	f := platform(t)
+	root, set, picked := f.Prefix+"-root-prod", f.Prefix+"-gen", f.Prefix+"-picked"
+	genA, genB := set+"-a", set+"-b"
+	ns := f.NS("system")
+	rootDir := "apps/" + f.Prefix + "-root"
+	writeYAML(t, f, rootDir+"/"+f.App()+".yaml", f.ApplicationAsApplied().Object)
+	template := childApp(set+"-{{name}}", ns, map[string]any{
+		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "gen/{{name}}"},
+	})
+	writeYAML(t, f, rootDir+"/set.yaml", map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
+		"metadata": map[string]any{"name": set, "namespace": testcluster.ArgoCDNamespace},
+		"spec": map[string]any{
+			"generators": []any{map[string]any{"list": map[string]any{"elements": []any{
+				map[string]any{"name": "a"}, map[string]any{"name": "b"},
+			}}}},
+			"template": map[string]any{"metadata": template["metadata"], "spec": template["spec"]},
+		},
+	})
+	for _, name := range []string{"a", "b"} {
+		require.NoError(t, f.Write("gen/"+name+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+set+"-"+name+"\ndata:\n  size: small\n"))
+	}
+	require.NoError(t, f.Write("picked/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+picked+"\ndata:\n  owner: team\n"))
+	head := f.Commit("a root with an ApplicationSet; a directory for a hand-made Application")
+	rootApp := childApp(root, testcluster.ArgoCDNamespace, map[string]any{
+		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": rootDir},
+	})
+	delete(rootApp["metadata"].(map[string]any), "finalizers") // the root orphans what it declares
+	hand := childApp(picked, ns, map[string]any{
+		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "picked"},
+	})
+	hand["metadata"].(map[string]any)["labels"] = map[string]any{"team": f.Prefix}
+	for _, obj := range []map[string]any{rootApp, hand} {
+		file := filepath.Join(t.TempDir(), "app.yaml")
+		data, err := yaml.Marshal(obj)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(file, data, 0o644))
+		f.Kubectl("apply", "--server-side", "-f", file)
+	}
+	t.Cleanup(func() {
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", root, "--ignore-not-found", "--wait=false")
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "applicationset", set, "--ignore-not-found", "--wait=true", "--timeout=2m")
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", genA, genB, picked, "--ignore-not-found", "--wait=true", "--timeout=2m")
+	})
+	ctx := context.Background()
+	for _, app := range []string{root, genA, genB, picked} { // prod's own stays at its revision: the commit changes nothing of it
+		require.NoError(t, cluster.WaitSynced(ctx, app, head, 4*time.Minute), app)
+	}
+
+	a := newAuditor(t, f)
+	a.RootName = func(string) string { return root }
+	rep := runAudit(t, a, f.Env)
+	assert.Equal(t, map[string]string{root: "", f.App(): "", genA: "ApplicationSet " + set, genB: "ApplicationSet " + set},
+		applicationsVia(t, rep), "without a selection: the root's tree and what its ApplicationSet generated")
+	var extra []string
+	for _, o := range rep.Objects {
+		extra = append(extra, o.Kind+" "+o.Name+" "+o.Status+" of "+o.Application)
+	}
+	assert.Equal(t, []string{"Application " + picked + " Extra of " + root}, extra,
+		"right after Argo CD's sync, only the Application made by hand in Argo CD's namespace:\n%s", dump(rep))
+
+	sel, err := labels.Parse("team=" + f.Prefix)
+	require.NoError(t, err)
+	a.Select = func(string) *audit.AppSelection {
+		return &audit.AppSelection{Namespaces: []string{testcluster.ArgoCDNamespace}, Selector: sel}
+	}
+	rep = runAudit(t, a, f.Env)
+	assert.Equal(t, map[string]string{root: "", f.App(): "", genA: "ApplicationSet " + set, genB: "ApplicationSet " + set, picked: "selection"},
+		applicationsVia(t, rep), "with a selection: the Application it picks too")
+	assert.True(t, rep.InSync, "right after Argo CD's sync:\n%s", dump(rep))
+	for _, app := range rep.Applications {
+		if app.Via != "" {
+			assert.Equal(t, 1, app.Objects, "%s: its one ConfigMap", app.Name)
+			assert.Equal(t, head, app.Revision, app.Name)
+		}
+	}
+
+	f.Kubectl("-n", ns, "patch", "configmap", genA, "--type=merge", `-p={"data":{"size":"large"}}`)
+	f.Kubectl("-n", ns, "patch", "configmap", picked, "--type=merge", `-p={"data":{"owner":"someone-else"}}`)
+	rep = runAudit(t, a, f.Env)
+	got := map[string]string{}
+	for _, o := range rep.Objects {
+		got[o.Kind+" "+o.Name] = o.Application + " " + o.Status
+		if o.Name == genA {
+			assert.True(t, hasPath(o, ".data.size"), "%+v", o.Fields)
+		}
+		if o.Name == picked {
+			assert.True(t, hasPath(o, ".data.owner"), "%+v", o.Fields)
+		}
+	}
+	assert.Equal(t, map[string]string{"ConfigMap " + genA: genA + " Modified", "ConfigMap " + picked: picked + " Modified"}, got)
+}
+
+// applicationsVia maps each Application of rep to how it joined the group; an Application that
+// could not be audited fails the test.
+func applicationsVia(t *testing.T, rep *drift.Report) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, app := range rep.Applications {
+		assert.Empty(t, app.Error, app.Name)
+		out[app.Name] = app.Via
+	}
+	return out
+}
