@@ -96,6 +96,9 @@ func TestCommandContract(t *testing.T) {
 				assert.Equal(t, codeError, exitOf(t, append(args, "--at", "yesterday")...), "malformed time")
 			}
 			assert.Equal(t, codeError, exitOf(t, append(args, "--no-such-flag")...), "unknown flag")
+			if flags.Lookup("selector") != nil {
+				assert.Equal(t, codeError, exitOf(t, append(args, "--env", "dev", "--selector", "team in (a")...), "malformed selector")
+			}
 			if flags.Lookup("env") != nil && flags.Lookup("repo") != nil && path != "serve" {
 				bad := append(args, "--repo", "file://"+repo.bare, "--env", "qa")
 				for _, req := range []string{"peak", "to"} { // required flags besides --env
