@@ -44,10 +44,11 @@ head without one), compares it with the live objects field by field, and names t
 operation, subresource and time of every drifted field. Git ahead of the synced revision is
 reported as a pending sync, not as drift.
 
--o patch prints instead the change that adopts the live state into overlays/<env>/: one
-strategic-merge patch file per drifted object, listed in the overlay's kustomization, as a diff
-that git apply accepts on the audited revision. What it cannot adopt (Secrets, missing and extra
-objects, list items addressed by position) is named on stderr.
+-o patch prints instead the change that adopts the live state into Git: one strategic-merge
+patch file per drifted object, listed in the kustomization its Application renders
+(overlays/<env>/ for the env's own), as a diff that git apply accepts on the audited revision.
+What it cannot adopt (Secrets, missing and extra objects, list items addressed by position, the
+objects of a Helm chart or a plain directory) is named on stderr.
 
 With the env's root Application (root-<env>) in the cluster, every Application under it is
 audited, the Applications themselves included; --app NAME reports one of them. --all audits every
@@ -66,7 +67,7 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 		RunE: runE(o),
 	}
 	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
-	addOutputFlag(cmd, &o.output, "patch: a diff adopting the live state into overlays/<env>/, for git apply", "text", "json", "yaml", "patch")
+	addOutputFlag(cmd, &o.output, "patch: a diff adopting the live state into the kustomization of each object's Application, for git apply", "text", "json", "yaml", "patch")
 	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
 	cmd.Flags().StringVar(&o.app, "app", "", "report only this Application of the env's group")
 	_ = cmd.RegisterFlagCompletionFunc("app", completeApps)

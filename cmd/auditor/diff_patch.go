@@ -9,8 +9,9 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 )
 
-// writeAdoptPatch prints the patch adopting every drifted field it can express into
-// overlays/<env>/, written against the audited revision, and names on errw what it leaves out.
+// writeAdoptPatch prints the patch adopting every drifted field it can express into the
+// kustomization its Application renders (overlays/<env>/ for the env's own), written against the
+// audited revision, and names on errw what it leaves out.
 func writeAdoptPatch(w, errw io.Writer, repo *gitrepo.Repo, rep *drift.Report) error {
 	var objs []drift.Object
 	for _, o := range rep.Objects {
@@ -31,7 +32,7 @@ func writeAdoptPatch(w, errw io.Writer, repo *gitrepo.Repo, rep *drift.Report) e
 	if len(objs) == 0 {
 		return nil
 	}
-	a, err := adopt.Patch(rep.Env, func(name string) ([]byte, error) { return repo.ReadFile(rep.Revision, name) }, objs...)
+	a, err := adopt.Group(rep.Env, func(name string) ([]byte, error) { return repo.ReadFile(rep.Revision, name) }, objs...)
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,12 @@ func adoptFields(doc map[string]any, o drift.Object) (n int, notes []string) {
 // would set one of the fields back. Rendered with the change, each adopted field equals its live
 // value.
 func Patch(env string, read ReadFunc, objs ...drift.Object) (*Adoption, error) {
-	ov := &overlay{dir: path.Join("overlays", env), read: read}
+	return PatchIn(path.Join("overlays", env), read, objs...)
+}
+
+// PatchIn is Patch into the kustomization of directory dir (an Application's path).
+func PatchIn(dir string, read ReadFunc, objs ...drift.Object) (*Adoption, error) {
+	ov := &overlay{dir: dir, read: read}
 	kust, err := ov.kustomization()
 	if err != nil {
 		return nil, err

@@ -85,7 +85,7 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 				continue
 			}
 			seen[k] = true
-			o.Application = u.name
+			o.Application, o.Source = u.name, u.source()
 			if n := disables(&o); n != "" {
 				o.Note = strings.TrimPrefix(o.Note+"; "+n, "; ")
 			}
@@ -137,4 +137,17 @@ func (a *Auditor) keepGroup(env string, units []*prepared, ex *drift.Excusals) {
 		}
 	}
 	a.groups[env] = &groupState{units: units, ex: ex}
+}
+
+// source is what u's Application renders, as drift.Object.Source says it.
+func (u *prepared) source() string {
+	switch {
+	case u.app != nil && u.app.Chart != "":
+		return "chart " + u.app.Chart + " from " + u.app.RepoURL
+	case u.foreign && u.app != nil:
+		return "repository " + u.app.RepoURL
+	case u.app != nil && len(u.app.Sources) > 1:
+		return "sources of " + u.name
+	}
+	return render.TargetPath(u.target)
 }

@@ -93,6 +93,10 @@ type Object struct {
 	// Application is the Argo CD Application whose object it is (Git's: the one that declares
 	// it; for an Extra object, the one whose namespaces it is in).
 	Application string `json:"application,omitempty"`
+	// Source is what its Application renders: a path of the audited repository (overlays/prod,
+	// apps/gate), or, when that is not one path of it, what it is ("chart NAME from URL",
+	// "repository URL", "sources of NAME"). An adopt patch is written there.
+	Source string `json:"source,omitempty"`
 	// Note explains an Unknown object, or a Modified one only Argo CD's diff flags.
 	Note string `json:"note,omitempty"`
 	// Schema is set when the object was compared without the cluster's schema for its kind

@@ -71,7 +71,7 @@ func adoptLine(env, revision string, o drift.Object, opts Options) message.Line 
 		return message.Line{Label: label + " (overlay not read)", Text: "no patch: this auditor does not read the repository's files to write one against overlays/" + env + "/"}
 	}
 	var readErr error
-	a, err := adopt.Patch(env, func(name string) ([]byte, error) {
+	a, err := adopt.Group(env, func(name string) ([]byte, error) {
 		data, err := opts.ReadFile(revision, name)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			readErr = err

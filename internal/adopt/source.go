@@ -1,0 +1,70 @@
+package adopt
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/llm-gitops/platform/internal/drift"
+)
+
+// Dir says where the drifted fields of o are adopted: the kustomization directory its
+// Application renders (o.Source; overlays/<env> for an object that names none), or, when that is
+// no kustomization of this repository, why nothing is written ("" and the reason).
+func Dir(env string, o drift.Object, read ReadFunc) (dir, why string, err error) {
+	src := o.Source
+	if src == "" {
+		return path.Join("overlays", env), "", nil
+	}
+	if strings.Contains(src, " ") {
+		return "", fmt.Sprintf("its Application %s renders %s, not a path of this repository: change it there", o.Application, src), nil
+	}
+	for _, name := range slices.Concat(kustomizationNames, []string{"Chart.yaml"}) {
+		_, err := read(path.Join(src, name))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return "", "", fmt.Errorf("read %s: %w", path.Join(src, name), err)
+		case name == "Chart.yaml":
+			return "", fmt.Sprintf("its Application %s renders the Helm chart %s: set the value in its values (the Application's valuesObject or a values file)", o.Application, src), nil
+		}
+		return src, "", nil
+	}
+	return "", fmt.Sprintf("its Application %s renders the plain directory %s: edit the object's file there", o.Application, src), nil
+}
+
+// Group adopts objs into the kustomization of each one's Application (Dir): one Adoption whose
+// Diff holds every directory's changes, and whose Notes name what is not adopted and why.
+func Group(env string, read ReadFunc, objs ...drift.Object) (*Adoption, error) {
+	byDir := map[string][]drift.Object{}
+	var dirs []string
+	out := &Adoption{}
+	for _, o := range objs {
+		dir, why, err := Dir(env, o, read)
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			out.Notes = append(out.Notes, fmt.Sprintf("%s %s/%s: %s", o.Kind, o.Namespace, o.Name, why))
+			continue
+		}
+		if _, ok := byDir[dir]; !ok {
+			dirs = append(dirs, dir)
+		}
+		byDir[dir] = append(byDir[dir], o)
+	}
+	for _, dir := range dirs {
+		a, err := PatchIn(dir, read, byDir[dir]...)
+		if err != nil {
+			return nil, err
+		}
+		out.Fields += a.Fields
+		out.Notes = append(out.Notes, a.Notes...)
+		out.Diff += a.Diff
+	}
+	return out, nil
+}

@@ -1,0 +1,49 @@
+package adopt
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/render"
+)
+
+// TestGroupAdoptsIntoEachApplicationsKustomization: objects of an env's group are adopted where
+// their Application renders them. A kustomization gets the patch; a Helm chart, a plain
+// directory and what is not a path of the repository get a note and no file.
+func TestGroupAdoptsIntoEachApplicationsKustomization(t *testing.T) {
+	cm := func(name, source string) drift.Object {
+		return drift.Object{APIVersion: "v1", Kind: "ConfigMap", Namespace: "llm", Name: name, Status: drift.Modified,
+			Application: name + "-app", Source: source, Fields: []drift.Field{aMode}}
+	}
+	files := map[string]string{
+		"apps/gate/kustomization.yaml": "resources: [cm.yaml]\n",
+		"apps/gate/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: api-config, namespace: llm}\ndata: {mode: fast}\n",
+		"charts/api/Chart.yaml":        "apiVersion: v2\nname: api\nversion: 0.1.0\n",
+		"extras/cm.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extras, namespace: llm}\n",
+	}
+	dir := gitRepo(t, files)
+	gate := cm("api-config", "apps/gate")
+	gate.Application = "gate"
+	a, err := Group("prod", readHead(t, dir), gate, cm("chart", "charts/api"), cm("dir", "extras"),
+		cm("repo", "chart svc from https://charts.example.com"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, a.Fields)
+	assert.Contains(t, a.Diff, "apps/gate/kustomization.yaml")
+	assert.NotContains(t, a.Diff, "overlays/", "nothing is written into the env's overlay")
+	assert.ElementsMatch(t, []string{
+		"ConfigMap llm/chart: its Application chart-app renders the Helm chart charts/api: set the value in its values (the Application's valuesObject or a values file)",
+		"ConfigMap llm/dir: its Application dir-app renders the plain directory extras: edit the object's file there",
+		"ConfigMap llm/repo: its Application repo-app renders chart svc from https://charts.example.com, not a path of this repository: change it there",
+	}, a.Notes)
+
+	applyPatch(t, dir, a.Diff)
+	src, err := render.FromDir(dir)
+	require.NoError(t, err)
+	res, err := src.Render(render.AppTarget("apps/gate"))
+	require.NoError(t, err)
+	require.Len(t, res.Objects, 1)
+	assert.Equal(t, "safe", res.Objects[0].Object["data"].(map[string]any)["mode"], "rendered with the patch, the field is its live value")
+}
