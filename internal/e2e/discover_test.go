@@ -112,6 +112,7 @@ func TestApplicationSetsAndTheSelectionJoinTheGroup(t *testing.T) {
 		got[o.Kind+" "+o.Name] = o.Application + " " + o.Status
 		if o.Name == genA {
 			assert.True(t, hasPath(o, ".data.size"), "%+v", o.Fields)
+			assert.Equal(t, "gen/a", o.Source, "what its Application renders, where an adopt patch goes")
 		}
 		if o.Name == picked {
 			assert.True(t, hasPath(o, ".data.owner"), "%+v", o.Fields)
