@@ -40,7 +40,8 @@ func newBlameCommand() *cobra.Command {
 		Long: `blame walks the env's first-parent history back from the revision Argo CD synced (the branch
 head without one; --revision to choose), rendering the env at each commit, and names for every
 field Git declares for the object the commit that last changed its rendered value (sha, author,
-date, subject). Beside it, from the cluster: the object's drift (live value, field manager, and
+date, subject). An object the env's overlay does not declare is looked for in the env's other
+Applications (apps/<env>), and that Application's path is walked instead. Beside it, from the cluster: the object's drift (live value, field manager, and
 with --audit-log the person), and the writes to the live object the audit log holds, newest
 first, with old -> new for the fields each changed. --git-only leaves the cluster out. Only
 commits are read, never the work tree.
@@ -158,8 +159,12 @@ func (o *blameOptions) describe(b *blame.Blame, cluster string) string {
 	if b.History.Commits == 1 {
 		commits = "commit"
 	}
-	return fmt.Sprintf("blamed %s in overlays/%s from %s, %d first-parent %s back; %s",
-		b.Object, o.env, from, b.History.Commits, commits, cluster)
+	in := b.Path
+	if b.Application != "" {
+		in += " (Application " + b.Application + ")"
+	}
+	return fmt.Sprintf("blamed %s in %s from %s, %d first-parent %s back; %s",
+		b.Object, in, from, b.History.Commits, commits, cluster)
 }
 
 func writeBlame(w io.Writer, b *blame.Blame, output string) error {

@@ -67,7 +67,7 @@ func TestScheduleAndBlameSayWhatTheyRead(t *testing.T) {
 
 	// With the cluster, the walk starts where diff audits, unless --revision says otherwise.
 	o := &blameOptions{env: "prod", src: sourceFlags{repo: "https://bot:token@git.example.com/platform.git"}}
-	got := o.describe(&blame.Blame{Revision: head, Object: b.Object, History: blame.History{Commits: 3}}, "read the cluster at https://10.0.0.1:6443")
+	got := o.describe(&blame.Blame{Revision: head, Object: b.Object, Path: "overlays/prod", History: blame.History{Commits: 3}}, "read the cluster at https://10.0.0.1:6443")
 	assert.Equal(t, "blamed "+b.Object.String()+" in overlays/prod from https://git.example.com/platform.git at the revision diff audits ("+
 		head[:12]+"), 3 first-parent commits back; read the cluster at https://10.0.0.1:6443", got, "no credentials on stderr")
 }

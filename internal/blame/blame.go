@@ -23,6 +23,10 @@ const DefaultMaxWrites = 100
 // Blame is the history of one object of an environment.
 type Blame struct {
 	Env string `json:"env"`
+	// Application is the Application of the env that declares the object, when it is not the
+	// env's own (overlays/<env>); Path is the path its history was walked in.
+	Application string `json:"application,omitempty"`
+	Path        string `json:"path"`
 	// Revision is the commit the walk started from: the revision Argo CD synced, unless another
 	// was asked for, else the branch head.
 	Revision string `json:"revision"`

@@ -2,6 +2,7 @@ package blame
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -59,7 +60,8 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 	}
 	head := commits[0]
 	snaps := repo.Snapshots() // each commit reads only the trees and files it changed
-	res, present, err := renderAt(ctx, snaps, renders, req.Env, head.Hash)
+	target := req.Env
+	res, present, err := renderAt(ctx, snaps, renders, target, head.Hash)
 	if err != nil {
 		return nil, err
 	}
@@ -67,12 +69,20 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 		return nil, fmt.Errorf("blame: env %s has no overlay at %.12s (%s)", req.Env, head.Hash, render.OverlayPath(req.Env))
 	}
 	obj, err := find(res.Objects, req.Object, req.Env, head.Hash)
+	app := ""
+	var notDeclared *NotDeclaredError
+	if errors.As(err, &notDeclared) && len(notDeclared.Candidates) == 0 {
+		// Not the overlay's: the env's other Applications, as Git declares them, in turn.
+		if app, target, res, obj = inApplications(ctx, snaps, renders, req, head.Hash); obj != nil {
+			err = nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	gvk := obj.GroupVersionKind()
 	pt := typeOf(gvk, opts.Types)
-	b := &Blame{Env: req.Env, Revision: head.Hash, Writes: []Write{},
+	b := &Blame{Env: req.Env, Application: app, Path: render.TargetPath(target), Revision: head.Hash, Writes: []Write{},
 		Object: Object{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 	leaves := leafPaths(obj.Object, pt)
 	commitOf := make([]*Commit, len(leaves))
@@ -99,7 +109,7 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 		}
 		b.History.Commits++
 		oldest = c
-		res, present, err := renderAt(ctx, snaps, renders, req.Env, c.Hash)
+		res, present, err := renderAt(ctx, snaps, renders, target, c.Hash)
 		if err != nil {
 			b.History.Skipped = append(b.History.Skipped, Skipped{Commit: c.Hash, Error: err.Error()})
 			continue
@@ -135,7 +145,7 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 		b.History.Complete = true // every field changed within the walk
 	}
 	for _, s := range b.History.Skipped {
-		b.Notes = append(b.Notes, fmt.Sprintf("env %s did not render at %.12s (skipped; a change across it is given to the newer commit): %s", req.Env, s.Commit, firstLine(s.Error)))
+		b.Notes = append(b.Notes, fmt.Sprintf("%s did not render at %.12s (skipped; a change across it is given to the newer commit): %s", b.Path, s.Commit, firstLine(s.Error)))
 	}
 	secret := gvk.Group == "" && gvk.Kind == "Secret"
 	for i, leaf := range leaves {
@@ -148,9 +158,10 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 	return b, nil
 }
 
-// renderAt renders env at a commit; present is false when the commit has no overlay for env
-// (before the env was made).
-func renderAt(ctx context.Context, snaps *gitrepo.Snapshots, renders *render.Cache, env, rev string) (res *render.Result, present bool, err error) {
+// renderAt renders target (an env, or render.AppTarget of an Application's path) at a commit;
+// present is false when the commit does not have it (before the env or the path was made).
+func renderAt(ctx context.Context, snaps *gitrepo.Snapshots, renders *render.Cache, target, rev string) (res *render.Result, present bool, err error) {
+	env := target
 	if res, ok := renders.ByRevision(env, rev); ok {
 		return res, true, nil
 	}
@@ -158,7 +169,7 @@ func renderAt(ctx context.Context, snaps *gitrepo.Snapshots, renders *render.Cac
 	if err != nil {
 		return nil, false, err
 	}
-	if _, ok := snap.Files[render.OverlayPath(env)+"/kustomization.yaml"]; !ok {
+	if !has(snap, target) {
 		return nil, false, nil
 	}
 	src, err := render.FromSnapshot(snap)

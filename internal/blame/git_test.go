@@ -204,6 +204,47 @@ func TestGitObjectNotDeclared(t *testing.T) {
 	assert.Equal(t, "other", b.Object.Namespace)
 }
 
+// TestGitWalksTheApplicationThatDeclaresTheObject: an object of another Application of the env
+// (declared in apps/<env>, its path a plain directory) is blamed in that path's history.
+func TestGitWalksTheApplicationThatDeclaresTheObject(t *testing.T) {
+	dir, _ := history(t)
+	gate := func(mode string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gate, namespace: policies}\ndata: {mode: " + mode + ", owner: sre}\n"
+	}
+	app := `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: llm-policies, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: https://git.example.com/platform.git, targetRevision: main, path: policies/gate}
+  destination: {server: https://kubernetes.default.svc, namespace: policies}
+`
+	commit := func(msg string, files map[string]string) string {
+		gittest.WriteFiles(t, dir, files)
+		gittest.Run(t, dir, "add", "-A")
+		gittest.Run(t, dir, "commit", "-q", "-m", msg)
+		return gittest.Run(t, dir, "rev-parse", "HEAD")
+	}
+	added := commit("policies: the gate", map[string]string{"apps/prod/kustomization.yaml": "resources: [policies.yaml]\n",
+		"apps/prod/policies.yaml": app, "policies/gate/gate.yaml": gate("strict")})
+	commit("docs", map[string]string{"README.md": "gate\n"})
+	loosened := commit("policies: loosen the gate", map[string]string{"policies/gate/gate.yaml": gate("loose")})
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	b, err := Git(context.Background(), repo, Request{Env: "prod", Object: Ref{Kind: "ConfigMap", Name: "gate"}}, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, "llm-policies", b.Application)
+	assert.Equal(t, "policies/gate", b.Path)
+	commits := map[string]string{}
+	for _, f := range b.Fields {
+		require.NotNil(t, f.Commit, f.Path)
+		commits[f.Path] = f.Commit.SHA
+	}
+	assert.Equal(t, loosened, commits[".data.mode"])
+	assert.Equal(t, added, commits[".data.owner"], "set when the object came into the env")
+	assert.True(t, b.History.Complete)
+}
+
 func TestParseRef(t *testing.T) {
 	cases := []struct {
 		in   string

@@ -23,7 +23,11 @@ const (
 // newest first, with old → new for each field they changed.
 func WriteText(w io.Writer, b *Blame) error {
 	p := &printer{w: w}
-	p.printf("%s in env %s at %.12s\n", b.Object, b.Env, b.Revision)
+	if b.Application != "" {
+		p.printf("%s in env %s, Application %s (%s), at %.12s\n", b.Object, b.Env, b.Application, b.Path, b.Revision)
+	} else {
+		p.printf("%s in env %s at %.12s\n", b.Object, b.Env, b.Revision)
+	}
 	p.printf("history: %d commits walked, back to %.12s%s\n", b.History.Commits, b.History.Oldest, completeness(b.History))
 	if b.Live != nil {
 		p.printf("live: %s\n", liveLine(b))

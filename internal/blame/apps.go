@@ -1,0 +1,72 @@
+package blame
+
+import (
+	"context"
+	"path"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/render"
+)
+
+// has says whether the snapshot holds target: an env's overlay kustomization, or any file under
+// an Application's path.
+func has(snap *gitrepo.Snapshot, target string) bool {
+	if !strings.HasPrefix(target, "@") {
+		_, ok := snap.Files[render.OverlayPath(target)+"/kustomization.yaml"]
+		return ok
+	}
+	prefix := render.TargetPath(target) + "/"
+	for name := range snap.Files {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// inApplications looks for the object in the env's other Applications as Git declares them at
+// rev (apps/<env>): each with one source, a path of this repository and no Helm chart, rendered
+// in turn. It returns the first that declares the object, its render target and render; obj is
+// nil when none does.
+func inApplications(ctx context.Context, snaps *gitrepo.Snapshots, renders *render.Cache, req Request, rev string) (app, target string, res *render.Result, obj *unstructured.Unstructured) {
+	snap, err := snaps.At(rev)
+	if err != nil {
+		return "", "", nil, nil
+	}
+	src, err := render.FromSnapshot(snap)
+	if err != nil {
+		return "", "", nil, nil
+	}
+	apps, err := src.RenderApps(req.Env)
+	if err != nil || apps == nil {
+		return "", "", nil, nil
+	}
+	for _, u := range apps.Objects {
+		if u.GroupVersionKind().GroupKind() != argocd.ApplicationGVK.GroupKind() {
+			continue
+		}
+		a, err := argocd.FromUnstructured(u)
+		if err != nil || a.Path == "" || a.Chart != "" || len(a.Sources) > 1 || a.Unrenderable != "" ||
+			path.Clean(a.Path) == render.OverlayPath(req.Env) {
+			continue
+		}
+		if _, chart := snap.Files[path.Join(path.Clean(a.Path), "Chart.yaml")]; chart {
+			continue // its render needs the Application's Helm values: not walked here
+		}
+		t := render.AppTarget(a.Path)
+		r, present, err := renderAt(ctx, snaps, renders, t, rev)
+		if err != nil || !present {
+			continue
+		}
+		o, err := find(r.Objects, req.Object, req.Env, rev)
+		if err != nil {
+			continue
+		}
+		return a.Name, t, r, o
+	}
+	return "", "", nil, nil
+}
