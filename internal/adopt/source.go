@@ -19,8 +19,13 @@ func Dir(env string, o drift.Object, read ReadFunc) (dir, why string, err error)
 	if src == "" {
 		return path.Join("overlays", env), "", nil
 	}
-	if strings.Contains(src, " ") {
-		return "", fmt.Sprintf("its Application %s renders %s, not a path of this repository: change it there", o.Application, src), nil
+	switch ext := path.Ext(src); {
+	case strings.HasPrefix(src, "Helm chart "):
+		return "", fmt.Sprintf("its Application %s renders the %s: set the value in its values (the Application's valuesObject or a values file)", o.Application, src), nil
+	case strings.Contains(src, " "):
+		return "", fmt.Sprintf("its Application %s renders %s: no patch is written for it; change it there", o.Application, src), nil
+	case ext == ".yaml" || ext == ".yml" || ext == ".json":
+		return "", fmt.Sprintf("it is declared in %s, applied by hand: edit it there", src), nil
 	}
 	for _, name := range slices.Concat(kustomizationNames, []string{"Chart.yaml"}) {
 		_, err := read(path.Join(src, name))

@@ -28,7 +28,8 @@ func TestGroupAdoptsIntoEachApplicationsKustomization(t *testing.T) {
 	gate := cm("api-config", "apps/gate")
 	gate.Application = "gate"
 	a, err := Group("prod", readHead(t, dir), gate, cm("chart", "charts/api"), cm("dir", "extras"),
-		cm("repo", "chart svc from https://charts.example.com"))
+		cm("repo", "chart svc from https://charts.example.com"), cm("opts", "apps/gate with opts-app's kustomize options"),
+		cm("root", "clusters/prod/root.yaml"), cm("helm", "Helm chart charts/api"))
 	require.NoError(t, err)
 	assert.Equal(t, 1, a.Fields)
 	assert.Contains(t, a.Diff, "apps/gate/kustomization.yaml")
@@ -36,7 +37,10 @@ func TestGroupAdoptsIntoEachApplicationsKustomization(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"ConfigMap llm/chart: its Application chart-app renders the Helm chart charts/api: set the value in its values (the Application's valuesObject or a values file)",
 		"ConfigMap llm/dir: its Application dir-app renders the plain directory extras: edit the object's file there",
-		"ConfigMap llm/repo: its Application repo-app renders chart svc from https://charts.example.com, not a path of this repository: change it there",
+		"ConfigMap llm/repo: its Application repo-app renders chart svc from https://charts.example.com: no patch is written for it; change it there",
+		"ConfigMap llm/opts: its Application opts-app renders apps/gate with opts-app's kustomize options: no patch is written for it; change it there",
+		"ConfigMap llm/root: it is declared in clusters/prod/root.yaml, applied by hand: edit it there",
+		"ConfigMap llm/helm: its Application helm-app renders the Helm chart charts/api: set the value in its values (the Application's valuesObject or a values file)",
 	}, a.Notes)
 
 	applyPatch(t, dir, a.Diff)

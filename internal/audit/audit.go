@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -243,6 +244,12 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 			if v.Kustomize, err = app.KustomizeOptions(u.desired); err != nil {
 				return fmt.Errorf("Application %s: %w", u.name, err)
 			}
+		}
+		switch {
+		case v.Helm != nil:
+			u.renderedAs = renderedChart
+		case v.Kustomize != nil && !reflect.DeepEqual(*v.Kustomize, render.KustomizeOptions{}):
+			u.renderedAs = renderedWithOptions // names, images, labels: an overlay patch may not reach them
 		}
 		if res, err = a.render(ctx, u.key, u.target, u.desired, v, u.main && u.target == req.Env && a.background(req)); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/argoproj/argo-cd/v3/common"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -62,7 +63,10 @@ func (a *Auditor) selected(ctx context.Context, sel *AppSelection) ([]*argocd.Ap
 		}
 		apps, err := fromList(items, func(u *unstructured.Unstructured) bool {
 			project, _, _ := unstructured.NestedString(u.Object, "spec", "project")
-			return len(sel.Projects) == 0 || slices.Contains(sel.Projects, project)
+			// One an Application synced (its tracking id) is Git's: declared by that one, or
+			// left behind by it (Extra), never a member by the selection's say.
+			_, tracked := u.GetAnnotations()[common.AnnotationKeyAppInstance]
+			return !tracked && (len(sel.Projects) == 0 || slices.Contains(sel.Projects, project))
 		})
 		if err != nil {
 			return nil, err
@@ -80,7 +84,8 @@ func (a *Auditor) generated(ctx context.Context, r drift.Ref) ([]*argocd.App, er
 	}
 	return fromList(items, func(u *unstructured.Unstructured) bool {
 		return slices.ContainsFunc(u.GetOwnerReferences(), func(o metav1.OwnerReference) bool {
-			return o.Kind == ApplicationSetGVK.Kind && o.Name == r.Name && strings.HasPrefix(o.APIVersion, ApplicationSetGVK.Group+"/")
+			return o.Kind == ApplicationSetGVK.Kind && o.Name == r.Name && strings.HasPrefix(o.APIVersion, ApplicationSetGVK.Group+"/") &&
+				o.Controller != nil && *o.Controller // a copy of a generated one may keep the reference, not as its controller
 		})
 	})
 }

@@ -47,6 +47,11 @@ type prepared struct {
 	// main marks the env's own Application; group says the env has more than it (a root, or a
 	// selection); root marks the root.
 	main, group, root bool
+	// renderedAs says how its path was rendered when not as a plain kustomization or directory:
+	// as a Helm chart, or with the Application's kustomize options.
+	renderedAs string
+	// selfFile is where Git keeps the root's own manifest (self).
+	selfFile string
 	// via says how an Application Git does not declare was found: "ApplicationSet <name>" (it
 	// generated it) or "selection" (the env's AppSelection picked it); "" for a declared one.
 	via string
@@ -106,6 +111,9 @@ func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string
 		target: render.AppTarget(root.Path), group: true}
 	if top.git, top.self, err = a.gitRoot(req.Env, root); err != nil {
 		return nil, err
+	}
+	if top.self != nil {
+		top.selfFile = a.rootManifest(req.Env)
 	}
 	if top.git != nil {
 		top.target = render.AppTarget(top.git.Path)
@@ -328,14 +336,18 @@ func within(path, p string) bool {
 // applied by hand once per cluster.
 func RootManifest(env string) string { return path.Join("clusters", env, "root.yaml") }
 
+func (a *Auditor) rootManifest(env string) string {
+	if a.RootManifest != nil {
+		return a.RootManifest(env)
+	}
+	return RootManifest(env)
+}
+
 // gitRoot reads the root Application's manifest from Git (at the branch the root follows): the
 // root is then audited by its Git spec (path, patches, ignoreDifferences), its live spec an
 // object compared with it. Nil when Git has no manifest of that Application.
 func (a *Auditor) gitRoot(env string, root *argocd.App) (*argocd.App, *unstructured.Unstructured, error) {
-	file := RootManifest(env)
-	if a.RootManifest != nil {
-		file = a.RootManifest(env)
-	}
+	file := a.rootManifest(env)
 	rev := "HEAD"
 	if root.TargetRevision != "" && root.TargetRevision != "HEAD" {
 		if _, err := a.Repo.Resolve(root.TargetRevision); err == nil {

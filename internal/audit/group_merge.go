@@ -86,6 +86,9 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 			}
 			seen[k] = true
 			o.Application, o.Source = u.name, u.source()
+			if u.selfFile != "" && k == (drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name}) {
+				o.Source = u.selfFile // the root itself: applied by hand from that file
+			}
 			if n := disables(&o); n != "" {
 				o.Note = strings.TrimPrefix(o.Note+"; "+n, "; ")
 			}
@@ -148,6 +151,16 @@ func (u *prepared) source() string {
 		return "repository " + u.app.RepoURL
 	case u.app != nil && len(u.app.Sources) > 1:
 		return "sources of " + u.name
+	case u.renderedAs == renderedChart:
+		return "Helm chart " + render.TargetPath(u.target)
+	case u.renderedAs == renderedWithOptions:
+		return render.TargetPath(u.target) + " with " + u.name + "'s kustomize options"
 	}
 	return render.TargetPath(u.target)
 }
+
+// How a unit's path was rendered (prepared.renderedAs).
+const (
+	renderedChart       = "chart"
+	renderedWithOptions = "kustomize options"
+)

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
@@ -33,6 +34,9 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 		if u.err != nil && names(refs, u) || u.err == nil && a.needsFull(env, u, refs) {
 			return a.Run(ctx, Request{Env: env}) // an Application not audited may be auditable now
 		}
+	}
+	if a.mayJoin(env, g.units, refs) {
+		return a.Run(ctx, Request{Env: env})
 	}
 	a.updates.Add(1)
 	ex := g.ex.Clone() // the last report's tally, the refs' entries replaced
@@ -172,4 +176,29 @@ func names(refs []drift.Ref, u *prepared) bool {
 	return slices.ContainsFunc(refs, func(r drift.Ref) bool {
 		return r.Group == argocd.ApplicationGVK.Group && r.Kind == argocd.ApplicationGVK.Kind && r.Name == u.name && r.Namespace == u.appNS
 	})
+}
+
+// mayJoin says whether refs may change which Applications the group has beyond what Git
+// declares: an ApplicationSet changed, or an Application that is not a member changed while the
+// group has a selection or an ApplicationSet's Applications (it may be new to either). Only a
+// full audit takes such an Application in; re-auditing it alone would call it Extra.
+func (a *Auditor) mayJoin(env string, units []*prepared, refs []drift.Ref) bool {
+	open := a.selection(env) != nil
+	member := map[string]bool{}
+	for _, u := range units {
+		member[u.ns(a)+"/"+u.name] = true
+		open = open || strings.HasPrefix(u.via, "ApplicationSet ")
+	}
+	for _, r := range refs {
+		if r.Group != argocd.ApplicationGVK.Group {
+			continue
+		}
+		switch {
+		case r.Kind == ApplicationSetGVK.Kind:
+			return true
+		case r.Kind == argocd.ApplicationGVK.Kind && open && !member[r.Namespace+"/"+r.Name]:
+			return true
+		}
+	}
+	return false
 }

@@ -322,9 +322,11 @@ func parseConfig(path string, data []byte) (*Config, error) {
 	return &c, nil
 }
 
-// AppSelectionConfig picks an env's Applications from the cluster: those in Namespaces (default:
-// appNamespace) of one of Projects (any when empty) whose labels match Selector (kubectl's
-// syntax; every one when empty). At least Projects or Selector is required.
+// AppSelectionConfig picks an env's Applications from the cluster: those in Namespaces (default,
+// and for now the only one allowed: appNamespace, where the daemon watches Applications) of one
+// of Projects (any when empty) whose labels match Selector (kubectl's syntax; every one when
+// empty). At least Projects or Selector is required. An Application another Application synced
+// (it carries a tracking id) is never taken by a selection.
 type AppSelectionConfig struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 	Projects   []string `json:"projects,omitempty"`

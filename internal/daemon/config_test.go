@@ -64,6 +64,7 @@ func TestConfigErrors(t *testing.T) {
 		"projects or selector is requi": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {namespaces: [argocd]}}\n",
 		"applications.prod.selector":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {selector: 'team in (a'}}\n",
 		"is not a namespace name":       "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {projects: [p], namespaces: [Argo_CD]}}\n",
+		"is not appNamespace (argocd)":  "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {projects: [p], namespaces: [team-a]}}\n",
 	}
 	for want, doc := range cases {
 		file := filepath.Join(t.TempDir(), "c.yaml")

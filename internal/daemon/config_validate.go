@@ -134,6 +134,15 @@ func (c *Config) validate() error {
 	if c.RootNamePrefix == "" {
 		c.RootNamePrefix = "root-"
 	}
+	for env, sel := range c.Applications {
+		for _, ns := range sel.Namespaces {
+			if ns != c.AppNamespace {
+				// The daemon watches Applications there only, and the shipped Role lists them
+				// there only: elsewhere a new or edited Application would go unseen.
+				return fmt.Errorf("applications.%s.namespaces: %q is not appNamespace (%s): the daemon watches Applications in appNamespace only", env, ns, c.AppNamespace)
+			}
+		}
+	}
 	return nil
 }
 

@@ -104,6 +104,35 @@ func TestApplicationSetsAndTheSelectionJoinTheGroup(t *testing.T) {
 		}
 	}
 
+	// An Application the selection picks, made after the last full audit: the daemon's
+	// incremental audit of its watch event takes it in (a full audit), never as Extra.
+	late := f.Prefix + "-late"
+	lateApp := childApp(late, ns, map[string]any{
+		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "picked"},
+	})
+	lateApp["metadata"].(map[string]any)["labels"] = map[string]any{"team": f.Prefix}
+	delete(lateApp["metadata"].(map[string]any), "finalizers")
+	delete(lateApp["spec"].(map[string]any), "syncPolicy") // not synced: its objects are picked's
+	file := filepath.Join(t.TempDir(), "late.yaml")
+	data, err := yaml.Marshal(lateApp)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, data, 0o644))
+	f.Kubectl("apply", "--server-side", "-f", file)
+	t.Cleanup(func() {
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", late, "--ignore-not-found", "--wait=false")
+	})
+	uctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	rep, err = a.Update(uctx, f.Env, []drift.Ref{{Group: "argoproj.io", Kind: "Application", Namespace: testcluster.ArgoCDNamespace, Name: late}})
+	require.NoError(t, err)
+	assert.Equal(t, "selection", applicationsVia(t, rep)[late], "the new Application joined: %+v", rep.Applications)
+	for _, o := range rep.Objects {
+		assert.NotEqual(t, late, o.Name, "never Extra: %+v", o)
+	}
+	f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", late, "--wait=true", "--timeout=1m")
+	rep = runAudit(t, a, f.Env)
+	assert.NotContains(t, applicationsVia(t, rep), late)
+
 	f.Kubectl("-n", ns, "patch", "configmap", genA, "--type=merge", `-p={"data":{"size":"large"}}`)
 	f.Kubectl("-n", ns, "patch", "configmap", picked, "--type=merge", `-p={"data":{"owner":"someone-else"}}`)
 	rep = runAudit(t, a, f.Env)
