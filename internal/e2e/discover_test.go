@@ -15,6 +15,7 @@ import (
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/testfixture"
 )
 
 // TestApplicationSetsAndTheSelectionJoinTheGroup: a root Application declares the fixture's prod
@@ -59,13 +60,8 @@ func TestApplicationSetsAndTheSelectionJoinTheGroup(t *testing.T) {
 		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "picked"},
 	})
 	hand["metadata"].(map[string]any)["labels"] = map[string]any{"team": f.Prefix}
-	for _, obj := range []map[string]any{rootApp, hand} {
-		file := filepath.Join(t.TempDir(), "app.yaml")
-		data, err := yaml.Marshal(obj)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(file, data, 0o644))
-		f.Kubectl("apply", "--server-side", "-f", file)
-	}
+	applyObject(t, f, rootApp)
+	applyObject(t, f, hand)
 	t.Cleanup(func() {
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", root, "--ignore-not-found", "--wait=false")
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "applicationset", set, "--ignore-not-found", "--wait=true", "--timeout=2m")
@@ -113,11 +109,7 @@ func TestApplicationSetsAndTheSelectionJoinTheGroup(t *testing.T) {
 	lateApp["metadata"].(map[string]any)["labels"] = map[string]any{"team": f.Prefix}
 	delete(lateApp["metadata"].(map[string]any), "finalizers")
 	delete(lateApp["spec"].(map[string]any), "syncPolicy") // not synced: its objects are picked's
-	file := filepath.Join(t.TempDir(), "late.yaml")
-	data, err := yaml.Marshal(lateApp)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(file, data, 0o644))
-	f.Kubectl("apply", "--server-side", "-f", file)
+	applyObject(t, f, lateApp)
 	t.Cleanup(func() {
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", late, "--ignore-not-found", "--wait=false")
 	})
@@ -160,4 +152,14 @@ func applicationsVia(t *testing.T, rep *drift.Report) map[string]string {
 		out[app.Name] = app.Via
 	}
 	return out
+}
+
+// applyObject applies obj with kubectl (server-side), as a person applies a file.
+func applyObject(t *testing.T, f *testfixture.Platform, obj map[string]any) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "object.yaml")
+	data, err := yaml.Marshal(obj)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, data, 0o644))
+	f.Kubectl("apply", "--server-side", "-f", file)
 }

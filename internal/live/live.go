@@ -276,17 +276,25 @@ func (c *Cache) ListWhere(gvk schema.GroupVersionKind, namespace string, keep fu
 	return out
 }
 
-// ListDirect lists the objects of gvk in namespace matching selector (a label selector; "" for
-// all) from the API server, bypassing the cache: the Applications of an env's selection, those an
-// ApplicationSet generated. It pages through the list.
-func (c *Cache) ListDirect(ctx context.Context, gvk schema.GroupVersionKind, namespace, selector string) ([]*unstructured.Unstructured, error) {
+// direct is the API server's resource of gvk, in namespace when the kind is namespaced.
+func (c *Cache) direct(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
 	m, err := c.Mapping(gvk)
 	if err != nil {
 		return nil, err
 	}
-	var ri dynamic.ResourceInterface = c.dyn.Resource(m.Resource)
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ri = c.dyn.Resource(m.Resource).Namespace(namespace)
+		return c.dyn.Resource(m.Resource).Namespace(namespace), nil
+	}
+	return c.dyn.Resource(m.Resource), nil
+}
+
+// ListDirect lists the objects of gvk in namespace matching selector (a label selector; "" for
+// all) from the API server, bypassing the cache: the Applications of an env's selection, those an
+// ApplicationSet generated. It pages through the list.
+func (c *Cache) ListDirect(ctx context.Context, gvk schema.GroupVersionKind, namespace, selector string) ([]*unstructured.Unstructured, error) {
+	ri, err := c.direct(gvk, namespace)
+	if err != nil {
+		return nil, err
 	}
 	var out []*unstructured.Unstructured
 	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
@@ -306,13 +314,9 @@ func (c *Cache) ListDirect(ctx context.Context, gvk schema.GroupVersionKind, nam
 
 // GetDirect reads one object from the API server, bypassing the cache (the Argo CD Application).
 func (c *Cache) GetDirect(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
-	m, err := c.Mapping(gvk)
+	ri, err := c.direct(gvk, namespace)
 	if err != nil {
 		return nil, err
-	}
-	var ri dynamic.ResourceInterface = c.dyn.Resource(m.Resource)
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ri = c.dyn.Resource(m.Resource).Namespace(namespace)
 	}
 	u, err := ri.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
