@@ -32,7 +32,7 @@ func writeAdoptPatch(w, errw io.Writer, repo *gitrepo.Repo, rep *drift.Report) e
 	if len(objs) == 0 {
 		return nil
 	}
-	a, err := adopt.Group(rep.Env, func(name string) ([]byte, error) { return repo.ReadFile(rep.Revision, name) }, objs...)
+	a, err := adopt.Group(rep.Env, rep.Revision, repo.ReadFile, objs...)
 	if err != nil {
 		return err
 	}

@@ -42,13 +42,24 @@ func Dir(env string, o drift.Object, read ReadFunc) (dir, why string, err error)
 	return "", fmt.Sprintf("its Application %s renders the plain directory %s: edit the object's file there", o.Application, src), nil
 }
 
-// Group adopts objs into the kustomization of each one's Application (Dir): one Adoption whose
-// Diff holds every directory's changes, and whose Notes name what is not adopted and why.
-func Group(env string, read ReadFunc, objs ...drift.Object) (*Adoption, error) {
-	byDir := map[string][]drift.Object{}
-	var dirs []string
+// ReadAtFunc reads a file of the repository at a revision.
+type ReadAtFunc func(revision, name string) ([]byte, error)
+
+// Group adopts objs into the kustomization of each one's Application (Dir), reading each at the
+// revision its Application was rendered at (the object's Revision, else revision): one Adoption
+// whose Diff holds every directory's changes, and whose Notes name what is not adopted and why,
+// and which directories were read at another revision than revision.
+func Group(env, revision string, readAt ReadAtFunc, objs ...drift.Object) (*Adoption, error) {
+	type at struct{ dir, rev string }
+	byDir := map[at][]drift.Object{}
+	var dirs []at
 	out := &Adoption{}
 	for _, o := range objs {
+		rev := revision
+		if o.Revision != "" {
+			rev = o.Revision
+		}
+		read := func(name string) ([]byte, error) { return readAt(rev, name) }
 		dir, why, err := Dir(env, o, read)
 		if err != nil {
 			return nil, err
@@ -57,15 +68,19 @@ func Group(env string, read ReadFunc, objs ...drift.Object) (*Adoption, error) {
 			out.Notes = append(out.Notes, fmt.Sprintf("%s %s/%s: %s", o.Kind, o.Namespace, o.Name, why))
 			continue
 		}
-		if _, ok := byDir[dir]; !ok {
-			dirs = append(dirs, dir)
+		k := at{dir, rev}
+		if _, ok := byDir[k]; !ok {
+			dirs = append(dirs, k)
 		}
-		byDir[dir] = append(byDir[dir], o)
+		byDir[k] = append(byDir[k], o)
 	}
-	for _, dir := range dirs {
-		a, err := PatchIn(dir, read, byDir[dir]...)
+	for _, k := range dirs {
+		a, err := PatchIn(k.dir, func(name string) ([]byte, error) { return readAt(k.rev, name) }, byDir[k]...)
 		if err != nil {
 			return nil, err
+		}
+		if k.rev != revision {
+			out.Notes = append(out.Notes, fmt.Sprintf("the patch of %s is written against %.12s, the revision its Application syncs", k.dir, k.rev))
 		}
 		out.Fields += a.Fields
 		out.Notes = append(out.Notes, a.Notes...)

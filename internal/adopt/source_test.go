@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/gittest"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
@@ -27,7 +29,10 @@ func TestGroupAdoptsIntoEachApplicationsKustomization(t *testing.T) {
 	dir := gitRepo(t, files)
 	gate := cm("api-config", "apps/gate")
 	gate.Application = "gate"
-	a, err := Group("prod", readHead(t, dir), gate, cm("chart", "charts/api"), cm("dir", "extras"),
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	head := git(t, dir, "rev-parse", "HEAD")
+	a, err := Group("prod", head, repo.ReadFile, gate, cm("chart", "charts/api"), cm("dir", "extras"),
 		cm("repo", "chart svc from https://charts.example.com"), cm("opts", "apps/gate with opts-app's kustomize options"),
 		cm("root", "clusters/prod/root.yaml"), cm("helm", "Helm chart charts/api"))
 	require.NoError(t, err)
@@ -50,4 +55,25 @@ func TestGroupAdoptsIntoEachApplicationsKustomization(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Objects, 1)
 	assert.Equal(t, "safe", res.Objects[0].Object["data"].(map[string]any)["mode"], "rendered with the patch, the field is its live value")
+}
+
+// TestGroupReadsEachApplicationAtItsRevision: an object whose Application syncs another revision
+// than the report's is adopted against that revision's files, and a note says so.
+func TestGroupReadsEachApplicationAtItsRevision(t *testing.T) {
+	dir := gitRepo(t, map[string]string{
+		"apps/gate/kustomization.yaml": "resources: [cm.yaml]\n",
+		"apps/gate/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: api-config, namespace: llm}\ndata: {mode: fast}\n",
+	})
+	synced := git(t, dir, "rev-parse", "HEAD")
+	gittest.WriteFiles(t, dir, map[string]string{"apps/gate/kustomization.yaml": "# moved on\nresources: [cm.yaml]\n"})
+	git(t, dir, "commit", "-qam", "the gate moves on")
+	pinned := git(t, dir, "rev-parse", "HEAD")
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	o := drift.Object{APIVersion: "v1", Kind: "ConfigMap", Namespace: "llm", Name: "api-config", Status: drift.Modified,
+		Application: "gate", Source: "apps/gate", Revision: synced, Fields: []drift.Field{aMode}}
+	a, err := Group("prod", pinned, repo.ReadFile, o)
+	require.NoError(t, err)
+	assert.NotContains(t, a.Diff, "# moved on", "read at the Application's revision, not the report's")
+	assert.Contains(t, a.Notes, "the patch of apps/gate is written against "+synced[:12]+", the revision its Application syncs")
 }

@@ -85,7 +85,7 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 				continue
 			}
 			seen[k] = true
-			o.Application, o.Source = u.name, u.source()
+			o.Application, o.Source, o.Revision = u.name, u.source(), u.desired
 			if u.selfFile != "" && k == (drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name}) {
 				o.Source = u.selfFile // the root itself: applied by hand from that file
 			}
@@ -105,6 +105,11 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 	}
 	if lead != nil {
 		rep.Revision = lead.desired
+		for i := range rep.Objects {
+			if rep.Objects[i].Revision == rep.Revision {
+				rep.Objects[i].Revision = "" // said once, by the report
+			}
+		}
 		if lead.head != lead.desired {
 			rep.PendingSync, rep.HeadRevision = lead.pending, lead.head
 		}

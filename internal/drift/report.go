@@ -97,6 +97,9 @@ type Object struct {
 	// apps/gate), or, when that is not one path of it, what it is ("chart NAME from URL",
 	// "repository URL", "sources of NAME"). An adopt patch is written there.
 	Source string `json:"source,omitempty"`
+	// Revision is the commit its Application was rendered at, when it is not the report's
+	// revision (an Application that follows main in an env whose own is pinned).
+	Revision string `json:"revision,omitempty"`
 	// Note explains an Unknown object, or a Modified one only Argo CD's diff flags.
 	Note string `json:"note,omitempty"`
 	// Schema is set when the object was compared without the cluster's schema for its kind
@@ -167,6 +170,9 @@ type ArgoVerdict struct {
 	// Source says where the verdict comes from: VerdictApplicationStatus, VerdictInProcess, or
 	// VerdictNone (then OutOfSync means nothing).
 	Source string `json:"source,omitempty"`
+	// Revision is the commit its Application was rendered at, when it is not the report's
+	// revision (an Application that follows main in an env whose own is pinned).
+	Revision string `json:"revision,omitempty"`
 	// ReconciledAt is when Argo CD's controller made the comparison (application status only).
 	ReconciledAt string `json:"reconciledAt,omitempty"`
 }

@@ -71,8 +71,8 @@ func adoptLine(env, revision string, o drift.Object, opts Options) message.Line 
 		return message.Line{Label: label + " (overlay not read)", Text: "no patch: this auditor does not read the repository's files to write one against overlays/" + env + "/"}
 	}
 	var readErr error
-	a, err := adopt.Group(env, func(name string) ([]byte, error) {
-		data, err := opts.ReadFile(revision, name)
+	a, err := adopt.Group(env, revision, func(rev, name string) ([]byte, error) {
+		data, err := opts.ReadFile(rev, name)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			readErr = err
 		}
