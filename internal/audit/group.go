@@ -87,6 +87,15 @@ type unitError struct{ msg string }
 
 func (e *unitError) Error() string { return e.msg }
 
+// unitKey keys an Application of env's group: env/name in Argo CD's namespace, env/ns/name in
+// another (two Applications of one name in two namespaces are two units).
+func (a *Auditor) unitKey(env, ns, name string) string {
+	if ns == "" || ns == a.AppNamespace {
+		return env + "/" + name
+	}
+	return env + "/" + ns + "/" + name
+}
+
 // RootName is the root Application (app-of-apps) of env by default: root-<env>.
 func RootName(env string) string { return "root-" + env }
 
@@ -107,7 +116,7 @@ func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string
 	if root == nil {
 		return a.withoutRoot(ctx, req, main, lap)
 	}
-	top := &prepared{key: req.Env + "/" + root.Name, name: root.Name, appNS: root.Namespace, app: root,
+	top := &prepared{key: a.unitKey(req.Env, root.Namespace, root.Name), name: root.Name, appNS: root.Namespace, app: root,
 		target: render.AppTarget(root.Path), group: true}
 	if top.git, top.self, err = a.gitRoot(req.Env, root); err != nil {
 		return nil, err
@@ -240,7 +249,7 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 // err; only what stops the env's audit (the env's own Application failing, a background render)
 // is returned.
 func (a *Auditor) member(ctx context.Context, req Request, parent *prepared, repoURL string, r drift.Ref, lap func(string)) (*prepared, error) {
-	u := &prepared{key: req.Env + "/" + r.Name, name: r.Name, appNS: r.Namespace, parent: parent.name, group: true}
+	u := &prepared{key: a.unitKey(req.Env, r.Namespace, r.Name), name: r.Name, appNS: r.Namespace, parent: parent.name, group: true}
 	d, ok := parent.idx.Desired(r)
 	if !ok {
 		return nil, fmt.Errorf("Application %s is not in %s's render", r.Name, parent.name)
