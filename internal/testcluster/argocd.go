@@ -140,7 +140,8 @@ func (c *Cluster) startArgoCD(ctx context.Context, ports []int) error {
 	}
 	c.procs = append(c.procs, ctrl)
 	c.argoEnv = common
-	return waitHTTP(ctx, ctrl, "http://127.0.0.1:"+strconv.Itoa(ports[3])+"/healthz", nil, 60*time.Second)
+	c.ArgoCDMetrics = "127.0.0.1:" + strconv.Itoa(ports[3])
+	return waitHTTP(ctx, ctrl, "http://"+c.ArgoCDMetrics+"/healthz", nil, 60*time.Second)
 }
 
 // startApplicationSets runs Argo CD's ApplicationSet controller (metrics, probe and webhook on

@@ -79,6 +79,9 @@ type Cluster struct {
 	AuditLog string
 	// RepoServer is the address of Argo CD's repo-server (plaintext gRPC) when it runs.
 	RepoServer string
+	// ArgoCDMetrics is the host:port of Argo CD's application controller's /metrics (its
+	// Prometheus series: argocd_app_reconcile, ...) when it runs.
+	ArgoCDMetrics string
 
 	opts    Options
 	apiArgs []string
