@@ -32,12 +32,16 @@ func TestMissingAndExtraMessages(t *testing.T) {
 	missing := drift.Object{APIVersion: "v1", Kind: "Service", Namespace: "llm", Name: "rag", Status: drift.Missing}
 	extra := drift.Object{APIVersion: "v1", Kind: "ConfigMap", Namespace: "llm", Name: "tmp", Status: drift.Extra, Creator: &notifytest.KubectlEdit}
 	pool := drift.Object{APIVersion: "karpenter.sh/v1", Kind: "NodePool", Name: "gpu", Status: drift.Missing}
+	gate := drift.Object{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding", Name: "gate",
+		Status: drift.Missing, Application: "llm-policies"}
 	tests := []struct {
 		obj       drift.Object
 		want, not []string
 	}{
 		{missing, []string{"argocd app sync llm-dev --resource :Service:llm/rag", "auditor render --env dev --revision " + notifytest.Rev}, []string{"kubectl delete", "Adopt"}},
 		{pool, []string{"argocd app sync llm-dev --resource karpenter.sh:NodePool:gpu"}, nil},
+		// In an env of several Applications, the command syncs the object's own.
+		{gate, []string{"argocd app sync llm-policies --resource admissionregistration.k8s.io:ValidatingAdmissionPolicyBinding:gate"}, []string{"llm-dev"}},
 		{extra, []string{"kubectl delete configmap -n llm tmp", "add the live object to Git", "Created by: kubectl-edit (Update)"}, []string{"argocd app sync"}},
 	}
 	for _, tt := range tests {

@@ -17,6 +17,9 @@ import (
 func DriftMessage(it Item, opts Options) message.Message {
 	o := MaskSecrets(it.Object)
 	app := opts.app(it.Env)
+	if o.Application != "" {
+		app = o.Application // in an env of several Applications, the one whose object it is
+	}
 	lines := []message.Line{{Label: "Env", Text: it.Env}, {Label: "Object", Text: o.APIVersion + " " + objectName(o)}}
 	var title string
 	switch {
