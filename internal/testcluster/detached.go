@@ -21,7 +21,7 @@ type State struct {
 
 // Down stops a detached cluster started in dir by its pid files. It is a no-op when none runs.
 func Down(dir string) error {
-	for _, name := range []string{"argocd-application-controller", "argocd-repo-server", "redis", "kwok",
+	for _, name := range []string{"argocd-applicationset-controller", "argocd-application-controller", "argocd-repo-server", "redis", "kwok",
 		"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
 		if err := stopPID(filepath.Join(dir, name+".pid"), 10*time.Second); err != nil {
 			return err
