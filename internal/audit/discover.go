@@ -76,11 +76,16 @@ func (a *Auditor) selected(ctx context.Context, sel *AppSelection) ([]*argocd.Ap
 	return out, nil
 }
 
-// generated lists the Applications ApplicationSet r owns, by name.
-func (a *Auditor) generated(ctx context.Context, r drift.Ref) ([]*argocd.App, error) {
-	items, err := a.Live.ListDirect(ctx, argocd.ApplicationGVK, r.Namespace, "")
-	if err != nil {
-		return nil, fmt.Errorf("ApplicationSet %s: %w", r.Name, err)
+// generated lists the Applications ApplicationSet r controls, by name; listed keeps the
+// namespaces' Applications already listed in this audit.
+func (a *Auditor) generated(ctx context.Context, r drift.Ref, listed map[string][]*unstructured.Unstructured) ([]*argocd.App, error) {
+	items, ok := listed[r.Namespace] // one list of a namespace serves every ApplicationSet in it
+	if !ok {
+		var err error
+		if items, err = a.Live.ListDirect(ctx, argocd.ApplicationGVK, r.Namespace, ""); err != nil {
+			return nil, fmt.Errorf("ApplicationSet %s: %w", r.Name, err)
+		}
+		listed[r.Namespace] = items
 	}
 	return fromList(items, func(u *unstructured.Unstructured) bool {
 		return slices.ContainsFunc(u.GetOwnerReferences(), func(o metav1.OwnerReference) bool {

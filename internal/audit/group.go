@@ -159,6 +159,7 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 		units = append(units, u)
 		return nil
 	}
+	listed := map[string][]*unstructured.Unstructured{}
 	follow := func(queue []*prepared) error {
 		for ; len(queue) > 0; queue = queue[1:] {
 			parent := queue[0]
@@ -182,7 +183,7 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 					}
 					found = append(found, u)
 				case ApplicationSetGVK.Kind:
-					apps, err := a.generated(ctx, r)
+					apps, err := a.generated(ctx, r, listed)
 					if err != nil {
 						return err
 					}
