@@ -10,6 +10,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/blame"
+	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
@@ -120,12 +121,13 @@ func (o *blameOptions) Run(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return failed(err)
 		}
-		a := audit.New(repo, cache)
-		a.AppNamespace, a.Options.Applier = o.appNamespace, o.applier
-		a.Renders = renders // the audit's render of the synced revision is the walk's first
-		if a.People, err = loadAuditLog(ctx, o.auditLog); err != nil {
+		people, err := loadAuditLog(ctx, o.auditLog)
+		if err != nil {
 			return failed(err)
 		}
+		a := audit.New(audit.Config{Repo: repo, Live: cache, AppNamespace: o.appNamespace, People: people,
+			Renders: renders, // the audit's render of the synced revision is the walk's first
+			Drift:   func(opts *drift.Options) { opts.Applier = o.applier }})
 		// The drift, and the revision Argo CD synced, as `auditor diff` finds them.
 		rep, err := a.Run(ctx, audit.Request{Env: o.env, Revision: o.src.revision})
 		if err != nil {

@@ -43,33 +43,37 @@ func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Audito
 	if err != nil {
 		return nil, nil, err
 	}
-	a := audit.New(repo, cache)
-	a.AppNamespace = o.appNamespace
+	people, err := loadAuditLog(ctx, o.auditLog)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := audit.Config{Repo: repo, Live: cache, AppNamespace: o.appNamespace, People: people}
 	if o.repoServer.Address != "" {
-		if a.RepoServer, err = reposerver.New(o.repoServer); err != nil {
+		if c.RepoServer, err = reposerver.New(o.repoServer); err != nil {
 			return nil, nil, err
 		}
 	}
 	if src, err := render.AtRevision(repo, "HEAD"); err == nil {
-		a.Envs, _ = src.Envs() // the other envs' roots in the cluster are theirs, not Extra
+		c.Envs, _ = src.Envs() // the other envs' roots in the cluster are theirs, not Extra
 	}
-	a.Options.Applier = o.applier
-	if a.People, err = loadAuditLog(ctx, o.auditLog); err != nil {
-		return nil, nil, err
-	}
-	a.Renders, a.Verdicts = nil, nil
+	var key []byte
 	if o.cacheDir != "off" && o.cacheDir != "" {
-		a.Renders = render.NewCache(filepath.Join(o.cacheDir, "render"), 4)
+		c.Renders = render.NewCache(filepath.Join(o.cacheDir, "render"), 4)
 		// Secret values stand as HMACs under this user's install key, comparable across runs.
-		if key, err := drift.InstallKey(filepath.Join(o.cacheDir, "secret-hmac.key")); err == nil {
-			a.Options.SecretKey = key
-		}
+		key, _ = drift.InstallKey(filepath.Join(o.cacheDir, "secret-hmac.key"))
 		// Per cluster and env: two clusters' verdicts never share a file.
 		cluster := sha256.Sum256([]byte(cfg.Host))
-		a.Verdicts = argocd.MemoPerEnv(func(env string) string {
+		c.Verdicts = argocd.MemoPerEnv(func(env string) string {
 			return filepath.Join(o.cacheDir, "verdicts", hex.EncodeToString(cluster[:8])+"-"+env+".json")
 		})
 	}
+	c.Drift = func(opts *drift.Options) {
+		opts.Applier = o.applier
+		if key != nil {
+			opts.SecretKey = key
+		}
+	}
+	a := audit.New(c)
 	return repo, a, nil
 }
 

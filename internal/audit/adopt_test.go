@@ -131,7 +131,7 @@ func (f *fixture) auditAt(rev string) *drift.Report {
 	require.NoError(f.t, err)
 	cache, err := live.New(ctx, cluster.Config)
 	require.NoError(f.t, err)
-	a := New(repo, cache)
+	a := New(Config{Repo: repo, Live: cache})
 	a.AppName = func(string) string { return f.App() }
 	rep, err := a.Run(ctx, Request{Env: f.Env, Revision: rev})
 	require.NoError(f.t, err)

@@ -22,13 +22,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Auditor audits environments of one repository against one cluster.
-type Auditor struct {
+// Config is what an Auditor is made with. New applies a default to each field left unset.
+type Config struct {
+	// Repo is the repository audited; Live the cluster's objects, watched.
 	Repo *gitrepo.Repo
 	Live *live.Cache
-	// Options for the comparison; Schema and Normalizer are filled per audit.
-	Options drift.Options
-	// AppNamespace holds the Applications (argocd); AppName maps an env to its Application.
+	// Drift adjusts the comparison's options after the defaults (drift.DefaultOptions, Argo CD's
+	// defaults and built-in kinds, and a random SecretKey); nil keeps the defaults.
+	Drift func(*drift.Options)
+	// AppNamespace holds the Applications (default argocd); AppName maps an env to its
+	// Application (default llm-<env>).
 	AppNamespace string
 	AppName      func(env string) string
 	// RootName maps an env to its root Application (app-of-apps; nil: RootName): when the
@@ -45,11 +48,11 @@ type Auditor struct {
 	// Envs, when set, are every env the cluster holds: their roots and own Applications, made by
 	// hand or by another env's root, are never Extra in another env's group.
 	Envs []string
-	// Renders caches renders by what they read (nil: render every time); New gives an in-memory
-	// one, the CLI one on disk.
+	// Renders caches renders by what they read (default: in memory, four per env; the CLI's is
+	// on disk).
 	Renders *render.Cache
 	// Verdicts returns the memo of an env's Argo CD verdicts: the objects its diff found in sync
-	// (nil, or a nil memo: diff every object).
+	// (default: in memory; a nil memo diffs every object).
 	Verdicts func(env string) *argocd.Memo
 	// SyncTimeout bounds the wait for the live cache of the kinds an audit needs (default 1m):
 	// a kind that cannot be listed fails that audit, naming the kind, instead of hanging it.
@@ -73,18 +76,27 @@ type Auditor struct {
 	// request its application controller sends: the objects compared are then the ones Argo CD
 	// applies, whatever the source (Helm repositories, OCI, plugins). Nil renders in process.
 	RepoServer *reposerver.Client
+	// Charts fetches the charts of chart repositories Applications name (default: anonymous
+	// HTTP(S)).
+	Charts *render.Charts
+	// MaxApplications bounds the Applications of a group one audit renders (default 1000): past
+	// it, each one more is listed as not audited, with the reason.
+	MaxApplications int
+}
+
+// Auditor audits environments of one repository against one cluster. Make one with New.
+type Auditor struct {
+	Config
+	// Options are the comparison's options; Schema and Normalizer are filled per audit.
+	Options drift.Options
 
 	argoSettingsMu sync.Mutex
 	argoSettingsV  reposerver.Settings // argocd-cm's, for the repo-server
 	argoSettingsOf *string             // the resourceVersion they were read at ("": none)
 
-	schemaMu sync.Mutex
-	// gitPatches caches Git's Application patches per env at a branch head (audits without Argo CD).
+	schemaMu     sync.Mutex
 	gitPatchesMu sync.Mutex
-	// Charts fetches the charts of chart repositories Applications name (default: anonymous
-	// HTTP(S), created at the first).
-	Charts     *render.Charts
-	chartsOnce sync.Once
+	// gitPatches caches Git's Application patches per env at a branch head (audits without Argo CD).
 	gitPatches map[string][]render.Patch
 	schemaKey  string
 	schema     *drift.Schema
@@ -103,21 +115,48 @@ type Auditor struct {
 // incremental ones (Update on top of the last full audit) this Auditor did.
 func (a *Auditor) Counts() (full, incremental int64) { return a.runs.Load(), a.updates.Load() }
 
-// New returns an Auditor with the repository's conventions: Application llm-<env> in argocd.
-func New(repo *gitrepo.Repo, cache *live.Cache) *Auditor {
+// New returns an Auditor made with cfg, a default applied to each field it leaves unset: the
+// repository's conventions (Application llm-<env> in argocd, root-<env> over it), an in-memory
+// render cache and verdict memo, and secret values reported as HMACs under a key of this process.
+func New(cfg Config) *Auditor {
 	opts := drift.DefaultOptions()
 	opts.Defaults, opts.Builtin = argocd.Defaults, argocd.Builtin
-	// Secret values are reported as HMACs under a key of this process: equal within a report,
-	// unrelated across runs, never reversible by a dictionary.
+	// Equal within a report, unrelated across runs, never reversible by a dictionary.
 	opts.SecretKey = make([]byte, 32)
 	if _, err := rand.Read(opts.SecretKey); err != nil {
 		opts.SecretKey = nil // "(redacted)" only
 	}
-	return &Auditor{
-		Repo: repo, Live: cache, Options: opts, AppNamespace: "argocd", Renders: render.NewCache("", 4),
-		Verdicts: argocd.MemoPerEnv(func(string) string { return "" }),
-		AppName:  func(env string) string { return "llm-" + env },
+	if cfg.Drift != nil {
+		cfg.Drift(&opts)
 	}
+	if cfg.AppNamespace == "" {
+		cfg.AppNamespace = "argocd"
+	}
+	if cfg.AppName == nil {
+		cfg.AppName = func(env string) string { return "llm-" + env }
+	}
+	if cfg.RootName == nil {
+		cfg.RootName = RootName
+	}
+	if cfg.RootManifest == nil {
+		cfg.RootManifest = RootManifest
+	}
+	if cfg.Renders == nil {
+		cfg.Renders = render.NewCache("", 4)
+	}
+	if cfg.Verdicts == nil {
+		cfg.Verdicts = argocd.MemoPerEnv(func(string) string { return "" })
+	}
+	if cfg.SyncTimeout <= 0 {
+		cfg.SyncTimeout = time.Minute
+	}
+	if cfg.Charts == nil {
+		cfg.Charts = &render.Charts{}
+	}
+	if cfg.MaxApplications <= 0 {
+		cfg.MaxApplications = 1000
+	}
+	return &Auditor{Config: cfg, Options: opts}
 }
 
 // Request says what to audit.
@@ -132,13 +171,14 @@ type Request struct {
 // Run audits one environment: every Application of its group (see group), or its one
 // Application when it has no root Application.
 func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
+	a.runs.Add(1)
 	lap := a.stopwatch()
 	// While kustomize renders (one core), list and watch the kinds every env has and fetch their
 	// schema documents on the other: the audit then waits only for kinds the render adds.
 	prefetched := make(chan struct{})
 	go func() {
 		defer close(prefetched)
-		pctx, cancel := context.WithTimeout(ctx, a.syncTimeout())
+		pctx, cancel := context.WithTimeout(ctx, a.SyncTimeout)
 		defer cancel()
 		prefetch(pctx, a.Live, a.Options.ExtraKinds)
 	}()
@@ -264,7 +304,6 @@ func (a *Auditor) index(u *prepared, app *argocd.App, res *render.Result, lap fu
 	if keep {
 		u.rendered = res
 	}
-	a.runs.Add(1)
 	lap("render")
 	destNS := ""
 	if app != nil {
@@ -284,7 +323,7 @@ func (a *Auditor) index(u *prepared, app *argocd.App, res *render.Result, lap fu
 
 // compare brings the live cache up for a prepared unit's kinds and compares: its report.
 func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declared map[drift.Ref]string, ex *drift.Excusals, lap func(string)) error {
-	wctx, cancel := context.WithTimeout(ctx, a.syncTimeout())
+	wctx, cancel := context.WithTimeout(ctx, a.SyncTimeout)
 	err := a.Live.Watch(wctx, u.kinds, a.Options.ExtraKinds)
 	cancel()
 	if err != nil {

@@ -66,7 +66,7 @@ func (e *bareEnv) auditor(ctx context.Context) *Auditor {
 	require.NoError(e.t, err)
 	cache, err := live.New(ctx, cluster.Config)
 	require.NoError(e.t, err)
-	a := New(repo, cache)
+	a := New(Config{Repo: repo, Live: cache})
 	a.AppName = func(string) string { return "bare-" + e.ns }
 	return a
 }

@@ -152,7 +152,7 @@ func (a *Auditor) otherEnvs(env, ns, name string) bool {
 		return false
 	}
 	for _, e := range a.Envs {
-		if e != env && (name == a.rootName(e) || name == a.AppName(e)) {
+		if e != env && (name == a.RootName(e) || name == a.AppName(e)) {
 			return true
 		}
 	}

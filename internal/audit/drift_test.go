@@ -383,7 +383,7 @@ func TestAuditWithReadOnlyRights(t *testing.T) {
 		namespaces = append(namespaces, f.NS(layer))
 	}
 	cache.ScopeTo(namespaces, map[schema.GroupVersionKind][]string{argocd.ApplicationGVK: {"argocd"}})
-	a := New(repo, cache)
+	a := New(Config{Repo: repo, Live: cache})
 	a.AppName = func(string) string { return f.App() }
 	a.SyncTimeout = 20 * time.Second // a kind the role misses fails the audit, naming it
 	rep, err := a.Run(ctx, Request{Env: "prod"})

@@ -72,7 +72,7 @@ func (f *fixture) audit() *drift.Report {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	a := New(repo, cache)
+	a := New(Config{Repo: repo, Live: cache})
 	a.AppName = func(string) string { return f.App() }
 	rep, err := a.Run(ctx, Request{Env: f.Env})
 	if err != nil {
@@ -96,7 +96,7 @@ func (f *fixture) watchingAuditor(ctx context.Context) *Auditor {
 	if err := cache.Watch(ctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}); err != nil {
 		f.t.Fatal(err)
 	}
-	return New(repo, cache)
+	return New(Config{Repo: repo, Live: cache})
 }
 
 // object returns the drifted object of a kind and name, failing the test when absent.

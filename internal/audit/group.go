@@ -33,9 +33,6 @@ var argoKinds = []schema.GroupKind{
 	{Group: "argoproj.io", Kind: "ApplicationSet"},
 }
 
-// maxApplications bounds a group: an app-of-apps that declares itself, or a cycle, ends there.
-const maxApplications = 500
-
 // prepared is one Application of an env's group: what its audit read, rendered and found.
 type prepared struct {
 	// key keys the unit's state, verdict memo and background render: the env for its own
@@ -99,17 +96,10 @@ func (a *Auditor) unitKey(env, ns, name string) string {
 // RootName is the root Application (app-of-apps) of env by default: root-<env>.
 func RootName(env string) string { return "root-" + env }
 
-func (a *Auditor) rootName(env string) string {
-	if a.RootName != nil {
-		return a.RootName(env)
-	}
-	return RootName(env)
-}
-
 // prepareGroup finds and prepares the Applications of req.Env's group.
 func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string)) ([]*prepared, error) {
 	main := &prepared{key: req.Env, name: a.AppName(req.Env), appNS: a.AppNamespace, target: req.Env, main: true}
-	root, err := a.application(ctx, a.AppNamespace, a.rootName(req.Env))
+	root, err := a.application(ctx, a.AppNamespace, a.RootName(req.Env))
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +112,7 @@ func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string
 		return nil, err
 	}
 	if top.self != nil {
-		top.selfFile = a.rootManifest(req.Env)
+		top.selfFile = a.RootManifest(req.Env)
 	}
 	if top.git != nil {
 		top.target = render.AppTarget(top.git.Path)
@@ -152,12 +142,14 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 	for _, u := range units {
 		seen[u.ns(a)+"/"+u.name] = true
 	}
-	add := func(u *prepared) error {
-		if len(units) >= maxApplications {
-			return fmt.Errorf("%s: more than %d Applications in the group", req.Env, maxApplications)
-		}
-		units = append(units, u)
-		return nil
+	// full says the group has as many Applications as it audits, with pending ones found: the
+	// next one is not rendered.
+	full := func(pending int, ns, name string) bool {
+		return len(units)+pending >= a.MaxApplications && (ns != a.AppNamespace || name != a.AppName(req.Env))
+	}
+	beyond := func(ns, name, parent, via string) *prepared {
+		return &prepared{key: a.unitKey(req.Env, ns, name), name: name, appNS: ns, parent: parent, via: via, group: true,
+			err: &unitError{fmt.Sprintf("Application %s: not audited: the group has more than %d Applications, the most one audit renders", name, a.MaxApplications)}}
 	}
 	listed := map[string][]*unstructured.Unstructured{}
 	follow := func(queue []*prepared) error {
@@ -177,6 +169,10 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 						continue
 					}
 					seen[r.Namespace+"/"+r.Name] = true
+					if full(len(found), r.Namespace, r.Name) {
+						found = append(found, beyond(r.Namespace, r.Name, parent.name, ""))
+						continue
+					}
 					u, err := a.member(ctx, req, parent, repoURL, r, lap)
 					if err != nil {
 						return err
@@ -192,6 +188,10 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 							continue
 						}
 						seen[app.Namespace+"/"+app.Name] = true
+						if full(len(found), app.Namespace, app.Name) {
+							found = append(found, beyond(app.Namespace, app.Name, parent.name, "ApplicationSet "+r.Name))
+							continue
+						}
 						u, err := a.discovered(ctx, req, app, parent.name, "ApplicationSet "+r.Name, repoURL, lap)
 						if err != nil {
 							return err
@@ -200,9 +200,7 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 					}
 				}
 				for _, u := range found {
-					if err := add(u); err != nil {
-						return err
-					}
+					units = append(units, u)
 					queue = append(queue, u)
 				}
 			}
@@ -226,13 +224,15 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 			continue
 		}
 		seen[app.Namespace+"/"+app.Name] = true
+		if full(0, app.Namespace, app.Name) {
+			units = append(units, beyond(app.Namespace, app.Name, "", "selection"))
+			continue
+		}
 		u, err := a.discovered(ctx, req, app, "", "selection", repoURL, lap)
 		if err != nil {
 			return nil, err
 		}
-		if err := add(u); err != nil {
-			return nil, err
-		}
+		units = append(units, u)
 		picked = append(picked, u)
 	}
 	if err := follow(picked); err != nil {
@@ -346,18 +346,11 @@ func within(path, p string) bool {
 // applied by hand once per cluster.
 func RootManifest(env string) string { return path.Join("clusters", env, "root.yaml") }
 
-func (a *Auditor) rootManifest(env string) string {
-	if a.RootManifest != nil {
-		return a.RootManifest(env)
-	}
-	return RootManifest(env)
-}
-
 // gitRoot reads the root Application's manifest from Git (at the branch the root follows): the
 // root is then audited by its Git spec (path, patches, ignoreDifferences), its live spec an
 // object compared with it. Nil when Git has no manifest of that Application.
 func (a *Auditor) gitRoot(env string, root *argocd.App) (*argocd.App, *unstructured.Unstructured, error) {
-	file := a.rootManifest(env)
+	file := a.RootManifest(env)
 	rev := "HEAD"
 	if root.TargetRevision != "" && root.TargetRevision != "HEAD" {
 		if _, err := a.Repo.Resolve(root.TargetRevision); err == nil {

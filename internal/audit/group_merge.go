@@ -28,7 +28,7 @@ func (a *Auditor) declaredBy(units []*prepared) map[drift.Ref]string {
 	out[drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: "AppProject", Namespace: a.AppNamespace, Name: "default"}] = "(Argo CD)"
 	for _, env := range a.Envs {
 		if env != units[0].env() {
-			out[app(a.rootName(env))] = env + " (root)"
+			out[app(a.RootName(env))] = env + " (root)"
 			out[app(a.AppName(env))] = env
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
-	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -192,11 +191,4 @@ func (a *Auditor) overrides(ctx context.Context) (map[string]v1alpha1.ResourceOv
 	}
 	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
 	return argocd.Overrides(data)
-}
-
-func (a *Auditor) syncTimeout() time.Duration {
-	if a.SyncTimeout > 0 {
-		return a.SyncTimeout
-	}
-	return time.Minute
 }

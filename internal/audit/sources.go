@@ -74,11 +74,6 @@ func (a *Auditor) renderChart(ctx context.Context, u *prepared, app *argocd.App,
 		version = app.TargetRevision
 	}
 	ref := render.ChartRef{RepoURL: app.RepoURL, Chart: app.Chart, Version: version}
-	a.chartsOnce.Do(func() {
-		if a.Charts == nil {
-			a.Charts = &render.Charts{}
-		}
-	})
 	files, resolved, err := a.Charts.Fetch(ctx, ref)
 	if err != nil {
 		return nil, &unitError{fmt.Sprintf("Application %s: %v", u.name, err)}

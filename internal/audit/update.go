@@ -160,7 +160,7 @@ func (a *Auditor) needsFull(env string, st *prepared, refs []drift.Ref) bool {
 		return true // its Application is gone
 	}
 	if st.main && !st.group {
-		if _, ok := a.Live.Get(argocd.ApplicationGVK, a.AppNamespace, a.rootName(env)); ok {
+		if _, ok := a.Live.Get(argocd.ApplicationGVK, a.AppNamespace, a.RootName(env)); ok {
 			return true // a root Application appeared: the env is a group now
 		}
 	}

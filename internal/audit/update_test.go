@@ -65,7 +65,7 @@ func TestUpdateEqualsFullAudit(t *testing.T) {
 		require.NoError(t, err, s.name)
 		require.Equal(t, rendersBefore, renders, "%s: Update rendered: it ran a full audit", s.name)
 
-		full := New(a.Repo, cache)
+		full := New(Config{Repo: a.Repo, Live: cache})
 		full.AppName = a.AppName
 		full.Options.SecretKey = a.Options.SecretKey
 		want, err := full.Run(ctx, Request{Env: f.Env})

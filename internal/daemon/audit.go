@@ -24,35 +24,37 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	if a := d.auditor; a != nil && a.Repo == repo && a.Live == c {
 		return a
 	}
-	a := audit.New(repo, c)
-	a.People = d.people
-	a.AppNamespace = d.cfg.AppNamespace
-	a.AppName = func(env string) string { return d.cfg.AppNamePrefix + env }
-	a.RootName = func(env string) string { return d.cfg.RootNamePrefix + env }
-	a.Envs = d.cfg.Envs
-	a.Select = func(env string) *audit.AppSelection {
-		if sel, ok := d.cfg.Applications[env]; ok {
-			return sel.selection(d.cfg.AppNamespace)
-		}
-		return nil
+	cfg := audit.Config{
+		Repo: repo, Live: c, People: d.people, AppNamespace: d.cfg.AppNamespace, Envs: d.cfg.Envs,
+		AppName:  func(env string) string { return d.cfg.AppNamePrefix + env },
+		RootName: func(env string) string { return d.cfg.RootNamePrefix + env },
+		Select: func(env string) *audit.AppSelection {
+			if sel, ok := d.cfg.Applications[env]; ok {
+				return sel.selection(d.cfg.AppNamespace)
+			}
+			return nil
+		},
+		Renders: d.renderCache(2), // the synced revision and the one before: a 10,000-object render is ~9 MiB as JSON
+		// A new revision's render runs in the background (in the worker): the loop goes on
+		// auditing the other envs and serving fetches meanwhile, and audits this env once the
+		// render is in. The env's next audit is full (Run), so that it takes the render up.
+		RenderedInBackground: func(env string) { d.setWaiting(env, true); d.markDirty() },
+		RepoServer:           d.repoServer,
+		Drift: func(o *drift.Options) {
+			o.SecretKey = d.hmacKey
+			d.cfg.Extra.apply(o)
+			o.IgnoreOwnership = d.cfg.IgnoreClearedManagedFields
+			if len(d.cfg.Identities) > 0 {
+				o.Identities = maps.Clone(drift.DefaultIdentities)
+				maps.Copy(o.Identities, d.cfg.Identities)
+			}
+		},
 	}
 	if gitrepo.IsURL(d.cfg.Repo) {
-		a.RepoURL = d.cfg.Repo
+		cfg.RepoURL = d.cfg.Repo
 	}
-	a.Renders = d.renderCache(2) // the synced revision and the one before: a 10,000-object render is ~9 MiB as JSON
-	a.Renders.Urgent = true      // an audit's render goes before blame walks', ledger syncs' and the web view's
-	a.Options.SecretKey = d.hmacKey
-	d.cfg.Extra.apply(&a.Options)
-	a.Options.IgnoreOwnership = d.cfg.IgnoreClearedManagedFields
-	if len(d.cfg.Identities) > 0 {
-		a.Options.Identities = maps.Clone(drift.DefaultIdentities)
-		maps.Copy(a.Options.Identities, d.cfg.Identities)
-	}
-	// A new revision's render runs in the background (in the worker): the loop goes on auditing
-	// the other envs and serving fetches meanwhile, and audits this env once the render is in.
-	// The env's next audit is full (Run), so that it takes the render up.
-	a.RenderedInBackground = func(env string) { d.setWaiting(env, true); d.markDirty() }
-	a.RepoServer = d.repoServer
+	cfg.Renders.Urgent = true // an audit's render goes before blame walks', ledger syncs' and the web view's
+	a := audit.New(cfg)
 	d.auditor = a
 	return a
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,12 +85,33 @@ func TestApplicationSetsAndTheSelectionJoinTheGroup(t *testing.T) {
 	assert.Equal(t, []string{"Application " + picked + " Extra of " + root}, extra,
 		"right after Argo CD's sync, only the Application made by hand in Argo CD's namespace:\n%s", dump(rep))
 
+	// A group past the bound: the first Applications audited, each one more listed with the
+	// reason, the env's audit not failed.
+	bounded := newAuditor(t, f)
+	bounded.RootName, bounded.MaxApplications = a.RootName, 3
+	rep = runAudit(t, bounded, f.Env)
+	var audited, beyond []string
+	for _, app := range rep.Applications {
+		if strings.Contains(app.Error, "not audited: the group has more than 3 Applications") {
+			beyond = append(beyond, app.Name)
+			continue
+		}
+		assert.Empty(t, app.Error, app.Name)
+		audited = append(audited, app.Name)
+	}
+	assert.Len(t, audited, 3, "audited: %v", audited)
+	assert.Len(t, beyond, 1, "past the bound: %v", beyond)
+	assert.Subset(t, audited, []string{root, f.App()}, "the root and the env's own Application are audited first")
+
 	sel, err := labels.Parse("team=" + f.Prefix)
 	require.NoError(t, err)
 	a.Select = func(string) *audit.AppSelection {
 		return &audit.AppSelection{Namespaces: []string{testcluster.ArgoCDNamespace}, Selector: sel}
 	}
+	full0, _ := a.Counts()
 	rep = runAudit(t, a, f.Env)
+	full1, _ := a.Counts()
+	assert.Equal(t, int64(1), full1-full0, "one full audit of the group, whatever its number of Applications (auditor_audits_total)")
 	assert.Equal(t, map[string]string{root: "", f.App(): "", genA: "ApplicationSet " + set, genB: "ApplicationSet " + set, picked: "selection"},
 		applicationsVia(t, rep), "with a selection: the Application it picks too")
 	assert.True(t, rep.InSync, "right after Argo CD's sync:\n%s", dump(rep))

@@ -100,7 +100,7 @@ func newAuditor(t *testing.T, f *testfixture.Platform) *audit.Auditor {
 	require.NoError(t, err)
 	cache, err := live.New(ctx, cluster.Config)
 	require.NoError(t, err)
-	a := audit.New(repo, cache)
+	a := audit.New(audit.Config{Repo: repo, Live: cache})
 	a.AppName = func(string) string { return f.App() }
 	return a
 }

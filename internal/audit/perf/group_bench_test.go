@@ -710,9 +710,7 @@ func editsToChat(b *testing.B, bin string, c *testcluster.Cluster, dir string, a
 			if ok && watched {
 				out = append(out, at.Sub(stored))
 				full, incr := audits()
-				// auditor_audits_total{mode="full"} counts Applications rendered and audited in
-				// full: one full audit of this env counts 21.
-				notes = append(notes, fmt.Sprintf("%s (since the edit: %.0f Applications audited in full, %.0f incremental audits)",
+				notes = append(notes, fmt.Sprintf("%s (since the edit: %.0f full audits of the group, %.0f incremental audits)",
 					at.Sub(stored).Round(time.Millisecond), full-full0, incr-incr0))
 				if i == 0 {
 					b.Logf("first message: %.600s", body)
