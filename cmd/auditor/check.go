@@ -120,7 +120,7 @@ func checkPlacement(repo *gitrepo.Repo, head string, res *check.Result) error {
 	if err != nil {
 		return err
 	}
-	prod, err := src.Render("prod")
+	prod, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: "prod"})
 	if err != nil {
 		return err
 	}

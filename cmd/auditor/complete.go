@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -71,7 +72,7 @@ func completeApps(cmd *cobra.Command, _ []string, prefix string) ([]string, cobr
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	res, err := s.RenderApps(env)
+	res, err := render.Apps(context.Background(), render.Engine{}, s, env)
 	if err != nil || res == nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -120,7 +121,7 @@ func renderedForCompletion(cmd *cobra.Command) *render.Result {
 	if err != nil {
 		return nil
 	}
-	res, err := s.Render(env)
+	res, err := render.Engine{}.Render(context.Background(), s, render.Target{Name: env})
 	if err != nil {
 		return nil
 	}

@@ -17,36 +17,57 @@ import (
 // onlyApplication narrows a report to one Application of the env's group: its objects, its
 // entry. An Application the group does not have is a usage error naming those it has.
 func onlyApplication(rep *drift.Report, name string) (*drift.Report, error) {
-	for _, app := range rep.Applications {
-		if app.Name != name {
-			continue
-		}
-		out := *rep
-		out.Applications = []drift.Application{app}
-		out.Objects = []drift.Object{}
-		kept := map[drift.Ref]bool{}
-		for _, o := range rep.Objects {
-			if o.Application == name {
-				out.Objects = append(out.Objects, o)
-				kept[drift.RefOfObject(&o)] = true
-			}
-		}
-		out.ArgoCDOnly = nil
-		for _, o := range rep.ArgoCDOnly {
-			if kept[drift.RefOfObject(&drift.Object{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})] {
-				out.ArgoCDOnly = append(out.ArgoCDOnly, o)
-			}
-		}
-		if app.Revision != "" && app.Revision != rep.Revision {
-			out.Revision, out.PendingSync, out.HeadRevision, out.Operation = app.Revision, false, "", nil
-		}
-		out.InSync = len(out.Objects) == 0
-		if app.Error != "" {
-			return nil, failed(fmt.Errorf("Application %s: %s", name, app.Error))
-		}
-		return &out, nil
+	app, err := findApplication(rep, name)
+	if err != nil {
+		return nil, err
 	}
-	return nil, usageErr("env %s has no Application %s (its Applications: %s)", rep.Env, name, applicationNames(rep))
+	name = app.Name
+	out := *rep
+	out.Applications = []drift.Application{app}
+	out.Objects = []drift.Object{}
+	kept := map[drift.Ref]bool{}
+	for _, o := range rep.Objects {
+		if o.Application == name {
+			out.Objects = append(out.Objects, o)
+			kept[drift.RefOfObject(&o)] = true
+		}
+	}
+	out.ArgoCDOnly = nil
+	for _, o := range rep.ArgoCDOnly {
+		if kept[drift.RefOfObject(&drift.Object{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})] {
+			out.ArgoCDOnly = append(out.ArgoCDOnly, o)
+		}
+	}
+	if app.Revision != "" && app.Revision != rep.Revision {
+		out.Revision, out.PendingSync, out.HeadRevision, out.Operation = app.Revision, false, "", nil
+	}
+	out.InSync = len(out.Objects) == 0
+	if app.Error != "" {
+		return nil, failed(fmt.Errorf("Application %s: %s", name, app.Error))
+	}
+	return &out, nil
+}
+
+// findApplication returns the Application of the report name names: its name as the report
+// gives it (namespace/name outside Argo CD's namespace), or its bare name when one Application
+// of the group has it.
+func findApplication(rep *drift.Report, name string) (drift.Application, error) {
+	var bare []drift.Application
+	for _, app := range rep.Applications {
+		if app.Name == name {
+			return app, nil
+		}
+		if _, n, ok := strings.Cut(app.Name, "/"); ok && n == name {
+			bare = append(bare, app)
+		}
+	}
+	switch len(bare) {
+	case 1:
+		return bare[0], nil
+	case 0:
+		return drift.Application{}, usageErr("env %s has no Application %s (its Applications: %s)", rep.Env, name, applicationNames(rep))
+	}
+	return drift.Application{}, usageErr("env %s has %d Applications named %s: name one as namespace/name (its Applications: %s)", rep.Env, len(bare), name, applicationNames(rep))
 }
 
 // applicationNames lists the Applications of an env's group, for errors.
@@ -124,5 +145,8 @@ func (o *diffOptions) runAll(ctx context.Context, w io.Writer, a *audit.Auditor)
 
 // hasApplication says whether the env's group has the Application.
 func hasApplication(rep *drift.Report, name string) bool {
-	return slices.ContainsFunc(rep.Applications, func(a drift.Application) bool { return a.Name == name })
+	return slices.ContainsFunc(rep.Applications, func(a drift.Application) bool {
+		_, bare, _ := strings.Cut(a.Name, "/")
+		return a.Name == name || bare == name
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/doctor"
+	"github.com/llm-gitops/platform/internal/render"
 )
 
 // doctorOptions are the flags of `auditor doctor`.
@@ -72,7 +73,7 @@ func (o *doctorOptions) Complete(*cobra.Command, []string) error {
 	if err != nil {
 		return failed(err)
 	}
-	apps, err := src.RenderApps(o.env)
+	apps, err := render.Apps(context.Background(), render.Engine{}, src, o.env)
 	if err != nil {
 		return failed(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -34,12 +35,12 @@ func siteStatus(src render.Source, env string) (*siteReport, error) {
 		return nil, failed(err)
 	}
 	rep := &siteReport{Env: env, File: v.File, Template: v.Template, Values: v.Values, Problems: v.Problems(), Examples: []site.Found{}}
-	res, err := src.Render(env)
+	res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: env})
 	if err != nil {
 		return nil, failed(err)
 	}
 	rep.Examples = append(rep.Examples, site.ExamplesIn(res.Objects, v)...)
-	if apps, err := src.RenderApps(env); err != nil {
+	if apps, err := render.Apps(context.Background(), (render.Engine{}), src, env); err != nil {
 		return nil, failed(err)
 	} else if apps != nil {
 		rep.Examples = append(rep.Examples, site.ExamplesIn(apps.Objects, v)...)

@@ -57,7 +57,7 @@ func (f *sourceFlags) render(env string) (*render.Result, error) {
 	if err := checkEnvs(known, env); err != nil {
 		return nil, err
 	}
-	res, err := s.Render(env)
+	res, err := render.Engine{}.Render(context.Background(), s, render.Target{Name: env})
 	if err != nil {
 		return nil, failed(err)
 	}

@@ -17,7 +17,7 @@ func addPoolNodes(ctx context.Context, c *testcluster.Cluster, env string) error
 	if err != nil {
 		return err
 	}
-	res, err := src.Render(env)
+	res, err := render.Engine{}.Render(ctx, src, render.Target{Name: env})
 	if err != nil {
 		return err
 	}

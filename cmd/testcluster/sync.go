@@ -37,7 +37,7 @@ func syncEnv(dir, env, repoURL, revision string) error {
 	if err != nil {
 		return err
 	}
-	apps, err := src.RenderPath(path.Join("apps", env))
+	apps, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: render.AppTarget(path.Join("apps", env))})
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func syncEnv(dir, env, repoURL, revision string) error {
 	if src, err = src.WithPatches(env, runs.Patches); err != nil {
 		return err
 	}
-	res, err := src.Render(env)
+	res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: env})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package adopt
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -273,7 +274,7 @@ func rendered(t *testing.T, dir, env string, o drift.Object) map[string]any {
 	t.Helper()
 	src, err := render.FromDir(dir)
 	require.NoError(t, err)
-	res, err := src.Render(env)
+	res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: env})
 	require.NoError(t, err)
 	for _, u := range res.Objects {
 		if u.GetKind() == o.Kind && u.GetName() == o.Name && u.GetNamespace() == o.Namespace {

@@ -1,6 +1,7 @@
 package adopt
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,7 +52,7 @@ func TestGroupAdoptsIntoEachApplicationsKustomization(t *testing.T) {
 	applyPatch(t, dir, a.Diff)
 	src, err := render.FromDir(dir)
 	require.NoError(t, err)
-	res, err := src.Render(render.AppTarget("apps/gate"))
+	res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: render.AppTarget("apps/gate")})
 	require.NoError(t, err)
 	require.Len(t, res.Objects, 1)
 	assert.Equal(t, "safe", res.Objects[0].Object["data"].(map[string]any)["mode"], "rendered with the patch, the field is its live value")

@@ -344,13 +344,13 @@ func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declare
 		}
 	}
 	lap("schema")
-	opts.Application = u.name
+	opts.Application = u.instance(a)
 	opts.Hooks = u.hooks
 	opts.Excused = ex
 	opts.Events = a.events()
 	if u.group {
 		opts.ExtraOnlyIn = map[string][]schema.GroupKind{a.AppNamespace: argoKinds}
-		name := u.name
+		name := u.ref(a)
 		opts.DeclaredElsewhere = func(r drift.Ref) bool {
 			owner, ok := declared[r]
 			return ok && owner != name

@@ -108,13 +108,13 @@ func (a *Auditor) stopBackground(env, key string) {
 	}
 }
 
-// startBackground starts rendering src (env at revision, cached under key) in the background
+// startBackground starts rendering t from src (env at revision, cached under key) in the background
 // and returns a RenderingError; RenderedInBackground(env) is called when it ends. One render runs
 // per env: while one runs, a newer revision waits for it rather than stop it (commits every few
 // seconds would otherwise stop every render; the content cache then answers the newer revision
 // when it did not change the env's files). A render of key that ended since the caller looked is
 // handed over instead (ok).
-func (a *Auditor) startBackground(ctx context.Context, env, revision, key string, src render.Source) (*render.Result, bool, error) {
+func (a *Auditor) startBackground(ctx context.Context, env, revision, key string, src render.Source, t render.Target) (*render.Result, bool, error) {
 	a.bgMu.Lock()
 	defer a.bgMu.Unlock()
 	if b := a.bg[env]; b != nil && !b.done {
@@ -130,9 +130,9 @@ func (a *Auditor) startBackground(ctx context.Context, env, revision, key string
 	b := &bgRender{key: key, revision: revision, cancel: cancel}
 	a.bg[env] = b
 	go func() {
-		// The cache keeps the render (the audit takes it from there, decoded once), unless it
-		// reads a remote: then it is held for the audit.
-		res, err := src.RenderIntoCache(bctx, env, a.Renders)
+		// The cache keeps the render, held here as its JSON for the audit, which decodes it one
+		// object at a time; a render reading a remote comes back decoded.
+		res, err := render.Engine{Cache: a.Renders, Raw: true}.Render(bctx, src, t)
 		a.bgMu.Lock()
 		b.done, b.res = true, res
 		if err != nil {

@@ -414,7 +414,7 @@ func TestShippedRBACIsEnumerated(t *testing.T) {
 	for _, dir := range []string{"overlays/prod", "apps/prod"} {
 		src, err := render.FromDir("../..")
 		require.NoError(t, err)
-		res, err := src.RenderPath(dir)
+		res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: render.AppTarget(dir)})
 		require.NoError(t, err)
 		for _, o := range res.Objects {
 			if o.GetKind() != "ClusterRole" && o.GetKind() != "Role" {

@@ -39,7 +39,8 @@ type prepared struct {
 	// Application (AppName), env/name for the others.
 	key string
 	// name and appNS name the Application; target is its render target (render.AppTarget, or
-	// the env for overlays/<env>); parent the Application that declares it ("" for the root).
+	// the env for overlays/<env>); parent the Application that declares it, as reports name it
+	// (ref; "" for the root).
 	name, appNS, target, parent string
 	// main marks the env's own Application; group says the env has more than it (a root, or a
 	// selection); root marks the root.
@@ -170,7 +171,7 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 					}
 					seen[r.Namespace+"/"+r.Name] = true
 					if full(len(found), r.Namespace, r.Name) {
-						found = append(found, beyond(r.Namespace, r.Name, parent.name, ""))
+						found = append(found, beyond(r.Namespace, r.Name, parent.ref(a), ""))
 						continue
 					}
 					u, err := a.member(ctx, req, parent, repoURL, r, lap)
@@ -189,10 +190,10 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 						}
 						seen[app.Namespace+"/"+app.Name] = true
 						if full(len(found), app.Namespace, app.Name) {
-							found = append(found, beyond(app.Namespace, app.Name, parent.name, "ApplicationSet "+r.Name))
+							found = append(found, beyond(app.Namespace, app.Name, parent.ref(a), "ApplicationSet "+r.Name))
 							continue
 						}
-						u, err := a.discovered(ctx, req, app, parent.name, "ApplicationSet "+r.Name, repoURL, lap)
+						u, err := a.discovered(ctx, req, app, parent.ref(a), "ApplicationSet "+r.Name, repoURL, lap)
 						if err != nil {
 							return err
 						}
@@ -250,7 +251,7 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 // err; only what stops the env's audit (the env's own Application failing, a background render)
 // is returned.
 func (a *Auditor) member(ctx context.Context, req Request, parent *prepared, repoURL string, r drift.Ref, lap func(string)) (*prepared, error) {
-	u := &prepared{key: a.unitKey(req.Env, r.Namespace, r.Name), name: r.Name, appNS: r.Namespace, parent: parent.name, group: true}
+	u := &prepared{key: a.unitKey(req.Env, r.Namespace, r.Name), name: r.Name, appNS: r.Namespace, parent: parent.ref(a), group: true}
 	d, ok := parent.idx.Desired(r)
 	if !ok {
 		return nil, fmt.Errorf("Application %s is not in %s's render", r.Name, parent.name)

@@ -41,7 +41,7 @@ func (a *Auditor) declaredBy(units []*prepared) map[drift.Ref]string {
 		}
 		for _, r := range u.idx.Refs() {
 			if _, ok := out[r]; !ok {
-				out[r] = u.name
+				out[r] = u.ref(a)
 			}
 		}
 	}
@@ -57,7 +57,7 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 	var lead *prepared
 	seen := map[drift.Ref]bool{}
 	for _, u := range units {
-		entry := drift.Application{Name: u.name, Path: render.TargetPath(u.target), Via: u.via}
+		entry := drift.Application{Name: u.ref(a), Namespace: u.ns(a), Path: render.TargetPath(u.target), Via: u.via}
 		if u.app != nil && u.app.Chart != "" {
 			entry.Path = "chart " + u.app.Chart + " from " + u.app.RepoURL
 		}
@@ -85,7 +85,7 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 				continue
 			}
 			seen[k] = true
-			o.Application, o.Source, o.Revision = u.name, u.source(), u.desired
+			o.Application, o.Source, o.Revision = u.ref(a), u.source(), u.desired
 			if u.selfFile != "" && k == (drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name}) {
 				o.Source = u.selfFile // the root itself: applied by hand from that file
 			}

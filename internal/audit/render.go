@@ -49,32 +49,24 @@ func (a *Auditor) render(ctx context.Context, unit, target, revision string, v r
 	if err != nil {
 		return nil, err
 	}
-	if src, err = src.WithVariant(target, v); err != nil {
-		return nil, err
-	}
-	if res, ok := src.CachedRaw(target, a.Renders); ok {
+	// As JSON from the cache: a worker's render is never decoded whole here. A render the cache
+	// does not keep (a remote base) comes back decoded.
+	eng, t := render.Engine{Cache: a.Renders, Raw: true}, render.Target{Name: target, Variant: v}
+	if res, ok := eng.Cached(src, t); ok {
 		if background {
 			a.stopBackground(env, key)
 		}
 		return res, nil
 	}
 	if background {
-		res, _, err := a.startBackground(ctx, env, revision, key, src)
+		res, _, err := a.startBackground(ctx, env, revision, key, src, t)
 		return res, err
 	}
-	// Rendered into the cache and read back as JSON: a worker's render is never decoded whole.
-	// A render the cache does not keep (a remote base) comes back decoded.
-	res, err := src.RenderIntoCache(ctx, target, a.Renders)
+	res, err := eng.Render(ctx, src, t)
 	if err != nil {
 		return nil, fmt.Errorf("%s at %.12s: %w", render.TargetPath(target), revision, err)
 	}
-	if res != nil {
-		return res, nil
-	}
-	if res, ok := a.Renders.ByRevisionRaw(target, key); ok {
-		return res, nil
-	}
-	return nil, fmt.Errorf("%s at %.12s: the render cache did not keep the render it was given", render.TargetPath(target), revision)
+	return res, nil
 }
 
 // helmOptions are the options Argo CD renders an Application's chart with at revision (nil when

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"

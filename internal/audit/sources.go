@@ -89,7 +89,7 @@ func (a *Auditor) renderChart(ctx context.Context, u *prepared, app *argocd.App,
 		return nil, err
 	}
 	u.target = render.ChartTarget(ref, resolved)
-	res, err := src.WithHelm(h).Render(u.target)
+	res, err := render.Engine{}.Render(ctx, src, render.Target{Name: u.target, Variant: render.Variant{Helm: h}})
 	if err != nil {
 		return nil, &unitError{fmt.Sprintf("Application %s: chart %s %s: %v", u.name, app.Chart, resolved, err)}
 	}

@@ -129,6 +129,24 @@ func (u *prepared) ns(a *Auditor) string {
 	return u.appNS
 }
 
+// ref names the Application in reports as Argo CD's CLI does: its name, or namespace/name when
+// it is outside Argo CD's namespace (two Applications of one name may then be in the group).
+func (u *prepared) ref(a *Auditor) string {
+	if ns := u.ns(a); ns != a.AppNamespace {
+		return ns + "/" + u.name
+	}
+	return u.name
+}
+
+// instance is the name Argo CD's tracking ids give the Application: its name, or namespace_name
+// when it is outside Argo CD's namespace.
+func (u *prepared) instance(a *Auditor) string {
+	if ns := u.ns(a); ns != a.AppNamespace {
+		return ns + "_" + u.name
+	}
+	return u.name
+}
+
 // needsFull says whether refs cannot be re-audited alone on top of st.
 func (a *Auditor) needsFull(env string, st *prepared, refs []drift.Ref) bool {
 	for _, r := range refs {

@@ -41,7 +41,7 @@ func inApplications(ctx context.Context, snaps *gitrepo.Snapshots, renders *rend
 	if err != nil {
 		return "", "", nil, nil
 	}
-	apps, err := src.RenderApps(req.Env)
+	apps, err := render.Apps(ctx, render.Engine{}, src, req.Env)
 	if err != nil || apps == nil {
 		return "", "", nil, nil
 	}

@@ -176,7 +176,7 @@ func renderAt(ctx context.Context, snaps *gitrepo.Snapshots, renders *render.Cac
 	if err != nil {
 		return nil, true, err
 	}
-	res, err = src.RenderCachedContext(ctx, env, renders)
+	res, err = render.Engine{Cache: renders}.Render(ctx, src, render.Target{Name: env})
 	if err != nil {
 		return nil, true, fmt.Errorf("%s at %.12s: %w", env, rev, err)
 	}

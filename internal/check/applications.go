@@ -1,12 +1,14 @@
 package check
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -31,7 +33,7 @@ type AppRender struct {
 // repository, another repository, a plugin) is a warning naming why; a render that fails is a
 // violation: Argo CD would fail it too.
 func otherApplications(apps, src render.Source, env string) (objs [][]*unstructured.Unstructured, out []AppRender, violations, warnings []Violation, err error) {
-	res, err := apps.RenderApps(env)
+	res, err := render.Apps(context.Background(), render.Engine{}, apps, env)
 	if err != nil || res == nil {
 		return nil, nil, nil, nil, err
 	}
@@ -193,7 +195,7 @@ func renderApplication(src render.Source, app *argocd.App) ([]*render.Result, er
 		s, err := src.WithVariant(target, o.v)
 		var r *render.Result
 		if err == nil {
-			r, err = s.Render(target)
+			r, err = render.Engine{}.Render(context.Background(), s, render.Target{Name: target})
 		}
 		if err != nil {
 			var limit *render.LimitError

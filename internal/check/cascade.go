@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"strings"
@@ -17,7 +18,7 @@ const cascadeFinalizer = "resources-finalizer.argocd.argoproj.io"
 // envApplications renders what the env's app-of-apps syncs (apps/<env>) and returns the
 // Applications that sync the env's overlay; nil when the revision has no apps/<env>.
 func envApplications(src render.Source, env string) ([]*unstructured.Unstructured, error) {
-	res, err := src.RenderApps(env)
+	res, err := render.Apps(context.Background(), render.Engine{}, src, env)
 	if err != nil || res == nil {
 		return nil, err
 	}

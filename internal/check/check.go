@@ -19,6 +19,7 @@
 package check
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -122,7 +123,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 			er.Violations = append(er.Violations, Violation{Rule: "release-pinned", Object: release.File(env), Message: pinErr.Error()})
 			envHead = headSrc
 		}
-		h, err := envHead.RenderCached(env, renders)
+		h, err := render.Engine{Cache: renders}.Render(context.Background(), envHead, render.Target{Name: env})
 		if err != nil {
 			return nil, fmt.Errorf("head %.12s: %w", envHead.Revision(), err)
 		}
@@ -138,7 +139,7 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 		er.Warnings = append(er.Warnings, w...)
 		var baseObjs []*unstructured.Unstructured
 		if envBase, err := releases.source(baseSrc, baseRev, env); err == nil {
-			if b, err := envBase.RenderCached(env, renders); err == nil {
+			if b, err := (render.Engine{Cache: renders}).Render(context.Background(), envBase, render.Target{Name: env}); err == nil {
 				baseObjs = b.Objects
 				if other, _, _, _, err := otherApplications(baseSrc, envBase, env); err == nil {
 					baseObjs = append(slices.Clip(baseObjs), slices.Concat(other...)...)
@@ -252,7 +253,7 @@ func loadPolicies(src render.Source) (*policy.Set, error) {
 	if !src.Has("policies/kustomization.yaml") {
 		return nil, nil // a revision without policies/ checks capacity only
 	}
-	res, err := src.RenderPath("policies")
+	res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: render.AppTarget("policies")})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ func renderWorkTree(t *testing.T, env string) (render.Source, []*unstructured.Un
 	t.Helper()
 	src, err := render.FromDir("../..")
 	require.NoError(t, err)
-	res, err := src.Render(env)
+	res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: env})
 	require.NoError(t, err)
 	return src, res.Objects
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -86,7 +87,7 @@ func releaseFindings(repo *gitrepo.Repo, src render.Source, env string) ([]Viola
 			}
 		}
 	}
-	res, err := src.RenderApps(env)
+	res, err := render.Apps(context.Background(), render.Engine{}, src, env)
 	if err != nil || res == nil {
 		return out, err
 	}
@@ -173,12 +174,12 @@ func releasePatches(snap *gitrepo.Snapshot, src render.Source, env string) []Vio
 // appsDiff lists the changes of apps/<env>'s render from base to head; none when head has no
 // apps/<env>.
 func appsDiff(base, head render.Source, env string) ([]Change, error) {
-	h, err := head.RenderApps(env)
+	h, err := render.Apps(context.Background(), render.Engine{}, head, env)
 	if err != nil || h == nil {
 		return nil, err
 	}
 	var before []*unstructured.Unstructured
-	if b, err := base.RenderApps(env); err == nil && b != nil {
+	if b, err := render.Apps(context.Background(), (render.Engine{}), base, env); err == nil && b != nil {
 		before = b.Objects
 	}
 	return diffObjects(before, h.Objects), nil
@@ -198,7 +199,7 @@ func EnvDiff(repo *gitrepo.Repo, env, base, head string, patches []render.Patch)
 		if err != nil {
 			return nil, err
 		}
-		res, err := src.RenderWith(env, patches)
+		res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: env, Variant: render.Variant{Patches: patches}})
 		if err != nil {
 			return nil, fmt.Errorf("%.12s: %w", rev, err)
 		}

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -30,7 +31,7 @@ func siteValues(envSrc, appsSrc render.Source, env string, objs []*unstructured.
 	parts := []part{
 		{src: envSrc, objs: func() ([]*unstructured.Unstructured, error) { return objs, nil }},
 		{src: appsSrc, objs: func() ([]*unstructured.Unstructured, error) {
-			res, err := appsSrc.RenderApps(env)
+			res, err := render.Apps(context.Background(), render.Engine{}, appsSrc, env)
 			if err != nil || res == nil {
 				return nil, err
 			}

@@ -469,7 +469,7 @@ func TestScheduledScaleUpIsCommittedByTheDaemon(t *testing.T) {
 				t.Fatal(err)
 			}
 			src, _ := render.FromSnapshot(snap)
-			res, err := src.Render("prod")
+			res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: "prod"})
 			if err != nil {
 				t.Fatalf("the scheduled commit does not render: %v", err)
 			}

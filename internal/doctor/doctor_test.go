@@ -33,9 +33,9 @@ func prodObjects(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
 	src, err := render.FromDir("../..")
 	require.NoError(t, err)
-	res, err := src.Render("prod")
+	res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: "prod"})
 	require.NoError(t, err)
-	apps, err := src.RenderApps("prod")
+	apps, err := render.Apps(context.Background(), render.Engine{}, src, "prod")
 	require.NoError(t, err)
 	return append(res.Objects, apps.Objects...)
 }

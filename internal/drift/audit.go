@@ -55,8 +55,9 @@ type Options struct {
 	Events Events
 	// Excused, when set, tallies the fields controller rules excuse.
 	Excused *Excusals
-	// Application is the env's Argo CD Application: an undeclared object whose tracking
-	// annotation names another Application is that one's, not Extra.
+	// Application is the audited Application as Argo CD's tracking ids name it (namespace_name
+	// outside Argo CD's namespace): an undeclared object whose tracking id names another
+	// Application is that one's, not Extra.
 	Application string
 	// Schema types each kind; kinds it lacks are compared with deduced types.
 	Schema *Schema

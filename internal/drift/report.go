@@ -34,7 +34,10 @@ type Report struct {
 
 // Application is one Argo CD Application of an env's group as audited.
 type Application struct {
-	Name string `json:"name"`
+	// Name is the Application's name, or namespace/name (as Argo CD's CLI takes it) when it is
+	// outside Argo CD's namespace; objects name their Application the same way.
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
 	// Path is the repository path its source renders; Revision the commit audited.
 	Path     string `json:"path,omitempty"`
 	Revision string `json:"revision,omitempty"`
@@ -91,7 +94,8 @@ type Object struct {
 	Status string  `json:"status"`
 	Fields []Field `json:"fields"`
 	// Application is the Argo CD Application whose object it is (Git's: the one that declares
-	// it; for an Extra object, the one whose namespaces it is in).
+	// it; for an Extra object, the one whose namespaces it is in): its name, or namespace/name
+	// outside Argo CD's namespace.
 	Application string `json:"application,omitempty"`
 	// Source is what its Application renders: a path of the audited repository (overlays/prod,
 	// apps/gate), or, when that is not one path of it, what it is ("chart NAME from URL",

@@ -42,7 +42,7 @@ func platformWith(t *testing.T, opts testfixture.Options) *testfixture.Platform 
 	nodesOnce.Do(func() {
 		src, err := render.FromDir("../..")
 		require.NoError(t, err)
-		res, err := src.Render("prod")
+		res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: "prod"})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

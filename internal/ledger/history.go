@@ -58,7 +58,7 @@ func stateOf(ctx context.Context, snap *gitrepo.Snapshot, env string, patches []
 	if src, err = src.WithPatches(env, patches); err != nil {
 		return nil, fmt.Errorf("revision %s: %w", snap.Revision, err)
 	}
-	res, err := src.RenderCachedContext(ctx, env, renders)
+	res, err := render.Engine{Cache: renders}.Render(ctx, src, render.Target{Name: env})
 	if err != nil {
 		return nil, fmt.Errorf("revision %s: %w", snap.Revision, err)
 	}

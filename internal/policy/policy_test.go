@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -350,7 +351,7 @@ func TestOverlaysPassPolicies(t *testing.T) {
 	}
 	for _, env := range []string{"dev", "staging", "prod"} {
 		t.Run(env, func(t *testing.T) {
-			res, err := src.Render(env)
+			res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: env})
 			if err != nil {
 				t.Fatal(err)
 			}

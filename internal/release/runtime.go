@@ -1,6 +1,7 @@
 package release
 
 import (
+	"context"
 	"fmt"
 	"path"
 
@@ -60,7 +61,7 @@ func ApplicationPatches(src render.Source, env string) ([]render.Patch, error) {
 // Application renders apps/<env> and returns the Application whose source is overlays/<env>; nil
 // when there is none.
 func Application(src render.Source, env string) (*unstructured.Unstructured, error) {
-	res, err := src.RenderApps(env)
+	res, err := render.Apps(context.Background(), render.Engine{}, src, env)
 	if err != nil || res == nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"os"
 	"slices"
 	"strings"
@@ -49,7 +50,7 @@ func TestAuditPolicyLogsEveryKindTheEnvsManage(t *testing.T) {
 	require.NoError(t, err)
 	seen := map[string]bool{}
 	for _, env := range envs {
-		res, err := src.Render(env)
+		res, err := Engine{}.Render(context.Background(), src, Target{Name: env})
 		require.NoError(t, err, env)
 		for _, o := range res.Objects {
 			gvk := o.GroupVersionKind()

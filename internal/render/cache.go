@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"fmt"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -136,20 +137,14 @@ func (c *Cache) entryFor(env, revision string) *cacheEntry {
 	return nil
 }
 
-// RenderCached renders env from s through the cache: a render whose recorded reads all find the
-// same content in s is reused; otherwise kustomize runs and its reads are recorded.
-func (s Source) RenderCached(env string, c *Cache) (*Result, error) {
-	return s.RenderCachedContext(context.Background(), env, c)
-}
-
-// RenderCachedContext is RenderCached whose render, when the cache's Worker runs it in a child
-// process, is stopped (the child killed) when ctx is cancelled.
-func (s Source) RenderCachedContext(ctx context.Context, env string, c *Cache) (*Result, error) {
-	if c == nil {
-		return s.Render(env)
-	}
-	if res, ok := s.Cached(env, c); ok {
-		return res, nil
+// renderCached renders env from s through the cache: a render whose recorded reads all find the
+// same content in s is reused; otherwise kustomize runs (stopped when ctx is cancelled, in the
+// Worker's child process when the cache has one) and its reads are recorded.
+func (s Source) renderCached(ctx context.Context, env string, c *Cache) (*Result, error) {
+	if e := c.cached(s, env); e != nil {
+		if res, ok := c.resultFor(e, s.revision); ok {
+			return res, nil
+		}
 	}
 	r, _, err := c.renderAndKeep(ctx, s, env)
 	if err != nil {
@@ -158,26 +153,25 @@ func (s Source) RenderCachedContext(ctx context.Context, env string, c *Cache) (
 	return r.result()
 }
 
-// RenderIntoCache renders env from s into the cache unless the cache can answer it already, and
-// returns nil: the caller takes the render from the cache (ByRevisionRaw, ByRevision) when it
-// needs it. A render the cache does not keep (its kustomization reads a remote; or no cache, or
-// a work tree) is returned instead. A render done by the cache's Worker is then never decoded
-// whole here.
-func (s Source) RenderIntoCache(ctx context.Context, env string, c *Cache) (*Result, error) {
-	if c == nil {
-		return s.Render(env)
-	}
-	if s.cacheRevision() == "" { // a work tree: nothing to find it by afterwards
-		return s.RenderCachedContext(ctx, env, c)
-	}
-	if _, ok := s.CachedRaw(env, c); ok {
-		return nil, nil
+// renderRaw renders env from s into the cache unless the cache can answer it already, and
+// returns the cache's entry as JSON (Result.Raw): a render done by the cache's Worker is never
+// decoded whole here. A render the cache does not keep (its kustomization reads a remote) is
+// returned decoded. s has a revision.
+func (s Source) renderRaw(ctx context.Context, env string, c *Cache) (*Result, error) {
+	if e := c.cached(s, env); e != nil {
+		return e.raw(s.revision), nil
 	}
 	r, kept, err := c.renderAndKeep(ctx, s, env)
-	if err != nil || kept {
+	if err != nil {
 		return nil, err
 	}
-	return r.result()
+	if !kept {
+		return r.result()
+	}
+	if e := c.entryFor(env, s.cacheRevision()); e != nil {
+		return e.raw(s.revision), nil
+	}
+	return nil, fmt.Errorf("%s at %.12s: the render cache did not keep the render it was given", TargetPath(env), s.revision)
 }
 
 // renderAndKeep runs kustomize for env from s and keeps the render unless it read a remote (or
@@ -199,24 +193,24 @@ func (c *Cache) renderAndKeep(ctx context.Context, s Source, env string) (r *rec
 	return r, kept, nil
 }
 
-// Cached returns env's render from s when the cache can answer it without running kustomize:
-// it knows the commit, or a render of another commit read the same content.
-func (s Source) Cached(env string, c *Cache) (*Result, bool) {
-	e := c.cached(s, env)
-	if e == nil {
+// Cached returns t's render from s when e's Cache can answer it without rendering: it knows
+// the commit, or a render of another commit read the same content. As JSON with Raw.
+func (e Engine) Cached(s Source, t Target) (*Result, bool) {
+	if e.Cache == nil {
 		return nil, false
 	}
-	return c.resultFor(e, s.revision)
-}
-
-// CachedRaw is Cached giving the render's objects as JSON (Result.Raw, shared with the cache:
-// read only) instead of decoded.
-func (s Source) CachedRaw(env string, c *Cache) (*Result, bool) {
-	e := c.cached(s, env)
-	if e == nil {
+	s, err := s.WithVariant(t.Name, t.Variant)
+	if err != nil {
+		return nil, false // the render says why
+	}
+	entry := e.Cache.cached(s, t.Name)
+	if entry == nil {
 		return nil, false
 	}
-	return e.raw(s.revision), true
+	if e.Raw {
+		return entry.raw(s.revision), true
+	}
+	return e.Cache.resultFor(entry, s.revision)
 }
 
 // cached returns the entry of env's render from s: the one known to render s's revision, else
@@ -247,7 +241,7 @@ func (c *Cache) render(ctx context.Context, s Source, env string) (*recordedRend
 		return c.Worker.render(ctx, s, env, c.Urgent)
 	}
 	rec := &recordingFS{FileSystem: s.fs, root: s.root, probes: map[string]string{}}
-	res, err := Source{fs: rec, root: s.root, revision: s.revision, variant: s.variant, helm: s.helm}.Render(env)
+	res, err := Source{fs: rec, root: s.root, revision: s.revision, variant: s.variant, helm: s.helm}.build(env)
 	if err != nil {
 		return nil, err
 	}

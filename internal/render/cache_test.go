@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"io"
 	"maps"
 	"net/http"
@@ -37,7 +38,7 @@ func TestRenderCacheByWhatTheRenderRead(t *testing.T) {
 		require.NoError(t, err)
 		src, err := FromSnapshot(snap)
 		require.NoError(t, err)
-		res, err := src.RenderCached("prod", c)
+		res, err := Engine{Cache: c}.Render(context.Background(), src, Target{Name: "prod"})
 		require.NoError(t, err)
 		return res
 	}
@@ -47,7 +48,7 @@ func TestRenderCacheByWhatTheRenderRead(t *testing.T) {
 		require.NoError(t, err)
 		src, err := FromSnapshot(snap)
 		require.NoError(t, err)
-		res, err := src.Render("prod")
+		res, err := Engine{}.Render(context.Background(), src, Target{Name: "prod"})
 		require.NoError(t, err)
 		return res
 	}
@@ -93,7 +94,7 @@ func TestRenderCacheByWhatTheRenderRead(t *testing.T) {
 	require.NoError(t, err)
 	src, err := FromSnapshot(snap)
 	require.NoError(t, err)
-	_, err = src.RenderCached("prod", c)
+	_, err = Engine{Cache: c}.Render(context.Background(), src, Target{Name: "prod"})
 	assert.Error(t, err, "two kustomization files: kustomize's error, not a cached render")
 
 	// A new process on the same directory starts warm; a corrupt file is a miss, not an error.
@@ -137,7 +138,7 @@ func TestRenderReachingOutsideIsNotCached(t *testing.T) {
 			require.NoError(t, err)
 			src, err := FromSnapshot(snap)
 			require.NoError(t, err)
-			res, err := src.RenderCached("prod", c)
+			res, err := Engine{Cache: c}.Render(context.Background(), src, Target{Name: "prod"})
 			require.NoError(t, err)
 			if check != nil {
 				check(res)
@@ -195,7 +196,7 @@ func TestSharedCacheDecodesOnce(t *testing.T) {
 	for _, shared := range []bool{true, false} {
 		c := NewCache("", 2)
 		c.Shared = shared
-		first, err := src.RenderCached("prod", c)
+		first, err := Engine{Cache: c}.Render(context.Background(), src, Target{Name: "prod"})
 		require.NoError(t, err)
 		a, ok := c.ByRevision("prod", snap.Revision)
 		require.True(t, ok)

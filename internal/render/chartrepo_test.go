@@ -77,7 +77,7 @@ entries:
 		assert.Equal(t, tc.want, v, tc.version)
 		src, err := FromChart(ref, v, files)
 		require.NoError(t, err)
-		res, err := src.WithHelm(&HelmOptions{ReleaseName: "api"}).Render(ChartTarget(ref, v))
+		res, err := Engine{}.Render(context.Background(), src, Target{Name: ChartTarget(ref, v), Variant: Variant{Helm: &HelmOptions{ReleaseName: "api"}}})
 		require.NoError(t, err)
 		require.Len(t, res.Objects, 1)
 		assert.Equal(t, tc.want, res.Objects[0].Object["data"].(map[string]any)["version"])

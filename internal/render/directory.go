@@ -29,21 +29,21 @@ func (s Source) renderAppPath(rel string) (*Result, error) {
 	}
 	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
 		if s.fs.Exists(filepath.Join(s.root, rel, name)) {
-			return s.RenderPath(rel)
+			return s.kustomize(rel)
 		}
 	}
 	if s.isChart(rel) {
 		return s.renderChart(rel)
 	}
-	return s.RenderDirectory(rel)
+	return s.directory(rel)
 }
 
-// RenderDirectory reads a plain directory as Argo CD's directory source does without options:
+// directory reads a plain directory as Argo CD's directory source does without options:
 // every .yaml, .yml and .json file directly in it (not in its subdirectories; the extension's
 // case counts), in name order, each document an object. Empty documents are skipped, a List is
 // its items, and a file marked +argocd:skip-file-rendering or naming none of apiVersion, kind
 // and metadata (values, settings) is skipped. Jsonnet files are refused: Argo CD evaluates them.
-func (s Source) RenderDirectory(rel string) (*Result, error) {
+func (s Source) directory(rel string) (*Result, error) {
 	dir := filepath.Join(s.root, rel)
 	if !s.fs.IsDir(dir) {
 		return nil, fmt.Errorf("render %s: no such directory in the repository", rel)

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,7 +26,7 @@ func TestAppTargetRendersAPlainDirectoryAsArgoCDReadsIt(t *testing.T) {
 	}, nil, "abc")
 	require.NoError(t, err)
 
-	res, err := src.Render(AppTarget("extras"))
+	res, err := Engine{}.Render(context.Background(), src, Target{Name: AppTarget("extras")})
 	require.NoError(t, err)
 	var names []string
 	for _, o := range res.Objects {
@@ -36,19 +37,19 @@ func TestAppTargetRendersAPlainDirectoryAsArgoCDReadsIt(t *testing.T) {
 	n, _, _ := unstructured.NestedString(res.Objects[1].Object, "data", "count")
 	assert.Equal(t, "1", n, "%v", res.Objects[1].Object)
 
-	res, err = src.Render(AppTarget("./kustomized/"))
+	res, err = Engine{}.Render(context.Background(), src, Target{Name: AppTarget("./kustomized/")})
 	require.NoError(t, err)
 	require.Len(t, res.Objects, 1)
 	assert.Equal(t, "k-d", res.Objects[0].GetName(), "a path with a kustomization is built by kustomize")
 
-	_, err = src.Render(AppTarget("extras/bad"))
+	_, err = Engine{}.Render(context.Background(), src, Target{Name: AppTarget("extras/bad")})
 	assert.ErrorContains(t, err, "extras/bad/x.yaml:")
-	res, err = src.Render(AppTarget("chart"))
+	res, err = Engine{}.Render(context.Background(), src, Target{Name: AppTarget("chart")})
 	require.NoError(t, err)
 	require.Len(t, res.Objects, 1)
 	assert.Equal(t, "release-name", res.Objects[0].GetName(), "a path with a Chart.yaml is rendered by helm")
-	_, err = src.Render(AppTarget("nowhere"))
+	_, err = Engine{}.Render(context.Background(), src, Target{Name: AppTarget("nowhere")})
 	assert.ErrorContains(t, err, "no such directory")
-	_, err = src.Render(AppTarget("../etc"))
+	_, err = Engine{}.Render(context.Background(), src, Target{Name: AppTarget("../etc")})
 	assert.ErrorContains(t, err, "leaves the repository")
 }

@@ -18,7 +18,7 @@ func renderApps(t *testing.T, env string) []*unstructured.Unstructured {
 	t.Helper()
 	src, err := FromDir("../..")
 	require.NoError(t, err)
-	res, err := src.RenderPath("apps/" + env)
+	res, err := Engine{}.Render(context.Background(), src, Target{Name: AppTarget("apps/" + env)})
 	require.NoError(t, err, "render apps/%s", env)
 	return res.Objects
 }

@@ -128,7 +128,7 @@ func TestHelmChartRendersAsTheHelmCLI(t *testing.T) {
 			want := helmCLI(t, filepath.Join(dir, "charts/demo"), &cli)
 			assert.Equal(t, tc.want, names(want), "the CLI's objects")
 			for src, s := range map[string]Source{"snapshot": snap, "work tree": tree} {
-				res, err := s.WithHelm(&tc.opts).Render(AppTarget("charts/demo"))
+				res, err := Engine{}.Render(context.Background(), s, Target{Name: AppTarget("charts/demo"), Variant: Variant{Helm: &tc.opts}})
 				require.NoError(t, err, src)
 				if diff := cmp.Diff(want, res.Objects); diff != "" {
 					t.Errorf("%s: in-process render differs from the helm CLI (-cli +auditor):\n%s", src, diff)
@@ -167,12 +167,12 @@ func TestHelmChartErrorsNameTheCause(t *testing.T) {
 		{"plain", HelmOptions{ValueFiles: []string{"$values/v.yaml"}}, "names a source the Application does not have"},
 		{"kube", HelmOptions{KubeVersion: "1.37.2"}, "chart requires kubeVersion: >=1.99.0"},
 	} {
-		_, err := src.WithHelm(&tc.opts).Render(AppTarget(tc.path))
+		_, err := Engine{}.Render(context.Background(), src, Target{Name: AppTarget(tc.path), Variant: Variant{Helm: &tc.opts}})
 		require.Error(t, err, tc.path)
 		assert.Contains(t, err.Error(), tc.want)
 		assert.Contains(t, err.Error(), "render "+tc.path)
 	}
-	res, err := src.WithHelm(&HelmOptions{ValueFiles: []string{"missing.yaml"}, IgnoreMissingValueFiles: true, Values: "name: x\n"}).Render(AppTarget("plain"))
+	res, err := Engine{}.Render(context.Background(), src, Target{Name: AppTarget("plain"), Variant: Variant{Helm: &HelmOptions{ValueFiles: []string{"missing.yaml"}, IgnoreMissingValueFiles: true, Values: "name: x\n"}}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ConfigMap/x"}, names(res.Objects))
 
@@ -182,11 +182,11 @@ func TestHelmChartErrorsNameTheCause(t *testing.T) {
 		opts HelmOptions
 	}{{"deps", HelmOptions{}}, {"plain", HelmOptions{ValueFiles: []string{"https://example.com/v.yaml"}}},
 		{"kube", HelmOptions{}}, {"plain", HelmOptions{FileParameters: []HelmParameter{{Name: "x", Value: "$values/x.txt"}}}}} {
-		_, err := src.WithHelm(&tc.opts).Render(AppTarget(tc.path))
+		_, err := Engine{}.Render(context.Background(), src, Target{Name: AppTarget(tc.path), Variant: Variant{Helm: &tc.opts}})
 		var limit *LimitError
 		assert.ErrorAs(t, err, &limit, "%s %+v", tc.path, tc.opts)
 	}
-	_, err = src.WithHelm(&HelmOptions{KubeVersion: "1.37.2"}).Render(AppTarget("kube"))
+	_, err = Engine{}.Render(context.Background(), src, Target{Name: AppTarget("kube"), Variant: Variant{Helm: &HelmOptions{KubeVersion: "1.37.2"}}})
 	var limit *LimitError
 	assert.False(t, errors.As(err, &limit), "the destination's version said no: Argo CD fails too")
 }
@@ -205,7 +205,7 @@ func TestHelmValueFileGlobsInArgoCDsOrder(t *testing.T) {
 	}, "r1")
 	data := func(o HelmOptions) map[string]any {
 		t.Helper()
-		res, err := src.WithHelm(&o).Render(AppTarget("c"))
+		res, err := Engine{}.Render(context.Background(), src, Target{Name: AppTarget("c"), Variant: Variant{Helm: &o}})
 		require.NoError(t, err)
 		return res.Objects[0].Object["data"].(map[string]any)
 	}
@@ -226,11 +226,11 @@ func TestHelmHooksWithGenerateNameAndExplicitHelm(t *testing.T) {
 		"c/kustomization.yaml": "resources: [cm.yaml]\n",
 		"c/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: k}\n",
 	}, "r1")
-	res, err := src.WithHelm(&HelmOptions{ReleaseName: "a", Explicit: true}).Render(AppTarget("c"))
+	res, err := Engine{}.Render(context.Background(), src, Target{Name: AppTarget("c"), Variant: Variant{Helm: &HelmOptions{ReleaseName: "a", Explicit: true}}})
 	require.NoError(t, err)
 	require.Len(t, res.Objects, 1)
 	assert.Equal(t, "migrate-", res.Objects[0].GetGenerateName())
-	res, err = src.WithHelm(&HelmOptions{ReleaseName: "a"}).Render(AppTarget("c"))
+	res, err = Engine{}.Render(context.Background(), src, Target{Name: AppTarget("c"), Variant: Variant{Helm: &HelmOptions{ReleaseName: "a"}}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ConfigMap/k"}, names(res.Objects), "no helm options named: the kustomization")
 }
@@ -248,23 +248,23 @@ func TestHelmRenderThroughTheWorkerAndTheCache(t *testing.T) {
 	three := &HelmOptions{ReleaseName: "a", Parameters: []HelmParameter{{Name: "replicas", Value: "3"}}}
 	five := &HelmOptions{ReleaseName: "a", Parameters: []HelmParameter{{Name: "replicas", Value: "5"}}}
 	target := AppTarget("chart")
-	want, err := snapshotSource(t, files, "r1").WithHelm(three).Render(target)
+	want, err := Engine{}.Render(context.Background(), snapshotSource(t, files, "r1"), Target{Name: target, Variant: Variant{Helm: three}})
 	require.NoError(t, err)
 	require.Equal(t, "3", want.Objects[0].Object["data"].(map[string]any)["replicas"])
 
 	c := NewCache("", 4)
 	c.Worker = NewWorker()
-	got, err := snapshotSource(t, files, "r1").WithHelm(three).RenderCachedContext(context.Background(), target, c)
+	got, err := Engine{Cache: c}.Render(context.Background(), snapshotSource(t, files, "r1"), Target{Name: target, Variant: Variant{Helm: three}})
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, c.Worker.Started())
 	if d := cmp.Diff(want.Objects, got.Objects); d != "" {
 		t.Errorf("(-in process +worker):\n%s", d)
 	}
-	other, err := snapshotSource(t, files, "r2").WithHelm(five).RenderCachedContext(context.Background(), target, c)
+	other, err := Engine{Cache: c}.Render(context.Background(), snapshotSource(t, files, "r2"), Target{Name: target, Variant: Variant{Helm: five}})
 	require.NoError(t, err)
 	assert.Equal(t, "5", other.Objects[0].Object["data"].(map[string]any)["replicas"], "other options are not answered by content")
 	assert.EqualValues(t, 2, c.Worker.Started())
-	again, err := snapshotSource(t, files, "r3").WithHelm(three).RenderCachedContext(context.Background(), target, c)
+	again, err := Engine{Cache: c}.Render(context.Background(), snapshotSource(t, files, "r3"), Target{Name: target, Variant: Variant{Helm: three}})
 	require.NoError(t, err)
 	assert.Equal(t, "3", again.Objects[0].Object["data"].(map[string]any)["replicas"])
 	assert.EqualValues(t, 2, c.Worker.Started(), "the same files and options: answered by content")

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -85,7 +86,7 @@ func TestKustomizeOptionsRenderAsTheKustomizeCLI(t *testing.T) {
 			for name, src := range map[string]Source{"snapshot": snapshotSource(t, kustomizeApp, "r1"), "work tree": dirSource(t, kustomizeApp)} {
 				s, err := src.WithKustomize(AppTarget("app"), &tc.opts)
 				require.NoError(t, err, name)
-				got, err := s.Render(AppTarget("app"))
+				got, err := Engine{}.Render(context.Background(), s, Target{Name: AppTarget("app")})
 				require.NoError(t, err, name)
 				if d := cmp.Diff(want, got.Objects, byID); d != "" {
 					t.Errorf("%s: (-kustomize CLI +auditor):\n%s", name, d)

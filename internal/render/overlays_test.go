@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -24,7 +25,7 @@ func renderRepo(t testing.TB, env string) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := src.Render(env)
+	res, err := Engine{}.Render(context.Background(), src, Target{Name: env})
 	if err != nil {
 		t.Fatalf("render %s: %v", env, err)
 	}

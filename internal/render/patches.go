@@ -67,15 +67,6 @@ func (s Source) WithPatches(env string, patches []Patch) (Source, error) {
 		files: s.files, dir: s.dir, overrides: overrides, omitted: s.omitted, helm: s.helm, valuesRoot: s.valuesRoot}, nil
 }
 
-// RenderWith renders env as Argo CD builds it with an Application's kustomize patches.
-func (s Source) RenderWith(env string, patches []Patch) (*Result, error) {
-	p, err := s.WithPatches(env, patches)
-	if err != nil {
-		return nil, err
-	}
-	return p.Render(env)
-}
-
 // PatchesDigest identifies a list of patches (the cache keeps a patched render under its
 // revision and this digest); "" for none.
 func PatchesDigest(patches []Patch) (string, error) {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,11 +39,11 @@ func TestWithPatchesAsArgoCDBuilds(t *testing.T) {
 	}}
 	c := NewCache("", 4)
 
-	plain, err := src.RenderCached("prod", c)
+	plain, err := Engine{Cache: c}.Render(context.Background(), src, Target{Name: "prod"})
 	require.NoError(t, err)
 	patchedSrc, err := src.WithPatches("prod", patches)
 	require.NoError(t, err)
-	patched, err := patchedSrc.RenderCached("prod", c)
+	patched, err := Engine{Cache: c}.Render(context.Background(), patchedSrc, Target{Name: "prod"})
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), hpaMin(t, plain))
 	assert.Equal(t, int64(6), hpaMin(t, patched))
@@ -50,7 +51,7 @@ func TestWithPatchesAsArgoCDBuilds(t *testing.T) {
 	assert.NotEqual(t, plain.Digest, patched.Digest)
 
 	// Again, through the cache by revision: each gets its own.
-	again, err := src.RenderCached("prod", c)
+	again, err := Engine{Cache: c}.Render(context.Background(), src, Target{Name: "prod"})
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), hpaMin(t, again))
 	key, err := CacheRevision(snap.Revision, Variant{Patches: patches})

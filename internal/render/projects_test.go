@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"os"
 	"slices"
 	"testing"
@@ -59,7 +60,7 @@ func TestPoliciesDeliveredByArgoCD(t *testing.T) {
 	mapper := restMapper(t)
 	src, err := FromDir("../..")
 	require.NoError(t, err)
-	pol, err := src.RenderPath("policies")
+	pol, err := Engine{}.Render(context.Background(), src, Target{Name: AppTarget("policies")})
 	require.NoError(t, err)
 	namespaces, clusterKinds := scopes(t, mapper, pol.Objects)
 	clusterKinds = append(clusterKinds, "/Namespace")

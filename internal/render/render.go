@@ -1,5 +1,6 @@
-// Package render builds what Git says an environment should run: it runs Kustomize (krusty) over
-// an overlay, from a work tree on disk or from a Git snapshot held in memory.
+// Package render builds what Git says an environment should run, as Argo CD's repo-server does:
+// Kustomize (krusty), Helm or a plain directory over an overlay or an Application's path, from a
+// work tree on disk or a Git snapshot held in memory. Every render goes through a Renderer.
 package render
 
 import (
@@ -16,7 +17,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	"gopkg.in/yaml.v3"
@@ -36,7 +36,7 @@ type Result struct {
 	// Objects in Kustomize's output order.
 	Objects []*unstructured.Unstructured
 	// Raw holds the objects as JSON, in the same order, instead of Objects in a Result from
-	// Cache.ByRevisionRaw or Source.CachedRaw: shared with the cache, read only.
+	// Cache.ByRevisionRaw or an Engine with Raw: shared with the cache, read only.
 	Raw []json.RawMessage
 	// YAML is the multi-document stream kustomize produced; nil in a Result a Cache answered.
 	YAML []byte
@@ -179,9 +179,9 @@ func (s Source) Envs() ([]string, error) {
 }
 
 // AppTarget names the render of an Application's source path (rel, from the repository root)
-// wherever a function of this package takes an env: Render, WithPatches, the Cache and the
-// Worker treat it like an env's overlay. A path with a kustomization is built by kustomize; a
-// path without one is a plain directory, read as Argo CD reads it.
+// wherever a function of this package takes an env: a Target, WithPatches, the Cache and the
+// Worker treat it like an env's overlay. A path with a kustomization is built by kustomize, one
+// with a Chart.yaml by Helm; any other is a plain directory, read as Argo CD reads it.
 func AppTarget(rel string) string { return "@" + path.Clean(strings.TrimPrefix(rel, "./")) }
 
 // TargetPath is the repository path a render target (an env or an AppTarget) reads.
@@ -192,8 +192,9 @@ func TargetPath(target string) string {
 	return OverlayPath(target)
 }
 
-// Render runs kustomize over overlays/<env>, or over the path of an AppTarget.
-func (s Source) Render(env string) (*Result, error) {
+// build renders overlays/<env> with kustomize, or the path of an AppTarget as Argo CD tells its
+// type (renderAppPath).
+func (s Source) build(env string) (*Result, error) {
 	if rel, ok := strings.CutPrefix(env, "@"); ok {
 		res, err := s.renderAppPath(rel)
 		if err != nil {
@@ -210,7 +211,7 @@ func (s Source) Render(env string) (*Result, error) {
 		envs, _ := s.Envs()
 		return nil, fmt.Errorf("render %s: no %s/kustomization.yaml (environments: %s)", env, rel, strings.Join(envs, ", "))
 	}
-	res, err := s.RenderPath(rel)
+	res, err := s.kustomize(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -218,44 +219,8 @@ func (s Source) Render(env string) (*Result, error) {
 	return res, nil
 }
 
-// RenderAll renders every environment concurrently (kustomize is CPU-bound; one goroutine per
-// env). Results come back in the order of envs; the first error is returned with its env.
-func (s Source) RenderAll(envs []string) ([]*Result, error) {
-	out := make([]*Result, len(envs))
-	errs := make([]error, len(envs))
-	var wg sync.WaitGroup
-	for i, env := range envs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i], errs[i] = s.Render(env)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return out, err
-		}
-	}
-	return out, nil
-}
-
-// RenderApps renders what env's app-of-apps syncs (apps/<env>: its Applications, its project, its
-// release file as local config); nil when the repository has no apps/<env>.
-func (s Source) RenderApps(env string) (*Result, error) {
-	dir := path.Join("apps", env)
-	if !s.Has(path.Join(dir, "kustomization.yaml")) {
-		return nil, nil
-	}
-	res, err := s.RenderPath(dir)
-	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", dir, err)
-	}
-	return res, nil
-}
-
-// RenderPath runs kustomize over any kustomization directory of the repository (e.g. apps/prod).
-func (s Source) RenderPath(rel string) (*Result, error) {
+// kustomize runs kustomize over a kustomization directory of the repository (e.g. apps/prod).
+func (s Source) kustomize(rel string) (*Result, error) {
 	dir := filepath.Join(s.root, rel)
 	opts := krusty.MakeDefaultOptions()
 	m, err := krusty.MakeKustomizer(opts).Run(s.fs, dir)

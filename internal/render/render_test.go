@@ -1,11 +1,14 @@
 package render
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
 )
@@ -77,7 +80,7 @@ func TestRenderFromGitRevisionWithoutCheckout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := src.Render("prod")
+		res, err := Engine{}.Render(context.Background(), src, Target{Name: "prod"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +92,7 @@ func TestRenderFromGitRevisionWithoutCheckout(t *testing.T) {
 		}
 	}
 	disk, _ := FromDir(dir)
-	res, err := disk.Render("prod")
+	res, err := Engine{}.Render(context.Background(), disk, Target{Name: "prod"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +113,7 @@ func TestMalformedYAMLNamesFileAndLine(t *testing.T) {
 	files["overlays/prod/more.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n   namespace: llm-api\n"
 	writeTree(t, dir, files)
 	src, _ := FromDir(dir)
-	_, err := src.Render("prod")
+	_, err := Engine{}.Render(context.Background(), src, Target{Name: "prod"})
 	if err == nil {
 		t.Fatal("malformed overlay rendered without error")
 	}
@@ -118,7 +121,7 @@ func TestMalformedYAMLNamesFileAndLine(t *testing.T) {
 		t.Errorf("error does not name file and line: %v", err)
 	}
 	// The other environment does not include the broken file and still renders.
-	if _, err := src.Render("dev"); err != nil {
+	if _, err := (Engine{}).Render(context.Background(), src, Target{Name: "dev"}); err != nil {
 		t.Errorf("dev should still render: %v", err)
 	}
 }
@@ -127,7 +130,7 @@ func TestUnknownEnvListsTheKnownOnes(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, miniRepo)
 	src, _ := FromDir(dir)
-	_, err := src.Render("qa")
+	_, err := Engine{}.Render(context.Background(), src, Target{Name: "qa"})
 	if err == nil || !strings.Contains(err.Error(), "dev, prod") {
 		t.Errorf("error %v should list dev, prod", err)
 	}
@@ -139,14 +142,14 @@ func BenchmarkRenderAllOverlays(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, env := range envs { // warm
-		if _, err := src.Render(env); err != nil {
+		if _, err := (Engine{}).Render(context.Background(), src, Target{Name: env}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ResetTimer()
 	for b.Loop() {
 		for _, env := range envs {
-			if _, err := src.Render(env); err != nil {
+			if _, err := (Engine{}).Render(context.Background(), src, Target{Name: env}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -158,12 +161,22 @@ func BenchmarkRenderAllOverlaysConcurrently(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := src.RenderAll(envs); err != nil { // warm
+	all := func() error { // one goroutine per env: kustomize is CPU-bound
+		var g errgroup.Group
+		for _, env := range envs {
+			g.Go(func() error {
+				_, err := Engine{}.Render(context.Background(), src, Target{Name: env})
+				return err
+			})
+		}
+		return g.Wait()
+	}
+	if err := all(); err != nil { // warm
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := src.RenderAll(envs); err != nil {
+		if err := all(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -149,7 +149,7 @@ func TestWorkerPeakRSSIsTheChildsOwn(t *testing.T) {
 
 	c := NewCache("", 2)
 	c.Worker = NewWorker()
-	_, err := snapshotSource(t, miniRepo, "r1").RenderCachedContext(context.Background(), "prod", c)
+	_, err := Engine{Cache: c}.Render(context.Background(), snapshotSource(t, miniRepo, "r1"), Target{Name: "prod"})
 	require.NoError(t, err)
 	got := c.Worker.PeakRSS()
 	assert.Positive(t, got, "the worker reported its peak")

@@ -92,13 +92,13 @@ func TestWorkerRendersOutOfProcess(t *testing.T) {
 		}
 	}
 	src := snapshotSource(t, files, "r1")
-	want, err := src.Render("prod")
+	want, err := Engine{}.Render(context.Background(), src, Target{Name: "prod"})
 	require.NoError(t, err)
 	require.Len(t, want.Objects, 2)
 
 	c := NewCache("", 2)
 	c.Worker = NewWorker()
-	got, err := src.RenderCachedContext(context.Background(), "prod", c)
+	got, err := Engine{Cache: c}.Render(context.Background(), src, Target{Name: "prod"})
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, c.Worker.Started(), "one child process rendered")
 	assert.Equal(t, want.Digest, got.Digest)
@@ -112,20 +112,22 @@ func TestWorkerRendersOutOfProcess(t *testing.T) {
 	}
 
 	// Another commit with the same content: answered from what the child recorded it read.
-	again, err := snapshotSource(t, files, "r2").RenderCachedContext(context.Background(), "prod", c)
+	again, err := Engine{Cache: c}.Render(context.Background(), snapshotSource(t, files, "r2"), Target{Name: "prod"})
 	require.NoError(t, err)
 	assert.Equal(t, want.Digest, again.Digest)
 	assert.Equal(t, CacheStats{ByContent: 1, Rendered: 1, InWorker: 1}, c.Stats())
 	assert.EqualValues(t, 1, c.Worker.Started(), "a cache hit starts no child")
 
-	// Rendered into a cache and not returned (what a daemon's background render does): the cache
-	// then answers the commit with the objects the child sent, and a commit with the same
-	// content needs no render.
+	// Rendered into a cache and returned as its JSON (what an audit and a daemon's background
+	// render do): the cache then answers the commit with the objects the child sent, and a
+	// commit with the same content needs no render.
 	kept := NewCache("", 2)
 	kept.Worker = c.Worker
-	res, err := snapshotSource(t, files, "r3").RenderIntoCache(context.Background(), "prod", kept)
+	res, err := Engine{Cache: kept, Raw: true}.Render(context.Background(), snapshotSource(t, files, "r3"), Target{Name: "prod"})
 	require.NoError(t, err)
-	assert.Nil(t, res, "the cache keeps it")
+	assert.Nil(t, res.Objects, "the cache's JSON, not decoded")
+	assert.Len(t, res.Raw, len(want.Objects))
+	assert.Equal(t, want.Digest, res.Digest)
 	assert.EqualValues(t, 2, c.Worker.Started())
 	fromCache, ok := kept.ByRevision("prod", "r3")
 	require.True(t, ok)
@@ -136,15 +138,17 @@ func TestWorkerRendersOutOfProcess(t *testing.T) {
 			t.Errorf("object %d (-in process +kept from the worker):\n%s", i, d)
 		}
 	}
-	res, err = snapshotSource(t, files, "r4").RenderIntoCache(context.Background(), "prod", kept)
+	res, err = Engine{Cache: kept, Raw: true}.Render(context.Background(), snapshotSource(t, files, "r4"), Target{Name: "prod"})
 	require.NoError(t, err)
-	assert.Nil(t, res)
+	assert.Equal(t, want.Digest, res.Digest)
 	assert.Equal(t, CacheStats{ByRevision: 1, ByContent: 1, Rendered: 1, InWorker: 1}, kept.Stats())
 	assert.True(t, kept.Knows("prod", "r4"))
 	// As JSON (what an audit reads, one object at a time): the same objects, none decoded.
 	for _, raw := range []func() (*Result, bool){
 		func() (*Result, bool) { return kept.ByRevisionRaw("prod", "r4") },
-		func() (*Result, bool) { return snapshotSource(t, files, "r5").CachedRaw("prod", kept) },
+		func() (*Result, bool) {
+			return Engine{Cache: kept, Raw: true}.Cached(snapshotSource(t, files, "r5"), Target{Name: "prod"})
+		},
 	} {
 		res, ok := raw()
 		require.True(t, ok)
@@ -164,7 +168,7 @@ func TestWorkerRendersOutOfProcess(t *testing.T) {
 	writeTree(t, dir, files)
 	fromDir, err := FromDir(dir)
 	require.NoError(t, err)
-	res, err = fromDir.RenderCachedContext(context.Background(), "prod", &Cache{max: 1, entries: map[string][]*cacheEntry{}, Worker: c.Worker})
+	res, err = Engine{Cache: &Cache{max: 1, entries: map[string][]*cacheEntry{}, Worker: c.Worker}}.Render(context.Background(), fromDir, Target{Name: "prod"})
 	require.NoError(t, err)
 	assert.Equal(t, want.Digest, res.Digest)
 	assert.EqualValues(t, 3, c.Worker.Started())
@@ -179,12 +183,12 @@ func TestWorkerMalformedYAMLNamesFileAndLine(t *testing.T) {
 	}
 	files["overlays/prod/more.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n   namespace: llm-api\n"
 	src := snapshotSource(t, files, "bad")
-	_, inProcess := src.Render("prod")
+	_, inProcess := Engine{}.Render(context.Background(), src, Target{Name: "prod"})
 	require.Error(t, inProcess)
 
 	c := NewCache("", 2)
 	c.Worker = NewWorker()
-	_, err := src.RenderCachedContext(context.Background(), "prod", c)
+	_, err := Engine{Cache: c}.Render(context.Background(), src, Target{Name: "prod"})
 	require.Error(t, err)
 	assert.EqualValues(t, 1, c.Worker.Started())
 	assert.Contains(t, err.Error(), "overlays/prod/more.yaml:5:")
@@ -224,13 +228,13 @@ func TestWorkerRendersWithPatches(t *testing.T) {
 	patches := []Patch{{"patch": "- op: replace\n  path: /data/replicas\n  value: \"9\"\n", "target": map[string]any{"kind": "ConfigMap", "name": "app"}}}
 	src, err := snapshotSource(t, miniRepo, "r1").WithPatches("prod", patches)
 	require.NoError(t, err)
-	want, err := src.Render("prod")
+	want, err := Engine{}.Render(context.Background(), src, Target{Name: "prod"})
 	require.NoError(t, err)
 	require.Equal(t, "9", want.Objects[0].Object["data"].(map[string]any)["replicas"])
 
 	c := NewCache("", 2)
 	c.Worker = NewWorker()
-	got, err := src.RenderCachedContext(context.Background(), "prod", c)
+	got, err := Engine{Cache: c}.Render(context.Background(), src, Target{Name: "prod"})
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, c.Worker.Started())
 	assert.Equal(t, want.Digest, got.Digest)
@@ -238,7 +242,7 @@ func TestWorkerRendersWithPatches(t *testing.T) {
 		t.Errorf("(-in process +worker):\n%s", d)
 	}
 	// The plain render is another cache entry, rendered by a second worker.
-	plain, err := snapshotSource(t, miniRepo, "r1").RenderCachedContext(context.Background(), "prod", c)
+	plain, err := Engine{Cache: c}.Render(context.Background(), snapshotSource(t, miniRepo, "r1"), Target{Name: "prod"})
 	require.NoError(t, err)
 	assert.Equal(t, "3", plain.Objects[0].Object["data"].(map[string]any)["replicas"])
 	assert.EqualValues(t, 2, c.Worker.Started())

@@ -184,7 +184,7 @@ func testFireRace(t *testing.T, transport string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := src.Render("prod")
+	out, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: "prod"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func renderProd(t *testing.T, bare string) []*unstructured.Unstructured {
 	require.NoError(t, err)
 	src, err = src.WithPatches("prod", runs.Patches)
 	require.NoError(t, err)
-	res, err := src.Render("prod")
+	res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: "prod"})
 	require.NoError(t, err)
 	return res.Objects
 }

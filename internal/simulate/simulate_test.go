@@ -34,7 +34,7 @@ func prod(t *testing.T) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := src.Render("prod")
+	res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: "prod"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package site
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,7 +81,7 @@ func TestSetEveryKeyLeavesNoExample(t *testing.T) {
 	dir := repoCopy(t)
 	before, err := render.FromDir(dir)
 	require.NoError(t, err)
-	res, err := before.Render("prod")
+	res, err := render.Engine{}.Render(context.Background(), before, render.Target{Name: "prod"})
 	require.NoError(t, err)
 	assert.NotEmpty(t, examplesIn(res.Objects), "the template's render has examples to remove")
 
@@ -94,9 +95,9 @@ func TestSetEveryKeyLeavesNoExample(t *testing.T) {
 
 	src, err := render.FromDir(dir)
 	require.NoError(t, err)
-	ov, err := src.Render("prod")
+	ov, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: "prod"})
 	require.NoError(t, err)
-	apps, err := src.Render(render.AppTarget("apps/prod"))
+	apps, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: render.AppTarget("apps/prod")})
 	require.NoError(t, err)
 	assert.Empty(t, examplesIn(ov.Objects), "overlays/prod")
 	assert.Empty(t, examplesIn(apps.Objects), "apps/prod")
@@ -278,7 +279,7 @@ func TestExamplesInNamesTheKey(t *testing.T) {
 	assert.Empty(t, v.Problems(), "the template's values are well formed")
 	assert.Equal(t, []string{"gitURL", "gitWebURL", "domain", "argocdURL", "registry"}, v.ExampleKeys())
 
-	res, err := src.Render("prod")
+	res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: "prod"})
 	require.NoError(t, err)
 	byObject := map[string]Found{}
 	for _, f := range ExamplesIn(res.Objects, v) {

@@ -214,7 +214,7 @@ func (f *Platform) Rendered(rev string) *render.Result {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	res, err := src.Render(f.Env)
+	res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: f.Env})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func BenchmarkServeMemoryProdEnv(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	res, err := src.Render("prod")
+	res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: "prod"})
 	if err != nil {
 		b.Fatal(err)
 	}
