@@ -317,6 +317,13 @@ func (a *Auditor) index(u *prepared, app *argocd.App, res *render.Result, lap fu
 			return err
 		}
 	}
+	genNS := destNS
+	if genNS == "" {
+		genNS = "default"
+	}
+	if res, err = u.withGenerated(res, genNS); err != nil {
+		return err
+	}
 	u.idx, u.kinds, u.unknown, u.hooks, err = a.scope(res, destNS)
 	return err
 }
@@ -339,6 +346,7 @@ func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declare
 		if u.overrides, err = a.overrides(ctx); err != nil {
 			return err
 		}
+		app = app.WithIgnores(u.ignores)
 		if opts.Normalizer, err = app.Normalizer(u.overrides); err != nil {
 			return err
 		}

@@ -78,6 +78,15 @@ type prepared struct {
 	// foreign says its source is another Git repository than the auditor's (rendered only by
 	// Argo CD's repo-server, at the revision Argo CD synced).
 	foreign bool
+	// ignores are the ignoreApplicationDifferences of the ApplicationSets in its render, for
+	// the Applications they generate (objects of this unit too); notes say what the report must
+	// tell of those whose Applications could not be generated.
+	ignores []v1alpha1.ResourceIgnoreDifferences
+	notes   []string
+	// generated are the Applications in its render that an ApplicationSet of it generates:
+	// members of the group through their ApplicationSet (audited by their live spec), not by
+	// this render's say.
+	generated map[drift.Ref]bool
 }
 
 // unitError is a reason an Application cannot be audited that is not a failure of the audit.
@@ -166,7 +175,7 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 				var found []*prepared
 				switch r.Kind {
 				case argocd.ApplicationGVK.Kind:
-					if seen[r.Namespace+"/"+r.Name] {
+					if seen[r.Namespace+"/"+r.Name] || parent.generated[r] {
 						continue
 					}
 					seen[r.Namespace+"/"+r.Name] = true

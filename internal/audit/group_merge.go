@@ -116,6 +116,9 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 	}
 	drift.SortObjects(rep.Objects)
 	a.excusals(rep, ex)
+	for _, u := range units {
+		rep.Notes = append(rep.Notes, u.notes...)
+	}
 	rep.InSync = len(rep.Objects) == 0
 	return rep
 }

@@ -46,6 +46,10 @@ func TestApplicationSetsAndTheSelectionJoinTheGroup(t *testing.T) {
 				map[string]any{"name": "a"}, map[string]any{"name": "b"},
 			}}}},
 			"template": map[string]any{"metadata": template["metadata"], "spec": template["spec"]},
+			// The controller creates the Applications and never updates them: a hand edit of one
+			// stands, and only the audit sees it. Git exempts b's revision.
+			"syncPolicy": map[string]any{"applicationsSync": "create-only"},
+			"ignoreApplicationDifferences": []any{map[string]any{"name": genB, "jsonPointers": []any{"/spec/source/targetRevision"}}},
 		},
 	})
 	for _, name := range []string{"a", "b"} {
@@ -162,6 +166,25 @@ func TestApplicationSetsAndTheSelectionJoinTheGroup(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]string{"ConfigMap " + genA: genA + " Modified", "ConfigMap " + picked: picked + " Modified"}, got)
+
+	// Hand edits of the generated Applications themselves: a's prune turned off is drift of the
+	// root, which syncs the ApplicationSet; b's revision is exempt by the set's
+	// ignoreApplicationDifferences, which Git declares.
+	f.Kubectl("-n", testcluster.ArgoCDNamespace, "patch", "application", genA, "--type=merge", `-p={"spec":{"syncPolicy":{"automated":{"prune":false}}}}`)
+	f.Kubectl("-n", testcluster.ArgoCDNamespace, "patch", "application", genB, "--type=merge", `-p={"spec":{"source":{"targetRevision":"HEAD"}}}`)
+	rep = runAudit(t, a, f.Env)
+	var apps []string
+	for _, o := range rep.Objects {
+		if o.Kind != "Application" {
+			continue
+		}
+		apps = append(apps, o.Name+" "+o.Status+" of "+o.Application)
+		if o.Name == genA {
+			assert.True(t, hasPath(o, ".spec.syncPolicy.automated.prune"), "%+v", o.Fields)
+			assert.Contains(t, o.Note, "prune turned off on "+genA)
+		}
+	}
+	assert.Equal(t, []string{genA + " Modified of " + root}, apps, "%s", dump(rep))
 }
 
 // applicationsVia maps each Application of rep to how it joined the group; an Application that
