@@ -48,7 +48,7 @@ func TestApplicationSetsAndTheSelectionJoinTheGroup(t *testing.T) {
 			"template": map[string]any{"metadata": template["metadata"], "spec": template["spec"]},
 			// The controller creates the Applications and never updates them: a hand edit of one
 			// stands, and only the audit sees it. Git exempts b's revision.
-			"syncPolicy": map[string]any{"applicationsSync": "create-only"},
+			"syncPolicy":                   map[string]any{"applicationsSync": "create-only"},
 			"ignoreApplicationDifferences": []any{map[string]any{"name": genB, "jsonPointers": []any{"/spec/source/targetRevision"}}},
 		},
 	})
