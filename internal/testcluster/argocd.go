@@ -20,6 +20,10 @@ import (
 // ArgoCDNamespace is where Argo CD's components read their configuration and Applications.
 const ArgoCDNamespace = "argocd"
 
+// AppNamespacesGlob matches the other namespaces Argo CD's controller takes Applications from
+// (for an AppProject whose sourceNamespaces allow them).
+const AppNamespacesGlob = "*-apps"
+
 // argoConfigFiles are Argo CD's own configuration objects, as its install manifests define them.
 var argoConfigFiles = []string{
 	"manifests/base/config/argocd-cm.yaml", "manifests/base/config/argocd-cmd-params-cm.yaml",
@@ -133,6 +137,9 @@ func (c *Cluster) startArgoCD(ctx context.Context, ports []int) error {
 		// a push is synced without a webhook; tests still ask for a refresh and wait for it.
 		// selfHeal keeps its defaults: the first attempt at once, then a backoff from 2 s.
 		"--app-resync=10", "--app-resync-jitter=0",
+		// Applications in any namespace ending -apps too (apps in any namespace), for an
+		// AppProject whose sourceNamespaces allow it.
+		"--application-namespaces=" + AppNamespacesGlob,
 		"--loglevel=info", "--logformat=text",
 	}, append(common, "ARGOCD_BINARY_NAME=argocd-application-controller", "HOSTNAME=argocd-application-controller-0"), c.opts.Detach)
 	if err != nil {
@@ -237,7 +244,8 @@ func (c *Cluster) apply(ctx context.Context, objs []*unstructured.Unstructured, 
 	return nil
 }
 
-// WaitSynced waits until Argo CD has synced the Application app (in ArgoCDNamespace) to rev: its
+// WaitSynced waits until Argo CD has synced the Application app (in ArgoCDNamespace, or
+// namespace/name) to rev: its
 // last sync operation succeeded at rev and its sync status names rev (a multi-source
 // Application's first source). A failed operation at rev ends the wait with Argo CD's messages.
 func (c *Cluster) WaitSynced(ctx context.Context, app, rev string, timeout time.Duration) error {
@@ -245,9 +253,13 @@ func (c *Cluster) WaitSynced(ctx context.Context, app, rev string, timeout time.
 	if err != nil {
 		return err
 	}
+	ns := ArgoCDNamespace
+	if n, name, ok := strings.Cut(app, "/"); ok {
+		ns, app = n, name
+	}
 	var last string
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		u, err := dyn.Resource(ApplicationGVR).Namespace(ArgoCDNamespace).Get(ctx, app, metav1.GetOptions{})
+		u, err := dyn.Resource(ApplicationGVR).Namespace(ns).Get(ctx, app, metav1.GetOptions{})
 		if err != nil {
 			if ctx.Err() == nil {
 				last = err.Error()
