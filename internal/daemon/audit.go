@@ -92,7 +92,7 @@ func (d *Daemon) startWorker() {
 
 // auditAll audits every env in full; an env that fails keeps its last report and the others go on.
 func (d *Daemon) auditAll(ctx context.Context) {
-	d.takeTouched() // a full audit covers what the watches saw so far
+	d.takeTouched() // a full audit covers what the watches saw so far, and announces it all
 	d.lastFull = time.Now()
 	if d.eachEnv(ctx, func(a *audit.Auditor, env string) (*drift.Report, error) { return a.Run(ctx, audit.Request{Env: env}) }) {
 		d.ready.Store(true)
@@ -122,7 +122,10 @@ func (d *Daemon) auditFetched(ctx context.Context) {
 // named, else only the touched objects on top of each env's last full audit
 // (audit.Auditor.Update, which audits an env in full when it must).
 func (d *Daemon) auditChanged(ctx context.Context) {
-	refs, full := d.takeTouched()
+	refs, full, takenOver := d.takeTouched()
+	if takenOver && !full {
+		full = !d.announceReports()
+	}
 	if full {
 		d.auditAll(ctx)
 		return
@@ -139,6 +142,28 @@ func (d *Daemon) auditChanged(ctx context.Context) {
 		d.full = true
 		d.touchMu.Unlock()
 	}
+}
+
+// announceReports announces each env's current report, once this replica leads: it audited
+// every watch event as a follower too, so they say what stands (what the watches delivered
+// since is audited next). It says whether every env had one; an env without (its audit failed)
+// needs a full audit.
+func (d *Daemon) announceReports() bool {
+	d.mu.RLock()
+	reps := make([]*drift.Report, 0, len(d.cfg.Envs))
+	all := true
+	for _, env := range d.cfg.Envs {
+		if rep := d.reports[env]; rep != nil && d.errs[env] == nil {
+			reps = append(reps, rep)
+		} else {
+			all = false
+		}
+	}
+	d.mu.RUnlock()
+	for _, rep := range reps {
+		d.announce(rep)
+	}
+	return all
 }
 
 // eachEnv audits every env with run, records and announces each report, subscribes to the

@@ -93,6 +93,9 @@ type Daemon struct {
 	touchMu sync.Mutex
 	touched map[drift.Ref]bool // objects the watches saw change since the last audit
 	full    bool               // a change that needs every env re-audited in full
+	// takenOver says this replica became the leader since the last audit: its current reports
+	// are announced (it audited as a follower too), or every env is audited in full.
+	takenOver bool
 	// waiting are the envs whose next audit is full whatever the watches saw: their last full
 	// audit waits for a background render of a new revision (the edits made meanwhile are
 	// covered by that audit), or a background render ended (the audit takes it up).

@@ -81,7 +81,8 @@ func (d *Daemon) shareRecords() error {
 
 // takeOver starts posting: it reads what the last leader delivered from the Lease, takes that as
 // announced (drift announced to every sink is not announced again; drift gone since is announced
-// resolved), and asks for a full audit, which announces the rest. Only then is this replica the
+// resolved), and asks the audit loop to announce the rest: the reports this replica made as a
+// follower, or a full audit where it has none. Only then is this replica the
 // leader for the audit loop. A record that cannot be read is retried until leadership ends.
 func (d *Daemon) takeOver(ctx context.Context) {
 	for attempt := 1; ; attempt++ {
@@ -114,7 +115,7 @@ func (d *Daemon) takeOver(ctx context.Context) {
 	}
 	d.leaderMu.Unlock()
 	d.touchMu.Lock()
-	d.full = true
+	d.takenOver = true
 	d.touchMu.Unlock()
 	d.markDirty()
 }

@@ -160,17 +160,18 @@ func (d *Daemon) touch(gvk schema.GroupVersionKind, obj any) {
 	d.markDirty()
 }
 
-// takeTouched returns and forgets what the watches saw change, and whether a full audit is due.
-func (d *Daemon) takeTouched() ([]drift.Ref, bool) {
+// takeTouched returns and forgets what the watches saw change, whether a full audit is due, and
+// whether this replica took over the leadership since (its reports are to be announced).
+func (d *Daemon) takeTouched() (refs []drift.Ref, full, takenOver bool) {
 	d.touchMu.Lock()
 	defer d.touchMu.Unlock()
-	refs := make([]drift.Ref, 0, len(d.touched))
+	refs = make([]drift.Ref, 0, len(d.touched))
 	for r := range d.touched {
 		refs = append(refs, r)
 	}
-	full := d.full
-	d.touched, d.full = nil, false
-	return refs, full
+	full, takenOver = d.full, d.takenOver
+	d.touched, d.full, d.takenOver = nil, false, false
+	return refs, full, takenOver
 }
 
 func (d *Daemon) markDirty() {
