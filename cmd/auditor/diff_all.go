@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -49,15 +48,19 @@ func onlyApplication(rep *drift.Report, name string) (*drift.Report, error) {
 }
 
 // findApplication returns the Application of the report name names: its name as the report
-// gives it (namespace/name outside Argo CD's namespace), or its bare name when one Application
-// of the group has it.
+// gives it, namespace/name (as Argo CD's CLI takes it, in Argo CD's namespace too), or its bare
+// name when one Application of the group has it.
 func findApplication(rep *drift.Report, name string) (drift.Application, error) {
 	var bare []drift.Application
 	for _, app := range rep.Applications {
-		if app.Name == name {
+		short := app.Name
+		if _, n, ok := strings.Cut(app.Name, "/"); ok {
+			short = n
+		}
+		if app.Name == name || app.Namespace != "" && app.Namespace+"/"+short == name {
 			return app, nil
 		}
-		if _, n, ok := strings.Cut(app.Name, "/"); ok && n == name {
+		if short == name {
 			bare = append(bare, app)
 		}
 	}
@@ -145,8 +148,6 @@ func (o *diffOptions) runAll(ctx context.Context, w io.Writer, a *audit.Auditor)
 
 // hasApplication says whether the env's group has the Application.
 func hasApplication(rep *drift.Report, name string) bool {
-	return slices.ContainsFunc(rep.Applications, func(a drift.Application) bool {
-		_, bare, _ := strings.Cut(a.Name, "/")
-		return a.Name == name || bare == name
-	})
+	_, err := findApplication(rep, name)
+	return err == nil
 }

@@ -28,6 +28,7 @@ func TestOnlyApplicationTakesANameOrNamespaceSlashName(t *testing.T) {
 		err       string
 	}{
 		{arg: "llm-prod", want: "llm-prod"},
+		{arg: "argocd/llm-prod", want: "llm-prod"},
 		{arg: "team-b/api", want: "team-b/api", objects: []string{"b"}},
 		{arg: "rag", want: "team-b/rag", objects: []string{"r"}},
 		{arg: "api", err: "env prod has 2 Applications named api: name one as namespace/name"},

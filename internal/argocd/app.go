@@ -5,7 +5,6 @@ package argocd
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -77,18 +76,6 @@ type Source struct {
 	helm                 *v1alpha1.ApplicationSourceHelm
 	kustomize            *v1alpha1.ApplicationSourceKustomize
 	raw                  v1alpha1.ApplicationSource
-}
-
-// WithIgnores returns the Application with more ignoreDifferences entries: exemptions Git
-// declares elsewhere (an ApplicationSet's ignoreApplicationDifferences for the Applications it
-// generates), applied to the objects they name.
-func (a *App) WithIgnores(extra []v1alpha1.ResourceIgnoreDifferences) *App {
-	if a == nil || len(extra) == 0 {
-		return a
-	}
-	out := *a
-	out.rawIgnores = append(slices.Clip(a.rawIgnores), extra...)
-	return &out
 }
 
 // WithGitSpec returns the Application as Git declares it (git: its manifest in the render that

@@ -17,33 +17,62 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Generated is what an ApplicationSet Git declares generates, as its controller writes it.
+// Generated is what an ApplicationSet generates, as its controller writes it.
 type Generated struct {
 	// Applications are the generated Applications: their labels, annotations, finalizers and
 	// spec, rendered by Argo CD's own template code.
 	Applications []*unstructured.Unstructured
-	// Ignores are its ignoreApplicationDifferences, one entry per generated Application it
-	// names: fields the controller leaves as they are live, which Git so exempts.
+	// Ignores are the exemptions Git's set declares, one entry per generated Application they
+	// name: its ignoreApplicationDifferences, and the labels and annotations its preservedFields
+	// keep. The controller leaves those fields as they are live.
 	Ignores []v1alpha1.ResourceIgnoreDifferences
+	// Updates says the controller updates an Application it made (applicationsSync sync or
+	// create-update); under create-only and create-delete it never does, and what it wrote at
+	// creation stands.
+	Updates bool
 	// Unsupported says why the Applications could not be generated ("" when they were): a
-	// generator that reads what the auditor does not (clusters, Git, SCM providers, plugins).
+	// generator that reads what the auditor does not (clusters, Git, SCM providers, plugins), a
+	// progressive sync, or a controller that reports an error on the set.
 	Unsupported string
 }
 
-// Generate renders the Applications of ApplicationSet u (as Git declares it) as Argo CD's
-// ApplicationSet controller does: each list generator's elements are the parameters, rendered
-// into the template (the generator's own template merged over the set's) with Argo CD's template
-// code, then normalized as the controller writes them. Other generators need the clusters, a
-// repository or an SCM provider; such a set is Unsupported, with the reason.
-func Generate(u *unstructured.Unstructured) (*Generated, error) {
-	var set v1alpha1.ApplicationSet
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &set); err != nil {
-		return nil, fmt.Errorf("ApplicationSet %s: %w", u.GetName(), err)
+// Generate renders the Applications of an ApplicationSet as Argo CD's ApplicationSet controller
+// does: each list generator's elements are the parameters, rendered into the template (the
+// generator's own template merged over the set's) with Argo CD's template code, then normalized
+// as the controller writes them. The values come from the set as the cluster holds it (live,
+// nil before its first sync: git), which is what the controller reads; a live set that differs
+// from Git's is drift of the set itself. The exemptions come from git alone. Other generators
+// need the clusters, a repository or an SCM provider; such a set is Unsupported, with the reason.
+// namespace is the set's when its manifest names none (its Application's destination).
+func Generate(git, live *unstructured.Unstructured, namespace string) (*Generated, error) {
+	declared, err := appSet(git)
+	if err != nil {
+		return nil, err
 	}
-	if set.Spec.TemplatePatch != nil {
+	set := declared
+	if live != nil {
+		if set, err = appSet(live); err != nil {
+			return nil, err
+		}
+		for _, c := range set.Status.Conditions {
+			if c.Type == v1alpha1.ApplicationSetConditionErrorOccurred && c.Status == v1alpha1.ApplicationSetConditionStatusTrue {
+				return &Generated{Unsupported: "its controller reports an error (" + c.Message + ")"}, nil
+			}
+		}
+	}
+	switch {
+	case set.Spec.TemplatePatch != nil:
 		return &Generated{Unsupported: "its templatePatch is not rendered by the auditor"}, nil
+	case set.Spec.Strategy != nil && set.Spec.Strategy.Type != "" && set.Spec.Strategy.Type != "AllAtOnce":
+		return &Generated{Unsupported: "its " + set.Spec.Strategy.Type + " strategy has the controller turn automated sync on and off, which the auditor does not model"}, nil
 	}
-	var out Generated
+	if set.Namespace == "" {
+		set.Namespace = namespace
+	}
+	out := Generated{Updates: true}
+	if p := set.Spec.SyncPolicy; p != nil && p.ApplicationsSync != nil {
+		out.Updates = *p.ApplicationsSync == v1alpha1.ApplicationsSyncPolicySync || *p.ApplicationsSync == v1alpha1.ApplicationsSyncPolicyCreateUpdate
+	}
 	r := &utils.Render{}
 	for i, g := range set.Spec.Generators {
 		if kinds := generatorKinds(g); len(kinds) != 1 || kinds[0] != "list" {
@@ -74,8 +103,21 @@ func Generate(u *unstructured.Unstructured) (*Generated, error) {
 			out.Applications = append(out.Applications, obj)
 		}
 	}
-	for _, ig := range set.Spec.IgnoreApplicationDifferences {
-		for _, app := range out.Applications {
+	var preserved []string
+	if p := declared.Spec.PreservedFields; p != nil {
+		for _, k := range p.Labels {
+			preserved = append(preserved, "/metadata/labels/"+pointerEscape(k))
+		}
+		for _, k := range p.Annotations {
+			preserved = append(preserved, "/metadata/annotations/"+pointerEscape(k))
+		}
+	}
+	for _, app := range out.Applications {
+		if len(preserved) > 0 {
+			out.Ignores = append(out.Ignores, v1alpha1.ResourceIgnoreDifferences{Group: ApplicationGVK.Group, Kind: ApplicationGVK.Kind,
+				Name: app.GetName(), Namespace: app.GetNamespace(), JSONPointers: preserved})
+		}
+		for _, ig := range declared.Spec.IgnoreApplicationDifferences {
 			if ig.Name != "" && ig.Name != app.GetName() {
 				continue
 			}
@@ -84,6 +126,20 @@ func Generate(u *unstructured.Unstructured) (*Generated, error) {
 		}
 	}
 	return &out, nil
+}
+
+// appSet decodes an ApplicationSet.
+func appSet(u *unstructured.Unstructured) (*v1alpha1.ApplicationSet, error) {
+	var set v1alpha1.ApplicationSet
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &set); err != nil {
+		return nil, fmt.Errorf("ApplicationSet %s: %w", u.GetName(), err)
+	}
+	return &set, nil
+}
+
+// pointerEscape escapes a map key for a JSON pointer (RFC 6901).
+func pointerEscape(k string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 // generatorKinds names the kinds of generator g sets (list, clusters, git, matrix, ...).

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func appSet(t *testing.T, doc string) *unstructured.Unstructured {
+func appSetDoc(t *testing.T, doc string) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
@@ -18,7 +18,7 @@ func appSet(t *testing.T, doc string) *unstructured.Unstructured {
 }
 
 func TestGenerateRendersListGeneratorsAsTheControllerWrites(t *testing.T) {
-	set := appSet(t, `
+	set := appSetDoc(t, `
 apiVersion: argoproj.io/v1alpha1
 kind: ApplicationSet
 metadata: {name: tenants, namespace: argocd}
@@ -40,7 +40,7 @@ spec:
   - jsonPointers: [/spec/source/targetRevision]
     name: gen-b
 `)
-	got, err := Generate(set)
+	got, err := Generate(set, nil, "argocd")
 	require.NoError(t, err)
 	require.Empty(t, got.Unsupported)
 	require.Len(t, got.Applications, 2)
@@ -61,7 +61,7 @@ spec:
 }
 
 func TestGenerateGoTemplateAndElementsYaml(t *testing.T) {
-	set := appSet(t, `
+	set := appSetDoc(t, `
 apiVersion: argoproj.io/v1alpha1
 kind: ApplicationSet
 metadata: {name: s, namespace: apps}
@@ -80,7 +80,7 @@ spec:
       source: {repoURL: https://git.example/p.git, path: 'overlays/{{.env}}'}
       destination: {server: https://kubernetes.default.svc}
 `)
-	got, err := Generate(set)
+	got, err := Generate(set, nil, "argocd")
 	require.NoError(t, err)
 	var names, projects []string
 	for _, app := range got.Applications {
@@ -100,7 +100,7 @@ func TestGenerateSaysWhatItCannotRender(t *testing.T) {
 		"list with a selector":   `[{list: {elements: [{a: b}]}, selector: {matchLabels: {a: b}}}]`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			set := appSet(t, `
+			set := appSetDoc(t, `
 apiVersion: argoproj.io/v1alpha1
 kind: ApplicationSet
 metadata: {name: s, namespace: argocd}
@@ -110,7 +110,7 @@ spec:
     metadata: {name: x}
     spec: {project: default, destination: {server: https://kubernetes.default.svc}}
 `)
-			got, err := Generate(set)
+			got, err := Generate(set, nil, "argocd")
 			require.NoError(t, err)
 			assert.NotEmpty(t, got.Unsupported)
 			assert.Empty(t, got.Applications)

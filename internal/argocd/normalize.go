@@ -76,6 +76,13 @@ type normalizer struct {
 	managers []v1alpha1.ResourceIgnoreDifferences
 }
 
+// IgnoreNormalizer returns ignore entries alone (no customizations), as the drift engine's
+// Normalizer: an ApplicationSet's exemptions for the Applications it generates, which its
+// controller applies so.
+func IgnoreNormalizer(ignores []v1alpha1.ResourceIgnoreDifferences) (drift.Normalizer, error) {
+	return (&App{Name: "(ApplicationSet)", rawIgnores: ignores}).Normalizer(nil)
+}
+
 // Normalizer returns the Application's ignoreDifferences, with argocd-cm's customizations, as the
 // drift engine's Normalizer.
 func (a *App) Normalizer(overrides map[string]v1alpha1.ResourceOverride) (drift.Normalizer, error) {

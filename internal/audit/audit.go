@@ -111,8 +111,9 @@ type Auditor struct {
 	runs, updates atomic.Int64
 }
 
-// Counts returns how many full audits (Run, including those Update fell back to) and how many
-// incremental ones (Update on top of the last full audit) this Auditor did.
+// Counts returns how many full audits of the cluster's state ended with a report (Run without a
+// revision, including those Update fell back to) and how many incremental ones (Update on top of
+// the last full audit) this Auditor did.
 func (a *Auditor) Counts() (full, incremental int64) { return a.runs.Load(), a.updates.Load() }
 
 // New returns an Auditor made with cfg, a default applied to each field it leaves unset: the
@@ -171,7 +172,6 @@ type Request struct {
 // Run audits one environment: every Application of its group (see group), or its one
 // Application when it has no root Application.
 func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
-	a.runs.Add(1)
 	lap := a.stopwatch()
 	// While kustomize renders (one core), list and watch the kinds every env has and fetch their
 	// schema documents on the other: the audit then waits only for kinds the render adds.
@@ -206,6 +206,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	rep := a.merge(req.Env, units, ex)
 	if req.Revision == "" {
 		a.keepGroup(req.Env, units, ex)
+		a.runs.Add(1)
 	}
 	return rep, nil
 }
@@ -231,7 +232,7 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 		if err != nil {
 			return err
 		}
-		return a.index(u, app, res, lap, req.renders)
+		return a.index(ctx, u, app, res, lap, req.renders)
 	}
 	if u.group && app != nil && app.Unrenderable != "" { // alone, an env renders its overlay's source
 		return &unitError{fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
@@ -242,7 +243,7 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 		if err != nil {
 			return err
 		}
-		return a.index(u, app, res, lap, req.renders)
+		return a.index(ctx, u, app, res, lap, req.renders)
 	}
 	if u.desired, u.head, u.pending, err = a.revisions(app, req); err != nil {
 		return err
@@ -295,11 +296,11 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 			return err
 		}
 	}
-	return a.index(u, app, res, lap, req.renders)
+	return a.index(ctx, u, app, res, lap, req.renders)
 }
 
 // index scopes a unit's render: its objects indexed, their kinds, the Unknown ones and hooks.
-func (a *Auditor) index(u *prepared, app *argocd.App, res *render.Result, lap func(string), keep bool) error {
+func (a *Auditor) index(ctx context.Context, u *prepared, app *argocd.App, res *render.Result, lap func(string), keep bool) error {
 	var err error
 	if keep {
 		u.rendered = res
@@ -319,9 +320,9 @@ func (a *Auditor) index(u *prepared, app *argocd.App, res *render.Result, lap fu
 	}
 	genNS := destNS
 	if genNS == "" {
-		genNS = "default"
+		genNS = "default" // as scope places a namespaced object
 	}
-	if res, err = u.withGenerated(res, genNS); err != nil {
+	if res, err = a.withGenerated(ctx, u, res, genNS); err != nil {
 		return err
 	}
 	u.idx, u.kinds, u.unknown, u.hooks, err = a.scope(res, destNS)
@@ -346,10 +347,12 @@ func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declare
 		if u.overrides, err = a.overrides(ctx); err != nil {
 			return err
 		}
-		app = app.WithIgnores(u.ignores)
 		if opts.Normalizer, err = app.Normalizer(u.overrides); err != nil {
 			return err
 		}
+	}
+	if err := u.generatedOptions(&opts); err != nil {
+		return fmt.Errorf("Application %s: %w", u.name, err)
 	}
 	lap("schema")
 	opts.Application = u.instance(a)
@@ -371,9 +374,10 @@ func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declare
 	rep := &drift.Report{Env: u.key, Revision: u.desired, Objects: objs}
 	lap("compare")
 	if app != nil {
-		if err := a.argoVerdicts(ctx, app, u.idx, u.idx.Refs(), u.overrides, &opts, rep); err != nil {
+		if err := a.argoVerdicts(ctx, app, u.idx, u.withoutGenerated(u.idx.Refs()), u.overrides, &opts, rep); err != nil {
 			return err
 		}
+		u.generatedVerdicts(rep.Objects)
 		a.memo(u.key).Done()
 		lap("argocd")
 	}

@@ -83,10 +83,11 @@ type prepared struct {
 	// tell of those whose Applications could not be generated.
 	ignores []v1alpha1.ResourceIgnoreDifferences
 	notes   []string
-	// generated are the Applications in its render that an ApplicationSet of it generates:
-	// members of the group through their ApplicationSet (audited by their live spec), not by
-	// this render's say.
-	generated map[drift.Ref]bool
+	// generated are the Applications in its render that an ApplicationSet of it generates (by
+	// the set's name): members of the group through their ApplicationSet (audited by their live
+	// spec), not by this render's say. createOnly names the sets that never update them.
+	generated  map[drift.Ref]string
+	createOnly map[string]bool
 }
 
 // unitError is a reason an Application cannot be audited that is not a failure of the audit.
@@ -175,7 +176,7 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 				var found []*prepared
 				switch r.Kind {
 				case argocd.ApplicationGVK.Kind:
-					if seen[r.Namespace+"/"+r.Name] || parent.generated[r] {
+					if _, gen := parent.generated[r]; gen || seen[r.Namespace+"/"+r.Name] {
 						continue
 					}
 					seen[r.Namespace+"/"+r.Name] = true

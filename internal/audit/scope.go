@@ -121,10 +121,13 @@ func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, ki
 				o.SetNamespace("")
 			}
 		}
-		if ns := o.GetNamespace(); namespaced && !a.Live.Covers(ns) {
+		if ns := o.GetNamespace(); namespaced && !a.Live.Covers(o.GroupVersionKind(), ns) {
+			note := fmt.Sprintf("namespace %s is not among the namespaces the auditor watches (watchNamespaces): add it, and the auditor's read access there", ns)
+			if o.GroupVersionKind().GroupKind() == argocd.ApplicationGVK.GroupKind() {
+				note = fmt.Sprintf("the auditor watches Applications in %s alone (appNamespace): an Application in %s is not compared", a.AppNamespace, ns)
+			}
 			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: ns,
-				Name: o.GetName(), Status: drift.Unknown, Fields: []drift.Field{},
-				Note: fmt.Sprintf("namespace %s is not among the namespaces the auditor watches (watchNamespaces): add it, and the auditor's read access there", ns)})
+				Name: o.GetName(), Status: drift.Unknown, Fields: []drift.Field{}, Note: note})
 			continue
 		}
 		if gvk := o.GroupVersionKind(); !seen[gvk] {

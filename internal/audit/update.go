@@ -86,9 +86,10 @@ func (a *Auditor) updateUnit(ctx context.Context, st *prepared, refs []drift.Ref
 			}
 		}
 		// The memo is not rotated here (Done): it keeps every other object's verdict.
-		if err := a.argoVerdicts(ctx, app, st.idx, declared, st.overrides, &opts, part); err != nil {
+		if err := a.argoVerdicts(ctx, app, st.idx, st.withoutGenerated(declared), st.overrides, &opts, part); err != nil {
 			return nil, err
 		}
+		st.generatedVerdicts(part.Objects)
 	}
 	touched := map[drift.Ref]bool{}
 	for _, r := range refs {

@@ -32,6 +32,11 @@ type Report struct {
 	Applications []Application `json:"applications,omitempty"`
 }
 
+// GeneratedSource starts an Object's Source when an ApplicationSet generates the object (an
+// Application; the set's name follows): its controller writes it from the set's template, and
+// no Application syncs it.
+const GeneratedSource = "the template of ApplicationSet "
+
 // Application is one Argo CD Application of an env's group as audited.
 type Application struct {
 	// Name is the Application's name, or namespace/name (as Argo CD's CLI takes it) when it is

@@ -185,6 +185,25 @@ func TestApplicationSetsAndTheSelectionJoinTheGroup(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{genA + " Modified of " + root}, apps, "%s", dump(rep))
+
+	// Git moves the set to the sync policy and adds a label to its template: the controller
+	// updates both Applications (a's prune back, the label on both) and leaves b's revision,
+	// which the set exempts. Nothing is drift then.
+	f.Edit(rootDir+"/set.yaml", "applicationsSync: create-only", "applicationsSync: sync")
+	f.Edit(rootDir+"/set.yaml", "  template:\n    metadata:\n", "  template:\n    metadata:\n      labels:\n        tier: gen\n")
+	head = f.Commit("the set syncs its Applications, labelled")
+	f.Kubectl("-n", testcluster.ArgoCDNamespace, "annotate", "application", root, "argocd.argoproj.io/refresh=normal", "--overwrite")
+	require.NoError(t, cluster.WaitSynced(ctx, root, head, 4*time.Minute))
+	require.Eventually(t, func() bool {
+		return f.Kubectl("-n", testcluster.ArgoCDNamespace, "get", "application", genA, genB, "-o", "jsonpath={.items[*].metadata.labels.tier}") == "gen gen"
+	}, 2*time.Minute, 500*time.Millisecond, "the set's controller never updated its Applications")
+	rep = runAudit(t, a, f.Env)
+	got = map[string]string{}
+	for _, o := range rep.Objects {
+		got[o.Kind+" "+o.Name] = o.Application + " " + o.Status
+	}
+	assert.Equal(t, map[string]string{"ConfigMap " + genA: genA + " Modified", "ConfigMap " + picked: picked + " Modified"}, got,
+		"after the set's controller updated its Applications, only the earlier ConfigMap edits stand (selfHeal off):\n%s", dump(rep))
 }
 
 // applicationsVia maps each Application of rep to how it joined the group; an Application that

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,11 +135,18 @@ func (c *Cache) ScopeTo(namespaces []string, perKind map[schema.GroupVersionKind
 	c.kindScope = perKind
 }
 
-// Covers says whether objects of namespace are watched (always true when the cache is not scoped).
-func (c *Cache) Covers(namespace string) bool {
+// Covers says whether objects of kind gvk in namespace are watched (always true when the cache
+// is not scoped): a kind ScopeTo gives namespaces of its own is watched in those alone.
+func (c *Cache) Covers(gvk schema.GroupVersionKind, namespace string) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.scope == nil || namespace == "" || c.scope[namespace]
+	if namespace == "" {
+		return true
+	}
+	if nss, ok := c.kindScope[gvk]; ok {
+		return slices.Contains(nss, namespace)
+	}
+	return c.scope == nil || c.scope[namespace]
 }
 
 // WatchStarts counts the watches the API server accepted: one per informer, plus one per

@@ -27,7 +27,7 @@ func DriftMessage(it Item, opts Options) message.Message {
 		title = fmt.Sprintf("Missing in %s: %s", it.Env, objectName(o))
 		lines = append(lines,
 			message.Line{Label: "Drift", Text: "declared in Git at " + it.Revision + " but absent from the cluster"},
-			message.Line{Label: "Restore Git's state", Text: SyncCommand(app, o), Code: true},
+			restoreLine(app, o),
 			message.Line{Label: "or", Text: ApplyCommand(it.Env, it.Revision), Code: true})
 	case o.Status == drift.Extra:
 		title = fmt.Sprintf("Extra object in %s: %s", it.Env, objectName(o))
@@ -47,7 +47,7 @@ func DriftMessage(it Item, opts Options) message.Message {
 		lines = append(lines,
 			message.Line{Label: "Drift", Text: note},
 			message.Line{Label: "Desired revision", Text: it.Revision},
-			message.Line{Label: "Restore Git's state", Text: SyncCommand(app, o), Code: true})
+			restoreLine(app, o))
 	default:
 		f := o.Fields[0]
 		title = fmt.Sprintf("Drift in %s: %s %s", it.Env, objectName(o), f.Path)
@@ -56,12 +56,27 @@ func DriftMessage(it Item, opts Options) message.Message {
 			message.Line{Label: "Change", Text: f.Change + ": " + FormatValue(f.Desired) + " → " + FormatValue(f.Live) + " (Git → live)"},
 			message.Line{Label: "Written by", Text: fieldWriterText(f)},
 			message.Line{Label: "Desired revision", Text: it.Revision},
-			message.Line{Label: "Restore Git's state", Text: SyncCommand(app, o), Code: true},
-			message.Line{Label: "or", Text: ApplyCommand(it.Env, it.Revision), Code: true})
+			restoreLine(app, o))
+		if !generated(o) {
+			lines = append(lines, message.Line{Label: "or", Text: ApplyCommand(it.Env, it.Revision), Code: true})
+		}
 		lines = append(lines, adoptLine(it.Env, it.Revision, o, opts))
 	}
 	return newMessage(message.KindDrift, it.Env, title, lines, []string{it.Key}, opts)
 }
+
+// restoreLine is the "restore Git's state" line: an Argo CD sync of the object, or, for an
+// Application an ApplicationSet generates (no Application syncs it), what its controller does.
+func restoreLine(app string, o drift.Object) message.Line {
+	const label = "Restore Git's state"
+	if set, ok := strings.CutPrefix(o.Source, drift.GeneratedSource); ok {
+		return message.Line{Label: label, Text: "ApplicationSet " + set + "'s controller writes it from its template: it restores the template's values itself unless the set is create-only or create-delete; then edit them back by hand"}
+	}
+	return message.Line{Label: label, Text: SyncCommand(app, o), Code: true}
+}
+
+// generated says an ApplicationSet generates o.
+func generated(o drift.Object) bool { return strings.HasPrefix(o.Source, drift.GeneratedSource) }
 
 // adoptLine is the "adopt into Git" line of a Modified object: a patch `git apply` accepts at
 // the audited revision, or why there is none.
