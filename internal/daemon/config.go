@@ -45,6 +45,10 @@ type Config struct {
 	// AppNamespace and AppNamePrefix locate each env's Argo CD Application (<prefix><env>).
 	AppNamespace  string `json:"appNamespace,omitempty"`
 	AppNamePrefix string `json:"appNamePrefix,omitempty"`
+	// AppNamespaces are more namespaces holding Applications (Argo CD's apps in any namespace:
+	// its --application-namespaces): the daemon watches Applications there too, and a selection
+	// may pick from them. The daemon needs read access to Applications there.
+	AppNamespaces []string `json:"appNamespaces,omitempty"`
 	// RootNamePrefix names each env's root Application (<prefix><env>, default root-): when the
 	// cluster has it, the env is every Application under it, the Applications themselves included.
 	RootNamePrefix string `json:"rootNamePrefix,omitempty"`
@@ -322,9 +326,9 @@ func parseConfig(path string, data []byte) (*Config, error) {
 	return &c, nil
 }
 
-// AppSelectionConfig picks an env's Applications from the cluster: those in Namespaces (default,
-// and for now the only one allowed: appNamespace, where the daemon watches Applications) of one
-// of Projects (any when empty) whose labels match Selector (kubectl's syntax; every one when
+// AppSelectionConfig picks an env's Applications from the cluster: those in Namespaces (default
+// appNamespace; each one appNamespace or one of appNamespaces, where the daemon watches
+// Applications) of one of Projects (any when empty) whose labels match Selector (kubectl's syntax; every one when
 // empty). At least Projects or Selector is required. An Application another Application synced
 // (it carries a tracking id) is never taken by a selection.
 type AppSelectionConfig struct {

@@ -47,24 +47,25 @@ func TestShippedConfigLoads(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	cases := map[string]string{
-		"repo is required":              "envs: [prod]\nstateDir: /tmp/x\n",
-		"exactly one of":                "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nsinks: [{name: a}]\n",
-		"unknown field":                 "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nsinkz: []\n",
-		"duration \"soon\"":             "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nfetchInterval: soon\n",
-		"stateDir is required":          "repo: x\nenvs: [prod]\n",
-		"at least one environm":         "repo: x\nstateDir: /tmp/x\n",
-		"manager is required":           "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{paths: [/spec/replicas]}]\n",
-		"not a JSON pointer":            "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [spec.replicas]}]\n",
-		`env "qa" is not one`:           "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [/spec], envs: [qa]}]\n",
-		"webhook: a secret is required": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nwebhook: {}\n",
-		"auth token needs tokenFile":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: token}\n",
-		`auth "magic"`:                  "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: magic}\n",
-		"unknown field \"path\"":        "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, path: /spec}]\n",
-		`applications: "qa" is not one`: "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {qa: {projects: [p]}}\n",
-		"projects or selector is requi": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {namespaces: [argocd]}}\n",
-		"applications.prod.selector":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {selector: 'team in (a'}}\n",
-		"is not a namespace name":       "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {projects: [p], namespaces: [Argo_CD]}}\n",
-		"is not appNamespace (argocd)":  "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {projects: [p], namespaces: [team-a]}}\n",
+		"repo is required":                 "envs: [prod]\nstateDir: /tmp/x\n",
+		"exactly one of":                   "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nsinks: [{name: a}]\n",
+		"unknown field":                    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nsinkz: []\n",
+		"duration \"soon\"":                "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nfetchInterval: soon\n",
+		"stateDir is required":             "repo: x\nenvs: [prod]\n",
+		"at least one environm":            "repo: x\nstateDir: /tmp/x\n",
+		"manager is required":              "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{paths: [/spec/replicas]}]\n",
+		"not a JSON pointer":               "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [spec.replicas]}]\n",
+		`env "qa" is not one`:              "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [/spec], envs: [qa]}]\n",
+		"webhook: a secret is required":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nwebhook: {}\n",
+		"auth token needs tokenFile":       "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: token}\n",
+		`auth "magic"`:                     "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: magic}\n",
+		"unknown field \"path\"":           "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, path: /spec}]\n",
+		`applications: "qa" is not one`:    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {qa: {projects: [p]}}\n",
+		"projects or selector is requi":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {namespaces: [argocd]}}\n",
+		"applications.prod.selector":       "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {selector: 'team in (a'}}\n",
+		"is not a namespace name":          "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {projects: [p], namespaces: [Argo_CD]}}\n",
+		"is neither appNamespace (argocd)": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {projects: [p], namespaces: [team-a]}}\n",
+		"appNamespaces: \"Team_A\"":        "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nappNamespaces: [Team_A]\n",
 	}
 	for want, doc := range cases {
 		file := filepath.Join(t.TempDir(), "c.yaml")
@@ -117,4 +118,15 @@ func TestExtraScopeConfig(t *testing.T) {
 		c := Config{Repo: ".", Envs: []string{"prod"}, StateDir: t.TempDir(), Extra: bad}
 		assert.Error(t, c.validate(), "%+v", bad)
 	}
+}
+
+// TestSelectionFromAnotherAppNamespace: a selection may pick Applications from a namespace of
+// appNamespaces (Argo CD's apps in any namespace), which the daemon then watches too.
+func TestSelectionFromAnotherAppNamespace(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("repo: x\nenvs: [prod]\nstateDir: /tmp/x\nappNamespaces: [team-a]\napplications: {prod: {projects: [p], namespaces: [team-a]}}\n"), 0o644))
+	cfg, err := LoadConfig(file)
+	require.NoError(t, err)
+	sel := cfg.Applications["prod"].selection(cfg.AppNamespace)
+	require.Equal(t, []string{"team-a"}, sel.Namespaces)
 }

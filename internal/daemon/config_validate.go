@@ -134,12 +134,17 @@ func (c *Config) validate() error {
 	if c.RootNamePrefix == "" {
 		c.RootNamePrefix = "root-"
 	}
+	for _, ns := range c.AppNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("appNamespaces: %q is not a namespace name (%s)", ns, strings.Join(errs, "; "))
+		}
+	}
 	for env, sel := range c.Applications {
 		for _, ns := range sel.Namespaces {
-			if ns != c.AppNamespace {
-				// The daemon watches Applications there only, and the shipped Role lists them
-				// there only: elsewhere a new or edited Application would go unseen.
-				return fmt.Errorf("applications.%s.namespaces: %q is not appNamespace (%s): the daemon watches Applications in appNamespace only", env, ns, c.AppNamespace)
+			if ns != c.AppNamespace && !slices.Contains(c.AppNamespaces, ns) {
+				// The daemon watches Applications there only: elsewhere a new or edited
+				// Application would go unseen.
+				return fmt.Errorf("applications.%s.namespaces: %q is neither appNamespace (%s) nor one of appNamespaces: the daemon watches Applications there only", env, ns, c.AppNamespace)
 			}
 		}
 	}

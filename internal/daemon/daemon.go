@@ -319,9 +319,10 @@ func (d *Daemon) tryConnect(ctx context.Context) error {
 		return err
 	}
 	// Scoped, the auditor reads namespaced kinds (Secrets included) only where the envs live,
-	// and Applications only in Argo CD's namespace.
+	// and Applications only in Argo CD's namespaces.
 	if len(d.cfg.WatchNamespaces) > 0 {
-		c.ScopeTo(d.cfg.WatchNamespaces, map[schema.GroupVersionKind][]string{argocd.ApplicationGVK: {d.cfg.AppNamespace}})
+		c.ScopeTo(d.cfg.WatchNamespaces, map[schema.GroupVersionKind][]string{
+			argocd.ApplicationGVK: append([]string{d.cfg.AppNamespace}, d.cfg.AppNamespaces...)})
 	}
 	// Applications change when Argo CD syncs: a new synced revision is a reason to re-audit.
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
