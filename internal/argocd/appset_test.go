@@ -117,3 +117,79 @@ spec:
 		})
 	}
 }
+
+// TestGeneratedExemptionsNameOnlyTheirApplications: the set's exemptions, as the normalizer the
+// audit applies to its Applications, remove the fields they name from the Application they name,
+// in the set's namespace, and from nothing else.
+func TestGeneratedExemptionsNameOnlyTheirApplications(t *testing.T) {
+	set := appSetDoc(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: s}
+spec:
+  generators: [{list: {elements: [{name: a}, {name: b}]}}]
+  template:
+    metadata: {name: 'gen-{{name}}'}
+    spec: {project: default, source: {repoURL: r, path: p, targetRevision: main}, destination: {server: https://kubernetes.default.svc}}
+  ignoreApplicationDifferences:
+  - {name: gen-b, jsonPointers: [/spec/source/targetRevision]}
+  preservedFields: {annotations: [team.example/owner]}
+`)
+	gen, err := Generate(set, nil, "apps")
+	require.NoError(t, err)
+	n, err := IgnoreNormalizer(gen.Ignores)
+	require.NoError(t, err)
+	app := func(ns, name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+			"metadata": map[string]any{"name": name, "namespace": ns, "annotations": map[string]any{"team.example/owner": "x"}},
+			"spec":     map[string]any{"source": map[string]any{"targetRevision": "HEAD"}}}}
+	}
+	for _, tc := range []struct {
+		ns, name             string
+		revision, annotation bool // still there after normalization
+	}{
+		{"apps", "gen-b", false, false},
+		{"apps", "gen-a", true, false},
+		{"team-a", "gen-b", true, true}, // another namespace: not the set's Application
+		{"apps", "other", true, true},
+	} {
+		d, _, err := n.Normalize(app(tc.ns, tc.name), app(tc.ns, tc.name), nil)
+		require.NoError(t, err)
+		_, rev, _ := unstructured.NestedString(d.Object, "spec", "source", "targetRevision")
+		_, ann, _ := unstructured.NestedString(d.Object, "metadata", "annotations", "team.example/owner")
+		assert.Equal(t, tc.revision, rev, "%s/%s targetRevision", tc.ns, tc.name)
+		assert.Equal(t, tc.annotation, ann, "%s/%s preserved annotation", tc.ns, tc.name)
+	}
+}
+
+func TestGenerateFromTheLiveSetWithGitsExemptions(t *testing.T) {
+	doc := func(elements, ignore string) *unstructured.Unstructured {
+		return appSetDoc(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: s, namespace: argocd}
+spec:
+  generators: [{list: {elements: `+elements+`}}]
+  template:
+    metadata: {name: 'gen-{{name}}'}
+    spec: {project: default, destination: {server: https://kubernetes.default.svc}}
+  ignoreApplicationDifferences: `+ignore+`
+`)
+	}
+	git := doc(`[{name: a}]`, `[]`)
+	live := doc(`[{name: a}, {name: extra}]`, `[{jsonPointers: [/spec]}]`) // edited by hand
+	gen, err := Generate(git, live, "argocd")
+	require.NoError(t, err)
+	var names []string
+	for _, a := range gen.Applications {
+		names = append(names, a.GetName())
+	}
+	assert.Equal(t, []string{"gen-a", "gen-extra"}, names, "what the controller reads: the live set")
+	assert.Empty(t, gen.Ignores, "an exemption only the live set has excuses nothing")
+
+	failing := live.DeepCopy()
+	require.NoError(t, unstructured.SetNestedSlice(failing.Object, []any{map[string]any{"type": "ErrorOccurred", "status": "True", "message": "boom", "reason": "x"}}, "status", "conditions"))
+	gen, err = Generate(git, failing, "argocd")
+	require.NoError(t, err)
+	assert.Contains(t, gen.Unsupported, "boom")
+}
