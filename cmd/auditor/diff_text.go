@@ -69,6 +69,9 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 			if o.Schema != "" {
 				fmt.Fprintf(w, "           compared without the cluster's schema (%s)\n", o.Schema)
 			}
+			if o.Cost != nil {
+				fmt.Fprintf(w, "           cost: %s\n", o.Cost.Note)
+			}
 			for _, f := range o.Fields {
 				by := who(f.Manager, f.Operation, f.Subresource, f.Time, now)
 				if f.Actor != nil {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/cost"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/render"
 )
@@ -55,6 +56,7 @@ func (a *Auditor) declaredBy(units []*prepared) map[drift.Ref]string {
 func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drift.Report {
 	rep := &drift.Report{Env: env, Objects: []drift.Object{}}
 	var lead *prepared
+	var pr cost.Prices // the group's GPU prices, read at the first drift that changes GPUs
 	seen := map[drift.Ref]bool{}
 	for _, u := range units {
 		entry := drift.Application{Name: u.ref(a), Namespace: u.ns(a), Path: render.TargetPath(u.target), Via: u.via}
@@ -94,6 +96,14 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 			}
 			if n := disables(&o); n != "" {
 				o.Note = strings.TrimPrefix(o.Note+"; "+n, "; ")
+			}
+			if cost.Changes(&o) {
+				if d, ok := u.idx.Desired(k); ok {
+					if pr == nil {
+						pr = prices(units)
+					}
+					o.Cost = cost.OfDrift(&o, d, pr)
+				}
 			}
 			rep.Objects = append(rep.Objects, o)
 			entry.Drifted++
@@ -175,3 +185,23 @@ const (
 	renderedChart       = "chart"
 	renderedWithOptions = "kustomize options"
 )
+
+
+// prices are the GPU prices the group's renders state (its PrometheusRules).
+func prices(units []*prepared) cost.Prices {
+	p := cost.Prices{}
+	for _, u := range units {
+		if u.idx == nil {
+			continue
+		}
+		for _, r := range u.idx.Refs() {
+			if r.Kind != "PrometheusRule" {
+				continue
+			}
+			if d, ok := u.idx.Desired(r); ok {
+				p.AddRules(d)
+			}
+		}
+	}
+	return p
+}

@@ -123,6 +123,19 @@ type Object struct {
 	Actor *Actor `json:"actor,omitempty"`
 	// ArgoCD is Argo CD's own verdict on the object, when computed.
 	ArgoCD *ArgoVerdict `json:"argocd,omitempty"`
+	// Cost is what its drift costs per hour, when it changes GPU capacity.
+	Cost *Cost `json:"cost,omitempty"`
+}
+
+// Cost is what a drift costs per hour against Git: the GPUs the live object holds beyond Git's
+// (negative: fewer), on which card, at the card's stated price.
+type Cost struct {
+	GPUs int64  `json:"gpus"`
+	Card string `json:"card,omitempty"`
+	// USDPerHour is 0 when the card has no stated price (Note says so).
+	USDPerHour float64 `json:"usdPerHour"`
+	// Note says it for people: "replicas 2 → 5 on l40s: +3 GPUs, about +5.58 USD per hour".
+	Note string `json:"note"`
 }
 
 // Field is one drifted field.

@@ -83,6 +83,14 @@ func TestVerdictAgreesWithArgoCDStatus(t *testing.T) {
 	}
 	sync, _, _ := unstructured.NestedString(f.Application().Object, "status", "sync", "status")
 	assert.Equal(t, "OutOfSync", sync)
+	// The GPU taken off vllm-llama by hand, at the price the platform's rule states for its card.
+	for _, o := range rep.Objects {
+		if o.Kind == "Deployment" && o.Name == "vllm-llama" {
+			require.NotNil(t, o.Cost, "%+v", o.Fields)
+			assert.Equal(t, drift.Cost{GPUs: -1, Card: "l40s", USDPerHour: -1.86,
+				Note: "nvidia.com/gpu 1 → 0 per pod on l40s: -1 GPUs, about -1.86 USD per hour"}, *o.Cost)
+		}
+	}
 }
 
 // audit runs the auditor in-process, the way `auditor diff` does.

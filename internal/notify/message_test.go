@@ -34,10 +34,18 @@ func TestMissingAndExtraMessages(t *testing.T) {
 	pool := drift.Object{APIVersion: "karpenter.sh/v1", Kind: "NodePool", Name: "gpu", Status: drift.Missing}
 	gate := drift.Object{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding", Name: "gate",
 		Status: drift.Missing, Application: "llm-policies"}
+	scaled := notifytest.Deployment(drift.Field{Path: ".spec.replicas", Desired: int64(2), Live: int64(5), Change: "changed"})
+	scaled.Cost = &drift.Cost{GPUs: 3, Card: "l40s", USDPerHour: 5.58, Note: "replicas 2 → 5 on l40s: +3 GPUs, about +5.58 USD per hour"}
+	generatedApp := drift.Object{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "argocd", Name: "gen-a", Status: drift.Modified,
+		Application: "root-dev", Source: drift.GeneratedSource + "tenants",
+		Fields: []drift.Field{{Path: ".spec.syncPolicy.automated.prune", Desired: true, Live: false, Change: "changed"}}}
 	tests := []struct {
 		obj       drift.Object
 		want, not []string
 	}{
+		{scaled, []string{"Cost: replicas 2 → 5 on l40s: +3 GPUs, about +5.58 USD per hour"}, nil},
+		// No Application syncs a generated one: its set's controller writes it.
+		{generatedApp, []string{"ApplicationSet tenants's controller writes it from its template"}, []string{"argocd app sync", "auditor render"}},
 		{missing, []string{"argocd app sync llm-dev --resource :Service:llm/rag", "auditor render --env dev --revision " + notifytest.Rev}, []string{"kubectl delete", "Adopt"}},
 		{pool, []string{"argocd app sync llm-dev --resource karpenter.sh:NodePool:gpu"}, nil},
 		// In an env of several Applications, the command syncs the object's own.

@@ -54,7 +54,11 @@ func DriftMessage(it Item, opts Options) message.Message {
 		lines = append(lines,
 			message.Line{Label: "Field", Text: f.Path},
 			message.Line{Label: "Change", Text: f.Change + ": " + FormatValue(f.Desired) + " → " + FormatValue(f.Live) + " (Git → live)"},
-			message.Line{Label: "Written by", Text: fieldWriterText(f)},
+			message.Line{Label: "Written by", Text: fieldWriterText(f)})
+		if o.Cost != nil {
+			lines = append(lines, message.Line{Label: "Cost", Text: o.Cost.Note})
+		}
+		lines = append(lines,
 			message.Line{Label: "Desired revision", Text: it.Revision},
 			restoreLine(app, o))
 		if !generated(o) {
