@@ -186,7 +186,6 @@ const (
 	renderedWithOptions = "kustomize options"
 )
 
-
 // prices are the GPU prices the group's renders state (its PrometheusRules).
 func prices(units []*prepared) cost.Prices {
 	p := cost.Prices{}
