@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/llm-gitops/platform/internal/cost"
 )
 
 // weightsRevisionAnnotation names the weights revision a vLLM Deployment is configured for.
@@ -113,38 +115,6 @@ func vllmWeights(objs []*unstructured.Unstructured) []Violation {
 // compute capability below 8.0 (Turing T4, Volta V100, Pascal, Kepler, Maxwell).
 var noBF16 = []string{"t4", "v100", "p100", "p40", "p4", "k80", "m60"}
 
-// cardKeys are the node labels that name a node's GPU: this repository's own, Karpenter's on AWS,
-// GPU feature discovery's, GKE's.
-var cardKeys = []string{"accelerator", "karpenter.k8s.aws/instance-gpu-name", "nvidia.com/gpu.product", "cloud.google.com/gke-accelerator"}
-
-// podCards returns the GPU cards a pod may run on, from its nodeSelector and the In expressions of
-// its required node affinity; nil when neither names one.
-func podCards(pod map[string]any) []string {
-	var out []string
-	sel, _, _ := unstructured.NestedStringMap(pod, "nodeSelector")
-	for _, k := range cardKeys {
-		if v, ok := sel[k]; ok {
-			out = append(out, strings.ToLower(v))
-		}
-	}
-	terms, _, _ := unstructured.NestedSlice(pod, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
-	for _, t := range terms {
-		exprs, _, _ := unstructured.NestedSlice(asMap(t), "matchExpressions")
-		for _, e := range exprs {
-			em := asMap(e)
-			key, _, _ := unstructured.NestedString(em, "key")
-			op, _, _ := unstructured.NestedString(em, "operator")
-			vals, _, _ := unstructured.NestedStringSlice(em, "values")
-			if op == "In" && slices.Contains(cardKeys, key) {
-				for _, v := range vals {
-					out = append(out, strings.ToLower(v))
-				}
-			}
-		}
-	}
-	return out
-}
-
 // hasBF16 reports whether a card (a node label value) does bfloat16.
 func hasBF16(card string) bool {
 	for _, tok := range strings.FieldsFunc(card, func(r rune) bool { return r == '-' || r == '_' || r == ' ' || r == '.' }) {
@@ -166,7 +136,7 @@ func vllmDtype(objs []*unstructured.Unstructured) []Violation {
 		if pod == nil {
 			continue
 		}
-		cards := podCards(pod)
+		cards := cost.Cards(pod)
 		if len(cards) == 0 {
 			continue
 		}

@@ -6,6 +6,7 @@ package cost
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -64,8 +65,7 @@ func vector(expr string) (float64, bool) {
 }
 
 // PodGPUs are the GPUs one pod of workload u takes (its containers' nvidia.com/gpu limits) and
-// the card it is placed on (its required node affinity or node selector on accelerator; "" when
-// it names none, or several).
+// the card it is placed on (Cards; "" when it names none, or several).
 func PodGPUs(u *unstructured.Unstructured) (gpus int64, card string) {
 	pod, ok, _ := unstructured.NestedMap(u.Object, "spec", "template", "spec")
 	if !ok && u.GetKind() == "CronJob" {
@@ -78,24 +78,43 @@ func PodGPUs(u *unstructured.Unstructured) (gpus int64, card string) {
 			gpus += q.Value()
 		}
 	}
-	if card, ok, _ := unstructured.NestedString(pod, "nodeSelector", "accelerator"); ok {
-		return gpus, card
+	if cards := slices.Compact(slices.Sorted(slices.Values(Cards(pod)))); len(cards) == 1 {
+		card = cards[0]
+	}
+	return gpus, card
+}
+
+// CardKeys are the node labels that name a node's GPU: this repository's own, Karpenter's on AWS,
+// GPU feature discovery's, GKE's.
+var CardKeys = []string{"accelerator", "karpenter.k8s.aws/instance-gpu-name", "nvidia.com/gpu.product", "cloud.google.com/gke-accelerator"}
+
+// Cards returns the GPU cards a pod (its spec) may run on, as node labels spell them in lower
+// case: from its nodeSelector and the In expressions of its required node affinity on CardKeys;
+// nil when neither names one.
+func Cards(pod map[string]any) []string {
+	var out []string
+	sel, _, _ := unstructured.NestedStringMap(pod, "nodeSelector")
+	for _, k := range CardKeys {
+		if v, ok := sel[k]; ok {
+			out = append(out, strings.ToLower(v))
+		}
 	}
 	terms, _, _ := unstructured.NestedSlice(pod, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
 	for _, t := range terms {
 		exprs, _, _ := unstructured.NestedSlice(asMap(t), "matchExpressions")
 		for _, e := range exprs {
 			m := asMap(e)
+			key, _, _ := unstructured.NestedString(m, "key")
+			op, _, _ := unstructured.NestedString(m, "operator")
 			values, _, _ := unstructured.NestedStringSlice(m, "values")
-			if m["key"] == "accelerator" && m["operator"] == "In" && len(values) == 1 {
-				if card != "" && card != values[0] {
-					return gpus, "" // terms naming different cards: any of them
+			if op == "In" && slices.Contains(CardKeys, key) {
+				for _, v := range values {
+					out = append(out, strings.ToLower(v))
 				}
-				card = values[0]
 			}
 		}
 	}
-	return gpus, card
+	return out
 }
 
 // OfDrift is what o's drift costs per hour against Git (desired is Git's object): a replica
