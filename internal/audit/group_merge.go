@@ -56,7 +56,7 @@ func (a *Auditor) declaredBy(units []*prepared) map[drift.Ref]string {
 func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drift.Report {
 	rep := &drift.Report{Env: env, Objects: []drift.Object{}}
 	var lead *prepared
-	var pr cost.Prices // the group's GPU prices, read at the first drift that changes GPUs
+	var pr *cost.Prices // the group's GPU prices, read at the first drift that changes GPUs
 	seen := map[drift.Ref]bool{}
 	for _, u := range units {
 		entry := drift.Application{Name: u.ref(a), Namespace: u.ns(a), Path: render.TargetPath(u.target), Via: u.via}
@@ -99,10 +99,12 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 			}
 			if cost.Changes(&o) {
 				if d, ok := u.idx.Desired(k); ok {
-					if pr == nil {
-						pr = prices(units)
+					if l, ok := a.Live.Get(d.GroupVersionKind(), k.Namespace, k.Name); ok {
+						if pr == nil {
+							pr = prices(units)
+						}
+						o.Cost = cost.OfDrift(&o, d, l, pr)
 					}
-					o.Cost = cost.OfDrift(&o, d, pr)
 				}
 			}
 			rep.Objects = append(rep.Objects, o)
@@ -187,8 +189,8 @@ const (
 )
 
 // prices are the GPU prices the group's renders state (its PrometheusRules).
-func prices(units []*prepared) cost.Prices {
-	p := cost.Prices{}
+func prices(units []*prepared) *cost.Prices {
+	p := &cost.Prices{}
 	for _, u := range units {
 		if u.idx == nil {
 			continue

@@ -22,15 +22,38 @@ const PriceRecord = "llm:gpu_price_usd_per_hour"
 // GPUResource is the extended resource a pod asks GPUs by.
 const GPUResource = "nvidia.com/gpu"
 
-// Prices are the GPU prices per hour (USD), by card.
-type Prices map[string]float64
+// Prices are the GPU prices per hour (USD), by card (lower case). A card two rules price
+// differently is kept apart: its cost is not given.
+type Prices struct {
+	usd       map[string]float64
+	conflicts map[string]bool
+}
+
+// Price returns a card's price per hour, and why there is none.
+func (p *Prices) Price(card string) (float64, string) {
+	card = strings.ToLower(card)
+	switch {
+	case card == "":
+		return 0, "the card is not known: the pod names none, or several"
+	case p.conflicts[card]:
+		return 0, fmt.Sprintf("the %s rules give %s two prices", PriceRecord, card)
+	}
+	v, ok := p.usd[card]
+	if !ok {
+		return 0, fmt.Sprintf("no price for %s in the %s rules", card, PriceRecord)
+	}
+	return v, ""
+}
 
 // AddRules adds the prices a PrometheusRule states: each rule recording PriceRecord whose
 // expression is vector(N), for the card its accelerator label names. Other objects and rules are
 // skipped.
-func (p Prices) AddRules(u *unstructured.Unstructured) {
+func (p *Prices) AddRules(u *unstructured.Unstructured) {
 	if u.GetKind() != "PrometheusRule" {
 		return
+	}
+	if p.usd == nil {
+		p.usd, p.conflicts = map[string]float64{}, map[string]bool{}
 	}
 	groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "groups")
 	for _, g := range groups {
@@ -41,10 +64,16 @@ func (p Prices) AddRules(u *unstructured.Unstructured) {
 				continue
 			}
 			card, _, _ := unstructured.NestedString(rule, "labels", "accelerator")
+			card = strings.ToLower(card)
 			expr, _ := rule["expr"].(string)
-			if v, ok := vector(expr); ok && card != "" {
-				p[card] = v
+			v, ok := vector(expr)
+			if !ok || card == "" {
+				continue
 			}
+			if old, seen := p.usd[card]; seen && old != v {
+				p.conflicts[card] = true
+			}
+			p.usd[card] = v
 		}
 	}
 }
@@ -64,24 +93,32 @@ func vector(expr string) (float64, bool) {
 	return v, err == nil
 }
 
-// PodGPUs are the GPUs one pod of workload u takes (its containers' nvidia.com/gpu limits) and
-// the card it is placed on (Cards; "" when it names none, or several).
+// PodGPUs are the GPUs one pod of workload u takes (its containers' nvidia.com/gpu limits; init
+// containers run before them and add none) and the card it is placed on (Card).
 func PodGPUs(u *unstructured.Unstructured) (gpus int64, card string) {
-	pod, ok, _ := unstructured.NestedMap(u.Object, "spec", "template", "spec")
-	if !ok && u.GetKind() == "CronJob" {
-		pod, _, _ = unstructured.NestedMap(u.Object, "spec", "jobTemplate", "spec", "template", "spec")
-	}
+	pod, _, _ := unstructured.NestedMap(u.Object, "spec", "template", "spec")
 	containers, _, _ := unstructured.NestedSlice(pod, "containers")
 	for _, c := range containers {
 		limit, _, _ := unstructured.NestedFieldNoCopy(asMap(c), "resources", "limits", GPUResource)
-		if q, err := resource.ParseQuantity(fmt.Sprint(limit)); limit != nil && err == nil {
-			gpus += q.Value()
+		if n, ok := quantity(limit); ok {
+			gpus += n
 		}
 	}
-	if cards := slices.Compact(slices.Sorted(slices.Values(Cards(pod)))); len(cards) == 1 {
-		card = cards[0]
+	return gpus, Card(pod)
+}
+
+// Card is the GPU card a pod (its spec) is placed on: the one its accelerator label names (this
+// repository's), else the one Cards names; "" when none is named, or several.
+func Card(pod map[string]any) string {
+	sel, _, _ := unstructured.NestedStringMap(pod, "nodeSelector")
+	if v := sel["accelerator"]; v != "" {
+		return strings.ToLower(v)
 	}
-	return gpus, card
+	cards := slices.Compact(slices.Sorted(slices.Values(Cards(pod))))
+	if len(cards) == 1 {
+		return cards[0]
+	}
+	return ""
 }
 
 // CardKeys are the node labels that name a node's GPU: this repository's own, Karpenter's on AWS,
@@ -117,42 +154,38 @@ func Cards(pod map[string]any) []string {
 	return out
 }
 
-// OfDrift is what o's drift costs per hour against Git (desired is Git's object): a replica
-// count or a GPU limit changed by hand on a workload that asks GPUs. Nil when its drift changes
-// no GPU capacity.
-func OfDrift(o *drift.Object, desired *unstructured.Unstructured, prices Prices) *drift.Cost {
-	if o.Status != drift.Modified || desired == nil {
+// costed are the kinds whose pods are spec.replicas copies of spec.template: the kinds a cost
+// is given for.
+var costed = []string{"Deployment", "StatefulSet", "ReplicaSet"}
+
+// OfDrift is what o's drift costs per hour against Git: a replica count or a GPU limit changed by
+// hand on a Deployment, StatefulSet or ReplicaSet, from Git's object (desired) and the live one.
+// The GPUs are each side's GPUs per pod times its replicas. Replicas left to an autoscaler (not
+// drift) count at the live number on both sides: only the hand edit is costed. Nil when the
+// drift changes no GPU capacity.
+func OfDrift(o *drift.Object, desired, live *unstructured.Unstructured, prices *Prices) *drift.Cost {
+	if !Changes(o) || desired == nil || live == nil || !slices.Contains(costed, desired.GetKind()) {
 		return nil
 	}
-	gpus, card := PodGPUs(desired)
-	replicas, ok := number(desiredField(desired, "spec", "replicas"))
-	if !ok {
-		replicas = 1
+	gitPerPod, card := PodGPUs(desired)
+	livePerPod, liveCard := PodGPUs(live)
+	if card == "" {
+		card = liveCard
 	}
-	var delta int64
+	liveReplicas := replicas(live)
+	gitReplicas := liveReplicas
 	var what []string
 	for _, f := range o.Fields {
-		switch {
-		case f.Path == ".spec.replicas" && gpus > 0:
-			from, ok1 := number(f.Desired)
-			to, ok2 := number(f.Live)
-			if !ok1 || !ok2 {
-				continue
-			}
-			delta += (to - from) * gpus
-			what = append(what, fmt.Sprintf("replicas %d → %d", from, to))
-			replicas = to
-		case gpuLimit(f.Path):
-			from, ok1 := quantity(f.Desired) // absent on one side (added or removed): none
-			to, ok2 := quantity(f.Live)
-			if !ok1 || !ok2 {
-				continue
-			}
-			delta += (to - from) * replicas
-			what = append(what, fmt.Sprintf("%s %d → %d per pod", GPUResource, from, to))
+		if f.Path == ".spec.replicas" {
+			gitReplicas = replicas(desired)
+			what = append(what, fmt.Sprintf("replicas %d → %d", gitReplicas, liveReplicas))
 		}
 	}
-	if len(what) == 0 || delta == 0 {
+	if gitPerPod != livePerPod {
+		what = append(what, fmt.Sprintf("%s %d → %d per pod", GPUResource, gitPerPod, livePerPod))
+	}
+	delta := livePerPod*liveReplicas - gitPerPod*gitReplicas
+	if delta == 0 {
 		return nil
 	}
 	c := &drift.Cost{GPUs: delta, Card: card}
@@ -161,14 +194,24 @@ func OfDrift(o *drift.Object, desired *unstructured.Unstructured, prices Prices)
 		on = " on " + card
 	}
 	c.Note = fmt.Sprintf("%s%s: %+d GPUs", strings.Join(what, ", "), on, delta)
-	price, known := prices[card]
-	if !known {
-		c.Note += fmt.Sprintf(" (no price for %q in the %s rules)", card, PriceRecord)
+	price, why := prices.Price(card)
+	if why != "" {
+		c.Note += " (" + why + ")"
 		return c
 	}
-	c.USDPerHour = math.Round(float64(delta)*price*100) / 100
-	c.Note += fmt.Sprintf(", about %+.2f USD per hour", c.USDPerHour)
+	usd := math.Round(float64(delta)*price*100) / 100
+	c.USDPerHour = &usd
+	c.Note += fmt.Sprintf(", about %+.2f USD per hour at the stated price", usd)
 	return c
+}
+
+// replicas is a workload's spec.replicas (1 when it has none, the API server's default).
+func replicas(u *unstructured.Unstructured) int64 {
+	v, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "replicas")
+	if n, ok := number(v); ok {
+		return n
+	}
+	return 1
 }
 
 // Changes says whether o's drift may change GPU capacity: a replica count or a GPU limit.
@@ -177,23 +220,29 @@ func Changes(o *drift.Object) bool {
 		return false
 	}
 	for _, f := range o.Fields {
-		if f.Path == ".spec.replicas" || gpuLimit(f.Path) {
+		if f.Path == ".spec.replicas" || GPUField(f.Path) {
 			return true
 		}
 	}
 	return false
 }
 
-// gpuLimit says whether a drift field's path is a container's GPU limit (the report quotes a key
-// holding a dot: limits["nvidia.com/gpu"]).
-func gpuLimit(path string) bool {
-	return strings.HasSuffix(path, `.resources.limits["`+GPUResource+`"]`) || strings.HasSuffix(path, ".resources.limits."+GPUResource)
+// GPUField says whether a drift field's path may change a pod's GPUs: a container's GPU limit
+// (the report quotes a key holding a dot: limits["nvidia.com/gpu"]), or a whole container, its
+// resources or its limits.
+func GPUField(path string) bool {
+	rest, ok := strings.CutPrefix(path, ".spec.template.spec.containers")
+	if !ok {
+		return false
+	}
+	_, rest, _ = strings.Cut(rest, "]")
+	switch rest {
+	case "", ".resources", ".resources.limits", `.resources.limits["` + GPUResource + `"]`:
+		return true
+	}
+	return false
 }
 
-func desiredField(u *unstructured.Unstructured, path ...string) any {
-	v, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
-	return v
-}
 
 // number reads an integer a drift field holds (JSON numbers come as int64 or float64).
 func number(v any) (int64, bool) {
@@ -208,7 +257,7 @@ func number(v any) (int64, bool) {
 	return 0, false
 }
 
-// quantity reads a resource quantity a drift field holds (a number or a string; absent: 0).
+// quantity reads a resource quantity (a number or a string; absent: 0).
 func quantity(v any) (int64, bool) {
 	if v == nil {
 		return 0, true

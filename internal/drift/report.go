@@ -132,8 +132,8 @@ type Object struct {
 type Cost struct {
 	GPUs int64  `json:"gpus"`
 	Card string `json:"card,omitempty"`
-	// USDPerHour is 0 when the card has no stated price (Note says so).
-	USDPerHour float64 `json:"usdPerHour"`
+	// USDPerHour is absent when the card has no stated price (Note says why).
+	USDPerHour *float64 `json:"usdPerHour,omitempty"`
 	// Note says it for people: "replicas 2 → 5 on l40s: +3 GPUs, about +5.58 USD per hour".
 	Note string `json:"note"`
 }

@@ -87,8 +87,9 @@ func TestVerdictAgreesWithArgoCDStatus(t *testing.T) {
 	for _, o := range rep.Objects {
 		if o.Kind == "Deployment" && o.Name == "vllm-llama" {
 			require.NotNil(t, o.Cost, "%+v", o.Fields)
-			assert.Equal(t, drift.Cost{GPUs: -1, Card: "l40s", USDPerHour: -1.86,
-				Note: "nvidia.com/gpu 1 → 0 per pod on l40s: -1 GPUs, about -1.86 USD per hour"}, *o.Cost)
+			price := -1.86
+			assert.Equal(t, drift.Cost{GPUs: -1, Card: "l40s", USDPerHour: &price,
+				Note: "nvidia.com/gpu 1 → 0 per pod on l40s: -1 GPUs, about -1.86 USD per hour at the stated price"}, *o.Cost)
 		}
 	}
 }

@@ -35,7 +35,10 @@ func TestMissingAndExtraMessages(t *testing.T) {
 	gate := drift.Object{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding", Name: "gate",
 		Status: drift.Missing, Application: "llm-policies"}
 	scaled := notifytest.Deployment(drift.Field{Path: ".spec.replicas", Desired: int64(2), Live: int64(5), Change: "changed"})
-	scaled.Cost = &drift.Cost{GPUs: 3, Card: "l40s", USDPerHour: 5.58, Note: "replicas 2 → 5 on l40s: +3 GPUs, about +5.58 USD per hour"}
+	price := 5.58
+	scaled.Cost = &drift.Cost{GPUs: 3, Card: "l40s", USDPerHour: &price, Note: "replicas 2 → 5 on l40s: +3 GPUs, about +5.58 USD per hour"}
+	imageToo := notifytest.Deployment(drift.Field{Path: ".spec.template.spec.containers[name=vllm].image", Desired: "a", Live: "b", Change: "changed"})
+	imageToo.Name, imageToo.Cost = "vllm-image", scaled.Cost // the object's cost is said by the field that costs, once
 	generatedApp := drift.Object{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "argocd", Name: "gen-a", Status: drift.Modified,
 		Application: "root-dev", Source: drift.GeneratedSource + "tenants",
 		Fields: []drift.Field{{Path: ".spec.syncPolicy.automated.prune", Desired: true, Live: false, Change: "changed"}}}
@@ -44,6 +47,7 @@ func TestMissingAndExtraMessages(t *testing.T) {
 		want, not []string
 	}{
 		{scaled, []string{"Cost: replicas 2 → 5 on l40s: +3 GPUs, about +5.58 USD per hour"}, nil},
+		{imageToo, []string{".image"}, []string{"Cost:"}},
 		// No Application syncs a generated one: its set's controller writes it.
 		{generatedApp, []string{"ApplicationSet tenants's controller writes it from its template"}, []string{"argocd app sync", "auditor render"}},
 		{missing, []string{"argocd app sync llm-dev --resource :Service:llm/rag", "auditor render --env dev --revision " + notifytest.Rev}, []string{"kubectl delete", "Adopt"}},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llm-gitops/platform/internal/adopt"
+	"github.com/llm-gitops/platform/internal/cost"
 	"github.com/llm-gitops/platform/internal/notify/message"
 
 	"github.com/llm-gitops/platform/internal/drift"
@@ -55,7 +56,7 @@ func DriftMessage(it Item, opts Options) message.Message {
 			message.Line{Label: "Field", Text: f.Path},
 			message.Line{Label: "Change", Text: f.Change + ": " + FormatValue(f.Desired) + " → " + FormatValue(f.Live) + " (Git → live)"},
 			message.Line{Label: "Written by", Text: fieldWriterText(f)})
-		if o.Cost != nil {
+		if o.Cost != nil && (f.Path == ".spec.replicas" || cost.GPUField(f.Path)) { // said once: by the field that costs
 			lines = append(lines, message.Line{Label: "Cost", Text: o.Cost.Note})
 		}
 		lines = append(lines,
