@@ -243,7 +243,6 @@ func GPUField(path string) bool {
 	return false
 }
 
-
 // number reads an integer a drift field holds (JSON numbers come as int64 or float64).
 func number(v any) (int64, bool) {
 	switch n := v.(type) {
