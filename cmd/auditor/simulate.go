@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,12 +22,13 @@ type simulateOptions struct {
 	kube           kubeFlags
 	env, nodesFile string
 	output         string
+	failNodes      []string
 }
 
 func newSimulateCommand() *cobra.Command {
 	o := &simulateOptions{}
 	cmd := &cobra.Command{
-		Use:   "simulate --env ENV [--nodes FILE] [-o text|json|yaml]",
+		Use:   "simulate --env ENV [--nodes FILE] [--fail-node NAME]... [-o text|json|yaml]",
 		Short: "Prove placement with the real kube-scheduler on a model of the env's node pools",
 		Long: `simulate starts a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler;
 built by make tools) — or uses --kubeconfig's, which must run the scheduler and controller-manager —
@@ -34,12 +36,16 @@ creates Nodes modelling the overlay's NodePools (labels, taints, allocatable cpu
 from --nodes or the NodePool limits), applies the rendered overlay, fires every CronJob once, and
 reports where the scheduler put each pod: per pool, pending pods with the scheduler's reason, GPUs
 used and free, and violations (a non-GPU pod on a GPU node, a GPU pod on a CPU node or the wrong card).
+With --fail-node, the named nodes then go, with their pods, and the placement settles again: the
+report is of what is left, and says which pods were lost, where their replacements went, and what
+is pending.
 
 Exit codes: 0 no violations, 1 violations, >1 error.`,
 		RunE: runE(o),
 	}
 	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
 	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "nodes file (groups: pool, count, labels, taints, cpu, memory, gpus)")
+	cmd.Flags().StringArrayVar(&o.failNodes, "fail-node", nil, "a node to take away once the placement settled (repeatable; nodes are named <pool>[-<card>]-<n>, as the report lists them)")
 	addReportOutput(cmd, &o.output)
 	o.src.add(cmd)
 	o.kube.add(cmd)
@@ -58,7 +64,7 @@ func (o *simulateOptions) Run(_ context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := simulate.Options{Env: o.env, RunCronJobs: true}
+	opts := simulate.Options{Env: o.env, RunCronJobs: true, FailNodes: o.failNodes}
 	if o.nodesFile != "" {
 		if opts.Groups, err = simulate.LoadNodes(o.nodesFile); err != nil {
 			return failed(err)
@@ -90,6 +96,12 @@ func writeSimulation(w io.Writer, rep *simulate.Report) {
 		fmt.Fprintln(w)
 		for _, pod := range p.Pods {
 			fmt.Fprintf(w, "    %s\n", pod)
+		}
+	}
+	if f := rep.Failure; f != nil {
+		fmt.Fprintf(w, "FAILED    %s: %d pods lost\n", strings.Join(f.Nodes, ", "), len(f.Lost))
+		for _, p := range f.Replaced {
+			fmt.Fprintf(w, "REPLACED  %s on %s\n", p.Pod, p.Node)
 		}
 	}
 	for _, p := range rep.Pending {

@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -27,6 +29,25 @@ type Report struct {
 	Pending    []Pending    `json:"pending"`
 	Preempted  []string     `json:"preempted"`
 	Violations []Violation  `json:"violations"`
+	// Failure is what became of the pods of the nodes Options.FailNodes took away; nil without.
+	Failure *Failure `json:"failure,omitempty"`
+}
+
+// Failure is a node failure played after the first placement settled: the nodes went, their
+// pods with them, and the controllers and the scheduler did the rest.
+type Failure struct {
+	Nodes []string `json:"nodes"`
+	// Lost are the pods that ran on them, node agents (DaemonSets' pods) aside.
+	Lost []string `json:"lost"`
+	// Replaced are the pods the controllers made since, where the scheduler put them (Pending
+	// in the report's pending when it put them nowhere).
+	Replaced []Placement `json:"replaced"`
+}
+
+// Placement is a pod and its node.
+type Placement struct {
+	Pod  string `json:"pod"`
+	Node string `json:"node"`
 }
 
 // PoolReport sums one pool.
@@ -61,6 +82,10 @@ type Options struct {
 	Settle, Timeout time.Duration
 	// RunCronJobs starts one Job from every CronJob, as if all fired now (default true via Run).
 	RunCronJobs bool
+	// FailNodes are taken away once the placement settled, as a cloud takes a failed node: the
+	// Node goes, and its pods with it (the pod garbage collector's part). The placement settles
+	// again, and the report is of that.
+	FailNodes []string
 }
 
 // Run applies objs to the cluster behind cfg (which must run kube-scheduler and
@@ -106,7 +131,87 @@ func Run(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructure
 	if err != nil {
 		return nil, err
 	}
-	return report(ctx, cs, objs, opts, ns, preempted)
+	if len(opts.FailNodes) == 0 {
+		return report(ctx, cs, objs, opts, ns, preempted)
+	}
+	failure, err := failNodes(ctx, cs, opts.FailNodes, ns)
+	if err != nil {
+		return nil, err
+	}
+	before := failure.uids
+	more, err := settle(ctx, cs, opts)
+	if err != nil {
+		return nil, err
+	}
+	var left []*corev1.Node
+	for _, n := range ns {
+		if !slices.Contains(opts.FailNodes, n.Name) {
+			left = append(left, n)
+		}
+	}
+	rep, err := report(ctx, cs, objs, opts, left, slices.Compact(slices.Sorted(slices.Values(append(preempted, more...)))))
+	if err != nil {
+		return nil, err
+	}
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	rep.Failure = &failure.Failure
+	for _, p := range pods.Items {
+		if !before[p.UID] && p.Spec.NodeName != "" {
+			rep.Failure.Replaced = append(rep.Failure.Replaced, Placement{Pod: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName})
+		}
+	}
+	sort.Slice(rep.Failure.Replaced, func(i, j int) bool { return rep.Failure.Replaced[i].Pod < rep.Failure.Replaced[j].Pod })
+	return rep, nil
+}
+
+// failed is a Failure in the making, with the pods there were before it (by UID).
+type failed struct {
+	Failure
+	uids map[types.UID]bool
+}
+
+// failNodes takes nodes away: each Node is deleted, and the pods bound to it are deleted at once
+// (what the pod garbage collector does to the pods of a Node that is gone).
+func failNodes(ctx context.Context, cs kubernetes.Interface, names []string, ns []*corev1.Node) (*failed, error) {
+	for _, name := range names {
+		if !slices.ContainsFunc(ns, func(n *corev1.Node) bool { return n.Name == name }) {
+			var all []string
+			for _, n := range ns {
+				all = append(all, n.Name)
+			}
+			return nil, fmt.Errorf("--fail-node %s: no such node (the nodes: %s)", name, strings.Join(all, ", "))
+		}
+	}
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	out := &failed{Failure: Failure{Nodes: slices.Clone(names), Lost: []string{}, Replaced: []Placement{}}, uids: map[types.UID]bool{}}
+	for _, p := range pods.Items {
+		out.uids[p.UID] = true
+	}
+	for _, name := range names {
+		if err := cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("fail node %s: %w", name, err)
+		}
+	}
+	zero := int64(0)
+	for _, p := range pods.Items {
+		if !slices.Contains(names, p.Spec.NodeName) {
+			continue
+		}
+		if !slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" }) {
+			out.Lost = append(out.Lost, p.Namespace+"/"+p.Name) // a node agent goes with its node: nothing is lost
+		}
+		if err := cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("pod %s/%s of failed node %s: %w", p.Namespace, p.Name, p.Spec.NodeName, err)
+		}
+	}
+	sort.Strings(out.Lost)
+	return out, nil
 }
 
 func createNode(ctx context.Context, cs kubernetes.Interface, n *corev1.Node) error {

@@ -2,6 +2,8 @@ package simulate
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,4 +209,66 @@ func gpuUsed(r *Report) int64 {
 		}
 	}
 	return 0
+}
+
+// TestFailedNodesMoveTheirPods takes away, once prod's placement settled, a CPU node and every
+// L40S node: the real controllers and scheduler re-place what ran there. The CPU node's pods
+// come back on the other CPU nodes; the vLLM pods, which only L40S cards take, are pending.
+func TestFailedNodesMoveTheirPods(t *testing.T) {
+	c := cluster(t)
+	groups := gpuGroups(map[string]int{"l40s": 6, "t4": 2})
+	fail := []string{"cpu-0"}
+	for i := range 6 {
+		fail = append(fail, fmt.Sprintf("gpu-l40s-%d", i))
+	}
+	rep, err := Run(context.Background(), c.Config, prod(t), Options{Env: "prod", Groups: groups, RunCronJobs: true, FailNodes: fail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failure == nil || len(rep.Failure.Lost) == 0 {
+		t.Fatalf("no pod lost: %+v", rep.Failure)
+	}
+	owner := func(pod string) string { // namespace/name without the ReplicaSet's and the pod's suffixes
+		parts := strings.Split(pod, "-")
+		if len(parts) > 2 {
+			parts = parts[:len(parts)-2]
+		}
+		return strings.Join(parts, "-")
+	}
+	replaced := map[string]string{}
+	for _, p := range rep.Failure.Replaced {
+		replaced[owner(p.Pod)] = p.Node
+		if slices.Contains(fail, p.Node) {
+			t.Errorf("%s replaced on failed node %s", p.Pod, p.Node)
+		}
+	}
+	pending := map[string]string{}
+	for _, p := range rep.Pending {
+		pending[owner(p.Pod)] = p.Reason
+	}
+	var lostCPU, lostVLLM int
+	for _, lost := range rep.Failure.Lost {
+		o := owner(lost)
+		switch {
+		case strings.Contains(lost, "/vllm-"):
+			lostVLLM++
+			if _, ok := pending[o]; !ok {
+				t.Errorf("%s lost with its L40S node: its replacement should be pending (replaced on %q)", lost, replaced[o])
+			}
+		case !strings.Contains(lost, "night-") && !strings.Contains(lost, "reindex-"):
+			lostCPU++
+			if node, ok := replaced[o]; !ok || !strings.HasPrefix(node, "cpu-") && !strings.HasPrefix(node, "system-") {
+				t.Errorf("%s lost with cpu-0: replaced on %q (pending: %q)", lost, node, pending[o])
+			}
+		}
+	}
+	t.Logf("lost %v; replaced %+v", rep.Failure.Lost, rep.Failure.Replaced)
+	if lostVLLM != 4 || lostCPU == 0 {
+		t.Errorf("lost %d vLLM pods (want 4) and %d others (want some): %v", lostVLLM, lostCPU, rep.Failure.Lost)
+	}
+	for _, p := range rep.Pools {
+		if p.Pool == "gpu" && p.GPUs != 2 {
+			t.Errorf("the GPU pool after the failure: %d GPUs, want the 2 T4 cards", p.GPUs)
+		}
+	}
 }
