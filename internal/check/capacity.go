@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/capacity"
+	"github.com/llm-gitops/platform/internal/cost"
 )
 
 // startupMargin is how much longer than the cold-start estimate a startupProbe budget must be:
@@ -53,7 +54,7 @@ func capacityInvariants(objs []*unstructured.Unstructured) (violations, warnings
 		if pod == nil {
 			continue
 		}
-		gpus := gpusPerPod(pod)
+		gpus := cost.GPUs(pod)
 		if gpus > 0 {
 			demand += gpus * count
 			parts = append(parts, fmt.Sprintf("%s %d×%d", o.GetName(), count, gpus))
@@ -91,21 +92,6 @@ func podAndCount(o *unstructured.Unstructured, maxOf map[string]int64) (map[stri
 		pod, _, _ = unstructured.NestedMap(o.Object, "spec", "template", "spec")
 	}
 	return pod, count
-}
-
-func gpusPerPod(pod map[string]any) int64 {
-	var n int64
-	cs, _, _ := unstructured.NestedSlice(pod, "containers")
-	for _, c := range cs {
-		v, ok, _ := unstructured.NestedFieldNoCopy(c.(map[string]any), "resources", "limits", "nvidia.com/gpu")
-		if !ok {
-			continue
-		}
-		if q, err := resource.ParseQuantity(fmt.Sprint(v)); err == nil {
-			n += q.Value()
-		}
-	}
-	return n
 }
 
 // vllmChecks applies the KV-cache and cold-start invariants to one vLLM Deployment.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llm-gitops/platform/internal/cost"
 	"github.com/robfig/cron/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -176,7 +177,7 @@ func gpuPDBs(objs []*unstructured.Unstructured) []Violation {
 			continue
 		}
 		pod := podTemplate(o)
-		if pod == nil || gpusPerPod(pod) == 0 {
+		if pod == nil || cost.GPUs(pod) == 0 {
 			continue
 		}
 		minR := workloadMinimum(o, mins)

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/llm-gitops/platform/internal/cost"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -175,7 +176,7 @@ func batchPreemption(objs []*unstructured.Unstructured) []Violation {
 			continue
 		}
 		pod := podTemplate(o)
-		if pod == nil || gpusPerPod(pod) == 0 {
+		if pod == nil || cost.GPUs(pod) == 0 {
 			continue
 		}
 		if !ignoresDisruption(o, job) {

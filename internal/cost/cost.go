@@ -97,6 +97,13 @@ func vector(expr string) (float64, bool) {
 // containers run before them and add none) and the card it is placed on (Card).
 func PodGPUs(u *unstructured.Unstructured) (gpus int64, card string) {
 	pod, _, _ := unstructured.NestedMap(u.Object, "spec", "template", "spec")
+	return GPUs(pod), Card(pod)
+}
+
+// GPUs are the GPUs a pod (its spec) takes: its containers' nvidia.com/gpu limits (init
+// containers run before them and add none).
+func GPUs(pod map[string]any) int64 {
+	var gpus int64
 	containers, _, _ := unstructured.NestedSlice(pod, "containers")
 	for _, c := range containers {
 		limit, _, _ := unstructured.NestedFieldNoCopy(asMap(c), "resources", "limits", GPUResource)
@@ -104,7 +111,7 @@ func PodGPUs(u *unstructured.Unstructured) (gpus int64, card string) {
 			gpus += n
 		}
 	}
-	return gpus, Card(pod)
+	return gpus
 }
 
 // Card is the GPU card a pod (its spec) is placed on: the one its accelerator label names (this
