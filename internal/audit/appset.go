@@ -18,19 +18,15 @@ import (
 	"github.com/llm-gitops/platform/internal/render"
 )
 
-// GeneratedSource starts the Source of an Application an ApplicationSet generates (the set's
-// name follows): its controller writes it from that template; no Application syncs it.
-const GeneratedSource = drift.GeneratedSource
-
 // withGenerated adds to a unit's render the Applications its ApplicationSets generate, as their
 // controller writes them: a hand edit of a generated Application is then drift of the unit that
 // syncs the ApplicationSet, with its person, whatever the set's policy (create-only and
 // ignoreApplicationDifferences leave such an edit standing). They are generated from the set the
 // cluster holds, which its controller reads (the set's own difference from Git is the set's
 // drift), with Git's exemptions (u.ignores). Under create-only and create-delete the template is
-// compared all the same (Git says it), with a note (u.createOnly). A set whose Applications cannot be
-// generated gets a note; their objects are still audited by their live spec. ns is the
-// namespace scope gives an object the render gives none.
+// compared all the same (Git says it), with a note (u.createOnly). A set whose Applications
+// cannot be generated gets a note; their objects are still audited by their live spec. ns is
+// the namespace scope gives an object the render gives none.
 func (a *Auditor) withGenerated(ctx context.Context, u *prepared, res *render.Result, ns string) (*render.Result, error) {
 	var sets []*unstructured.Unstructured
 	declared := map[string]bool{} // namespace/name of the Applications the render declares

@@ -89,7 +89,7 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 			seen[k] = true
 			o.Application, o.Source, o.Revision = u.ref(a), u.source(), u.desired
 			if set, ok := u.generated[k]; ok {
-				o.Source = GeneratedSource + set // written by the set's controller, not synced
+				o.Source = drift.GeneratedSource + set // written by the set's controller, not synced
 			}
 			if u.selfFile != "" && k == (drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name}) {
 				o.Source = u.selfFile // the root itself: applied by hand from that file
