@@ -7,6 +7,7 @@ import (
 	"github.com/llm-gitops/platform/internal/cost"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/render"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // declaredBy maps each object the group's Applications declare to the first that does; the root
@@ -98,14 +99,10 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 				o.Note = strings.TrimPrefix(o.Note+"; "+n, "; ")
 			}
 			if cost.Changes(&o) {
-				if d, ok := u.idx.Desired(k); ok {
-					if l, ok := a.Live.Get(d.GroupVersionKind(), k.Namespace, k.Name); ok {
-						if pr == nil {
-							pr = prices(units)
-						}
-						o.Cost = cost.OfDrift(&o, d, l, pr)
-					}
+				if pr == nil {
+					pr = prices(units)
 				}
+				o.Cost = a.costOf(u, &o, k, pr)
 			}
 			rep.Objects = append(rep.Objects, o)
 			entry.Drifted++
@@ -205,4 +202,35 @@ func prices(units []*prepared) *cost.Prices {
 		}
 	}
 	return p
+}
+
+// costOf is what o's drift costs per hour: a workload's against its live object, a ScaledObject's
+// minimum against its target's GPUs (Git's target).
+func (a *Auditor) costOf(u *prepared, o *drift.Object, k drift.Ref, pr *cost.Prices) *drift.Cost {
+	d, ok := u.idx.Desired(k)
+	if !ok {
+		return nil
+	}
+	if o.Kind == "ScaledObject" {
+		kind, _, _ := unstructured.NestedString(d.Object, "spec", "scaleTargetRef", "kind")
+		name, _, _ := unstructured.NestedString(d.Object, "spec", "scaleTargetRef", "name")
+		apiVersion, _, _ := unstructured.NestedString(d.Object, "spec", "scaleTargetRef", "apiVersion")
+		if kind == "" {
+			kind = "Deployment" // KEDA's default
+		}
+		group := "apps"
+		if apiVersion != "" {
+			group, _, _ = strings.Cut(apiVersion, "/")
+			if !strings.Contains(apiVersion, "/") {
+				group = ""
+			}
+		}
+		target, _ := u.idx.Desired(drift.Ref{Group: group, Kind: kind, Namespace: k.Namespace, Name: name})
+		return cost.OfScaledObject(o, target, pr)
+	}
+	l, ok := a.Live.Get(d.GroupVersionKind(), k.Namespace, k.Name)
+	if !ok {
+		return nil
+	}
+	return cost.OfDrift(o, d, l, pr)
 }

@@ -195,18 +195,17 @@ func OfDrift(o *drift.Object, desired, live *unstructured.Unstructured, prices *
 	if delta == 0 {
 		return nil
 	}
-	c := &drift.Cost{GPUs: delta, Card: card}
-	on := ""
-	if card != "" {
-		on = " on " + card
-	}
-	c.Note = fmt.Sprintf("%s%s: %+d GPUs", strings.Join(what, ", "), on, delta)
-	price, why := prices.Price(card)
+	return prices.add(priced(delta, card, strings.Join(what, ", "), ""))
+}
+
+// add puts the cost in USD per hour on c, at its card's price, or says why there is none.
+func (p *Prices) add(c *drift.Cost) *drift.Cost {
+	price, why := p.Price(c.Card)
 	if why != "" {
 		c.Note += " (" + why + ")"
 		return c
 	}
-	usd := math.Round(float64(delta)*price*100) / 100
+	usd := math.Round(float64(c.GPUs)*price*100) / 100
 	c.USDPerHour = &usd
 	c.Note += fmt.Sprintf(", about %+.2f USD per hour at the stated price", usd)
 	return c
@@ -227,11 +226,58 @@ func Changes(o *drift.Object) bool {
 		return false
 	}
 	for _, f := range o.Fields {
-		if f.Path == ".spec.replicas" || GPUField(f.Path) {
+		if Costs(o.Kind, f.Path) {
 			return true
 		}
 	}
 	return false
+}
+
+// Costs says whether a drift of the field at path of an object of kind may change GPU capacity:
+// replicas, a container's GPU limit, a ScaledObject's minimum.
+func Costs(kind, path string) bool {
+	return path == ".spec.replicas" || GPUField(path) || kind == "ScaledObject" && path == ".spec.minReplicaCount"
+}
+
+// OfScaledObject is what a KEDA ScaledObject's minReplicaCount changed by hand costs per hour at
+// least: the floor of replicas it keeps, times the GPUs per pod of its target (Git's object),
+// whatever the load. Nil when the target asks no GPU, or the minimum did not change.
+func OfScaledObject(o *drift.Object, target *unstructured.Unstructured, prices *Prices) *drift.Cost {
+	if o.Kind != "ScaledObject" || o.Status != drift.Modified || target == nil {
+		return nil
+	}
+	perPod, card := PodGPUs(target)
+	for _, f := range o.Fields {
+		if f.Path != ".spec.minReplicaCount" || perPod == 0 {
+			continue
+		}
+		from, ok1 := number(f.Desired)
+		to, ok2 := number(f.Live)
+		if f.Desired == nil { // KEDA's default
+			from, ok1 = 0, true
+		}
+		if f.Live == nil {
+			to, ok2 = 0, true
+		}
+		if !ok1 || !ok2 || from == to {
+			return nil
+		}
+		delta := (to - from) * perPod
+		what := fmt.Sprintf("minimum replicas of %s %d → %d", target.GetName(), from, to)
+		return prices.add(priced(delta, card, what, " at least"))
+	}
+	return nil
+}
+
+// priced is a Cost of delta GPUs on card, what explaining it.
+func priced(delta int64, card, what, floor string) *drift.Cost {
+	c := &drift.Cost{GPUs: delta, Card: card}
+	on := ""
+	if card != "" {
+		on = " on " + card
+	}
+	c.Note = fmt.Sprintf("%s%s:%s %+d GPUs", what, on, floor, delta)
+	return c
 }
 
 // GPUField says whether a drift field's path may change a pod's GPUs: a container's GPU limit

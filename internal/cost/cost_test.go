@@ -119,3 +119,20 @@ func TestOfDrift(t *testing.T) {
 		})
 	}
 }
+
+func TestOfScaledObject(t *testing.T) {
+	prices := platformPrices(t)
+	min := func(from, to any) *drift.Object {
+		return &drift.Object{Kind: "ScaledObject", Status: drift.Modified, Fields: []drift.Field{{Path: ".spec.minReplicaCount", Desired: from, Live: to}}}
+	}
+	target := workload(t, "Deployment", 2, l40s, "1")
+	price := 3.72
+	assert.Equal(t, &drift.Cost{GPUs: 2, Card: "l40s", USDPerHour: &price,
+		Note: "minimum replicas of vllm-qwen 2 → 4 on l40s: at least +2 GPUs, about +3.72 USD per hour at the stated price"},
+		OfScaledObject(min(int64(2), int64(4)), target, prices))
+	assert.Nil(t, OfScaledObject(min(int64(2), int64(4)), workload(t, "Deployment", 2, l40s, ""), prices), "a target without GPUs")
+	assert.Nil(t, OfScaledObject(min(int64(2), int64(4)), nil, prices), "no target in Git")
+	assert.True(t, Changes(min(int64(1), int64(2))))
+	assert.False(t, Changes(&drift.Object{Kind: "ScaledObject", Status: drift.Modified, Fields: []drift.Field{{Path: ".spec.maxReplicaCount"}}}),
+		"the maximum costs only under load")
+}

@@ -43,6 +43,8 @@ func TestVerdictAgreesWithArgoCDStatus(t *testing.T) {
 	// Neither calls this drift: the Application's ignoreDifferences leaves /spec/replicas of the
 	// vLLM Deployments to KEDA, and the auditor applies them as Argo CD does.
 	f.Kubectl("-n", inference, "scale", "deploy/vllm-qwen-canary", "--replicas=2")
+	// A higher floor for qwen's autoscaler: drift for both, which costs GPUs whatever the load.
+	f.Kubectl("-n", inference, "patch", "scaledobject/vllm-qwen", "--type=merge", `-p={"spec":{"minReplicaCount":4}}`)
 	// Seen by the auditor only:
 	f.Kubectl("-n", inference, "label", "service/vllm-qwen", "hand=edited")                         // a label Git does not declare
 	f.Kubectl("-n", sys, "patch", "configmap/auditor-config", `-p={"data":{"hotfix.yaml":"x: 1"}}`) // a key Git does not declare
@@ -83,15 +85,25 @@ func TestVerdictAgreesWithArgoCDStatus(t *testing.T) {
 	}
 	sync, _, _ := unstructured.NestedString(f.Application().Object, "status", "sync", "status")
 	assert.Equal(t, "OutOfSync", sync)
-	// The GPU taken off vllm-llama by hand, at the price the platform's rule states for its card.
+	// The GPU taken off vllm-llama by hand, at the price the platform's rule states for its card;
+	// qwen's floor raised from 2 to 4.
+	costed := map[string]bool{}
 	for _, o := range rep.Objects {
+		if o.Kind == "ScaledObject" && o.Name == "vllm-qwen" {
+			require.NotNil(t, o.Cost, "%+v", o.Fields)
+			costed[o.Kind] = true
+			assert.Equal(t, int64(2), o.Cost.GPUs, o.Cost.Note)
+			assert.Contains(t, o.Cost.Note, "minimum replicas of vllm-qwen 2 → 4 on l40s: at least +2 GPUs")
+		}
 		if o.Kind == "Deployment" && o.Name == "vllm-llama" {
 			require.NotNil(t, o.Cost, "%+v", o.Fields)
 			price := -1.86
 			assert.Equal(t, drift.Cost{GPUs: -1, Card: "l40s", USDPerHour: &price,
 				Note: "nvidia.com/gpu 1 → 0 per pod on l40s: -1 GPUs, about -1.86 USD per hour at the stated price"}, *o.Cost)
+			costed[o.Kind] = true
 		}
 	}
+	assert.Equal(t, map[string]bool{"ScaledObject": true, "Deployment": true}, costed, "the two hand edits that cost GPUs")
 }
 
 // audit runs the auditor in-process, the way `auditor diff` does.

@@ -56,7 +56,7 @@ func DriftMessage(it Item, opts Options) message.Message {
 			message.Line{Label: "Field", Text: f.Path},
 			message.Line{Label: "Change", Text: f.Change + ": " + FormatValue(f.Desired) + " → " + FormatValue(f.Live) + " (Git → live)"},
 			message.Line{Label: "Written by", Text: fieldWriterText(f)})
-		if o.Cost != nil && (f.Path == ".spec.replicas" || cost.GPUField(f.Path)) { // said once: by the field that costs
+		if o.Cost != nil && cost.Costs(o.Kind, f.Path) { // said once: by the field that costs
 			lines = append(lines, message.Line{Label: "Cost", Text: o.Cost.Note})
 		}
 		lines = append(lines,
