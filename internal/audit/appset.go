@@ -57,6 +57,7 @@ func (a *Auditor) withGenerated(ctx context.Context, u *prepared, res *render.Re
 			declared[inNS(obj)+"/"+obj.GetName()] = true
 		}
 	}
+	var apps []*unstructured.Unstructured // added in one append: a render holds up to 10,000 objects
 	for _, set := range sets {
 		liveSet, err := a.Live.GetDirect(ctx, ApplicationSetGVK, inNS(set), set.GetName())
 		var kerr *live.KindError
@@ -80,9 +81,7 @@ func (a *Auditor) withGenerated(ctx context.Context, u *prepared, res *render.Re
 			if declared[app.GetNamespace()+"/"+app.GetName()] {
 				continue // Git declares it outright too: that manifest is compared
 			}
-			if res, err = withObject(res, app); err != nil {
-				return nil, err
-			}
+			apps = append(apps, app)
 			added[app.GetNamespace()+"/"+app.GetName()] = true
 			if u.generated == nil {
 				u.generated = map[drift.Ref]string{}
@@ -101,7 +100,10 @@ func (a *Auditor) withGenerated(ctx context.Context, u *prepared, res *render.Re
 			u.createOnly[set.GetName()] = true
 		}
 	}
-	return res, nil
+	if len(apps) == 0 {
+		return res, nil
+	}
+	return withObjects(res, apps...)
 }
 
 // generatedOptions narrows a unit's comparison options for the Applications its ApplicationSets

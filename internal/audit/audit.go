@@ -306,23 +306,19 @@ func (a *Auditor) index(ctx context.Context, u *prepared, app *argocd.App, res *
 		u.rendered = res
 	}
 	lap("render")
-	destNS := ""
-	if app != nil {
+	destNS := "default" // where Argo CD places a namespaced object without one, with no destination namespace
+	if app != nil && app.DestinationNamespace != "" {
 		destNS = app.DestinationNamespace
 	}
 	// The render is held as JSON, each object decoded only while it is scoped, compared or
 	// diffed: a 10,000-object render held decoded through the audit cost ~40 MB of heap beside
 	// the live cache and Argo CD's diff.
 	if u.self != nil {
-		if res, err = withObject(res, u.self); err != nil {
+		if res, err = withObjects(res, u.self); err != nil {
 			return err
 		}
 	}
-	genNS := destNS
-	if genNS == "" {
-		genNS = "default" // as scope places a namespaced object
-	}
-	if res, err = a.withGenerated(ctx, u, res, genNS); err != nil {
+	if res, err = a.withGenerated(ctx, u, res, destNS); err != nil {
 		return err
 	}
 	u.idx, u.kinds, u.unknown, u.hooks, err = a.scope(res, destNS)

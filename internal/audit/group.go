@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -392,17 +393,22 @@ func (a *Auditor) gitRoot(env string, root *argocd.App) (*argocd.App, *unstructu
 	return git, u, nil
 }
 
-// withObject returns res with one more object (a copy: a render from the cache is shared).
-func withObject(res *render.Result, u *unstructured.Unstructured) (*render.Result, error) {
+// withObjects returns res with more objects (a copy: a render from the cache is shared), in
+// one append.
+func withObjects(res *render.Result, objs ...*unstructured.Unstructured) (*render.Result, error) {
 	out := *res
 	if res.Objects == nil {
-		raw, err := u.MarshalJSON()
-		if err != nil {
-			return nil, err
+		raws := make([]json.RawMessage, 0, len(objs))
+		for _, u := range objs {
+			raw, err := u.MarshalJSON()
+			if err != nil {
+				return nil, err
+			}
+			raws = append(raws, raw)
 		}
-		out.Raw = append(slices.Clip(res.Raw), raw)
+		out.Raw = append(slices.Clip(res.Raw), raws...)
 		return &out, nil
 	}
-	out.Objects = append(slices.Clip(res.Objects), u)
+	out.Objects = append(slices.Clip(res.Objects), objs...)
 	return &out, nil
 }

@@ -62,9 +62,6 @@ func (a *Auditor) revisions(app *argocd.App, req Request) (desired, head string,
 // it lacks. A render given as JSON (res.Raw) is decoded one object at a time, and an object
 // scope leaves as it is is indexed as the JSON it came as.
 func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, kinds []schema.GroupVersionKind, unknown []drift.Object, hooks map[drift.Ref]bool, err error) {
-	if destNS == "" {
-		destNS = "default"
-	}
 	n := len(res.Objects)
 	if res.Objects == nil {
 		n = len(res.Raw)
