@@ -2,10 +2,15 @@ package gitrepo
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -215,4 +220,85 @@ func TestFetchReadsRotatedCredentials(t *testing.T) {
 	got, err := repo.Resolve("main")
 	require.NoError(t, err)
 	assert.Equal(t, strings.TrimSpace(gitOut(t, work, "rev-parse", "HEAD")), got)
+}
+
+// A fetch of a clone on disk runs beside its readers: while the server holds the fetch, reads
+// answer at once from what was fetched before. Once the server answers, the new commit, a new
+// tag, a deleted branch and a deleted tag are all seen, as `git fetch --prune` would leave them.
+func TestFetchOnDiskDoesNotHoldReaders(t *testing.T) {
+	root := t.TempDir()
+	bare := newBare(t, root, "platform.git", map[string]string{"a.txt": "one\n"})
+	work := clone(t, bare)
+	gitOut(t, work, "tag", "v1")
+	gitOut(t, work, "push", "-q", "origin", "v1", "HEAD:refs/heads/old")
+	first := strings.TrimSpace(gitOut(t, work, "rev-parse", "HEAD"))
+
+	backend := gittest.HTTPHandler(t, root, "bot", "pw")
+	stall := make(chan struct{})
+	var release sync.Once
+	var stalled atomic.Int32
+	var holding atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if holding.Load() {
+			stalled.Add(1)
+			select {
+			case <-stall:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		backend.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { release.Do(func() { close(stall) }) }) // runs before the server's Close, which waits for handlers
+	pw := filepath.Join(root, "password")
+	require.NoError(t, os.WriteFile(pw, []byte("pw\n"), 0o600))
+	r, err := NewRemote(RemoteConfig{URL: srv.URL + "/platform.git", Username: "bot", PasswordFile: pw, Dir: filepath.Join(root, "clone")})
+	require.NoError(t, err)
+	repo, err := r.Open(context.Background())
+	require.NoError(t, err)
+
+	writeFiles(t, work, map[string]string{"a.txt": "two\n"})
+	gitOut(t, work, "commit", "-qam", "two")
+	gitOut(t, work, "tag", "v2")
+	gitOut(t, work, "push", "-q", "origin", "main", "v2", ":refs/heads/old", ":refs/tags/v1")
+	second := strings.TrimSpace(gitOut(t, work, "rev-parse", "HEAD"))
+
+	holding.Store(true)
+	fetched := make(chan error, 1)
+	go func() { fetched <- repo.Fetch(context.Background()) }()
+	require.Eventually(t, func() bool { return stalled.Load() > 0 }, 10*time.Second, 5*time.Millisecond, "the fetch never reached the server")
+	read := make(chan string, 1)
+	go func() {
+		got, err := repo.Resolve("main")
+		assert.NoError(t, err)
+		data, err := repo.ReadFile(got, "a.txt")
+		assert.NoError(t, err)
+		read <- got + " " + string(data)
+	}()
+	select {
+	case got := <-read:
+		assert.Equal(t, first+" one\n", got, "a read during the fetch sees what was fetched before")
+	case <-time.After(10 * time.Second):
+		t.Fatal("a read waited for the stalled fetch")
+	}
+	holding.Store(false)
+	release.Do(func() { close(stall) })
+	require.NoError(t, <-fetched)
+
+	for rev, want := range map[string]string{"main": second, "v2": second} {
+		got, err := repo.Resolve(rev)
+		require.NoError(t, err, rev)
+		assert.Equal(t, want, got, rev)
+	}
+	data, err := repo.ReadFile(second, "a.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "two\n", string(data))
+	for _, gone := range []string{"old", "v1"} {
+		_, err := repo.Resolve(gone)
+		assert.Error(t, err, "%s was deleted on the remote", gone)
+	}
+	assert.Equal(t, strings.Join([]string{second + " refs/remotes/origin/main", second + " refs/tags/v2"}, "\n"),
+		strings.TrimSpace(gitOut(t, filepath.Join(root, "clone"), "for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes", "refs/tags")),
+		"git reads the clone's branches and tags as the remote has them")
 }

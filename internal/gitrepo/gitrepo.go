@@ -19,7 +19,9 @@ import (
 )
 
 // Repo is an opened Git repository, on disk or cloned into memory. It is safe for concurrent
-// use: a Fetch waits for readers and readers for a Fetch (the in-memory store is not).
+// use. A clone on disk is fetched beside its readers: the fetch writes through a storage of its
+// own and the new refs are published at its end, so a stalled server holds up no read. A clone
+// in memory is fetched under a write lock (its store cannot be shared).
 type Repo struct {
 	repo     *git.Repository
 	location string
@@ -29,6 +31,10 @@ type Repo struct {
 	// token is used from the next fetch on); auth is then what the clone used.
 	creds func() (transport.AuthMethod, error)
 	mu    *sync.RWMutex // shared with the Snapshots read from it
+
+	dir     string          // a clone on disk: its directory
+	fetchMu sync.Mutex      // one fetch at a time
+	fetcher *git.Repository // a clone on disk: the storage fetches write through
 }
 
 // Snapshot is the content of a tree at one commit.

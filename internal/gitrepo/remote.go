@@ -263,7 +263,7 @@ func openURL(ctx context.Context, location string, auth transport.AuthMethod, di
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: %w", redactURL(location), err)
 	}
-	repo := &Repo{repo: r, location: location, remote: true, auth: auth, mu: &sync.RWMutex{}}
+	repo := &Repo{repo: r, location: location, remote: true, auth: auth, mu: &sync.RWMutex{}, dir: dir}
 	err = repo.Fetch(ctx)
 	if err != nil && dir != "" && !unreachable(ctx, err) {
 		// The server answered but the clone on disk could not take the fetch (a process killed
@@ -274,7 +274,7 @@ func openURL(ctx context.Context, location string, auth transport.AuthMethod, di
 		if r, err = cloneStorage(location, dir); err != nil {
 			return nil, fmt.Errorf("clone %s: %w", redactURL(location), err)
 		}
-		repo.repo = r
+		repo.repo, repo.fetcher = r, nil
 		err = repo.Fetch(ctx)
 	}
 	if err != nil {
@@ -300,17 +300,95 @@ func (r *Repo) Fetch(ctx context.Context) error {
 		}
 		auth = a
 	}
+	r.fetchMu.Lock()
+	defer r.fetchMu.Unlock()
+	if r.dir == "" {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return fetchErr(r.location, r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, Prune: true,
+			RefSpecs: []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}}))
+	}
+	// On disk, the fetch writes its pack and its refs through a storage of its own, readers
+	// going on meanwhile; its refs land under fetchedRefs and are published at the end.
+	if r.fetcher == nil {
+		f, err := git.Open(filesystem.NewStorage(osfs.New(r.dir), cache.NewObjectLRU(objectCacheSize)), nil)
+		if err != nil {
+			return fmt.Errorf("fetch %s: open %s: %w", redactURL(r.location), r.dir, err)
+		}
+		r.fetcher = f
+	}
+	err := r.fetcher.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, Prune: true,
+		RefSpecs: []config.RefSpec{"+refs/heads/*:" + fetchedRefs + "heads/*", "+refs/tags/*:" + fetchedRefs + "tags/*"}})
+	if err := fetchErr(r.location, err); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	err := r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, Prune: true,
-		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}})
+	if err := publishFetched(r.repo); err != nil {
+		return fmt.Errorf("fetch %s: %w", redactURL(r.location), err)
+	}
+	return nil
+}
+
+// fetchedRefs is where a fetch on disk puts the remote's refs (heads/ and tags/) before they
+// are published as the remote-tracking branches and the tags readers see.
+const fetchedRefs = "refs/fetched/"
+
+// publishFetched makes repo's remote-tracking branches and tags those the last fetch wrote under
+// fetchedRefs (what the remote no longer has is pruned), and makes repo see the fetched packs.
+func publishFetched(repo *git.Repository) error {
+	st := repo.Storer
+	want := map[plumbing.ReferenceName]plumbing.Hash{}
+	var have []*plumbing.Reference
+	refs, err := st.IterReferences()
+	if err != nil {
+		return err
+	}
+	err = refs.ForEach(func(ref *plumbing.Reference) error {
+		name := ref.Name().String()
+		switch {
+		case ref.Type() != plumbing.HashReference:
+		case strings.HasPrefix(name, fetchedRefs+"heads/"):
+			want[plumbing.NewRemoteReferenceName("origin", strings.TrimPrefix(name, fetchedRefs+"heads/"))] = ref.Hash()
+		case strings.HasPrefix(name, fetchedRefs+"tags/"):
+			want[plumbing.NewTagReferenceName(strings.TrimPrefix(name, fetchedRefs+"tags/"))] = ref.Hash()
+		case ref.Name().IsRemote() && strings.HasPrefix(name, "refs/remotes/origin/"), ref.Name().IsTag():
+			have = append(have, ref)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if r, ok := st.(interface{ Reindex() }); ok {
+		r.Reindex() // the packs the fetcher wrote
+	}
+	for _, ref := range have {
+		if h, ok := want[ref.Name()]; ok && h == ref.Hash() {
+			delete(want, ref.Name())
+		} else if !ok {
+			if err := st.RemoveReference(ref.Name()); err != nil {
+				return err
+			}
+		}
+	}
+	for name, h := range want {
+		if err := st.SetReference(plumbing.NewHashReference(name, h)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fetchErr classifies a fetch's error: none when the remote had nothing new or nothing at all.
+func fetchErr(location string, err error) error {
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return nil
 	case isAuthErr(err):
-		return &AuthError{URL: redactURL(r.location), Err: err}
+		return &AuthError{URL: redactURL(location), Err: err}
 	default:
-		return fmt.Errorf("fetch %s: %w", redactURL(r.location), err)
+		return fmt.Errorf("fetch %s: %w", redactURL(location), err)
 	}
 }
 
