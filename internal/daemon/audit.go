@@ -91,10 +91,14 @@ func (d *Daemon) startWorker() {
 }
 
 // auditAll audits every env in full; an env that fails keeps its last report and the others go on.
+// The daemon is ready once every env has been audited in full once, whatever came of it: an env
+// that does not render (a bad commit) is its status's error, and holds up no other env's audit,
+// nor the pod's readiness.
 func (d *Daemon) auditAll(ctx context.Context) {
 	d.takeTouched() // a full audit covers what the watches saw so far, and announces it all
 	d.lastFull = time.Now()
-	if d.eachEnv(ctx, func(a *audit.Auditor, env string) (*drift.Report, error) { return a.Run(ctx, audit.Request{Env: env}) }) {
+	d.eachEnv(ctx, func(a *audit.Auditor, env string) (*drift.Report, error) { return a.Run(ctx, audit.Request{Env: env}) })
+	if ctx.Err() == nil {
 		d.ready.Store(true)
 	}
 	// A full audit decodes every object once more (the render, Argo CD's verdicts): at 10,000

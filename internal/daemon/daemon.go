@@ -261,9 +261,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
-	fetchTicker := time.NewTicker(d.cfg.FetchInterval.or(time.Minute))
-	defer fetchTicker.Stop()
 	d.auditAll(ctx)
+	fetched := make(chan struct{}, 1)
+	wg.Add(1)
+	go func() { defer wg.Done(); d.fetchLoop(ctx, fetched) }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -273,12 +274,29 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-d.dirty:
 			d.debounce(ctx)
 			d.auditChanged(ctx)
-		case <-fetchTicker.C:
-			d.refreshRepo(ctx)
+		case <-fetched:
 			d.auditFetched(ctx)
+		}
+	}
+}
+
+// fetchLoop fetches Git every FetchInterval and on each push webhook, outside the audit loop: a
+// Git server that stalls a fetch until its timeout holds up no audit of a hand edit. After
+// each fetch, failed or not, it tells the audit loop by fetched (one pending tell at most).
+func (d *Daemon) fetchLoop(ctx context.Context, fetched chan<- struct{}) {
+	t := time.NewTicker(d.cfg.FetchInterval.or(time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		case <-d.fetch:
-			d.refreshRepo(ctx)
-			d.auditFetched(ctx)
+		}
+		d.refreshRepo(ctx)
+		select {
+		case fetched <- struct{}{}:
+		default:
 		}
 	}
 }

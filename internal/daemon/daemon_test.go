@@ -370,6 +370,30 @@ func TestWithoutArgoCDTheBranchHeadIsAudited(t *testing.T) {
 	assert.Equal(t, []string{"registry.example.com/llm/rag-api:1.5.0 -> registry.example.com/llm/rag-api:1.4.2"}, images, "report: %s", jsonOf(rep))
 }
 
+// TestEnvThatDoesNotRenderLeavesTheDaemonReady: a daemon started while one env's commit does
+// not render (a manifest that does not parse) becomes ready; that env's status names the file
+// and line, and a hand edit in the other env reaches chat.
+func TestEnvThatDoesNotRenderLeavesTheDaemonReady(t *testing.T) {
+	testcluster.Need(t)
+	h := newHarness(t)
+	require.NoError(t, h.p.Write("overlays/dev/broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\ndata: {a: [\n"))
+	h.p.Edit("overlays/dev/kustomization.yaml", "resources:\n", "resources:\n  - broken.yaml\n")
+	h.p.Commit("dev: a manifest that does not parse")
+	cfg := h.config(t.TempDir())
+	cfg.Envs = []string{"dev", "prod"}
+	d := start(t, cfg) // waits for /readyz
+	st := d.d.status()
+	require.True(t, st.Ready)
+	require.Len(t, st.Envs, 2)
+	assert.Contains(t, st.Envs[0].Error, "broken.yaml", "dev's status names the file: %+v", st.Envs[0])
+	assert.Empty(t, st.Envs[1].Error, "prod: %+v", st.Envs[1])
+	assert.True(t, st.Envs[1].InSync, "prod: %+v", st.Envs[1])
+
+	h.p.KubectlEdit(h.p.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	msgs := h.receivers[0].waitMessages(t, 1, 30*time.Second)
+	assert.Contains(t, msgs[0], "qdrant")
+}
+
 func grep(s, sub string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {

@@ -30,6 +30,7 @@ type gitServer struct {
 	stall  chan struct{} // non-nil: requests wait on it
 	packs  []int         // bytes of each git-upload-pack response
 	stalls int
+	held   int // requests waiting on stall now
 }
 
 func newGitServer(t *testing.T, root string) *gitServer {
@@ -43,9 +44,19 @@ func newGitServer(t *testing.T, root string) *gitServer {
 		}
 		g.mu.Unlock()
 		if stall != nil {
+			g.mu.Lock()
+			g.held++
+			g.mu.Unlock()
+			var done bool
 			select {
 			case <-stall:
 			case <-r.Context().Done():
+				done = true
+			}
+			g.mu.Lock()
+			g.held--
+			g.mu.Unlock()
+			if done {
 				return
 			}
 		}
@@ -73,6 +84,13 @@ func (g *gitServer) setStall(on bool) {
 	}
 }
 
+// holding says how many requests the stall holds now.
+func (g *gitServer) holding() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held
+}
+
 func (g *gitServer) packSizes() []int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -93,7 +111,7 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 // TestGitOverAuthenticatedHTTPStallAndIncrementalFetch: the daemon reads the repository from an
 // authenticated Git server (credentials from files). The repository has 5,000 commits; after one
 // more is pushed the daemon's fetch transfers only that, not the history. When the server stalls
-// past the fetch timeout, audits go on on the last revision (a hand edit still reaches chat),
+// a hand edit reaches chat while a fetch hangs (audits go on on the last revision), then
 // /api/v1/status shows the fetch error, and nothing logs the password.
 func TestGitOverAuthenticatedHTTPStallAndIncrementalFetch(t *testing.T) {
 	testcluster.Need(t)
@@ -107,7 +125,7 @@ func TestGitOverAuthenticatedHTTPStallAndIncrementalFetch(t *testing.T) {
 	cfg := h.config(t.TempDir())
 	cfg.Repo = srv.URL + "/platform.git"
 	cfg.RepoAuth = gitrepo.RemoteConfig{Username: "robot", PasswordFile: h.secretFile("git-token", "s3cret-token")}
-	cfg.FetchTimeout = Duration{time.Second}
+	cfg.FetchTimeout = Duration{10 * time.Second} // long beside the latency of an edit to chat
 	cfg.FetchInterval = Duration{300 * time.Millisecond}
 	d := start(t, cfg)
 	clone := srv.packSizes()
@@ -132,22 +150,26 @@ func TestGitOverAuthenticatedHTTPStallAndIncrementalFetch(t *testing.T) {
 	t.Logf("clone of 5,000 commits: %d bytes; largest fetch after one new commit: %d bytes", clone[0], largest)
 	assert.Less(t, largest*50, clone[0], "a fetch after one commit should move a sliver of the clone")
 
-	// The server stalls: fetches time out, audits go on.
+	// The server stalls: a hand edit made while a fetch hangs reaches chat before that fetch
+	// times out (no fetch holds up an audit); then the status shows the fetch error.
 	srv.setStall(true)
 	defer srv.setStall(false)
-	require.Eventually(t, func() bool {
-		_, body := d.get(t, "/api/v1/status")
-		var st Status
-		return json.Unmarshal([]byte(body), &st) == nil && st.Git.Error != ""
-	}, 20*time.Second, 50*time.Millisecond, "the status never showed the stalled fetch")
+	require.Eventually(t, func() bool { return srv.holding() > 0 }, 20*time.Second, 20*time.Millisecond, "no fetch reached the stalled server")
 	h.p.KubectlEdit(h.p.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
 	msgs := h.receivers[1].waitMessages(t, 1, 15*time.Second)
 	assert.Contains(t, msgs[0], "qdrant")
 	_, body := d.get(t, "/api/v1/status")
+	var st Status
+	require.NoError(t, json.Unmarshal([]byte(body), &st))
+	assert.Empty(t, st.Git.Error, "the edit waited for the stalled fetch to time out")
+	assert.Positive(t, srv.holding(), "the fetch was still held when the edit reached chat")
+	require.Eventually(t, func() bool {
+		_, body := d.get(t, "/api/v1/status")
+		var st Status
+		return json.Unmarshal([]byte(body), &st) == nil && st.Git.Error != ""
+	}, 30*time.Second, 50*time.Millisecond, "the status never showed the stalled fetch")
+	_, body = d.get(t, "/api/v1/status")
 	assert.NotContains(t, body+d.log.String(), "s3cret-token", "the password reached the status or the log")
-	srv.mu.Lock()
-	assert.Positive(t, srv.stalls)
-	srv.mu.Unlock()
 }
 
 // appendHistory adds n commits to the main branch of a bare repository, each changing one
