@@ -119,9 +119,6 @@ func kustomizeOptions(k *v1alpha1.ApplicationSourceKustomize) (patches []map[str
 
 // unrenderable says why a source cannot be rendered in process as Argo CD renders it, or "".
 func unrenderable(app *v1alpha1.Application) string {
-	if d := app.Spec.Destination; !(d.Server == "" && (d.Name == "" || d.Name == "in-cluster") || d.Server == "https://kubernetes.default.svc") {
-		return "a destination other than the cluster the auditor reads (" + d.Server + d.Name + ")"
-	}
 	if len(app.Spec.Sources) > 1 {
 		for j := range app.Spec.Sources {
 			s := &app.Spec.Sources[j]
@@ -157,4 +154,10 @@ func sourceUnrenderable(src *v1alpha1.ApplicationSource) string {
 		return "directory options (recurse, include, exclude, jsonnet)"
 	}
 	return ""
+}
+
+// InCluster says whether an Application's destination (server URL or cluster name) is the
+// cluster Argo CD runs in: https://kubernetes.default.svc, or the name in-cluster.
+func InCluster(server, name string) bool {
+	return server == "https://kubernetes.default.svc" || server == "" && (name == "" || name == "in-cluster")
 }

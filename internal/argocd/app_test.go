@@ -1,8 +1,9 @@
 package argocd
 
 import (
-	"github.com/llm-gitops/platform/internal/render"
 	"testing"
+
+	"github.com/llm-gitops/platform/internal/render"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -15,16 +15,16 @@ import (
 
 // attribute names the person behind each drifted field from the audit events held, when any;
 // and who created each Extra object and deleted each Missing one.
-func (a *Auditor) attribute(objs []drift.Object, opts *drift.Options) {
+func (a *Auditor) attribute(c *live.Cache, objs []drift.Object, opts *drift.Options) {
 	if a.People == nil {
 		return
 	}
-	Attribute(objs, a.Live, a.People, a.Options.Applier)
+	Attribute(objs, c, a.People, a.Options.Applier)
 	// A person found behind a write under a controller's name the comparison excused or could not
 	// yet check (its event came in after), or that Argo CD's verdict brought back: named as such.
 	check := *opts
 	if check.Autoscaled == nil {
-		check.Autoscaled = drift.AutoscaledIn(a.Live)
+		check.Autoscaled = drift.AutoscaledIn(c)
 	}
 	for i := range objs {
 		o := &objs[i]
@@ -87,12 +87,12 @@ func Attribute(objs []drift.Object, c *live.Cache, people *auditlog.Store, appli
 }
 
 // events answers the comparison's questions about writers (drift.Events) from the audit events
-// held; nil without them.
-func (a *Auditor) events() drift.Events {
+// held about the objects of c; nil without them.
+func (a *Auditor) events(c *live.Cache) drift.Events {
 	if a.People == nil {
 		return nil
 	}
-	return &events{c: a.Live, people: a.People, applier: a.Options.Applier}
+	return &events{c: c, people: a.People, applier: a.Options.Applier}
 }
 
 type events struct {

@@ -82,6 +82,11 @@ type Config struct {
 	// MaxApplications bounds the Applications of a group one audit renders (default 1000): past
 	// it, each one more is listed as not audited, with the reason.
 	MaxApplications int
+	// Clusters, when set, gives the live cache of an Application's destination cluster other than
+	// the one Live reads (Argo CD's own, where the Applications are), and the name reports give
+	// it. Its error (no credentials, unreachable) makes the Application not audited, the others
+	// going on. Nil: an Application of another cluster is not audited.
+	Clusters func(ctx context.Context, server, name string) (c *live.Cache, display string, err error)
 }
 
 // Auditor audits environments of one repository against one cluster. Make one with New.
@@ -227,6 +232,9 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 		app = u.app.WithGitSpec(u.git)
 		u.app = app
 	}
+	if err := a.destination(ctx, u, app); err != nil {
+		return err
+	}
 	if a.RepoServer != nil && app != nil {
 		res, err := a.askRepoServer(ctx, req, u, app)
 		if err != nil {
@@ -278,7 +286,7 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 			return err
 		}
 		v := render.Variant{Patches: patches}
-		if v.Helm, err = a.helmOptions(app, u.target, u.desired); err != nil {
+		if v.Helm, err = a.helmOptions(u.on(a), app, u.target, u.desired); err != nil {
 			return err
 		}
 		if app != nil {
@@ -321,21 +329,21 @@ func (a *Auditor) index(ctx context.Context, u *prepared, app *argocd.App, res *
 	if res, err = a.withGenerated(ctx, u, res, destNS); err != nil {
 		return err
 	}
-	u.idx, u.kinds, u.unknown, u.hooks, err = a.scope(res, destNS)
+	u.idx, u.kinds, u.unknown, u.hooks, err = a.scope(u.on(a), res, destNS)
 	return err
 }
 
 // compare brings the live cache up for a prepared unit's kinds and compares: its report.
 func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declared map[drift.Ref]string, ex *drift.Excusals, lap func(string)) error {
 	wctx, cancel := context.WithTimeout(ctx, a.SyncTimeout)
-	err := a.Live.Watch(wctx, u.kinds, a.Options.ExtraKinds)
+	err := u.on(a).Watch(wctx, u.kinds, a.Options.ExtraKinds)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("%s: %w", req.Env, err)
 	}
 	lap("live")
 	opts := a.Options
-	if opts.Schema, err = a.schemaFor(ctx, u.kinds); err != nil {
+	if opts.Schema, err = a.schemaFor(ctx, u.on(a), u.kinds); err != nil {
 		return fmt.Errorf("%s: %w", req.Env, err)
 	}
 	app := u.app
@@ -354,7 +362,7 @@ func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declare
 	opts.Application = u.instance(a)
 	opts.Hooks = u.hooks
 	opts.Excused = ex
-	opts.Events = a.events()
+	opts.Events = a.events(u.on(a))
 	if u.group {
 		opts.ExtraOnlyIn = map[string][]schema.GroupKind{a.AppNamespace: argoKinds}
 		name := u.ref(a)
@@ -363,21 +371,21 @@ func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declare
 			return ok && owner != name
 		}
 	}
-	objs := append(drift.AuditIndex(u.idx, a.Live, opts), u.unknown...)
+	objs := append(drift.AuditIndex(u.idx, u.on(a), opts), u.unknown...)
 	drift.SortObjects(objs)
 	// The unit's report goes by its key until the group's is merged: the verdict memo and the
 	// objects only Argo CD flagged are kept per unit.
 	rep := &drift.Report{Env: u.key, Revision: u.desired, Objects: objs}
 	lap("compare")
 	if app != nil {
-		if err := a.argoVerdicts(ctx, app, u.idx, u.withoutGenerated(u.idx.Refs()), u.overrides, &opts, rep); err != nil {
+		if err := a.argoVerdicts(ctx, u.on(a), app, u.idx, u.withoutGenerated(u.idx.Refs()), u.overrides, &opts, rep); err != nil {
 			return err
 		}
 		u.generatedVerdicts(rep.Objects)
 		a.memo(u.key).Done()
 		lap("argocd")
 	}
-	a.attribute(rep.Objects, &opts)
+	a.attribute(u.on(a), rep.Objects, &opts)
 	if app != nil && req.Revision == "" && (app.InProgress() || app.Failed()) {
 		rep.Operation = &drift.Operation{Phase: app.Operation.Phase, Revision: app.Operation.Revision, Message: app.Operation.Message}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
@@ -74,6 +75,10 @@ type prepared struct {
 	report        *drift.Report
 	// err says why the Application could not be audited; the group's others are.
 	err error
+	// cluster is the live cache of the Application's destination when it is not Argo CD's own
+	// cluster (Config.Clusters), and clusterName the name reports give that cluster.
+	cluster     *live.Cache
+	clusterName string
 	// rendered is the unit's render as the auditor made it, hooks included (RenderGroup only).
 	rendered *render.Result
 	// foreign says its source is another Git repository than the auditor's (rendered only by
@@ -411,4 +416,35 @@ func withObjects(res *render.Result, objs ...*unstructured.Unstructured) (*rende
 	}
 	out.Objects = append(slices.Clip(res.Objects), objs...)
 	return &out, nil
+}
+
+// on is the live cache of the unit's destination cluster.
+func (u *prepared) on(a *Auditor) *live.Cache {
+	if u.cluster != nil {
+		return u.cluster
+	}
+	return a.Live
+}
+
+// destination resolves the cluster app syncs to: Argo CD's own (in-cluster) is Live, another is
+// Config.Clusters', whose error makes the Application not audited.
+func (a *Auditor) destination(ctx context.Context, u *prepared, app *argocd.App) error {
+	u.cluster, u.clusterName = nil, ""
+	if app == nil || argocd.InCluster(app.DestinationServer, app.DestinationName) {
+		return nil
+	}
+	dest := app.DestinationServer
+	if dest == "" {
+		dest = app.DestinationName
+	}
+	u.clusterName = dest // until Clusters names it
+	if a.Clusters == nil {
+		return &unitError{fmt.Sprintf("Application %s: its destination %s is not the cluster the auditor reads, and no other cluster is configured", u.name, dest)}
+	}
+	c, name, err := a.Clusters(ctx, app.DestinationServer, app.DestinationName)
+	if err != nil {
+		return &unitError{fmt.Sprintf("Application %s: %v", u.name, err)}
+	}
+	u.cluster, u.clusterName = c, name
+	return nil
 }

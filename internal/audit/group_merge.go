@@ -58,9 +58,9 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 	rep := &drift.Report{Env: env, Objects: []drift.Object{}}
 	var lead *prepared
 	var pr *cost.Prices // the group's GPU prices, read at the first drift that changes GPUs
-	seen := map[drift.Ref]bool{}
+	seen := map[clusterRef]bool{} // an object is listed once per cluster
 	for _, u := range units {
-		entry := drift.Application{Name: u.ref(a), Namespace: u.ns(a), Path: render.TargetPath(u.target), Via: u.via}
+		entry := drift.Application{Name: u.ref(a), Namespace: u.ns(a), Cluster: u.clusterName, Path: render.TargetPath(u.target), Via: u.via}
 		if u.app != nil && u.app.Chart != "" {
 			entry.Path = "chart " + u.app.Chart + " from " + u.app.RepoURL
 		}
@@ -72,7 +72,7 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 				rep.Objects = append(rep.Objects, drift.Object{APIVersion: argocd.ApplicationGVK.GroupVersion().String(),
 					Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name, Status: drift.Unknown,
 					Fields: []drift.Field{}, Application: u.parent, Note: "not audited: " + u.err.Error()})
-				seen[drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name}] = true
+				seen[clusterRef{ref: drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name}}] = true
 			}
 			rep.Applications = append(rep.Applications, entry)
 			continue
@@ -84,11 +84,11 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 		entry.Objects = u.idx.Len()
 		for _, o := range u.report.Objects {
 			k := drift.RefOfObject(&o)
-			if seen[k] {
+			if seen[clusterRef{u.clusterName, k}] {
 				continue
 			}
-			seen[k] = true
-			o.Application, o.Source, o.Revision = u.ref(a), u.source(), u.desired
+			seen[clusterRef{u.clusterName, k}] = true
+			o.Application, o.Source, o.Revision, o.Cluster = u.ref(a), u.source(), u.desired, u.clusterName
 			if set, ok := u.generated[k]; ok {
 				o.Source = drift.GeneratedSource + set // written by the set's controller, not synced
 			}
@@ -133,6 +133,12 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 	}
 	rep.InSync = len(rep.Objects) == 0
 	return rep
+}
+
+// clusterRef is an object of one cluster ("" for Argo CD's own).
+type clusterRef struct {
+	cluster string
+	ref     drift.Ref
 }
 
 // groupState is what the last full audit of an env's group knew.
@@ -228,7 +234,7 @@ func (a *Auditor) costOf(u *prepared, o *drift.Object, k drift.Ref, pr *cost.Pri
 		target, _ := u.idx.Desired(drift.Ref{Group: group, Kind: kind, Namespace: k.Namespace, Name: name})
 		return cost.OfScaledObject(o, target, pr)
 	}
-	l, ok := a.Live.Get(d.GroupVersionKind(), k.Namespace, k.Name)
+	l, ok := u.on(a).Get(d.GroupVersionKind(), k.Namespace, k.Name)
 	if !ok {
 		return nil
 	}

@@ -72,14 +72,14 @@ func (a *Auditor) render(ctx context.Context, unit, target, revision string, v r
 // helmOptions are the options Argo CD renders an Application's chart with at revision (nil when
 // its path is no chart): its helm source, with the live cluster's version and API versions, as
 // Argo CD's controller sends them to its repo-server.
-func (a *Auditor) helmOptions(app *argocd.App, target, revision string) (*render.HelmOptions, error) {
+func (a *Auditor) helmOptions(c *live.Cache, app *argocd.App, target, revision string) (*render.HelmOptions, error) {
 	if app == nil || !strings.HasPrefix(target, "@") {
 		return nil, nil
 	}
 	if _, err := a.Repo.ReadFile(revision, path.Join(render.TargetPath(target), "Chart.yaml")); err != nil {
 		return nil, nil // not a chart (or not there: the render says so)
 	}
-	srv, err := a.Live.Server()
+	srv, err := c.Server()
 	if err != nil {
 		return nil, fmt.Errorf("Application %s: the cluster's version and API versions, which its chart is rendered with: %w", app.Name, err)
 	}

@@ -44,7 +44,7 @@ func (a *Auditor) askRepoServer(ctx context.Context, req Request, u *prepared, a
 	if err != nil {
 		return nil, err
 	}
-	srv, err := a.Live.Server()
+	srv, err := u.on(a).Server()
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func (a *Auditor) revisions(app *argocd.App, req Request) (desired, head string,
 // namespace the API server would ignore — and returns their kinds, and Unknown objects of kinds
 // it lacks. A render given as JSON (res.Raw) is decoded one object at a time, and an object
 // scope leaves as it is is indexed as the JSON it came as.
-func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, kinds []schema.GroupVersionKind, unknown []drift.Object, hooks map[drift.Ref]bool, err error) {
+func (a *Auditor) scope(c *live.Cache, res *render.Result, destNS string) (idx *drift.Index, kinds []schema.GroupVersionKind, unknown []drift.Object, hooks map[drift.Ref]bool, err error) {
 	n := len(res.Objects)
 	if res.Objects == nil {
 		n = len(res.Raw)
@@ -98,7 +98,7 @@ func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, ki
 				Note: "only a generateName: Argo CD creates a new object at each sync, so none is compared"})
 			continue
 		}
-		m, err := a.Live.Mapping(o.GroupVersionKind())
+		m, err := c.Mapping(o.GroupVersionKind())
 		if err != nil {
 			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(),
 				Name: o.GetName(), Status: drift.Unknown, Fields: []drift.Field{}, Note: err.Error()})
@@ -118,7 +118,7 @@ func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, ki
 				o.SetNamespace("")
 			}
 		}
-		if ns := o.GetNamespace(); namespaced && !a.Live.Covers(o.GroupVersionKind(), ns) {
+		if ns := o.GetNamespace(); namespaced && !c.Covers(o.GroupVersionKind(), ns) {
 			note := fmt.Sprintf("namespace %s is not among the namespaces the auditor watches (watchNamespaces): add it, and the auditor's read access there", ns)
 			if o.GroupVersionKind().GroupKind() == argocd.ApplicationGVK.GroupKind() {
 				note = fmt.Sprintf("the auditor watches Applications in %s alone (appNamespace): an Application in %s is not compared", a.AppNamespace, ns)
@@ -138,7 +138,7 @@ func (a *Auditor) scope(res *render.Result, destNS string) (idx *drift.Index, ki
 
 // schemaFor types kinds from the cluster's OpenAPI v3, reusing the last schema while the
 // documents behind it are unchanged.
-func (a *Auditor) schemaFor(ctx context.Context, kinds []schema.GroupVersionKind) (*drift.Schema, error) {
+func (a *Auditor) schemaFor(ctx context.Context, c *live.Cache, kinds []schema.GroupVersionKind) (*drift.Schema, error) {
 	seen := map[schema.GroupVersion]bool{}
 	var gvs []schema.GroupVersion
 	for _, gvk := range kinds {
@@ -147,7 +147,7 @@ func (a *Auditor) schemaFor(ctx context.Context, kinds []schema.GroupVersionKind
 			gvs = append(gvs, gv)
 		}
 	}
-	models, key, err := a.Live.OpenAPIModels(ctx, gvs)
+	models, key, err := c.OpenAPIModels(ctx, gvs)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
@@ -40,7 +41,7 @@ func (a *Auditor) renderSources(ctx context.Context, u *prepared, app *argocd.Ap
 			return nil, err
 		}
 		target := render.AppTarget(s.Path)
-		helm, err := a.sourceHelmOptions(app, j, target, rev, req)
+		helm, err := a.sourceHelmOptions(u.on(a), app, j, target, rev, req)
 		if err != nil {
 			return nil, err
 		}
@@ -79,7 +80,7 @@ func (a *Auditor) renderChart(ctx context.Context, u *prepared, app *argocd.App,
 		return nil, &unitError{fmt.Sprintf("Application %s: %v", u.name, err)}
 	}
 	u.desired, u.head, u.pending = version, version, false
-	srv, err := a.Live.Server()
+	srv, err := u.on(a).Server()
 	if err != nil {
 		return nil, err
 	}
@@ -147,12 +148,12 @@ func (a *Auditor) sourceRevision(app *argocd.App, j int, desired string, req Req
 
 // sourceHelmOptions are the helm options of source j when its path is a chart, with the value
 // files of ref sources read from Git at those sources' revisions.
-func (a *Auditor) sourceHelmOptions(app *argocd.App, j int, target, rev string, req Request) (*render.HelmOptions, error) {
-	h, err := a.helmOptions(app, target, rev)
+func (a *Auditor) sourceHelmOptions(c *live.Cache, app *argocd.App, j int, target, rev string, req Request) (*render.HelmOptions, error) {
+	h, err := a.helmOptions(c, app, target, rev)
 	if err != nil || h == nil {
 		return h, err
 	}
-	srv, err := a.Live.Server()
+	srv, err := c.Server()
 	if err != nil {
 		return nil, err
 	}

@@ -62,8 +62,8 @@ func (a *Auditor) updateUnit(ctx context.Context, st *prepared, refs []drift.Ref
 	opts := st.opts
 	opts.Controllers = a.Options.Controllers
 	opts.Excused = ex
-	opts.Events = a.events()
-	objs := drift.AuditRefs(st.idx, refs, a.Live, opts)
+	opts.Events = a.events(st.on(a))
+	objs := drift.AuditRefs(st.idx, refs, st.on(a), opts)
 	part := &drift.Report{Env: st.key, Revision: st.report.Revision, Objects: objs}
 	// Argo CD's status as the watch has it now (the spec is the full audit's: a new one would
 	// have made this a full audit).
@@ -86,7 +86,7 @@ func (a *Auditor) updateUnit(ctx context.Context, st *prepared, refs []drift.Ref
 			}
 		}
 		// The memo is not rotated here (Done): it keeps every other object's verdict.
-		if err := a.argoVerdicts(ctx, app, st.idx, st.withoutGenerated(declared), st.overrides, &opts, part); err != nil {
+		if err := a.argoVerdicts(ctx, st.on(a), app, st.idx, st.withoutGenerated(declared), st.overrides, &opts, part); err != nil {
 			return nil, err
 		}
 		st.generatedVerdicts(part.Objects)
@@ -102,7 +102,7 @@ func (a *Auditor) updateUnit(ctx context.Context, st *prepared, refs []drift.Ref
 	rep.Objects = slices.DeleteFunc(slices.Clone(prev.Objects), func(o drift.Object) bool {
 		return o.Status != drift.Unknown && touched[drift.RefOfObject(&o)]
 	})
-	a.attribute(part.Objects, &opts)
+	a.attribute(st.on(a), part.Objects, &opts)
 	rep.Objects = append(rep.Objects, part.Objects...)
 	drift.SortObjects(rep.Objects)
 	rep.ArgoCDOnly = slices.DeleteFunc(slices.Clone(prev.ArgoCDOnly), func(o drift.ArgoOnly) bool {

@@ -11,6 +11,7 @@ import (
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/live"
 )
 
 // verdictBatch is how many objects (Git's and the cluster's) argoVerdicts decodes at a time.
@@ -30,7 +31,7 @@ const verdictBatch = 250
 //
 // refs name the objects of idx to give a verdict on; each is decoded only while its verdict is
 // made.
-func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, idx *drift.Index, refs []drift.Ref, overrides map[string]v1alpha1.ResourceOverride, opts *drift.Options, rep *drift.Report) error {
+func (a *Auditor) argoVerdicts(ctx context.Context, c *live.Cache, app *argocd.App, idx *drift.Index, refs []drift.Ref, overrides map[string]v1alpha1.ResourceOverride, opts *drift.Options, rep *drift.Report) error {
 	if st := app.Status; st != nil && (st.Revision != rep.Revision || st.Error != "") {
 		note := "Argo CD's status compares " + gitrepo.Short(st.Revision) + ", not the synced revision audited: no verdict"
 		if st.Error != "" {
@@ -72,7 +73,7 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, idx *drift.
 			}
 			lives := make([]*unstructured.Unstructured, len(part))
 			for i, d := range part {
-				if l, ok := a.Live.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName()); ok {
+				if l, ok := c.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName()); ok {
 					lives[i] = l
 				}
 			}
@@ -119,7 +120,7 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, idx *drift.
 		if !ok {
 			continue
 		}
-		if source == drift.VerdictApplicationStatus && a.lastWrittenByApplier(d, opts.Applier) {
+		if source == drift.VerdictApplicationStatus && a.lastWrittenByApplier(c, d, opts.Applier) {
 			// The last write was the sync's own (Argo CD's selfHeal, say) and the auditor finds
 			// no difference now: Argo CD's status, which lags the cluster, predates that write.
 			continue
@@ -130,13 +131,13 @@ func (a *Auditor) argoVerdicts(ctx context.Context, app *argocd.App, idx *drift.
 		cmpOpts.Excused = nil // what this comparison excuses is not the audit's
 		cmpOpts.IgnoreOwnership = true
 		if cmpOpts.Autoscaled == nil {
-			cmpOpts.Autoscaled = drift.AutoscaledIn(a.Live)
+			cmpOpts.Autoscaled = drift.AutoscaledIn(c)
 		}
 		p, l := sides[i][0], sides[i][1]
 		if p != nil && l != nil {
 			cmpOpts.Normalizer = nil  // Argo CD's sides are normalised already
 			cmpOpts.Controllers = nil // show every field Argo CD's sides differ in, a controller's too
-		} else if lu, ok := a.Live.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName()); ok {
+		} else if lu, ok := c.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName()); ok {
 			p, l = d.Object, lu.Object
 		}
 		if p != nil && l != nil {
@@ -207,8 +208,8 @@ func onlyAdded(o *drift.Object) bool {
 
 // lastWrittenByApplier says whether the newest write to the live object of d (status writes
 // aside) was the applier's.
-func (a *Auditor) lastWrittenByApplier(d *unstructured.Unstructured, applier string) bool {
-	l, ok := a.Live.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName())
+func (a *Auditor) lastWrittenByApplier(c *live.Cache, d *unstructured.Unstructured, applier string) bool {
+	l, ok := c.Get(d.GroupVersionKind(), d.GetNamespace(), d.GetName())
 	if !ok {
 		return false
 	}

@@ -40,6 +40,7 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 		// render is in. The env's next audit is full (Run), so that it takes the render up.
 		RenderedInBackground: func(env string) { d.setWaiting(env, true); d.markDirty() },
 		RepoServer:           d.repoServer,
+		Clusters:             d.clusters(),
 		Drift: func(o *drift.Options) {
 			o.SecretKey = d.hmacKey
 			d.cfg.Extra.apply(o)
@@ -186,6 +187,11 @@ func (d *Daemon) eachEnv(ctx context.Context, run func(a *audit.Auditor, env str
 		allOK = d.audited(ctx, env, rep, err, start) && allOK
 	}
 	d.hookInformers(c)
+	if d.fleet != nil {
+		for _, fc := range d.fleet.Caches() {
+			d.hookInformers(fc)
+		}
+	}
 	if rendered := a.Renders.Stats().Rendered; rendered != d.rendered {
 		// A render was decoded and cached (in process, kustomize built and dropped a whole
 		// render: ~1 GiB at 10,000 objects): give that memory back to the system now rather than
@@ -256,4 +262,12 @@ func (d *Daemon) isWaiting(env string) bool {
 	d.touchMu.Lock()
 	defer d.touchMu.Unlock()
 	return d.waiting[env]
+}
+
+// clusters resolves the destinations of Applications on other clusters (nil without a fleet).
+func (d *Daemon) clusters() func(ctx context.Context, server, name string) (*live.Cache, string, error) {
+	if d.fleet == nil {
+		return nil
+	}
+	return d.fleet.Resolve
 }

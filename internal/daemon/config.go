@@ -15,6 +15,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/fleet"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/reposerver"
 	"github.com/llm-gitops/platform/internal/sinks"
@@ -49,6 +50,9 @@ type Config struct {
 	// its --application-namespaces): the daemon watches Applications there too, and a selection
 	// may pick from them. The daemon needs read access to Applications there.
 	AppNamespaces []string `json:"appNamespaces,omitempty"`
+	// Clusters are the clusters besides Kubeconfig's that Applications sync to, each with the
+	// auditor's own read-only kubeconfig, matched to a destination by server URL, else name.
+	Clusters []fleet.Cluster `json:"clusters,omitempty"`
 	// RootNamePrefix names each env's root Application (<prefix><env>, default root-): when the
 	// cluster has it, the env is every Application under it, the Applications themselves included.
 	RootNamePrefix string `json:"rootNamePrefix,omitempty"`

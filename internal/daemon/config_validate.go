@@ -48,6 +48,18 @@ func (c *Config) validate() error {
 			return fmt.Errorf("watchNamespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
 		}
 	}
+	clusters := map[string]bool{}
+	for i, cl := range c.Clusters {
+		switch {
+		case cl.Name == "" || cl.Server == "" || cl.Kubeconfig == "":
+			return fmt.Errorf("clusters[%d]: name, server and kubeconfig are required", i)
+		case clusters[cl.Name] || clusters[cl.Server]:
+			return fmt.Errorf("clusters[%d] (%s): a second cluster of that name or server", i, cl.Name)
+		case cl.Server == "https://kubernetes.default.svc" || cl.Name == "in-cluster":
+			return fmt.Errorf("clusters[%d] (%s): Argo CD's own cluster is the one kubeconfig reads", i, cl.Name)
+		}
+		clusters[cl.Name], clusters[cl.Server] = true, true
+	}
 	seen := map[string]bool{}
 	for i, s := range c.Sinks {
 		n := 0

@@ -25,6 +25,7 @@ import (
 	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/episode"
+	"github.com/llm-gitops/platform/internal/fleet"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/notify"
@@ -58,6 +59,8 @@ type Daemon struct {
 	blames       *blamer            // serves /api/v1/blame, with its own renders
 	worker       *render.Worker     // runs the audits' renders in a child process; nil with RenderInProcess
 	repoServer   *reposerver.Client // renders by Argo CD's repo-server; nil renders in process
+	fleet        *fleet.Fleet       // the clusters besides Argo CD's own; nil without
+	stopFleet    context.CancelFunc // ends the fleet's informers
 	peopleMu     sync.Mutex
 	ledgerGit    sync.Mutex               // serialises the ledger syncs, which share the clone in git/ledger
 	firstSeen    map[string]time.Time     // fields without a person yet: when first seen
@@ -129,6 +132,26 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	if cfg.RepoServer != nil {
 		if d.repoServer, err = reposerver.New(*cfg.RepoServer); err != nil {
 			return nil, err
+		}
+	}
+	if len(cfg.Clusters) > 0 {
+		fctx, stop := context.WithCancel(context.Background())
+		if d.fleet, err = fleet.New(fctx, cfg.Clusters); err != nil {
+			stop()
+			return nil, err
+		}
+		d.stopFleet = stop
+		for _, cl := range cfg.Clusters {
+			d.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_cluster_reachable",
+				Help:        "Whether the cluster answered the auditor's last probe (1) or not (0), per cluster of the clusters config.",
+				ConstLabels: prometheus.Labels{"cluster": cl.Name}}, func() float64 {
+				for _, st := range d.fleet.Status() {
+					if st.Name == cl.Name && st.Reachable {
+						return 1
+					}
+				}
+				return 0
+			}))
 		}
 	}
 	engine := d.renderEngine()
@@ -222,6 +245,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		cancel()
 		wg.Wait()
 		d.wg.Wait()
+		if d.stopFleet != nil {
+			d.stopFleet()
+		}
 		d.notifier.Close()
 		for _, disp := range d.dispatchers {
 			disp.Close()
@@ -376,8 +402,10 @@ type Status struct {
 	Git    GitStatus         `json:"git"`
 	Sinks  map[string]string `json:"sinks,omitempty"`
 	// RenderEngine says how Applications are rendered: repo-server (Argo CD's) or in-process.
-	RenderEngine string    `json:"renderEngine"`
-	Timestamp    time.Time `json:"timestamp"`
+	RenderEngine string `json:"renderEngine"`
+	// Clusters are the clusters besides Argo CD's own, each reachable or not.
+	Clusters  []fleet.Status `json:"clusters,omitempty"`
+	Timestamp time.Time      `json:"timestamp"`
 }
 
 // EnvStatus is one env's last audit. Revision is the commit audited: the one Argo CD synced when

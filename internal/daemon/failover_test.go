@@ -64,16 +64,16 @@ func (r *replica) status() (Status, bool) {
 	return st, resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&st) == nil
 }
 
-// fleet is replicas of the daemon on one Lease, as processes.
-type fleet struct {
+// replicaGroup is replicas of the daemon on one Lease, as processes.
+type replicaGroup struct {
 	t        *testing.T
 	bin      string
 	replicas []*replica
 }
 
 // newFleet writes a configuration per replica (its own state directory) and starts them.
-func newFleet(t *testing.T, h *harness, fold time.Duration, ids ...string) *fleet {
-	f := &fleet{t: t, bin: auditorBinary(t)}
+func newFleet(t *testing.T, h *harness, fold time.Duration, ids ...string) *replicaGroup {
+	f := &replicaGroup{t: t, bin: auditorBinary(t)}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("replica logs:\n%s", f.logs())
@@ -97,7 +97,7 @@ func newFleet(t *testing.T, h *harness, fold time.Duration, ids ...string) *flee
 }
 
 // start runs r's process (again, after a kill: same configuration and state directory).
-func (f *fleet) start(r *replica) {
+func (f *replicaGroup) start(r *replica) {
 	r.cmd = exec.Command(f.bin, "serve", "--config", r.config)
 	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
 	require.NoError(f.t, r.cmd.Start())
@@ -111,7 +111,7 @@ func (f *fleet) start(r *replica) {
 	})
 }
 
-func (f *fleet) logs() string {
+func (f *replicaGroup) logs() string {
 	var b strings.Builder
 	for _, r := range f.replicas {
 		fmt.Fprintf(&b, "=== %s\n%s\n", r.id, r.log.String())
@@ -120,7 +120,7 @@ func (f *fleet) logs() string {
 }
 
 // leader waits for the live replica that says it leads and whose first audit is done.
-func (f *fleet) leader() *replica {
+func (f *replicaGroup) leader() *replica {
 	f.t.Helper()
 	var found *replica
 	require.Eventually(f.t, func() bool {
@@ -135,14 +135,14 @@ func (f *fleet) leader() *replica {
 	return found
 }
 
-func (f *fleet) kill(r *replica) {
+func (f *replicaGroup) kill(r *replica) {
 	require.NoError(f.t, r.cmd.Process.Signal(syscall.SIGKILL))
 	_ = r.cmd.Wait()
 	r.dead = true
 }
 
 // seen waits until the replica's own report shows token (it has audited the edit).
-func (f *fleet) seen(r *replica, token string) {
+func (f *replicaGroup) seen(r *replica, token string) {
 	f.t.Helper()
 	require.Eventually(f.t, func() bool {
 		resp, err := http.Get("http://" + r.addr + "/api/v1/drift?env=prod")

@@ -26,6 +26,9 @@ func (d *Daemon) status() Status {
 		}
 		st.Envs = append(st.Envs, es)
 	}
+	if d.fleet != nil {
+		st.Clusters = d.fleet.Status()
+	}
 	st.Git = GitStatus{LastFetch: d.lastFetch.UTC(), StaleSeconds: time.Since(d.lastFetch).Seconds()}
 	if d.fetchErr != nil {
 		st.Git.Error = d.fetchErr.Error()

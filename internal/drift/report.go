@@ -43,6 +43,9 @@ type Application struct {
 	// outside Argo CD's namespace; objects name their Application the same way.
 	Name      string `json:"name"`
 	Namespace string `json:"namespace,omitempty"`
+	// Cluster names the cluster it syncs to when that is not Argo CD's own (as the auditor's
+	// clusters config names it); "" for Argo CD's own.
+	Cluster string `json:"cluster,omitempty"`
 	// Path is the repository path its source renders; Revision the commit audited.
 	Path     string `json:"path,omitempty"`
 	Revision string `json:"revision,omitempty"`
@@ -102,6 +105,9 @@ type Object struct {
 	// it; for an Extra object, the one whose namespaces it is in): its name, or namespace/name
 	// outside Argo CD's namespace.
 	Application string `json:"application,omitempty"`
+	// Cluster names the cluster the object lives in when that is not Argo CD's own (its
+	// Application's destination); "" for Argo CD's own.
+	Cluster string `json:"cluster,omitempty"`
 	// Source is what its Application renders: a path of the audited repository (overlays/prod,
 	// apps/gate), or, when that is not one path of it, what it is ("chart NAME from URL",
 	// "repository URL", "sources of NAME"). An adopt patch is written there.

@@ -92,9 +92,13 @@ func ApplyCommand(env, revision string) string {
 		" | kubectl apply --server-side --field-manager=argocd-controller --force-conflicts -f -"
 }
 
-// DeleteCommand deletes an object Git does not declare.
+// DeleteCommand deletes an object Git does not declare (with kubectl's context named for its
+// cluster when that is not Argo CD's own).
 func DeleteCommand(o drift.Object) string {
 	s := "kubectl delete " + shellQuote(strings.ToLower(o.Kind))
+	if o.Cluster != "" {
+		s = "kubectl --context " + shellQuote(o.Cluster) + " delete " + shellQuote(strings.ToLower(o.Kind))
+	}
 	if o.Namespace != "" {
 		s += " -n " + shellQuote(o.Namespace)
 	}

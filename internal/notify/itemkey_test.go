@@ -22,6 +22,7 @@ func TestItemFromKeyRoundTrip(t *testing.T) {
 		{"namespaced field", drift.Object{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "llm-api", Name: "rag-api", Status: drift.Modified}, `.metadata.annotations["a|b"]`, "kubectl-edit", "abc"},
 		{"core group", drift.Object{APIVersion: "v1", Kind: "Service", Namespace: "llm-api", Name: "rag-api", Status: drift.Modified}, ".spec.ports[port=53,protocol=UDP].targetPort", "", "abc"},
 		{"cluster-scoped missing", drift.Object{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass", Name: "gpu"}, "", "", ""},
+		{"another cluster", drift.Object{APIVersion: "v1", Kind: "ConfigMap", Namespace: "edge", Name: "cfg", Cluster: "edge-1", Status: drift.Modified}, ".data.k", "kubectl-patch", "abc"},
 		{"extra", drift.Object{APIVersion: "v1", Kind: "ConfigMap", Namespace: "llm-api", Name: "hotfix", Creator: &drift.Writer{Manager: "kubectl-create"}}, "", "kubectl-create", "r"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,8 +28,10 @@ func DriftMessage(it Item, opts Options) message.Message {
 		title = fmt.Sprintf("Missing in %s: %s", it.Env, objectName(o))
 		lines = append(lines,
 			message.Line{Label: "Drift", Text: "declared in Git at " + it.Revision + " but absent from the cluster"},
-			restoreLine(app, o),
-			message.Line{Label: "or", Text: ApplyCommand(it.Env, it.Revision), Code: true})
+			restoreLine(app, o))
+		if o.Cluster == "" { // the env's render applies to Argo CD's own cluster
+			lines = append(lines, message.Line{Label: "or", Text: ApplyCommand(it.Env, it.Revision), Code: true})
+		}
 	case o.Status == drift.Extra:
 		title = fmt.Sprintf("Extra object in %s: %s", it.Env, objectName(o))
 		lines = append(lines, message.Line{Label: "Drift", Text: "in the cluster but not declared in Git at " + it.Revision})
@@ -62,7 +64,7 @@ func DriftMessage(it Item, opts Options) message.Message {
 		lines = append(lines,
 			message.Line{Label: "Desired revision", Text: it.Revision},
 			restoreLine(app, o))
-		if !generated(o) {
+		if !generated(o) && o.Cluster == "" {
 			lines = append(lines, message.Line{Label: "or", Text: ApplyCommand(it.Env, it.Revision), Code: true})
 		}
 		lines = append(lines, adoptLine(it.Env, it.Revision, o, opts))

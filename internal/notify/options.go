@@ -49,8 +49,12 @@ func newMessage(kind message.Kind, env, title string, lines []message.Line, keys
 
 // objectName is "Kind namespace/name" (or "Kind name" when cluster-scoped).
 func objectName(o drift.Object) string {
-	if o.Namespace == "" {
-		return o.Kind + " " + o.Name
+	name := o.Kind + " " + o.Name
+	if o.Namespace != "" {
+		name = o.Kind + " " + o.Namespace + "/" + o.Name
 	}
-	return o.Kind + " " + o.Namespace + "/" + o.Name
+	if o.Cluster != "" {
+		name += " on cluster " + o.Cluster
+	}
+	return name
 }

@@ -132,13 +132,18 @@ func (it Item) identity() string {
 	return message.Identity(it.Key)
 }
 
-// ObjectRef renders apiVersion/kind/namespace/name of an object ("-" for no namespace).
+// ObjectRef renders apiVersion/kind/namespace/name of an object ("-" for no namespace), after
+// @cluster/ for an object of a cluster other than Argo CD's own.
 func ObjectRef(o drift.Object) string {
 	ns := o.Namespace
 	if ns == "" {
 		ns = "-"
 	}
-	return o.APIVersion + "/" + o.Kind + "/" + ns + "/" + o.Name
+	ref := o.APIVersion + "/" + o.Kind + "/" + ns + "/" + o.Name
+	if o.Cluster != "" {
+		ref = "@" + o.Cluster + "/" + ref
+	}
+	return ref
 }
 
 // ItemKey is the dedupe key of a drift: env, object, field path, manager, desired revision.
@@ -255,10 +260,14 @@ func ItemFromKey(key string) (Item, bool) {
 	env, ref, manager, revision := parts[0], parts[1], parts[len(parts)-2], parts[len(parts)-1]
 	path := strings.Join(parts[2:len(parts)-2], "|")
 	r := strings.Split(ref, "/")
+	var cluster string
+	if len(r) > 0 && strings.HasPrefix(r[0], "@") {
+		cluster, r = r[0][1:], r[1:]
+	}
 	if len(r) < 4 {
 		return Item{}, false
 	}
-	o := drift.Object{APIVersion: strings.Join(r[:len(r)-3], "/"), Kind: r[len(r)-3], Namespace: r[len(r)-2], Name: r[len(r)-1]}
+	o := drift.Object{APIVersion: strings.Join(r[:len(r)-3], "/"), Kind: r[len(r)-3], Namespace: r[len(r)-2], Name: r[len(r)-1], Cluster: cluster}
 	if o.Namespace == "-" {
 		o.Namespace = ""
 	}

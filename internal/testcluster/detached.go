@@ -49,7 +49,7 @@ func Running(dir string) (State, bool) {
 // test skips every deferred call), then kills the cluster's processes and removes dir.
 func startReaper(dir string) error {
 	script := `while kill -0 "$1" 2>/dev/null; do sleep 0.3; done
-for f in "$2"/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
+for f in "$2"/*.pid "$2"/clusters/*/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
 sleep 0.2; rm -rf "$2"`
 	cmd := exec.Command("/bin/sh", "-c", script, "reaper", strconv.Itoa(os.Getpid()), dir)
 	cmd.SysProcAttr = reaperAttr()

@@ -15,93 +15,8 @@ import (
 )
 
 func (c *Cluster) start(ctx context.Context) error {
-	keys, err := writePKI(c.Dir)
+	keys, etcdURL, ports, err := c.startControlPlane(ctx)
 	if err != nil {
-		return err
-	}
-	tokens := fmt.Sprintf("%s,admin,admin-uid,system:masters\n%s,%s,auditor-uid\n", AdminToken, ReaderToken, ReaderUser)
-	// kube-controller-manager under its own name, as on a real cluster (admission policies that
-	// tell its writes apart, such as the GPU-taint exemption for DaemonSet pods, see it so).
-	tokens += fmt.Sprintf("%s,system:kube-controller-manager,kcm-uid,system:masters\n", controllerManagerToken)
-	for _, p := range People {
-		tokens += fmt.Sprintf("%s,%s,%s-uid,\"%s\"\n", p.Token, p.Name, p.Name, strings.Join(p.Groups, ","))
-	}
-	tokens += fmt.Sprintf("%s,%s,%s-uid\n", AuditWebhookToken, AuditWebhookUser, AuditWebhookUser)
-	tokenFile := filepath.Join(c.Dir, "tokens.csv")
-	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
-		return fmt.Errorf("write token file: %w", err)
-	}
-	ports, err := freePorts(14)
-	if err != nil {
-		return err
-	}
-	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-	c.logf("starting etcd %s on %s", EtcdVersion, etcdURL)
-	etcd, err := startProcess(c.Dir, "etcd", c.bins.Etcd, []string{
-		"--name=default", "--data-dir=" + filepath.Join(c.Dir, "etcd-data"),
-		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
-		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
-		"--initial-advertise-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
-		"--initial-cluster=default=http://127.0.0.1:" + strconv.Itoa(ports[1]),
-		"--unsafe-no-fsync", "--log-level=warn",
-	}, nil, c.opts.Detach)
-	if err != nil {
-		return err
-	}
-	c.procs = append(c.procs, etcd)
-	if err := waitHTTP(ctx, etcd, etcdURL+"/health", nil, 30*time.Second); err != nil {
-		return err
-	}
-	c.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
-	root, err := repoRoot()
-	if err != nil {
-		return err
-	}
-	policy := filepath.Join(root, "clusters", "audit-policy.yaml")
-	c.AuditLog = filepath.Join(c.Dir, "audit.log")
-	c.logf("starting kube-apiserver %s on %s", KubernetesVersion, c.URL)
-	c.apiArgs = []string{
-		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[2]),
-		"--endpoint-reconciler-type=none",
-		"--tls-cert-file=" + keys.servingCert, "--tls-private-key-file=" + keys.servingKey,
-		"--client-ca-file=" + keys.caCert,
-		"--token-auth-file=" + tokenFile,
-		"--authorization-mode=RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + keys.saPub,
-		"--service-account-signing-key-file=" + keys.saKey,
-		"--service-cluster-ip-range=10.96.0.0/16",
-		"--allow-privileged=true",
-		// The platform's audit policy (writes at RequestResponse, Secrets at Metadata), logged as
-		// JSON lines where the auditor can read them.
-		"--audit-policy-file=" + policy, "--audit-log-path=" + c.AuditLog, "--audit-log-format=json",
-		"--audit-log-maxsize=100",
-	}
-	if c.opts.AuditWebhook && !c.opts.Detach {
-		kc, err := c.startAuditRelay(ports[10], keys)
-		if err != nil {
-			return err
-		}
-		c.apiArgs = append(c.apiArgs, "--audit-webhook-config-file="+kc, "--audit-webhook-mode=batch",
-			"--audit-webhook-batch-max-wait=1s")
-	}
-	c.apiArgs = append(c.apiArgs, "--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"), "--v=0")
-	api, err := startProcess(c.Dir, "kube-apiserver", c.bins.APIServer, c.apiArgs, nil, c.opts.Detach)
-	if err != nil {
-		return err
-	}
-	c.procs = append(c.procs, api)
-	caPEM, err := os.ReadFile(keys.caCert)
-	if err != nil {
-		return fmt.Errorf("read CA: %w", err)
-	}
-	c.Config = &rest.Config{Host: c.URL, BearerToken: AdminToken, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}, QPS: 200, Burst: 400}
-	if err := waitHTTP(ctx, api, c.URL+"/readyz", c.Config, 90*time.Second); err != nil {
-		return err
-	}
-	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
-	if err := writeKubeconfig(c.Kubeconfig, c.URL, caPEM, AdminToken); err != nil {
 		return err
 	}
 	if c.opts.ControllerManager {
@@ -192,20 +107,11 @@ func (c *Cluster) startControllerManager(keys pki, port int) error {
 // RestartAPIServer stops kube-apiserver (SIGTERM) and starts it again on the same port and etcd,
 // returning once it is ready: clients see their watches break and must re-list.
 func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) error {
-	for i, p := range c.procs {
-		if p.name != "kube-apiserver" {
-			continue
-		}
-		p.stop(10 * time.Second)
-		time.Sleep(down)
-		np, err := startProcess(c.Dir, "kube-apiserver", c.bins.APIServer, c.apiArgs, nil, c.opts.Detach)
-		if err != nil {
-			return err
-		}
-		c.procs[i] = np
-		return waitHTTP(ctx, np, c.URL+"/readyz", c.Config, 90*time.Second)
+	if err := c.StopAPIServer(); err != nil {
+		return err
 	}
-	return fmt.Errorf("restart kube-apiserver: not running")
+	time.Sleep(down)
+	return c.StartAPIServer(ctx)
 }
 
 // bindPeople lets People read and write every resource (ClusterRole testcluster-people; the
@@ -226,4 +132,98 @@ func (c *Cluster) bindPeople(ctx context.Context) error {
 		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "testcluster-people"},
 		"subjects": subjects,
 	}}}, "testcluster")
+}
+
+// startControlPlane starts etcd and kube-apiserver with their state in c.Dir, and writes the
+// admin kubeconfig: the part of a cluster every cluster of a test has.
+func (c *Cluster) startControlPlane(ctx context.Context) (keys pki, etcdURL string, ports []int, err error) {
+	if keys, err = writePKI(c.Dir); err != nil {
+		return keys, "", nil, err
+	}
+	tokens := fmt.Sprintf("%s,admin,admin-uid,system:masters\n%s,%s,auditor-uid\n", AdminToken, ReaderToken, ReaderUser)
+	// kube-controller-manager under its own name, as on a real cluster (admission policies that
+	// tell its writes apart, such as the GPU-taint exemption for DaemonSet pods, see it so).
+	tokens += fmt.Sprintf("%s,system:kube-controller-manager,kcm-uid,system:masters\n", controllerManagerToken)
+	for _, p := range People {
+		tokens += fmt.Sprintf("%s,%s,%s-uid,\"%s\"\n", p.Token, p.Name, p.Name, strings.Join(p.Groups, ","))
+	}
+	tokens += fmt.Sprintf("%s,%s,%s-uid\n", AuditWebhookToken, AuditWebhookUser, AuditWebhookUser)
+	tokenFile := filepath.Join(c.Dir, "tokens.csv")
+	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
+		return keys, etcdURL, ports, fmt.Errorf("write token file: %w", err)
+	}
+	ports, err = freePorts(14)
+	if err != nil {
+		return keys, etcdURL, ports, err
+	}
+	etcdURL = "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	c.logf("starting etcd %s on %s", EtcdVersion, etcdURL)
+	etcd, err := startProcess(c.Dir, "etcd", c.bins.Etcd, []string{
+		"--name=default", "--data-dir=" + filepath.Join(c.Dir, "etcd-data"),
+		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--initial-advertise-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--initial-cluster=default=http://127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--unsafe-no-fsync", "--log-level=warn",
+	}, nil, c.opts.Detach)
+	if err != nil {
+		return keys, etcdURL, ports, err
+	}
+	c.procs = append(c.procs, etcd)
+	if err := waitHTTP(ctx, etcd, etcdURL+"/health", nil, 30*time.Second); err != nil {
+		return keys, etcdURL, ports, err
+	}
+	c.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	root, err := repoRoot()
+	if err != nil {
+		return keys, etcdURL, ports, err
+	}
+	policy := filepath.Join(root, "clusters", "audit-policy.yaml")
+	c.AuditLog = filepath.Join(c.Dir, "audit.log")
+	c.logf("starting kube-apiserver %s on %s", KubernetesVersion, c.URL)
+	c.apiArgs = []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[2]),
+		"--endpoint-reconciler-type=none",
+		"--tls-cert-file=" + keys.servingCert, "--tls-private-key-file=" + keys.servingKey,
+		"--client-ca-file=" + keys.caCert,
+		"--token-auth-file=" + tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + keys.saPub,
+		"--service-account-signing-key-file=" + keys.saKey,
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--allow-privileged=true",
+		// The platform's audit policy (writes at RequestResponse, Secrets at Metadata), logged as
+		// JSON lines where the auditor can read them.
+		"--audit-policy-file=" + policy, "--audit-log-path=" + c.AuditLog, "--audit-log-format=json",
+		"--audit-log-maxsize=100",
+	}
+	if c.opts.AuditWebhook && !c.opts.Detach {
+		kc, err := c.startAuditRelay(ports[10], keys)
+		if err != nil {
+			return keys, etcdURL, ports, err
+		}
+		c.apiArgs = append(c.apiArgs, "--audit-webhook-config-file="+kc, "--audit-webhook-mode=batch",
+			"--audit-webhook-batch-max-wait=1s")
+	}
+	c.apiArgs = append(c.apiArgs, "--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"), "--v=0")
+	api, err := startProcess(c.Dir, "kube-apiserver", c.bins.APIServer, c.apiArgs, nil, c.opts.Detach)
+	if err != nil {
+		return keys, etcdURL, ports, err
+	}
+	c.procs = append(c.procs, api)
+	caPEM, err := os.ReadFile(keys.caCert)
+	if err != nil {
+		return keys, etcdURL, ports, fmt.Errorf("read CA: %w", err)
+	}
+	c.Config = &rest.Config{Host: c.URL, BearerToken: AdminToken, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}, QPS: 200, Burst: 400}
+	if err := waitHTTP(ctx, api, c.URL+"/readyz", c.Config, 90*time.Second); err != nil {
+		return keys, etcdURL, ports, err
+	}
+	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, c.URL, caPEM, AdminToken); err != nil {
+		return keys, etcdURL, ports, err
+	}
+	return keys, etcdURL, ports, nil
 }

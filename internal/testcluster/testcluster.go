@@ -88,6 +88,7 @@ type Cluster struct {
 	argoEnv []string // the environment Argo CD's processes run with
 	tempDir bool
 	procs   []*process
+	members []*Cluster // further clusters (AddCluster), stopped with this one
 	bins    Binaries
 	relay   *auditRelay
 }
@@ -142,6 +143,10 @@ func (c *Cluster) Stop() {
 	if c.relay != nil {
 		_ = c.relay.srv.Close()
 	}
+	for _, m := range c.members {
+		m.Stop()
+	}
+	c.members = nil
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		c.procs[i].stop(10 * time.Second)
 	}

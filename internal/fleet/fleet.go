@@ -1,0 +1,203 @@
+// Package fleet keeps the clusters the auditor reads besides Argo CD's own. Each is read with the
+// auditor's own read-only credentials (a kubeconfig per cluster), never Argo CD's, and is matched
+// to an Application's destination by server URL or name. Its live cache starts at first use; a
+// cluster that stops answering is reported unreachable until it answers again, while the other
+// clusters are read on.
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/llm-gitops/platform/internal/live"
+)
+
+// Cluster is one cluster the auditor reads: the name reports give it (Argo CD's cluster name,
+// by convention), the server URL Argo CD's cluster Secret and Applications name it by, and the
+// auditor's own kubeconfig (and context) for it.
+type Cluster struct {
+	Name       string `json:"name"`
+	Server     string `json:"server"`
+	Kubeconfig string `json:"kubeconfig"`
+	Context    string `json:"context,omitempty"`
+}
+
+// Status is one cluster's state: whether it answered the last probe, the error when it did not,
+// and since when it is in that state.
+type Status struct {
+	Name      string    `json:"name"`
+	Server    string    `json:"server"`
+	Reachable bool      `json:"reachable"`
+	Error     string    `json:"error,omitempty"`
+	Since     time.Time `json:"since"`
+}
+
+// UnreachableError says a cluster did not answer.
+type UnreachableError struct {
+	Cluster string
+	Err     error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cluster %s unreachable: %v", e.Cluster, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Fleet resolves destinations to live caches. Make one with New.
+type Fleet struct {
+	ctx context.Context // the caches' informers live as long as it
+	// Probe is how long a probe's answer stands before the next use of a cluster probes again
+	// (default 2 s); ProbeTimeout bounds a probe (default 3 s).
+	Probe, ProbeTimeout time.Duration
+	// OnCache, when set, is told of each cache the fleet starts (the daemon subscribes to its
+	// informers).
+	OnCache func(name string, c *live.Cache)
+
+	mu      sync.Mutex
+	members []*member
+}
+
+type member struct {
+	Cluster
+	cfg *rest.Config
+
+	mu      sync.Mutex
+	cache   *live.Cache
+	status  Status
+	checked time.Time
+}
+
+// New reads each cluster's kubeconfig; ctx bounds the caches' informers.
+func New(ctx context.Context, clusters []Cluster) (*Fleet, error) {
+	f := &Fleet{ctx: ctx, Probe: 2 * time.Second, ProbeTimeout: 3 * time.Second}
+	for _, c := range clusters {
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig}
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+			&clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: kubeconfig %s: %w", c.Name, c.Kubeconfig, err)
+		}
+		f.members = append(f.members, &member{Cluster: c, cfg: cfg,
+			status: Status{Name: c.Name, Server: c.Server, Reachable: true, Since: time.Now().UTC()}})
+	}
+	return f, nil
+}
+
+// Resolve returns the live cache of the cluster an Application's destination names (by server
+// URL, else by name) and the name reports give it. It fails when no cluster of the fleet is that
+// destination, and with an *UnreachableError when the cluster does not answer.
+func (f *Fleet) Resolve(ctx context.Context, server, name string) (*live.Cache, string, error) {
+	m := f.member(server, name)
+	if m == nil {
+		dest := server
+		if dest == "" {
+			dest = name
+		}
+		return nil, dest, fmt.Errorf("destination %s: the auditor has no credentials for that cluster (add it to clusters)", dest)
+	}
+	c, err := m.get(ctx, f)
+	return c, m.Name, err
+}
+
+func (f *Fleet) member(server, name string) *member {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if server != "" && strings.TrimRight(m.Server, "/") == strings.TrimRight(server, "/") ||
+			server == "" && name != "" && m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// get probes the cluster (at most once per Probe) and returns its cache, started on first use.
+func (m *member) get(ctx context.Context, f *Fleet) (*live.Cache, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if time.Since(m.checked) >= f.Probe || m.cache == nil {
+		m.setReachable(m.probe(ctx, f.ProbeTimeout))
+	}
+	if !m.status.Reachable {
+		return nil, &UnreachableError{Cluster: m.Name, Err: fmt.Errorf("%s", m.status.Error)}
+	}
+	if m.cache == nil {
+		c, err := live.New(f.ctx, m.cfg)
+		if err != nil {
+			m.setReachable(err)
+			return nil, &UnreachableError{Cluster: m.Name, Err: err}
+		}
+		m.cache = c
+		if f.OnCache != nil {
+			f.OnCache(m.Name, c)
+		}
+	}
+	return m.cache, nil
+}
+
+// probe asks the cluster's version, bounded by timeout.
+func (m *member) probe(ctx context.Context, timeout time.Duration) error {
+	cfg := rest.CopyConfig(m.cfg)
+	cfg.Timeout = timeout
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	_, err = dc.ServerVersion()
+	return err
+}
+
+func (m *member) setReachable(err error) {
+	m.checked = time.Now()
+	up := err == nil
+	if up != m.status.Reachable {
+		m.status.Since = m.checked.UTC()
+	}
+	m.status.Reachable, m.status.Error = up, ""
+	if err != nil {
+		m.status.Error = err.Error()
+	}
+}
+
+// Caches returns the caches started so far, by cluster name.
+func (f *Fleet) Caches() map[string]*live.Cache {
+	f.mu.Lock()
+	members := append([]*member(nil), f.members...)
+	f.mu.Unlock()
+	out := map[string]*live.Cache{}
+	for _, m := range members {
+		m.mu.Lock()
+		if m.cache != nil {
+			out[m.Name] = m.cache
+		}
+		m.mu.Unlock()
+	}
+	return out
+}
+
+// Status returns each cluster's state as of its last probe, by name.
+func (f *Fleet) Status() []Status {
+	f.mu.Lock()
+	members := append([]*member(nil), f.members...)
+	f.mu.Unlock()
+	out := make([]Status, 0, len(members))
+	for _, m := range members {
+		m.mu.Lock()
+		out = append(out, m.status)
+		m.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
