@@ -110,8 +110,9 @@ type Auditor struct {
 	bg   map[string]*bgRender // per env
 
 	statesMu sync.Mutex
-	states   map[string]*prepared   // the last full audit of each Application, by unit key
-	groups   map[string]*groupState // the last full audit of each env's group, for Update
+	states   map[string]*prepared      // the last full audit of each Application, by unit key
+	last     map[string][]drift.Object // the drifted objects each unit's last audit found, by unit key
+	groups   map[string]*groupState    // the last full audit of each env's group, for Update
 
 	runs, updates atomic.Int64
 }

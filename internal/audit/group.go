@@ -79,6 +79,8 @@ type prepared struct {
 	// cluster (Config.Clusters), and clusterName the name reports give that cluster.
 	cluster     *live.Cache
 	clusterName string
+	// merged are its drifted objects as merge listed them.
+	merged []drift.Object
 	// rendered is the unit's render as the auditor made it, hooks included (RenderGroup only).
 	rendered *render.Result
 	// foreign says its source is another Git repository than the auditor's (rendered only by
@@ -316,8 +318,11 @@ func isUnitError(err error) bool {
 }
 
 // env is the env a unit's key belongs to.
-func (u *prepared) env() string {
-	env, _, _ := strings.Cut(u.key, "/")
+func (u *prepared) env() string { return unitEnv(u.key) }
+
+// unitEnv is the env of a unit's key (env, or env/name).
+func unitEnv(key string) string {
+	env, _, _ := strings.Cut(key, "/")
 	return env
 }
 

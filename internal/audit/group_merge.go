@@ -57,7 +57,7 @@ func (a *Auditor) declaredBy(units []*prepared) map[drift.Ref]string {
 func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drift.Report {
 	rep := &drift.Report{Env: env, Objects: []drift.Object{}}
 	var lead *prepared
-	var pr *cost.Prices // the group's GPU prices, read at the first drift that changes GPUs
+	var pr *cost.Prices           // the group's GPU prices, read at the first drift that changes GPUs
 	seen := map[clusterRef]bool{} // an object is listed once per cluster
 	for _, u := range units {
 		entry := drift.Application{Name: u.ref(a), Namespace: u.ns(a), Cluster: u.clusterName, Path: render.TargetPath(u.target), Via: u.via}
@@ -73,6 +73,17 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 					Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name, Status: drift.Unknown,
 					Fields: []drift.Field{}, Application: u.parent, Note: "not audited: " + u.err.Error()})
 				seen[clusterRef{ref: drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name}}] = true
+				// What its last audit found stands, said to be that: a drift not seen now (its
+				// cluster unreachable, its new commit not rendering) is not a drift resolved.
+				for _, o := range a.lastObjects(u.key) {
+					k := clusterRef{o.Cluster, drift.RefOfObject(&o)}
+					if seen[k] {
+						continue
+					}
+					seen[k] = true
+					o.Note = strings.TrimPrefix(o.Note+"; "+staleNote, "; ")
+					rep.Objects = append(rep.Objects, o)
+				}
 			}
 			rep.Applications = append(rep.Applications, entry)
 			continue
@@ -82,6 +93,7 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 		}
 		entry.Revision = u.desired
 		entry.Objects = u.idx.Len()
+		u.merged = nil
 		for _, o := range u.report.Objects {
 			k := drift.RefOfObject(&o)
 			if seen[clusterRef{u.clusterName, k}] {
@@ -105,6 +117,7 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 				o.Cost = a.costOf(u, &o, k, pr)
 			}
 			rep.Objects = append(rep.Objects, o)
+			u.merged = append(u.merged, o)
 			entry.Drifted++
 		}
 		rep.ArgoCDOnly = append(rep.ArgoCDOnly, u.report.ArgoCDOnly...)
@@ -155,14 +168,27 @@ func (a *Auditor) keepGroup(env string, units []*prepared, ex *drift.Excusals) {
 		a.states = map[string]*prepared{}
 		a.groups = map[string]*groupState{}
 	}
+	if a.last == nil {
+		a.last = map[string][]drift.Object{}
+	}
+	keep := map[string]bool{}
+	for _, u := range units {
+		keep[u.key] = true
+	}
 	for k, st := range a.states { // units the group no longer has
 		if st.env() == env {
 			delete(a.states, k)
 		}
 	}
+	for k := range a.last {
+		if unitEnv(k) == env && !keep[k] {
+			delete(a.last, k)
+		}
+	}
 	for _, u := range units {
 		if u.err == nil {
 			a.states[u.key] = u
+			a.last[u.key] = u.merged // a failed unit keeps what its last audit found
 		}
 	}
 	a.groups[env] = &groupState{units: units, ex: ex}
@@ -239,4 +265,14 @@ func (a *Auditor) costOf(u *prepared, o *drift.Object, k drift.Ref, pr *cost.Pri
 		return nil
 	}
 	return cost.OfDrift(o, d, l, pr)
+}
+
+// staleNote marks an object of an Application not audited now, as its last audit found it.
+const staleNote = "as its Application's last audit found it: that Application is not audited now"
+
+// lastObjects are the drifted objects the last audit of a unit (by key) found, as merged.
+func (a *Auditor) lastObjects(key string) []drift.Object {
+	a.statesMu.Lock()
+	defer a.statesMu.Unlock()
+	return a.last[key]
 }

@@ -40,7 +40,8 @@ func event(user, verb, fieldManager, uid, rv string, t time.Time) *auditv1.Event
 }
 
 // TestWhoMatchesTheWrite: the write that made the live object wins when its manager is the
-// field's; else the closest write in time under the field's manager; a removal (no manager) is
+// field's; else the closest write in time under the field's manager, unless all are older than
+// the field's managedFields time; a removal (no manager) is
 // the latest write that is not the applier's; another incarnation's writes never count.
 func TestWhoMatchesTheWrite(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 9, 14, 0, 0, time.UTC)
@@ -60,6 +61,10 @@ func TestWhoMatchesTheWrite(t *testing.T) {
 		{"closest in time under the manager", Live{UID: "u1", ResourceVersion: "99"}, edit, "alice", "fieldManager"},
 		{"a removal: the latest write not the applier's", Live{UID: "u1", ResourceVersion: "99"}, &drift.Field{}, "bob", "latest write"},
 		{"another incarnation does not count", Live{UID: "u1"}, &drift.Field{Writer: drift.Writer{Manager: "kubectl-set"}}, "", ""},
+		// The entry was written after every kubectl-edit write held: that write's event is not
+		// in yet, and an earlier writer under the same manager is not named in its place.
+		{"the write that set the entry is not held yet", Live{UID: "u1", ResourceVersion: "99"},
+			&drift.Field{Writer: drift.Writer{Manager: "kubectl-edit", Time: t0.Add(3 * time.Hour).Format(time.RFC3339)}}, "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

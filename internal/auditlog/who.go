@@ -62,7 +62,8 @@ type Live struct {
 //     when its field manager and subresource are f's — or, for a removed field (no manager), when
 //     it is a person's write to the object itself (not the applier's, not a subresource's, not a
 //     Kubernetes identity's such as a controller's or a node's);
-//   - else the write under f's manager and subresource closest in time to f's managedFields time;
+//   - else the write under f's manager and subresource closest in time to f's managedFields time,
+//     unless every such write is older than that time (the write that set it is not held yet);
 //   - else, for a removed field, the newest such write by a person.
 //
 // Writes to an object of another UID (deleted and made again) are left out.
@@ -102,6 +103,12 @@ func (s *Store) Who(obj Object, live Live, f *drift.Field, applier string) *drif
 			if best == nil || err == nil && absDur(w.at.Sub(at)) < absDur(best.at.Sub(at)) || err != nil && w.at.After(best.at) {
 				best = w
 			}
+		}
+		if best != nil && err == nil && best.at.Before(at.Add(-time.Second)) && !writeSince(ws, f.Manager, f.Subresource, at) {
+			// The manager's entry was written after every write of it the store holds: the
+			// event of that write is not in yet (a log read behind the API server). Nobody is
+			// named rather than an earlier writer under the same manager.
+			return nil
 		}
 		if best != nil {
 			return pick(best, MatchFieldManager)
@@ -173,6 +180,17 @@ func (s *Store) Deleter(obj Object) *drift.Actor {
 		}
 	}
 	return nil
+}
+
+// writeSince says whether ws holds a write under manager and subresource completed no earlier
+// than a second before at (a managedFields time, which has whole seconds).
+func writeSince(ws []*write, manager, subresource string, at time.Time) bool {
+	for _, w := range ws {
+		if w.manager == manager && w.subresource == subresource && !w.at.Before(at.Add(-time.Second)) {
+			return true
+		}
+	}
+	return false
 }
 
 func absDur(d time.Duration) time.Duration {

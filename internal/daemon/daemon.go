@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -221,7 +222,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	}
 	d.outboxes = outboxes
 	d.identity = leaderIdentity(cfg.LeaderElection)
-	if cfg.AuditEvents.enabled() {
+	if cfg.AuditEvents.enabled() || slices.ContainsFunc(cfg.Clusters, func(c fleet.Cluster) bool { return c.AuditLog != "" }) {
 		d.people = auditlog.NewStore(cfg.AuditEvents.Max)
 	}
 	if cfg.LeaderElection.Enabled {
@@ -256,11 +257,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 	srvErr := make(chan error, 1)
 	wg.Add(1)
 	go func() { defer wg.Done(); srvErr <- d.serveHTTP(ctx) }()
-	if f := d.cfg.AuditEvents.File; f != "" && d.people != nil {
+	logs := []string{d.cfg.AuditEvents.File}
+	for _, c := range d.cfg.Clusters {
+		logs = append(logs, c.AuditLog) // the people behind edits on each cluster, in one store (objects differ by UID)
+	}
+	for _, f := range logs {
+		if f == "" || d.people == nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			auditlog.File{Path: f}.Follow(ctx, d.people, time.Second, func(err error) { d.log.Warn("read audit log", "err", err) })
+			auditlog.File{Path: f}.Follow(ctx, d.people, time.Second, func(err error) { d.log.Warn("read audit log", "file", f, "err", err) })
 		}()
 	}
 	if d.cfg.LeaderElection.Enabled {
@@ -275,6 +283,19 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return nil // stopped while still connecting: nothing to audit yet
 		}
 		return err
+	}
+	if d.fleet != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.fleet.Watch(ctx, 5*time.Second, func(st fleet.Status) {
+				d.log.Warn("cluster reachability changed", "cluster", st.Name, "reachable", st.Reachable, "err", st.Error)
+				d.touchMu.Lock()
+				d.full = true // its Applications are audited again (or said not audited)
+				d.touchMu.Unlock()
+				d.markDirty()
+			})
+		}()
 	}
 	if d.cfg.Schedule.Enabled {
 		wg.Add(1)

@@ -49,8 +49,9 @@ func (c *chat) messages() []string {
 	return append([]string(nil), c.got...)
 }
 
-// startDaemon runs `auditor serve` in-process for the fixture's prod, posting to c.
-func startDaemon(t *testing.T, f *testfixture.Platform, c *chat) {
+// startDaemon runs `auditor serve` in-process for the fixture's prod, posting to c; extra is
+// more of its config (YAML).
+func startDaemon(t *testing.T, f *testfixture.Platform, c *chat, extra ...string) {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "slack-url"), []byte(c.srv.URL+"/services/T/B/X"), 0o600))
@@ -67,7 +68,7 @@ foldWindow: 300ms
 sinks:
   - name: slack
     slack: {urlFile: `+filepath.Join(dir, "slack-url")+`}
-`), 0o600))
+`+strings.Join(extra, "\n")), 0o600))
 	cfg, err := daemon.LoadConfig(cfgFile)
 	require.NoError(t, err)
 	d, err := daemon.New(cfg, cluster.Config, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -22,12 +22,14 @@ import (
 
 // Cluster is one cluster the auditor reads: the name reports give it (Argo CD's cluster name,
 // by convention), the server URL Argo CD's cluster Secret and Applications name it by, and the
-// auditor's own kubeconfig (and context) for it.
+// auditor's own kubeconfig (and context) for it. AuditLog, when set, is that cluster's API
+// server audit log (JSON lines), which names the people behind edits there.
 type Cluster struct {
 	Name       string `json:"name"`
 	Server     string `json:"server"`
 	Kubeconfig string `json:"kubeconfig"`
 	Context    string `json:"context,omitempty"`
+	AuditLog   string `json:"auditLog,omitempty"`
 }
 
 // Status is one cluster's state: whether it answered the last probe, the error when it did not,
@@ -159,15 +161,45 @@ func (m *member) probe(ctx context.Context, timeout time.Duration) error {
 	return err
 }
 
-func (m *member) setReachable(err error) {
+// setReachable records a probe's outcome; it says whether reachability changed.
+func (m *member) setReachable(err error) bool {
 	m.checked = time.Now()
 	up := err == nil
-	if up != m.status.Reachable {
+	changed := up != m.status.Reachable
+	if changed {
 		m.status.Since = m.checked.UTC()
 	}
 	m.status.Reachable, m.status.Error = up, ""
 	if err != nil {
 		m.status.Error = err.Error()
+	}
+	return changed
+}
+
+// Watch probes every cluster each interval until ctx ends, and tells onChange of each cluster
+// whose reachability changed since its last probe: a cluster that stops answering, or answers
+// again, is then audited at once rather than at the next event that happens to touch it.
+func (f *Fleet) Watch(ctx context.Context, interval time.Duration, onChange func(Status)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f.mu.Lock()
+		members := append([]*member(nil), f.members...)
+		f.mu.Unlock()
+		for _, m := range members {
+			m.mu.Lock()
+			changed := m.setReachable(m.probe(ctx, f.ProbeTimeout))
+			st := m.status
+			m.mu.Unlock()
+			if changed && ctx.Err() == nil {
+				onChange(st)
+			}
+		}
 	}
 }
 
