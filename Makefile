@@ -79,8 +79,8 @@ demo: tools build ## the main job on a local real cluster and a local Git reposi
 
 ENV    ?= prod
 ARGOCD ?= on
-cluster-up: tools ## start a local cluster (Argo CD syncing clusters/$(ENV), kwok nodes; ARGOCD=off without Argo CD); prints `export KUBECONFIG=...`
-	@go run ./cmd/testcluster up --dir $(CLUSTER_DIR) --env $(ENV) --argocd=$(if $(filter off,$(ARGOCD)),false,true)
+cluster-up: tools ## start a local cluster (Argo CD syncing clusters/$(ENV), kwok nodes; ARGOCD=off without Argo CD; CLUSTERS=3 adds two clusters registered in Argo CD); prints `export KUBECONFIG=...`
+	@go run ./cmd/testcluster up --dir $(CLUSTER_DIR) --env $(ENV) --argocd=$(if $(filter off,$(ARGOCD)),false,true) --clusters $(or $(CLUSTERS),1)
 
 cluster-down: ## stop the local cluster
 	@go run ./cmd/testcluster down --dir $(CLUSTER_DIR)

@@ -27,6 +27,7 @@ func main() {
 	repo := fs.String("repo", ".", "sync: repository directory or URL")
 	revision := fs.String("revision", "main", "sync: revision to sync")
 	listen := fs.String("listen", "127.0.0.1:18099", "receive: address to listen on")
+	clusters := fs.Int("clusters", 1, "up: how many clusters: the first runs Argo CD, each other is registered there as a cluster")
 	_ = fs.Parse(os.Args[2:])
 	switch os.Args[1] {
 	case "up":
@@ -65,8 +66,25 @@ func main() {
 				os.Exit(1)
 			}
 		}
+		var members []*testcluster.Member
+		for i := 2; i <= *clusters; i++ {
+			m, err := c.AddCluster(ctx, fmt.Sprintf("cluster-%d", i))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "error:", err)
+				_ = testcluster.Down(*dir)
+				os.Exit(1)
+			}
+			members = append(members, m)
+		}
 		if gitURL != "" {
 			fmt.Printf("Argo CD reads %s (clone it, commit, push: Argo CD syncs llm-%s)\n", gitURL, *env)
+		}
+		if len(members) > 0 {
+			fmt.Println("more clusters, registered in Argo CD; for the auditor's config:\nclusters:")
+			for _, m := range members {
+				fmt.Printf("  - {name: %s, server: '%s', kubeconfig: %s, auditLog: %s}  # admin: KUBECONFIG=%s\n",
+					m.Name, m.URL, m.ReaderKubeconfig, m.AuditLog, m.Kubeconfig)
+			}
 		}
 		fmt.Printf("local cluster up in %s (logs in %s)\nexport KUBECONFIG=%s\n", time.Since(begin).Round(100*time.Millisecond), c.Dir, c.Kubeconfig)
 	case "down":

@@ -66,6 +66,9 @@ func TestConfigErrors(t *testing.T) {
 		"is not a namespace name":          "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {projects: [p], namespaces: [Argo_CD]}}\n",
 		"is neither appNamespace (argocd)": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {projects: [p], namespaces: [team-a]}}\n",
 		"appNamespaces: \"Team_A\"":        "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nappNamespaces: [Team_A]\n",
+		"name, server and kubeconfig are":  "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: edge, server: 'https://e'}]\n",
+		"a second cluster of that name":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: e, server: 'https://e', kubeconfig: k}, {name: f, server: 'https://e', kubeconfig: k}]\n",
+		"Argo CD's own cluster is":         "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: in-cluster, server: 'https://x', kubeconfig: k}]\n",
 	}
 	for want, doc := range cases {
 		file := filepath.Join(t.TempDir(), "c.yaml")

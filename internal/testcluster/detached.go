@@ -19,8 +19,15 @@ type State struct {
 	RepoServer string `json:"repoServer,omitempty"`
 }
 
-// Down stops a detached cluster started in dir by its pid files. It is a no-op when none runs.
+// Down stops a detached cluster started in dir by its pid files, its member clusters
+// (AddCluster) first. It is a no-op when none runs.
 func Down(dir string) error {
+	members, _ := filepath.Glob(filepath.Join(dir, "clusters", "*"))
+	for _, m := range members {
+		if err := Down(m); err != nil {
+			return err
+		}
+	}
 	for _, name := range []string{"argocd-applicationset-controller", "argocd-application-controller", "argocd-repo-server", "redis", "kwok",
 		"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
 		if err := stopPID(filepath.Join(dir, name+".pid"), 10*time.Second); err != nil {

@@ -1,0 +1,72 @@
+package fleet
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// closedPort is a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return "https://" + addr
+}
+
+func kubeconfig(t *testing.T, server string) string {
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(p, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: `+server+`, insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600))
+	return p
+}
+
+// A destination resolves by server URL (a trailing slash aside), else by name; one the config
+// does not list is refused with the reason; a cluster that does not answer is an
+// *UnreachableError, and its status says so, with the error and since when.
+func TestResolve(t *testing.T) {
+	server := closedPort(t)
+	f, err := New(context.Background(), []Cluster{{Name: "edge-1", Server: server, Kubeconfig: kubeconfig(t, server)}})
+	require.NoError(t, err)
+	f.ProbeTimeout = time.Second
+	before := time.Now().UTC()
+
+	for _, dest := range [][2]string{{server + "/", ""}, {"", "edge-1"}} {
+		_, name, err := f.Resolve(context.Background(), dest[0], dest[1])
+		var unreachable *UnreachableError
+		require.ErrorAs(t, err, &unreachable, "%v", dest)
+		assert.Equal(t, "edge-1", name)
+		assert.Contains(t, err.Error(), "cluster edge-1 unreachable")
+	}
+	_, _, err = f.Resolve(context.Background(), "https://other.example.com", "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no credentials for that cluster")
+	_, _, err = f.Resolve(context.Background(), "", "edge-2")
+	assert.ErrorContains(t, err, "destination edge-2")
+
+	sts := f.Status()
+	require.Len(t, sts, 1)
+	assert.False(t, sts[0].Reachable)
+	assert.NotEmpty(t, sts[0].Error)
+	assert.False(t, sts[0].Since.Before(before), "since the first probe")
+	assert.Empty(t, f.Caches(), "no cache for a cluster that never answered")
+}
+
+// A kubeconfig that cannot be read fails New, naming the cluster and file.
+func TestNewNamesABadKubeconfig(t *testing.T) {
+	_, err := New(context.Background(), []Cluster{{Name: "edge-1", Server: "https://x", Kubeconfig: "/nonexistent/kubeconfig"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cluster edge-1: kubeconfig /nonexistent/kubeconfig")
+}
