@@ -18,10 +18,10 @@ func (d *Daemon) resolve(it notify.Item, revision string) *notify.Resolution {
 		path = f.Path
 	}
 	o := it.Object
-	if e, ok := d.episodes.LastEnded(episode.Identity(it.Env, o.APIVersion, o.Kind, o.Namespace, o.Name, path)); ok {
+	if e, ok := d.episodes.LastEnded(episode.Identity(it.Env, o.Cluster, o.APIVersion, o.Kind, o.Namespace, o.Name, path)); ok {
 		return notify.ResolutionOf(e)
 	}
-	live, ok := d.liveObject(o.APIVersion, o.Kind, o.Namespace, o.Name)
+	live, ok := d.liveObject(o.Cluster, o.APIVersion, o.Kind, o.Namespace, o.Name)
 	if !ok {
 		return nil
 	}

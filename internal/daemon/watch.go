@@ -11,11 +11,17 @@ import (
 	"github.com/llm-gitops/platform/internal/live"
 )
 
-// liveObject is the watch's copy of an object.
-func (d *Daemon) liveObject(apiVersion, kind, namespace, name string) (*unstructured.Unstructured, bool) {
+// liveObject is the watch's copy of an object of cluster ("" for Argo CD's own).
+func (d *Daemon) liveObject(cluster, apiVersion, kind, namespace, name string) (*unstructured.Unstructured, bool) {
 	d.mu.RLock()
 	c := d.cache
 	d.mu.RUnlock()
+	if cluster != "" {
+		if d.fleet == nil {
+			return nil, false
+		}
+		c = d.fleet.Caches()[cluster]
+	}
 	if c == nil {
 		return nil, false
 	}

@@ -46,6 +46,8 @@ type Episode struct {
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace,omitempty"`
 	Name       string `json:"name"`
+	// Cluster names the object's cluster when it is not Argo CD's own.
+	Cluster string `json:"cluster,omitempty"`
 	// UID is the live object's when the episode began (empty for a Missing object): another UID
 	// at the end means the object was deleted and made again.
 	UID string `json:"uid,omitempty"`
@@ -102,17 +104,23 @@ func (e *Episode) Duration(now time.Time) time.Duration {
 	return end.Sub(e.Start)
 }
 
-// Identity is what stays the same across the episodes of one drifted field: env, object, path.
-func Identity(env, apiVersion, kind, namespace, name, path string) string {
-	return env + "|" + apiVersion + "/" + kind + "/" + namespace + "/" + name + "|" + path
+// Identity is what stays the same across the episodes of one drifted field: env, object (with
+// its cluster when not Argo CD's own), path.
+func Identity(env, cluster, apiVersion, kind, namespace, name, path string) string {
+	obj := apiVersion + "/" + kind + "/" + namespace + "/" + name
+	if cluster != "" {
+		obj = "@" + cluster + "/" + obj
+	}
+	return env + "|" + obj + "|" + path
 }
 
 func (e *Episode) identity() string {
-	return Identity(e.Env, e.APIVersion, e.Kind, e.Namespace, e.Name, e.Path)
+	return Identity(e.Env, e.Cluster, e.APIVersion, e.Kind, e.Namespace, e.Name, e.Path)
 }
 
-// LiveGetter returns the live object the watches hold (false: not in the cluster).
-type LiveGetter func(apiVersion, kind, namespace, name string) (*unstructured.Unstructured, bool)
+// LiveGetter returns the live object the watches of cluster ("" for Argo CD's own) hold
+// (false: not there).
+type LiveGetter func(cluster, apiVersion, kind, namespace, name string) (*unstructured.Unstructured, bool)
 
 // Observation is one audit's report with what is needed to say how episodes ended.
 type Observation struct {

@@ -55,7 +55,7 @@ func withUID(u *unstructured.Unstructured, uid string) *unstructured.Unstructure
 }
 
 func liveIs(u *unstructured.Unstructured) LiveGetter {
-	return func(_, _, _, _ string) (*unstructured.Unstructured, bool) { return u, u != nil }
+	return func(_, _, _, _, _ string) (*unstructured.Unstructured, bool) { return u, u != nil }
 }
 
 func TestEpisodeEnds(t *testing.T) {
@@ -105,7 +105,7 @@ func TestEpisodeEnds(t *testing.T) {
 			assert.Equal(t, want, *got.End)
 			assert.Equal(t, tc.took, got.Duration(now))
 			assert.Empty(t, b.Open("prod"))
-			last, ok := b.LastEnded(Identity("prod", "apps/v1", "Deployment", "llm", "vllm", ".spec.replicas"))
+			last, ok := b.LastEnded(Identity("prod", "", "apps/v1", "Deployment", "llm", "vllm", ".spec.replicas"))
 			require.True(t, ok)
 			assert.Equal(t, got.ID, last.ID)
 		})
@@ -199,7 +199,7 @@ func TestMissingAndExtraObjects(t *testing.T) {
 	assert.Equal(t, "alice", opened[0].Actor.User, "who created the Extra object")
 	assert.Equal(t, t0.Add(300*time.Millisecond), opened[0].Start)
 	_, ended := b.Observe(Observation{Report: &drift.Report{Env: "prod", Revision: "aaa"}, Now: t0.Add(2 * time.Minute),
-		Live: func(_, kind, _, _ string) (*unstructured.Unstructured, bool) {
+		Live: func(_, _, kind, _, _ string) (*unstructured.Unstructured, bool) {
 			if kind == "Service" {
 				return svc, true
 			}

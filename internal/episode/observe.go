@@ -35,7 +35,7 @@ func (b *Book) Observe(obs Observation) (opened, ended []Episode) {
 			o = obs.Mask(o)
 		}
 		if o.Status == drift.Unknown {
-			unknown[Identity(rep.Env, o.APIVersion, o.Kind, o.Namespace, o.Name, "")] = true
+			unknown[Identity(rep.Env, o.Cluster, o.APIVersion, o.Kind, o.Namespace, o.Name, "")] = true
 			continue
 		}
 		for _, e := range candidates(rep, o, now) {
@@ -66,7 +66,7 @@ func (b *Book) Observe(obs Observation) (opened, ended []Episode) {
 			}
 			ep := e
 			if obs.Live != nil && ep.Status != drift.Missing {
-				if live, ok := obs.Live(ep.APIVersion, ep.Kind, ep.Namespace, ep.Name); ok {
+				if live, ok := obs.Live(ep.Cluster, ep.APIVersion, ep.Kind, ep.Namespace, ep.Name); ok {
 					ep.UID = string(live.GetUID())
 				}
 			}
@@ -75,7 +75,7 @@ func (b *Book) Observe(obs Observation) (opened, ended []Episode) {
 		}
 	}
 	for id, cur := range b.open {
-		if cur.Env != rep.Env || seen[id] || unknown[Identity(cur.Env, cur.APIVersion, cur.Kind, cur.Namespace, cur.Name, "")] {
+		if cur.Env != rep.Env || seen[id] || unknown[Identity(cur.Env, cur.Cluster, cur.APIVersion, cur.Kind, cur.Namespace, cur.Name, "")] {
 			continue
 		}
 		cur.End = howEnded(cur, obs, now)
@@ -94,7 +94,7 @@ func (b *Book) Observe(obs Observation) (opened, ended []Episode) {
 // the whole object.
 func candidates(rep *drift.Report, o drift.Object, now time.Time) []Episode {
 	base := Episode{Env: rep.Env, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
-		Status: o.Status, Revision: rep.Revision}
+		Cluster: o.Cluster, Status: o.Status, Revision: rep.Revision}
 	if o.Status != drift.Modified || len(o.Fields) == 0 {
 		e := base
 		if o.Creator != nil {
@@ -168,7 +168,7 @@ func howEnded(e *Episode, obs Observation, now time.Time) *End {
 	var live *unstructured.Unstructured
 	found := false
 	if obs.Live != nil {
-		live, found = obs.Live(e.APIVersion, e.Kind, e.Namespace, e.Name)
+		live, found = obs.Live(e.Cluster, e.APIVersion, e.Kind, e.Namespace, e.Name)
 	}
 	if found && e.UID != "" && string(live.GetUID()) != e.UID {
 		end.How = Deleted // and made again since
