@@ -11,6 +11,7 @@ import (
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/fleet"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
@@ -48,6 +49,10 @@ func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Audito
 		return nil, nil, err
 	}
 	c := audit.Config{Repo: repo, Live: cache, AppNamespace: o.appNamespace, People: people}
+	// An Application on another cluster is read through the kubeconfig context that reaches it.
+	if fl, err := fleet.FromKubeconfig(ctx, o.kube.rules(), cfg.Host); err == nil {
+		c.Clusters = fl.Resolve
+	}
 	if o.repoServer.Address != "" {
 		if c.RepoServer, err = reposerver.New(o.repoServer); err != nil {
 			return nil, nil, err

@@ -18,9 +18,15 @@ func (f *kubeFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.context, "context", "", "kubeconfig context to use")
 }
 
-func (f *kubeFlags) config() (*rest.Config, error) {
+// rules are kubectl's loading rules with --kubeconfig.
+func (f *kubeFlags) rules() *clientcmd.ClientConfigLoadingRules {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
+	return rules
+}
+
+func (f *kubeFlags) config() (*rest.Config, error) {
+	rules := f.rules()
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {
 		// client-go's own text ("try setting KUBERNETES_MASTER") names a variable kubectl dropped.

@@ -63,6 +63,9 @@ type Fleet struct {
 	// OnCache, when set, is told of each cache the fleet starts (the daemon subscribes to its
 	// informers).
 	OnCache func(name string, c *live.Cache)
+	// Hint ends the error for a destination no cluster of the fleet is (default: "add it to
+	// clusters", the daemon's config key).
+	Hint string
 
 	mu      sync.Mutex
 	members []*member
@@ -94,6 +97,39 @@ func New(ctx context.Context, clusters []Cluster) (*Fleet, error) {
 	return f, nil
 }
 
+// FromKubeconfig is a fleet of the contexts of a kubeconfig (loaded by rules, as kubectl loads
+// it), each cluster under its context's name, except those of server skip (the cluster already
+// read). Of several contexts of one server, the first by name is taken. It is how a person's
+// `auditor diff` reads the clusters their kubectl reaches.
+func FromKubeconfig(ctx context.Context, rules clientcmd.ClientConfigLoader, skip string) (*Fleet, error) {
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	f := &Fleet{ctx: ctx, Probe: 2 * time.Second, ProbeTimeout: 3 * time.Second,
+		Hint: "add a context for it to your kubeconfig"}
+	names := make([]string, 0, len(raw.Contexts))
+	for name := range raw.Contexts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	seen := map[string]bool{strings.TrimRight(skip, "/"): true}
+	for _, name := range names {
+		cl, ok := raw.Clusters[raw.Contexts[name].Cluster]
+		if !ok || seen[strings.TrimRight(cl.Server, "/")] {
+			continue
+		}
+		cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, name, &clientcmd.ConfigOverrides{}, rules).ClientConfig()
+		if err != nil {
+			continue // a context kubectl could not use either
+		}
+		seen[strings.TrimRight(cl.Server, "/")] = true
+		f.members = append(f.members, &member{Cluster: Cluster{Name: name, Server: cl.Server}, cfg: cfg,
+			status: Status{Name: name, Server: cl.Server, Reachable: true, Since: time.Now().UTC()}})
+	}
+	return f, nil
+}
+
 // Resolve returns the live cache of the cluster an Application's destination names (by server
 // URL, else by name) and the name reports give it. It fails when no cluster of the fleet is that
 // destination, and with an *UnreachableError when the cluster does not answer.
@@ -104,7 +140,11 @@ func (f *Fleet) Resolve(ctx context.Context, server, name string) (*live.Cache, 
 		if dest == "" {
 			dest = name
 		}
-		return nil, dest, fmt.Errorf("destination %s: the auditor has no credentials for that cluster (add it to clusters)", dest)
+		hint := f.Hint
+		if hint == "" {
+			hint = "add it to clusters"
+		}
+		return nil, dest, fmt.Errorf("destination %s: the auditor has no credentials for that cluster (%s)", dest, hint)
 	}
 	c, err := m.get(ctx, f)
 	return c, m.Name, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // closedPort is a loopback address nothing listens on.
@@ -69,4 +70,34 @@ func TestNewNamesABadKubeconfig(t *testing.T) {
 	_, err := New(context.Background(), []Cluster{{Name: "edge-1", Server: "https://x", Kubeconfig: "/nonexistent/kubeconfig"}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "cluster edge-1: kubeconfig /nonexistent/kubeconfig")
+}
+
+// A person's kubeconfig is a fleet: each server its contexts reach but the one already read, by
+// the first context's name; a destination none reaches says to add a context.
+func TestFromKubeconfig(t *testing.T) {
+	home, edge := closedPort(t), closedPort(t)
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(p, []byte(`apiVersion: v1
+kind: Config
+clusters:
+  - {name: home, cluster: {server: `+home+`, insecure-skip-tls-verify: true}}
+  - {name: edge, cluster: {server: `+edge+`, insecure-skip-tls-verify: true}}
+users: [{name: u, user: {token: t}}]
+contexts:
+  - {name: home, context: {cluster: home, user: u}}
+  - {name: edge-admin, context: {cluster: edge, user: u}}
+  - {name: edge-reader, context: {cluster: edge, user: u}}
+current-context: home
+`), 0o600))
+	f, err := FromKubeconfig(context.Background(), &clientcmd.ClientConfigLoadingRules{ExplicitPath: p}, home)
+	require.NoError(t, err)
+	f.ProbeTimeout = time.Second
+	sts := f.Status()
+	require.Len(t, sts, 1, "the home server is skipped, the edge one taken once")
+	assert.Equal(t, []string{"edge-admin", edge}, []string{sts[0].Name, sts[0].Server})
+	_, name, err := f.Resolve(context.Background(), edge, "")
+	assert.Equal(t, "edge-admin", name)
+	assert.ErrorContains(t, err, "cluster edge-admin unreachable")
+	_, _, err = f.Resolve(context.Background(), "https://far.example.com", "")
+	assert.ErrorContains(t, err, "add a context for it to your kubeconfig")
 }
