@@ -155,7 +155,7 @@ func TestReceiverOutageAndRestartLoseNothing(t *testing.T) {
 	time.Sleep(time.Second)
 	for _, r := range h.receivers {
 		if n := len(r.messages()); n != 1 {
-			t.Errorf("%s got %d messages after the restart, want exactly 1 (no duplicate)", r.name, n)
+			t.Errorf("%s got %d messages after the restart, want exactly 1 (no duplicate):\n%s", r.name, n, strings.Join(r.messages(), "\n---\n"))
 		}
 	}
 }
