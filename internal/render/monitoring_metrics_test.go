@@ -84,6 +84,7 @@ var auditorMetrics = map[string]string{
 	"auditor_outbox_depth":                             "gauge",
 	"auditor_outbox_dropped_total":                     "counter",
 	"auditor_watch_starts_total":                       "counter",
+	"auditor_cluster_reachable":                        "gauge",
 	"auditor_audits_total":                             "counter",
 	"auditor_render_workers_total":                     "counter",
 	"auditor_render_engine":                            "gauge",
