@@ -68,6 +68,7 @@ func TestConfigErrors(t *testing.T) {
 		"appNamespaces: \"Team_A\"":        "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nappNamespaces: [Team_A]\n",
 		"name, server and kubeconfig are":  "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: edge, server: 'https://e'}]\n",
 		"a second cluster of that name":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: e, server: 'https://e', kubeconfig: k}, {name: f, server: 'https://e', kubeconfig: k}]\n",
+		"name \"arn:aws:eks\"":             "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: 'arn:aws:eks', server: 'https://e', kubeconfig: k}]\n",
 		"Argo CD's own cluster is":         "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: in-cluster, server: 'https://x', kubeconfig: k}]\n",
 	}
 	for want, doc := range cases {

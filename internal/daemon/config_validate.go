@@ -50,15 +50,23 @@ func (c *Config) validate() error {
 	}
 	clusters := map[string]bool{}
 	for i, cl := range c.Clusters {
+		server := strings.TrimRight(cl.Server, "/")
 		switch {
 		case cl.Name == "" || cl.Server == "" || cl.Kubeconfig == "":
 			return fmt.Errorf("clusters[%d]: name, server and kubeconfig are required", i)
-		case clusters[cl.Name] || clusters[cl.Server]:
+		case len(validation.IsDNS1123Subdomain(cl.Name)) > 0:
+			return fmt.Errorf("clusters[%d]: name %q: lower-case letters, digits, - and . (reports and chat keys carry it)", i, cl.Name)
+		case clusters["name "+cl.Name] || clusters[server]:
 			return fmt.Errorf("clusters[%d] (%s): a second cluster of that name or server", i, cl.Name)
-		case cl.Server == "https://kubernetes.default.svc" || cl.Name == "in-cluster":
+		case server == "https://kubernetes.default.svc" || cl.Name == "in-cluster":
 			return fmt.Errorf("clusters[%d] (%s): Argo CD's own cluster is the one kubeconfig reads", i, cl.Name)
 		}
-		clusters[cl.Name], clusters[cl.Server] = true, true
+		clusters["name "+cl.Name], clusters[server] = true, true
+		for _, ns := range cl.WatchNamespaces {
+			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+				return fmt.Errorf("clusters[%d] (%s): watchNamespaces: %q is not a namespace name", i, cl.Name, ns)
+			}
+		}
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Sinks {

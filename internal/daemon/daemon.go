@@ -136,8 +136,14 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		}
 	}
 	if len(cfg.Clusters) > 0 {
+		clusters := slices.Clone(cfg.Clusters)
+		for i := range clusters {
+			if len(clusters[i].WatchNamespaces) == 0 { // scoped as on Argo CD's cluster
+				clusters[i].WatchNamespaces = cfg.WatchNamespaces
+			}
+		}
 		fctx, stop := context.WithCancel(context.Background())
-		if d.fleet, err = fleet.New(fctx, cfg.Clusters); err != nil {
+		if d.fleet, err = fleet.New(fctx, clusters); err != nil {
 			stop()
 			return nil, err
 		}

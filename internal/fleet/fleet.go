@@ -7,6 +7,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -30,6 +31,9 @@ type Cluster struct {
 	Kubeconfig string `json:"kubeconfig"`
 	Context    string `json:"context,omitempty"`
 	AuditLog   string `json:"auditLog,omitempty"`
+	// WatchNamespaces, as the daemon's key of that name, scopes what is read there (the
+	// daemon's own by default).
+	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
 }
 
 // Status is one cluster's state: whether it answered the last probe, the error when it did not,
@@ -60,9 +64,6 @@ type Fleet struct {
 	// Probe is how long a probe's answer stands before the next use of a cluster probes again
 	// (default 2 s); ProbeTimeout bounds a probe (default 3 s).
 	Probe, ProbeTimeout time.Duration
-	// OnCache, when set, is told of each cache the fleet starts (the daemon subscribes to its
-	// informers).
-	OnCache func(name string, c *live.Cache)
 	// Hint ends the error for a destination no cluster of the fleet is (default: "add it to
 	// clusters", the daemon's config key).
 	Hint string
@@ -75,7 +76,9 @@ type member struct {
 	Cluster
 	cfg *rest.Config
 
-	mu      sync.Mutex
+	work sync.Mutex // one probe or cache start at a time; never held by readers of the state
+
+	mu      sync.Mutex // guards the fields below, never across a network call
 	cache   *live.Cache
 	status  Status
 	checked time.Time
@@ -164,26 +167,35 @@ func (f *Fleet) member(server, name string) *member {
 
 // get probes the cluster (at most once per Probe) and returns its cache, started on first use.
 func (m *member) get(ctx context.Context, f *Fleet) (*live.Cache, error) {
+	m.work.Lock()
+	defer m.work.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if time.Since(m.checked) >= f.Probe || m.cache == nil {
+	stale, c := time.Since(m.checked) >= f.Probe, m.cache
+	m.mu.Unlock()
+	if stale || c == nil {
 		m.setReachable(m.probe(ctx, f.ProbeTimeout))
 	}
-	if !m.status.Reachable {
-		return nil, &UnreachableError{Cluster: m.Name, Err: fmt.Errorf("%s", m.status.Error)}
+	m.mu.Lock()
+	up, why := m.status.Reachable, m.status.Error
+	m.mu.Unlock()
+	if !up {
+		return nil, &UnreachableError{Cluster: m.Name, Err: errors.New(why)}
 	}
-	if m.cache == nil {
-		c, err := live.New(f.ctx, m.cfg)
-		if err != nil {
-			m.setReachable(err)
-			return nil, &UnreachableError{Cluster: m.Name, Err: err}
-		}
-		m.cache = c
-		if f.OnCache != nil {
-			f.OnCache(m.Name, c)
-		}
+	if c != nil {
+		return c, nil
 	}
-	return m.cache, nil
+	c, err := live.New(f.ctx, m.cfg)
+	if err != nil {
+		m.setReachable(err)
+		return nil, &UnreachableError{Cluster: m.Name, Err: err}
+	}
+	if len(m.WatchNamespaces) > 0 {
+		c.ScopeTo(m.WatchNamespaces, nil) // namespaced kinds, Secrets included, only there
+	}
+	m.mu.Lock()
+	m.cache = c
+	m.mu.Unlock()
+	return c, nil
 }
 
 // probe asks the cluster's version, bounded by timeout.
@@ -203,6 +215,8 @@ func (m *member) probe(ctx context.Context, timeout time.Duration) error {
 
 // setReachable records a probe's outcome; it says whether reachability changed.
 func (m *member) setReachable(err error) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.checked = time.Now()
 	up := err == nil
 	changed := up != m.status.Reachable
@@ -232,11 +246,13 @@ func (f *Fleet) Watch(ctx context.Context, interval time.Duration, onChange func
 		members := append([]*member(nil), f.members...)
 		f.mu.Unlock()
 		for _, m := range members {
-			m.mu.Lock()
+			m.work.Lock()
 			changed := m.setReachable(m.probe(ctx, f.ProbeTimeout))
-			st := m.status
-			m.mu.Unlock()
+			m.work.Unlock()
 			if changed && ctx.Err() == nil {
+				m.mu.Lock()
+				st := m.status
+				m.mu.Unlock()
 				onChange(st)
 			}
 		}
