@@ -335,7 +335,7 @@ func (a *Auditor) index(ctx context.Context, u *prepared, app *argocd.App, res *
 }
 
 // compare brings the live cache up for a prepared unit's kinds and compares: its report.
-func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declared map[drift.Ref]string, ex *drift.Excusals, lap func(string)) error {
+func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declared map[clusterRef]string, ex *drift.Excusals, lap func(string)) error {
 	wctx, cancel := context.WithTimeout(ctx, a.SyncTimeout)
 	err := u.on(a).Watch(wctx, u.kinds, a.Options.ExtraKinds)
 	cancel()
@@ -368,7 +368,7 @@ func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declare
 		opts.ExtraOnlyIn = map[string][]schema.GroupKind{a.AppNamespace: argoKinds}
 		name := u.ref(a)
 		opts.DeclaredElsewhere = func(r drift.Ref) bool {
-			owner, ok := declared[r]
+			owner, ok := declared[clusterRef{u.clusterName, r}]
 			return ok && owner != name
 		}
 	}

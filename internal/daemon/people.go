@@ -28,6 +28,9 @@ func (d *Daemon) awaitPeople(rep *drift.Report) bool {
 	var wait []drift.Ref
 	for i := range rep.Objects {
 		o := &rep.Objects[i]
+		if !d.peopleOn(o.Cluster) {
+			continue // nobody's audit events come from that cluster
+		}
 		hold := false
 		for _, f := range o.Fields {
 			if f.Actor != nil {
@@ -35,7 +38,7 @@ func (d *Daemon) awaitPeople(rep *drift.Report) bool {
 			}
 			// From when the daemon first saw the field without a person (not managedFields' time,
 			// which a writer that keeps writing keeps fresh).
-			k := rep.Env + "|" + o.Kind + "|" + o.Namespace + "|" + o.Name + "|" + f.Path
+			k := rep.Env + "|" + objectKey(o) + "|" + f.Path
 			present[k] = true
 			if _, ok := d.firstSeen[k]; !ok {
 				d.firstSeen[k] = now
@@ -91,11 +94,11 @@ func vanished(held, cur *drift.Report) []drift.Object {
 		for _, f := range o.Fields {
 			fs[f.Path] = true
 		}
-		now[o.Kind+"|"+o.Namespace+"|"+o.Name] = fs
+		now[objectKey(&o)] = fs
 	}
 	var out []drift.Object
 	for _, o := range held.Objects {
-		fs, ok := now[o.Kind+"|"+o.Namespace+"|"+o.Name]
+		fs, ok := now[objectKey(&o)]
 		if !ok {
 			out = append(out, o)
 			continue
@@ -112,4 +115,23 @@ func vanished(held, cur *drift.Report) []drift.Object {
 		}
 	}
 	return out
+}
+
+// objectKey names an object of a report on its cluster.
+func objectKey(o *drift.Object) string {
+	return o.Cluster + "|" + o.Kind + "|" + o.Namespace + "|" + o.Name
+}
+
+// peopleOn says whether audit events come from cluster ("" for Argo CD's own): only there is a
+// drift worth holding back for its person.
+func (d *Daemon) peopleOn(cluster string) bool {
+	if cluster == "" {
+		return d.cfg.AuditEvents.enabled()
+	}
+	for _, c := range d.cfg.Clusters {
+		if c.Name == cluster {
+			return c.AuditLog != ""
+		}
+	}
+	return false
 }
