@@ -15,11 +15,11 @@ import (
 
 // attribute names the person behind each drifted field from the audit events held, when any;
 // and who created each Extra object and deleted each Missing one.
-func (a *Auditor) attribute(c *live.Cache, objs []drift.Object, opts *drift.Options) {
+func (a *Auditor) attribute(c *live.Cache, cluster string, objs []drift.Object, opts *drift.Options) {
 	if a.People == nil {
 		return
 	}
-	Attribute(objs, c, a.People, a.Options.Applier)
+	AttributeOn(cluster, objs, c, a.People, a.Options.Applier)
 	// A person found behind a write under a controller's name the comparison excused or could not
 	// yet check (its event came in after), or that Argo CD's verdict brought back: named as such.
 	check := *opts
@@ -43,6 +43,12 @@ func (a *Auditor) attribute(c *live.Cache, objs []drift.Object, opts *drift.Opti
 // Extra object and who deleted each Missing one. applier is the GitOps sync's field manager. It
 // returns how many were named.
 func Attribute(objs []drift.Object, c *live.Cache, people *auditlog.Store, applier string) int {
+	return AttributeOn("", objs, c, people, applier)
+}
+
+// AttributeOn is Attribute for the objects of cluster ("" for Argo CD's own), read by c: only
+// that cluster's audit events name their people.
+func AttributeOn(cluster string, objs []drift.Object, c *live.Cache, people *auditlog.Store, applier string) int {
 	named := 0
 	for i := range objs {
 		o := &objs[i]
@@ -60,7 +66,7 @@ func Attribute(objs []drift.Object, c *live.Cache, people *auditlog.Store, appli
 		if err != nil {
 			continue
 		}
-		ref := auditlog.Object{Group: gv.Group, Resource: m.Resource.Resource, Namespace: o.Namespace, Name: o.Name}
+		ref := auditlog.Object{Cluster: cluster, Group: gv.Group, Resource: m.Resource.Resource, Namespace: o.Namespace, Name: o.Name}
 		if o.Status == drift.Missing {
 			if o.Actor = people.Deleter(ref); o.Actor != nil {
 				named++
@@ -88,15 +94,16 @@ func Attribute(objs []drift.Object, c *live.Cache, people *auditlog.Store, appli
 
 // events answers the comparison's questions about writers (drift.Events) from the audit events
 // held about the objects of c; nil without them.
-func (a *Auditor) events(c *live.Cache) drift.Events {
+func (a *Auditor) events(c *live.Cache, cluster string) drift.Events {
 	if a.People == nil {
 		return nil
 	}
-	return &events{c: c, people: a.People, applier: a.Options.Applier}
+	return &events{c: c, cluster: cluster, people: a.People, applier: a.Options.Applier}
 }
 
 type events struct {
 	c       *live.Cache
+	cluster string
 	people  *auditlog.Store
 	applier string
 }
@@ -107,7 +114,7 @@ func (e *events) object(l *unstructured.Unstructured) (auditlog.Object, bool) {
 	if err != nil {
 		return auditlog.Object{}, false
 	}
-	return auditlog.Object{Group: gvk.Group, Resource: m.Resource.Resource, Namespace: l.GetNamespace(), Name: l.GetName()}, true
+	return auditlog.Object{Cluster: e.cluster, Group: gvk.Group, Resource: m.Resource.Resource, Namespace: l.GetNamespace(), Name: l.GetName()}, true
 }
 
 // WriterOf is drift.Events.WriterOf.

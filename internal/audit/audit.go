@@ -363,7 +363,7 @@ func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declare
 	opts.Application = u.instance(a)
 	opts.Hooks = u.hooks
 	opts.Excused = ex
-	opts.Events = a.events(u.on(a))
+	opts.Events = a.events(u.on(a), u.clusterName)
 	if u.group {
 		opts.ExtraOnlyIn = map[string][]schema.GroupKind{a.AppNamespace: argoKinds}
 		name := u.ref(a)
@@ -386,7 +386,7 @@ func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declare
 		a.memo(u.key).Done()
 		lap("argocd")
 	}
-	a.attribute(u.on(a), rep.Objects, &opts)
+	a.attribute(u.on(a), u.clusterName, rep.Objects, &opts)
 	if app != nil && req.Revision == "" && (app.InProgress() || app.Failed()) {
 		rep.Operation = &drift.Operation{Phase: app.Operation.Phase, Revision: app.Operation.Revision, Message: app.Operation.Message}
 	}

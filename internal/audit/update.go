@@ -62,7 +62,7 @@ func (a *Auditor) updateUnit(ctx context.Context, st *prepared, refs []drift.Ref
 	opts := st.opts
 	opts.Controllers = a.Options.Controllers
 	opts.Excused = ex
-	opts.Events = a.events(st.on(a))
+	opts.Events = a.events(st.on(a), st.clusterName)
 	objs := drift.AuditRefs(st.idx, refs, st.on(a), opts)
 	part := &drift.Report{Env: st.key, Revision: st.report.Revision, Objects: objs}
 	// Argo CD's status as the watch has it now (the spec is the full audit's: a new one would
@@ -102,7 +102,7 @@ func (a *Auditor) updateUnit(ctx context.Context, st *prepared, refs []drift.Ref
 	rep.Objects = slices.DeleteFunc(slices.Clone(prev.Objects), func(o drift.Object) bool {
 		return o.Status != drift.Unknown && touched[drift.RefOfObject(&o)]
 	})
-	a.attribute(st.on(a), part.Objects, &opts)
+	a.attribute(st.on(a), st.clusterName, part.Objects, &opts)
 	rep.Objects = append(rep.Objects, part.Objects...)
 	drift.SortObjects(rep.Objects)
 	rep.ArgoCDOnly = slices.DeleteFunc(slices.Clone(prev.ArgoCDOnly), func(o drift.ArgoOnly) bool {

@@ -28,6 +28,8 @@ const DefaultMax = 100_000
 
 // Object names what an event wrote: API group, resource (plural), namespace, name.
 type Object struct {
+	// Cluster is the cluster whose API server logged the write, "" for Argo CD's own.
+	Cluster                          string
 	Group, Resource, Namespace, Name string
 }
 

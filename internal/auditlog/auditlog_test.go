@@ -79,6 +79,26 @@ func TestWhoMatchesTheWrite(t *testing.T) {
 	}
 }
 
+// The same object on two clusters: each cluster's writes name only its own object's people,
+// even when the events carry no UID (a Metadata-level policy).
+func TestWritesAreTheirClusters(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 9, 14, 0, 0, time.UTC)
+	s := NewStore(0)
+	s.AddFrom("edge-1", event("bob", "delete", "", "", "7", t0))
+	s.Add(event("alice", "patch", "kubectl-edit", "", "8", t0))
+	assert.Nil(t, s.Deleter(qdrant), "bob deleted edge-1's qdrant, not this cluster's")
+	edge := qdrant
+	edge.Cluster = "edge-1"
+	if a := s.Deleter(edge); assert.NotNil(t, a) {
+		assert.Equal(t, "bob", a.User)
+	}
+	f := &drift.Field{Writer: drift.Writer{Manager: "kubectl-edit", Time: t0.Format(time.RFC3339)}}
+	assert.Nil(t, s.Who(edge, Live{}, f, "argocd-controller"), "alice wrote Argo CD's cluster's qdrant")
+	if a := s.Who(qdrant, Live{}, f, "argocd-controller"); assert.NotNil(t, a) {
+		assert.Equal(t, "alice", a.User)
+	}
+}
+
 // TestStoreIsBoundedAndKeepsOnlyWrites: reads, failed writes, status writes and unfinished stages
 // are not kept; past the bound the oldest event goes first.
 func TestStoreIsBoundedAndKeepsOnlyWrites(t *testing.T) {

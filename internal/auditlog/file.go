@@ -18,7 +18,8 @@ import (
 
 // File is a Source reading a JSON-lines audit log (kube-apiserver --audit-log-path with
 // --audit-log-format=json), or a file of such lines a managed cluster's log export wrote.
-type File struct{ Path string }
+// Cluster names the cluster whose API server wrote it ("" for Argo CD's own).
+type File struct{ Path, Cluster string }
 
 // Load reads every event of the file into s. A line that is not an event is an error naming
 // the file and line.
@@ -28,10 +29,10 @@ func (f File) Load(ctx context.Context, s *Store) error {
 		return fmt.Errorf("audit log: %w", err)
 	}
 	defer fh.Close()
-	return readLines(ctx, fh, f.Path, s)
+	return readLines(ctx, fh, f.Path, f.Cluster, s)
 }
 
-func readLines(ctx context.Context, r io.Reader, name string, s *Store) error {
+func readLines(ctx context.Context, r io.Reader, name, cluster string, s *Store) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
 	sc.Split(completeLines)
@@ -49,7 +50,7 @@ func readLines(ctx context.Context, r io.Reader, name string, s *Store) error {
 		if err := json.Unmarshal(b, &ev); err != nil {
 			return fmt.Errorf("audit log %s:%d: %w", name, line, err)
 		}
-		s.Add(&ev)
+		s.AddFrom(cluster, &ev)
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("audit log %s:%d: %w", name, line, err)
@@ -143,7 +144,7 @@ func (f File) readFrom(ctx context.Context, s *Store, offset *int64, onErr func(
 			}
 			continue
 		}
-		s.Add(&ev)
+		s.AddFrom(f.Cluster, &ev)
 	}
 	return ctx.Err()
 }

@@ -12,8 +12,13 @@ import (
 
 var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true}
 
-// Add keeps ev when it is a completed write to a named object (other events are ignored).
-func (s *Store) Add(ev *auditv1.Event) {
+// Add keeps ev, an event of Argo CD's own cluster, when it is a completed write to a named object
+// (other events are ignored).
+func (s *Store) Add(ev *auditv1.Event) { s.AddFrom("", ev) }
+
+// AddFrom is Add for an event the API server of cluster logged: its writes match that cluster's
+// objects only.
+func (s *Store) AddFrom(cluster string, ev *auditv1.Event) {
 	if ev.Stage != auditv1.StageResponseComplete || !writeVerbs[ev.Verb] || ev.ObjectRef == nil || ev.ObjectRef.Name == "" ||
 		ev.ObjectRef.Subresource == "status" || ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 300 {
 		return
@@ -31,7 +36,7 @@ func (s *Store) Add(ev *auditv1.Event) {
 	if ev.ImpersonatedUser != nil {
 		nw.actor.ImpersonatedUser = ev.ImpersonatedUser.Username
 	}
-	key := Object{Group: ev.ObjectRef.APIGroup, Resource: ev.ObjectRef.Resource, Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name}
+	key := Object{Cluster: cluster, Group: ev.ObjectRef.APIGroup, Resource: ev.ObjectRef.Resource, Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name}
 	changes, from, more := s.changesOf(key, ev, resp, uid, at)
 	var size int
 	nw.changes, size, nw.truncated = hold(changes, more)

@@ -263,18 +263,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 	srvErr := make(chan error, 1)
 	wg.Add(1)
 	go func() { defer wg.Done(); srvErr <- d.serveHTTP(ctx) }()
-	logs := []string{d.cfg.AuditEvents.File}
+	logs := []auditlog.File{{Path: d.cfg.AuditEvents.File}}
 	for _, c := range d.cfg.Clusters {
-		logs = append(logs, c.AuditLog) // the people behind edits on each cluster, in one store (objects differ by UID)
+		logs = append(logs, auditlog.File{Path: c.AuditLog, Cluster: c.Name}) // the people behind edits on that cluster
 	}
 	for _, f := range logs {
-		if f == "" || d.people == nil {
+		if f.Path == "" || d.people == nil {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			auditlog.File{Path: f}.Follow(ctx, d.people, time.Second, func(err error) { d.log.Warn("read audit log", "file", f, "err", err) })
+			f.Follow(ctx, d.people, time.Second, func(err error) { d.log.Warn("read audit log", "file", f.Path, "err", err) })
 		}()
 	}
 	if d.cfg.LeaderElection.Enabled {

@@ -84,8 +84,8 @@ func TestApplicationOnAnotherCluster(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		people := auditlog.NewStore(0)
-		for _, log := range []string{cluster.AuditLog, member.AuditLog} { // both clusters' audit events
-			require.NoError(t, auditlog.File{Path: log}.Load(ctx, people))
+		for _, log := range []auditlog.File{{Path: cluster.AuditLog}, {Path: member.AuditLog, Cluster: member.Name}} { // both clusters' audit events
+			require.NoError(t, log.Load(ctx, people))
 		}
 		a.People = people
 		rep = runAudit(t, a, f.Env)
