@@ -3,11 +3,13 @@ package daemon
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/llm-gitops/platform/internal/atomicfile"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/episode"
 	"github.com/llm-gitops/platform/internal/notify"
+	"github.com/llm-gitops/platform/internal/notify/message"
 )
 
 // resolve says how a resolved item ended: from its episode, else from the watch's copy of the
@@ -51,6 +53,7 @@ func (d *Daemon) announce(rep *drift.Report) {
 	held := d.held[rep.Env]
 	delete(d.held, rep.Env)
 	d.peopleMu.Unlock()
+	rep = d.withUnseen(rep)
 	if gone := vanished(held, rep); len(gone) > 0 {
 		// Drift that came and went while it waited for its person (Argo CD's selfHeal): it is
 		// announced, then resolved, like any other.
@@ -79,4 +82,39 @@ func (d *Daemon) saveTracker() {
 	if err != nil {
 		d.log.Error("save drift state", "err", err)
 	}
+}
+
+// withUnseen adds to rep the drift the tracker holds of each Application rep could not audit (its
+// cluster unreachable, its source not rendering), as it was announced: a drift nobody can see now
+// is not resolved. The auditor carries such drift from its last audit; this covers a restart
+// (or a new leader) during the outage, when that audit is gone.
+func (d *Daemon) withUnseen(rep *drift.Report) *drift.Report {
+	failed := map[string]bool{}
+	for _, app := range rep.Applications {
+		if app.Error != "" {
+			failed[app.Name] = true
+		}
+	}
+	if len(failed) == 0 {
+		return rep
+	}
+	have := map[string]bool{}
+	for _, it := range notify.Items(rep) {
+		have[message.Identity(it.Key)] = true
+	}
+	var unseen []drift.Object
+	for _, it := range d.tracker.Current(rep.Env) {
+		if failed[it.Object.Application] && !have[message.Identity(it.Key)] {
+			o := it.Object
+			o.Note = strings.TrimPrefix(o.Note+"; as last announced: its Application is not audited now", "; ")
+			unseen = append(unseen, o)
+		}
+	}
+	if len(unseen) == 0 {
+		return rep
+	}
+	out := *rep
+	out.Objects = append(slices.Clone(rep.Objects), unseen...)
+	out.InSync = false
+	return &out
 }
