@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"net"
 	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
@@ -92,16 +95,14 @@ func (d *Daemon) startWorker() {
 }
 
 // auditAll audits every env in full; an env that fails keeps its last report and the others go on.
-// The daemon is ready once every env has been audited in full once, whatever came of it: an env
-// that does not render (a bad commit) is its status's error, and holds up no other env's audit,
-// nor the pod's readiness.
+// The daemon is ready once every env has a report or an error of its own, such as a commit that
+// does not render (its status's error): that holds up no other env's audit, nor the pod's
+// readiness. An error of the cluster's API (unreachable, forbidden, not synced) is the daemon's:
+// it stays unready until an audit gets through.
 func (d *Daemon) auditAll(ctx context.Context) {
 	d.takeTouched() // a full audit covers what the watches saw so far, and announces it all
 	d.lastFull = time.Now()
 	d.eachEnv(ctx, func(a *audit.Auditor, env string) (*drift.Report, error) { return a.Run(ctx, audit.Request{Env: env}) })
-	if ctx.Err() == nil {
-		d.ready.Store(true)
-	}
 	// A full audit decodes every object once more (the render, Argo CD's verdicts): at 10,000
 	// objects it allocates ~1 GB, and the pages the heap grew to would otherwise stay resident
 	// until the scavenger's slow pace gives them back. Once a fetch interval, one forced GC.
@@ -185,6 +186,9 @@ func (d *Daemon) eachEnv(ctx context.Context, run func(a *audit.Auditor, env str
 		a.Options.Controllers = d.cfg.controllersFor(env)
 		rep, err := run(a, env)
 		allOK = d.audited(ctx, env, rep, err, start) && allOK
+	}
+	if ctx.Err() == nil && d.envsSettled() {
+		d.ready.Store(true) // see auditAll
 	}
 	d.hookInformers(c)
 	if d.fleet != nil {
@@ -270,4 +274,26 @@ func (d *Daemon) clusters() func(ctx context.Context, server, name string) (*liv
 		return nil
 	}
 	return d.fleet.Resolve
+}
+
+// envsSettled says whether every env has a report, or an error of its own rather than the
+// cluster API's.
+func (d *Daemon) envsSettled() bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, env := range d.cfg.Envs {
+		if err := d.errs[env]; d.reports[env] == nil && (err == nil || apiError(err)) {
+			return false
+		}
+	}
+	return true
+}
+
+// apiError says whether err came from talking to the cluster's API: the network, a status the
+// API server answered with, a cache that never synced.
+func apiError(err error) bool {
+	var netErr net.Error
+	var notSynced *live.NotSyncedError
+	return errors.As(err, &netErr) || errors.As(err, &notSynced) || apierrors.ReasonForError(err) != metav1.StatusReasonUnknown ||
+		errors.Is(err, context.DeadlineExceeded)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Member is a further cluster of a test: its own etcd and kube-apiserver with the upstream CRDs
@@ -50,7 +52,7 @@ func (c *Cluster) AddCluster(ctx context.Context, name string) (*Member, error) 
 	if err := mc.bindReader(ctx); err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
-	if err := writeKubeconfig(m.ReaderKubeconfig, mc.URL, mc.Config.CAData, ReaderToken); err != nil {
+	if err := writeReaderKubeconfig(m.ReaderKubeconfig, mc.URL, mc.Config.CAData); err != nil {
 		return nil, err
 	}
 	if c.opts.ArgoCD {
@@ -127,4 +129,18 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 		return waitHTTP(ctx, np, c.URL+"/readyz", c.Config, 90*time.Second)
 	}
 	return fmt.Errorf("start kube-apiserver: it never ran")
+}
+
+// writeReaderKubeconfig writes a kubeconfig holding the reader's token alone: no other user's
+// credentials are in the file the auditor is given.
+func writeReaderKubeconfig(path, server string, ca []byte) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["testcluster"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos[ReaderUser] = &clientcmdapi.AuthInfo{Token: ReaderToken}
+	cfg.Contexts[ReaderUser] = &clientcmdapi.Context{Cluster: "testcluster", AuthInfo: ReaderUser, Namespace: "default"}
+	cfg.CurrentContext = ReaderUser
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
 }
