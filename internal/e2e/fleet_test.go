@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +61,15 @@ func TestApplicationOnAnotherCluster(t *testing.T) {
 
 	fl, err := fleet.New(ctx, []fleet.Cluster{{Name: member.Name, Server: member.URL, Kubeconfig: member.ReaderKubeconfig}})
 	require.NoError(t, err)
+	// Credentials the cluster no longer takes make it unreachable, though it answers /version.
+	data, err := os.ReadFile(member.ReaderKubeconfig)
+	require.NoError(t, err)
+	revoked := filepath.Join(t.TempDir(), "revoked")
+	require.NoError(t, os.WriteFile(revoked, []byte(strings.ReplaceAll(string(data), testcluster.ReaderToken, "revoked-token")), 0o600))
+	bad, err := fleet.New(ctx, []fleet.Cluster{{Name: member.Name, Server: member.URL, Kubeconfig: revoked}})
+	require.NoError(t, err)
+	_, _, err = bad.Resolve(ctx, member.URL, "")
+	assert.ErrorContains(t, err, "Unauthorized")
 	a := newAuditor(t, f)
 	a.RootName = func(string) string { return root }
 	a.Clusters = fl.Resolve

@@ -14,7 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/discovery"
+	authnv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -198,18 +201,22 @@ func (m *member) get(ctx context.Context, f *Fleet) (*live.Cache, error) {
 	return c, nil
 }
 
-// probe asks the cluster's version, bounded by timeout.
+// probe asks the cluster who the auditor is (a SelfSubjectReview, which every authenticated
+// user may make), bounded by timeout: an API server that does not answer, or that no longer
+// takes the auditor's credentials, fails it. A cluster without that API is asked its version.
 func (m *member) probe(ctx context.Context, timeout time.Duration) error {
 	cfg := rest.CopyConfig(m.cfg)
 	cfg.Timeout = timeout
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err = cs.AuthenticationV1().SelfSubjectReviews().Create(pctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = cs.Discovery().ServerVersion()
 	}
-	_, err = dc.ServerVersion()
 	return err
 }
 
