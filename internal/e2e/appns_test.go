@@ -49,16 +49,11 @@ func TestApplicationOutsideArgoCDsNamespace(t *testing.T) {
 		require.NoError(t, f.Write("tenant/"+name+".yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+f.Prefix+"-tenant-"+name+"\ndata:\n  k: v\n"))
 	}
 	head := f.Commit("a root declaring an Application in a namespace of its own")
-	rootApp := childApp(root, testcluster.ArgoCDNamespace, map[string]any{
-		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": rootDir},
-	})
-	delete(rootApp["metadata"].(map[string]any), "finalizers")
-	applyObject(t, f, rootApp)
 	t.Cleanup(func() {
-		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", root, "--ignore-not-found", "--wait=false")
 		f.Kubectl("-n", appsNS, "delete", "application", tenant, "--ignore-not-found", "--wait=true", "--timeout=2m")
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "appproject", project, "--ignore-not-found")
 	})
+	applyRoot(t, f, root, rootDir)
 	ctx := context.Background()
 	for _, a := range []string{root, appsNS + "/" + tenant} {
 		require.NoError(t, cluster.WaitSynced(ctx, a, head, 4*time.Minute), a)

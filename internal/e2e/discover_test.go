@@ -57,21 +57,16 @@ func TestApplicationSetsAndTheSelectionJoinTheGroup(t *testing.T) {
 	}
 	require.NoError(t, f.Write("picked/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+picked+"\ndata:\n  owner: team\n"))
 	head := f.Commit("a root with an ApplicationSet; a directory for a hand-made Application")
-	rootApp := childApp(root, testcluster.ArgoCDNamespace, map[string]any{
-		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": rootDir},
-	})
-	delete(rootApp["metadata"].(map[string]any), "finalizers") // the root orphans what it declares
 	hand := childApp(picked, ns, map[string]any{
 		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "picked"},
 	})
 	hand["metadata"].(map[string]any)["labels"] = map[string]any{"team": f.Prefix}
-	applyObject(t, f, rootApp)
-	applyObject(t, f, hand)
 	t.Cleanup(func() {
-		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", root, "--ignore-not-found", "--wait=false")
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "applicationset", set, "--ignore-not-found", "--wait=true", "--timeout=2m")
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", genA, genB, picked, "--ignore-not-found", "--wait=true", "--timeout=2m")
 	})
+	applyRoot(t, f, root, rootDir)
+	applyObject(t, f, hand)
 	ctx := context.Background()
 	for _, app := range []string{root, genA, genB, picked} { // prod's own stays at its revision: the commit changes nothing of it
 		require.NoError(t, cluster.WaitSynced(ctx, app, head, 4*time.Minute), app)

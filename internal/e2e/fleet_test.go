@@ -46,15 +46,10 @@ func TestApplicationOnAnotherCluster(t *testing.T) {
 	writeYAML(t, f, rootDir+"/edge.yaml", app)
 	require.NoError(t, f.Write("edge/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: edge-settings\ndata:\n  replicas: \"2\"\n  model: qwen\n"))
 	head := f.Commit("a root declaring an Application on the edge cluster")
-	rootApp := childApp(root, testcluster.ArgoCDNamespace, map[string]any{
-		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": rootDir},
-	})
-	delete(rootApp["metadata"].(map[string]any), "finalizers")
-	applyObject(t, f, rootApp)
 	t.Cleanup(func() {
-		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", root, "--ignore-not-found", "--wait=false")
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", edge, "--ignore-not-found", "--wait=true", "--timeout=2m")
 	})
+	applyRoot(t, f, root, rootDir)
 	for _, a := range []string{root, edge} {
 		require.NoError(t, cluster.WaitSynced(ctx, a, head, 4*time.Minute), a)
 	}

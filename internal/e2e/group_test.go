@@ -448,6 +448,21 @@ func childApp(name, ns string, spec map[string]any) map[string]any {
 	}
 }
 
+// applyRoot applies the root Application root over rootDir of the fixture's repository, without
+// a finalizer (the root orphans what it declares), and deletes it when the test ends: before
+// the cleanups registered earlier, so that it no longer syncs the Applications they delete.
+func applyRoot(t *testing.T, f *testfixture.Platform, root, rootDir string) {
+	t.Helper()
+	rootApp := childApp(root, testcluster.ArgoCDNamespace, map[string]any{
+		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": rootDir},
+	})
+	delete(rootApp["metadata"].(map[string]any), "finalizers")
+	applyObject(t, f, rootApp)
+	t.Cleanup(func() {
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", root, "--ignore-not-found", "--wait=false")
+	})
+}
+
 func writeYAML(t *testing.T, f *testfixture.Platform, rel string, obj map[string]any) {
 	t.Helper()
 	if len(obj) == 0 {
