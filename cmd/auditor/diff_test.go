@@ -41,3 +41,17 @@ func TestWriteTextNamesWhoMadeOrDeletedAnObject(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteTextNamesTheCluster: an Application on another cluster and each of its objects say
+// which cluster, as the chat does.
+func TestWriteTextNamesTheCluster(t *testing.T) {
+	rep := &drift.Report{Env: "prod", Revision: "abc",
+		Applications: []drift.Application{{Name: "llm-prod", Path: "overlays/prod", Revision: "abc"},
+			{Name: "edge", Cluster: "edge-1", Path: "edge", Revision: "abc", Objects: 1, Drifted: 1}},
+		Objects: []drift.Object{{Kind: "ConfigMap", Namespace: "edge", Name: "settings", Cluster: "edge-1", Application: "edge",
+			Status: drift.Missing}}}
+	var b strings.Builder
+	writeText(&b, rep, time.Now())
+	assert.Contains(t, b.String(), "Application edge (edge at abc, on cluster edge-1): 1 objects, 1 drifted")
+	assert.Contains(t, b.String(), "Missing  ConfigMap edge/settings on cluster edge-1 [edge]: in Git, not in the cluster")
+}

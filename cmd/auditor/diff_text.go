@@ -27,11 +27,17 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 			if app.Via != "" {
 				via = ", via " + app.Via
 			}
+			if app.Cluster != "" {
+				via += ", on cluster " + app.Cluster
+			}
 			fmt.Fprintf(w, "Application %s (%s at %s%s): %d objects, %d drifted\n", app.Name, app.Path, gitrepo.Short(app.Revision), via, app.Objects, app.Drifted)
 		}
 	}
 	for _, o := range rep.Objects {
 		id := objectID(o.Kind, o.Namespace, o.Name)
+		if o.Cluster != "" {
+			id += " on cluster " + o.Cluster
+		}
 		if group && o.Application != "" {
 			id += " [" + o.Application + "]"
 		}
