@@ -361,6 +361,7 @@ func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declare
 	}
 	lap("schema")
 	opts.Application = u.instance(a)
+	opts.Cluster = u.clusterName
 	opts.Hooks = u.hooks
 	opts.Excused = ex
 	opts.Events = a.events(u.on(a), u.clusterName)

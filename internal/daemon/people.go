@@ -56,7 +56,7 @@ func (d *Daemon) awaitPeople(rep *drift.Report) bool {
 	for _, u := range rep.Unverified {
 		// Per value of the excused fields: a later write there is waited for anew, a status
 		// write that moves only the resourceVersion is not.
-		k := rep.Env + "|excused|" + u.Group + "|" + u.Kind + "|" + u.Namespace + "|" + u.Name + "|" + u.Fingerprint
+		k := rep.Env + "|excused|" + u.Cluster + "|" + u.Group + "|" + u.Kind + "|" + u.Namespace + "|" + u.Name + "|" + u.Fingerprint
 		present[k] = true
 		if _, ok := d.firstSeen[k]; !ok {
 			d.firstSeen[k] = now

@@ -228,7 +228,7 @@ func (opts *Options) excuse(live *unstructured.Unstructured, gk schema.GroupKind
 				// Status writes are not in the audit events (the platform's policy and the
 				// event reader leave them out), and a controller of no known identity cannot
 				// be checked: the name is all there will ever be.
-				opts.Excused.add(ref, o.Manager, false, time.Time{}, "")
+				opts.Excused.add(opts.Cluster, ref, o.Manager, false, time.Time{}, "")
 				return true, nil, ""
 			}
 			fingerprint := Display(p) + "=" + fmt.Sprint(lv) // only with events: the hot path has none
@@ -237,11 +237,11 @@ func (opts *Options) excuse(live *unstructured.Unstructured, gk schema.GroupKind
 				actor, asked = opts.Events.WriterOf(live, &f), true
 			}
 			if actor == nil { // no event says (yet): the name is all there is
-				opts.Excused.add(ref, o.Manager, false, o.Time, fingerprint)
+				opts.Excused.add(opts.Cluster, ref, o.Manager, false, o.Time, fingerprint)
 				return true, nil, ""
 			}
 			if id.Matches(actor) {
-				opts.Excused.add(ref, o.Manager, true, o.Time, fingerprint)
+				opts.Excused.add(opts.Cluster, ref, o.Manager, true, o.Time, fingerprint)
 				return true, nil, ""
 			}
 			// Another rule for this manager may name the actor among its users.

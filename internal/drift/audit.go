@@ -55,6 +55,9 @@ type Options struct {
 	Events Events
 	// Excused, when set, tallies the fields controller rules excuse.
 	Excused *Excusals
+	// Cluster names the cluster the live objects are on ("" for Argo CD's own): objects of two
+	// clusters are tallied apart in Excused.
+	Cluster string
 	// Application is the audited Application as Argo CD's tracking ids name it (namespace_name
 	// outside Argo CD's namespace): an undeclared object whose tracking id names another
 	// Application is that one's, not Extra.

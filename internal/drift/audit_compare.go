@@ -41,7 +41,7 @@ func CompareObject(desiredObj, liveObj *unstructured.Unstructured, versions []*u
 		}
 	}
 	res := compareDeclared(dm, l.Object, pt, defaulted)
-	opts.Excused.reset(RefOf(desiredObj))
+	opts.Excused.reset(opts.Cluster, RefOf(desiredObj))
 	var fields []Field
 	seen := map[string]bool{}
 	for _, rd := range res.diffs {

@@ -93,7 +93,13 @@ type Excusal struct {
 // for concurrent use.
 type Excusals struct {
 	mu    sync.Mutex
-	byRef map[Ref]map[string]*excused
+	byRef map[exKey]map[string]*excused
+}
+
+// exKey is an object on its cluster ("" for Argo CD's own).
+type exKey struct {
+	cluster string
+	ref     Ref
 }
 
 type excused struct {
@@ -104,27 +110,28 @@ type excused struct {
 }
 
 // NewExcusals returns an empty tally.
-func NewExcusals() *Excusals { return &Excusals{byRef: map[Ref]map[string]*excused{}} }
+func NewExcusals() *Excusals { return &Excusals{byRef: map[exKey]map[string]*excused{}} }
 
-func (e *Excusals) reset(r Ref) {
+func (e *Excusals) reset(cluster string, r Ref) {
 	if e == nil {
 		return
 	}
 	e.mu.Lock()
-	delete(e.byRef, r)
+	delete(e.byRef, exKey{cluster, r})
 	e.mu.Unlock()
 }
 
-func (e *Excusals) add(r Ref, manager string, verified bool, at time.Time, fingerprint string) {
+func (e *Excusals) add(cluster string, r Ref, manager string, verified bool, at time.Time, fingerprint string) {
 	if e == nil {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	m := e.byRef[r]
+	k := exKey{cluster, r}
+	m := e.byRef[k]
 	if m == nil {
 		m = map[string]*excused{}
-		e.byRef[r] = m
+		e.byRef[k] = m
 	}
 	x := m[manager]
 	if x == nil {
@@ -203,10 +210,10 @@ func (e *Excusals) Unverified(since time.Time) []Unverified {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []Unverified
-	for r, m := range e.byRef {
+	for k, m := range e.byRef {
 		for _, x := range m {
 			if x.fields > x.verified && (x.undated || x.latest.After(since)) {
-				out = append(out, Unverified{Ref: r, Fingerprint: x.fingerprint})
+				out = append(out, Unverified{Ref: k.ref, Cluster: k.cluster, Fingerprint: x.fingerprint})
 				break
 			}
 		}
@@ -219,6 +226,8 @@ func (e *Excusals) Unverified(since time.Time) []Unverified {
 // write that moved only the resourceVersion.
 type Unverified struct {
 	Ref
+	// Cluster is the object's cluster, "" for Argo CD's own.
+	Cluster     string `json:",omitempty"`
 	Fingerprint string
 }
 
