@@ -142,12 +142,14 @@ func TestApplicationOnAnotherCluster(t *testing.T) {
 	// The edge cluster's API server stops: its Application is not audited (one message), the
 	// env's own is, and what the edge's last audit found stands (nothing is called resolved).
 	require.NoError(t, member.StopAPIServer())
-	rep = runAudit(t, a, f.Env)
 	errs := map[string]string{}
-	for _, e := range rep.Applications {
-		errs[e.Name] = e.Error
-	}
-	assert.Contains(t, errs[edge], "cluster "+member.Name+" unreachable", "%+v", rep.Applications)
+	require.Eventually(t, func() bool { // one failed probe is a blip: the second says unreachable
+		rep = runAudit(t, a, f.Env)
+		for _, e := range rep.Applications {
+			errs[e.Name] = e.Error
+		}
+		return strings.Contains(errs[edge], "cluster "+member.Name+" unreachable")
+	}, 30*time.Second, time.Second, "the edge Application was never said unreachable: %+v", rep.Applications)
 	assert.Empty(t, errs[f.App()], "the env's own Application is audited on")
 	assert.Equal(t, []fleet.Status{{Name: member.Name, Server: member.URL, Reachable: false}}, withoutDetail(fl.Status()))
 	var stale []string

@@ -85,7 +85,12 @@ type member struct {
 	cache   *live.Cache
 	status  Status
 	checked time.Time
+	fails   int // probes failed in a row
 }
+
+// downAfter is how many probes in a row must fail before a reachable cluster is called
+// unreachable: one lost probe (a blip) does not stop its audits nor post to chat.
+const downAfter = 2
 
 // New reads each cluster's kubeconfig; ctx bounds the caches' informers.
 func New(ctx context.Context, clusters []Cluster) (*Fleet, error) {
@@ -225,6 +230,11 @@ func (m *member) setReachable(err error) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.checked = time.Now()
+	if err == nil {
+		m.fails = 0
+	} else if m.fails++; m.fails < downAfter && m.status.Reachable {
+		return false // a blip, until the next probe says otherwise
+	}
 	up := err == nil
 	changed := up != m.status.Reachable
 	if changed {
