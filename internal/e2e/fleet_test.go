@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
@@ -64,7 +65,9 @@ func TestApplicationOnAnotherCluster(t *testing.T) {
 	bad, err := fleet.New(ctx, []fleet.Cluster{{Name: member.Name, Server: member.URL, Kubeconfig: revoked}})
 	require.NoError(t, err)
 	_, _, err = bad.Resolve(ctx, member.URL, "")
-	assert.ErrorContains(t, err, "Unauthorized")
+	var down *fleet.UnreachableError
+	assert.ErrorAs(t, err, &down)
+	assert.True(t, apierrors.IsUnauthorized(err), "the API server refused the token: %v", err)
 	a := newAuditor(t, f)
 	a.RootName = func(string) string { return root }
 	a.Clusters = fl.Resolve
