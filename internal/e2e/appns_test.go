@@ -58,6 +58,7 @@ func TestApplicationOutsideArgoCDsNamespace(t *testing.T) {
 	for _, a := range []string{root, appsNS + "/" + tenant} {
 		require.NoError(t, cluster.WaitSynced(ctx, a, head, 4*time.Minute), a)
 	}
+	waitComparedSynced(t, f, root)
 
 	a := newAuditor(t, f)
 	a.RootName = func(string) string { return root }

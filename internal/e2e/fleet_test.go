@@ -54,6 +54,7 @@ func TestApplicationOnAnotherCluster(t *testing.T) {
 	for _, a := range []string{root, edge} {
 		require.NoError(t, cluster.WaitSynced(ctx, a, head, 4*time.Minute), a)
 	}
+	waitComparedSynced(t, f, root)
 
 	fl, err := fleet.New(ctx, []fleet.Cluster{{Name: member.Name, Server: member.URL, Kubeconfig: member.ReaderKubeconfig}})
 	require.NoError(t, err)

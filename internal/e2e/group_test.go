@@ -463,6 +463,16 @@ func applyRoot(t *testing.T, f *testfixture.Platform, root, rootDir string) {
 	})
 }
 
+// waitComparedSynced waits until Argo CD's last comparison of app (in its namespace) says Synced.
+// A root's sync can succeed while a child it made still runs its own sync: the root then calls
+// the child OutOfSync (its operation field) until it compares again.
+func waitComparedSynced(t *testing.T, f *testfixture.Platform, app string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return f.Kubectl("-n", testcluster.ArgoCDNamespace, "get", "application", app, "-o", "jsonpath={.status.sync.status}") == "Synced"
+	}, 2*time.Minute, 500*time.Millisecond, "Argo CD never compared %s Synced", app)
+}
+
 func writeYAML(t *testing.T, f *testfixture.Platform, rel string, obj map[string]any) {
 	t.Helper()
 	if len(obj) == 0 {
