@@ -81,7 +81,7 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 						continue
 					}
 					seen[k] = true
-					o.Note = strings.TrimPrefix(o.Note+"; "+staleNote, "; ")
+					o.Note = strings.TrimPrefix(o.Note+"; "+drift.NotAuditedNowNote, "; ")
 					rep.Objects = append(rep.Objects, o)
 				}
 			}
@@ -266,9 +266,6 @@ func (a *Auditor) costOf(u *prepared, o *drift.Object, k drift.Ref, pr *cost.Pri
 	}
 	return cost.OfDrift(o, d, l, pr)
 }
-
-// staleNote marks an object of an Application not audited now, as its last audit found it.
-const staleNote = "as its Application's last audit found it: that Application is not audited now"
 
 // lastObjects are the drifted objects the last audit of a unit (by key) found, as merged.
 func (a *Auditor) lastObjects(key string) []drift.Object {

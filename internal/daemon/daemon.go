@@ -152,10 +152,8 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 			d.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_cluster_reachable",
 				Help:        "Whether the cluster answered the auditor's last probe (1) or not (0), per cluster of the clusters config.",
 				ConstLabels: prometheus.Labels{"cluster": cl.Name}}, func() float64 {
-				for _, st := range d.fleet.Status() {
-					if st.Name == cl.Name && st.Reachable {
-						return 1
-					}
+				if d.fleet.Reachable(cl.Name) {
+					return 1
 				}
 				return 0
 			}))

@@ -106,7 +106,7 @@ func (d *Daemon) withUnseen(rep *drift.Report) *drift.Report {
 	for _, it := range d.tracker.Current(rep.Env) {
 		if failed[it.Object.Application] && !have[message.Identity(it.Key)] {
 			o := it.Object
-			o.Note = strings.TrimPrefix(o.Note+"; as last announced: its Application is not audited now", "; ")
+			o.Note = strings.TrimPrefix(o.Note+"; "+drift.NotAuditedNowNote, "; ")
 			unseen = append(unseen, o)
 		}
 	}

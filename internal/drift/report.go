@@ -61,6 +61,10 @@ type Application struct {
 	Via string `json:"via,omitempty"`
 }
 
+// NotAuditedNowNote marks an object of an Application not audited now (its cluster unreachable,
+// its source not rendering), as its last audit found it: a drift nobody can see is not resolved.
+const NotAuditedNowNote = "as its Application's last audit found it: that Application is not audited now"
+
 // Operation is an Argo CD sync operation the report must be read with.
 type Operation struct {
 	Phase    string `json:"phase"`

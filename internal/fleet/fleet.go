@@ -92,9 +92,20 @@ type member struct {
 // unreachable: one lost probe (a blip) does not stop its audits nor post to chat.
 const downAfter = 2
 
+// newFleet is an empty fleet with the default probe timings.
+func newFleet(ctx context.Context) *Fleet {
+	return &Fleet{ctx: ctx, Probe: 2 * time.Second, ProbeTimeout: 3 * time.Second}
+}
+
+// add makes c a member, read with cfg, reachable until a probe says otherwise.
+func (f *Fleet) add(c Cluster, cfg *rest.Config) {
+	f.members = append(f.members, &member{Cluster: c, cfg: cfg,
+		status: Status{Name: c.Name, Server: c.Server, Reachable: true, Since: time.Now().UTC()}})
+}
+
 // New reads each cluster's kubeconfig; ctx bounds the caches' informers.
 func New(ctx context.Context, clusters []Cluster) (*Fleet, error) {
-	f := &Fleet{ctx: ctx, Probe: 2 * time.Second, ProbeTimeout: 3 * time.Second}
+	f := newFleet(ctx)
 	for _, c := range clusters {
 		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig}
 		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
@@ -102,8 +113,7 @@ func New(ctx context.Context, clusters []Cluster) (*Fleet, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: kubeconfig %s: %w", c.Name, c.Kubeconfig, err)
 		}
-		f.members = append(f.members, &member{Cluster: c, cfg: cfg,
-			status: Status{Name: c.Name, Server: c.Server, Reachable: true, Since: time.Now().UTC()}})
+		f.add(c, cfg)
 	}
 	return f, nil
 }
@@ -117,8 +127,8 @@ func FromKubeconfig(ctx context.Context, rules clientcmd.ClientConfigLoader, ski
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
-	f := &Fleet{ctx: ctx, Probe: 2 * time.Second, ProbeTimeout: 3 * time.Second,
-		Hint: "add a context for it to your kubeconfig"}
+	f := newFleet(ctx)
+	f.Hint = "add a context for it to your kubeconfig"
 	names := make([]string, 0, len(raw.Contexts))
 	for name := range raw.Contexts {
 		names = append(names, name)
@@ -135,8 +145,7 @@ func FromKubeconfig(ctx context.Context, rules clientcmd.ClientConfigLoader, ski
 			continue // a context kubectl could not use either
 		}
 		seen[strings.TrimRight(cl.Server, "/")] = true
-		f.members = append(f.members, &member{Cluster: Cluster{Name: name, Server: cl.Server}, cfg: cfg,
-			status: Status{Name: name, Server: cl.Server, Reachable: true, Since: time.Now().UTC()}})
+		f.add(Cluster{Name: name, Server: cl.Server}, cfg)
 	}
 	return f, nil
 }
@@ -305,4 +314,19 @@ func (f *Fleet) Status() []Status {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// Reachable says whether the cluster named name answered its last probe (false for a name the
+// fleet does not have).
+func (f *Fleet) Reachable(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if m.Name == name {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return m.status.Reachable
+		}
+	}
+	return false
 }

@@ -63,6 +63,8 @@ func TestResolve(t *testing.T) {
 	assert.NotEmpty(t, sts[0].Error)
 	assert.False(t, sts[0].Since.Before(before), "since the first probe")
 	assert.Empty(t, f.Caches(), "no cache for a cluster that never answered")
+	assert.False(t, f.Reachable("edge-1"))
+	assert.False(t, f.Reachable("edge-2"), "a name the fleet does not have")
 }
 
 // A kubeconfig that cannot be read fails New, naming the cluster and file.
