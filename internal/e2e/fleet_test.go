@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -180,19 +182,25 @@ func TestApplicationOnAnotherCluster(t *testing.T) {
 	assert.Equal(t, []fleet.Status{{Name: member.Name, Server: member.URL, Reachable: true}}, withoutDetail(fl.Status()))
 	c.wait(t, "message that the outage ended", func(m string) bool { return strings.Contains(m, "Resolved") && strings.Contains(m, edge) })
 	settle(t, f, c, f.Prefix+"-settle-2")
-	var outage, edits, resolvedEdits int
+	// The messages about the edge cluster, by title: the set says each was posted once.
+	var titles []string
 	for _, m := range c.messages() {
-		switch {
-		case unreachable(m) && !strings.Contains(m, "Resolved"):
-			outage++
-		case strings.Contains(m, "edge-settings") && strings.Contains(m, "Resolved"):
-			resolvedEdits++
-		case strings.Contains(m, "edge-settings"):
-			edits++
+		var msg struct {
+			Text string `json:"text"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(m), &msg))
+		if strings.Contains(msg.Text, edge) {
+			titles = append(titles, msg.Text)
 		}
 	}
-	assert.Equal(t, []int{1, 2, 0}, []int{outage, edits, resolvedEdits},
-		"one outage message; each edge edit once; none called resolved:\n%s", strings.Join(c.messages(), "\n---\n"))
+	sort.Strings(titles)
+	settings := "ConfigMap " + dest + "/edge-settings on cluster " + member.Name
+	assert.Equal(t, []string{
+		"Drift in prod: Application argocd/" + edge,
+		"Drift in prod: " + settings + " .data.model",
+		"Drift in prod: " + settings + " .data.replicas",
+		"Resolved in prod: Application argocd/" + edge,
+	}, titles, "one outage message and its end; each edge edit once; none called resolved:\n%s", strings.Join(c.messages(), "\n---\n"))
 }
 
 // withoutDetail drops the error text and the time of each status.
