@@ -7,6 +7,7 @@
 #   kustomize (the CLI the repo-server runs)                  (kustomize/v5)       -> bin/kustomize-$KUSTOMIZE_VERSION/
 #   helm (the CLI the repo-server runs for charts)            (helm/v4)            -> bin/helm-$HELM_VERSION/
 #   redis (in-memory, miniredis; used when redis-server is absent)                  -> bin/redis-$MINIREDIS_VERSION/
+#   prometheus, promtool (no service discovery; tests query it) (prometheus)        -> bin/prometheus-$PROMETHEUS_VERSION/
 # A cold build takes 8-15 minutes on 2 cores (~3 GB of Go build cache, ~1 GB of modules); later runs skip it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,6 +18,7 @@ KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.8.3}
 HELM_VERSION=${HELM_VERSION:-v4.3.1}
 MINIREDIS_VERSION=${MINIREDIS_VERSION:-v2.40.0}
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-v0.313.2}
 kube_dir="$root/bin/k8s-$K8S_VERSION"
 etcd_dir="$root/bin/etcd-$ETCD_VERSION"
 
@@ -77,3 +79,11 @@ tool kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok kwok
 tool kustomize "$KUSTOMIZE_VERSION" kustomize sigs.k8s.io/kustomize/kustomize/v5 kustomize
 tool redis "$MINIREDIS_VERSION" redis . redis
 tool helm "$HELM_VERSION" helm helm.sh/helm/v4/cmd/helm helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
+
+prom_dir="$root/bin/prometheus-$PROMETHEUS_VERSION"
+if [ -x "$prom_dir/prometheus" ] && [ -x "$prom_dir/promtool" ]; then
+  echo ">>> prometheus, promtool $PROMETHEUS_VERSION present in ${prom_dir#$root/}"
+else
+  build "prometheus, promtool $PROMETHEUS_VERSION" "$prom_dir" "$root/hack/clustertools/prometheus" "-s -w" \
+    -tags remove_all_sd github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
+fi

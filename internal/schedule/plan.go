@@ -143,6 +143,9 @@ func (s *Schedule) FiringAt(p *Peak, fireTime time.Time) Firing {
 	return s.firing(p, start)
 }
 
+// Starts lists p's starts in (from, to].
+func (p *Peak) Starts(from, to time.Time) []time.Time { return p.starts(from, to) }
+
 // starts lists p's starts in (from, to].
 func (p *Peak) starts(from, to time.Time) []time.Time {
 	var out []time.Time

@@ -16,6 +16,7 @@ const (
 	KustomizeVersion  = "v5.8.3"
 	HelmVersion       = "v4.3.1"
 	MiniredisVersion  = "v2.40.0"
+	PrometheusVersion = "v0.313.2"
 )
 
 // Binaries locates the executables the cluster runs.
@@ -23,6 +24,8 @@ type Binaries struct {
 	APIServer, Etcd, Scheduler, ControllerManager string
 	// ArgoCD is the one argocd binary; it runs as the component its name (a symlink) says.
 	ArgoCD, Kwok, Kustomize, Helm, Redis string
+	// Prometheus and Promtool are the server and its tool, built without service discovery.
+	Prometheus, Promtool string
 }
 
 // ErrNoBinaries means the cluster binaries have not been built; `make tools` builds them.
@@ -57,6 +60,8 @@ func FindBinaries() (Binaries, error) {
 		b.Kustomize = filepath.Join(bin, "kustomize-"+KustomizeVersion, "kustomize")
 		b.Helm = filepath.Join(bin, "helm-"+HelmVersion, "helm")
 		b.Redis = filepath.Join(bin, "redis-"+MiniredisVersion, "redis")
+		b.Prometheus = filepath.Join(bin, "prometheus-"+PrometheusVersion, "prometheus")
+		b.Promtool = filepath.Join(bin, "prometheus-"+PrometheusVersion, "promtool")
 	}
 	for _, p := range []string{b.APIServer, b.Etcd} {
 		if _, err := os.Stat(p); err != nil {

@@ -1,0 +1,199 @@
+package profile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+)
+
+// Source says which series to read and over which window.
+type Source struct {
+	// Model and Service select vLLM's series: model_name and the scraped Service's label.
+	Model, Service string
+	// From and To bound the window; From is rounded up and To down to whole hours of Location.
+	From, To time.Time
+	Location *time.Location
+	// RateWindow is the range of rate() when a replica's throughput is read (default 5m; at
+	// least two scrape intervals).
+	RateWindow time.Duration
+}
+
+// Queries are the PromQL a profile reads, by what it measures. hourly queries run as range
+// queries with a step of one hour, ending each hour; the others as instant queries at To.
+func (s Source) Queries() map[string]string {
+	sel := fmt.Sprintf(`model_name=%q, service=%q`, s.Model, s.Service)
+	window := model.Duration(s.To.Sub(s.From)).String()
+	rw := model.Duration(s.rateWindow()).String()
+	quantile := func(q, metric string) string {
+		return fmt.Sprintf(`histogram_quantile(%s, sum by (le) (increase(%s_bucket{%s}[%s])))`, q, metric, sel, window)
+	}
+	// A pod's throughput at the samples where it had a queue: the subquery steps at the rate
+	// window, and `and on (pod)` keeps the throughput of a pod only where its queue is above 0.
+	saturated := func(counter, extra string) string {
+		return fmt.Sprintf(`(sum by (pod) (rate(%s{%s%s}[%s])) and on (pod) (sum by (pod) (vllm:num_requests_waiting{%s}) > 0))[%s:%s]`,
+			counter, sel, extra, rw, sel, window, rw)
+	}
+	return map[string]string{
+		"hourly":           fmt.Sprintf(`sum(rate(vllm:request_success_total{%s}[1h]))`, sel),
+		"queue":            fmt.Sprintf(`sum(avg_over_time(vllm:num_requests_waiting{%s}[1h]))`, sel),
+		"promptP50":        quantile("0.5", "vllm:request_prompt_tokens"),
+		"promptP95":        quantile("0.95", "vllm:request_prompt_tokens"),
+		"responseP50":      quantile("0.5", "vllm:request_generation_tokens"),
+		"responseP95":      quantile("0.95", "vllm:request_generation_tokens"),
+		"ttftP50":          quantile("0.5", "vllm:time_to_first_token_seconds"),
+		"ttftP95":          quantile("0.95", "vllm:time_to_first_token_seconds"),
+		"saturatedRequest": saturated("vllm:request_success_total", `, finished_reason!="abort"`),
+		"saturatedTokens":  saturated("vllm:generation_tokens_total", ""),
+	}
+}
+
+func (s Source) rateWindow() time.Duration {
+	if s.RateWindow <= 0 {
+		return 5 * time.Minute
+	}
+	return s.RateWindow
+}
+
+// ErrNoTraffic means Prometheus has no finished request of the model in the window.
+var ErrNoTraffic = errors.New("no traffic")
+
+// Measure reads the profile from Prometheus.
+func Measure(ctx context.Context, api promv1.API, s Source) (*Profile, error) {
+	from, to := wholeHours(s.From, s.To, s.Location)
+	if !to.After(from) {
+		return nil, fmt.Errorf("profile of %s: the window %s..%s holds no whole hour", s.Model, s.From.Format(time.RFC3339), s.To.Format(time.RFC3339))
+	}
+	s.From, s.To = from, to
+	qs := s.Queries()
+	p := &Profile{Model: s.Model, Service: s.Service, From: from.UTC(), To: to.UTC(), TimeZone: s.Location.String()}
+	hours := int(to.Sub(from) / time.Hour)
+	var err error
+	if p.Hourly, err = hourly(ctx, api, qs["hourly"], from, hours); err != nil {
+		return nil, err
+	}
+	if p.Queue, err = hourly(ctx, api, qs["queue"], from, hours); err != nil {
+		return nil, err
+	}
+	if sum(p.Hourly) == 0 {
+		return nil, fmt.Errorf("profile of %s (Service %s) from %s to %s: %w: no vllm:request_success_total", s.Model, s.Service,
+			from.Format(time.RFC3339), to.Format(time.RFC3339), ErrNoTraffic)
+	}
+	for name, dst := range map[string]*float64{
+		"promptP50": &p.Tokens.Prompt.P50, "promptP95": &p.Tokens.Prompt.P95,
+		"responseP50": &p.Tokens.Response.P50, "responseP95": &p.Tokens.Response.P95,
+		"ttftP50": &p.TTFT.P50, "ttftP95": &p.TTFT.P95,
+	} {
+		if *dst, err = instant(ctx, api, qs[name], to); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	reqs, err := pointValues(ctx, api, qs["saturatedRequest"], to)
+	if err != nil {
+		return nil, fmt.Errorf("saturated throughput: %w", err)
+	}
+	toks, err := pointValues(ctx, api, qs["saturatedTokens"], to)
+	if err != nil {
+		return nil, fmt.Errorf("saturated throughput: %w", err)
+	}
+	p.Replica = Replica{RequestsPerSecond: round(median(reqs), 3), TokensPerSecond: round(median(toks), 1), Samples: len(reqs)}
+	return p, nil
+}
+
+// wholeHours rounds from up and to down to whole hours of loc.
+func wholeHours(from, to time.Time, loc *time.Location) (time.Time, time.Time) {
+	f, t := from.In(loc), to.In(loc)
+	hf := time.Date(f.Year(), f.Month(), f.Day(), f.Hour(), 0, 0, 0, loc)
+	if hf.Before(f) {
+		hf = hf.Add(time.Hour)
+	}
+	return hf, time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), 0, 0, 0, loc)
+}
+
+// hourly runs query at the end of each of the hours from from; an hour without a value is 0.
+func hourly(ctx context.Context, api promv1.API, query string, from time.Time, hours int) ([]float64, error) {
+	val, _, err := api.QueryRange(ctx, query, promv1.Range{Start: from.Add(time.Hour), End: from.Add(time.Duration(hours) * time.Hour), Step: time.Hour})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus: %s: %w", query, err)
+	}
+	out := make([]float64, hours)
+	m, ok := val.(model.Matrix)
+	if !ok {
+		return nil, fmt.Errorf("prometheus: %s: a %s, not a matrix", query, val.Type())
+	}
+	for _, series := range m {
+		for _, v := range series.Values {
+			i := int(v.Timestamp.Time().Sub(from)/time.Hour) - 1
+			if i >= 0 && i < hours && !math.IsNaN(float64(v.Value)) {
+				out[i] += round(float64(v.Value), 4)
+			}
+		}
+	}
+	return out, nil
+}
+
+// instant runs query at t and returns its one value; no value or NaN is 0.
+func instant(ctx context.Context, api promv1.API, query string, t time.Time) (float64, error) {
+	val, _, err := api.Query(ctx, query, t)
+	if err != nil {
+		return 0, fmt.Errorf("prometheus: %s: %w", query, err)
+	}
+	v, ok := val.(model.Vector)
+	if !ok {
+		return 0, fmt.Errorf("prometheus: %s: a %s, not a vector", query, val.Type())
+	}
+	if len(v) == 0 || math.IsNaN(float64(v[0].Value)) {
+		return 0, nil
+	}
+	return round(float64(v[0].Value), 3), nil
+}
+
+// pointValues runs a subquery at t and returns every point of every series.
+func pointValues(ctx context.Context, api promv1.API, query string, t time.Time) ([]float64, error) {
+	val, _, err := api.Query(ctx, query, t)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus: %s: %w", query, err)
+	}
+	m, ok := val.(model.Matrix)
+	if !ok {
+		return nil, fmt.Errorf("prometheus: %s: a %s, not a matrix", query, val.Type())
+	}
+	var out []float64
+	for _, series := range m {
+		for _, v := range series.Values {
+			out = append(out, float64(v.Value))
+		}
+	}
+	return out, nil
+}
+
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func sum(vs []float64) float64 {
+	t := 0.0
+	for _, v := range vs {
+		t += v
+	}
+	return t
+}
+
+// round keeps digits decimals, so the file in Git does not carry float noise.
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}

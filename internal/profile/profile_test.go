@@ -1,0 +1,235 @@
+package profile_test
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llm-gitops/platform/internal/profile"
+	"github.com/llm-gitops/platform/internal/schedule"
+	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/testfixture"
+)
+
+// measured is the profile of testfixture.QwenTraffic as a real Prometheus, filled by promtool,
+// answers; measured once per test binary.
+var measured struct {
+	once sync.Once
+	p    *profile.Profile
+	err  error
+}
+
+// measure returns the measured profile; the first test to ask runs the server for its own
+// duration.
+func measure(t *testing.T) *profile.Profile {
+	t.Helper()
+	measured.once.Do(func() { measured.p, measured.err = measureOnce(t) })
+	require.NoError(t, measured.err)
+	require.NotNil(t, measured.p, "the first measurement did not finish")
+	return measured.p
+}
+
+func measureOnce(t *testing.T) (*profile.Profile, error) {
+	t.Helper()
+	tr := testfixture.QwenTraffic()
+	var buf bytes.Buffer
+	require.NoError(t, tr.WriteOpenMetrics(&buf))
+	url := testcluster.StartPrometheus(t, buf.Bytes())
+	client, err := api.NewClient(api.Config{Address: url})
+	require.NoError(t, err)
+	loc, err := time.LoadLocation("Europe/Moscow")
+	require.NoError(t, err)
+	p, err := profile.Measure(context.Background(), promv1.NewAPI(client), profile.Source{
+		Model: tr.Model, Service: tr.Service, From: tr.Start, To: tr.End, Location: loc,
+		RateWindow: 15 * time.Minute, // three of the fixture's 5-minute scrapes
+	})
+	return p, err
+}
+
+// need is the replicas rate needs at 80 % of a replica's saturated throughput.
+func need(tr testfixture.Traffic, rate float64) int64 {
+	return int64(math.Ceil(rate / (tr.ServedPerPod * 0.8)))
+}
+
+func TestProfileOfFourWeeksFromARealPrometheus(t *testing.T) {
+	tr := testfixture.QwenTraffic()
+	p := measure(t)
+
+	require.Len(t, p.Hourly, 28*24)
+	for i, got := range p.Hourly {
+		start := tr.Start.Add(time.Duration(i) * time.Hour)
+		require.InDelta(t, testfixture.QwenArrivals(start), got, 1e-3, "hour %d (%s)", i, start)
+	}
+	mondayTen := 10 // Monday 2026-11-02 10:00-11:00: both pods saturated, 30 s of excess each
+	_, _, aborted, _ := tr.PerPod(tr.Start.Add(10 * time.Hour))
+	assert.InDelta(t, 2*aborted*tr.AbandonAfter.Seconds(), p.Queue[mondayTen], 1e-3)
+	assert.Zero(t, p.Queue[3])
+
+	assert.InDelta(t, tr.Prompt.Quantile(0.5), p.Tokens.Prompt.P50, 0.01)
+	assert.InDelta(t, tr.Prompt.Quantile(0.95), p.Tokens.Prompt.P95, 0.01)
+	assert.InDelta(t, tr.Response.Quantile(0.5), p.Tokens.Response.P50, 0.01)
+	assert.InDelta(t, tr.Response.Quantile(0.95), p.Tokens.Response.P95, 0.01)
+	ttft := ttftMixture(tr)
+	assert.InDelta(t, ttft.Quantile(0.5), p.TTFT.P50, 0.01)
+	assert.InDelta(t, ttft.Quantile(0.95), p.TTFT.P95, 0.01)
+
+	assert.InDelta(t, tr.ServedPerPod, p.Replica.RequestsPerSecond, 1e-3)
+	assert.InDelta(t, tr.ServedPerPod*tr.Response.Mean, p.Replica.TokensPerSecond, 0.1)
+	assert.Positive(t, p.Replica.Samples)
+
+	data, err := p.Marshal()
+	require.NoError(t, err)
+	back, err := profile.Parse("qwen.yaml", data)
+	require.NoError(t, err)
+	if d := cmp.Diff(p, back); d != "" {
+		t.Errorf("profile file round trip (-measured +read):\n%s", d)
+	}
+}
+
+// ttftMixture is the fixture's TTFT over the window: each step's served requests observe the
+// fast distribution without a queue and the slow one with a queue.
+func ttftMixture(tr testfixture.Traffic) testfixture.Distribution {
+	fast, slow := 0.0, 0.0
+	for t := tr.Start; t.Before(tr.End); t = t.Add(tr.Step) {
+		_, served, _, waiting := tr.PerPod(t)
+		if waiting > 0 {
+			slow += served
+		} else {
+			fast += served
+		}
+	}
+	mix := testfixture.Distribution{LE: tr.TTFT.LE, Buckets: make([]float64, len(tr.TTFT.LE))}
+	for i := range mix.Buckets {
+		mix.Buckets[i] = (fast*tr.TTFT.Buckets[i] + slow*tr.SlowTTFT.Buckets[i]) / (fast + slow)
+	}
+	return mix
+}
+
+func prodSchedule(t *testing.T) *schedule.Schedule {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	path := filepath.Join(filepath.Dir(file), "..", "..", schedule.Path("prod"))
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	s, err := schedule.Parse(schedule.Path("prod"), data)
+	require.NoError(t, err)
+	return s
+}
+
+func TestProposalFindsTheKnownPeaks(t *testing.T) {
+	tr := testfixture.QwenTraffic()
+	p := measure(t)
+	prod := prodSchedule(t)
+	settings := profile.Settings{ScaledObject: "llm-inference/vllm-qwen", Path: "overlays/prod/scaling.yaml",
+		WarmMinimum: 2, MaxReplicas: 8, Threshold: 10, Schedule: prod}
+	got, err := profile.Propose(p, settings, profile.Targets{})
+	require.NoError(t, err)
+
+	// What the generator says, computed without Prometheus: the weekday morning is the highest
+	// rate of an ordinary weekday, paydays the highest rate of the paydays in the window.
+	ordinary := time.Date(2026, 11, 16, 0, 0, 0, 0, testfixture.Moscow) // a Monday, no payday that week
+	morning, firstHour, lastHour := 0.0, -1, -1
+	for h := range 24 {
+		r := testfixture.QwenArrivals(ordinary.Add(time.Duration(h) * time.Hour))
+		if need(tr, r) > settings.WarmMinimum {
+			if firstHour < 0 {
+				firstHour = h
+			}
+			lastHour = h
+		}
+		morning = math.Max(morning, r)
+	}
+	payday, paydays := 0.0, []int{}
+	for t := tr.Start; t.Before(tr.End); t = t.Add(time.Hour) {
+		if testfixture.IsPayday(t) {
+			payday = math.Max(payday, testfixture.QwenArrivals(t))
+			if len(paydays) == 0 || paydays[len(paydays)-1] != t.Day() {
+				paydays = append(paydays, t.Day())
+			}
+		}
+	}
+	require.Equal(t, []int{10, 25}, paydays, "the fixture's window holds two paydays")
+
+	assert.Equal(t, math.Floor(2.5*tr.ServedPerPod), got.Threshold.Proposed)
+	assert.Contains(t, got.Threshold.Arithmetic, "floor(2.5 s to first token × 2 req/s a saturated replica finishes) = 5 waiting per replica")
+	require.Len(t, got.Peaks, 2)
+	weekly, monthly := got.Peaks[0], got.Peaks[1]
+
+	assert.Equal(t, profile.Weekly, weekly.Kind)
+	assert.Equal(t, "0 9 * * 1-5", weekly.Cron)
+	assert.Equal(t, firstHour, 9)
+	assert.Equal(t, (time.Duration(lastHour+1-firstHour) * time.Hour).String(), weekly.Duration)
+	assert.Equal(t, need(tr, morning), weekly.Warm)
+	assert.Equal(t, "ceil(6 req/s ÷ (2 req/s a saturated replica × 0.8)) = 4", weekly.Arithmetic)
+	assert.Equal(t, profile.Covered, weekly.Action, "prod's weekday-morning peak raises vllm-qwen to 4 from 09:00 to 12:00")
+	assert.Equal(t, "weekday-morning", weekly.CoveredBy)
+
+	assert.Equal(t, profile.Monthly, monthly.Kind)
+	assert.Equal(t, paydays, monthly.DaysOfMonth)
+	assert.Equal(t, []string{"2026-11-10", "2026-11-25"}, monthly.Seen)
+	assert.Equal(t, "09:00", monthly.At)
+	assert.Equal(t, "9h0m0s", monthly.Duration)
+	assert.Equal(t, need(tr, payday), monthly.Warm)
+	assert.Equal(t, profile.Add, monthly.Action, "prod's payday peak raises rag-api, not vllm-qwen")
+	assert.Equal(t, prod.Lead.String(), got.Lead)
+
+	// The entry it proposes joins prod's schedule as a valid peak that fires on the next payday
+	// in December, at its warm count.
+	data, err := os.ReadFile(filepath.Join("..", "..", schedule.Path("prod")))
+	require.NoError(t, err)
+	s, err := schedule.Parse(schedule.Path("prod"), append(data, "\n"+monthly.Entry...))
+	require.NoError(t, err, monthly.Entry)
+	added := s.Peak(monthly.Name)
+	require.NotNil(t, added)
+	next, ok := added.NextStart(tr.End)
+	require.True(t, ok)
+	assert.Equal(t, time.Date(2026, 12, 10, 9, 0, 0, 0, testfixture.Moscow).UTC(), next.UTC())
+	assert.Equal(t, monthly.Warm, added.Warm)
+
+	// Minimums: what an ordinary week's hour needs, at least the warm minimum in business
+	// hours (weekdays 09-18) and one replica otherwise.
+	for d, day := range got.Minimums {
+		for h := range 24 {
+			at := ordinary.AddDate(0, 0, d).Add(time.Duration(h) * time.Hour)
+			floor := int64(1)
+			if d < 5 && h >= 9 && h < 18 {
+				floor = settings.WarmMinimum
+			}
+			want := max(need(tr, testfixture.QwenArrivals(at)), floor)
+			assert.Equal(t, want, replicasAt(day, h), "%s %02d:00", day.Day, h)
+		}
+	}
+}
+
+func replicasAt(d profile.DayMinimums, h int) int64 {
+	for _, r := range d.Ranges {
+		if h >= r.From && h < r.To {
+			return r.Replicas
+		}
+	}
+	return -1
+}
+
+func TestProposalWithoutASchedulePeakAddsBoth(t *testing.T) {
+	p := measure(t)
+	got, err := profile.Propose(p, profile.Settings{ScaledObject: "llm-inference/vllm-qwen", Path: "overlays/prod/scaling.yaml", WarmMinimum: 2, MaxReplicas: 4}, profile.Targets{})
+	require.NoError(t, err)
+	require.Len(t, got.Peaks, 2)
+	for _, pk := range got.Peaks {
+		assert.Equal(t, profile.Add, pk.Action, pk.Name)
+		assert.NotEmpty(t, pk.Entry)
+	}
+	assert.Contains(t, got.Notes, "peak days-10-25-0900 needs 7 replicas, above the ScaledObject's maximum 4")
+}

@@ -1,0 +1,456 @@
+package profile
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llm-gitops/platform/internal/schedule"
+)
+
+// Settings are what Git says now about the model's Deployment, which a proposal is held against.
+type Settings struct {
+	// ScaledObject is the autoscaler of the Deployment: "namespace/name".
+	ScaledObject string
+	// Path is the file that sets the ScaledObject's minimum in the env (what peaks raise).
+	Path string
+	// WarmMinimum is its minReplicaCount, MaxReplicas its maxReplicaCount.
+	WarmMinimum, MaxReplicas int64
+	// Threshold is the queue-depth trigger's threshold, waiting requests per replica (0: none).
+	Threshold float64
+	// Schedule is the env's schedule; nil when it has none.
+	Schedule *schedule.Schedule
+}
+
+// Targets are what the proposals aim for.
+type Targets struct {
+	// Utilization is the share of a replica's saturated throughput a replica is planned at
+	// (default 0.8).
+	Utilization float64
+	// TTFT is the time to first token a request may wait in the queue (default 2.5 s, the
+	// platform's TTFT SLO).
+	TTFT time.Duration
+	// BusinessStart and BusinessEnd are the weekday hours in which the minimum never goes
+	// below the warm minimum (default 9 and 18).
+	BusinessStart, BusinessEnd int
+}
+
+func (t Targets) withDefaults() Targets {
+	if t.Utilization <= 0 {
+		t.Utilization = 0.8
+	}
+	if t.TTFT <= 0 {
+		t.TTFT = 2500 * time.Millisecond
+	}
+	if t.BusinessStart == 0 && t.BusinessEnd == 0 {
+		t.BusinessStart, t.BusinessEnd = 9, 18
+	}
+	return t
+}
+
+// Proposal is the settings a profile asks for, each with its arithmetic.
+type Proposal struct {
+	// PerReplica is the requests a second one replica is planned for: its saturated throughput
+	// × the utilization target.
+	PerReplica float64 `json:"perReplicaRequestsPerSecond"`
+	// Threshold is the queue-depth trigger's threshold.
+	Threshold Change `json:"threshold"`
+	// Minimums are the minimum replicas of each day of the week, in hour ranges.
+	Minimums []DayMinimums `json:"minimums"`
+	// Peaks are the peaks found, with what the schedule does about each.
+	Peaks []Peak `json:"peaks"`
+	// Lead is the schedule's lead time, which each peak's scale-up fires ahead of its start.
+	Lead string `json:"leadTime,omitempty"`
+	// Notes say what could not be proposed, and why.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Change is a setting now and proposed.
+type Change struct {
+	Now        float64 `json:"now"`
+	Proposed   float64 `json:"proposed"`
+	Arithmetic string  `json:"arithmetic"`
+}
+
+// DayMinimums are one day's minimum replicas by hour range.
+type DayMinimums struct {
+	Day    string       `json:"day"`
+	Ranges []HourRanges `json:"ranges"`
+}
+
+// HourRanges is a minimum that holds from hour From to hour To (exclusive).
+type HourRanges struct {
+	From     int   `json:"from"`
+	To       int   `json:"to"`
+	Replicas int64 `json:"replicas"`
+}
+
+// Peak kinds.
+const (
+	Weekly  = "weekly"  // the same hours on the same weekdays of every week
+	Monthly = "monthly" // hours above the week's pattern on days of the month
+)
+
+// Peak is a peak found in the profile.
+type Peak struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Cron is a weekly peak's start; DaysOfMonth a monthly one's days and At its start.
+	Cron        string `json:"cron,omitempty"`
+	DaysOfMonth []int  `json:"daysOfMonth,omitempty"`
+	At          string `json:"at"`
+	Duration    string `json:"duration"`
+	// Seen are the dates it was seen on (monthly peaks).
+	Seen []string `json:"seen,omitempty"`
+	// RequestsPerSecond is the highest hourly rate in it; Warm the replicas it needs.
+	RequestsPerSecond float64 `json:"requestsPerSecond"`
+	Warm              int64   `json:"warm"`
+	Arithmetic        string  `json:"arithmetic"`
+	// Action is "covered" (a schedule peak holds every occurrence at enough replicas), "raise"
+	// (it holds them with too few: CoveredBy's warm count goes to Warm) or "add".
+	Action    string `json:"action"`
+	CoveredBy string `json:"coveredBy,omitempty"`
+	// Entry is the schedule.yaml entry to add (Action "add").
+	Entry string `json:"entry,omitempty"`
+}
+
+// Actions of a found peak.
+const (
+	Covered = "covered"
+	Raise   = "raise"
+	Add     = "add"
+)
+
+var weekdays = []string{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}
+
+// hourAt is one measured hour: its start in the profile's zone and its rate.
+type hourAt struct {
+	start time.Time
+	rate  float64
+}
+
+// Propose turns a profile into settings, against what Git says now.
+func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
+	t = t.withDefaults()
+	loc, err := p.Location()
+	if err != nil {
+		return nil, err
+	}
+	out := &Proposal{Minimums: []DayMinimums{}, Peaks: []Peak{}}
+	mu := p.Replica.RequestsPerSecond
+	if p.Replica.Samples == 0 || mu <= 0 {
+		out.Notes = append(out.Notes, "no replica saturated in the window (no sample with requests waiting): its throughput, and so every replica count, is unknown")
+		return out, nil
+	}
+	out.PerReplica = round(mu*t.Utilization, 3)
+	need := func(rate float64) int64 { return int64(math.Ceil(rate/out.PerReplica - 1e-9)) }
+	needText := func(rate float64) string {
+		return fmt.Sprintf("ceil(%s req/s ÷ (%s req/s a saturated replica × %s)) = %d", num(rate), num(mu), num(t.Utilization), need(rate))
+	}
+
+	wait := t.TTFT.Seconds()
+	threshold := math.Max(1, math.Floor(wait*mu+1e-9))
+	out.Threshold = Change{Now: now.Threshold, Proposed: threshold, Arithmetic: fmt.Sprintf(
+		"floor(%s s to first token × %s req/s a saturated replica finishes) = %s waiting per replica", num(wait), num(mu), num(threshold))}
+	if now.Threshold > 0 {
+		out.Threshold.Arithmetic += fmt.Sprintf("; at %s, a request behind a full queue waits about %s s", num(now.Threshold), num(round(now.Threshold/mu, 1)))
+	}
+
+	hours := make([]hourAt, len(p.Hourly))
+	for i, r := range p.Hourly {
+		hours[i] = hourAt{start: p.From.In(loc).Add(time.Duration(i) * time.Hour), rate: r}
+	}
+	typical := weekTypical(hours)
+
+	base := now.WarmMinimum
+	if base < 1 {
+		base = 1
+	}
+	// Minimums: what the week's typical hour needs, never below the warm minimum in business
+	// hours nor below one replica at any time.
+	for d := range 7 {
+		dm := DayMinimums{Day: weekdays[d]}
+		for h := range 24 {
+			floor := int64(1)
+			if d < 5 && h >= t.BusinessStart && h < t.BusinessEnd {
+				floor = base
+			}
+			n := max(need(typical[d][h]), floor)
+			if k := len(dm.Ranges); k > 0 && dm.Ranges[k-1].Replicas == n {
+				dm.Ranges[k-1].To = h + 1
+				continue
+			}
+			dm.Ranges = append(dm.Ranges, HourRanges{From: h, To: h + 1, Replicas: n})
+		}
+		out.Minimums = append(out.Minimums, dm)
+	}
+
+	// Weekly peaks: runs of a day's typical hours that need more than the warm minimum,
+	// grouped by their hours across the weekdays.
+	type run struct{ from, to int }
+	weekly := map[run][]int{}
+	warm := map[run]int64{}
+	top := map[run]float64{}
+	for d := range 7 {
+		for h := 0; h < 24; {
+			if need(typical[d][h]) <= base {
+				h++
+				continue
+			}
+			r := run{from: h}
+			for h < 24 && need(typical[d][h]) > base {
+				warm[r] = max(warm[r], need(typical[d][h]))
+				top[r] = math.Max(top[r], typical[d][h])
+				h++
+			}
+			full := run{from: r.from, to: h}
+			weekly[full] = append(weekly[full], d)
+			warm[full], top[full] = max(warm[full], warm[r]), math.Max(top[full], top[r])
+			delete(warm, r)
+			delete(top, r)
+		}
+	}
+	runs := make([]run, 0, len(weekly))
+	for r := range weekly {
+		runs = append(runs, r)
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].from < runs[j].from || runs[i].from == runs[j].from && runs[i].to < runs[j].to })
+	for _, r := range runs {
+		days := weekly[r]
+		pk := Peak{Kind: Weekly, Cron: fmt.Sprintf("0 %d * * %s", r.from, cronDays(days)), At: clock(r.from), Duration: (time.Duration(r.to-r.from) * time.Hour).String(),
+			RequestsPerSecond: top[r], Warm: warm[r], Arithmetic: needText(top[r])}
+		pk.Name = fmt.Sprintf("%s-%02d00", dayNames(days), r.from)
+		var occ []span
+		for _, hr := range hours {
+			if hr.start.Hour() == r.from && contains(days, weekdayIndex(hr.start)) {
+				occ = append(occ, span{hr.start, hr.start.Add(time.Duration(r.to-r.from) * time.Hour)})
+			}
+		}
+		out.Peaks = append(out.Peaks, judge(pk, occ, now, loc))
+	}
+
+	// Monthly peaks: hours of a date above what the week's pattern needs, grouped by hours.
+	type dated struct {
+		run
+		dates []time.Time
+	}
+	byHours := map[run]*dated{}
+	monthlyTop := map[run]float64{}
+	var order []run
+	for i := 0; i < len(hours); {
+		hr := hours[i]
+		above := func(h hourAt) bool {
+			n := need(h.rate)
+			return n > need(typical[weekdayIndex(h.start)][h.start.Hour()]) && n > base
+		}
+		if !above(hr) {
+			i++
+			continue
+		}
+		day := hr.start.YearDay()
+		r := run{from: hr.start.Hour()}
+		peakRate := 0.0
+		for i < len(hours) && hours[i].start.YearDay() == day && above(hours[i]) {
+			peakRate = math.Max(peakRate, hours[i].rate)
+			i++
+		}
+		r.to = hours[i-1].start.Hour() + 1
+		if byHours[r] == nil {
+			byHours[r] = &dated{run: r}
+			order = append(order, r)
+		}
+		byHours[r].dates = append(byHours[r].dates, hr.start)
+		monthlyTop[r] = math.Max(monthlyTop[r], peakRate)
+	}
+	for _, r := range order {
+		dd := byHours[r]
+		pk := Peak{Kind: Monthly, At: clock(r.from), Duration: (time.Duration(r.to-r.from) * time.Hour).String(),
+			RequestsPerSecond: monthlyTop[r], Warm: need(monthlyTop[r]), Arithmetic: needText(monthlyTop[r])}
+		var occ []span
+		for _, d := range dd.dates {
+			pk.Seen = append(pk.Seen, d.Format(time.DateOnly))
+			if !containsInt(pk.DaysOfMonth, d.Day()) {
+				pk.DaysOfMonth = append(pk.DaysOfMonth, d.Day())
+			}
+			occ = append(occ, span{d, d.Add(time.Duration(r.to-r.from) * time.Hour)})
+		}
+		sort.Ints(pk.DaysOfMonth)
+		pk.Name = "days-" + joinInts(pk.DaysOfMonth, "-") + fmt.Sprintf("-%02d00", r.from)
+		out.Peaks = append(out.Peaks, judge(pk, occ, now, loc))
+	}
+	sort.Slice(out.Peaks, func(i, j int) bool {
+		if out.Peaks[i].Kind != out.Peaks[j].Kind {
+			return out.Peaks[i].Kind == Weekly
+		}
+		return out.Peaks[i].Name < out.Peaks[j].Name
+	})
+	for i := range out.Peaks {
+		if out.Peaks[i].Warm > now.MaxReplicas && now.MaxReplicas > 0 {
+			out.Notes = append(out.Notes, fmt.Sprintf("peak %s needs %d replicas, above the ScaledObject's maximum %d", out.Peaks[i].Name, out.Peaks[i].Warm, now.MaxReplicas))
+		}
+	}
+	if now.Schedule != nil {
+		out.Lead = now.Schedule.Lead.String()
+	}
+	return out, nil
+}
+
+// weekTypical is the median rate of each hour of the week over the weeks measured, so a peak of
+// one day (a payday) does not raise the week's pattern.
+func weekTypical(hours []hourAt) [7][24]float64 {
+	var by [7][24][]float64
+	for _, h := range hours {
+		d := weekdayIndex(h.start)
+		by[d][h.start.Hour()] = append(by[d][h.start.Hour()], h.rate)
+	}
+	var out [7][24]float64
+	for d := range 7 {
+		for h := range 24 {
+			out[d][h] = median(by[d][h])
+		}
+	}
+	return out
+}
+
+type span struct{ from, to time.Time }
+
+// judge says what the schedule does about a found peak: its occurrences in the window are
+// covered when one schedule peak of the ScaledObject holds each of them.
+func judge(pk Peak, occ []span, now Settings, loc *time.Location) Peak {
+	pk.Action = Add
+	if now.Schedule != nil {
+		for _, sp := range now.Schedule.Peaks {
+			if sp.Target.Kind != "ScaledObject" || !sameObject(sp.Target, now.ScaledObject) {
+				continue
+			}
+			if !holdsAll(sp, occ) {
+				continue
+			}
+			pk.CoveredBy = sp.Name
+			pk.Action = Covered
+			if sp.Warm < pk.Warm {
+				pk.Action = Raise
+				pk.Arithmetic += fmt.Sprintf("; %s holds it with warm %d", sp.Name, sp.Warm)
+			}
+			return pk
+		}
+	}
+	pk.Entry = entry(pk, now, loc)
+	return pk
+}
+
+func sameObject(t schedule.Target, nsName string) bool {
+	ns, name, _ := strings.Cut(nsName, "/")
+	return t.Name == name && (t.Namespace == "" || t.Namespace == ns)
+}
+
+// holdsAll says whether each occurrence lies inside one of the peak's.
+func holdsAll(sp *schedule.Peak, occ []span) bool {
+	for _, o := range occ {
+		held := false
+		for _, s := range sp.Starts(o.from.Add(-sp.Duration-time.Second), o.from) {
+			if !s.After(o.from) && !s.Add(sp.Duration).Before(o.to) {
+				held = true
+				break
+			}
+		}
+		if !held {
+			return false
+		}
+	}
+	return len(occ) > 0
+}
+
+// entry is the schedule.yaml entry of a peak to add.
+func entry(pk Peak, now Settings, loc *time.Location) string {
+	ns, name, _ := strings.Cut(now.ScaledObject, "/")
+	var b strings.Builder
+	fmt.Fprintf(&b, "  # Found by `auditor profile`: up to %s req/s, %s.\n", num(pk.RequestsPerSecond), pk.Arithmetic)
+	fmt.Fprintf(&b, "  - name: %s\n    recurrence:\n", pk.Name)
+	if pk.Kind == Weekly {
+		fmt.Fprintf(&b, "      cron: %q\n", pk.Cron)
+	} else {
+		fmt.Fprintf(&b, "      # Seen on %s: a monthly rule is inferred from the days of the month; check it.\n", strings.Join(pk.Seen, ", "))
+		fmt.Fprintf(&b, "      daysOfMonth: [%s]\n      weekendPolicy: %s\n      at: %q\n", joinInts(pk.DaysOfMonth, ", "), schedule.WeekendPreviousBusiness, pk.At)
+	}
+	fmt.Fprintf(&b, "      timeZone: %s\n    duration: %s\n", loc.String(), shortDuration(pk.Duration))
+	fmt.Fprintf(&b, "    target:\n      path: %s\n      kind: ScaledObject\n      name: %s\n      namespace: %s\n      field: spec.minReplicaCount\n    warm: %d\n",
+		now.Path, name, ns, pk.Warm)
+	return b.String()
+}
+
+// shortDuration drops Go's trailing zero units: 3h0m0s is 3h.
+func shortDuration(s string) string {
+	s = strings.TrimSuffix(s, "0s")
+	return strings.TrimSuffix(s, "0m")
+}
+
+func weekdayIndex(t time.Time) int { return (int(t.Weekday()) + 6) % 7 }
+
+func clock(h int) string { return fmt.Sprintf("%02d:00", h) }
+
+// cronDays is a cron day-of-week field for weekday indexes (0 = Monday): runs become ranges.
+func cronDays(days []int) string {
+	sort.Ints(days)
+	var parts []string
+	for i := 0; i < len(days); {
+		j := i
+		for j+1 < len(days) && days[j+1] == days[j]+1 {
+			j++
+		}
+		a, b := (days[i]+1)%7, (days[j]+1)%7
+		switch {
+		case i == j:
+			parts = append(parts, strconv.Itoa(a))
+		case days[j] == 6: // runs into Sunday, which cron spells 0: keep the range up to Saturday
+			parts = append(parts, fmt.Sprintf("%d-6", a), "0")
+		default:
+			parts = append(parts, fmt.Sprintf("%d-%d", a, b))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// dayNames names a set of weekdays for a peak's name: weekdays, weekend, daily or the days.
+func dayNames(days []int) string {
+	key := joinInts(days, ",")
+	switch key {
+	case "0,1,2,3,4":
+		return "weekday"
+	case "5,6":
+		return "weekend"
+	case "0,1,2,3,4,5,6":
+		return "daily"
+	}
+	var names []string
+	for _, d := range days {
+		names = append(names, strings.ToLower(weekdays[d]))
+	}
+	return strings.Join(names, "-")
+}
+
+func contains(days []int, d int) bool { return containsInt(days, d) }
+
+func containsInt(vs []int, v int) bool {
+	for _, x := range vs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func joinInts(vs []int, sep string) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, sep)
+}
+
+// num prints a number without float noise.
+func num(v float64) string { return strconv.FormatFloat(round(v, 3), 'f', -1, 64) }
