@@ -217,7 +217,9 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 	for r := range weekly {
 		runs = append(runs, r)
 	}
-	sort.Slice(runs, func(i, j int) bool { return runs[i].from < runs[j].from || runs[i].from == runs[j].from && runs[i].to < runs[j].to })
+	sort.Slice(runs, func(i, j int) bool {
+		return runs[i].from < runs[j].from || runs[i].from == runs[j].from && runs[i].to < runs[j].to
+	})
 	for _, r := range runs {
 		days := weekly[r]
 		pk := Peak{Kind: Weekly, Cron: fmt.Sprintf("0 %d * * %s", r.from, cronDays(days)), At: clock(r.from), Duration: (time.Duration(r.to-r.from) * time.Hour).String(),
