@@ -84,3 +84,9 @@ type chunk struct {
 
 func (c chunk) Content() string       { return c.text }
 func (c chunk) Type() fdiff.Operation { return c.op }
+
+// FileDiff is the unified diff of one file, from before (nil for a new file) to after, in the
+// form `git apply` takes.
+func FileDiff(path string, before, after []byte) (string, error) {
+	return unifiedDiff([]fileChange{{path: path, before: before, after: after}})
+}

@@ -40,8 +40,9 @@ func (s Source) Queries() map[string]string {
 			counter, sel, extra, rw, sel, window, rw)
 	}
 	return map[string]string{
-		"hourly":           fmt.Sprintf(`sum(rate(vllm:request_success_total{%s}[1h]))`, sel),
-		"queue":            fmt.Sprintf(`sum(avg_over_time(vllm:num_requests_waiting{%s}[1h]))`, sel),
+		"hourly": fmt.Sprintf(`sum(rate(vllm:request_success_total{%s}[1h]))`, sel),
+		// offset 1s: the sample at the hour's end belongs to the next hour
+		"queue":            fmt.Sprintf(`sum(avg_over_time(vllm:num_requests_waiting{%s}[1h] offset 1s))`, sel),
 		"promptP50":        quantile("0.5", "vllm:request_prompt_tokens"),
 		"promptP95":        quantile("0.95", "vllm:request_prompt_tokens"),
 		"responseP50":      quantile("0.5", "vllm:request_generation_tokens"),

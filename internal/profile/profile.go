@@ -7,6 +7,8 @@ package profile
 import (
 	"fmt"
 	"path"
+	"strconv"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -33,8 +35,8 @@ type Profile struct {
 	Replica Replica `json:"replica"`
 	// Hourly is the arrival rate (finished requests of every reason a second) of each hour from
 	// From; Queue the mean number of waiting requests over all replicas in the same hours.
-	Hourly []float64 `json:"hourlyRequestsPerSecond"`
-	Queue  []float64 `json:"hourlyQueueDepth"`
+	Hourly []float64 `json:"hourlyRequestsPerSecond,omitempty"`
+	Queue  []float64 `json:"hourlyQueueDepth,omitempty"`
 }
 
 // Tokens are p50 and p95 lengths in tokens.
@@ -67,16 +69,44 @@ func (p *Profile) Location() (*time.Location, error) {
 	return loc, nil
 }
 
-// Marshal is the profile as the YAML kept in Git.
+// Marshal is the profile as the YAML kept in Git: the hourly series one day to a line, each
+// line headed by a comment with its day.
 func (p *Profile) Marshal() ([]byte, error) {
-	data, err := yaml.Marshal(p)
+	loc, err := p.Location()
+	if err != nil {
+		return nil, err
+	}
+	rest := *p
+	rest.Hourly, rest.Queue = nil, nil
+	data, err := yaml.Marshal(rest)
 	if err != nil {
 		return nil, fmt.Errorf("profile of %s: %w", p.Model, err)
 	}
-	head := fmt.Sprintf("# Traffic profile of %s (Service %s), measured by `auditor profile` from Prometheus.\n"+
-		"# The hourly series start at `from`, in hours of %s. Read by `auditor check` (the p95 lengths size\n"+
-		"# --max-num-seqs) and by `auditor profile --check`.\n", p.Model, p.Service, p.TimeZone)
-	return append([]byte(head), data...), nil
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Traffic profile of %s (Service %s), measured by `auditor profile` from Prometheus.\n"+
+		"# The hourly series start at `from`, 24 hours of %s to a line. Read by `auditor check`\n"+
+		"# (the p95 lengths size --max-num-seqs).\n", p.Model, p.Service, p.TimeZone)
+	b.Write(data)
+	for _, series := range []struct {
+		key string
+		vs  []float64
+	}{{"hourlyRequestsPerSecond", p.Hourly}, {"hourlyQueueDepth", p.Queue}} {
+		fmt.Fprintf(&b, "%s: [\n", series.key)
+		for day := 0; day*24 < len(series.vs); day++ {
+			vs := series.vs[day*24 : min(len(series.vs), day*24+24)]
+			parts := make([]string, len(vs))
+			for i, v := range vs {
+				parts[i] = strconv.FormatFloat(v, 'f', -1, 64)
+			}
+			sep := ","
+			if (day+1)*24 >= len(series.vs) {
+				sep = ""
+			}
+			fmt.Fprintf(&b, "  # %s\n  %s%s\n", p.From.In(loc).AddDate(0, 0, day).Format("Mon 2006-01-02"), strings.Join(parts, ", "), sep)
+		}
+		b.WriteString("]\n")
+	}
+	return []byte(b.String()), nil
 }
 
 // Parse reads a profile file; file names it in errors.

@@ -75,6 +75,8 @@ func TestProfileOfFourWeeksFromARealPrometheus(t *testing.T) {
 	mondayTen := 10 // Monday 2026-11-02 10:00-11:00: both pods saturated, 30 s of excess each
 	_, _, aborted, _ := tr.PerPod(tr.Start.Add(10 * time.Hour))
 	assert.InDelta(t, 2*aborted*tr.AbandonAfter.Seconds(), p.Queue[mondayTen], 1e-3)
+	assert.InDelta(t, p.Queue[mondayTen], p.Queue[11], 1e-3, "11:00-12:00 is saturated to its end")
+	assert.Zero(t, p.Queue[8], "08:00-09:00 has no queue: the sample at 09:00 is the next hour's")
 	assert.Zero(t, p.Queue[3])
 
 	assert.InDelta(t, tr.Prompt.Quantile(0.5), p.Tokens.Prompt.P50, 0.01)
@@ -208,18 +210,9 @@ func TestProposalFindsTheKnownPeaks(t *testing.T) {
 				floor = settings.WarmMinimum
 			}
 			want := max(need(tr, testfixture.QwenArrivals(at)), floor)
-			assert.Equal(t, want, replicasAt(day, h), "%s %02d:00", day.Day, h)
+			assert.Equal(t, want, day.At(h), "%s %02d:00", day.Day, h)
 		}
 	}
-}
-
-func replicasAt(d profile.DayMinimums, h int) int64 {
-	for _, r := range d.Ranges {
-		if h >= r.From && h < r.To {
-			return r.Replicas
-		}
-	}
-	return -1
 }
 
 func TestProposalWithoutASchedulePeakAddsBoth(t *testing.T) {

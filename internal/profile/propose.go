@@ -23,6 +23,10 @@ type Settings struct {
 	Threshold float64
 	// Schedule is the env's schedule; nil when it has none.
 	Schedule *schedule.Schedule
+	// GPUsPerReplica, Card and PricePerGPUHour price a replica (no price: no cost).
+	GPUsPerReplica  int64
+	Card            string
+	PricePerGPUHour float64
 }
 
 // Targets are what the proposals aim for.
@@ -64,8 +68,20 @@ type Proposal struct {
 	Peaks []Peak `json:"peaks"`
 	// Lead is the schedule's lead time, which each peak's scale-up fires ahead of its start.
 	Lead string `json:"leadTime,omitempty"`
+	// Cost is the GPU cost of a typical week now and at the proposed minimums.
+	Cost *Cost `json:"cost,omitempty"`
 	// Notes say what could not be proposed, and why.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// Cost is what a typical week of the profile costs in GPUs when the autoscaler follows the load
+// above a floor: now, the warm minimum all week; proposed, the minimums by hour.
+type Cost struct {
+	Basis                                     string  `json:"basis"`
+	NowUSDPerWeek, ProposedUSDPerWeek         float64 `json:"-"`
+	NowUSDPer1kTokens, ProposedUSDPer1kTokens float64 `json:"-"`
+	Now                                       string  `json:"now"`
+	Proposed                                  string  `json:"proposed"`
 }
 
 // Change is a setting now and proposed.
@@ -297,7 +313,52 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 	if now.Schedule != nil {
 		out.Lead = now.Schedule.Lead.String()
 	}
+	out.Cost = weekCost(p, now, typical, out.Minimums, need)
 	return out, nil
+}
+
+// weekCost prices a typical week: each hour runs what its load needs, at least the floor; a
+// replica costs its GPUs at the stated price. Tokens are the generated ones, a saturated
+// replica's tokens per request times the hour's requests.
+func weekCost(p *Profile, now Settings, typical [7][24]float64, mins []DayMinimums, need func(float64) int64) *Cost {
+	if now.PricePerGPUHour <= 0 || now.GPUsPerReplica <= 0 || p.Replica.RequestsPerSecond <= 0 {
+		return nil
+	}
+	perRequest := p.Replica.TokensPerSecond / p.Replica.RequestsPerSecond
+	var nowHours, propHours int64
+	tokens := 0.0
+	for d := range 7 {
+		for h := range 24 {
+			nowHours += max(now.WarmMinimum, need(typical[d][h]), 1)
+			propHours += mins[d].At(h)
+			tokens += typical[d][h] * 3600 * perRequest
+		}
+	}
+	price := float64(now.GPUsPerReplica) * now.PricePerGPUHour
+	c := &Cost{
+		Basis: fmt.Sprintf("%d GPU a replica on %s at %s USD per GPU-hour; %s generated tokens a request", now.GPUsPerReplica, now.Card,
+			num(now.PricePerGPUHour), num(round(perRequest, 1))),
+		NowUSDPerWeek: round(float64(nowHours)*price, 2), ProposedUSDPerWeek: round(float64(propHours)*price, 2),
+	}
+	if tokens > 0 {
+		c.NowUSDPer1kTokens = round(c.NowUSDPerWeek/tokens*1000, 5)
+		c.ProposedUSDPer1kTokens = round(c.ProposedUSDPerWeek/tokens*1000, 5)
+	}
+	c.Now = fmt.Sprintf("now (warm minimum %d all week): %d replica-hours a week, %s USD, %s USD per 1k generated tokens",
+		now.WarmMinimum, nowHours, num(c.NowUSDPerWeek), strconv.FormatFloat(c.NowUSDPer1kTokens, 'f', -1, 64))
+	c.Proposed = fmt.Sprintf("proposed (the minimums by hour): %d replica-hours a week, %s USD, %s USD per 1k generated tokens",
+		propHours, num(c.ProposedUSDPerWeek), strconv.FormatFloat(c.ProposedUSDPer1kTokens, 'f', -1, 64))
+	return c
+}
+
+// At is the minimum at hour h of the day.
+func (d DayMinimums) At(h int) int64 {
+	for _, r := range d.Ranges {
+		if h >= r.From && h < r.To {
+			return r.Replicas
+		}
+	}
+	return 0
 }
 
 // weekTypical is the median rate of each hour of the week over the weeks measured, so a peak of

@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/spf13/cobra"
+
+	"github.com/llm-gitops/platform/internal/adopt"
+	"github.com/llm-gitops/platform/internal/cost"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/profile"
+	"github.com/llm-gitops/platform/internal/schedule"
+)
+
+// profileOptions are the flags of `auditor profile`.
+type profileOptions struct {
+	src                 sourceFlags
+	env, model, deploy  string
+	prom, output        string
+	window, rateWindow  time.Duration
+	at                  time.Time
+	timeZone            string
+	utilization         float64
+	ttft                time.Duration
+	write               bool
+	stderr              io.Writer
+	prometheusTransport http.RoundTripper // tests may set it
+}
+
+func newProfileCommand() *cobra.Command {
+	o := &profileOptions{}
+	cmd := &cobra.Command{
+		Use:   "profile --env ENV --model NAME --prometheus URL [--window 28d] [--write]",
+		Short: "Measure a model's traffic from Prometheus and propose its KEDA threshold, minimums and missing peaks",
+		Long: `profile reads a model's traffic from vLLM's own series in Prometheus over a window (default four
+weeks): requests a second in each hour, queue depth, prompt and response lengths (p50, p95), time to
+first token, and one replica's throughput where it saturated (requests were waiting on it).
+
+From that it proposes, each with its arithmetic:
+  - the ScaledObject's queue-depth threshold that keeps the wait for a first token under --ttft;
+  - the minimum replicas of each hour of the week (never under the warm minimum in business
+    hours, never under one);
+  - the peaks the schedule is missing: weekly ones as a cron rule, others by day of the month,
+    each with its warm count and the schedule's lead time;
+  - the GPU cost a week at the minimums, and per 1,000 generated tokens.
+
+It prints the profile file (clusters/<env>/profiles/<model>.yaml) and the schedule's new peaks as
+a diff to review; --write writes them to the work tree of --repo (a directory). The p95 lengths of
+the profile file size --max-num-seqs in auditor check (rule vllm-max-num-seqs).
+
+Exit codes: 0 done, 2 error.`,
+		Args: cobra.NoArgs,
+		RunE: runE(o),
+	}
+	f := cmd.Flags()
+	addEnvFlag(cmd, &o.env, "env", "environment (overlays/<env>, clusters/<env>/schedule.yaml)")
+	f.StringVar(&o.model, "model", "", "vLLM's model_name (the Deployment's platform.llm/model annotation)")
+	f.StringVar(&o.deploy, "deployment", "", "the Deployment, when several with a ScaledObject serve the model")
+	f.StringVar(&o.prom, "prometheus", "", "Prometheus base URL, e.g. http://prometheus-operated.llm-monitoring.svc:9090")
+	f.DurationVar(&o.window, "window", 28*24*time.Hour, "how far back to read")
+	f.DurationVar(&o.rateWindow, "rate-window", 5*time.Minute, "rate() range for a replica's throughput (at least two scrape intervals)")
+	addZonedAtFlag(cmd, &o.at, "end the window at this time (whole hours)", "")
+	f.StringVar(&o.timeZone, "time-zone", "", "time zone of the hours (default: the schedule's first peak's, else UTC)")
+	f.Float64Var(&o.utilization, "utilization", 0.8, "share of a replica's saturated throughput to plan for")
+	f.DurationVar(&o.ttft, "ttft", 2500*time.Millisecond, "longest wait for a first token in the queue (the TTFT SLO)")
+	f.BoolVar(&o.write, "write", false, "write the profile file and the new peaks into the work tree")
+	addReportOutput(cmd, &o.output)
+	o.src.add(cmd)
+	return cmd
+}
+
+// Complete takes the command's stderr.
+func (o *profileOptions) Complete(cmd *cobra.Command, _ []string) error {
+	o.stderr = cmd.ErrOrStderr()
+	return nil
+}
+
+// Validate rejects missing flags and values out of range.
+func (o *profileOptions) Validate() error {
+	switch {
+	case o.env == "":
+		return usageErr("--env is required")
+	case o.model == "":
+		return usageErr("--model is required")
+	case o.prom == "":
+		return usageErr("--prometheus is required")
+	case o.window < time.Hour:
+		return usageErr("--window must be at least 1h")
+	case o.utilization <= 0 || o.utilization > 1:
+		return usageErr("--utilization must be in (0, 1]")
+	case o.ttft <= 0:
+		return usageErr("--ttft must be positive")
+	case o.write && (o.src.revision != "" || gitrepo.IsURL(o.src.repo)):
+		return usageErr("--write needs --repo to be a directory read at its work tree (no --revision)")
+	}
+	return nil
+}
+
+// profileReport is the -o json/yaml output.
+type profileReport struct {
+	Profile  *profile.Profile  `json:"profile"`
+	Proposal *profile.Proposal `json:"proposal"`
+	// Diff is the change to the work tree, as `git apply` takes it.
+	Diff string `json:"diff"`
+}
+
+// Run measures, proposes and prints.
+func (o *profileOptions) Run(ctx context.Context, w io.Writer) error {
+	res, err := o.src.render(o.env)
+	if err != nil {
+		return err
+	}
+	src, err := o.src.open()
+	if err != nil {
+		return failed(err)
+	}
+	wl, err := profile.FindWorkload(res.Objects, o.model, o.deploy)
+	if err != nil {
+		return failed(err)
+	}
+	settings := wl.Settings()
+	schedFile := schedule.Path(o.env)
+	var schedData []byte
+	if src.Has(schedFile) {
+		if schedData, err = src.ReadFile(schedFile); err != nil {
+			return failed(err)
+		}
+		if settings.Schedule, err = schedule.Parse(schedFile, schedData); err != nil {
+			return scheduleErr(err)
+		}
+	}
+	settings.Path = scalingPath(settings, o.env, src.Has)
+	loc, err := o.location(settings.Schedule)
+	if err != nil {
+		return failed(err)
+	}
+	settings.GPUsPerReplica, settings.Card = cost.PodGPUs(wl.Deployment)
+	prices := &cost.Prices{}
+	for _, obj := range res.Objects {
+		prices.AddRules(obj)
+	}
+	settings.PricePerGPUHour, _ = prices.Price(settings.Card)
+
+	client, err := api.NewClient(api.Config{Address: o.prom, Client: &http.Client{Timeout: 60 * time.Second, Transport: o.prometheusTransport}})
+	if err != nil {
+		return failed(fmt.Errorf("prometheus %s: %w", o.prom, err))
+	}
+	end := orNow(o.at)
+	p, err := profile.Measure(ctx, promv1.NewAPI(client), profile.Source{
+		Model: o.model, Service: wl.Deployment.GetName(), From: end.Add(-o.window), To: end, Location: loc, RateWindow: o.rateWindow,
+	})
+	if err != nil {
+		return failed(err)
+	}
+	prop, err := profile.Propose(p, settings, profile.Targets{Utilization: o.utilization, TTFT: o.ttft})
+	if err != nil {
+		return failed(err)
+	}
+	changes, err := o.changes(src.ReadFile, src.Has, p, prop, schedFile, schedData)
+	if err != nil {
+		return failed(err)
+	}
+	var diff strings.Builder
+	for _, c := range changes {
+		d, err := adopt.FileDiff(c.path, c.before, c.after)
+		if err != nil {
+			return failed(err)
+		}
+		diff.WriteString(d)
+	}
+	if o.write {
+		for _, c := range changes {
+			full := filepath.Join(o.src.repo, filepath.FromSlash(c.path))
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				return failed(err)
+			}
+			if err := os.WriteFile(full, c.after, 0o644); err != nil {
+				return failed(err)
+			}
+			fmt.Fprintf(o.stderr, "auditor: wrote %s\n", c.path)
+		}
+	}
+	return writeReport(w, o.output, profileReport{Profile: p, Proposal: prop, Diff: diff.String()}, func() error {
+		writeProfile(w, p, prop, settings, loc)
+		if diff.Len() > 0 {
+			what := "to write with --write"
+			if o.write {
+				what = "written to the work tree"
+			}
+			fmt.Fprintf(w, "\nChanges (%s):\n%s", what, diff.String())
+		}
+		return nil
+	})
+}
+
+// location is the profile's time zone: --time-zone, else the schedule's first peak's, else UTC.
+func (o *profileOptions) location(s *schedule.Schedule) (*time.Location, error) {
+	if o.timeZone != "" {
+		loc, err := time.LoadLocation(o.timeZone)
+		if err != nil {
+			return nil, usageErr("--time-zone: %v", err)
+		}
+		return loc, nil
+	}
+	if s != nil && len(s.Peaks) > 0 {
+		return s.Peaks[0].Location, nil
+	}
+	return time.UTC, nil
+}
+
+// scalingPath is the file that sets the ScaledObject's minimum for the env: the one a schedule
+// peak of it already raises, else overlays/<env>/scaling.yaml when there is one, else the base.
+func scalingPath(s profile.Settings, env string, has func(string) bool) string {
+	if s.Schedule != nil {
+		_, name, _ := strings.Cut(s.ScaledObject, "/")
+		for _, p := range s.Schedule.Peaks {
+			if p.Target.Kind == "ScaledObject" && p.Target.Name == name {
+				return p.Target.Path
+			}
+		}
+	}
+	if p := "overlays/" + env + "/scaling.yaml"; has(p) {
+		return p
+	}
+	return "overlays/" + env + "/kustomization.yaml"
+}
+
+type fileChange struct {
+	path          string
+	before, after []byte
+}
+
+// changes are the profile file and, when peaks are missing, the schedule with them appended.
+func (o *profileOptions) changes(read func(string) ([]byte, error), has func(string) bool, p *profile.Profile, prop *profile.Proposal, schedFile string, schedData []byte) ([]fileChange, error) {
+	var out []fileChange
+	file := profile.Path(o.env, o.model)
+	data, err := p.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	var before []byte
+	if has(file) {
+		if before, err = read(file); err != nil {
+			return nil, err
+		}
+	}
+	out = append(out, fileChange{file, before, data})
+	var add []string
+	for _, pk := range prop.Peaks {
+		if pk.Action == profile.Add {
+			add = append(add, pk.Entry)
+		}
+	}
+	if len(add) == 0 {
+		return out, nil
+	}
+	after := append([]byte(nil), schedData...)
+	if len(after) == 0 {
+		after = []byte("# Scheduled pre-peak scale-ups (read by `auditor schedule`, never synced by Argo CD).\npeaks:\n")
+	} else if after[len(after)-1] != '\n' {
+		after = append(after, '\n')
+	}
+	after = append(after, "\n"+strings.Join(add, "\n")...)
+	if _, err := schedule.Parse(schedFile, after); err != nil {
+		return nil, errors.Join(errors.New("the proposed peaks do not make a valid schedule"), err)
+	}
+	return append(out, fileChange{schedFile, schedData, after}), nil
+}
+
+func writeProfile(w io.Writer, p *profile.Profile, prop *profile.Proposal, s profile.Settings, loc *time.Location) {
+	fmt.Fprintf(w, "Profile of %s (Service %s), %s to %s, %s (%d hours)\n", p.Model, p.Service,
+		p.From.In(loc).Format("2006-01-02 15:04"), p.To.In(loc).Format("2006-01-02 15:04"), loc, len(p.Hourly))
+	busiest := 0
+	for i, r := range p.Hourly {
+		if r > p.Hourly[busiest] {
+			busiest = i
+		}
+	}
+	fmt.Fprintf(w, "  busiest hour: %s req/s, %s\n", fnum(p.Hourly[busiest]), p.From.In(loc).Add(time.Duration(busiest)*time.Hour).Format("Mon 2006-01-02 15:04"))
+	fmt.Fprintf(w, "  prompt tokens p50 %s, p95 %s; response tokens p50 %s, p95 %s\n",
+		fnum(p.Tokens.Prompt.P50), fnum(p.Tokens.Prompt.P95), fnum(p.Tokens.Response.P50), fnum(p.Tokens.Response.P95))
+	fmt.Fprintf(w, "  time to first token p50 %s s, p95 %s s\n", fnum(p.TTFT.P50), fnum(p.TTFT.P95))
+	if p.Replica.Samples > 0 {
+		fmt.Fprintf(w, "  one replica at saturation: %s req/s, %s generated tokens/s (median of %d pod samples with a queue)\n",
+			fnum(p.Replica.RequestsPerSecond), fnum(p.Replica.TokensPerSecond), p.Replica.Samples)
+	}
+	if prop.PerReplica == 0 {
+		for _, n := range prop.Notes {
+			fmt.Fprintf(w, "NOTE %s\n", n)
+		}
+		return
+	}
+	fmt.Fprintf(w, "\nQueue threshold of ScaledObject %s: %s -> %s\n  %s\n", s.ScaledObject, fnum(prop.Threshold.Now), fnum(prop.Threshold.Proposed), prop.Threshold.Arithmetic)
+	fmt.Fprintf(w, "\nMinimum replicas by hour (%s; warm minimum %d in business hours):\n", loc, s.WarmMinimum)
+	for _, d := range prop.Minimums {
+		var parts []string
+		for _, r := range d.Ranges {
+			parts = append(parts, fmt.Sprintf("%02d-%02d: %d", r.From, r.To, r.Replicas))
+		}
+		fmt.Fprintf(w, "  %s  %s\n", d.Day, strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w, "\nPeaks:")
+	if len(prop.Peaks) == 0 {
+		fmt.Fprintln(w, "  none above the warm minimum")
+	}
+	for _, pk := range prop.Peaks {
+		when := fmt.Sprintf("cron %q", pk.Cron)
+		if pk.Kind == profile.Monthly {
+			when = fmt.Sprintf("days %s of the month (seen %s)", strings.ReplaceAll(strings.Trim(fmt.Sprint(pk.DaysOfMonth), "[]"), " ", ", "), strings.Join(pk.Seen, ", "))
+		}
+		verdict := "MISSING from the schedule: added below"
+		switch pk.Action {
+		case profile.Covered:
+			verdict = "covered by schedule peak " + pk.CoveredBy
+		case profile.Raise:
+			verdict = fmt.Sprintf("schedule peak %s holds it with too few replicas: raise its warm to %d", pk.CoveredBy, pk.Warm)
+		}
+		fmt.Fprintf(w, "  %s: %s at %s for %s, warm %d\n    %s\n    %s\n", pk.Name, when, pk.At, pk.Duration, pk.Warm, pk.Arithmetic, verdict)
+	}
+	if prop.Lead != "" {
+		fmt.Fprintf(w, "  lead time: %s\n", prop.Lead)
+	}
+	if c := prop.Cost; c != nil {
+		fmt.Fprintf(w, "\nCost (%s):\n  %s\n  %s\n", c.Basis, c.Now, c.Proposed)
+	}
+	for _, n := range prop.Notes {
+		fmt.Fprintf(w, "NOTE %s\n", n)
+	}
+}
+
+func fnum(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
+}

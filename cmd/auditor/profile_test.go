@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llm-gitops/platform/internal/profile"
+	"github.com/llm-gitops/platform/internal/schedule"
+	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/testfixture"
+)
+
+// copyPlatform copies the repository's manifests and prod's schedule into a new directory, a Git
+// work tree of its own.
+func copyPlatform(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, top := range []string{"base", "components", "overlays", "clusters"} {
+		err := filepath.Walk(filepath.Join("..", "..", top), func(p string, info os.FileInfo, err error) error {
+			if err != nil || info.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(filepath.Join("..", ".."), p)
+			dst := filepath.Join(dir, rel)
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(dst, data, 0o644)
+		})
+		require.NoError(t, err)
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "platform"}} {
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	return dir
+}
+
+// The command reads four synthetic weeks of qwen from a real Prometheus, finds prod's weekday
+// morning in the schedule and the paydays missing from it, and writes the profile and the new
+// peak; `git apply` of its printed diff makes the same files.
+func TestProfileCommandWritesTheProfileAndTheMissingPeak(t *testing.T) {
+	tr := testfixture.QwenTraffic()
+	var series bytes.Buffer
+	require.NoError(t, tr.WriteOpenMetrics(&series))
+	url := testcluster.StartPrometheus(t, series.Bytes())
+	repo := copyPlatform(t)
+	args := []string{"profile", "--env", "prod", "--model", "qwen", "--prometheus", url, "--repo", repo,
+		"--at", tr.End.Format("2006-01-02T15:04:05-07:00"), "--rate-window", "15m"}
+
+	dry, err := runCmd(t, newRootCommand(), args...)
+	require.NoError(t, err)
+	for _, want := range []string{
+		"Profile of qwen (Service vllm-qwen), 2026-11-02 00:00 to 2026-11-30 00:00, Europe/Moscow (672 hours)",
+		"one replica at saturation: 2 req/s, 520 generated tokens/s",
+		"Queue threshold of ScaledObject llm-inference/vllm-qwen: 10 -> 5",
+		"  Mon  00-09: 1, 09-12: 4, 12-19: 2, 19-24: 1",
+		"weekday-0900: cron \"0 9 * * 1-5\" at 09:00 for 3h0m0s, warm 4",
+		"covered by schedule peak weekday-morning",
+		"days-10-25-0900: days 10, 25 of the month (seen 2026-11-10, 2026-11-25) at 09:00 for 9h0m0s, warm 7",
+		"MISSING from the schedule: added below",
+		"lead time: 14m36s",
+		"1 GPU a replica on l40s at 1.861 USD per GPU-hour",
+		"+++ b/clusters/prod/profiles/qwen.yaml",
+		"+++ b/clusters/prod/schedule.yaml",
+		"+  - name: days-10-25-0900",
+	} {
+		assert.Contains(t, dry, want)
+	}
+	assert.NoFileExists(t, filepath.Join(repo, profile.Path("prod", "qwen")), "without --write nothing is written")
+
+	// The printed diff applies with git, and --write writes the same files.
+	diff := dry[strings.Index(dry, "diff --git"):]
+	cmd := exec.Command("git", "-C", repo, "apply", "--check", "-")
+	cmd.Stdin = strings.NewReader(diff)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git apply --check: %s\n%s", out, diff)
+
+	_, err = runCmd(t, newRootCommand(), append(args, "--write")...)
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(repo, profile.Path("prod", "qwen")))
+	require.NoError(t, err)
+	p, err := profile.Parse(profile.Path("prod", "qwen"), data)
+	require.NoError(t, err)
+	assert.InDelta(t, tr.Response.Quantile(0.95), p.Tokens.Response.P95, 0.01)
+	data, err = os.ReadFile(filepath.Join(repo, schedule.Path("prod")))
+	require.NoError(t, err)
+	s, err := schedule.Parse(schedule.Path("prod"), data)
+	require.NoError(t, err)
+	added := s.Peak("days-10-25-0900")
+	require.NotNil(t, added)
+	assert.Equal(t, int64(7), added.Warm)
+	assert.Equal(t, "vllm-qwen", added.Target.Name)
+	assert.Equal(t, "overlays/prod/scaling.yaml", added.Target.Path)
+
+	// Run again on what it wrote: the paydays are now covered, and no peak is added.
+	again, err := runCmd(t, newRootCommand(), args...)
+	require.NoError(t, err)
+	assert.Contains(t, again, "covered by schedule peak days-10-25-0900")
+	assert.NotContains(t, again, "+++ b/clusters/prod/schedule.yaml")
+}
