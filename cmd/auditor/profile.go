@@ -162,7 +162,8 @@ func (o *profileOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
-	prop, err := profile.Propose(p, settings, profile.Targets{Utilization: o.utilization, TTFT: o.ttft})
+	p.Plan = profile.Plan{Utilization: o.utilization, TTFTSeconds: o.ttft.Seconds()}
+	prop, err := profile.Propose(p, settings, p.Targets())
 	if err != nil {
 		return failed(err)
 	}

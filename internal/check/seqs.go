@@ -39,6 +39,8 @@ type KVCacheUse struct {
 	// FullLengthSeqs is how many sequences at --max-model-len the KV cache holds (after the
 	// overhead, which rule capacity-kv-cache leaves out): above it, long requests are preempted.
 	FullLengthSeqs int64 `json:"fullLengthSeqs"`
+	// Source is where the profile's lengths came from: "annotations" or "measured profile".
+	Source string `json:"source"`
 }
 
 // vllmMaxNumSeqs checks each vLLM Deployment's --max-num-seqs against its stated traffic profile
@@ -48,7 +50,11 @@ type KVCacheUse struct {
 // A missing profile is a violation too. A setting that uses under half of what the profile
 // allows is a warning, saying whether --max-model-len holds it down. Each
 // Deployment's use of its KV cache is returned for the report. Rule vllm-max-num-seqs.
-func vllmMaxNumSeqs(objs []*unstructured.Unstructured) (uses []KVCacheUse, violations, warnings []Violation) {
+//
+// A measured profile (clusters/<env>/profiles/<model>.yaml, by `auditor profile`) of the
+// Deployment, in measured keyed by its name, takes the annotations' place: its p95 lengths,
+// rounded up. KVCacheUse.Source says which was used.
+func vllmMaxNumSeqs(objs []*unstructured.Unstructured, measured map[string]capacity.Traffic) (uses []KVCacheUse, violations, warnings []Violation) {
 	for _, o := range objs {
 		if o.GetKind() != "Deployment" || o.GetAnnotations()["platform.llm/model"] == "" {
 			continue
@@ -68,6 +74,10 @@ func vllmMaxNumSeqs(objs []*unstructured.Unstructured) (uses []KVCacheUse, viola
 			Traffic:             capacity.Traffic{PromptTokens: num(ann[trafficPromptAnnotation]), ResponseTokens: num(ann[trafficResponseAnnotation])},
 			Overhead:            capacity.DefaultOverhead(),
 		}
+		source := "annotations"
+		if tr, ok := measured[o.GetName()]; ok {
+			cfg.Traffic, source = tr, "measured profile"
+		}
 		if cfg.Traffic.PromptTokens <= 0 || cfg.Traffic.ResponseTokens <= 0 {
 			add(&violations, "no traffic profile: state the p95 prompt and response lengths in tokens (annotations %s, %s) to size --max-num-seqs",
 				trafficPromptAnnotation, trafficResponseAnnotation)
@@ -78,7 +88,7 @@ func vllmMaxNumSeqs(objs []*unstructured.Unstructured) (uses []KVCacheUse, viola
 			continue // the model facts are capacity-kv-cache's to report
 		}
 		use := KVCacheUse{Object: id(o), MaxNumSeqs: cfg.VLLM.MaxNumSeqs, SeqTokens: fit.SeqTokens, UsedTokens: fit.UsedTokens,
-			KVTokens: fit.KVTokens, Percent: 100 * fit.UsedFraction, ProfileSeqs: fit.ProfileSeqs}
+			KVTokens: fit.KVTokens, Percent: 100 * fit.UsedFraction, ProfileSeqs: fit.ProfileSeqs, Source: source}
 		if cfg.VLLM.MaxModelLen > 0 {
 			use.FullLengthSeqs = fit.KVTokens / cfg.VLLM.MaxModelLen
 		}
@@ -114,9 +124,17 @@ func WriteKVCache(w io.Writer, uses []KVCacheUse, md bool) {
 			fmt.Fprintf(w, "| `%s` | %d | %s | %s of %s | %.1f %% | %d | %d |\n", u.Object, u.MaxNumSeqs, capacity.Thousands(u.SeqTokens),
 				capacity.Thousands(u.UsedTokens), capacity.Thousands(u.KVTokens), u.Percent, u.ProfileSeqs, u.FullLengthSeqs)
 		} else {
-			fmt.Fprintf(w, "  KV-CACHE %s max-num-seqs=%d × %s tokens = %s of %s KV tokens (%.1f %%); profile allows %d, %d at max-model-len\n",
+			fmt.Fprintf(w, "  KV-CACHE %s max-num-seqs=%d × %s tokens = %s of %s KV tokens (%.1f %%); profile allows %d, %d at max-model-len%s\n",
 				u.Object, u.MaxNumSeqs, capacity.Thousands(u.SeqTokens), capacity.Thousands(u.UsedTokens), capacity.Thousands(u.KVTokens),
-				u.Percent, u.ProfileSeqs, u.FullLengthSeqs)
+				u.Percent, u.ProfileSeqs, u.FullLengthSeqs, sourceNote(u.Source))
 		}
 	}
+}
+
+// sourceNote names a measured profile as the source of a KV-CACHE line's lengths.
+func sourceNote(source string) string {
+	if source == "measured profile" {
+		return " (p95 lengths of the measured profile)"
+	}
+	return ""
 }

@@ -54,7 +54,7 @@ func TestVLLMMaxNumSeqs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			uses, violations, warnings := vllmMaxNumSeqs(parseObjects(t, tc.obj))
+			uses, violations, warnings := vllmMaxNumSeqs(parseObjects(t, tc.obj), nil)
 			check := func(kind string, got []Violation, want []string) {
 				if want == nil {
 					assert.Empty(t, got, kind)

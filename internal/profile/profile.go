@@ -33,10 +33,25 @@ type Profile struct {
 	TTFT Quantiles `json:"ttftSeconds"`
 	// Replica is one replica's throughput where it saturated (a queue waited on it).
 	Replica Replica `json:"replica"`
+	// Plan are the targets the profile's settings are proposed for (zero: the defaults), so
+	// that `auditor check` proposes what `auditor profile` did.
+	Plan Plan `json:"plan"`
 	// Hourly is the arrival rate (finished requests of every reason a second) of each hour from
 	// From; Queue the mean number of waiting requests over all replicas in the same hours.
 	Hourly []float64 `json:"hourlyRequestsPerSecond,omitempty"`
 	Queue  []float64 `json:"hourlyQueueDepth,omitempty"`
+}
+
+// Plan are the targets of the proposals: a replica's planned share of its saturated throughput,
+// and the longest wait for a first token in the queue, in seconds.
+type Plan struct {
+	Utilization float64 `json:"utilization,omitempty"`
+	TTFTSeconds float64 `json:"ttftSeconds,omitempty"`
+}
+
+// Targets are the plan's targets, the defaults where it has none.
+func (p *Profile) Targets() Targets {
+	return Targets{Utilization: p.Plan.Utilization, TTFT: time.Duration(p.Plan.TTFTSeconds * float64(time.Second))}.withDefaults()
 }
 
 // Tokens are p50 and p95 lengths in tokens.

@@ -1,0 +1,106 @@
+package check
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llm-gitops/platform/internal/profile"
+	"github.com/llm-gitops/platform/internal/testfixture"
+)
+
+// qwenProfile is the profile `auditor profile` measures of testfixture.QwenTraffic (its test
+// measures it from a real Prometheus); here it is written from the fixture's own arrivals.
+func qwenProfile(t *testing.T) []byte {
+	t.Helper()
+	tr := testfixture.QwenTraffic()
+	p := &profile.Profile{Model: tr.Model, Service: tr.Service, From: tr.Start.UTC(), To: tr.End.UTC(), TimeZone: "Europe/Moscow",
+		Tokens:  profile.Tokens{Prompt: profile.Quantiles{P50: 857.143, P95: 1875}, Response: profile.Quantiles{P50: 200, P95: 493.478}},
+		TTFT:    profile.Quantiles{P50: 0.218, P95: 3.816},
+		Replica: profile.Replica{RequestsPerSecond: tr.ServedPerPod, TokensPerSecond: tr.ServedPerPod * tr.Response.Mean, Samples: 576}}
+	for at := tr.Start; at.Before(tr.End); at = at.Add(time.Hour) {
+		p.Hourly = append(p.Hourly, testfixture.QwenArrivals(at))
+		p.Queue = append(p.Queue, 0)
+	}
+	data, err := p.Marshal()
+	require.NoError(t, err)
+	return data
+}
+
+func writeFile(t *testing.T, dir, rel string, data []byte) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, rel), data, 0o644))
+}
+
+func TestCheckHoldsGitAgainstTheMeasuredProfile(t *testing.T) {
+	dir, commit, _ := repoCopy(t)
+	writeFile(t, dir, profile.Path("prod", "qwen"), qwenProfile(t))
+	commit("profile of qwen")
+	res := runCheck(t, dir)
+	prod := envResult(t, res, "prod")
+
+	var warnings []string
+	for _, w := range prod.Warnings {
+		if w.Rule == "traffic-profile" {
+			assert.Equal(t, "clusters/prod/profiles/qwen.yaml", w.Object)
+			warnings = append(warnings, w.Message)
+		}
+	}
+	require.Len(t, warnings, 2, strings.Join(warnings, "\n"))
+	assert.Contains(t, warnings[0], "ScaledObject llm-inference/vllm-qwen waits for 10 queued requests per replica; the profile of 2026-11-02 to 2026-11-30 asks for 5")
+	assert.Contains(t, warnings[1], "found peak days-10-25-0900 (days 10, 25 of the month at 09:00 for 9h0m0s, warm 7")
+	assert.Contains(t, warnings[1], "which clusters/prod/schedule.yaml lacks")
+	for _, v := range prod.Violations {
+		assert.NotEqual(t, "traffic-profile", v.Rule, v.Message)
+	}
+
+	// The measured p95 lengths size vLLM's batch: 1,875 + 494 tokens, in whole 16-token blocks.
+	var qwen *KVCacheUse
+	for i, u := range prod.KVCache {
+		if u.Object == "Deployment llm-inference/vllm-qwen" {
+			qwen = &prod.KVCache[i]
+		}
+	}
+	require.NotNil(t, qwen)
+	assert.Equal(t, "measured profile", qwen.Source)
+	assert.Equal(t, int64(2384), qwen.SeqTokens)
+	// Without a profile, staging sizes it from the annotations.
+	for _, u := range envResult(t, res, "staging").KVCache {
+		assert.Equal(t, "annotations", u.Source, u.Object)
+	}
+}
+
+func TestCheckRejectsABrokenProfile(t *testing.T) {
+	dir, commit, _ := repoCopy(t)
+	writeFile(t, dir, profile.Path("prod", "qwen"), []byte("model: qwen\nhourlyRequestsPerSecond: [1, 2\n"))
+	writeFile(t, dir, profile.Path("prod", "mistral"), []byte(strings.ReplaceAll(string(qwenProfile(t)), "model: qwen", "model: mistral")))
+	commit("two bad profiles")
+	res := runCheck(t, dir)
+	assert.False(t, res.Passed)
+	got := map[string]string{}
+	for _, v := range envResult(t, res, "prod").Violations {
+		if v.Rule == "traffic-profile" {
+			got[v.Object] = v.Message
+		}
+	}
+	require.Len(t, got, 2, "%v", got)
+	assert.Contains(t, got["clusters/prod/profiles/qwen.yaml"], "clusters/prod/profiles/qwen.yaml")
+	assert.Contains(t, got["clusters/prod/profiles/mistral.yaml"], "no Deployment annotated platform.llm/model: mistral with a ScaledObject")
+}
+
+func envResult(t *testing.T, res *Result, env string) EnvResult {
+	t.Helper()
+	for _, e := range res.Envs {
+		if e.Env == env {
+			return e
+		}
+	}
+	t.Fatalf("no env %s in the result", env)
+	return EnvResult{}
+}
