@@ -83,6 +83,9 @@ func printRecord(w io.Writer, r ledger.Record) error {
 	row("image", r.Image)
 	row("share", pct(r.SharePercent)+" %")
 	row("replicas", strconv.FormatInt(r.Replicas, 10)+" (warm minimum)")
+	if r.GPUPriceUSDPerHour > 0 {
+		row("GPU price", fmt.Sprintf("%d × %s at %s USD an hour a replica", r.GPUsPerReplica, r.Card, strconv.FormatFloat(r.GPUPriceUSDPerHour, 'f', -1, 64)))
+	}
 	row("revision", r.Revision)
 	row("author", r.Author)
 	row("subject", r.Subject)
@@ -100,6 +103,9 @@ func printRecord(w io.Writer, r ledger.Record) error {
 		row("metrics", fmt.Sprintf("at %s over %s: e2e p50 %s, p95 %s; TTFT p50 %s, p95 %s; error rate %s",
 			m.At.UTC().Format(time.RFC3339), m.Window, f(m.E2EP50, " s"), f(m.E2EP95, " s"),
 			f(m.TTFTP50, " s"), f(m.TTFTP95, " s"), f(m.ErrorRate, "")))
+		if m.CostPer1kTokens != nil {
+			row("cost", f(m.CostPer1kTokens, " USD per 1k tokens"))
+		}
 	}
 	return tw.Flush()
 }

@@ -170,7 +170,7 @@ func commitRecords(env string, c gitrepo.Commit, prev, next State) []Record {
 			Kind: d.kind, Changes: d.changes,
 			Env: env, Model: s.Model, Deployment: s.Deployment, Namespace: s.Namespace, Version: s.Version,
 			WeightsURI: s.WeightsURI, WeightsRevision: s.WeightsRevision, Image: s.Image,
-			SharePercent: s.SharePercent, Replicas: s.Replicas,
+			SharePercent: s.SharePercent, Replicas: s.Replicas, Cost: s.Cost,
 			Revision: c.Hash, Overlay: render.OverlayPath(env),
 			Author: c.Author.Name + " <" + c.Author.Email + ">", Subject: c.Subject,
 			CommittedAt: c.Committer.When.UTC(),

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -33,19 +34,30 @@ type Prometheus struct {
 // sum(rate(vllm:request_success_total{finished_reason="abort"})) / sum(rate(vllm:request_success_total)).
 // Pods are selected by the Deployment's pod name pattern <deployment>-<hash>-<id>, so that
 // vllm-qwen does not match vllm-qwen-canary's pods.
-func (p *Prometheus) Queries(model, deployment string) map[string]string {
+//
+// With a price (c.GPUsPerReplica and c.GPUPriceUSDPerHour), costPer1kTokens is the replicas
+// serving × c's price of a replica an hour ÷ (prompt + generated tokens an hour) × 1,000:
+// the platform's recording rule model_revision:vllm_cost_usd_per_1k_tokens:rate5m, computed from
+// the raw series so that it needs no rule evaluation, with the price Git states.
+func (p *Prometheus) Queries(model, deployment string, c Cost) map[string]string {
 	w := p.window()
 	sel := fmt.Sprintf(`model_name=%q, pod=~"%s-[a-z0-9]+-[a-z0-9]+"`, model, regexp.QuoteMeta(deployment))
 	q := func(quantile, metric string) string {
 		return fmt.Sprintf(`histogram_quantile(%s, sum by (le) (rate(%s_bucket{%s}[%s])))`, quantile, metric, sel, w)
 	}
-	return map[string]string{
+	qs := map[string]string{
 		"e2eP50":    q("0.5", "vllm:e2e_request_latency_seconds"),
 		"e2eP95":    q("0.95", "vllm:e2e_request_latency_seconds"),
 		"ttftP50":   q("0.5", "vllm:time_to_first_token_seconds"),
 		"ttftP95":   q("0.95", "vllm:time_to_first_token_seconds"),
 		"errorRate": fmt.Sprintf(`sum(rate(vllm:request_success_total{%s, finished_reason="abort"}[%s])) / sum(rate(vllm:request_success_total{%s}[%s]))`, sel, w, sel, w),
 	}
+	if c.GPUsPerReplica > 0 && c.GPUPriceUSDPerHour > 0 {
+		replicaHour := strconv.FormatFloat(float64(c.GPUsPerReplica)*c.GPUPriceUSDPerHour, 'f', -1, 64)
+		qs["costPer1kTokens"] = fmt.Sprintf(`count(count by (pod) (vllm:num_requests_running{%s})) * %s / 3600 * 1000 / ((sum(rate(vllm:prompt_tokens_total{%s}[%s])) + sum(rate(vllm:generation_tokens_total{%s}[%s]))) > 0)`,
+			sel, replicaHour, sel, w, sel, w)
+	}
+	return qs
 }
 
 func (p *Prometheus) window() string {
@@ -57,17 +69,20 @@ func (p *Prometheus) window() string {
 
 // Snapshot runs the queries at the current time. A query with no data (or NaN, e.g. no
 // requests) leaves its field nil; an HTTP or API error fails the snapshot.
-func (p *Prometheus) Snapshot(ctx context.Context, model, deployment string) (*Metrics, error) {
+func (p *Prometheus) Snapshot(ctx context.Context, model, deployment string, c Cost) (*Metrics, error) {
 	now := time.Now
 	if p.Now != nil {
 		now = p.Now
 	}
 	m := &Metrics{Window: p.window(), At: now().UTC().Truncate(time.Second)}
-	qs := p.Queries(model, deployment)
+	qs := p.Queries(model, deployment, c)
 	for _, f := range []struct {
 		name string
 		dst  **float64
-	}{{"e2eP50", &m.E2EP50}, {"e2eP95", &m.E2EP95}, {"ttftP50", &m.TTFTP50}, {"ttftP95", &m.TTFTP95}, {"errorRate", &m.ErrorRate}} {
+	}{{"e2eP50", &m.E2EP50}, {"e2eP95", &m.E2EP95}, {"ttftP50", &m.TTFTP50}, {"ttftP95", &m.TTFTP95}, {"errorRate", &m.ErrorRate}, {"costPer1kTokens", &m.CostPer1kTokens}} {
+		if qs[f.name] == "" {
+			continue
+		}
 		v, err := p.Query(ctx, qs[f.name], m.At)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.name, err)
@@ -79,7 +94,7 @@ func (p *Prometheus) Snapshot(ctx context.Context, model, deployment string) (*M
 
 // ForRecord adapts Snapshot to SyncRequest.Metrics.
 func (p *Prometheus) ForRecord(ctx context.Context, r Record) (*Metrics, error) {
-	return p.Snapshot(ctx, r.Model, r.Deployment)
+	return p.Snapshot(ctx, r.Model, r.Deployment, r.Cost)
 }
 
 // APIError is an error answer of the Prometheus API.

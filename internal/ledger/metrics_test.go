@@ -68,7 +68,7 @@ func TestPrometheusSnapshot(t *testing.T) {
 	})
 	now := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 	p := &Prometheus{URL: srv.URL + "/", Now: func() time.Time { return now }}
-	m, err := p.Snapshot(context.Background(), "qwen", "vllm-qwen-canary")
+	m, err := p.Snapshot(context.Background(), "qwen", "vllm-qwen-canary", Cost{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestPrometheusSnapshot(t *testing.T) {
 	// Unreachable server.
 	srv2 := httptest.NewServer(http.NotFoundHandler())
 	srv2.Close()
-	if _, err := (&Prometheus{URL: srv2.URL}).Snapshot(context.Background(), "qwen", "vllm-qwen"); err == nil {
+	if _, err := (&Prometheus{URL: srv2.URL}).Snapshot(context.Background(), "qwen", "vllm-qwen", Cost{}); err == nil {
 		t.Fatal("no error from a closed server")
 	}
 }

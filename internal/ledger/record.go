@@ -52,6 +52,10 @@ type Metrics struct {
 	// ErrorRate is the fraction (0..1) of finished requests that were aborted:
 	// rate(vllm:request_success_total{finished_reason="abort"}) / rate(vllm:request_success_total).
 	ErrorRate *float64 `json:"errorRate,omitempty"`
+	// CostPer1kTokens is what 1,000 tokens (prompt + generated) cost at the window's throughput:
+	// the replicas serving (pods reporting vllm:num_requests_running) × GPUs a replica × the
+	// price of a GPU-hour ÷ tokens an hour × 1,000. Idle replicas are paid for too.
+	CostPer1kTokens *float64 `json:"costUSDPer1kTokens,omitempty"`
 }
 
 // Record is one ledger entry: the state of one served model version after a commit changed it.
@@ -80,6 +84,8 @@ type Record struct {
 	SharePercent float64 `json:"sharePercent"`
 	// Replicas is the warm minimum: the ScaledObject's minReplicaCount, else spec.replicas.
 	Replicas int64 `json:"replicas"`
+	// Cost prices a replica, for the metrics' cost per 1k tokens.
+	Cost
 
 	// Revision is the manifest commit; Overlay the rendered path (overlays/<env>).
 	Revision string `json:"revision"`

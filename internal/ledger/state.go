@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/llm-gitops/platform/internal/cost"
 )
 
 // Annotations and labels the vLLM manifests carry (base/vllm/*.yaml).
@@ -26,6 +28,17 @@ type Serving struct {
 	Image           string  `json:"image,omitempty"`
 	SharePercent    float64 `json:"sharePercent"`
 	Replicas        int64   `json:"replicas"`
+	// Cost is what one replica costs, from the Deployment's GPUs and the platform's GPU prices.
+	Cost
+}
+
+// Cost is what one replica of a served version costs: its GPUs, their card, and the price of
+// one GPU-hour of that card from the platform's PrometheusRule (llm:gpu_price_usd_per_hour).
+// Zero values: not known.
+type Cost struct {
+	GPUsPerReplica     int64   `json:"gpusPerReplica,omitempty"`
+	Card               string  `json:"card,omitempty"`
+	GPUPriceUSDPerHour float64 `json:"gpuPriceUSDPerHour,omitempty"`
 }
 
 // Key identifies the version within the environment.
@@ -55,7 +68,9 @@ func (st State) Sorted() []Serving {
 // ScaledObject targeting it.
 func ServedState(objs []*unstructured.Unstructured) State {
 	var deployments, services, routes, scaled []*unstructured.Unstructured
+	prices := &cost.Prices{}
 	for _, o := range objs {
+		prices.AddRules(o)
 		switch o.GetKind() {
 		case "Deployment":
 			deployments = append(deployments, o)
@@ -90,6 +105,10 @@ func ServedState(objs []*unstructured.Unstructured) State {
 		}
 		if s.Version == "" {
 			s.Version = d.GetName()
+		}
+		s.GPUsPerReplica, s.Card = cost.PodGPUs(d)
+		if s.GPUsPerReplica > 0 {
+			s.GPUPriceUSDPerHour, _ = prices.Price(s.Card)
 		}
 		if share, ok := share(d, tmplLabels, services, routes); ok {
 			s.SharePercent = share
