@@ -6,11 +6,14 @@ import (
 	"math"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/capacity"
+	"github.com/llm-gitops/platform/internal/cost"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/profile"
 	"github.com/llm-gitops/platform/internal/schedule"
@@ -42,6 +45,7 @@ func trafficProfiles(snap *gitrepo.Snapshot, env string, objs []*unstructured.Un
 		sched = nil // the schedule rule reports it
 	}
 	measured = map[string]capacity.Traffic{}
+	atPeak := map[string]peakLoad{} // Deployment name → replicas at its profile's peak
 	for _, file := range files {
 		add := func(to *[]Violation, format string, a ...any) {
 			*to = append(*to, Violation{Rule: "traffic-profile", Object: file, Message: fmt.Sprintf(format, a...)})
@@ -73,7 +77,18 @@ func trafficProfiles(snap *gitrepo.Snapshot, env string, objs []*unstructured.Un
 			add(&warnings, "ScaledObject %s waits for %s queued requests per replica; %s asks for %s: %s",
 				settings.ScaledObject, gnum(settings.Threshold), window, gnum(prop.Threshold.Proposed), prop.Threshold.Arithmetic)
 		}
+		load := peakLoad{file: file}
+		for _, d := range prop.Minimums {
+			for _, r := range d.Ranges {
+				if r.Replicas > load.replicas {
+					load.replicas, load.what = r.Replicas, fmt.Sprintf("%s %02d:00", d.Day, r.From)
+				}
+			}
+		}
 		for _, pk := range prop.Peaks {
+			if pk.Warm > load.replicas {
+				load.replicas, load.what = pk.Warm, "peak "+pk.Name
+			}
 			switch pk.Action {
 			case profile.Add:
 				add(&warnings, "%s found peak %s (%s at %s for %s, warm %d: %s), which %s lacks; `auditor profile --env %s --model %s --write` adds it",
@@ -83,8 +98,116 @@ func trafficProfiles(snap *gitrepo.Snapshot, env string, objs []*unstructured.Un
 					window, pk.Name, pk.CoveredBy, pk.Warm, pk.Arithmetic)
 			}
 		}
+		if load.replicas > 0 {
+			atPeak[wl.Deployment.GetName()] = load
+		}
 	}
+	violations = append(violations, gpuPoolNPlusOne(objs, atPeak)...)
 	return measured, violations, warnings
+}
+
+// peakLoad is the replicas a profiled Deployment runs at its profile's peak.
+type peakLoad struct {
+	replicas   int64
+	what, file string
+}
+
+// gpuPoolNPlusOne checks that the GPU pool survives the loss of its largest node at the
+// profiles' peak (rule gpu-pool-n-plus-one): the GPUs the Deployments hold then (a profiled one
+// at its peak's replicas, every other at its minimum) plus one more largest node fit the
+// NodePool's nvidia.com/gpu limit, so that Karpenter can launch the replacement while the lost
+// node's claim still counts against the limit. The largest node is the NodePool's highest
+// karpenter.k8s.aws/instance-gpu-count, one GPU when it states none. The night's batch jobs are
+// left out: the profiles' peaks are by day.
+func gpuPoolNPlusOne(objs []*unstructured.Unstructured, atPeak map[string]peakLoad) []Violation {
+	if len(atPeak) == 0 {
+		return nil
+	}
+	minOf := map[string]int64{}
+	for _, o := range objs {
+		target, _, _ := unstructured.NestedString(o.Object, "spec", "scaleTargetRef", "name")
+		switch o.GetKind() {
+		case "ScaledObject":
+			m, ok, _ := unstructured.NestedInt64(o.Object, "spec", "minReplicaCount")
+			if !ok {
+				m = 0 // KEDA's default
+			}
+			minOf[o.GetNamespace()+"/"+target] = m
+		case "HorizontalPodAutoscaler":
+			m, ok, _ := unstructured.NestedInt64(o.Object, "spec", "minReplicas")
+			if !ok {
+				m = 1
+			}
+			minOf[o.GetNamespace()+"/"+target] = m
+		}
+	}
+	var out []Violation
+	for _, pool := range objs {
+		if pool.GetKind() != "NodePool" {
+			continue
+		}
+		v, ok, _ := unstructured.NestedFieldNoCopy(pool.Object, "spec", "limits", "nvidia.com/gpu")
+		if !ok {
+			continue
+		}
+		q, err := resource.ParseQuantity(fmt.Sprint(v))
+		if err != nil {
+			continue
+		}
+		limit, largest := q.Value(), largestNodeGPUs(pool)
+		var held int64
+		var parts, files []string
+		for _, o := range objs {
+			if o.GetKind() != "Deployment" && o.GetKind() != "StatefulSet" {
+				continue
+			}
+			pod, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec")
+			gpus := cost.GPUs(pod)
+			if gpus == 0 {
+				continue
+			}
+			n, why := int64(1), "replicas"
+			if r, ok, _ := unstructured.NestedInt64(o.Object, "spec", "replicas"); ok {
+				n = r
+			}
+			if m, ok := minOf[o.GetNamespace()+"/"+o.GetName()]; ok {
+				n, why = m, "minimum"
+			}
+			if l, ok := atPeak[o.GetName()]; ok {
+				n, why = l.replicas, l.what
+				files = append(files, l.file)
+			}
+			held += n * gpus
+			parts = append(parts, fmt.Sprintf("%s %d×%d (%s)", o.GetName(), n, gpus, why))
+		}
+		if need := held + largest; need > limit {
+			short := (need - limit + largest - 1) / largest
+			out = append(out, Violation{Rule: "gpu-pool-n-plus-one", Object: "NodePool " + pool.GetName(), Message: fmt.Sprintf(
+				"at the peak of %s the GPU workloads hold %d GPUs (%s); with room to replace the largest node (%d GPUs) that is %d, above the limit of %d: %d GPU node(s) short",
+				strings.Join(files, ", "), held, strings.Join(parts, " + "), largest, need, limit, short)})
+		}
+	}
+	return out
+}
+
+// largestNodeGPUs is the most GPUs a node of pool has: the highest value of its requirement
+// karpenter.k8s.aws/instance-gpu-count (In), else 1.
+func largestNodeGPUs(pool *unstructured.Unstructured) int64 {
+	reqs, _, _ := unstructured.NestedSlice(pool.Object, "spec", "template", "spec", "requirements")
+	var most int64
+	for _, r := range reqs {
+		m, _ := r.(map[string]any)
+		if m["key"] != "karpenter.k8s.aws/instance-gpu-count" || m["operator"] != "In" {
+			continue
+		}
+		vals, _ := m["values"].([]any)
+		for _, v := range vals {
+			if n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64); err == nil && n > most {
+				most = n
+			}
+		}
+	}
+	return max(most, 1)
 }
 
 func peakWhen(pk profile.Peak) string {

@@ -104,3 +104,36 @@ func envResult(t *testing.T, res *Result, env string) EnvResult {
 	t.Fatalf("no env %s in the result", env)
 	return EnvResult{}
 }
+
+// At the profile's peak (qwen's paydays: 7 replicas) prod's GPU workloads hold 9 GPUs, and the
+// pool must keep room for one more node: a limit of 10 is enough, 9 is one node short.
+func TestCheckGPUPoolSurvivesTheLossOfANodeAtThePeak(t *testing.T) {
+	for _, tc := range []struct {
+		limit string
+		want  string // "" for no violation
+	}{
+		{"10", ""},
+		{"9", "at the peak of clusters/prod/profiles/qwen.yaml the GPU workloads hold 9 GPUs (vllm-qwen 7×1 (peak days-10-25-0900) + vllm-llama 1×1 (minimum) + vllm-qwen-canary 1×1 (minimum)); with room to replace the largest node (1 GPUs) that is 10, above the limit of 9: 1 GPU node(s) short"},
+		{"7", "above the limit of 7: 3 GPU node(s) short"},
+	} {
+		t.Run("limit "+tc.limit, func(t *testing.T) {
+			dir, commit, edit := repoCopy(t)
+			writeFile(t, dir, profile.Path("prod", "qwen"), qwenProfile(t))
+			edit("overlays/prod/capacity.yaml", `nvidia.com/gpu: "16"`, `nvidia.com/gpu: "`+tc.limit+`"`)
+			commit("profile of qwen, GPU limit " + tc.limit)
+			var got []string
+			for _, v := range envResult(t, runCheck(t, dir), "prod").Violations {
+				if v.Rule == "gpu-pool-n-plus-one" {
+					assert.Equal(t, "NodePool gpu", v.Object)
+					got = append(got, v.Message)
+				}
+			}
+			if tc.want == "" {
+				assert.Empty(t, got)
+				return
+			}
+			require.Len(t, got, 1)
+			assert.Contains(t, got[0], tc.want)
+		})
+	}
+}
