@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llm-gitops/platform/internal/adopt"
+	"github.com/llm-gitops/platform/internal/capacity"
+	"github.com/llm-gitops/platform/internal/check"
 	"github.com/llm-gitops/platform/internal/cost"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/profile"
@@ -110,6 +113,8 @@ func (o *profileOptions) Validate() error {
 type profileReport struct {
 	Profile  *profile.Profile  `json:"profile"`
 	Proposal *profile.Proposal `json:"proposal"`
+	// MaxNumSeqs is the arithmetic of --max-num-seqs at the measured p95 lengths.
+	MaxNumSeqs string `json:"maxNumSeqs,omitempty"`
 	// Diff is the change to the work tree, as `git apply` takes it.
 	Diff string `json:"diff"`
 }
@@ -191,8 +196,12 @@ func (o *profileOptions) Run(ctx context.Context, w io.Writer) error {
 			fmt.Fprintf(o.stderr, "auditor: wrote %s\n", c.path)
 		}
 	}
-	return writeReport(w, o.output, profileReport{Profile: p, Proposal: prop, Diff: diff.String()}, func() error {
+	seqs := maxNumSeqs(wl, p)
+	return writeReport(w, o.output, profileReport{Profile: p, Proposal: prop, MaxNumSeqs: seqs, Diff: diff.String()}, func() error {
 		writeProfile(w, p, prop, settings, loc)
+		if seqs != "" {
+			fmt.Fprintf(w, "\n--max-num-seqs at the measured p95 lengths (rule vllm-max-num-seqs of auditor check):\n  %s\n", seqs)
+		}
 		if diff.Len() > 0 {
 			what := "to write with --write"
 			if o.write {
@@ -341,4 +350,16 @@ func writeProfile(w io.Writer, p *profile.Profile, prop *profile.Proposal, s pro
 
 func fnum(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
+}
+
+// maxNumSeqs sizes the Deployment's --max-num-seqs at the profile's p95 lengths, as auditor
+// check does once the profile is in Git; "" when the Deployment lacks the model facts.
+func maxNumSeqs(wl profile.Workload, p *profile.Profile) string {
+	cfg := check.SeqsConfigOf(wl.Deployment)
+	cfg.Traffic = capacity.Traffic{PromptTokens: int64(math.Ceil(p.Tokens.Prompt.P95)), ResponseTokens: int64(math.Ceil(p.Tokens.Response.P95))}
+	fit, err := capacity.SizeMaxNumSeqs(cfg)
+	if err != nil {
+		return ""
+	}
+	return fit.Explanation
 }

@@ -72,6 +72,8 @@ func TestProfileCommandWritesTheProfileAndTheMissingPeak(t *testing.T) {
 		"MISSING from the schedule: added below",
 		"lead time: 14m36s",
 		"1 GPU a replica on l40s at 1.861 USD per GPU-hour",
+		"--max-num-seqs 15 × 2,384 tokens (1,875 prompt + 494 response in blocks of 16)",
+		"the profile allows 183 sequences",
 		"+++ b/clusters/prod/profiles/qwen.yaml",
 		"+++ b/clusters/prod/schedule.yaml",
 		"+  - name: days-10-25-0900",

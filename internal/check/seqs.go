@@ -43,6 +43,24 @@ type KVCacheUse struct {
 	Source string `json:"source"`
 }
 
+// SeqsConfigOf reads the sizing inputs of --max-num-seqs from a vLLM Deployment: the model facts
+// and the traffic profile from its annotations, the vLLM flags from its first container's args.
+func SeqsConfigOf(o *unstructured.Unstructured) capacity.SeqsConfig {
+	cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	var args map[string]string
+	if len(cs) > 0 {
+		args = flags(asMap(cs[0])["args"])
+	}
+	ann := o.GetAnnotations()
+	return capacity.SeqsConfig{
+		VLLM:                vllmConfig(ann, args),
+		MaxNumBatchedTokens: num(args["--max-num-batched-tokens"]),
+		BlockSize:           num(args["--block-size"]),
+		Traffic:             capacity.Traffic{PromptTokens: num(ann[trafficPromptAnnotation]), ResponseTokens: num(ann[trafficResponseAnnotation])},
+		Overhead:            capacity.DefaultOverhead(),
+	}
+}
+
 // vllmMaxNumSeqs checks each vLLM Deployment's --max-num-seqs against its stated traffic profile
 // (annotations platform.llm/traffic-prompt-tokens and traffic-response-tokens): a full batch of
 // the profile must fit in the KV cache left after the weights and the activation/CUDA graph
@@ -66,14 +84,7 @@ func vllmMaxNumSeqs(objs []*unstructured.Unstructured, measured map[string]capac
 		add := func(to *[]Violation, format string, a ...any) {
 			*to = append(*to, Violation{Rule: "vllm-max-num-seqs", Object: id(o), Message: fmt.Sprintf(format, a...)})
 		}
-		ann, args := o.GetAnnotations(), flags(asMap(cs[0])["args"])
-		cfg := capacity.SeqsConfig{
-			VLLM:                vllmConfig(ann, args),
-			MaxNumBatchedTokens: num(args["--max-num-batched-tokens"]),
-			BlockSize:           num(args["--block-size"]),
-			Traffic:             capacity.Traffic{PromptTokens: num(ann[trafficPromptAnnotation]), ResponseTokens: num(ann[trafficResponseAnnotation])},
-			Overhead:            capacity.DefaultOverhead(),
-		}
+		cfg := SeqsConfigOf(o)
 		source := "annotations"
 		if tr, ok := measured[o.GetName()]; ok {
 			cfg.Traffic, source = tr, "measured profile"
