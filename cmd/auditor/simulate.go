@@ -23,12 +23,13 @@ type simulateOptions struct {
 	env, nodesFile string
 	output         string
 	failNodes      []string
+	failZones      []string
 }
 
 func newSimulateCommand() *cobra.Command {
 	o := &simulateOptions{}
 	cmd := &cobra.Command{
-		Use:   "simulate --env ENV [--nodes FILE] [--fail-node NAME]... [-o text|json|yaml]",
+		Use:   "simulate --env ENV [--nodes FILE] [--fail-node NAME]... [--fail-zone ZONE]... [-o text|json|yaml]",
 		Short: "Prove placement with the real kube-scheduler on a model of the env's node pools",
 		Long: `simulate starts a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler;
 built by make tools) — or uses --kubeconfig's, which must run the scheduler and controller-manager —
@@ -38,7 +39,8 @@ reports where the scheduler put each pod: per pool, pending pods with the schedu
 used and free, and violations (a non-GPU pod on a GPU node, a GPU pod on a CPU node or the wrong card).
 With --fail-node, the named nodes then go, with their pods, and the placement settles again: the
 report is of what is left, and says which pods were lost, where their replacements went, and what
-is pending.
+is pending. --fail-zone takes every node of a zone: a NodePool's nodes take the zones of its
+topology.kubernetes.io/zone requirement in turn, or zone-a, zone-b and zone-c when it has none.
 
 Exit codes: 0 no violations, 1 violations, >1 error.`,
 		RunE: runE(o),
@@ -46,6 +48,7 @@ Exit codes: 0 no violations, 1 violations, >1 error.`,
 	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
 	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "nodes file (groups: pool, count, labels, taints, cpu, memory, gpus)")
 	cmd.Flags().StringArrayVar(&o.failNodes, "fail-node", nil, "a node to take away once the placement settled (repeatable; nodes are named <pool>[-<card>]-<n>, as the report lists them)")
+	cmd.Flags().StringArrayVar(&o.failZones, "fail-zone", nil, "take away every node of a zone (repeatable; a NodePool's zone requirement, else zone-a, zone-b, zone-c in turn)")
 	addReportOutput(cmd, &o.output)
 	o.src.add(cmd)
 	o.kube.add(cmd)
@@ -64,7 +67,7 @@ func (o *simulateOptions) Run(_ context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := simulate.Options{Env: o.env, RunCronJobs: true, FailNodes: o.failNodes}
+	opts := simulate.Options{Env: o.env, RunCronJobs: true, FailNodes: o.failNodes, FailZones: o.failZones}
 	if o.nodesFile != "" {
 		if opts.Groups, err = simulate.LoadNodes(o.nodesFile); err != nil {
 			return failed(err)
@@ -99,6 +102,9 @@ func writeSimulation(w io.Writer, rep *simulate.Report) {
 		}
 	}
 	if f := rep.Failure; f != nil {
+		if len(f.Zones) > 0 {
+			fmt.Fprintf(w, "FAILED    zone %s\n", strings.Join(f.Zones, ", "))
+		}
 		fmt.Fprintf(w, "FAILED    %s: %d pods lost\n", strings.Join(f.Nodes, ", "), len(f.Lost))
 		for _, p := range f.Replaced {
 			fmt.Fprintf(w, "REPLACED  %s on %s\n", p.Pod, p.Node)

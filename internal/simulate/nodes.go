@@ -26,7 +26,17 @@ type NodeGroup struct {
 	CPU    string            `json:"cpu"`
 	Memory string            `json:"memory"`
 	GPUs   int64             `json:"gpus,omitempty"`
+	// Zones are the zones the group's nodes are spread over, round-robin (label
+	// topology.kubernetes.io/zone). Empty: DefaultZones.
+	Zones []string `json:"zones,omitempty"`
 }
+
+// ZoneLabel is the well-known label of a node's zone.
+const ZoneLabel = "topology.kubernetes.io/zone"
+
+// DefaultZones are the zones of a NodePool that names none: Karpenter then launches in any zone
+// of its node class's subnets, modelled as three.
+var DefaultZones = []string{"zone-a", "zone-b", "zone-c"}
 
 // NodesFile overrides the node model: `groups:` as NodeGroup list (e.g. two GPU cards).
 type NodesFile struct {
@@ -63,9 +73,14 @@ func GroupsFromNodePools(objs []*unstructured.Unstructured) []NodeGroup {
 		}
 		gpusPerNode := int64(0)
 		reqs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "requirements")
+		var zones []string
 		for _, r := range reqs {
 			m := r.(map[string]any)
 			vals, _, _ := unstructured.NestedStringSlice(m, "values")
+			if m["operator"] == "In" && m["key"] == ZoneLabel {
+				zones = vals
+				continue
+			}
 			if m["operator"] == "In" && len(vals) == 1 {
 				labels[fmt.Sprint(m["key"])] = vals[0]
 				if m["key"] == "karpenter.k8s.aws/instance-gpu-count" {
@@ -87,7 +102,7 @@ func GroupsFromNodePools(objs []*unstructured.Unstructured) []NodeGroup {
 		if size[0] == "" {
 			size = defaultSize["cpu"]
 		}
-		g := NodeGroup{Pool: pool, Labels: labels, Taints: taints, CPU: size[0], Memory: size[1], Count: 2}
+		g := NodeGroup{Pool: pool, Labels: labels, Taints: taints, CPU: size[0], Memory: size[1], Count: 2, Zones: zones}
 		limits, _, _ := unstructured.NestedMap(o.Object, "spec", "limits")
 		if v, ok := limits["nvidia.com/gpu"]; ok {
 			if gpusPerNode == 0 {
@@ -121,10 +136,15 @@ func quantity(v any) int64 {
 }
 
 // Nodes turns groups into Node objects named <pool>-<card>-<n>, annotated for kwok: where kwok runs
-// (the test cluster's nodes), it keeps them Ready and runs the Pods bound to them.
+// (the test cluster's nodes), it keeps them Ready and runs the Pods bound to them. The nodes of a
+// group take its zones in turn.
 func Nodes(groups []NodeGroup) []*corev1.Node {
 	var out []*corev1.Node
 	for _, g := range groups {
+		zones := g.Zones
+		if len(zones) == 0 {
+			zones = DefaultZones
+		}
 		for i := range g.Count {
 			name := g.Pool
 			if card := g.Labels["accelerator"]; card != "" {
@@ -135,6 +155,7 @@ func Nodes(groups []NodeGroup) []*corev1.Node {
 			for k, v := range g.Labels {
 				labels[k] = v
 			}
+			labels[ZoneLabel] = zones[i%len(zones)]
 			alloc := corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse(g.CPU), corev1.ResourceMemory: resource.MustParse(g.Memory),
 				corev1.ResourcePods: resource.MustParse("110"),

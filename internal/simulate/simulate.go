@@ -36,6 +36,8 @@ type Report struct {
 // Failure is a node failure played after the first placement settled: the nodes went, their
 // pods with them, and the controllers and the scheduler did the rest.
 type Failure struct {
+	// Zones are the zones taken away (--fail-zone); Nodes every node taken away.
+	Zones []string `json:"zones,omitempty"`
 	Nodes []string `json:"nodes"`
 	// Lost are the pods that ran on them, node agents (DaemonSets' pods) aside.
 	Lost []string `json:"lost"`
@@ -86,6 +88,9 @@ type Options struct {
 	// Node goes, and its pods with it (the pod garbage collector's part). The placement settles
 	// again, and the report is of that.
 	FailNodes []string
+	// FailZones take away every node of each zone (label topology.kubernetes.io/zone), as
+	// FailNodes does.
+	FailZones []string
 }
 
 // Run applies objs to the cluster behind cfg (which must run kube-scheduler and
@@ -107,6 +112,9 @@ func Run(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructure
 		opts.Timeout = 2 * time.Minute
 	}
 	ns := Nodes(opts.Groups)
+	if opts.FailNodes, err = withZones(opts.FailNodes, opts.FailZones, ns); err != nil {
+		return nil, err
+	}
 	for _, n := range ns {
 		if err := createNode(ctx, cs, n); err != nil {
 			return nil, err
@@ -131,7 +139,7 @@ func Run(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructure
 	if err != nil {
 		return nil, err
 	}
-	if len(opts.FailNodes) == 0 {
+	if len(opts.FailNodes) == 0 && len(opts.FailZones) == 0 {
 		return report(ctx, cs, objs, opts, ns, preempted)
 	}
 	failure, err := failNodes(ctx, cs, opts.FailNodes, ns)
@@ -158,6 +166,7 @@ func Run(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructure
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	rep.Failure = &failure.Failure
+	rep.Failure.Zones = opts.FailZones
 	for _, p := range pods.Items {
 		if !before[p.UID] && p.Spec.NodeName != "" {
 			rep.Failure.Replaced = append(rep.Failure.Replaced, Placement{Pod: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName})
@@ -165,6 +174,30 @@ func Run(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructure
 	}
 	sort.Slice(rep.Failure.Replaced, func(i, j int) bool { return rep.Failure.Replaced[i].Pod < rep.Failure.Replaced[j].Pod })
 	return rep, nil
+}
+
+// withZones adds the nodes of zones to names, once each; a zone no node is in is an error.
+func withZones(names, zones []string, ns []*corev1.Node) ([]string, error) {
+	out := slices.Clone(names)
+	for _, z := range zones {
+		found := false
+		for _, n := range ns {
+			if n.Labels[ZoneLabel] == z {
+				found = true
+				if !slices.Contains(out, n.Name) {
+					out = append(out, n.Name)
+				}
+			}
+		}
+		if !found {
+			var all []string
+			for _, n := range ns {
+				all = append(all, n.Labels[ZoneLabel])
+			}
+			return nil, fmt.Errorf("--fail-zone %s: no node is in it (the zones: %s)", z, strings.Join(slices.Compact(slices.Sorted(slices.Values(all))), ", "))
+		}
+	}
+	return out, nil
 }
 
 // failed is a Failure in the making, with the pods there were before it (by UID).

@@ -272,3 +272,71 @@ func TestFailedNodesMoveTheirPods(t *testing.T) {
 		}
 	}
 }
+
+// Nodes take their pool's zones in turn: the NodePool's zone requirement, else DefaultZones.
+func TestNodesSpreadOverZones(t *testing.T) {
+	pool := &unstructured.Unstructured{Object: map[string]any{"kind": "NodePool", "metadata": map[string]any{"name": "cpu"},
+		"spec": map[string]any{
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"platform.llm/pool": "cpu"}},
+				"spec": map[string]any{"requirements": []any{map[string]any{"key": ZoneLabel, "operator": "In", "values": []any{"eu-1a", "eu-1b"}}}}},
+			"limits": map[string]any{"cpu": "64"}}}}
+	zonesOf := func(ns []*corev1.Node) []string {
+		var out []string
+		for _, n := range ns {
+			out = append(out, n.Labels[ZoneLabel])
+		}
+		return out
+	}
+	if got := zonesOf(Nodes(GroupsFromNodePools([]*unstructured.Unstructured{pool}))); !slices.Equal(got, []string{"eu-1a", "eu-1b", "eu-1a", "eu-1b"}) {
+		t.Errorf("zones of a NodePool in eu-1a and eu-1b: %v", got)
+	}
+	if got := zonesOf(Nodes(gpuGroups(map[string]int{"t4": 4}))[5:]); !slices.Equal(got, []string{"zone-a", "zone-b", "zone-c", "zone-a"}) {
+		t.Errorf("zones of a group that names none: %v", got)
+	}
+}
+
+// A zone taken away takes every node in it: prod's pods there are lost, and their replacements
+// go to the other zones' nodes or wait.
+func TestFailedZoneMovesItsPods(t *testing.T) {
+	c := cluster(t)
+	objs := prod(t)
+	groups := GroupsFromNodePools(objs)
+	var inZone []string // computed from the node model, not from the run
+	for _, n := range Nodes(groups) {
+		if n.Labels[ZoneLabel] == "zone-a" {
+			inZone = append(inZone, n.Name)
+		}
+	}
+	if _, err := Run(context.Background(), c.Config, objs, Options{Env: "prod", Groups: groups, FailZones: []string{"zone-x"}}); err == nil ||
+		!strings.Contains(err.Error(), "--fail-zone zone-x: no node is in it (the zones: zone-a, zone-b, zone-c)") {
+		t.Fatalf("an unknown zone: %v", err)
+	}
+	rep, err := Run(context.Background(), c.Config, objs, Options{Env: "prod", Groups: groups, RunCronJobs: true, FailZones: []string{"zone-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rep.Failure
+	if f == nil || !slices.Equal(f.Zones, []string{"zone-a"}) || !slices.Equal(slices.Sorted(slices.Values(f.Nodes)), slices.Sorted(slices.Values(inZone))) {
+		t.Fatalf("failure %+v, want the nodes of zone-a %v", f, inZone)
+	}
+	if len(f.Lost) == 0 {
+		t.Fatal("no pod lost with a third of the nodes")
+	}
+	for _, p := range f.Replaced {
+		if slices.Contains(inZone, p.Node) {
+			t.Errorf("%s replaced on %s, a node of the failed zone", p.Pod, p.Node)
+		}
+	}
+	left := map[string]int{} // nodes of each pool outside zone-a
+	for _, n := range Nodes(groups) {
+		if !slices.Contains(inZone, n.Name) {
+			left[n.Labels["platform.llm/pool"]]++
+		}
+	}
+	for _, p := range rep.Pools {
+		if p.Nodes != left[p.Pool] {
+			t.Errorf("pool %s after the failure: %d nodes, want %d", p.Pool, p.Nodes, left[p.Pool])
+		}
+	}
+	t.Logf("zone-a: %v; lost %v; replaced %+v; pending %+v", inZone, f.Lost, f.Replaced, rep.Pending)
+}
