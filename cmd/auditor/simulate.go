@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
+	"github.com/llm-gitops/platform/internal/profile"
+	"github.com/llm-gitops/platform/internal/schedule"
 	"github.com/llm-gitops/platform/internal/simulate"
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
@@ -24,6 +26,7 @@ type simulateOptions struct {
 	output         string
 	failNodes      []string
 	failZones      []string
+	atPeak         bool
 }
 
 func newSimulateCommand() *cobra.Command {
@@ -48,6 +51,7 @@ Exit codes: 0 no violations, 1 violations, >1 error.`,
 	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
 	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "nodes file (groups: pool, count, labels, taints, cpu, memory, gpus)")
 	cmd.Flags().StringArrayVar(&o.failNodes, "fail-node", nil, "a node to take away once the placement settled (repeatable; nodes are named <pool>[-<card>]-<n>, as the report lists them)")
+	cmd.Flags().BoolVar(&o.atPeak, "at-peak", false, "run each Deployment with a measured traffic profile (clusters/<env>/profiles/) at its peak's replicas")
 	cmd.Flags().StringArrayVar(&o.failZones, "fail-zone", nil, "take away every node of a zone (repeatable; a NodePool's zone requirement, else zone-a, zone-b, zone-c in turn)")
 	addReportOutput(cmd, &o.output)
 	o.src.add(cmd)
@@ -68,6 +72,11 @@ func (o *simulateOptions) Run(_ context.Context, w io.Writer) error {
 		return err
 	}
 	opts := simulate.Options{Env: o.env, RunCronJobs: true, FailNodes: o.failNodes, FailZones: o.failZones}
+	if o.atPeak {
+		if opts.Scale, err = o.peaks(res.Objects); err != nil {
+			return failed(err)
+		}
+	}
 	if o.nodesFile != "" {
 		if opts.Groups, err = simulate.LoadNodes(o.nodesFile); err != nil {
 			return failed(err)
@@ -113,6 +122,13 @@ func writeSimulation(w io.Writer, rep *simulate.Report) {
 	for _, p := range rep.Pending {
 		fmt.Fprintf(w, "PENDING   %s: %s\n", p.Pod, p.Reason)
 	}
+	for _, s := range rep.Scaled {
+		verdict := "fits"
+		if s.Pending > 0 {
+			verdict = "DOES NOT FIT"
+		}
+		fmt.Fprintf(w, "AT PEAK   %s %d replicas (%s): %d placed, %d pending: %s\n", s.Deployment, s.Replicas, s.Why, s.Placed, s.Pending, verdict)
+	}
 	for _, p := range rep.Preempted {
 		fmt.Fprintf(w, "PREEMPTED %s\n", p)
 	}
@@ -149,4 +165,51 @@ func simulateOn(ctx context.Context, kube kubeFlags, objs []*unstructured.Unstru
 	}
 	fmt.Fprintf(os.Stderr, "simulation took %s\n", time.Since(start).Round(100*time.Millisecond))
 	return rep, nil
+}
+
+// peaks reads the env's measured traffic profiles and returns the replicas of each profiled
+// Deployment at its profile's peak.
+func (o *simulateOptions) peaks(objs []*unstructured.Unstructured) (map[string]simulate.Scaled, error) {
+	src, err := o.src.open()
+	if err != nil {
+		return nil, err
+	}
+	var sched *schedule.Schedule
+	if file := schedule.Path(o.env); src.Has(file) {
+		data, err := src.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		if sched, err = schedule.Parse(file, data); err != nil {
+			return nil, err
+		}
+	}
+	out := map[string]simulate.Scaled{}
+	for _, d := range objs {
+		file := profile.Path(o.env, d.GetAnnotations()[profile.ModelAnnotation])
+		if d.GetKind() != "Deployment" || d.GetAnnotations()[profile.ModelAnnotation] == "" || !src.Has(file) {
+			continue
+		}
+		data, err := src.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		p, err := profile.Parse(file, data)
+		if err != nil {
+			return nil, err
+		}
+		prop, wl, err := profile.ProposeFrom(p, objs, sched)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		n, when := prop.PeakReplicas()
+		key := wl.Deployment.GetNamespace() + "/" + wl.Deployment.GetName()
+		if _, done := out[key]; n > 0 && !done {
+			out[key] = simulate.Scaled{Replicas: n, Why: file + ", " + when}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--at-peak: no measured traffic profile of a Deployment in clusters/%s/profiles (auditor profile --write makes one)", o.env)
+	}
+	return out, nil
 }

@@ -55,7 +55,7 @@ func trafficProfiles(snap *gitrepo.Snapshot, env string, objs []*unstructured.Un
 			add(&violations, "%v", err)
 			continue
 		}
-		wl, err := profile.FindWorkload(objs, p.Model, p.Service)
+		prop, wl, err := profile.ProposeFrom(p, objs, sched)
 		if err != nil {
 			add(&violations, "%v", err)
 			continue
@@ -65,12 +65,6 @@ func trafficProfiles(snap *gitrepo.Snapshot, env string, objs []*unstructured.Un
 			ResponseTokens: int64(math.Ceil(p.Tokens.Response.P95)),
 		}
 		settings := wl.Settings()
-		settings.Schedule = sched
-		prop, err := profile.Propose(p, settings, p.Targets())
-		if err != nil {
-			add(&violations, "%v", err)
-			continue
-		}
 		loc, _ := p.Location() // Parse checked it
 		window := fmt.Sprintf("the profile of %s to %s", p.From.In(loc).Format("2006-01-02"), p.To.In(loc).Format("2006-01-02"))
 		if prop.PerReplica > 0 && prop.Threshold.Proposed != settings.Threshold {
@@ -78,17 +72,8 @@ func trafficProfiles(snap *gitrepo.Snapshot, env string, objs []*unstructured.Un
 				settings.ScaledObject, gnum(settings.Threshold), window, gnum(prop.Threshold.Proposed), prop.Threshold.Arithmetic)
 		}
 		load := peakLoad{file: file}
-		for _, d := range prop.Minimums {
-			for _, r := range d.Ranges {
-				if r.Replicas > load.replicas {
-					load.replicas, load.what = r.Replicas, fmt.Sprintf("%s %02d:00", d.Day, r.From)
-				}
-			}
-		}
+		load.replicas, load.what = prop.PeakReplicas()
 		for _, pk := range prop.Peaks {
-			if pk.Warm > load.replicas {
-				load.replicas, load.what = pk.Warm, "peak "+pk.Name
-			}
 			switch pk.Action {
 			case profile.Add:
 				add(&warnings, "%s found peak %s (%s at %s for %s, warm %d: %s), which %s lacks; `auditor profile --env %s --model %s --write` adds it",

@@ -317,6 +317,24 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 	return out, nil
 }
 
+// PeakReplicas is the most replicas the proposal runs at any time, and when: a peak's warm count
+// or an hour's minimum.
+func (p *Proposal) PeakReplicas() (replicas int64, when string) {
+	for _, d := range p.Minimums {
+		for _, r := range d.Ranges {
+			if r.Replicas > replicas {
+				replicas, when = r.Replicas, fmt.Sprintf("%s %02d:00", d.Day, r.From)
+			}
+		}
+	}
+	for _, pk := range p.Peaks {
+		if pk.Warm > replicas {
+			replicas, when = pk.Warm, "peak "+pk.Name
+		}
+	}
+	return replicas, when
+}
+
 // weekCost prices a typical week: each hour runs what its load needs, at least the floor; a
 // replica costs its GPUs at the stated price. Tokens are the generated ones, a saturated
 // replica's tokens per request times the hour's requests.

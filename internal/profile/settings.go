@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/llm-gitops/platform/internal/schedule"
 )
 
 // ModelAnnotation names the model a vLLM Deployment serves (vLLM's model_name).
@@ -75,4 +77,18 @@ func (w Workload) Settings() Settings {
 		}
 	}
 	return s
+}
+
+// ProposeFrom proposes a stored profile's settings against a rendered env and its schedule (nil
+// without one): the profile's own Deployment (its Service's name), what its ScaledObject says, and
+// the targets the profile was made for.
+func ProposeFrom(p *Profile, objs []*unstructured.Unstructured, sched *schedule.Schedule) (*Proposal, Workload, error) {
+	wl, err := FindWorkload(objs, p.Model, p.Service)
+	if err != nil {
+		return nil, Workload{}, err
+	}
+	settings := wl.Settings()
+	settings.Schedule = sched
+	prop, err := Propose(p, settings, p.Targets())
+	return prop, wl, err
 }

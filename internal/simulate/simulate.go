@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -31,6 +32,19 @@ type Report struct {
 	Violations []Violation  `json:"violations"`
 	// Failure is what became of the pods of the nodes Options.FailNodes took away; nil without.
 	Failure *Failure `json:"failure,omitempty"`
+	// Scaled says, for each Deployment Options.Scale set, how many of its pods the scheduler
+	// placed in the end.
+	Scaled []Scaled `json:"scaled,omitempty"`
+}
+
+// Scaled is a Deployment run at a set replica count, and what became of its pods.
+type Scaled struct {
+	Deployment string `json:"deployment"`
+	Replicas   int64  `json:"replicas"`
+	// Why says where the count comes from (e.g. a traffic profile's peak).
+	Why     string `json:"why,omitempty"`
+	Placed  int    `json:"placed"`
+	Pending int    `json:"pending"`
 }
 
 // Failure is a node failure played after the first placement settled: the nodes went, their
@@ -91,6 +105,9 @@ type Options struct {
 	// FailZones take away every node of each zone (label topology.kubernetes.io/zone), as
 	// FailNodes does.
 	FailZones []string
+	// Scale runs Deployments at other replica counts than Git's: "namespace/name" → replicas and
+	// why (e.g. a traffic profile's peak), since no autoscaler runs here.
+	Scale map[string]Scaled
 }
 
 // Run applies objs to the cluster behind cfg (which must run kube-scheduler and
@@ -111,6 +128,7 @@ func Run(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructure
 	if opts.Timeout == 0 {
 		opts.Timeout = 2 * time.Minute
 	}
+	objs = scaled(objs, opts.Scale)
 	ns := Nodes(opts.Groups)
 	if opts.FailNodes, err = withZones(opts.FailNodes, opts.FailZones, ns); err != nil {
 		return nil, err
@@ -140,7 +158,11 @@ func Run(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructure
 		return nil, err
 	}
 	if len(opts.FailNodes) == 0 && len(opts.FailZones) == 0 {
-		return report(ctx, cs, objs, opts, ns, preempted)
+		rep, err := report(ctx, cs, objs, opts, ns, preempted)
+		if err != nil {
+			return nil, err
+		}
+		return rep, scaledFit(ctx, cs, objs, opts.Scale, rep)
 	}
 	failure, err := failNodes(ctx, cs, opts.FailNodes, ns)
 	if err != nil {
@@ -173,7 +195,49 @@ func Run(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructure
 		}
 	}
 	sort.Slice(rep.Failure.Replaced, func(i, j int) bool { return rep.Failure.Replaced[i].Pod < rep.Failure.Replaced[j].Pod })
-	return rep, nil
+	return rep, scaledFit(ctx, cs, objs, opts.Scale, rep)
+}
+
+// scaled copies objs with the Deployments of scale at their replica counts.
+func scaled(objs []*unstructured.Unstructured, scale map[string]Scaled) []*unstructured.Unstructured {
+	if len(scale) == 0 {
+		return objs
+	}
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = o
+		if s, ok := scale[o.GetNamespace()+"/"+o.GetName()]; ok && o.GetKind() == "Deployment" {
+			out[i] = o.DeepCopy()
+			_ = unstructured.SetNestedField(out[i].Object, s.Replicas, "spec", "replicas")
+		}
+	}
+	return out
+}
+
+// scaledFit counts, for each scaled Deployment, its pods placed and pending (by its selector).
+func scaledFit(ctx context.Context, cs kubernetes.Interface, objs []*unstructured.Unstructured, scale map[string]Scaled, rep *Report) error {
+	for _, o := range objs {
+		s, ok := scale[o.GetNamespace()+"/"+o.GetName()]
+		if !ok || o.GetKind() != "Deployment" {
+			continue
+		}
+		sel, _, _ := unstructured.NestedStringMap(o.Object, "spec", "selector", "matchLabels")
+		pods, err := cs.CoreV1().Pods(o.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel).String()})
+		if err != nil {
+			return fmt.Errorf("list pods of %s/%s: %w", o.GetNamespace(), o.GetName(), err)
+		}
+		s.Deployment = o.GetNamespace() + "/" + o.GetName()
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				s.Placed++
+			} else {
+				s.Pending++
+			}
+		}
+		rep.Scaled = append(rep.Scaled, s)
+	}
+	sort.Slice(rep.Scaled, func(i, j int) bool { return rep.Scaled[i].Deployment < rep.Scaled[j].Deployment })
+	return nil
 }
 
 // withZones adds the nodes of zones to names, once each; a zone no node is in is an error.

@@ -340,3 +340,47 @@ func TestFailedZoneMovesItsPods(t *testing.T) {
 	}
 	t.Logf("zone-a: %v; lost %v; replaced %+v; pending %+v", inZone, f.Lost, f.Replaced, rep.Pending)
 }
+
+// At a traffic peak (qwen at 9 replicas) with zone-a gone, prod's vLLM pods want one GPU more than
+// the zones left hold: exactly that many vLLM pods wait, whatever the night jobs held (they run at
+// a lower priority and are preempted).
+func TestScaledToAPeakAfterAZoneFails(t *testing.T) {
+	c := cluster(t)
+	objs := prod(t)
+	groups := GroupsFromNodePools(objs)
+	gpusLeft := 0
+	for _, n := range Nodes(groups) {
+		if g := n.Status.Allocatable["nvidia.com/gpu"]; n.Labels[ZoneLabel] != "zone-a" {
+			gpusLeft += int(g.Value())
+		}
+	}
+	vllm := map[string]int{"vllm-qwen": 9}
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" && strings.HasPrefix(o.GetName(), "vllm-") && vllm[o.GetName()] == 0 {
+			r, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+			vllm[o.GetName()] = int(r)
+		}
+	}
+	wanted := 0
+	for _, n := range vllm {
+		wanted += n // one GPU each (the render tests hold it)
+	}
+	rep, err := Run(context.Background(), c.Config, objs, Options{Env: "prod", Groups: groups, RunCronJobs: true, FailZones: []string{"zone-a"},
+		Scale: map[string]Scaled{"llm-inference/vllm-qwen": {Replicas: 9, Why: "a test's peak"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scaled) != 1 || rep.Scaled[0].Deployment != "llm-inference/vllm-qwen" || rep.Scaled[0].Placed+rep.Scaled[0].Pending != 9 {
+		t.Fatalf("scaled: %+v", rep.Scaled)
+	}
+	pending := 0
+	for _, p := range rep.Pending {
+		if strings.HasPrefix(p.Pod, "llm-inference/vllm-") {
+			pending++
+		}
+	}
+	if want := max(0, wanted-gpusLeft); pending != want {
+		t.Errorf("%d vLLM pods pending, want %d (%d wanted on %d GPUs left): %+v", pending, want, wanted, gpusLeft, rep.Pending)
+	}
+	t.Logf("vLLM %v on %d GPUs left; scaled %+v; pending %+v; preempted %v", vllm, gpusLeft, rep.Scaled, rep.Pending, rep.Preempted)
+}
