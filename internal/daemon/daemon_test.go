@@ -78,9 +78,9 @@ func TestKubectlEditReachesEveryReceiverOnceThenResolves(t *testing.T) {
 	}
 }
 
-// TestEachHandEditIsOneMessage makes the four hand edits that kubectl diff sees, one after the
+// TestEachHandEditIsOneMessage makes five hand edits that kubectl diff sees, one after the
 // other: each reaches chat once, names the field, and names who made it — removals included, from
-// the update the daemon's watch saw.
+// the update the daemon's watch saw. The two that change GPU capacity say what they cost.
 func TestEachHandEditIsOneMessage(t *testing.T) {
 	testcluster.Need(t)
 	h := newHarness(t)
@@ -97,12 +97,16 @@ func TestEachHandEditIsOneMessage(t *testing.T) {
 		{[]string{"-n", inference, "patch", "deploy/vllm-llama", "--type=json", `-p=[` +
 			`{"op":"remove","path":"/spec/template/spec/containers/0/resources/requests/nvidia.com~1gpu"},` +
 			`{"op":"remove","path":"/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu"}]`},
-			[]string{"vllm-llama", `requests["nvidia.com/gpu"]`, `limits["nvidia.com/gpu"]`, "writer unknown"}},
+			[]string{"vllm-llama", `requests["nvidia.com/gpu"]`, `limits["nvidia.com/gpu"]`, "writer unknown",
+				"Cost", "nvidia.com/gpu 1 → 0 per pod on l40s: -1 GPUs, about -1.86 USD per hour"}},
 		{[]string{"-n", api, "patch", "deploy/rag-api", "--field-manager=argocd-controller",
 			`-p={"spec":{"template":{"spec":{"containers":[{"name":"api","image":"registry.example.com/llm/rag-api:6.6.6"}]}}}}`},
 			[]string{"rag-api", "containers[name=api].image", "6.6.6", "argocd-controller"}},
 		{[]string{"-n", inference, "annotate", "--overwrite", "deploy/vllm-llama", "argocd.argoproj.io/sync-wave=1.0"},
 			[]string{"vllm-llama", "argocd.argoproj.io/sync-wave", "1.0", "kubectl-annotate"}},
+		// A floor KEDA keeps whatever the load: the message says what it costs.
+		{[]string{"-n", inference, "patch", "scaledobject/vllm-qwen", "--type=merge", `-p={"spec":{"minReplicaCount":4}}`},
+			[]string{"vllm-qwen", "minReplicaCount", "kubectl-patch", "Cost", "minimum replicas of vllm-qwen 2 → 4 on l40s: at least +2 GPUs"}},
 	}
 	mm := h.receivers[1]
 	for i, e := range edits {

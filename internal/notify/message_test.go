@@ -189,3 +189,26 @@ func TestItemSummaryNamesWhoMadeOrDeletedAnObject(t *testing.T) {
 		})
 	}
 }
+
+// A digest of several drifts says the cost of each object whose drift changes GPU capacity, once,
+// listed or folded into "and K more".
+func TestDigestSaysWhatItCosts(t *testing.T) {
+	price := -1.86
+	gpu := notifytest.Deployment(
+		drift.Field{Path: `.spec.template.spec.containers[name=vllm].resources.limits["nvidia.com/gpu"]`, Desired: "1", Change: drift.Removed},
+		drift.Field{Path: `.spec.template.spec.containers[name=vllm].resources.requests["nvidia.com/gpu"]`, Desired: "1", Change: drift.Removed})
+	gpu.Name, gpu.Cost = "vllm-llama", &drift.Cost{GPUs: -1, Card: "l40s", USDPerHour: &price, Note: "nvidia.com/gpu 1 → 0 per pod on l40s: -1 GPUs"}
+	label := notifytest.Deployment(drift.Field{Path: ".metadata.labels.team", Live: "x", Change: drift.Added})
+	label.Name = "rag-api"
+	items := Items(notifytest.Report("prod", notifytest.Rev, label, label, gpu))
+	msg := DigestMessage("prod", message.KindDigest, items, Options{MaxDigestItems: 1})
+	text := msg.PlainText()
+	if n := strings.Count(text, "Cost:"); n != 1 {
+		t.Errorf("%d Cost lines, want 1:\n%s", n, text)
+	}
+	for _, w := range []string{"Cost: Deployment llm/vllm-llama: nvidia.com/gpu 1 → 0 per pod on l40s: -1 GPUs", "and 3 more"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("missing %q in:\n%s", w, text)
+		}
+	}
+}

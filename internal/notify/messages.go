@@ -187,6 +187,27 @@ func itemSummary(it Item) string {
 	return message.Truncate(s, 300)
 }
 
+// digestCosts are the costs of the folded items that change GPU capacity, each object's once
+// (by the field that costs, as DriftMessage says it), listed or not.
+func digestCosts(items []Item) []message.Line {
+	var out []message.Line
+	seen := map[string]bool{}
+	for _, it := range items {
+		o := it.Object
+		f := it.Field()
+		if o.Cost == nil || f == nil || !cost.Costs(o.Kind, f.Path) {
+			continue
+		}
+		name := objectName(o)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, message.Line{Label: "Cost", Text: name + ": " + o.Cost.Note})
+	}
+	return out
+}
+
 // DigestMessage folds many items of one env into one message: up to Options.MaxDigestItems
 // lines, then "and K more". kind is message.KindDigest for new drift, message.KindResolved for resolutions.
 func DigestMessage(env string, kind message.Kind, items []Item, opts Options) message.Message {
@@ -210,6 +231,9 @@ func DigestMessage(env string, kind message.Kind, items []Item, opts Options) me
 	}
 	if len(items) > n {
 		lines = append(lines, message.Line{Text: fmt.Sprintf("and %d more", len(items)-n)})
+	}
+	if kind == message.KindDigest {
+		lines = append(lines, digestCosts(items)...)
 	}
 	if kind == message.KindDigest && len(items) > 0 {
 		lines = append(lines, message.Line{Label: "Restore Git's state", Text: "argocd app sync " + shellQuote(opts.app(env)), Code: true})
