@@ -59,26 +59,7 @@ func newLedgerRepo(t *testing.T) *ledgerRepo {
 	l.git(ledgerT0, "init", "-q", "--bare", "-b", "main", l.bare)
 	l.git(ledgerT0, "init", "-q", "-b", "main", ".")
 	l.git(ledgerT0, "remote", "add", "origin", l.bare)
-	for _, top := range []string{"base", "components", "overlays"} {
-		err := filepath.Walk(filepath.Join("..", "..", top), func(p string, info os.FileInfo, err error) error {
-			if err != nil || info.IsDir() {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(filepath.Join("..", ".."), p)
-			dst := filepath.Join(l.work, rel)
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return err
-			}
-			return os.WriteFile(dst, data, 0o644)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyTree(t, l.work, "base", "components", "overlays")
 	l.commit("platform")
 	return l
 }
@@ -106,4 +87,29 @@ func runCmd(t *testing.T, cmd *cobra.Command, args ...string) (string, error) {
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	return out.String(), err
+}
+
+// copyTree copies the repository's top-level directories tops into dst.
+func copyTree(t *testing.T, dst string, tops ...string) {
+	t.Helper()
+	for _, top := range tops {
+		err := filepath.Walk(filepath.Join("..", "..", top), func(p string, info os.FileInfo, err error) error {
+			if err != nil || info.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(filepath.Join("..", ".."), p)
+			to := filepath.Join(dst, rel)
+			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(to, data, 0o644)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -22,24 +22,7 @@ import (
 func copyPlatform(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, top := range []string{"base", "components", "overlays", "clusters"} {
-		err := filepath.Walk(filepath.Join("..", "..", top), func(p string, info os.FileInfo, err error) error {
-			if err != nil || info.IsDir() {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(filepath.Join("..", ".."), p)
-			dst := filepath.Join(dir, rel)
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return err
-			}
-			return os.WriteFile(dst, data, 0o644)
-		})
-		require.NoError(t, err)
-	}
+	copyTree(t, dir, "base", "components", "overlays", "clusters")
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "platform"}} {
 		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
 		require.NoError(t, err, string(out))
