@@ -6,7 +6,10 @@ package audit
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -19,7 +22,9 @@ import (
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/reposerver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
 // Config is what an Auditor is made with. New applies a default to each field left unset.
@@ -203,7 +208,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 			if p.main || !p.group {
 				return nil, err
 			}
-			p.err = err // this Application is not audited; the others are
+			p.err = unreachable(p, err) // this Application is not audited; the others are
 		}
 	}
 	if ctx.Err() != nil { // cancelled: nothing of this audit is a verdict
@@ -215,6 +220,26 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 		a.runs.Add(1)
 	}
 	return rep, nil
+}
+
+// unreachable names the cluster in the error of an Application on another cluster when that
+// cluster did not answer (a refused or broken connection, a timeout, an API server that is not
+// serving): the same words the fleet uses once its probes agree, so the first audit after an
+// outage already says "cluster X unreachable" rather than the transport's error alone.
+func unreachable(u *prepared, err error) error {
+	if u.cluster == nil || !transportError(err) {
+		return err
+	}
+	return &unitError{fmt.Sprintf("Application %s: cluster %s unreachable: %v", u.name, u.clusterName, err)}
+}
+
+// transportError says err is the network's or an API server's that is not serving, not an
+// answer about the request.
+func transportError(err error) bool {
+	var nerr net.Error
+	var uerr *url.Error
+	return errors.As(err, &nerr) || errors.As(err, &uerr) || utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
 }
 
 // prepare reads a unit's Application, picks its revision, renders it and scopes the render:
