@@ -34,6 +34,7 @@ type profileOptions struct {
 	at                  time.Time
 	timeZone            string
 	utilization         float64
+	replicaThroughput   float64
 	ttft                time.Duration
 	write               bool
 	stderr              io.Writer
@@ -50,7 +51,8 @@ weeks): requests a second in each hour, queue depth, prompt and response lengths
 first token, and one replica's throughput where it saturated (requests were waiting on it).
 
 From that it proposes, each with its arithmetic:
-  - the ScaledObject's queue-depth threshold that keeps the wait for a first token under --ttft;
+  - the ScaledObject's queue-depth threshold: a full queue's wait for a slot fits in the TTFT
+    target (--ttft) less the measured TTFT p50, once the replicas KEDA asks for are up;
   - the minimum replicas of each hour of the week (never under the warm minimum in business
     hours, never under one);
   - the peaks the schedule is missing: weekly ones as a cron rule, others by day of the month,
@@ -75,6 +77,7 @@ Exit codes: 0 done, 2 error.`,
 	addZonedAtFlag(cmd, &o.at, "end the window at this time (whole hours)", "")
 	f.StringVar(&o.timeZone, "time-zone", "", "time zone of the hours (default: the schedule's first peak's, else UTC)")
 	f.Float64Var(&o.utilization, "utilization", 0.8, "share of a replica's saturated throughput to plan for")
+	f.Float64Var(&o.replicaThroughput, "replica-throughput", 0, "requests a second one replica finishes at saturation, when no replica saturated in the window (e.g. from a load test)")
 	f.DurationVar(&o.ttft, "ttft", 2500*time.Millisecond, "longest wait for a first token in the queue (the TTFT SLO)")
 	f.BoolVar(&o.write, "write", false, "write the profile file and the new peaks into the work tree")
 	addReportOutput(cmd, &o.output)
@@ -97,8 +100,10 @@ func (o *profileOptions) Validate() error {
 		return usageErr("--model is required")
 	case o.prom == "":
 		return usageErr("--prometheus is required")
-	case o.window < time.Hour:
-		return usageErr("--window must be at least 1h")
+	case o.window < 7*24*time.Hour:
+		return usageErr("--window must be at least a week (168h): every hour of the week needs a sample")
+	case o.replicaThroughput < 0:
+		return usageErr("--replica-throughput must not be negative")
 	case o.utilization <= 0 || o.utilization > 1:
 		return usageErr("--utilization must be in (0, 1]")
 	case o.ttft <= 0:
@@ -168,6 +173,9 @@ func (o *profileOptions) Run(ctx context.Context, w io.Writer) error {
 		return failed(err)
 	}
 	p.Plan = profile.Plan{Utilization: o.utilization, TTFTSeconds: o.ttft.Seconds()}
+	if p.Replica.Samples == 0 && o.replicaThroughput > 0 {
+		p.Replica.RequestsPerSecond, p.Replica.Stated = o.replicaThroughput, true
+	}
 	prop, err := profile.Propose(p, settings, p.Targets())
 	if err != nil {
 		return failed(err)
@@ -335,7 +343,11 @@ func writeProfile(w io.Writer, p *profile.Profile, prop *profile.Proposal, s pro
 		case profile.Raise:
 			verdict = fmt.Sprintf("schedule peak %s holds it with too few replicas: raise its warm to %d", pk.CoveredBy, pk.Warm)
 		}
-		fmt.Fprintf(w, "  %s: %s at %s for %s, warm %d\n    %s\n    %s\n", pk.Name, when, pk.At, pk.Duration, pk.Warm, pk.Arithmetic, verdict)
+		warm := fmt.Sprint(pk.Warm)
+		if pk.LowerBound {
+			warm = "at least " + warm
+		}
+		fmt.Fprintf(w, "  %s: %s at %s for %s, warm %s\n    %s\n    %s\n", pk.Name, when, pk.At, pk.Duration, warm, pk.Arithmetic, verdict)
 	}
 	if prop.Lead != "" {
 		fmt.Fprintf(w, "  lead time: %s\n", prop.Lead)

@@ -67,13 +67,19 @@ func trafficProfiles(snap *gitrepo.Snapshot, env string, objs []*unstructured.Un
 		settings := wl.Settings()
 		loc, _ := p.Location() // Parse checked it
 		window := fmt.Sprintf("the profile of %s to %s", p.From.In(loc).Format("2006-01-02"), p.To.In(loc).Format("2006-01-02"))
-		if prop.PerReplica > 0 && prop.Threshold.Proposed != settings.Threshold {
+		if prop.PerReplica == 0 {
+			add(&warnings, "%s: %s; the threshold, the schedule and the GPU pool are not held against it", window, strings.Join(prop.Notes, "; "))
+			continue
+		}
+		if prop.Threshold.Proposed != settings.Threshold {
 			add(&warnings, "ScaledObject %s waits for %s queued requests per replica; %s asks for %s: %s",
 				settings.ScaledObject, gnum(settings.Threshold), window, gnum(prop.Threshold.Proposed), prop.Threshold.Arithmetic)
 		}
 		load := peakLoad{file: file}
 		load.replicas, load.what = prop.PeakReplicas()
+		supported := map[string]bool{}
 		for _, pk := range prop.Peaks {
+			supported[pk.CoveredBy] = true
 			switch pk.Action {
 			case profile.Add:
 				add(&warnings, "%s found peak %s (%s at %s for %s, warm %d: %s), which %s lacks; `auditor profile --env %s --model %s --write` adds it",
@@ -83,27 +89,37 @@ func trafficProfiles(snap *gitrepo.Snapshot, env string, objs []*unstructured.Un
 					window, pk.Name, pk.CoveredBy, pk.Warm, pk.Arithmetic)
 			}
 		}
+		if sched != nil {
+			_, soName, _ := strings.Cut(settings.ScaledObject, "/")
+			for _, sp := range sched.Peaks {
+				if sp.Target.Kind == "ScaledObject" && sp.Target.Name == soName && !supported[sp.Name] {
+					add(&warnings, "schedule peak %s raises ScaledObject %s to %d, but %s found no peak it holds: the traffic it was written for may be gone",
+						sp.Name, settings.ScaledObject, sp.Warm, window)
+				}
+			}
+		}
 		if load.replicas > 0 {
-			atPeak[wl.Deployment.GetName()] = load
+			atPeak[wl.Deployment.GetNamespace()+"/"+wl.Deployment.GetName()] = load
 		}
 	}
 	violations = append(violations, gpuPoolNPlusOne(objs, atPeak)...)
 	return measured, violations, warnings
 }
 
-// peakLoad is the replicas a profiled Deployment runs at its profile's peak.
+// peakLoad is the replicas a profiled Deployment (by namespace/name) runs at its profile's peak.
 type peakLoad struct {
 	replicas   int64
 	what, file string
 }
 
 // gpuPoolNPlusOne checks that the GPU pool survives the loss of its largest node at the
-// profiles' peak (rule gpu-pool-n-plus-one): the GPUs the Deployments hold then (a profiled one
-// at its peak's replicas, every other at its minimum) plus one more largest node fit the
-// NodePool's nvidia.com/gpu limit, so that Karpenter can launch the replacement while the lost
-// node's claim still counts against the limit. The largest node is the NodePool's highest
-// karpenter.k8s.aws/instance-gpu-count, one GPU when it states none. The night's batch jobs are
-// left out: the profiles' peaks are by day.
+// profiles' peak (rule gpu-pool-n-plus-one): the nodes the Deployments hold then (a profiled one
+// at its peak's replicas, every other at its minimum; GPUs packed onto the largest nodes) plus one
+// more largest node fit the NodePool's nvidia.com/gpu limit, which Karpenter counts in whole
+// nodes' capacity, so that it can launch the replacement while the lost node's claim still counts
+// against the limit. The largest node is the NodePool's highest karpenter.k8s.aws/instance-gpu-count,
+// one GPU when it states none. Like capacity-gpu-pool-limit it takes every GPU workload to the
+// GPU pool. The night's batch jobs are left out: the profiles' peaks are by day.
 func gpuPoolNPlusOne(objs []*unstructured.Unstructured, atPeak map[string]peakLoad) []Violation {
 	if len(atPeak) == 0 {
 		return nil
@@ -158,18 +174,19 @@ func gpuPoolNPlusOne(objs []*unstructured.Unstructured, atPeak map[string]peakLo
 			if m, ok := minOf[o.GetNamespace()+"/"+o.GetName()]; ok {
 				n, why = m, "minimum"
 			}
-			if l, ok := atPeak[o.GetName()]; ok {
+			if l, ok := atPeak[o.GetNamespace()+"/"+o.GetName()]; ok {
 				n, why = l.replicas, l.what
 				files = append(files, l.file)
 			}
 			held += n * gpus
 			parts = append(parts, fmt.Sprintf("%s %d×%d (%s)", o.GetName(), n, gpus, why))
 		}
-		if need := held + largest; need > limit {
+		nodes := (held+largest-1)/largest + 1 // the nodes held, and one to replace a lost one
+		if need := nodes * largest; need > limit {
 			short := (need - limit + largest - 1) / largest
 			out = append(out, Violation{Rule: "gpu-pool-n-plus-one", Object: "NodePool " + pool.GetName(), Message: fmt.Sprintf(
-				"at the peak of %s the GPU workloads hold %d GPUs (%s); with room to replace the largest node (%d GPUs) that is %d, above the limit of %d: %d GPU node(s) short",
-				strings.Join(files, ", "), held, strings.Join(parts, " + "), largest, need, limit, short)})
+				"at the peak of %s the GPU workloads hold %d GPUs (%s): %d nodes of %d GPUs, and one more to replace a lost one, is %d GPUs, above the limit of %d: %d GPU node(s) short",
+				strings.Join(files, ", "), held, strings.Join(parts, " + "), nodes-1, largest, need, limit, short)})
 		}
 	}
 	return out

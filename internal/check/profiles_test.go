@@ -53,7 +53,7 @@ func TestCheckHoldsGitAgainstTheMeasuredProfile(t *testing.T) {
 		}
 	}
 	require.Len(t, warnings, 2, strings.Join(warnings, "\n"))
-	assert.Contains(t, warnings[0], "ScaledObject llm-inference/vllm-qwen waits for 10 queued requests per replica; the profile of 2026-11-02 to 2026-11-30 asks for 5")
+	assert.Contains(t, warnings[0], "ScaledObject llm-inference/vllm-qwen waits for 10 queued requests per replica; the profile of 2026-11-02 to 2026-11-30 asks for 4")
 	assert.Contains(t, warnings[1], "found peak days-10-25-0900 (days 10, 25 of the month at 09:00 for 9h0m0s, warm 7")
 	assert.Contains(t, warnings[1], "which clusters/prod/schedule.yaml lacks")
 	for _, v := range prod.Violations {
@@ -113,7 +113,7 @@ func TestCheckGPUPoolSurvivesTheLossOfANodeAtThePeak(t *testing.T) {
 		want  string // "" for no violation
 	}{
 		{"10", ""},
-		{"9", "at the peak of clusters/prod/profiles/qwen.yaml the GPU workloads hold 9 GPUs (vllm-qwen 7×1 (peak days-10-25-0900) + vllm-llama 1×1 (minimum) + vllm-qwen-canary 1×1 (minimum)); with room to replace the largest node (1 GPUs) that is 10, above the limit of 9: 1 GPU node(s) short"},
+		{"9", "at the peak of clusters/prod/profiles/qwen.yaml the GPU workloads hold 9 GPUs (vllm-qwen 7×1 (peak days-10-25-0900) + vllm-llama 1×1 (minimum) + vllm-qwen-canary 1×1 (minimum)): 9 nodes of 1 GPUs, and one more to replace a lost one, is 10 GPUs, above the limit of 9: 1 GPU node(s) short"},
 		{"7", "above the limit of 7: 3 GPU node(s) short"},
 	} {
 		t.Run("limit "+tc.limit, func(t *testing.T) {
@@ -134,6 +134,65 @@ func TestCheckGPUPoolSurvivesTheLossOfANodeAtThePeak(t *testing.T) {
 			}
 			require.Len(t, got, 1)
 			assert.Contains(t, got[0], tc.want)
+		})
+	}
+}
+
+// On nodes of four GPUs, whole nodes count: 7 GPUs take two nodes and a third replaces a lost
+// one (12 GPUs of capacity); 9 take three, and the fourth is over a limit of 12.
+func TestGPUPoolNPlusOneCountsWholeNodes(t *testing.T) {
+	objs := parseObjects(t, `{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: gpu}, spec: {limits: {nvidia.com/gpu: "12"},
+  template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-gpu-count, operator: In, values: ["4"]}]}}}}
+---
+{apiVersion: apps/v1, kind: Deployment, metadata: {name: vllm-a, namespace: a}, spec: {replicas: 1, template: {spec: {containers: [{name: vllm, image: "x:1", resources: {limits: {nvidia.com/gpu: "1"}}}]}}}}
+---
+{apiVersion: apps/v1, kind: Deployment, metadata: {name: vllm-a, namespace: b}, spec: {replicas: 2, template: {spec: {containers: [{name: vllm, image: "x:1", resources: {limits: {nvidia.com/gpu: "1"}}}]}}}}
+---
+{apiVersion: keda.sh/v1alpha1, kind: ScaledObject, metadata: {name: vllm-a, namespace: b}, spec: {scaleTargetRef: {name: vllm-a}, minReplicaCount: 2}}`)
+	// Only a/vllm-a has a profile; b/vllm-a, of the same name, runs at its minimum of 2.
+	atPeak := func(n int64) map[string]peakLoad {
+		return map[string]peakLoad{"a/vllm-a": {replicas: n, what: "peak p", file: "clusters/prod/profiles/a.yaml"}}
+	}
+	assert.Empty(t, gpuPoolNPlusOne(objs, atPeak(5)), "5 + 2 = 7 GPUs: 2 nodes, a third to spare, 12 GPUs")
+	got := gpuPoolNPlusOne(objs, atPeak(7))
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0].Message, "hold 9 GPUs (vllm-a 7×1 (peak p) + vllm-a 2×1 (minimum)): 3 nodes of 4 GPUs, and one more to replace a lost one, is 16 GPUs, above the limit of 12: 1 GPU node(s) short")
+}
+
+// A profile of flat traffic supports none of prod's peaks on vllm-qwen; one whose replicas never
+// saturated says nothing is held against it, rather than passing in silence.
+func TestCheckWarnsOfWhatAProfileNoLongerSupports(t *testing.T) {
+	flat := func(t *testing.T, perReplica float64) []byte {
+		tr := testfixture.QwenTraffic()
+		p := &profile.Profile{Model: tr.Model, Service: tr.Service, From: tr.Start.UTC(), To: tr.End.UTC(), TimeZone: "Europe/Moscow",
+			Tokens: profile.Tokens{Prompt: profile.Quantiles{P50: 800, P95: 1500}, Response: profile.Quantiles{P50: 200, P95: 400}},
+			TTFT:   profile.Quantiles{P50: 0.2, P95: 0.5}, Replica: profile.Replica{RequestsPerSecond: perReplica, Samples: 10}}
+		for at := tr.Start; at.Before(tr.End); at = at.Add(time.Hour) {
+			p.Hourly = append(p.Hourly, 1)
+		}
+		data, err := p.Marshal()
+		require.NoError(t, err)
+		return data
+	}
+	for _, tc := range []struct {
+		name       string
+		perReplica float64
+		want       string
+	}{
+		{"flat traffic", 2, "schedule peak weekday-morning raises ScaledObject llm-inference/vllm-qwen to 4, but the profile of 2026-11-02 to 2026-11-30 found no peak it holds"},
+		{"never saturated", 0, "no replica saturated in the window"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, commit, _ := repoCopy(t)
+			writeFile(t, dir, profile.Path("prod", "qwen"), flat(t, tc.perReplica))
+			commit("a flat profile")
+			var got []string
+			for _, w := range envResult(t, runCheck(t, dir), "prod").Warnings {
+				if w.Rule == "traffic-profile" {
+					got = append(got, w.Message)
+				}
+			}
+			assert.Contains(t, strings.Join(got, "\n"), tc.want)
 		})
 	}
 }

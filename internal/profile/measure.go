@@ -33,11 +33,12 @@ func (s Source) Queries() map[string]string {
 	quantile := func(q, metric string) string {
 		return fmt.Sprintf(`histogram_quantile(%s, sum by (le) (increase(%s_bucket{%s}[%s])))`, q, metric, sel, window)
 	}
-	// A pod's throughput at the samples where it had a queue: the subquery steps at the rate
-	// window, and `and on (pod)` keeps the throughput of a pod only where its queue is above 0.
+	// A pod's throughput over the rate windows in which it had a queue at every sample: the
+	// subquery steps at the rate window, and `and on (pod)` keeps a pod's rate only where the
+	// least of its queue over that same window was above 0 (a queue only starting does not count).
 	saturated := func(counter, extra string) string {
-		return fmt.Sprintf(`(sum by (pod) (rate(%s{%s%s}[%s])) and on (pod) (sum by (pod) (vllm:num_requests_waiting{%s}) > 0))[%s:%s]`,
-			counter, sel, extra, rw, sel, window, rw)
+		return fmt.Sprintf(`(sum by (pod) (rate(%s{%s%s}[%s])) and on (pod) (sum by (pod) (min_over_time(vllm:num_requests_waiting{%s}[%s])) > 0))[%s:%s]`,
+			counter, sel, extra, rw, sel, rw, window, rw)
 	}
 	return map[string]string{
 		"hourly": fmt.Sprintf(`sum(rate(vllm:request_success_total{%s}[1h]))`, sel),
@@ -75,24 +76,42 @@ func Measure(ctx context.Context, api promv1.API, s Source) (*Profile, error) {
 	p := &Profile{Model: s.Model, Service: s.Service, From: from.UTC(), To: to.UTC(), TimeZone: s.Location.String()}
 	hours := int(to.Sub(from) / time.Hour)
 	var err error
-	if p.Hourly, err = hourly(ctx, api, qs["hourly"], from, hours); err != nil {
+	var missing, queueMissing []bool
+	if p.Hourly, missing, err = hourly(ctx, api, qs["hourly"], from, hours); err != nil {
 		return nil, err
 	}
-	if p.Queue, err = hourly(ctx, api, qs["queue"], from, hours); err != nil {
+	if p.Queue, queueMissing, err = hourly(ctx, api, qs["queue"], from, hours); err != nil {
 		return nil, err
+	}
+	covered := 0
+	for i := range missing {
+		if missing[i] || queueMissing[i] {
+			p.HoursWithoutData = append(p.HoursWithoutData, i)
+		} else {
+			covered++
+		}
 	}
 	if sum(p.Hourly) == 0 {
 		return nil, fmt.Errorf("profile of %s (Service %s) from %s to %s: %w: no vllm:request_success_total", s.Model, s.Service,
 			from.Format(time.RFC3339), to.Format(time.RFC3339), ErrNoTraffic)
+	}
+	if covered < MinHours {
+		return nil, fmt.Errorf("profile of %s (Service %s): Prometheus has data for %d of the window's %d hours; a profile needs a whole week (%d hours) at least: is its retention shorter than the window?",
+			s.Model, s.Service, covered, hours, MinHours)
 	}
 	for name, dst := range map[string]*float64{
 		"promptP50": &p.Tokens.Prompt.P50, "promptP95": &p.Tokens.Prompt.P95,
 		"responseP50": &p.Tokens.Response.P50, "responseP95": &p.Tokens.Response.P95,
 		"ttftP50": &p.TTFT.P50, "ttftP95": &p.TTFT.P95,
 	} {
-		if *dst, err = instant(ctx, api, qs[name], to); err != nil {
+		v, ok, err := instant(ctx, api, qs[name], to)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		if !ok || v <= 0 {
+			return nil, fmt.Errorf("profile of %s: %s: no data in the window (%s); a length or latency of 0 is never written", s.Model, name, qs[name])
+		}
+		*dst = v
 	}
 	reqs, err := pointValues(ctx, api, qs["saturatedRequest"], to)
 	if err != nil {
@@ -116,42 +135,50 @@ func wholeHours(from, to time.Time, loc *time.Location) (time.Time, time.Time) {
 	return hf, time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), 0, 0, 0, loc)
 }
 
-// hourly runs query at the end of each of the hours from from; an hour without a value is 0.
-func hourly(ctx context.Context, api promv1.API, query string, from time.Time, hours int) ([]float64, error) {
+// MinHours is the least a profile must cover: every hour of the week once.
+const MinHours = 7 * 24
+
+// hourly runs query at the end of each of the hours from from. An hour without a value is 0 in
+// values and true in missing: no data is not no traffic.
+func hourly(ctx context.Context, api promv1.API, query string, from time.Time, hours int) (values []float64, missing []bool, err error) {
 	val, _, err := api.QueryRange(ctx, query, promv1.Range{Start: from.Add(time.Hour), End: from.Add(time.Duration(hours) * time.Hour), Step: time.Hour})
 	if err != nil {
-		return nil, fmt.Errorf("prometheus: %s: %w", query, err)
+		return nil, nil, fmt.Errorf("prometheus: %s: %w", query, err)
 	}
-	out := make([]float64, hours)
+	values, missing = make([]float64, hours), make([]bool, hours)
+	for i := range missing {
+		missing[i] = true
+	}
 	m, ok := val.(model.Matrix)
 	if !ok {
-		return nil, fmt.Errorf("prometheus: %s: a %s, not a matrix", query, val.Type())
+		return nil, nil, fmt.Errorf("prometheus: %s: a %s, not a matrix", query, val.Type())
 	}
 	for _, series := range m {
 		for _, v := range series.Values {
 			i := int(v.Timestamp.Time().Sub(from)/time.Hour) - 1
 			if i >= 0 && i < hours && !math.IsNaN(float64(v.Value)) {
-				out[i] += round(float64(v.Value), 4)
+				values[i] += round(float64(v.Value), 4)
+				missing[i] = false
 			}
 		}
 	}
-	return out, nil
+	return values, missing, nil
 }
 
-// instant runs query at t and returns its one value; no value or NaN is 0.
-func instant(ctx context.Context, api promv1.API, query string, t time.Time) (float64, error) {
+// instant runs query at t and returns its one value; ok is false for no value or NaN.
+func instant(ctx context.Context, api promv1.API, query string, t time.Time) (v float64, ok bool, err error) {
 	val, _, err := api.Query(ctx, query, t)
 	if err != nil {
-		return 0, fmt.Errorf("prometheus: %s: %w", query, err)
+		return 0, false, fmt.Errorf("prometheus: %s: %w", query, err)
 	}
-	v, ok := val.(model.Vector)
-	if !ok {
-		return 0, fmt.Errorf("prometheus: %s: a %s, not a vector", query, val.Type())
+	vec, isVec := val.(model.Vector)
+	if !isVec {
+		return 0, false, fmt.Errorf("prometheus: %s: a %s, not a vector", query, val.Type())
 	}
-	if len(v) == 0 || math.IsNaN(float64(v[0].Value)) {
-		return 0, nil
+	if len(vec) == 0 || math.IsNaN(float64(vec[0].Value)) {
+		return 0, false, nil
 	}
-	return round(float64(v[0].Value), 3), nil
+	return round(float64(vec[0].Value), 3), true, nil
 }
 
 // pointValues runs a subquery at t and returns every point of every series.

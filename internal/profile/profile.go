@@ -40,6 +40,9 @@ type Profile struct {
 	// From; Queue the mean number of waiting requests over all replicas in the same hours.
 	Hourly []float64 `json:"hourlyRequestsPerSecond,omitempty"`
 	Queue  []float64 `json:"hourlyQueueDepth,omitempty"`
+	// HoursWithoutData are the hours (indexes of Hourly) Prometheus had no data for: left out
+	// of the week's pattern and of the peaks, not taken as hours without traffic.
+	HoursWithoutData []int `json:"hoursWithoutData,omitempty"`
 }
 
 // Plan are the targets of the proposals: a replica's planned share of its saturated throughput,
@@ -67,12 +70,16 @@ type Quantiles struct {
 }
 
 // Replica is one replica's measured throughput at saturation: the median, over every pod and
-// every sample where the pod had requests waiting, of what it finished (aborts aside).
+// every rate window in which the pod had requests waiting throughout, of what it finished
+// (aborts aside).
 type Replica struct {
 	RequestsPerSecond float64 `json:"saturatedRequestsPerSecond"`
 	TokensPerSecond   float64 `json:"saturatedGeneratedTokensPerSecond"`
-	// Samples is how many pod-samples were saturated; zero means the throughput is unknown.
+	// Samples is how many pod-samples were saturated; zero means no replica saturated.
 	Samples int `json:"saturatedSamples"`
+	// Stated is true when no replica saturated and RequestsPerSecond was stated instead
+	// (`auditor profile --replica-throughput`), e.g. from a load test.
+	Stated bool `json:"stated,omitempty"`
 }
 
 // Location is the profile's time zone.
@@ -136,5 +143,36 @@ func Parse(file string, data []byte) (*Profile, error) {
 	if _, err := p.Location(); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
+	if err := p.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
 	return p, nil
+}
+
+// validate rejects a profile whose parts disagree, or whose values no measurement gives.
+func (p *Profile) validate() error {
+	n := len(p.Hourly)
+	switch {
+	case len(p.Queue) != 0 && len(p.Queue) != n:
+		return fmt.Errorf("hourlyQueueDepth has %d hours, hourlyRequestsPerSecond %d", len(p.Queue), n)
+	case !p.To.Equal(p.From.Add(time.Duration(n) * time.Hour)):
+		return fmt.Errorf("from %s to %s is not the %d hours of hourlyRequestsPerSecond", p.From.Format(time.RFC3339), p.To.Format(time.RFC3339), n)
+	case p.Plan.Utilization < 0 || p.Plan.Utilization > 1:
+		return fmt.Errorf("plan.utilization %g: want a share in (0, 1]", p.Plan.Utilization)
+	case p.Plan.TTFTSeconds < 0:
+		return fmt.Errorf("plan.ttftSeconds %g: want a positive time", p.Plan.TTFTSeconds)
+	case p.Replica.RequestsPerSecond < 0 || p.Replica.TokensPerSecond < 0:
+		return fmt.Errorf("replica: a negative throughput")
+	}
+	for i, v := range p.Hourly {
+		if v < 0 || i < len(p.Queue) && p.Queue[i] < 0 {
+			return fmt.Errorf("hour %d: a negative rate or queue", i)
+		}
+	}
+	for _, i := range p.HoursWithoutData {
+		if i < 0 || i >= n {
+			return fmt.Errorf("hoursWithoutData: hour %d is outside the %d hours", i, n)
+		}
+	}
+	return nil
 }

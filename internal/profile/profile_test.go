@@ -3,10 +3,13 @@ package profile_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -164,17 +167,20 @@ func TestProposalFindsTheKnownPeaks(t *testing.T) {
 	}
 	require.Equal(t, []int{10, 25}, paydays, "the fixture's window holds two paydays")
 
-	assert.Equal(t, math.Floor(2.5*tr.ServedPerPod), got.Threshold.Proposed)
-	assert.Contains(t, got.Threshold.Arithmetic, "floor(2.5 s to first token × 2 req/s a saturated replica finishes) = 5 waiting per replica")
+	// The queue may take the TTFT target less a request's own time to first token (its p50).
+	wantThreshold := math.Floor((2.5 - ttftMixture(tr).Quantile(0.5)) * tr.ServedPerPod)
+	assert.Equal(t, wantThreshold, got.Threshold.Proposed)
+	assert.Contains(t, got.Threshold.Arithmetic, "floor((2.5 s TTFT target − 0.218 s TTFT p50) × 2 req/s a saturated replica finishes) = 4 waiting per replica")
 	require.Len(t, got.Peaks, 2)
 	weekly, monthly := got.Peaks[0], got.Peaks[1]
 
 	assert.Equal(t, profile.Weekly, weekly.Kind)
 	assert.Equal(t, "0 9 * * 1-5", weekly.Cron)
-	assert.Equal(t, firstHour, 9)
+	assert.Equal(t, fmt.Sprintf("0 %d * * 1-5", firstHour), weekly.Cron)
 	assert.Equal(t, (time.Duration(lastHour+1-firstHour) * time.Hour).String(), weekly.Duration)
 	assert.Equal(t, need(tr, morning), weekly.Warm)
-	assert.Equal(t, "ceil(6 req/s ÷ (2 req/s a saturated replica × 0.8)) = 4", weekly.Arithmetic)
+	assert.Contains(t, weekly.Arithmetic, "ceil(6 req/s ÷ (2 req/s a saturated replica × 0.8)) = 4")
+	assert.True(t, weekly.LowerBound, "requests waited every weekday morning")
 	assert.Equal(t, profile.Covered, weekly.Action, "prod's weekday-morning peak raises vllm-qwen to 4 from 09:00 to 12:00")
 	assert.Equal(t, "weekday-morning", weekly.CoveredBy)
 
@@ -184,6 +190,7 @@ func TestProposalFindsTheKnownPeaks(t *testing.T) {
 	assert.Equal(t, "09:00", monthly.At)
 	assert.Equal(t, "9h0m0s", monthly.Duration)
 	assert.Equal(t, need(tr, payday), monthly.Warm)
+	assert.True(t, monthly.LowerBound, "requests waited on paydays")
 	assert.Equal(t, profile.Add, monthly.Action, "prod's payday peak raises rag-api, not vllm-qwen")
 	assert.Equal(t, prod.Lead.String(), got.Lead)
 
@@ -225,4 +232,76 @@ func TestProposalWithoutASchedulePeakAddsBoth(t *testing.T) {
 		assert.NotEmpty(t, pk.Entry)
 	}
 	assert.Contains(t, got.Notes, "peak days-10-25-0900 needs 7 replicas, above the ScaledObject's maximum 4")
+}
+
+// Prometheus without the window's first two weeks (a retention shorter than the window): those
+// hours are without data, not without traffic. The week's pattern and its peak come from the two
+// weeks there are, and the one payday left is the only one seen. With under a week of data there
+// is no profile.
+func TestProfileOfAWindowPrometheusHoldsOnlyPartOf(t *testing.T) {
+	tr := testfixture.QwenTraffic()
+	held := tr
+	held.Start = tr.Start.AddDate(0, 0, 14)
+	var buf bytes.Buffer
+	require.NoError(t, held.WriteOpenMetrics(&buf))
+	url := testcluster.StartPrometheus(t, buf.Bytes())
+	client, err := api.NewClient(api.Config{Address: url})
+	require.NoError(t, err)
+	loc, err := time.LoadLocation("Europe/Moscow")
+	require.NoError(t, err)
+	src := profile.Source{Model: tr.Model, Service: tr.Service, From: tr.Start, To: tr.End, Location: loc, RateWindow: 15 * time.Minute}
+	p, err := profile.Measure(context.Background(), promv1.NewAPI(client), src)
+	require.NoError(t, err)
+	// The first 14 days.
+	require.Len(t, p.HoursWithoutData, 14*24)
+	assert.Equal(t, 14*24-1, p.HoursWithoutData[len(p.HoursWithoutData)-1])
+	for i := 14 * 24; i < len(p.Hourly); i++ {
+		require.InDelta(t, testfixture.QwenArrivals(tr.Start.Add(time.Duration(i)*time.Hour)), p.Hourly[i], 1e-3, "hour %d", i)
+	}
+	got, err := profile.Propose(p, profile.Settings{ScaledObject: "llm-inference/vllm-qwen", Path: "overlays/prod/scaling.yaml", WarmMinimum: 2, MaxReplicas: 8}, profile.Targets{})
+	require.NoError(t, err)
+	require.Len(t, got.Peaks, 2)
+	assert.Equal(t, "0 9 * * 1-5", got.Peaks[0].Cron)
+	assert.Equal(t, need(tr, 6), got.Peaks[0].Warm)
+	assert.Equal(t, []string{"2026-11-25"}, got.Peaks[1].Seen)
+	for _, d := range got.Minimums[:5] {
+		assert.Equal(t, need(tr, 6), d.At(10), "%s 10:00: the morning, not halved by the weeks without data", d.Day)
+	}
+
+	src.From, src.To = tr.Start.AddDate(0, 0, 9), tr.Start.AddDate(0, 0, 19) // 10 days, the last 5 held
+	_, err = profile.Measure(context.Background(), promv1.NewAPI(client), src)
+	require.ErrorContains(t, err, "Prometheus has data for 120 of the window's 240 hours; a profile needs a whole week (168 hours) at least")
+}
+
+func TestParseRejectsAProfileThatDisagreesWithItself(t *testing.T) {
+	tr := testfixture.QwenTraffic()
+	good := &profile.Profile{Model: "qwen", Service: "vllm-qwen", From: tr.Start.UTC(), To: tr.Start.Add(2 * time.Hour).UTC(), TimeZone: "Europe/Moscow",
+		Hourly: []float64{1, 2}, Queue: []float64{0, 0}}
+	for _, tc := range []struct {
+		name string
+		edit func(*profile.Profile)
+		want string
+	}{
+		{"as measured", func(*profile.Profile) {}, ""},
+		{"a queue of another length", func(p *profile.Profile) { p.Queue = []float64{0} }, "hourlyQueueDepth has 1 hours, hourlyRequestsPerSecond 2"},
+		{"a window of other hours", func(p *profile.Profile) { p.To = p.To.Add(time.Hour) }, "is not the 2 hours of hourlyRequestsPerSecond"},
+		{"a utilization above 1", func(p *profile.Profile) { p.Plan.Utilization = 5 }, "plan.utilization 5: want a share in (0, 1]"},
+		{"a negative rate", func(p *profile.Profile) { p.Hourly[1] = -1 }, "hour 1: a negative rate or queue"},
+		{"an hour without data outside", func(p *profile.Profile) { p.HoursWithoutData = []int{2} }, "hoursWithoutData: hour 2 is outside the 2 hours"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := *good
+			p.Hourly, p.Queue = slices.Clone(good.Hourly), slices.Clone(good.Queue)
+			tc.edit(&p)
+			data, err := p.Marshal()
+			require.NoError(t, err)
+			_, err = profile.Parse("qwen.yaml", data)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+			assert.True(t, strings.HasPrefix(err.Error(), "qwen.yaml: "), err.Error())
+		})
+	}
 }

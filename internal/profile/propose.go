@@ -3,6 +3,7 @@ package profile
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,7 +125,10 @@ type Peak struct {
 	// RequestsPerSecond is the highest hourly rate in it; Warm the replicas it needs.
 	RequestsPerSecond float64 `json:"requestsPerSecond"`
 	Warm              int64   `json:"warm"`
-	Arithmetic        string  `json:"arithmetic"`
+	// LowerBound is true when requests waited in the peak's hours: its rate is what vLLM
+	// finished, and Warm may be too few.
+	LowerBound bool   `json:"lowerBound,omitempty"`
+	Arithmetic string `json:"arithmetic"`
 	// Action is "covered" (a schedule peak holds every occurrence at enough replicas), "raise"
 	// (it holds them with too few: CoveredBy's warm count goes to Warm) or "add".
 	Action    string `json:"action"`
@@ -142,11 +146,20 @@ const (
 
 var weekdays = []string{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}
 
-// hourAt is one measured hour: its start in the profile's zone and its rate.
+// hourAt is one measured hour: its start in the profile's zone, its rate and queue, and whether
+// Prometheus had data for it.
 type hourAt struct {
-	start time.Time
-	rate  float64
+	start       time.Time
+	rate, queue float64
+	missing     bool
 }
+
+// surge is how far above the week's typical hour a date's hour must be to be a peak of its own,
+// besides needing more replicas: noise around a replica boundary is not a peak.
+const surge = 1.2
+
+// lowerBoundNote says why a rate measured while requests waited understates the demand.
+const lowerBoundNote = "requests waited in these hours, so the rate is what vLLM finished (aborts included, when it counts them): a lower bound of the demand"
 
 // Propose turns a profile into settings, against what Git says now.
 func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
@@ -157,9 +170,12 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 	}
 	out := &Proposal{Minimums: []DayMinimums{}, Peaks: []Peak{}}
 	mu := p.Replica.RequestsPerSecond
-	if p.Replica.Samples == 0 || mu <= 0 {
-		out.Notes = append(out.Notes, "no replica saturated in the window (no sample with requests waiting): its throughput, and so every replica count, is unknown")
+	if mu <= 0 {
+		out.Notes = append(out.Notes, "no replica saturated in the window (no rate window with requests waiting throughout): its throughput, and so every replica count, is unknown; state it with --replica-throughput (e.g. from a load test)")
 		return out, nil
+	}
+	if p.Replica.Samples == 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("a replica's throughput, %s req/s, is stated, not measured: no replica saturated in the window", num(mu)))
 	}
 	out.PerReplica = round(mu*t.Utilization, 3)
 	need := func(rate float64) int64 { return int64(math.Ceil(rate/out.PerReplica - 1e-9)) }
@@ -167,19 +183,29 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 		return fmt.Sprintf("ceil(%s req/s ÷ (%s req/s a saturated replica × %s)) = %d", num(rate), num(mu), num(t.Utilization), need(rate))
 	}
 
-	wait := t.TTFT.Seconds()
+	// The queue may take what the TTFT target leaves after a request's own time to first token
+	// (the window's p50): a request behind `threshold` others waits threshold ÷ mu for a slot.
+	wait := t.TTFT.Seconds() - p.TTFT.P50
 	threshold := math.Max(1, math.Floor(wait*mu+1e-9))
 	out.Threshold = Change{Now: now.Threshold, Proposed: threshold, Arithmetic: fmt.Sprintf(
-		"floor(%s s to first token × %s req/s a saturated replica finishes) = %s waiting per replica", num(wait), num(mu), num(threshold))}
+		"floor((%s s TTFT target − %s s TTFT p50) × %s req/s a saturated replica finishes) = %s waiting per replica",
+		num(t.TTFT.Seconds()), num(p.TTFT.P50), num(mu), num(threshold))}
 	if now.Threshold > 0 {
 		out.Threshold.Arithmetic += fmt.Sprintf("; at %s, a request behind a full queue waits about %s s", num(now.Threshold), num(round(now.Threshold/mu, 1)))
 	}
+	out.Threshold.Arithmetic += "; it holds once the replicas KEDA asks for are up, not during their cold start"
 
 	hours := make([]hourAt, len(p.Hourly))
 	for i, r := range p.Hourly {
 		hours[i] = hourAt{start: p.From.In(loc).Add(time.Duration(i) * time.Hour), rate: r}
+		if i < len(p.Queue) {
+			hours[i].queue = p.Queue[i]
+		}
 	}
-	typical := weekTypical(hours)
+	for _, i := range p.HoursWithoutData {
+		hours[i].missing = true
+	}
+	typical, typicalQueue := weekTypical(hours)
 
 	base := now.WarmMinimum
 	if base < 1 {
@@ -210,6 +236,7 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 	weekly := map[run][]int{}
 	warm := map[run]int64{}
 	top := map[run]float64{}
+	waited := map[run]bool{}
 	for d := range 7 {
 		for h := 0; h < 24; {
 			if need(typical[d][h]) <= base {
@@ -217,12 +244,15 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 				continue
 			}
 			r := run{from: h}
+			queued := false
 			for h < 24 && need(typical[d][h]) > base {
 				warm[r] = max(warm[r], need(typical[d][h]))
 				top[r] = math.Max(top[r], typical[d][h])
+				queued = queued || typicalQueue[d][h] > 0
 				h++
 			}
 			full := run{from: r.from, to: h}
+			waited[full] = waited[full] || queued
 			weekly[full] = append(weekly[full], d)
 			warm[full], top[full] = max(warm[full], warm[r]), math.Max(top[full], top[r])
 			delete(warm, r)
@@ -241,6 +271,9 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 		pk := Peak{Kind: Weekly, Cron: fmt.Sprintf("0 %d * * %s", r.from, cronDays(days)), At: clock(r.from), Duration: (time.Duration(r.to-r.from) * time.Hour).String(),
 			RequestsPerSecond: top[r], Warm: warm[r], Arithmetic: needText(top[r])}
 		pk.Name = fmt.Sprintf("%s-%02d00", dayNames(days), r.from)
+		if waited[r] {
+			pk.LowerBound, pk.Arithmetic = true, pk.Arithmetic+"; "+lowerBoundNote
+		}
 		var occ []span
 		for _, hr := range hours {
 			if hr.start.Hour() == r.from && contains(days, weekdayIndex(hr.start)) {
@@ -257,12 +290,13 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 	}
 	byHours := map[run]*dated{}
 	monthlyTop := map[run]float64{}
+	monthlyWaited := map[run]bool{}
 	var order []run
 	for i := 0; i < len(hours); {
 		hr := hours[i]
 		above := func(h hourAt) bool {
-			n := need(h.rate)
-			return n > need(typical[weekdayIndex(h.start)][h.start.Hour()]) && n > base
+			n, usual := need(h.rate), typical[weekdayIndex(h.start)][h.start.Hour()]
+			return !h.missing && n > need(usual) && n > base && h.rate >= surge*usual
 		}
 		if !above(hr) {
 			i++
@@ -270,9 +304,10 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 		}
 		day := hr.start.YearDay()
 		r := run{from: hr.start.Hour()}
-		peakRate := 0.0
+		peakRate, queued := 0.0, false
 		for i < len(hours) && hours[i].start.YearDay() == day && above(hours[i]) {
 			peakRate = math.Max(peakRate, hours[i].rate)
+			queued = queued || hours[i].queue > 0
 			i++
 		}
 		r.to = hours[i-1].start.Hour() + 1
@@ -282,6 +317,7 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 		}
 		byHours[r].dates = append(byHours[r].dates, hr.start)
 		monthlyTop[r] = math.Max(monthlyTop[r], peakRate)
+		monthlyWaited[r] = monthlyWaited[r] || queued
 	}
 	for _, r := range order {
 		dd := byHours[r]
@@ -297,6 +333,9 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 		}
 		sort.Ints(pk.DaysOfMonth)
 		pk.Name = "days-" + joinInts(pk.DaysOfMonth, "-") + fmt.Sprintf("-%02d00", r.from)
+		if monthlyWaited[r] {
+			pk.LowerBound, pk.Arithmetic = true, pk.Arithmetic+"; "+lowerBoundNote
+		}
 		out.Peaks = append(out.Peaks, judge(pk, occ, now, loc))
 	}
 	sort.Slice(out.Peaks, func(i, j int) bool {
@@ -379,21 +418,25 @@ func (d DayMinimums) At(h int) int64 {
 	return 0
 }
 
-// weekTypical is the median rate of each hour of the week over the weeks measured, so a peak of
-// one day (a payday) does not raise the week's pattern.
-func weekTypical(hours []hourAt) [7][24]float64 {
-	var by [7][24][]float64
+// weekTypical is the lower median rate and queue of each hour of the week over the weeks
+// measured (of two weeks, the lesser), so a peak of one day (a payday) does not raise the week's
+// pattern: it is a peak of its date instead. Hours without data are left out.
+func weekTypical(hours []hourAt) (rate, queue [7][24]float64) {
+	var rates, queues [7][24][]float64
 	for _, h := range hours {
+		if h.missing {
+			continue
+		}
 		d := weekdayIndex(h.start)
-		by[d][h.start.Hour()] = append(by[d][h.start.Hour()], h.rate)
+		rates[d][h.start.Hour()] = append(rates[d][h.start.Hour()], h.rate)
+		queues[d][h.start.Hour()] = append(queues[d][h.start.Hour()], h.queue)
 	}
-	var out [7][24]float64
 	for d := range 7 {
 		for h := range 24 {
-			out[d][h] = median(by[d][h])
+			rate[d][h], queue[d][h] = lowerMedian(rates[d][h]), lowerMedian(queues[d][h])
 		}
 	}
-	return out
+	return rate, queue
 }
 
 type span struct{ from, to time.Time }
@@ -535,3 +578,12 @@ func joinInts(vs []int, sep string) string {
 
 // num prints a number without float noise.
 func num(v float64) string { return strconv.FormatFloat(round(v, 3), 'f', -1, 64) }
+
+// lowerMedian is the middle value, the lesser of the two middle ones for an even count.
+func lowerMedian(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(vs))
+	return s[(len(s)-1)/2]
+}
