@@ -348,6 +348,9 @@ func writeProfile(w io.Writer, p *profile.Profile, prop *profile.Proposal, s pro
 			warm = "at least " + warm
 		}
 		fmt.Fprintf(w, "  %s: %s at %s for %s, warm %s\n    %s\n    %s\n", pk.Name, when, pk.At, pk.Duration, warm, pk.Arithmetic, verdict)
+		if len(pk.Overlaps) > 0 {
+			fmt.Fprintf(w, "    overlaps schedule peak %s on the same field: merge them before committing\n", strings.Join(pk.Overlaps, ", "))
+		}
 	}
 	if prop.Lead != "" {
 		fmt.Fprintf(w, "  lead time: %s\n", prop.Lead)

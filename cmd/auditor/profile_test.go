@@ -53,6 +53,7 @@ func TestProfileCommandWritesTheProfileAndTheMissingPeak(t *testing.T) {
 		"covered by schedule peak weekday-morning",
 		"days-10-25-0900: days 10, 25 of the month (seen 2026-11-10, 2026-11-25) at 09:00 for 9h0m0s, warm at least 7",
 		"MISSING from the schedule: added below",
+		"overlaps schedule peak weekday-morning on the same field: merge them before committing",
 		"lead time: 14m36s",
 		"1 GPU a replica on l40s at 1.861 USD per GPU-hour",
 		"--max-num-seqs 15 × 2,384 tokens (1,875 prompt + 494 response in blocks of 16)",

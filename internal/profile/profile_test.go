@@ -192,6 +192,7 @@ func TestProposalFindsTheKnownPeaks(t *testing.T) {
 	assert.Equal(t, need(tr, payday), monthly.Warm)
 	assert.True(t, monthly.LowerBound, "requests waited on paydays")
 	assert.Equal(t, profile.Add, monthly.Action, "prod's payday peak raises rag-api, not vllm-qwen")
+	assert.Equal(t, []string{"weekday-morning"}, monthly.Overlaps, "paydays' mornings are weekday mornings, on the same field")
 	assert.Equal(t, prod.Lead.String(), got.Lead)
 
 	// The entry it proposes joins prod's schedule as a valid peak that fires on the next payday

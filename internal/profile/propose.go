@@ -129,6 +129,9 @@ type Peak struct {
 	// finished, and Warm may be too few.
 	LowerBound bool   `json:"lowerBound,omitempty"`
 	Arithmetic string `json:"arithmetic"`
+	// Overlaps are the schedule's peaks of the same field that meet an added peak: merge them,
+	// since a peak's scale-down leaves a field another peak changed since alone.
+	Overlaps []string `json:"overlaps,omitempty"`
 	// Action is "covered" (a schedule peak holds every occurrence at enough replicas), "raise"
 	// (it holds them with too few: CoveredBy's warm count goes to Warm) or "add".
 	Action    string `json:"action"`
@@ -462,8 +465,27 @@ func judge(pk Peak, occ []span, now Settings, loc *time.Location) Peak {
 			return pk
 		}
 	}
+	if now.Schedule != nil {
+		for _, sp := range now.Schedule.Peaks {
+			if sp.Target.Kind == "ScaledObject" && sameObject(sp.Target, now.ScaledObject) && overlaps(sp, occ) {
+				pk.Overlaps = append(pk.Overlaps, sp.Name)
+			}
+		}
+	}
 	pk.Entry = entry(pk, now, loc)
 	return pk
+}
+
+// overlaps says whether one of the peak's occurrences meets one of occ.
+func overlaps(sp *schedule.Peak, occ []span) bool {
+	for _, o := range occ {
+		for _, s := range sp.Starts(o.from.Add(-sp.Duration), o.to.Add(-time.Second)) {
+			if s.Before(o.to) && s.Add(sp.Duration).After(o.from) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func sameObject(t schedule.Target, nsName string) bool {
@@ -493,6 +515,9 @@ func entry(pk Peak, now Settings, loc *time.Location) string {
 	ns, name, _ := strings.Cut(now.ScaledObject, "/")
 	var b strings.Builder
 	fmt.Fprintf(&b, "  # Found by `auditor profile`: up to %s req/s, %s.\n", num(pk.RequestsPerSecond), pk.Arithmetic)
+	if len(pk.Overlaps) > 0 {
+		fmt.Fprintf(&b, "  # Overlaps %s on the same field: merge them, or the first to end leaves the field alone\n  # (it changed since) and the last restores the value it found, maybe the other's.\n", strings.Join(pk.Overlaps, ", "))
+	}
 	fmt.Fprintf(&b, "  - name: %s\n    recurrence:\n", pk.Name)
 	if pk.Kind == Weekly {
 		fmt.Fprintf(&b, "      cron: %q\n", pk.Cron)
