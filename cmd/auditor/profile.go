@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,8 +63,10 @@ From that it proposes, each with its arithmetic:
     each with its warm count and the schedule's lead time;
   - the GPU cost a week at the minimums, and per 1,000 generated tokens.
 
-It prints the profile file (clusters/<env>/profiles/<model>.yaml) and the schedule's new peaks as
-a diff to review; --write writes them to the work tree of --repo (a directory). The p95 lengths of
+It prints a diff to review: the profile file (clusters/<env>/profiles/<model>.yaml), the proposed
+threshold as a JSON patch of the ScaledObject in the env's overlay (profile-<model>.yaml, listed
+under patches:), and the schedule's new peaks; --write writes them to the work tree of --repo (a
+directory). The minimums by hour and --max-num-seqs are printed only. The p95 lengths of
 the profile file size --max-num-seqs in auditor check (rule vllm-max-num-seqs).
 
 Exit codes: 0 done, 2 error.`,
@@ -181,6 +187,11 @@ func (o *profileOptions) Run(ctx context.Context, w io.Writer) error {
 		return failed(err)
 	}
 	changes, err := o.changes(src.ReadFile, src.Has, p, prop, schedFile, schedData)
+	if err != nil {
+		return failed(err)
+	}
+	more, err := o.thresholdPatch(src.ReadFile, src.Has, p, prop, settings)
+	changes = append(changes, more...)
 	if err != nil {
 		return failed(err)
 	}
@@ -377,4 +388,44 @@ func maxNumSeqs(wl profile.Workload, p *profile.Profile) string {
 		return ""
 	}
 	return fit.Explanation
+}
+
+// thresholdPatch writes the proposed queue threshold into the env's overlay as a JSON patch
+// (overlays/<env>/profile-<model>.yaml, listed under patches: with its target): the threshold
+// sits in a list of the ScaledObject, which a strategic-merge patch of a custom resource cannot
+// reach. A test of the trigger's name guards its index. No change when they agree.
+func (o *profileOptions) thresholdPatch(read func(string) ([]byte, error), has func(string) bool, p *profile.Profile, prop *profile.Proposal, s profile.Settings) ([]fileChange, error) {
+	if prop.PerReplica == 0 || s.Threshold == 0 || prop.Threshold.Proposed == s.Threshold {
+		return nil, nil
+	}
+	ns, name, _ := strings.Cut(s.ScaledObject, "/")
+	at := fmt.Sprintf("/spec/triggers/%d", s.Trigger)
+	ops := []adopt.Op{
+		{Op: "test", Path: at + "/name", Value: s.TriggerName},
+		{Op: "replace", Path: at + "/metadata/threshold", Value: strconv.FormatFloat(prop.Threshold.Proposed, 'f', -1, 64)},
+	}
+	head := []string{
+		fmt.Sprintf("The queue threshold of ScaledObject %s from the traffic profile %s (auditor profile):", s.ScaledObject, profile.Path(o.env, p.Model)),
+		prop.Threshold.Arithmetic + ".",
+	}
+	a, err := adopt.JSONPatch("overlays/"+o.env, func(name string) ([]byte, error) {
+		if !has(name) {
+			return nil, fs.ErrNotExist
+		}
+		return read(name)
+	}, "profile-"+p.Model+".yaml", adopt.Target{Kind: "ScaledObject", Name: name, Namespace: ns}, head, ops)
+	if err != nil {
+		return nil, err
+	}
+	var out []fileChange
+	for _, path := range slices.Sorted(maps.Keys(a.Files)) {
+		var before []byte
+		if has(path) {
+			if before, err = read(path); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, fileChange{path, before, a.Files[path]})
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +11,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/profile"
+	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/schedule"
 	"github.com/llm-gitops/platform/internal/testcluster"
 	"github.com/llm-gitops/platform/internal/testfixture"
@@ -61,6 +64,9 @@ func TestProfileCommandWritesTheProfileAndTheMissingPeak(t *testing.T) {
 		"+++ b/clusters/prod/profiles/qwen.yaml",
 		"+++ b/clusters/prod/schedule.yaml",
 		"+  - name: days-10-25-0900",
+		"+++ b/overlays/prod/profile-qwen.yaml",
+		"+  path: /spec/triggers/0/metadata/threshold",
+		"+  - path: profile-qwen.yaml",
 	} {
 		assert.Contains(t, dry, want)
 	}
@@ -90,9 +96,28 @@ func TestProfileCommandWritesTheProfileAndTheMissingPeak(t *testing.T) {
 	assert.Equal(t, "vllm-qwen", added.Target.Name)
 	assert.Equal(t, "overlays/prod/scaling.yaml", added.Target.Path)
 
-	// Run again on what it wrote: the paydays are now covered, and no peak is added.
+	// Rendered, prod's ScaledObject now waits for the proposed queue, on the same trigger.
+	src, err := render.FromDir(repo)
+	require.NoError(t, err)
+	res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: "prod"})
+	require.NoError(t, err)
+	var threshold, trigger string
+	for _, o := range res.Objects {
+		if o.GetKind() == "ScaledObject" && o.GetName() == "vllm-qwen" {
+			triggers, _, _ := unstructured.NestedSlice(o.Object, "spec", "triggers")
+			first := triggers[0].(map[string]any)
+			trigger, threshold = first["name"].(string), first["metadata"].(map[string]any)["threshold"].(string)
+		}
+	}
+	assert.Equal(t, "queue-depth", trigger)
+	assert.Equal(t, "4", threshold)
+
+	// Run again on what it wrote: the paydays are now covered, no peak is added, and the
+	// threshold agrees.
 	again, err := runCmd(t, newRootCommand(), args...)
 	require.NoError(t, err)
 	assert.Contains(t, again, "covered by schedule peak days-10-25-0900")
+	assert.Contains(t, again, "Queue threshold of ScaledObject llm-inference/vllm-qwen: 4 -> 4")
 	assert.NotContains(t, again, "+++ b/clusters/prod/schedule.yaml")
+	assert.NotContains(t, again, "profile-qwen.yaml")
 }

@@ -27,6 +27,8 @@ type Adoption struct {
 	Diff string
 	// Fields is how many drifted fields the diff adopts.
 	Fields int
+	// Files are the files the change writes, by path, as they are after it (JSONPatch).
+	Files map[string][]byte
 	// Notes name the fields it cannot express (also comments in the adopt files).
 	Notes []string
 }

@@ -20,8 +20,11 @@ type Settings struct {
 	Path string
 	// WarmMinimum is its minReplicaCount, MaxReplicas its maxReplicaCount.
 	WarmMinimum, MaxReplicas int64
-	// Threshold is the queue-depth trigger's threshold, waiting requests per replica (0: none).
-	Threshold float64
+	// Threshold is the queue-depth trigger's threshold, waiting requests per replica (0: none);
+	// Trigger is that trigger's index in spec.triggers and TriggerName its name.
+	Threshold   float64
+	Trigger     int
+	TriggerName string
 	// Schedule is the env's schedule; nil when it has none.
 	Schedule *schedule.Schedule
 	// GPUsPerReplica, Card and PricePerGPUHour price a replica (no price: no cost).

@@ -68,12 +68,13 @@ func (w Workload) Settings() Settings {
 	s.WarmMinimum, _, _ = unstructured.NestedInt64(so.Object, "spec", "minReplicaCount")
 	s.MaxReplicas, _, _ = unstructured.NestedInt64(so.Object, "spec", "maxReplicaCount")
 	triggers, _, _ := unstructured.NestedSlice(so.Object, "spec", "triggers")
-	for _, t := range triggers {
+	for i, t := range triggers {
 		m, _ := t.(map[string]any)
 		query, _, _ := unstructured.NestedString(m, "metadata", "query")
 		threshold, _, _ := unstructured.NestedString(m, "metadata", "threshold")
 		if strings.Contains(query, "vllm:num_requests_waiting") {
 			s.Threshold, _ = strconv.ParseFloat(threshold, 64)
+			s.Trigger, s.TriggerName = i, fmt.Sprint(m["name"])
 		}
 	}
 	return s
