@@ -138,7 +138,7 @@ func TestProposalFindsTheKnownPeaks(t *testing.T) {
 	p := measure(t)
 	prod := prodSchedule(t)
 	settings := profile.Settings{ScaledObject: "llm-inference/vllm-qwen", Path: "overlays/prod/scaling.yaml",
-		WarmMinimum: 2, MaxReplicas: 8, Threshold: 10, Schedule: prod}
+		WarmMinimum: 2, MaxReplicas: 8, Threshold: 10, Schedule: prod, GPUsPerReplica: 1, Card: "l40s", PricePerGPUHour: 1.861}
 	got, err := profile.Propose(p, settings, profile.Targets{})
 	require.NoError(t, err)
 
@@ -208,6 +208,11 @@ func TestProposalFindsTheKnownPeaks(t *testing.T) {
 	assert.Equal(t, time.Date(2026, 12, 10, 9, 0, 0, 0, testfixture.Moscow).UTC(), next.UTC())
 	assert.Equal(t, monthly.Warm, added.Warm)
 
+	wantNow, wantProposed := expectedCost(tr, monthly.Warm)
+	require.NotNil(t, got.Cost)
+	assert.InDelta(t, wantNow, got.Cost.NowUSDPerWeek, 0.01)
+	assert.InDelta(t, wantProposed, got.Cost.ProposedUSDPerWeek, 0.01)
+
 	// Minimums: what an ordinary week's hour needs, at least the warm minimum in business
 	// hours (weekdays 09-18) and one replica otherwise.
 	for d, day := range got.Minimums {
@@ -221,6 +226,29 @@ func TestProposalFindsTheKnownPeaks(t *testing.T) {
 			assert.Equal(t, want, day.At(h), "%s %02d:00", day.Day, h)
 		}
 	}
+}
+
+// expectedCost is the average week's GPU cost, computed from the generator: every hour runs what
+// its load needs, at least the floor (now: 2 all week; proposed: an ordinary week's minimum, and
+// on paydays from 09:00 to 18:00 the paydays' warm count).
+func expectedCost(tr testfixture.Traffic, paydayWarm int64) (now, proposed float64) {
+	for at := tr.Start; at.Before(tr.End); at = at.Add(time.Hour) {
+		l := at.In(testfixture.Moscow)
+		load := need(tr, testfixture.QwenArrivals(at))
+		floor := int64(1)
+		if wd := l.Weekday(); wd != time.Saturday && wd != time.Sunday && l.Hour() >= 9 && l.Hour() < 18 {
+			floor = 2
+		}
+		usual := testfixture.QwenArrivals(time.Date(2026, 11, 16+(int(l.Weekday())+6)%7, l.Hour(), 0, 0, 0, testfixture.Moscow))
+		prop := max(load, floor, need(tr, usual))
+		if testfixture.IsPayday(l) && l.Hour() >= 9 && l.Hour() < 18 {
+			prop = max(prop, paydayWarm)
+		}
+		now += float64(max(load, 2))
+		proposed += float64(prop)
+	}
+	weeks := tr.End.Sub(tr.Start).Hours() / (7 * 24)
+	return now / weeks * 1.861, proposed / weeks * 1.861
 }
 
 func TestProposalWithoutASchedulePeakAddsBoth(t *testing.T) {

@@ -293,6 +293,7 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 	type dated struct {
 		run
 		dates []time.Time
+		hours []int // indexes of the hours in the runs
 	}
 	byHours := map[run]*dated{}
 	monthlyTop := map[run]float64{}
@@ -308,7 +309,7 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 			i++
 			continue
 		}
-		day := hr.start.YearDay()
+		day, first := hr.start.YearDay(), i
 		r := run{from: hr.start.Hour()}
 		peakRate, queued := 0.0, false
 		for i < len(hours) && hours[i].start.YearDay() == day && above(hours[i]) {
@@ -322,11 +323,18 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 			order = append(order, r)
 		}
 		byHours[r].dates = append(byHours[r].dates, hr.start)
+		for k := first; k < i; k++ {
+			byHours[r].hours = append(byHours[r].hours, k)
+		}
 		monthlyTop[r] = math.Max(monthlyTop[r], peakRate)
 		monthlyWaited[r] = monthlyWaited[r] || queued
 	}
+	surgeWarm := map[int]int64{} // hour index → the warm count of the date's peak holding it
 	for _, r := range order {
 		dd := byHours[r]
+		for _, k := range dd.hours {
+			surgeWarm[k] = need(monthlyTop[r])
+		}
 		pk := Peak{Kind: Monthly, At: clock(r.from), Duration: (time.Duration(r.to-r.from) * time.Hour).String(),
 			RequestsPerSecond: monthlyTop[r], Warm: need(monthlyTop[r]), Arithmetic: needText(monthlyTop[r])}
 		var occ []span
@@ -358,7 +366,7 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 	if now.Schedule != nil {
 		out.Lead = now.Schedule.Lead.String()
 	}
-	out.Cost = weekCost(p, now, typical, out.Minimums, need)
+	out.Cost = weekCost(p, now, hours, surgeWarm, out.Minimums, need)
 	return out, nil
 }
 
@@ -380,37 +388,45 @@ func (p *Proposal) PeakReplicas() (replicas int64, when string) {
 	return replicas, when
 }
 
-// weekCost prices a typical week: each hour runs what its load needs, at least the floor; a
-// replica costs its GPUs at the stated price. Tokens are the generated ones, a saturated
-// replica's tokens per request times the hour's requests.
-func weekCost(p *Profile, now Settings, typical [7][24]float64, mins []DayMinimums, need func(float64) int64) *Cost {
-	if now.PricePerGPUHour <= 0 || now.GPUsPerReplica <= 0 || p.Replica.RequestsPerSecond <= 0 {
+// weekCost prices the average measured week: each hour runs what its load needs, at least the
+// floor. Now the floor is the warm minimum all week; proposed, the minimums by hour and, in the
+// hours of a date's peak, its warm count. A replica costs its GPUs at the stated price. Tokens
+// are the generated ones, a saturated replica's tokens per request times the hour's requests.
+func weekCost(p *Profile, now Settings, hours []hourAt, surgeWarm map[int]int64, mins []DayMinimums, need func(float64) int64) *Cost {
+	if now.PricePerGPUHour <= 0 || now.GPUsPerReplica <= 0 || p.Replica.RequestsPerSecond <= 0 || p.Replica.TokensPerSecond <= 0 {
 		return nil
 	}
 	perRequest := p.Replica.TokensPerSecond / p.Replica.RequestsPerSecond
-	var nowHours, propHours int64
-	tokens := 0.0
-	for d := range 7 {
-		for h := range 24 {
-			nowHours += max(now.WarmMinimum, need(typical[d][h]), 1)
-			propHours += mins[d].At(h)
-			tokens += typical[d][h] * 3600 * perRequest
+	var nowHours, propHours, tokens, measured float64
+	for i, h := range hours {
+		if h.missing {
+			continue
 		}
+		measured++
+		load := need(h.rate)
+		nowHours += float64(max(now.WarmMinimum, load, 1))
+		propHours += float64(max(mins[weekdayIndex(h.start)].At(h.start.Hour()), surgeWarm[i], load))
+		tokens += h.rate * 3600 * perRequest
 	}
+	if measured == 0 {
+		return nil
+	}
+	weeks := measured / (7 * 24)
+	nowHours, propHours, tokens = nowHours/weeks, propHours/weeks, tokens/weeks
 	price := float64(now.GPUsPerReplica) * now.PricePerGPUHour
 	c := &Cost{
-		Basis: fmt.Sprintf("%d GPU a replica on %s at %s USD per GPU-hour; %s generated tokens a request", now.GPUsPerReplica, now.Card,
-			num(now.PricePerGPUHour), num(round(perRequest, 1))),
-		NowUSDPerWeek: round(float64(nowHours)*price, 2), ProposedUSDPerWeek: round(float64(propHours)*price, 2),
+		Basis: fmt.Sprintf("%d GPU a replica on %s at %s USD per GPU-hour; %s generated tokens a request; the average of %s measured weeks", now.GPUsPerReplica, now.Card,
+			num(now.PricePerGPUHour), num(round(perRequest, 1)), num(round(weeks, 2))),
+		NowUSDPerWeek: round(nowHours*price, 2), ProposedUSDPerWeek: round(propHours*price, 2),
 	}
 	if tokens > 0 {
 		c.NowUSDPer1kTokens = round(c.NowUSDPerWeek/tokens*1000, 5)
 		c.ProposedUSDPer1kTokens = round(c.ProposedUSDPerWeek/tokens*1000, 5)
 	}
-	c.Now = fmt.Sprintf("now (warm minimum %d all week): %d replica-hours a week, %s USD, %s USD per 1k generated tokens",
-		now.WarmMinimum, nowHours, num(c.NowUSDPerWeek), strconv.FormatFloat(c.NowUSDPer1kTokens, 'f', -1, 64))
-	c.Proposed = fmt.Sprintf("proposed (the minimums by hour): %d replica-hours a week, %s USD, %s USD per 1k generated tokens",
-		propHours, num(c.ProposedUSDPerWeek), strconv.FormatFloat(c.ProposedUSDPer1kTokens, 'f', -1, 64))
+	c.Now = fmt.Sprintf("now (warm minimum %d, and what the load needs above it): %s replica-hours a week, %s USD, %s USD per 1k generated tokens",
+		now.WarmMinimum, num(round(nowHours, 1)), num(c.NowUSDPerWeek), strconv.FormatFloat(c.NowUSDPer1kTokens, 'f', -1, 64))
+	c.Proposed = fmt.Sprintf("proposed (the minimums by hour, the dates' peaks, and the load above them): %s replica-hours a week, %s USD, %s USD per 1k generated tokens",
+		num(round(propHours, 1)), num(c.ProposedUSDPerWeek), strconv.FormatFloat(c.ProposedUSDPer1kTokens, 'f', -1, 64))
 	return c
 }
 
