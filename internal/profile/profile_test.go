@@ -334,3 +334,34 @@ func TestParseRejectsAProfileThatDisagreesWithItself(t *testing.T) {
 		})
 	}
 }
+
+// Across the end of summer time (Europe/Berlin, 2026-10-25: a day of 25 hours) the hours are
+// counted in local time: the weekday morning is still 09:00-12:00, and the long day makes no peak.
+func TestProposalAcrossADaylightSavingChange(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	from := time.Date(2026, 10, 12, 0, 0, 0, 0, berlin) // a Monday
+	to := from.AddDate(0, 0, 28)
+	p := &profile.Profile{Model: "qwen", Service: "vllm-qwen", From: from.UTC(), To: to.UTC(), TimeZone: "Europe/Berlin",
+		TTFT: profile.Quantiles{P50: 0.2, P95: 0.5}, Replica: profile.Replica{RequestsPerSecond: 2, TokensPerSecond: 500, Samples: 100}}
+	for at := from; at.Before(to); at = at.Add(time.Hour) {
+		l, rate := at.In(berlin), 1.0
+		if l.Weekday() != time.Saturday && l.Weekday() != time.Sunday && l.Hour() >= 9 && l.Hour() < 12 {
+			rate = 6
+		}
+		p.Hourly = append(p.Hourly, rate)
+	}
+	require.Len(t, p.Hourly, 28*24+1, "four weeks with one 25-hour day")
+	data, err := p.Marshal()
+	require.NoError(t, err)
+	p, err = profile.Parse("qwen.yaml", data)
+	require.NoError(t, err)
+	got, err := profile.Propose(p, profile.Settings{ScaledObject: "llm-inference/vllm-qwen", WarmMinimum: 2}, profile.Targets{})
+	require.NoError(t, err)
+	require.Len(t, got.Peaks, 1, "%+v", got.Peaks)
+	assert.Equal(t, "0 9 * * 1-5", got.Peaks[0].Cron)
+	assert.Equal(t, "3h0m0s", got.Peaks[0].Duration)
+	assert.Equal(t, int64(4), got.Peaks[0].Warm)
+	assert.Equal(t, []profile.HourRanges{{From: 0, To: 9, Replicas: 1}, {From: 9, To: 12, Replicas: 4}, {From: 12, To: 18, Replicas: 2}, {From: 18, To: 24, Replicas: 1}},
+		got.Minimums[0].Ranges)
+}
