@@ -365,3 +365,31 @@ func TestProposalAcrossADaylightSavingChange(t *testing.T) {
 	assert.Equal(t, []profile.HourRanges{{From: 0, To: 9, Replicas: 1}, {From: 9, To: 12, Replicas: 4}, {From: 12, To: 18, Replicas: 2}, {From: 18, To: 24, Replicas: 1}},
 		got.Minimums[0].Ranges)
 }
+
+// Where vLLM does not count the requests clients gave up, a saturated hour shows what ran, not
+// what arrived: the peaks are still found, and said to be lower bounds, with fewer replicas than
+// the demand needs.
+func TestProfileWhereAbandonedRequestsAreNotCounted(t *testing.T) {
+	tr := testfixture.QwenTraffic()
+	tr.UncountedAborts = true
+	var buf bytes.Buffer
+	require.NoError(t, tr.WriteOpenMetrics(&buf))
+	url := testcluster.StartPrometheus(t, buf.Bytes())
+	client, err := api.NewClient(api.Config{Address: url})
+	require.NoError(t, err)
+	loc, err := time.LoadLocation("Europe/Moscow")
+	require.NoError(t, err)
+	p, err := profile.Measure(context.Background(), promv1.NewAPI(client), profile.Source{
+		Model: tr.Model, Service: tr.Service, From: tr.Start, To: tr.End, Location: loc, RateWindow: 15 * time.Minute})
+	require.NoError(t, err)
+	served := 2 * tr.ServedPerPod // both pods at saturation
+	assert.InDelta(t, served, p.Hourly[10], 1e-3, "Monday 10:00: what ran, not the 6 that arrived")
+	got, err := profile.Propose(p, profile.Settings{ScaledObject: "llm-inference/vllm-qwen", WarmMinimum: 2, MaxReplicas: 8}, profile.Targets{})
+	require.NoError(t, err)
+	require.NotEmpty(t, got.Peaks)
+	morning := got.Peaks[0]
+	assert.Equal(t, "0 9 * * 1-5", morning.Cron)
+	assert.True(t, morning.LowerBound)
+	assert.Contains(t, morning.Arithmetic, "a lower bound of the demand")
+	assert.Less(t, morning.Warm, need(tr, 6), "the demand needs more than the lower bound says")
+}

@@ -28,6 +28,9 @@ type Traffic struct {
 	// AbandonAfter is how long a waiting request waits before its client gives up: a pod's
 	// queue is its excess arrivals × AbandonAfter.
 	AbandonAfter time.Duration
+	// UncountedAborts leaves the requests clients gave up out of request_success_total, as
+	// vLLM releases that do not count them do: what finished is then less than what arrived.
+	UncountedAborts bool
 	// MaxNumSeqs is the batch a saturated pod runs (num_requests_running).
 	MaxNumSeqs float64
 	// Prompt and Response are the token length distributions, TTFT the time to first token
@@ -141,6 +144,9 @@ func (tr Traffic) WriteOpenMetrics(w io.Writer) error {
 			name string
 			per  func(time.Time) float64
 		}{{"stop", served}, {"abort", aborted}} {
+			if reason.name == "abort" && tr.UncountedAborts {
+				continue
+			}
 			total := 0.0
 			for i := 0; i <= steps; i++ {
 				if i > 0 {
