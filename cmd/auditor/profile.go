@@ -179,8 +179,11 @@ func (o *profileOptions) Run(ctx context.Context, w io.Writer) error {
 		return failed(err)
 	}
 	p.Plan = profile.Plan{Utilization: o.utilization, TTFTSeconds: o.ttft.Seconds()}
-	if p.Replica.Samples == 0 && o.replicaThroughput > 0 {
+	switch {
+	case p.Replica.Samples == 0 && o.replicaThroughput > 0:
 		p.Replica.RequestsPerSecond, p.Replica.Stated = o.replicaThroughput, true
+	case o.replicaThroughput > 0:
+		fmt.Fprintf(o.stderr, "auditor: --replica-throughput ignored: replicas saturated in the window, and their throughput is measured (%s req/s)\n", fnum(p.Replica.RequestsPerSecond))
 	}
 	prop, err := profile.Propose(p, settings, p.Targets())
 	if err != nil {
@@ -213,6 +216,11 @@ func (o *profileOptions) Run(ctx context.Context, w io.Writer) error {
 				return failed(err)
 			}
 			fmt.Fprintf(o.stderr, "auditor: wrote %s\n", c.path)
+		}
+		if len(more) > 0 {
+			if err := o.verifyThreshold(prop.Threshold.Proposed); err != nil {
+				return failed(err)
+			}
 		}
 	}
 	seqs := maxNumSeqs(wl, p)
@@ -286,7 +294,7 @@ func (o *profileOptions) changes(read func(string) ([]byte, error), has func(str
 	out = append(out, fileChange{file, before, data})
 	var add []string
 	for _, pk := range prop.Peaks {
-		if pk.Action == profile.Add {
+		if pk.Action == profile.Add && len(pk.Overlaps) == 0 {
 			add = append(add, pk.Entry)
 		}
 	}
@@ -348,6 +356,9 @@ func writeProfile(w io.Writer, p *profile.Profile, prop *profile.Proposal, s pro
 			when = fmt.Sprintf("days %s of the month (seen %s)", strings.ReplaceAll(strings.Trim(fmt.Sprint(pk.DaysOfMonth), "[]"), " ", ", "), strings.Join(pk.Seen, ", "))
 		}
 		verdict := "MISSING from the schedule: added below"
+		if len(pk.Overlaps) > 0 {
+			verdict = "MISSING from the schedule"
+		}
 		switch pk.Action {
 		case profile.Covered:
 			verdict = "covered by schedule peak " + pk.CoveredBy
@@ -360,7 +371,7 @@ func writeProfile(w io.Writer, p *profile.Profile, prop *profile.Proposal, s pro
 		}
 		fmt.Fprintf(w, "  %s: %s at %s for %s, warm %s\n    %s\n    %s\n", pk.Name, when, pk.At, pk.Duration, warm, pk.Arithmetic, verdict)
 		if len(pk.Overlaps) > 0 {
-			fmt.Fprintf(w, "    overlaps schedule peak %s on the same field: merge them before committing\n", strings.Join(pk.Overlaps, ", "))
+			fmt.Fprintf(w, "    NOT WRITTEN: it overlaps %s on the same field, and the schedule does not compose overlapping peaks; entry to merge by hand:\n%s", strings.Join(pk.Overlaps, ", "), pk.Entry)
 		}
 	}
 	if prop.Lead != "" {
@@ -390,8 +401,12 @@ func maxNumSeqs(wl profile.Workload, p *profile.Profile) string {
 	return fit.Explanation
 }
 
+// thresholdPatchFile is the overlay file that holds a ScaledObject's threshold from a profile: one
+// per ScaledObject, so that two of one model never share a patch and its target.
+func thresholdPatchFile(scaledObject string) string { return "profile-" + scaledObject + ".yaml" }
+
 // thresholdPatch writes the proposed queue threshold into the env's overlay as a JSON patch
-// (overlays/<env>/profile-<model>.yaml, listed under patches: with its target): the threshold
+// (overlays/<env>/profile-<ScaledObject>.yaml, listed under patches: with its target): the threshold
 // sits in a list of the ScaledObject, which a strategic-merge patch of a custom resource cannot
 // reach. A test of the trigger's name guards its index. No change when they agree.
 func (o *profileOptions) thresholdPatch(read func(string) ([]byte, error), has func(string) bool, p *profile.Profile, prop *profile.Proposal, s profile.Settings) ([]fileChange, error) {
@@ -400,10 +415,11 @@ func (o *profileOptions) thresholdPatch(read func(string) ([]byte, error), has f
 	}
 	ns, name, _ := strings.Cut(s.ScaledObject, "/")
 	at := fmt.Sprintf("/spec/triggers/%d", s.Trigger)
-	ops := []adopt.Op{
-		{Op: "test", Path: at + "/name", Value: s.TriggerName},
-		{Op: "replace", Path: at + "/metadata/threshold", Value: strconv.FormatFloat(prop.Threshold.Proposed, 'f', -1, 64)},
+	guard := adopt.Op{Op: "test", Path: at + "/name", Value: s.TriggerName}
+	if s.TriggerName == "" { // a trigger's name is optional: its query tells it then
+		guard = adopt.Op{Op: "test", Path: at + "/metadata/query", Value: s.TriggerQuery}
 	}
+	ops := []adopt.Op{guard, {Op: "replace", Path: at + "/metadata/threshold", Value: strconv.FormatFloat(prop.Threshold.Proposed, 'f', -1, 64)}}
 	head := []string{
 		fmt.Sprintf("The queue threshold of ScaledObject %s from the traffic profile %s (auditor profile):", s.ScaledObject, profile.Path(o.env, p.Model)),
 		prop.Threshold.Arithmetic + ".",
@@ -413,7 +429,7 @@ func (o *profileOptions) thresholdPatch(read func(string) ([]byte, error), has f
 			return nil, fs.ErrNotExist
 		}
 		return read(name)
-	}, "profile-"+p.Model+".yaml", adopt.Target{Kind: "ScaledObject", Name: name, Namespace: ns}, head, ops)
+	}, thresholdPatchFile(name), adopt.Target{Kind: "ScaledObject", Name: name, Namespace: ns}, head, ops)
 	if err != nil {
 		return nil, err
 	}
@@ -428,4 +444,22 @@ func (o *profileOptions) thresholdPatch(read func(string) ([]byte, error), has f
 		out = append(out, fileChange{path, before, a.Files[path]})
 	}
 	return out, nil
+}
+
+// verifyThreshold renders the env from the work tree again and checks that the ScaledObject now
+// has the proposed threshold: kustomize skips a patch whose target matches nothing, silently.
+func (o *profileOptions) verifyThreshold(want float64) error {
+	res, err := o.src.render(o.env)
+	if err != nil {
+		return fmt.Errorf("render after writing the threshold patch: %w", err)
+	}
+	wl, err := profile.FindWorkload(res.Objects, o.model, o.deploy)
+	if err != nil {
+		return err
+	}
+	if got := wl.Settings().Threshold; got != want {
+		return fmt.Errorf("wrote the threshold patch, but overlays/%s renders ScaledObject %s/%s with threshold %s, not %s: does another patch or transformer of the overlay set it after?",
+			o.env, wl.ScaledObject.GetNamespace(), wl.ScaledObject.GetName(), fnum(got), fnum(want))
+	}
+	return nil
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -55,18 +57,17 @@ func TestProfileCommandWritesTheProfileAndTheMissingPeak(t *testing.T) {
 		"weekday-0900: cron \"0 9 * * 1-5\" at 09:00 for 3h0m0s, warm at least 4",
 		"covered by schedule peak weekday-morning",
 		"days-10-25-0900: days 10, 25 of the month (seen 2026-11-10, 2026-11-25) at 09:00 for 9h0m0s, warm at least 7",
-		"MISSING from the schedule: added below",
-		"overlaps schedule peak weekday-morning on the same field: merge them before committing",
+		"MISSING from the schedule\n",
+		"NOT WRITTEN: it overlaps weekday-morning on the same field, and the schedule does not compose overlapping peaks; entry to merge by hand:",
+		"  - name: days-10-25-0900",
 		"lead time: 14m36s",
 		"1 GPU a replica on l40s at 1.861 USD per GPU-hour",
 		"--max-num-seqs 15 × 2,384 tokens (1,875 prompt + 494 response in blocks of 16)",
 		"the profile allows 183 sequences",
 		"+++ b/clusters/prod/profiles/qwen.yaml",
-		"+++ b/clusters/prod/schedule.yaml",
-		"+  - name: days-10-25-0900",
-		"+++ b/overlays/prod/profile-qwen.yaml",
+		"+++ b/overlays/prod/profile-vllm-qwen.yaml",
 		"+  path: /spec/triggers/0/metadata/threshold",
-		"+  - path: profile-qwen.yaml",
+		"+  - path: profile-vllm-qwen.yaml",
 	} {
 		assert.Contains(t, dry, want)
 	}
@@ -86,15 +87,11 @@ func TestProfileCommandWritesTheProfileAndTheMissingPeak(t *testing.T) {
 	p, err := profile.Parse(profile.Path("prod", "qwen"), data)
 	require.NoError(t, err)
 	assert.InDelta(t, tr.Response.Quantile(0.95), p.Tokens.Response.P95, 0.01)
-	data, err = os.ReadFile(filepath.Join(repo, schedule.Path("prod")))
+	after, err := os.ReadFile(filepath.Join(repo, schedule.Path("prod")))
 	require.NoError(t, err)
-	s, err := schedule.Parse(schedule.Path("prod"), data)
+	before, err := os.ReadFile(filepath.Join("..", "..", schedule.Path("prod")))
 	require.NoError(t, err)
-	added := s.Peak("days-10-25-0900")
-	require.NotNil(t, added)
-	assert.Equal(t, int64(7), added.Warm)
-	assert.Equal(t, "vllm-qwen", added.Target.Name)
-	assert.Equal(t, "overlays/prod/scaling.yaml", added.Target.Path)
+	assert.Equal(t, string(before), string(after), "the paydays overlap weekday-morning: not written")
 
 	// Rendered, prod's ScaledObject now waits for the proposed queue, on the same trigger.
 	src, err := render.FromDir(repo)
@@ -112,12 +109,40 @@ func TestProfileCommandWritesTheProfileAndTheMissingPeak(t *testing.T) {
 	assert.Equal(t, "queue-depth", trigger)
 	assert.Equal(t, "4", threshold)
 
-	// Run again on what it wrote: the paydays are now covered, no peak is added, and the
-	// threshold agrees.
+	// Run again on what it wrote: the threshold agrees, and the paydays are still not written.
 	again, err := runCmd(t, newRootCommand(), args...)
 	require.NoError(t, err)
-	assert.Contains(t, again, "covered by schedule peak days-10-25-0900")
 	assert.Contains(t, again, "Queue threshold of ScaledObject llm-inference/vllm-qwen: 4 -> 4")
+	assert.Contains(t, again, "NOT WRITTEN: it overlaps weekday-morning")
 	assert.NotContains(t, again, "+++ b/clusters/prod/schedule.yaml")
-	assert.NotContains(t, again, "profile-qwen.yaml")
+	assert.NotContains(t, again, "profile-vllm-qwen.yaml")
+
+	// Without weekday-morning in the schedule, one week without a payday finds the weekday
+	// morning alone: it is written, and then covered.
+	morning := regexp.MustCompile(`(?s)\n  # Office hours start.*?    warm: 4\n`)
+	require.Regexp(t, morning, string(after))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, schedule.Path("prod")), []byte(morning.ReplaceAllString(string(after), "\n")), 0o644))
+	week := []string{"profile", "--env", "prod", "--model", "qwen", "--prometheus", url, "--repo", repo,
+		"--at", "2026-11-23T00:00:00+03:00", "--window", "168h", "--rate-window", "15m"}
+	weekOut, err := runCmd(t, newRootCommand(), append(week, "--write")...)
+	require.NoError(t, err)
+	assert.Contains(t, weekOut, "weekday-0900: cron \"0 9 * * 1-5\" at 09:00 for 3h0m0s, warm at least 4")
+	assert.NotContains(t, weekOut, "days-")
+	written, err := os.ReadFile(filepath.Join(repo, schedule.Path("prod")))
+	require.NoError(t, err)
+	s, err := schedule.Parse(schedule.Path("prod"), written)
+	require.NoError(t, err)
+	added := s.Peak("weekday-0900")
+	require.NotNil(t, added)
+	assert.Equal(t, need(tr, 6), added.Warm)
+	assert.Equal(t, "vllm-qwen", added.Target.Name)
+	assert.Equal(t, "overlays/prod/scaling.yaml", added.Target.Path)
+	weekOut, err = runCmd(t, newRootCommand(), week...)
+	require.NoError(t, err)
+	assert.Contains(t, weekOut, "covered by schedule peak weekday-0900")
+}
+
+// need is the replicas rate needs at 80 % of a replica's saturated throughput.
+func need(tr testfixture.Traffic, rate float64) int64 {
+	return int64(math.Ceil(rate / (tr.ServedPerPod * 0.8)))
 }

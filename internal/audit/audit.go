@@ -9,10 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/llm-gitops/platform/internal/argocd"
@@ -22,7 +22,6 @@ import (
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/reposerver"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
@@ -233,13 +232,16 @@ func unreachable(u *prepared, err error) error {
 	return &unitError{fmt.Sprintf("Application %s: cluster %s unreachable: %v", u.name, u.clusterName, err)}
 }
 
-// transportError says err is the network's or an API server's that is not serving, not an
-// answer about the request.
+// transportError says err is a connection the cluster's API server did not take or broke off
+// (refused, reset, ended early): not an answer about the request, not a timeout (which a cache
+// that never synced also gives, when the auditor may not list a kind), not a credential or
+// certificate that failed, not an aggregated API that is down while the cluster serves.
 func transportError(err error) bool {
-	var nerr net.Error
-	var uerr *url.Error
-	return errors.As(err, &nerr) || errors.As(err, &uerr) || utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err) ||
-		apierrors.IsServiceUnavailable(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || utilnet.IsProbableEOF(err)
 }
 
 // prepare reads a unit's Application, picks its revision, renders it and scopes the render:

@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"syscall"
 	"testing"
@@ -26,7 +28,12 @@ func TestUnreachableNamesTheClusterOfATransportError(t *testing.T) {
 		want string
 	}{
 		{"refused on another cluster", member, refused, "Application edge: cluster edge-1 unreachable: prod: openapi v3 discovery: Get \"https://127.0.0.1:41623/openapi/v3\": connection refused"},
-		{"not serving", member, apierrors.NewServiceUnavailable("etcd"), "Application edge: cluster edge-1 unreachable: etcd"},
+		{"dial refused", member, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, "Application edge: cluster edge-1 unreachable: dial tcp: connection refused"},
+		// An aggregated API that is down, a watch that never synced (RBAC), a bad certificate:
+		// the cluster answers, so it is not unreachable.
+		{"an aggregated API down", member, apierrors.NewServiceUnavailable("metrics"), "metrics"},
+		{"a cache that never synced", member, fmt.Errorf("configmaps not synced: %w", context.DeadlineExceeded), "configmaps not synced: context deadline exceeded"},
+		{"a certificate", member, &url.Error{Op: "Get", URL: "https://x", Err: errors.New("x509: certificate signed by unknown authority")}, `Get "https://x": x509: certificate signed by unknown authority`},
 		{"an answer about the request", member, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("no")), `configmaps "x" is forbidden: no`},
 		{"Argo CD's own cluster", &prepared{name: "prod"}, refused, refused.Error()},
 	} {

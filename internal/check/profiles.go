@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,7 +61,7 @@ func trafficProfiles(snap *gitrepo.Snapshot, env string, objs []*unstructured.Un
 			add(&violations, "%v", err)
 			continue
 		}
-		measured[wl.Deployment.GetName()] = capacity.Traffic{
+		measured[wl.Deployment.GetNamespace()+"/"+wl.Deployment.GetName()] = capacity.Traffic{
 			PromptTokens:   int64(math.Ceil(p.Tokens.Prompt.P95)),
 			ResponseTokens: int64(math.Ceil(p.Tokens.Response.P95)),
 		}
@@ -92,7 +93,8 @@ func trafficProfiles(snap *gitrepo.Snapshot, env string, objs []*unstructured.Un
 		if sched != nil {
 			_, soName, _ := strings.Cut(settings.ScaledObject, "/")
 			for _, sp := range sched.Peaks {
-				if sp.Target.Kind == "ScaledObject" && sp.Target.Name == soName && !supported[sp.Name] {
+				// Only a peak that happened in the window can be missing from it.
+				if sp.Target.Kind == "ScaledObject" && sp.Target.Name == soName && !supported[sp.Name] && len(sp.Starts(p.From, p.To.Add(-sp.Duration))) > 0 {
 					add(&warnings, "schedule peak %s raises ScaledObject %s to %d, but %s found no peak it holds: the traffic it was written for may be gone",
 						sp.Name, settings.ScaledObject, sp.Warm, window)
 				}
@@ -157,6 +159,7 @@ func gpuPoolNPlusOne(objs []*unstructured.Unstructured, atPeak map[string]peakLo
 		}
 		limit, largest := q.Value(), largestNodeGPUs(pool)
 		var held int64
+		var pods []int64 // the GPUs of each pod, to pack onto nodes
 		var parts, files []string
 		for _, o := range objs {
 			if o.GetKind() != "Deployment" && o.GetKind() != "StatefulSet" {
@@ -179,9 +182,12 @@ func gpuPoolNPlusOne(objs []*unstructured.Unstructured, atPeak map[string]peakLo
 				files = append(files, l.file)
 			}
 			held += n * gpus
+			for range n {
+				pods = append(pods, gpus)
+			}
 			parts = append(parts, fmt.Sprintf("%s %d×%d (%s)", o.GetName(), n, gpus, why))
 		}
-		nodes := (held+largest-1)/largest + 1 // the nodes held, and one to replace a lost one
+		nodes := packedNodes(pods, largest) + 1 // the nodes held, and one to replace a lost one
 		if need := nodes * largest; need > limit {
 			short := (need - limit + largest - 1) / largest
 			out = append(out, Violation{Rule: "gpu-pool-n-plus-one", Object: "NodePool " + pool.GetName(), Message: fmt.Sprintf(
@@ -190,6 +196,28 @@ func gpuPoolNPlusOne(objs []*unstructured.Unstructured, atPeak map[string]peakLo
 		}
 	}
 	return out
+}
+
+// packedNodes is how many nodes of size GPUs the pods take, placed first-fit from the largest
+// pod: a pod cannot be split across nodes, so 2-GPU pods on 3-GPU nodes take a node each.
+func packedNodes(pods []int64, size int64) int64 {
+	sorted := slices.Sorted(slices.Values(pods))
+	slices.Reverse(sorted)
+	var free []int64
+	for _, g := range sorted {
+		placed := false
+		for i := range free {
+			if free[i] >= g {
+				free[i] -= g
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			free = append(free, size-min(g, size))
+		}
+	}
+	return int64(len(free))
 }
 
 // largestNodeGPUs is the most GPUs a node of pool has: the highest value of its requirement

@@ -196,3 +196,20 @@ func TestCheckWarnsOfWhatAProfileNoLongerSupports(t *testing.T) {
 		})
 	}
 }
+
+// Pods are not split across nodes: 2-GPU pods on 3-GPU nodes take a node each.
+func TestPackedNodes(t *testing.T) {
+	for _, tc := range []struct {
+		pods []int64
+		size int64
+		want int64
+	}{
+		{[]int64{2, 2, 2}, 3, 3},
+		{[]int64{1, 1, 1, 1, 1, 1, 1}, 4, 2},
+		{[]int64{1, 2, 1}, 3, 2},
+		{[]int64{1, 1, 1}, 1, 3},
+		{nil, 4, 0},
+	} {
+		assert.Equal(t, tc.want, packedNodes(tc.pods, tc.size), "%v on %d-GPU nodes", tc.pods, tc.size)
+	}
+}

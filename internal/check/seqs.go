@@ -70,7 +70,7 @@ func SeqsConfigOf(o *unstructured.Unstructured) capacity.SeqsConfig {
 // Deployment's use of its KV cache is returned for the report. Rule vllm-max-num-seqs.
 //
 // A measured profile (clusters/<env>/profiles/<model>.yaml, by `auditor profile`) of the
-// Deployment, in measured keyed by its name, takes the annotations' place: its p95 lengths,
+// Deployment, in measured keyed by its namespace/name, takes the annotations' place: its p95 lengths,
 // rounded up. KVCacheUse.Source says which was used.
 func vllmMaxNumSeqs(objs []*unstructured.Unstructured, measured map[string]capacity.Traffic) (uses []KVCacheUse, violations, warnings []Violation) {
 	for _, o := range objs {
@@ -86,7 +86,7 @@ func vllmMaxNumSeqs(objs []*unstructured.Unstructured, measured map[string]capac
 		}
 		cfg := SeqsConfigOf(o)
 		source := "annotations"
-		if tr, ok := measured[o.GetName()]; ok {
+		if tr, ok := measured[o.GetNamespace()+"/"+o.GetName()]; ok {
 			cfg.Traffic, source = tr, "measured profile"
 		}
 		if cfg.Traffic.PromptTokens <= 0 || cfg.Traffic.ResponseTokens <= 0 {

@@ -188,8 +188,9 @@ func itemSummary(it Item) string {
 }
 
 // digestCosts are the costs of the folded items that change GPU capacity, each object's once
-// (by the field that costs, as DriftMessage says it), listed or not.
-func digestCosts(items []Item) []message.Line {
+// (by the field that costs, as DriftMessage says it), listed or not: up to n lines, then how many
+// more objects cost.
+func digestCosts(items []Item, n int) []message.Line {
 	var out []message.Line
 	seen := map[string]bool{}
 	for _, it := range items {
@@ -204,6 +205,10 @@ func digestCosts(items []Item) []message.Line {
 		}
 		seen[name] = true
 		out = append(out, message.Line{Label: "Cost", Text: name + ": " + o.Cost.Note})
+	}
+	if len(out) > n {
+		more := len(out) - n
+		out = append(out[:n], message.Line{Label: "Cost", Text: fmt.Sprintf("and %d more objects whose drift changes GPU capacity", more)})
 	}
 	return out
 }
@@ -233,7 +238,7 @@ func DigestMessage(env string, kind message.Kind, items []Item, opts Options) me
 		lines = append(lines, message.Line{Text: fmt.Sprintf("and %d more", len(items)-n)})
 	}
 	if kind == message.KindDigest {
-		lines = append(lines, digestCosts(items)...)
+		lines = append(lines, digestCosts(items, n)...)
 	}
 	if kind == message.KindDigest && len(items) > 0 {
 		lines = append(lines, message.Line{Label: "Restore Git's state", Text: "argocd app sync " + shellQuote(opts.app(env)), Code: true})

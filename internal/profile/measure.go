@@ -95,6 +95,23 @@ func Measure(ctx context.Context, api promv1.API, s Source) (*Profile, error) {
 		return nil, fmt.Errorf("profile of %s (Service %s) from %s to %s: %w: no vllm:request_success_total", s.Model, s.Service,
 			from.Format(time.RFC3339), to.Format(time.RFC3339), ErrNoTraffic)
 	}
+	if covered >= MinHours {
+		seen := map[[2]int]bool{}
+		for i := range missing {
+			if !missing[i] && !queueMissing[i] {
+				l := from.Add(time.Duration(i) * time.Hour)
+				seen[[2]int{int(l.Weekday()), l.Hour()}] = true
+			}
+		}
+		for d := range 7 {
+			for h := range 24 {
+				if !seen[[2]int{d, h}] {
+					return nil, fmt.Errorf("profile of %s (Service %s): no hour of the window on %s at %02d:00 has data; every hour of the week needs one",
+						s.Model, s.Service, time.Weekday(d), h)
+				}
+			}
+		}
+	}
 	if covered < MinHours {
 		return nil, fmt.Errorf("profile of %s (Service %s): Prometheus has data for %d of the window's %d hours; a profile needs a whole week (%d hours) at least: is its retention shorter than the window?",
 			s.Model, s.Service, covered, hours, MinHours)

@@ -163,6 +163,8 @@ func (p *Profile) validate() error {
 		return fmt.Errorf("plan.ttftSeconds %g: want a positive time", p.Plan.TTFTSeconds)
 	case p.Replica.RequestsPerSecond < 0 || p.Replica.TokensPerSecond < 0:
 		return fmt.Errorf("replica: a negative throughput")
+	case p.Replica.Stated && p.Replica.Samples > 0:
+		return fmt.Errorf("replica: stated and measured at once (saturatedSamples %d)", p.Replica.Samples)
 	}
 	for i, v := range p.Hourly {
 		if v < 0 || i < len(p.Queue) && p.Queue[i] < 0 {

@@ -260,6 +260,9 @@ func TestProposalWithoutASchedulePeakAddsBoth(t *testing.T) {
 		assert.Equal(t, profile.Add, pk.Action, pk.Name)
 		assert.NotEmpty(t, pk.Entry)
 	}
+	// Paydays fall on weekday mornings: the two proposals raise one field at once.
+	assert.Equal(t, []string{"days-10-25-0900 (proposed)"}, got.Peaks[0].Overlaps)
+	assert.Equal(t, []string{"weekday-0900 (proposed)"}, got.Peaks[1].Overlaps)
 	assert.Contains(t, got.Notes, "peak days-10-25-0900 needs 7 replicas, above the ScaledObject's maximum 4")
 }
 

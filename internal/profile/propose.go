@@ -22,9 +22,10 @@ type Settings struct {
 	WarmMinimum, MaxReplicas int64
 	// Threshold is the queue-depth trigger's threshold, waiting requests per replica (0: none);
 	// Trigger is that trigger's index in spec.triggers and TriggerName its name.
-	Threshold   float64
-	Trigger     int
-	TriggerName string
+	Threshold    float64
+	Trigger      int
+	TriggerName  string
+	TriggerQuery string
 	// Schedule is the env's schedule; nil when it has none.
 	Schedule *schedule.Schedule
 	// GPUsPerReplica, Card and PricePerGPUHour price a replica (no price: no cost).
@@ -132,8 +133,10 @@ type Peak struct {
 	// finished, and Warm may be too few.
 	LowerBound bool   `json:"lowerBound,omitempty"`
 	Arithmetic string `json:"arithmetic"`
-	// Overlaps are the schedule's peaks of the same field that meet an added peak: merge them,
-	// since a peak's scale-down leaves a field another peak changed since alone.
+	// Overlaps are the peaks of the same field, in the schedule or proposed, whose raises meet an
+	// added peak's: the schedule does not compose them (a scale-down leaves a field another peak
+	// changed since alone, and the last restores the value it found), so such a peak is proposed
+	// but not written.
 	Overlaps []string `json:"overlaps,omitempty"`
 	// Action is "covered" (a schedule peak holds every occurrence at enough replicas), "raise"
 	// (it holds them with too few: CoveredBy's warm count goes to Warm) or "add".
@@ -193,6 +196,9 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 	// (the window's p50): a request behind `threshold` others waits threshold ÷ mu for a slot.
 	wait := t.TTFT.Seconds() - p.TTFT.P50
 	threshold := math.Max(1, math.Floor(wait*mu+1e-9))
+	if wait <= 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("the TTFT p50 (%s s) is at or above the TTFT target (%s s): no queue fits, and the threshold is its least, 1", num(p.TTFT.P50), num(t.TTFT.Seconds())))
+	}
 	out.Threshold = Change{Now: now.Threshold, Proposed: threshold, Arithmetic: fmt.Sprintf(
 		"floor((%s s TTFT target − %s s TTFT p50) × %s req/s a saturated replica finishes) = %s waiting per replica",
 		num(t.TTFT.Seconds()), num(p.TTFT.P50), num(mu), num(threshold))}
@@ -211,12 +217,24 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 	for _, i := range p.HoursWithoutData {
 		hours[i].missing = true
 	}
-	typical, typicalQueue := weekTypical(hours)
-
 	base := now.WarmMinimum
 	if base < 1 {
 		base = 1
 	}
+	// A date's hour surges when it needs more replicas than the week's lower median of that hour
+	// (of two weeks, the lesser), and is 20 % above it: a peak of its date. The week's pattern,
+	// which sizes the minimums and the weekly peaks, is then the most of each hour of the week
+	// over the hours that do not surge, so a regular week a little busier than another counts.
+	usual, _ := weekTypical(hours, lowerMedian, nil)
+	above := func(h hourAt) bool {
+		n, u := need(h.rate), usual[weekdayIndex(h.start)][h.start.Hour()]
+		return !h.missing && n > need(u) && n > base && h.rate >= surge*u
+	}
+	surges := map[int]bool{}
+	for i, h := range hours {
+		surges[i] = above(h)
+	}
+	typical, typicalQueue := weekTypical(hours, slices.Max[[]float64], surges)
 	// Minimums: what the week's typical hour needs, never below the warm minimum in business
 	// hours nor below one replica at any time.
 	for d := range 7 {
@@ -239,6 +257,7 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 	// Weekly peaks: runs of a day's typical hours that need more than the warm minimum,
 	// grouped by their hours across the weekdays.
 	type run struct{ from, to int }
+	var found []foundPeak
 	weekly := map[run][]int{}
 	warm := map[run]int64{}
 	top := map[run]float64{}
@@ -286,7 +305,7 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 				occ = append(occ, span{hr.start, hr.start.Add(time.Duration(r.to-r.from) * time.Hour)})
 			}
 		}
-		out.Peaks = append(out.Peaks, judge(pk, occ, now, loc))
+		found = append(found, foundPeak{judge(pk, occ, now), occ})
 	}
 
 	// Monthly peaks: hours of a date above what the week's pattern needs, grouped by hours.
@@ -301,10 +320,6 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 	var order []run
 	for i := 0; i < len(hours); {
 		hr := hours[i]
-		above := func(h hourAt) bool {
-			n, usual := need(h.rate), typical[weekdayIndex(h.start)][h.start.Hour()]
-			return !h.missing && n > need(usual) && n > base && h.rate >= surge*usual
-		}
 		if !above(hr) {
 			i++
 			continue
@@ -350,14 +365,39 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 		if monthlyWaited[r] {
 			pk.LowerBound, pk.Arithmetic = true, pk.Arithmetic+"; "+lowerBoundNote
 		}
-		out.Peaks = append(out.Peaks, judge(pk, occ, now, loc))
+		found = append(found, foundPeak{judge(pk, occ, now), occ})
 	}
-	sort.Slice(out.Peaks, func(i, j int) bool {
-		if out.Peaks[i].Kind != out.Peaks[j].Kind {
-			return out.Peaks[i].Kind == Weekly
+	sort.Slice(found, func(i, j int) bool {
+		if found[i].Kind != found[j].Kind {
+			return found[i].Kind == Weekly
 		}
-		return out.Peaks[i].Name < out.Peaks[j].Name
+		return found[i].Name < found[j].Name
 	})
+	var lead time.Duration
+	if now.Schedule != nil {
+		lead = now.Schedule.Lead.Total
+	}
+	for i := range found {
+		if found[i].Action != Add {
+			out.Peaks = append(out.Peaks, found[i].Peak)
+			continue
+		}
+		// A peak's field is raised from its fire time, lead before its start, to its end.
+		if now.Schedule != nil {
+			for _, sp := range now.Schedule.Peaks {
+				if sp.Target.Kind == "ScaledObject" && sameObject(sp.Target, now.ScaledObject) && overlaps(sp, found[i].occ, lead) {
+					found[i].Overlaps = append(found[i].Overlaps, sp.Name)
+				}
+			}
+		}
+		for j := range found {
+			if j != i && found[j].Action == Add && spansMeet(found[i].occ, found[j].occ, lead) {
+				found[i].Overlaps = append(found[i].Overlaps, found[j].Name+" (proposed)")
+			}
+		}
+		found[i].Entry = entry(found[i].Peak, now, loc)
+		out.Peaks = append(out.Peaks, found[i].Peak)
+	}
 	for i := range out.Peaks {
 		if out.Peaks[i].Warm > now.MaxReplicas && now.MaxReplicas > 0 {
 			out.Notes = append(out.Notes, fmt.Sprintf("peak %s needs %d replicas, above the ScaledObject's maximum %d", out.Peaks[i].Name, out.Peaks[i].Warm, now.MaxReplicas))
@@ -440,13 +480,12 @@ func (d DayMinimums) At(h int) int64 {
 	return 0
 }
 
-// weekTypical is the lower median rate and queue of each hour of the week over the weeks
-// measured (of two weeks, the lesser), so a peak of one day (a payday) does not raise the week's
-// pattern: it is a peak of its date instead. Hours without data are left out.
-func weekTypical(hours []hourAt) (rate, queue [7][24]float64) {
+// weekTypical is, for each hour of the week, of gives of the rates and of the queues of that hour
+// over the weeks measured, leaving out hours without data and the hours of skip.
+func weekTypical(hours []hourAt, of func([]float64) float64, skip map[int]bool) (rate, queue [7][24]float64) {
 	var rates, queues [7][24][]float64
-	for _, h := range hours {
-		if h.missing {
+	for i, h := range hours {
+		if h.missing || skip[i] {
 			continue
 		}
 		d := weekdayIndex(h.start)
@@ -455,7 +494,9 @@ func weekTypical(hours []hourAt) (rate, queue [7][24]float64) {
 	}
 	for d := range 7 {
 		for h := range 24 {
-			rate[d][h], queue[d][h] = lowerMedian(rates[d][h]), lowerMedian(queues[d][h])
+			if len(rates[d][h]) > 0 {
+				rate[d][h], queue[d][h] = of(rates[d][h]), of(queues[d][h])
+			}
 		}
 	}
 	return rate, queue
@@ -465,7 +506,7 @@ type span struct{ from, to time.Time }
 
 // judge says what the schedule does about a found peak: its occurrences in the window are
 // covered when one schedule peak of the ScaledObject holds each of them.
-func judge(pk Peak, occ []span, now Settings, loc *time.Location) Peak {
+func judge(pk Peak, occ []span, now Settings) Peak {
 	pk.Action = Add
 	if now.Schedule != nil {
 		for _, sp := range now.Schedule.Peaks {
@@ -484,22 +525,33 @@ func judge(pk Peak, occ []span, now Settings, loc *time.Location) Peak {
 			return pk
 		}
 	}
-	if now.Schedule != nil {
-		for _, sp := range now.Schedule.Peaks {
-			if sp.Target.Kind == "ScaledObject" && sameObject(sp.Target, now.ScaledObject) && overlaps(sp, occ) {
-				pk.Overlaps = append(pk.Overlaps, sp.Name)
-			}
-		}
-	}
-	pk.Entry = entry(pk, now, loc)
 	return pk
 }
 
-// overlaps says whether one of the peak's occurrences meets one of occ.
-func overlaps(sp *schedule.Peak, occ []span) bool {
+// foundPeak is a peak found, with the times it was seen.
+type foundPeak struct {
+	Peak
+	occ []span
+}
+
+// overlaps says whether one of the schedule peak's raises (lead before its start to its end)
+// meets one of occ's (lead before each to its end).
+func overlaps(sp *schedule.Peak, occ []span, lead time.Duration) bool {
 	for _, o := range occ {
-		for _, s := range sp.Starts(o.from.Add(-sp.Duration), o.to.Add(-time.Second)) {
-			if s.Before(o.to) && s.Add(sp.Duration).After(o.from) {
+		for _, s := range sp.Starts(o.from.Add(-sp.Duration-lead), o.to.Add(lead-time.Second)) {
+			if s.Add(-lead).Before(o.to) && s.Add(sp.Duration).After(o.from.Add(-lead)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// spansMeet says whether a raise of a (lead before each start to its end) meets one of b.
+func spansMeet(a, b []span, lead time.Duration) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.from.Add(-lead).Before(y.to) && y.from.Add(-lead).Before(x.to) {
 				return true
 			}
 		}
@@ -535,7 +587,7 @@ func entry(pk Peak, now Settings, loc *time.Location) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  # Found by `auditor profile`: up to %s req/s, %s.\n", num(pk.RequestsPerSecond), pk.Arithmetic)
 	if len(pk.Overlaps) > 0 {
-		fmt.Fprintf(&b, "  # Overlaps %s on the same field: merge them, or the first to end leaves the field alone\n  # (it changed since) and the last restores the value it found, maybe the other's.\n", strings.Join(pk.Overlaps, ", "))
+		fmt.Fprintf(&b, "  # Overlaps %s on the same field, which the schedule does not compose: the first to end\n  # leaves the field alone (it changed since) and the last restores the value it found.\n", strings.Join(pk.Overlaps, ", "))
 	}
 	fmt.Fprintf(&b, "  - name: %s\n    recurrence:\n", pk.Name)
 	if pk.Kind == Weekly {

@@ -74,7 +74,8 @@ func (w Workload) Settings() Settings {
 		threshold, _, _ := unstructured.NestedString(m, "metadata", "threshold")
 		if strings.Contains(query, "vllm:num_requests_waiting") {
 			s.Threshold, _ = strconv.ParseFloat(threshold, 64)
-			s.Trigger, s.TriggerName = i, fmt.Sprint(m["name"])
+			s.Trigger, s.TriggerQuery = i, query
+			s.TriggerName, _ = m["name"].(string)
 		}
 	}
 	return s

@@ -255,7 +255,9 @@ func TestFailedNodesMoveTheirPods(t *testing.T) {
 			if _, ok := pending[o]; !ok {
 				t.Errorf("%s lost with its L40S node: its replacement should be pending (replaced on %q)", lost, replaced[o])
 			}
-		case !strings.Contains(lost, "night-") && !strings.Contains(lost, "reindex-"):
+		// A Job's pod (the night's batch, a weights sync) comes back after the Job controller's
+		// backoff (10 s and up), which may be past the settle: only the others must be back.
+		case !strings.Contains(lost, "night-") && !strings.Contains(lost, "reindex-") && !strings.Contains(lost, "weights-sync-"):
 			lostCPU++
 			if node, ok := replaced[o]; !ok || !strings.HasPrefix(node, "cpu-") && !strings.HasPrefix(node, "system-") {
 				t.Errorf("%s lost with cpu-0: replaced on %q (pending: %q)", lost, node, pending[o])
