@@ -44,20 +44,24 @@ func measure(t *testing.T) *profile.Profile {
 	return measured.p
 }
 
-func measureOnce(t *testing.T) (*profile.Profile, error) {
+// prometheusOf starts a real Prometheus holding tr's series and returns its API, with the
+// source of a profile of tr's whole window in Moscow's hours.
+func prometheusOf(t *testing.T, tr testfixture.Traffic) (promv1.API, profile.Source) {
 	t.Helper()
-	tr := testfixture.QwenTraffic()
 	var buf bytes.Buffer
 	require.NoError(t, tr.WriteOpenMetrics(&buf))
-	url := testcluster.StartPrometheus(t, buf.Bytes())
-	client, err := api.NewClient(api.Config{Address: url})
+	client, err := api.NewClient(api.Config{Address: testcluster.StartPrometheus(t, buf.Bytes())})
 	require.NoError(t, err)
 	loc, err := time.LoadLocation("Europe/Moscow")
 	require.NoError(t, err)
-	p, err := profile.Measure(context.Background(), promv1.NewAPI(client), profile.Source{
-		Model: tr.Model, Service: tr.Service, From: tr.Start, To: tr.End, Location: loc,
-		RateWindow: 15 * time.Minute, // three of the fixture's 5-minute scrapes
-	})
+	return promv1.NewAPI(client), profile.Source{Model: tr.Model, Service: tr.Service, From: tr.Start, To: tr.End, Location: loc,
+		RateWindow: 15 * time.Minute} // three of the fixture's 5-minute scrapes
+}
+
+func measureOnce(t *testing.T) (*profile.Profile, error) {
+	t.Helper()
+	prom, src := prometheusOf(t, testfixture.QwenTraffic())
+	p, err := profile.Measure(context.Background(), prom, src)
 	return p, err
 }
 
@@ -274,15 +278,9 @@ func TestProfileOfAWindowPrometheusHoldsOnlyPartOf(t *testing.T) {
 	tr := testfixture.QwenTraffic()
 	held := tr
 	held.Start = tr.Start.AddDate(0, 0, 14)
-	var buf bytes.Buffer
-	require.NoError(t, held.WriteOpenMetrics(&buf))
-	url := testcluster.StartPrometheus(t, buf.Bytes())
-	client, err := api.NewClient(api.Config{Address: url})
-	require.NoError(t, err)
-	loc, err := time.LoadLocation("Europe/Moscow")
-	require.NoError(t, err)
-	src := profile.Source{Model: tr.Model, Service: tr.Service, From: tr.Start, To: tr.End, Location: loc, RateWindow: 15 * time.Minute}
-	p, err := profile.Measure(context.Background(), promv1.NewAPI(client), src)
+	prom, src := prometheusOf(t, held)
+	src.From = tr.Start
+	p, err := profile.Measure(context.Background(), prom, src)
 	require.NoError(t, err)
 	// The first 14 days.
 	require.Len(t, p.HoursWithoutData, 14*24)
@@ -301,7 +299,7 @@ func TestProfileOfAWindowPrometheusHoldsOnlyPartOf(t *testing.T) {
 	}
 
 	src.From, src.To = tr.Start.AddDate(0, 0, 9), tr.Start.AddDate(0, 0, 19) // 10 days, the last 5 held
-	_, err = profile.Measure(context.Background(), promv1.NewAPI(client), src)
+	_, err = profile.Measure(context.Background(), prom, src)
 	require.ErrorContains(t, err, "Prometheus has data for 120 of the window's 240 hours; a profile needs a whole week (168 hours) at least")
 }
 
@@ -375,15 +373,8 @@ func TestProposalAcrossADaylightSavingChange(t *testing.T) {
 func TestProfileWhereAbandonedRequestsAreNotCounted(t *testing.T) {
 	tr := testfixture.QwenTraffic()
 	tr.UncountedAborts = true
-	var buf bytes.Buffer
-	require.NoError(t, tr.WriteOpenMetrics(&buf))
-	url := testcluster.StartPrometheus(t, buf.Bytes())
-	client, err := api.NewClient(api.Config{Address: url})
-	require.NoError(t, err)
-	loc, err := time.LoadLocation("Europe/Moscow")
-	require.NoError(t, err)
-	p, err := profile.Measure(context.Background(), promv1.NewAPI(client), profile.Source{
-		Model: tr.Model, Service: tr.Service, From: tr.Start, To: tr.End, Location: loc, RateWindow: 15 * time.Minute})
+	prom, src := prometheusOf(t, tr)
+	p, err := profile.Measure(context.Background(), prom, src)
 	require.NoError(t, err)
 	served := 2 * tr.ServedPerPod // both pods at saturation
 	assert.InDelta(t, served, p.Hourly[10], 1e-3, "Monday 10:00: what ran, not the 6 that arrived")
