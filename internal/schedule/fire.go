@@ -263,6 +263,7 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 	var up *gitrepo.Commit
 	// One read of the head (no commit) to find the scale-up.
 	pinned := false
+	composedWhy := "" // why the value restored is not the one the scale-up started from
 	inspect := func(snap *gitrepo.Snapshot) (map[string][]byte, error) {
 		up = nil
 		res.NoChange, res.Reason = false, ""
@@ -288,6 +289,8 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 		if res.From, err = strconv.ParseInt(to, 10, 64); err != nil {
 			return nil, fmt.Errorf("scale-up %s: bad %s trailer %q", up.Hash, TrailerTo, to)
 		}
+		started := res.To
+		res.To, composedWhy = s.composed(commits, p, up, started, o.Now())
 		return nil, nil
 	}
 	deadline := o.Now().Add(o.MinRetry)
@@ -301,7 +304,11 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 	}
 	tr := trailers(f, ScaleDown, res.From, res.To)
 	var why string
-	if pinned {
+	if composedWhy != "" {
+		// Another peak of the field was part of the value the scale-up started from: a revert
+		// would restore that peak's raise after it ended.
+		why = composedWhy
+	} else if pinned {
 		// A pinned env's patches share their kustomize: and patches: lines: a revert would leave
 		// them empty, or conflict with another peak's patch. Remove this peak's patch instead.
 		why = "The scale-up " + up.Hash + " was a patch of the env's Application: it is removed,\nand the env runs its pinned value again.\n"
@@ -368,4 +375,74 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 		res.Reason = fmt.Sprintf("restored %d (%s)", res.To, strings.TrimSpace(strings.ReplaceAll(why, "\n", " ")))
 	}
 	return res, nil
+}
+
+// composed is the value a scale-down of p restores when other peaks raise the same field: what
+// p's scale-up started from, unless that was the raise of another peak which has ended since (its
+// own scale-down left the field alone, as p had changed it): then what that peak started from, and
+// so on back; and never under the warm count of another peak of the field raising it now. why
+// says it when the value is not the one p's scale-up started from.
+func (s *Schedule) composed(commits []gitrepo.Commit, p *Peak, up *gitrepo.Commit, started int64, now time.Time) (value int64, why string) {
+	older := commits
+	for i := range commits {
+		if commits[i].Hash == up.Hash {
+			older = commits[i+1:]
+			break
+		}
+	}
+	base := started
+	var ended []string
+	for range older { // each step moves to an older scale-up: at most one per commit
+		next := false
+		for _, c := range older {
+			id, _ := c.Trailer(TrailerID)
+			phase, _ := c.Trailer(TrailerPhase)
+			q := s.Peak(id)
+			if q == nil || q == p || phase != string(ScaleUp) || !sameField(q.Target, p.Target) {
+				continue
+			}
+			to, err1 := strconv.ParseInt(trailer(c, TrailerTo), 10, 64)
+			from, err2 := strconv.ParseInt(trailer(c, TrailerFrom), 10, 64)
+			fired, err3 := time.Parse(time.RFC3339, trailer(c, TrailerFireTime))
+			if err1 != nil || err2 != nil || err3 != nil || to != base || now.Before(s.FiringAt(q, fired).End) {
+				continue
+			}
+			base, next = from, true
+			ended = append(ended, fmt.Sprintf("%s (%d → %d, ended)", q.Name, from, to))
+			break
+		}
+		if !next {
+			break
+		}
+	}
+	value = base
+	var active []string
+	for _, q := range s.Peaks {
+		if q == p || !sameField(q.Target, p.Target) {
+			continue
+		}
+		if f, ok := s.Current(q, now); ok && !now.Before(f.FireTime) && now.Before(f.End) && q.Warm > value {
+			value = q.Warm
+			active = append(active, fmt.Sprintf("%s (warm %d, until %s)", q.Name, q.Warm, local(f.End, q.Location)))
+		}
+	}
+	if value == started {
+		return value, ""
+	}
+	why = fmt.Sprintf("The scale-up %s started from %d, which other peaks of the field set:", up.Hash, started)
+	if len(ended) > 0 {
+		why += " " + strings.Join(ended, ", ") + " gave it back to " + strconv.FormatInt(base, 10) + ";"
+	}
+	if len(active) > 0 {
+		why += " " + strings.Join(active, ", ") + " still raises it;"
+	}
+	return value, why + fmt.Sprintf(" so %d is restored.\n", value)
+}
+
+// trailer is c's value of key, "" when it has none.
+func trailer(c gitrepo.Commit, key string) string { v, _ := c.Trailer(key); return v }
+
+// sameField says two targets are one field of one object in one file.
+func sameField(a, b Target) bool {
+	return a.Path == b.Path && a.Kind == b.Kind && a.Name == b.Name && a.Namespace == b.Namespace && a.Field == b.Field
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -470,4 +471,69 @@ func TestRunnerRetriesFailedFirings(t *testing.T) {
 		}
 		t.Errorf("%d schedule commits after Tuesday, want still 2: nothing is committed for a missed peak", len(cs))
 	}
+}
+
+// Two peaks raise one field at once: weekday-morning (09:00-12:00, to 4) and a payday on the same
+// day (09:00-18:00, to 7), the morning fired first. At 12:00 the morning's scale-down leaves the
+// field alone (the payday changed it since). At 18:00 the payday's scale-down restores 2, the
+// field's own value: a revert of its scale-up would give back the morning's 4, after the morning
+// ended, and nothing would ever lower it again.
+func TestOverlappingPeaksOfOneFieldComposeOnScaleDown(t *testing.T) {
+	files := projectFiles(t)
+	commentedScaling(t, files)
+	first, err := Parse(Path("prod"), []byte(files[Path("prod")]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fire := futureFiring(t, first, "weekday-morning")
+	day := fire.Add(first.Lead.Total).In(first.Peak("weekday-morning").Location)
+	files[Path("prod")] += fmt.Sprintf(`
+  - name: payday-qwen
+    recurrence:
+      dates: [%s]
+      at: "09:00"
+      timeZone: Europe/Moscow
+    duration: 9h
+    target: {path: overlays/prod/scaling.yaml, kind: ScaledObject, name: vllm-qwen, field: spec.minReplicaCount}
+    warm: 7
+`, day.Format(time.DateOnly))
+	bare := newBare(t, files)
+	s := loadProd(t, bare)
+	remote := fileRemote(t, bare)
+	field := func() string {
+		m := regexp.MustCompile(`minReplicaCount: (\d+) # keep >= 2 in prod`).FindStringSubmatch(string(headSnapshot(t, bare).Files["overlays/prod/scaling.yaml"]))
+		if m == nil {
+			t.Fatal("qwen's minReplicaCount line is gone")
+		}
+		return m[1]
+	}
+	for _, peak := range []string{"weekday-morning", "payday-qwen"} {
+		if _, err := s.Fire(context.Background(), remote, peak, fire, FireOptions{Author: bot}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := field(); got != "7" {
+		t.Fatalf("both fired: minReplicaCount %s, want 7", got)
+	}
+	at := func(h int) FireOptions {
+		return FireOptions{Author: bot, Now: func() time.Time { return day.Add(time.Duration(h) * time.Hour) }}
+	}
+	morning, err := s.ScaleDown(context.Background(), remote, "weekday-morning", fire, at(12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !morning.NoChange || field() != "7" {
+		t.Fatalf("morning's scale-down at 12:00: %+v, field %s; want it left alone at 7", morning, field())
+	}
+	payday, err := s.ScaleDown(context.Background(), remote, "payday-qwen", fire, at(18))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if payday.NoChange || field() != "2" {
+		t.Fatalf("payday's scale-down at 18:00: %+v, field %s; want 2", payday, field())
+	}
+	if !strings.Contains(payday.Reason, "weekday-morning (2 → 4, ended)") {
+		t.Errorf("reason %q does not name the ended peak", payday.Reason)
+	}
+	fsck(t, bare)
 }
