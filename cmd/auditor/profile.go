@@ -294,7 +294,7 @@ func (o *profileOptions) changes(read func(string) ([]byte, error), has func(str
 	out = append(out, fileChange{file, before, data})
 	var add []string
 	for _, pk := range prop.Peaks {
-		if pk.Action == profile.Add && len(pk.Overlaps) == 0 {
+		if pk.Action == profile.Add {
 			add = append(add, pk.Entry)
 		}
 	}
@@ -356,9 +356,6 @@ func writeProfile(w io.Writer, p *profile.Profile, prop *profile.Proposal, s pro
 			when = fmt.Sprintf("days %s of the month (seen %s)", strings.ReplaceAll(strings.Trim(fmt.Sprint(pk.DaysOfMonth), "[]"), " ", ", "), strings.Join(pk.Seen, ", "))
 		}
 		verdict := "MISSING from the schedule: added below"
-		if len(pk.Overlaps) > 0 {
-			verdict = "MISSING from the schedule"
-		}
 		switch pk.Action {
 		case profile.Covered:
 			verdict = "covered by schedule peak " + pk.CoveredBy
@@ -371,7 +368,7 @@ func writeProfile(w io.Writer, p *profile.Profile, prop *profile.Proposal, s pro
 		}
 		fmt.Fprintf(w, "  %s: %s at %s for %s, warm %s\n    %s\n    %s\n", pk.Name, when, pk.At, pk.Duration, warm, pk.Arithmetic, verdict)
 		if len(pk.Overlaps) > 0 {
-			fmt.Fprintf(w, "    NOT WRITTEN: it overlaps %s on the same field, and the schedule does not compose overlapping peaks; entry to merge by hand:\n%s", strings.Join(pk.Overlaps, ", "), pk.Entry)
+			fmt.Fprintf(w, "    overlaps %s on the same field: the schedule composes them (a scale-down restores what the others leave)\n", strings.Join(pk.Overlaps, ", "))
 		}
 	}
 	if prop.Lead != "" {

@@ -57,9 +57,10 @@ func TestProfileCommandWritesTheProfileAndTheMissingPeak(t *testing.T) {
 		"weekday-0900: cron \"0 9 * * 1-5\" at 09:00 for 3h0m0s, warm at least 4",
 		"covered by schedule peak weekday-morning",
 		"days-10-25-0900: days 10, 25 of the month (seen 2026-11-10, 2026-11-25) at 09:00 for 9h0m0s, warm at least 7",
-		"MISSING from the schedule\n",
-		"NOT WRITTEN: it overlaps weekday-morning on the same field, and the schedule does not compose overlapping peaks; entry to merge by hand:",
-		"  - name: days-10-25-0900",
+		"MISSING from the schedule: added below",
+		"overlaps weekday-morning on the same field: the schedule composes them",
+		"+++ b/clusters/prod/schedule.yaml",
+		"+  - name: days-10-25-0900",
 		"lead time: 14m36s",
 		"1 GPU a replica on l40s at 1.861 USD per GPU-hour",
 		"--max-num-seqs 15 × 2,384 tokens (1,875 prompt + 494 response in blocks of 16)",
@@ -89,9 +90,13 @@ func TestProfileCommandWritesTheProfileAndTheMissingPeak(t *testing.T) {
 	assert.InDelta(t, tr.Response.Quantile(0.95), p.Tokens.Response.P95, 0.01)
 	after, err := os.ReadFile(filepath.Join(repo, schedule.Path("prod")))
 	require.NoError(t, err)
-	before, err := os.ReadFile(filepath.Join("..", "..", schedule.Path("prod")))
+	s, err := schedule.Parse(schedule.Path("prod"), after)
 	require.NoError(t, err)
-	assert.Equal(t, string(before), string(after), "the paydays overlap weekday-morning: not written")
+	paydays := s.Peak("days-10-25-0900")
+	require.NotNil(t, paydays)
+	assert.Equal(t, need(tr, 10), paydays.Warm)
+	assert.Equal(t, "vllm-qwen", paydays.Target.Name)
+	assert.Equal(t, "overlays/prod/scaling.yaml", paydays.Target.Path)
 
 	// Rendered, prod's ScaledObject now waits for the proposed queue, on the same trigger.
 	src, err := render.FromDir(repo)
@@ -109,16 +114,16 @@ func TestProfileCommandWritesTheProfileAndTheMissingPeak(t *testing.T) {
 	assert.Equal(t, "queue-depth", trigger)
 	assert.Equal(t, "4", threshold)
 
-	// Run again on what it wrote: the threshold agrees, and the paydays are still not written.
+	// Run again on what it wrote: the paydays are covered, and the threshold agrees.
 	again, err := runCmd(t, newRootCommand(), args...)
 	require.NoError(t, err)
+	assert.Contains(t, again, "covered by schedule peak days-10-25-0900")
 	assert.Contains(t, again, "Queue threshold of ScaledObject llm-inference/vllm-qwen: 4 -> 4")
-	assert.Contains(t, again, "NOT WRITTEN: it overlaps weekday-morning")
 	assert.NotContains(t, again, "+++ b/clusters/prod/schedule.yaml")
 	assert.NotContains(t, again, "profile-vllm-qwen.yaml")
 
 	// Without weekday-morning in the schedule, one week without a payday finds the weekday
-	// morning alone: it is written, and then covered.
+	// morning: it is written, and then covered.
 	morning := regexp.MustCompile(`(?s)\n  # Office hours start.*?    warm: 4\n`)
 	require.Regexp(t, morning, string(after))
 	require.NoError(t, os.WriteFile(filepath.Join(repo, schedule.Path("prod")), []byte(morning.ReplaceAllString(string(after), "\n")), 0o644))
@@ -130,7 +135,7 @@ func TestProfileCommandWritesTheProfileAndTheMissingPeak(t *testing.T) {
 	assert.NotContains(t, weekOut, "days-")
 	written, err := os.ReadFile(filepath.Join(repo, schedule.Path("prod")))
 	require.NoError(t, err)
-	s, err := schedule.Parse(schedule.Path("prod"), written)
+	s, err = schedule.Parse(schedule.Path("prod"), written)
 	require.NoError(t, err)
 	added := s.Peak("weekday-0900")
 	require.NotNil(t, added)

@@ -133,10 +133,9 @@ type Peak struct {
 	// finished, and Warm may be too few.
 	LowerBound bool   `json:"lowerBound,omitempty"`
 	Arithmetic string `json:"arithmetic"`
-	// Overlaps are the peaks of the same field, in the schedule or proposed, whose raises meet an
-	// added peak's: the schedule does not compose them (a scale-down leaves a field another peak
-	// changed since alone, and the last restores the value it found), so such a peak is proposed
-	// but not written.
+	// Overlaps are the peaks of the same field, in the schedule or proposed, whose raises (fire
+	// time to end) meet an added peak's. The schedule composes them: a scale-down restores the
+	// field's value without the peaks that ended, and never goes under one still raising it.
 	Overlaps []string `json:"overlaps,omitempty"`
 	// Action is "covered" (a schedule peak holds every occurrence at enough replicas), "raise"
 	// (it holds them with too few: CoveredBy's warm count goes to Warm) or "add".
@@ -587,7 +586,7 @@ func entry(pk Peak, now Settings, loc *time.Location) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  # Found by `auditor profile`: up to %s req/s, %s.\n", num(pk.RequestsPerSecond), pk.Arithmetic)
 	if len(pk.Overlaps) > 0 {
-		fmt.Fprintf(&b, "  # Overlaps %s on the same field, which the schedule does not compose: the first to end\n  # leaves the field alone (it changed since) and the last restores the value it found.\n", strings.Join(pk.Overlaps, ", "))
+		fmt.Fprintf(&b, "  # Overlaps %s on the same field: the schedule composes them on scale-down.\n", strings.Join(pk.Overlaps, ", "))
 	}
 	fmt.Fprintf(&b, "  - name: %s\n    recurrence:\n", pk.Name)
 	if pk.Kind == Weekly {
