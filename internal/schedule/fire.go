@@ -289,8 +289,9 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 		if res.From, err = strconv.ParseInt(to, 10, 64); err != nil {
 			return nil, fmt.Errorf("scale-up %s: bad %s trailer %q", up.Hash, TrailerTo, to)
 		}
-		started := res.To
-		res.To, composedWhy = s.composed(commits, p, up, started, o.Now())
+		if !pinned { // a pinned env's scale-down removes its patch: the pin's value comes back
+			res.To, composedWhy = s.composed(commits, p, f, up, res.To, o.Now())
+		}
 		return nil, nil
 	}
 	deadline := o.Now().Add(o.MinRetry)
@@ -377,12 +378,15 @@ func (s *Schedule) ScaleDown(ctx context.Context, remote *gitrepo.Remote, peak s
 	return res, nil
 }
 
-// composed is the value a scale-down of p restores when other peaks raise the same field: what
-// p's scale-up started from, unless that was the raise of another peak which has ended since (its
-// own scale-down left the field alone, as p had changed it): then what that peak started from, and
-// so on back; and never under the warm count of another peak of the field raising it now. why
-// says it when the value is not the one p's scale-up started from.
-func (s *Schedule) composed(commits []gitrepo.Commit, p *Peak, up *gitrepo.Commit, started int64, now time.Time) (value int64, why string) {
+// composed is the value a scale-down of p (its firing f) restores when other peaks raise the
+// same field: what p's scale-up started from, unless that was the raise of another peak q whose
+// raise was in effect when p fired (q's scale-up older than p's, its window holding p's fire
+// time) and which has ended since (its own scale-down left the field alone, as p had changed
+// it): then what q's scale-up started from, and so on back. It never goes under the warm count of
+// another peak raising the field now whose scale-up committed (one that committed nothing, the
+// field being higher, has no scale-down to lower it again). why says it when the value is not
+// the one p's scale-up started from.
+func (s *Schedule) composed(commits []gitrepo.Commit, p *Peak, f Firing, up *gitrepo.Commit, started int64, now time.Time) (value int64, why string) {
 	older := commits
 	for i := range commits {
 		if commits[i].Hash == up.Hash {
@@ -390,30 +394,31 @@ func (s *Schedule) composed(commits []gitrepo.Commit, p *Peak, up *gitrepo.Commi
 			break
 		}
 	}
-	base := started
+	base, held := started, f.FireTime // the value to follow back, and when it was in effect
 	var ended []string
-	for range older { // each step moves to an older scale-up: at most one per commit
-		next := false
-		for _, c := range older {
-			id, _ := c.Trailer(TrailerID)
-			phase, _ := c.Trailer(TrailerPhase)
-			q := s.Peak(id)
-			if q == nil || q == p || phase != string(ScaleUp) || !sameField(q.Target, p.Target) {
-				continue
-			}
-			to, err1 := strconv.ParseInt(trailer(c, TrailerTo), 10, 64)
-			from, err2 := strconv.ParseInt(trailer(c, TrailerFrom), 10, 64)
-			fired, err3 := time.Parse(time.RFC3339, trailer(c, TrailerFireTime))
-			if err1 != nil || err2 != nil || err3 != nil || to != base || now.Before(s.FiringAt(q, fired).End) {
-				continue
-			}
-			base, next = from, true
-			ended = append(ended, fmt.Sprintf("%s (%d → %d, ended)", q.Name, from, to))
+	for i := 0; i < len(older); i++ { // newest first: each link is older than the one before
+		c := older[i]
+		id, _ := c.Trailer(TrailerID)
+		phase, _ := c.Trailer(TrailerPhase)
+		q := s.Peak(id)
+		if q == nil || q == p || phase != string(ScaleUp) || !sameField(q.Target, p.Target) {
+			continue
+		}
+		to, err1 := strconv.ParseInt(trailer(c, TrailerTo), 10, 64)
+		from, err2 := strconv.ParseInt(trailer(c, TrailerFrom), 10, 64)
+		fired, err3 := time.Parse(time.RFC3339, trailer(c, TrailerFireTime))
+		if err1 != nil || err2 != nil || err3 != nil || to != base {
+			continue
+		}
+		qf := s.FiringAt(q, fired)
+		if held.Before(qf.FireTime) || !held.Before(qf.End) { // q's raise was not in effect then
+			continue
+		}
+		if now.Before(qf.End) { // q raises it still: its own scale-down gives it back
 			break
 		}
-		if !next {
-			break
-		}
+		base, held = from, qf.FireTime
+		ended = append(ended, fmt.Sprintf("%s (%d → %d, ended)", q.Name, from, to))
 	}
 	value = base
 	var active []string
@@ -421,9 +426,10 @@ func (s *Schedule) composed(commits []gitrepo.Commit, p *Peak, up *gitrepo.Commi
 		if q == p || !sameField(q.Target, p.Target) {
 			continue
 		}
-		if f, ok := s.Current(q, now); ok && !now.Before(f.FireTime) && now.Before(f.End) && q.Warm > value {
+		qf, ok := s.Current(q, now)
+		if ok && !now.Before(qf.FireTime) && now.Before(qf.End) && q.Warm > value && findFiring(commits, qf, ScaleUp) != nil {
 			value = q.Warm
-			active = append(active, fmt.Sprintf("%s (warm %d, until %s)", q.Name, q.Warm, local(f.End, q.Location)))
+			active = append(active, fmt.Sprintf("%s (warm %d, until %s)", q.Name, q.Warm, local(qf.End, q.Location)))
 		}
 	}
 	if value == started {

@@ -473,40 +473,53 @@ func TestRunnerRetriesFailedFirings(t *testing.T) {
 	}
 }
 
-// Two peaks raise one field at once: weekday-morning (09:00-12:00, to 4) and a payday on the same
-// day (09:00-18:00, to 7), the morning fired first. At 12:00 the morning's scale-down leaves the
-// field alone (the payday changed it since). At 18:00 the payday's scale-down restores 2, the
-// field's own value: a revert of its scale-up would give back the morning's 4, after the morning
-// ended, and nothing would ever lower it again.
-func TestOverlappingPeaksOfOneFieldComposeOnScaleDown(t *testing.T) {
+// overlapping is prod's schedule with a payday peak on qwen's minimum (09:00, warm 7, for
+// paydayHours) on the day of a future weekday-morning firing, in a bare repository of its own.
+func overlapping(t *testing.T, paydayHours int) (s *Schedule, bare string, fire time.Time, day time.Time, field func() string) {
+	t.Helper()
 	files := projectFiles(t)
 	commentedScaling(t, files)
 	first, err := Parse(Path("prod"), []byte(files[Path("prod")]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fire := futureFiring(t, first, "weekday-morning")
-	day := fire.Add(first.Lead.Total).In(first.Peak("weekday-morning").Location)
+	fire = futureFiring(t, first, "weekday-morning")
+	start := fire.Add(first.Lead.Total).In(first.Peak("weekday-morning").Location)
+	day = start.Add(-9 * time.Hour)
 	files[Path("prod")] += fmt.Sprintf(`
   - name: payday-qwen
     recurrence:
       dates: [%s]
       at: "09:00"
       timeZone: Europe/Moscow
-    duration: 9h
+    duration: %dh
     target: {path: overlays/prod/scaling.yaml, kind: ScaledObject, name: vllm-qwen, field: spec.minReplicaCount}
     warm: 7
-`, day.Format(time.DateOnly))
-	bare := newBare(t, files)
-	s := loadProd(t, bare)
-	remote := fileRemote(t, bare)
-	field := func() string {
+`, start.Format(time.DateOnly), paydayHours)
+	bare = newBare(t, files)
+	field = func() string {
 		m := regexp.MustCompile(`minReplicaCount: (\d+) # keep >= 2 in prod`).FindStringSubmatch(string(headSnapshot(t, bare).Files["overlays/prod/scaling.yaml"]))
 		if m == nil {
 			t.Fatal("qwen's minReplicaCount line is gone")
 		}
 		return m[1]
 	}
+	return loadProd(t, bare), bare, fire, day, field
+}
+
+// clockAt is FireOptions whose clock reads hour h of day.
+func clockAt(day time.Time, h int) FireOptions {
+	return FireOptions{Author: bot, Now: func() time.Time { return day.Add(time.Duration(h) * time.Hour) }}
+}
+
+// Two peaks raise one field at once: weekday-morning (09:00-12:00, to 4) and a payday on the same
+// day (09:00-18:00, to 7), the morning fired first. At 12:00 the morning's scale-down leaves the
+// field alone (the payday changed it since). At 18:00 the payday's scale-down restores 2, the
+// field's own value: a revert of its scale-up would give back the morning's 4, after the morning
+// ended, and nothing would ever lower it again.
+func TestOverlappingPeaksOfOneFieldComposeOnScaleDown(t *testing.T) {
+	s, bare, fire, day, field := overlapping(t, 9)
+	remote := fileRemote(t, bare)
 	for _, peak := range []string{"weekday-morning", "payday-qwen"} {
 		if _, err := s.Fire(context.Background(), remote, peak, fire, FireOptions{Author: bot}); err != nil {
 			t.Fatal(err)
@@ -515,17 +528,14 @@ func TestOverlappingPeaksOfOneFieldComposeOnScaleDown(t *testing.T) {
 	if got := field(); got != "7" {
 		t.Fatalf("both fired: minReplicaCount %s, want 7", got)
 	}
-	at := func(h int) FireOptions {
-		return FireOptions{Author: bot, Now: func() time.Time { return day.Add(time.Duration(h) * time.Hour) }}
-	}
-	morning, err := s.ScaleDown(context.Background(), remote, "weekday-morning", fire, at(12))
+	morning, err := s.ScaleDown(context.Background(), remote, "weekday-morning", fire, clockAt(day, 12))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !morning.NoChange || field() != "7" {
 		t.Fatalf("morning's scale-down at 12:00: %+v, field %s; want it left alone at 7", morning, field())
 	}
-	payday, err := s.ScaleDown(context.Background(), remote, "payday-qwen", fire, at(18))
+	payday, err := s.ScaleDown(context.Background(), remote, "payday-qwen", fire, clockAt(day, 18))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,4 +546,65 @@ func TestOverlappingPeaksOfOneFieldComposeOnScaleDown(t *testing.T) {
 		t.Errorf("reason %q does not name the ended peak", payday.Reason)
 	}
 	fsck(t, bare)
+}
+
+// The higher peak fires first and ends first (a payday of one hour): the morning's scale-up
+// commits nothing (the field is at 7), so the payday's scale-down gives back 2, not the morning's
+// 4, which no scale-down of the morning would ever lower.
+func TestOverlappingPeakThatCommittedNothingIsNotHeld(t *testing.T) {
+	s, bare, fire, day, field := overlapping(t, 1)
+	remote := fileRemote(t, bare)
+	for _, peak := range []string{"payday-qwen", "weekday-morning"} {
+		if _, err := s.Fire(context.Background(), remote, peak, fire, FireOptions{Author: bot}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.ScaleDown(context.Background(), remote, "payday-qwen", fire, clockAt(day, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if got := field(); got != "2" {
+		t.Fatalf("after the payday at 10:00: %s, want 2", got)
+	}
+	morning, err := s.ScaleDown(context.Background(), remote, "weekday-morning", fire, clockAt(day, 12))
+	if err != nil || !morning.NoChange || field() != "2" {
+		t.Fatalf("morning's scale-down: %+v %v, field %s", morning, err, field())
+	}
+}
+
+// An earlier morning's raise, long reverted, is not followed back: someone set the field's own
+// value to 4 since, and the payday's scale-down gives back that 4.
+func TestScaleDownDoesNotFollowAnEarlierOccurrence(t *testing.T) {
+	s, bare, fire, day, field := overlapping(t, 9)
+	remote := fileRemote(t, bare)
+	morning := s.Peak("weekday-morning")
+	var earlier time.Time
+	for d := 1; d < 10; d++ { // the weekday-morning occurrence before this one
+		if start, ok := morning.NextStart(fire.Add(s.Lead.Total).AddDate(0, 0, -d).Add(-time.Minute)); ok && start.Before(fire.Add(s.Lead.Total)) {
+			earlier = start.Add(-s.Lead.Total)
+			break
+		}
+	}
+	if earlier.IsZero() {
+		t.Fatal("no earlier morning")
+	}
+	if _, err := s.Fire(context.Background(), remote, "weekday-morning", earlier, FireOptions{Author: bot}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ScaleDown(context.Background(), remote, "weekday-morning", earlier, FireOptions{Author: bot}); err != nil {
+		t.Fatal(err)
+	}
+	work := clone(t, bare)
+	path := filepath.Join(work, "overlays/prod/scaling.yaml")
+	writeFiles(t, work, map[string]string{"overlays/prod/scaling.yaml": strings.Replace(readFile(t, path), "minReplicaCount: 2 # keep", "minReplicaCount: 4 # keep", 1)})
+	gitOut(t, work, "commit", "-q", "-am", "qwen's floor is 4 now")
+	gitOut(t, work, "push", "-q", "origin", "HEAD:main")
+	if _, err := s.Fire(context.Background(), remote, "payday-qwen", fire, FireOptions{Author: bot}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ScaleDown(context.Background(), remote, "payday-qwen", fire, clockAt(day, 18)); err != nil {
+		t.Fatal(err)
+	}
+	if got := field(); got != "4" {
+		t.Fatalf("after the payday: %s, want the floor someone set, 4", got)
+	}
 }
