@@ -251,11 +251,7 @@ func TestScaleDownReverts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Someone edits another line of the same file meanwhile: the revert keeps it.
-	work := clone(t, bare)
-	p := filepath.Join(work, "overlays/prod/scaling.yaml")
-	writeFiles(t, work, map[string]string{"overlays/prod/scaling.yaml": strings.Replace(readFile(t, p), "maxReplicaCount: 4", "maxReplicaCount: 5", 1)})
-	gitOut(t, work, "commit", "-q", "-am", "llama max 5")
-	gitOut(t, work, "push", "-q", "origin", "HEAD:main")
+	pushScalingEdit(t, bare, "maxReplicaCount: 4", "maxReplicaCount: 5", "llama max 5")
 
 	down, err := s.ScaleDown(context.Background(), remote, "weekday-morning", fire, FireOptions{Author: bot})
 	if err != nil {
@@ -294,11 +290,7 @@ func TestScaleDownRestoresWhenRevertConflicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A human rewords the comment on the very line the scale-up changed: revert is refused.
-	work := clone(t, bare)
-	p := filepath.Join(work, "overlays/prod/scaling.yaml")
-	writeFiles(t, work, map[string]string{"overlays/prod/scaling.yaml": strings.Replace(readFile(t, p), "# keep >= 2 in prod", "# never below 2 in prod", 1)})
-	gitOut(t, work, "commit", "-q", "-am", "reword")
-	gitOut(t, work, "push", "-q", "origin", "HEAD:main")
+	pushScalingEdit(t, bare, "# keep >= 2 in prod", "# never below 2 in prod", "reword")
 
 	down, err := s.ScaleDown(context.Background(), remote, "weekday-morning", fire, FireOptions{Author: bot})
 	if err != nil {
@@ -593,11 +585,7 @@ func TestScaleDownDoesNotFollowAnEarlierOccurrence(t *testing.T) {
 	if _, err := s.ScaleDown(context.Background(), remote, "weekday-morning", earlier, FireOptions{Author: bot}); err != nil {
 		t.Fatal(err)
 	}
-	work := clone(t, bare)
-	path := filepath.Join(work, "overlays/prod/scaling.yaml")
-	writeFiles(t, work, map[string]string{"overlays/prod/scaling.yaml": strings.Replace(readFile(t, path), "minReplicaCount: 2 # keep", "minReplicaCount: 4 # keep", 1)})
-	gitOut(t, work, "commit", "-q", "-am", "qwen's floor is 4 now")
-	gitOut(t, work, "push", "-q", "origin", "HEAD:main")
+	pushScalingEdit(t, bare, "minReplicaCount: 2 # keep", "minReplicaCount: 4 # keep", "qwen's floor is 4 now")
 	if _, err := s.Fire(context.Background(), remote, "payday-qwen", fire, FireOptions{Author: bot}); err != nil {
 		t.Fatal(err)
 	}
@@ -607,4 +595,15 @@ func TestScaleDownDoesNotFollowAnEarlierOccurrence(t *testing.T) {
 	if got := field(); got != "4" {
 		t.Fatalf("after the payday: %s, want the floor someone set, 4", got)
 	}
+}
+
+// pushScalingEdit is a person's commit to overlays/prod/scaling.yaml, pushed with the git CLI:
+// the first old replaced by new.
+func pushScalingEdit(t *testing.T, bare, old, new, msg string) {
+	t.Helper()
+	work := clone(t, bare)
+	p := filepath.Join(work, "overlays/prod/scaling.yaml")
+	writeFiles(t, work, map[string]string{"overlays/prod/scaling.yaml": strings.Replace(readFile(t, p), old, new, 1)})
+	gitOut(t, work, "commit", "-q", "-am", msg)
+	gitOut(t, work, "push", "-q", "origin", "HEAD:main")
 }
