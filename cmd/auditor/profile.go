@@ -351,9 +351,9 @@ func writeProfile(w io.Writer, p *profile.Profile, prop *profile.Proposal, s pro
 		fmt.Fprintln(w, "  none above the warm minimum")
 	}
 	for _, pk := range prop.Peaks {
-		when := fmt.Sprintf("cron %q", pk.Cron)
+		when := pk.When()
 		if pk.Kind == profile.Monthly {
-			when = fmt.Sprintf("days %s of the month (seen %s)", strings.ReplaceAll(strings.Trim(fmt.Sprint(pk.DaysOfMonth), "[]"), " ", ", "), strings.Join(pk.Seen, ", "))
+			when += " (seen " + strings.Join(pk.Seen, ", ") + ")"
 		}
 		verdict := "MISSING from the schedule: added below"
 		switch pk.Action {

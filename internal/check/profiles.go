@@ -84,7 +84,7 @@ func trafficProfiles(snap *gitrepo.Snapshot, env string, objs []*unstructured.Un
 			switch pk.Action {
 			case profile.Add:
 				add(&warnings, "%s found peak %s (%s at %s for %s, warm %d: %s), which %s lacks; `auditor profile --env %s --model %s --write` adds it",
-					window, pk.Name, peakWhen(pk), pk.At, pk.Duration, pk.Warm, pk.Arithmetic, schedule.Path(env), env, p.Model)
+					window, pk.Name, pk.When(), pk.At, pk.Duration, pk.Warm, pk.Arithmetic, schedule.Path(env), env, p.Model)
 			case profile.Raise:
 				add(&warnings, "%s found peak %s, which schedule peak %s holds with fewer replicas than the %d it needs: %s",
 					window, pk.Name, pk.CoveredBy, pk.Warm, pk.Arithmetic)
@@ -238,13 +238,6 @@ func largestNodeGPUs(pool *unstructured.Unstructured) int64 {
 		}
 	}
 	return max(most, 1)
-}
-
-func peakWhen(pk profile.Peak) string {
-	if pk.Kind == profile.Weekly {
-		return fmt.Sprintf("cron %q", pk.Cron)
-	}
-	return fmt.Sprintf("days %s of the month", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(pk.DaysOfMonth)), ", "), "[]"))
 }
 
 func gnum(v float64) string { return fmt.Sprintf("%g", v) }

@@ -267,20 +267,13 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 				h++
 				continue
 			}
-			r := run{from: h}
-			queued := false
-			for h < 24 && need(typical[d][h]) > base {
-				warm[r] = max(warm[r], need(typical[d][h]))
-				top[r] = math.Max(top[r], typical[d][h])
-				queued = queued || typicalQueue[d][h] > 0
-				h++
+			from, w, tp, q := h, int64(0), 0.0, false
+			for ; h < 24 && need(typical[d][h]) > base; h++ {
+				w, tp, q = max(w, need(typical[d][h])), math.Max(tp, typical[d][h]), q || typicalQueue[d][h] > 0
 			}
-			full := run{from: r.from, to: h}
-			waited[full] = waited[full] || queued
-			weekly[full] = append(weekly[full], d)
-			warm[full], top[full] = max(warm[full], warm[r]), math.Max(top[full], top[r])
-			delete(warm, r)
-			delete(top, r)
+			r := run{from: from, to: h}
+			weekly[r] = append(weekly[r], d)
+			warm[r], top[r], waited[r] = max(warm[r], w), math.Max(top[r], tp), waited[r] || q
 		}
 	}
 	runs := make([]run, 0, len(weekly))
@@ -300,7 +293,7 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 		}
 		var occ []span
 		for _, hr := range hours {
-			if hr.start.Hour() == r.from && contains(days, weekdayIndex(hr.start)) {
+			if hr.start.Hour() == r.from && slices.Contains(days, weekdayIndex(hr.start)) {
 				occ = append(occ, span{hr.start, hr.start.Add(time.Duration(r.to-r.from) * time.Hour)})
 			}
 		}
@@ -354,7 +347,7 @@ func Propose(p *Profile, now Settings, t Targets) (*Proposal, error) {
 		var occ []span
 		for _, d := range dd.dates {
 			pk.Seen = append(pk.Seen, d.Format(time.DateOnly))
-			if !containsInt(pk.DaysOfMonth, d.Day()) {
+			if !slices.Contains(pk.DaysOfMonth, d.Day()) {
 				pk.DaysOfMonth = append(pk.DaysOfMonth, d.Day())
 			}
 			occ = append(occ, span{d, d.Add(time.Duration(r.to-r.from) * time.Hour)})
@@ -467,6 +460,14 @@ func weekCost(p *Profile, now Settings, hours []hourAt, surgeWarm map[int]int64,
 	c.Proposed = fmt.Sprintf("proposed (the minimums by hour, the dates' peaks, and the load above them): %s replica-hours a week, %s USD, %s USD per 1k generated tokens",
 		num(round(propHours, 1)), num(c.ProposedUSDPerWeek), strconv.FormatFloat(c.ProposedUSDPer1kTokens, 'f', -1, 64))
 	return c
+}
+
+// When says when a peak starts: its cron rule, or its days of the month.
+func (pk Peak) When() string {
+	if pk.Kind == Weekly {
+		return fmt.Sprintf("cron %q", pk.Cron)
+	}
+	return "days " + joinInts(pk.DaysOfMonth, ", ") + " of the month"
 }
 
 // At is the minimum at hour h of the day.
@@ -650,17 +651,6 @@ func dayNames(days []int) string {
 		names = append(names, strings.ToLower(weekdays[d]))
 	}
 	return strings.Join(names, "-")
-}
-
-func contains(days []int, d int) bool { return containsInt(days, d) }
-
-func containsInt(vs []int, v int) bool {
-	for _, x := range vs {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func joinInts(vs []int, sep string) string {
