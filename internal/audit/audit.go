@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -91,7 +92,19 @@ type Config struct {
 	// it. Its error (no credentials, unreachable) makes the Application not audited, the others
 	// going on. Nil: an Application of another cluster is not audited.
 	Clusters func(ctx context.Context, server, name string) (c *live.Cache, display string, err error)
+	// Owns, when set, says whether this auditor audits the Applications whose destination is
+	// the cluster called cluster (InCluster for Argo CD's own; a member's name as Clusters gives
+	// it, or its destination when no cluster of Clusters is that): replicas that share the work
+	// by cluster each audit their own. The others are left out of the report; those of other
+	// clusters are not rendered, and their caches not started, but Applications on Argo CD's own
+	// cluster are rendered anyway, for the Applications they declare. ClusterName names a
+	// destination without starting its cache. Nil audits every Application.
+	Owns        func(cluster string) bool
+	ClusterName func(server, name string) (string, bool)
 }
+
+// InCluster is the name Owns gives Argo CD's own cluster, as Argo CD names it.
+const InCluster = "in-cluster"
 
 // Auditor audits environments of one repository against one cluster. Make one with New.
 type Auditor struct {
@@ -199,6 +212,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	}
 	declared := a.declaredBy(units)
 	ex := drift.NewExcusals()
+	units = slices.DeleteFunc(units, func(p *prepared) bool { return p.elsewhere })
 	for _, p := range units {
 		if p.err != nil {
 			continue
@@ -262,6 +276,9 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 	}
 	if err := a.destination(ctx, u, app); err != nil {
 		return err
+	}
+	if u.elsewhere && u.clusterName != "" {
+		return nil // audited by the replica that owns its cluster; not rendered here
 	}
 	if a.RepoServer != nil && app != nil {
 		res, err := a.askRepoServer(ctx, req, u, app)

@@ -75,6 +75,8 @@ type prepared struct {
 	report        *drift.Report
 	// err says why the Application could not be audited; the group's others are.
 	err error
+	// elsewhere says another replica audits it (Config.Owns): it is left out of the report.
+	elsewhere bool
 	// cluster is the live cache of the Application's destination when it is not Argo CD's own
 	// cluster (Config.Clusters), and clusterName the name reports give that cluster.
 	cluster     *live.Cache
@@ -434,8 +436,9 @@ func (u *prepared) on(a *Auditor) *live.Cache {
 // destination resolves the cluster app syncs to: Argo CD's own (in-cluster) is Live, another is
 // Config.Clusters', whose error makes the Application not audited.
 func (a *Auditor) destination(ctx context.Context, u *prepared, app *argocd.App) error {
-	u.cluster, u.clusterName = nil, ""
+	u.cluster, u.clusterName, u.elsewhere = nil, "", false
 	if app == nil || argocd.InCluster(app.DestinationServer, app.DestinationName) {
+		u.elsewhere = a.Owns != nil && !a.Owns(InCluster)
 		return nil
 	}
 	dest := app.DestinationServer
@@ -443,6 +446,17 @@ func (a *Auditor) destination(ctx context.Context, u *prepared, app *argocd.App)
 		dest = app.DestinationName
 	}
 	u.clusterName = dest // until Clusters names it
+	if a.Owns != nil {
+		if a.ClusterName != nil {
+			if name, ok := a.ClusterName(app.DestinationServer, app.DestinationName); ok {
+				u.clusterName = name
+			}
+		}
+		if !a.Owns(u.clusterName) {
+			u.elsewhere = true
+			return nil
+		}
+	}
 	if a.Clusters == nil {
 		return &unitError{fmt.Sprintf("Application %s: its destination %s is not the cluster the auditor reads, and no other cluster is configured", u.name, dest)}
 	}

@@ -44,6 +44,8 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 		RenderedInBackground: func(env string) { d.setWaiting(env, true); d.markDirty() },
 		RepoServer:           d.repoServer,
 		Clusters:             d.clusters(),
+		Owns:                 d.ownsFunc(),
+		ClusterName:          d.clusterName(),
 		Drift: func(o *drift.Options) {
 			o.SecretKey = d.hmacKey
 			d.cfg.Extra.apply(o)
@@ -274,6 +276,22 @@ func (d *Daemon) clusters() func(ctx context.Context, server, name string) (*liv
 		return nil
 	}
 	return d.fleet.Resolve
+}
+
+// ownsFunc is the audits' Owns: nil without sharding, where every replica audits everything.
+func (d *Daemon) ownsFunc() func(string) bool {
+	if d.sharding == nil {
+		return nil
+	}
+	return d.owns
+}
+
+// clusterName names a destination without starting its cluster's cache (nil without a fleet).
+func (d *Daemon) clusterName() func(server, name string) (string, bool) {
+	if d.fleet == nil {
+		return nil
+	}
+	return d.fleet.Name
 }
 
 // envsSettled says whether every env has a report, or an error of its own rather than the

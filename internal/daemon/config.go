@@ -254,6 +254,10 @@ type LeaderElectionConfig struct {
 	LeaseDuration Duration `json:"leaseDuration,omitempty"`
 	RenewDeadline Duration `json:"renewDeadline,omitempty"`
 	RetryPeriod   Duration `json:"retryPeriod,omitempty"`
+	// Shard spreads the work over the replicas: each cluster (Argo CD's own and each of
+	// clusters) is audited, and its drift posted, by one replica, picked by consistent hashing
+	// over the replicas' membership Leases. The leader keeps the schedules and the ledger.
+	Shard bool `json:"shard,omitempty"`
 }
 
 // SinkConfig is one chat destination; exactly one of Slack, Mattermost, Telegram.

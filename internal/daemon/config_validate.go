@@ -33,6 +33,9 @@ func (c *Config) validate() error {
 	if c.StateDir == "" {
 		return fmt.Errorf("stateDir is required (outboxes and drift state live there)")
 	}
+	if c.LeaderElection.Shard && !c.LeaderElection.Enabled {
+		return fmt.Errorf("leaderElection.shard needs leaderElection.enabled: the replicas share the work over Leases")
+	}
 	for _, env := range c.Envs {
 		if !pathName.MatchString(env) {
 			return fmt.Errorf("envs: %q is not a valid env name (lower-case letters, digits, . _ -)", env)

@@ -94,6 +94,10 @@ type Daemon struct {
 	dirty     chan struct{}
 	fetch     chan struct{}
 
+	// sharding is how replicas share the work (leaderElection.shard); nil: every replica
+	// audits everything, and the leader posts.
+	sharding *sharding
+
 	touchMu sync.Mutex
 	touched map[drift.Ref]bool // objects the watches saw change since the last audit
 	full    bool               // a change that needs every env re-audited in full
@@ -117,6 +121,9 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		dirty: make(chan struct{}, 1), fetch: make(chan struct{}, 1), listening: make(chan struct{})}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	if cfg.LeaderElection.Shard {
+		d.sharding = &sharding{owned: map[string]bool{}, names: cfg.shardNames()}
 	}
 	if w := cfg.Webhook; w != nil && (w.SecretFile != "" || w.SecretEnv != "") {
 		s, err := sinks.ReadSecret("git webhook secret", w.SecretFile, w.SecretEnv)
@@ -218,9 +225,13 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 			return nil, fmt.Errorf("sink %s: %w", sc.Name, err)
 		}
 		outboxes = append(outboxes, ob)
-		disp := outbox.NewDispatcher(sink, ob, outbox.DispatcherConfig{BackoffBase: cfg.Dispatch.BackoffBase.Duration,
+		dc := outbox.DispatcherConfig{BackoffBase: cfg.Dispatch.BackoffBase.Duration,
 			BackoffMax: cfg.Dispatch.BackoffMax.Duration, Rate: cfg.Dispatch.Rate, Burst: cfg.Dispatch.Burst, Logger: log,
-			Paused: func() bool { return !d.leader.Load() }})
+			Paused: func() bool { return !d.leader.Load() }}
+		if d.sharding != nil { // each replica posts for its shards
+			dc.Paused, dc.Claim = nil, d.claim
+		}
+		disp := outbox.NewDispatcher(sink, ob, dc)
 		d.dispatchers = append(d.dispatchers, disp)
 		d.metrics.sinkMetrics(sc.Name, disp)
 	}
@@ -229,7 +240,12 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	if cfg.AuditEvents.enabled() || slices.ContainsFunc(cfg.Clusters, func(c fleet.Cluster) bool { return c.AuditLog != "" }) {
 		d.people = auditlog.NewStore(cfg.AuditEvents.Max)
 	}
-	if cfg.LeaderElection.Enabled {
+	switch {
+	case d.sharding != nil:
+		if err := d.newSharding(); err != nil {
+			return nil, err
+		}
+	case cfg.LeaderElection.Enabled:
 		if err := d.shareRecords(); err != nil {
 			return nil, err
 		}
@@ -278,6 +294,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.cfg.LeaderElection.Enabled {
 		wg.Add(1)
 		go func() { defer wg.Done(); d.campaign(ctx) }()
+		if d.sharding != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); d.sharding.sharder.Run(ctx) }()
+		}
 	} else {
 		d.setLeader(true)
 		close(d.decided)
@@ -429,8 +449,12 @@ type Status struct {
 	// RenderEngine says how Applications are rendered: repo-server (Argo CD's) or in-process.
 	RenderEngine string `json:"renderEngine"`
 	// Clusters are the clusters besides Argo CD's own, each reachable or not.
-	Clusters  []fleet.Status `json:"clusters,omitempty"`
-	Timestamp time.Time      `json:"timestamp"`
+	Clusters []fleet.Status `json:"clusters,omitempty"`
+	// Shards are the clusters this replica audits and posts for, and Members the replicas that
+	// share the work, when they do.
+	Shards    []string  `json:"shards,omitempty"`
+	Members   []string  `json:"members,omitempty"`
+	Timestamp time.Time `json:"timestamp"`
 }
 
 // EnvStatus is one env's last audit. Revision is the commit audited: the one Argo CD synced when

@@ -85,6 +85,14 @@ func (d *Daemon) shareRecords() error {
 // follower, or a full audit where it has none. Only then is this replica the
 // leader for the audit loop. A record that cannot be read is retried until leadership ends.
 func (d *Daemon) takeOver(ctx context.Context) {
+	if d.sharding != nil { // drift is posted per shard (acquireShard); the leader keeps schedules and the ledger
+		d.leaderMu.Lock()
+		if ctx.Err() == nil {
+			d.setLeader(true)
+		}
+		d.leaderMu.Unlock()
+		return
+	}
 	for attempt := 1; ; attempt++ {
 		err := d.loadRecords(ctx)
 		if err == nil {

@@ -22,6 +22,7 @@ type metrics struct {
 	leader         prometheus.Gauge
 	episodesOpen   *prometheus.GaugeVec
 	episodeLength  *prometheus.HistogramVec
+	applications   *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -49,7 +50,10 @@ func newMetrics() *metrics {
 			Help:    "How long ended drift episodes stood, per env and how they ended (reverted, adopted, overwritten, deleted, dropped).",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 10)}, []string{"env", "how"}),
 	}
-	m.reg.MustRegister(m.driftedObjects, m.driftedFields, m.auditDuration, m.lastSuccess, m.auditErrors,
+	m.applications = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "auditor_application_audited",
+		Help: "1 for each Application this replica audited in its last audit of the env, with its cluster (replicas that share the work audit each Application once)."},
+		[]string{"env", "application", "cluster"})
+	m.reg.MustRegister(m.applications, m.driftedObjects, m.driftedFields, m.auditDuration, m.lastSuccess, m.auditErrors,
 		m.gitLastFetch, m.gitFetchErrors, m.leader, m.episodesOpen, m.episodeLength, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -73,6 +77,10 @@ func (m *metrics) sinkMetrics(name string, d *outbox.Dispatcher) {
 func (m *metrics) observe(rep *drift.Report) {
 	m.driftedObjects.DeletePartialMatch(prometheus.Labels{"env": rep.Env})
 	m.driftedFields.DeletePartialMatch(prometheus.Labels{"env": rep.Env})
+	m.applications.DeletePartialMatch(prometheus.Labels{"env": rep.Env})
+	for _, app := range rep.Applications {
+		m.applications.WithLabelValues(rep.Env, app.Name, shardOf(app.Cluster)).Set(1)
+	}
 	for _, o := range rep.Objects {
 		m.driftedObjects.WithLabelValues(rep.Env, o.Kind).Inc()
 		n := len(o.Fields)

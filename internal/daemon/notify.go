@@ -40,7 +40,15 @@ func (d *Daemon) trackerFile() string { return filepath.Join(d.cfg.StateDir, "dr
 // compared with the old revision and would read as drift, and resolve as soon as it finishes.
 // The report after the operation says what stands.
 func (d *Daemon) announce(rep *drift.Report) {
-	if !d.leader.Load() || rep.Syncing() {
+	if rep.Syncing() {
+		return
+	}
+	if s := d.sharding; s != nil {
+		// Only the shards this replica holds, and none handed over meanwhile.
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		rep = s.ownedPart(rep)
+	} else if !d.leader.Load() {
 		return
 	}
 	if d.awaitPeople(rep) {
@@ -59,6 +67,9 @@ func (d *Daemon) announce(rep *drift.Report) {
 		// announced, then resolved, like any other.
 		seen := *rep
 		seen.Objects = append(slices.Clone(rep.Objects), gone...)
+		if s := d.sharding; s != nil { // held before a shard was handed over
+			seen = *s.ownedPart(&seen)
+		}
 		if err := d.notifier.Observe(&seen); err != nil {
 			d.log.Error("track drift", "env", rep.Env, "err", err)
 		}

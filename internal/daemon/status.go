@@ -29,6 +29,15 @@ func (d *Daemon) status() Status {
 	if d.fleet != nil {
 		st.Clusters = d.fleet.Status()
 	}
+	if s := d.sharding; s != nil {
+		st.Members = s.sharder.Members()
+		s.mu.RLock()
+		for name := range s.owned {
+			st.Shards = append(st.Shards, name)
+		}
+		s.mu.RUnlock()
+		sort.Strings(st.Shards)
+	}
 	st.Git = GitStatus{LastFetch: d.lastFetch.UTC(), StaleSeconds: time.Since(d.lastFetch).Seconds()}
 	if d.fetchErr != nil {
 		st.Git.Error = d.fetchErr.Error()

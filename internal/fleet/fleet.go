@@ -83,6 +83,7 @@ type member struct {
 
 	mu      sync.Mutex // guards the fields below, never across a network call
 	cache   *live.Cache
+	stop    context.CancelFunc // ends the cache's informers
 	status  Status
 	checked time.Time
 	fails   int // probes failed in a row
@@ -201,8 +202,10 @@ func (m *member) get(ctx context.Context, f *Fleet) (*live.Cache, error) {
 	if c != nil {
 		return c, nil
 	}
-	c, err := live.New(f.ctx, m.cfg)
+	cctx, stop := context.WithCancel(f.ctx)
+	c, err := live.New(cctx, m.cfg)
 	if err != nil {
+		stop()
 		m.setReachable(err)
 		return nil, &UnreachableError{Cluster: m.Name, Err: err}
 	}
@@ -210,9 +213,39 @@ func (m *member) get(ctx context.Context, f *Fleet) (*live.Cache, error) {
 		c.ScopeTo(m.WatchNamespaces, nil) // namespaced kinds, Secrets included, only there
 	}
 	m.mu.Lock()
-	m.cache = c
+	m.cache, m.stop = c, stop
 	m.mu.Unlock()
 	return c, nil
+}
+
+// Name returns the name of the cluster an Application's destination names (by server URL, else
+// by name), without starting its cache; false when no cluster of the fleet is that destination.
+func (f *Fleet) Name(server, name string) (string, bool) {
+	if m := f.member(server, name); m != nil {
+		return m.Name, true
+	}
+	return "", false
+}
+
+// Drop stops the cache of the cluster called name and forgets it: this replica no longer audits
+// that cluster (another does), and its objects leave the memory. Its next use starts it anew.
+func (f *Fleet) Drop(name string) {
+	f.mu.Lock()
+	members := append([]*member(nil), f.members...)
+	f.mu.Unlock()
+	for _, m := range members {
+		if m.Name != name {
+			continue
+		}
+		m.work.Lock()
+		m.mu.Lock()
+		if m.stop != nil {
+			m.stop()
+		}
+		m.cache, m.stop = nil, nil
+		m.mu.Unlock()
+		m.work.Unlock()
+	}
 }
 
 // probe asks the cluster who the auditor is (a SelfSubjectReview, which every authenticated

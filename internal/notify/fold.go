@@ -43,12 +43,17 @@ type Folder struct {
 	leading bool
 
 	mu      sync.Mutex
-	pending map[string]*foldBuf
+	pending map[foldKey]*foldBuf
 	// inflight are buffers taken from pending whose messages emit has not returned from yet.
 	inflight map[*foldBuf]bool
 	closed   bool
 	wg       sync.WaitGroup
 }
+
+// foldKey is what a Folder folds together: the items of one env on one cluster ("" for Argo
+// CD's own). Items of two clusters are never one message, so that replicas that share the work
+// by cluster each post whole messages of their own.
+type foldKey struct{ env, cluster string }
 
 type foldBuf struct {
 	added, resolved map[string]Item
@@ -62,15 +67,42 @@ func NewFolder(window time.Duration, opts Options, emit func([]message.Message))
 	if window <= 0 {
 		window = DefaultFoldWindow
 	}
-	return &Folder{window: window, opts: opts, emit: emit, pending: map[string]*foldBuf{}, inflight: map[*foldBuf]bool{}}
+	return &Folder{window: window, opts: opts, emit: emit, pending: map[foldKey]*foldBuf{}, inflight: map[*foldBuf]bool{}}
 }
 
-// Add queues new and resolved items of env. An item resolved within the window it appeared in
-// cancels out (neither is announced); an item that reappears cancels its resolution.
+// Add queues new and resolved items of env, folded per cluster. An item resolved within the
+// window it appeared in cancels out (neither is announced); an item that reappears cancels its
+// resolution.
 func (f *Folder) Add(env string, added, resolved []Item) {
-	if len(added) == 0 && len(resolved) == 0 {
-		return
+	type part struct{ added, resolved []Item }
+	parts := map[string]*part{}
+	at := func(it Item) *part {
+		p := parts[it.Object.Cluster]
+		if p == nil {
+			p = &part{}
+			parts[it.Object.Cluster] = p
+		}
+		return p
 	}
+	for _, it := range added {
+		at(it).added = append(at(it).added, it)
+	}
+	for _, it := range resolved {
+		at(it).resolved = append(at(it).resolved, it)
+	}
+	clusters := make([]string, 0, len(parts))
+	for c := range parts {
+		clusters = append(clusters, c)
+	}
+	sort.Strings(clusters)
+	for _, c := range clusters {
+		f.add(foldKey{env, c}, parts[c].added, parts[c].resolved)
+	}
+}
+
+// add queues the items of one fold key.
+func (f *Folder) add(key foldKey, added, resolved []Item) {
+	env := key.env
 	var leading []message.Message // emitted after the lock is released: emit may ask for Unsent
 	var lead *foldBuf             // its items, unsent until emit returns
 	defer func() {
@@ -89,16 +121,16 @@ func (f *Folder) Add(env string, added, resolved []Item) {
 	if f.closed {
 		return
 	}
-	b := f.pending[env]
+	b := f.pending[key]
 	if b == nil {
 		// Leading edge: the first drift after a quiet window goes out at once (on-call wants it
 		// within a second); what follows within the window is folded into one digest.
 		b = &foldBuf{added: map[string]Item{}, resolved: map[string]Item{}}
-		f.pending[env] = b
+		f.pending[key] = b
 		f.wg.Add(1)
 		b.timer = time.AfterFunc(f.window, func() {
 			defer f.wg.Done()
-			f.flushEnv(env, b)
+			f.flushKey(key, b)
 		})
 		if f.leading {
 			leading = Fold(env, added, resolved, f.opts)
@@ -129,17 +161,17 @@ func (f *Folder) Add(env string, added, resolved []Item) {
 	}
 }
 
-// flushEnv emits b if it is still env's pending buffer.
-func (f *Folder) flushEnv(env string, b *foldBuf) {
+// flushKey emits b if it is still key's pending buffer.
+func (f *Folder) flushKey(key foldKey, b *foldBuf) {
 	f.mu.Lock()
-	if f.pending[env] != b {
+	if f.pending[key] != b {
 		f.mu.Unlock()
 		return
 	}
-	delete(f.pending, env)
+	delete(f.pending, key)
 	f.inflight[b] = true
 	f.mu.Unlock()
-	if msgs := Fold(env, values(b.added), values(b.resolved), f.opts); len(msgs) > 0 {
+	if msgs := Fold(key.env, values(b.added), values(b.resolved), f.opts); len(msgs) > 0 {
 		f.emit(msgs)
 	}
 	f.mu.Lock()
@@ -151,20 +183,22 @@ func (f *Folder) flushEnv(env string, b *foldBuf) {
 func (f *Folder) Flush() {
 	f.mu.Lock()
 	bufs := f.pending
-	f.pending = map[string]*foldBuf{}
-	var envs []string
-	for env, b := range bufs {
+	f.pending = map[foldKey]*foldBuf{}
+	var keys []foldKey
+	for k, b := range bufs {
 		if b.timer.Stop() {
 			f.wg.Done() // the timer will not run
 		}
-		envs = append(envs, env)
+		keys = append(keys, k)
 		f.inflight[b] = true
 	}
 	f.mu.Unlock()
-	sort.Strings(envs)
-	for _, env := range envs {
-		b := bufs[env]
-		if msgs := Fold(env, values(b.added), values(b.resolved), f.opts); len(msgs) > 0 {
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].env < keys[j].env || keys[i].env == keys[j].env && keys[i].cluster < keys[j].cluster
+	})
+	for _, k := range keys {
+		b := bufs[k]
+		if msgs := Fold(k.env, values(b.added), values(b.resolved), f.opts); len(msgs) > 0 {
 			f.emit(msgs)
 		}
 		f.mu.Lock()

@@ -3,6 +3,7 @@ package notify
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -248,6 +249,55 @@ func (t *Tracker) Seed(identities []string) {
 	t.mu.Lock()
 	t.envs = envs
 	t.mu.Unlock()
+}
+
+// Replace replaces the items that in picks by the drift others announced (identities, as for
+// Seed), for a replica that starts to post for part of the work (a shard): the other items stay.
+func (t *Tracker) Replace(in func(Item) bool, identities []string) {
+	seeded := map[string]map[string]Item{}
+	for _, id := range identities {
+		if it, ok := ItemFromKey(id); ok && in(it) {
+			if seeded[it.Env] == nil {
+				seeded[it.Env] = map[string]Item{}
+			}
+			seeded[it.Env][it.Key] = it
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forget(in)
+	if t.envs == nil {
+		t.envs = map[string]map[string]Item{}
+	}
+	for env, items := range seeded {
+		if t.envs[env] == nil {
+			t.envs[env] = map[string]Item{}
+		}
+		maps.Copy(t.envs[env], items)
+	}
+}
+
+// Forget drops the items that in picks, announcing nothing: another replica posts for them now.
+func (t *Tracker) Forget(in func(Item) bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forget(in)
+}
+
+func (t *Tracker) forget(in func(Item) bool) {
+	for _, items := range t.envs {
+		maps.DeleteFunc(items, func(_ string, it Item) bool { return in(it) })
+	}
+}
+
+// ClusterOfKey is the cluster a dedupe key (see ItemKey) names: "" for Argo CD's own.
+func ClusterOfKey(key string) string {
+	_, rest, ok := strings.Cut(key, "|")
+	if !ok || !strings.HasPrefix(rest, "@") {
+		return ""
+	}
+	c, _, _ := strings.Cut(rest[1:], "/")
+	return c
 }
 
 // ItemFromKey rebuilds the item a dedupe key (see ItemKey) names, without values: env, object,

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/llm-gitops/platform/internal/notify/message"
 	"github.com/llm-gitops/platform/internal/sinks"
 )
 
@@ -37,6 +38,11 @@ type DispatcherConfig struct {
 	// it queued while it led is sent when it leads again, unless announced meanwhile). Call
 	// Dispatcher.Wake when its answer changes.
 	Paused func() bool
+	// Claim, when set, is asked before each send whether this replica still posts m (replicas
+	// that share the work post for their own shards). When it says no, m is dropped unsent: its
+	// keys' new poster announces what stands. Otherwise done is called once the send and its
+	// record are over, so that a shard is not handed over while one of its messages is in flight.
+	Claim func(m message.Message) (post bool, done func())
 }
 
 func (c DispatcherConfig) withDefaults() DispatcherConfig {
@@ -202,6 +208,19 @@ func (d *Dispatcher) run(ctx context.Context) {
 		if d.cfg.Paused != nil && d.cfg.Paused() { // paused while waiting for the limiter
 			continue
 		}
+		done := func() {}
+		if d.cfg.Claim != nil {
+			post, claimed := d.cfg.Claim(p.Message)
+			if !post {
+				if err := d.outbox.Remove(p); err != nil {
+					log.Error("remove a message of a shard handed over", "id", p.Message.ID, "err", err)
+				}
+				log.Info("message dropped: its shard is another replica's now", "id", p.Message.ID)
+				d.suppressed.Add(1)
+				continue
+			}
+			done = claimed
+		}
 		sctx, cancel := context.WithTimeout(ctx, d.cfg.SendTimeout)
 		err = d.sink.Send(sctx, p.Message)
 		cancel()
@@ -212,11 +231,13 @@ func (d *Dispatcher) run(ctx context.Context) {
 			if err := d.outbox.MarkDelivered(p.Message); err != nil {
 				log.Error("record delivery", "id", p.Message.ID, "err", err)
 			}
+			done()
 			if err := d.outbox.Remove(p); err != nil {
 				log.Error("remove delivered message", "id", p.Message.ID, "err", err)
 			}
 			continue
 		}
+		done()
 		if ctx.Err() != nil {
 			return // closing: the message stays pending
 		}

@@ -43,7 +43,8 @@ type Outbox struct {
 	ids       map[string]string
 	seq       uint64
 	delivered map[string]deliveredEntry
-	store     RecordStore
+	store     func(shard string) RecordStore // the shared record of a shard; nil: none
+	shardOf   func(key string) string        // the shard of a dedupe key
 
 	dropped atomic.Uint64
 	dead    atomic.Uint64

@@ -175,11 +175,11 @@ func (o *Outbox) MarkDelivered(m message.Message) error {
 	}
 	trim(o.delivered, maxDelivered)
 	data, err := json.Marshal(o.delivered)
-	var shared []byte
-	if err == nil && o.store != nil {
-		shared, err = sharedRecord(o.delivered)
+	var shared map[string][]byte
+	var stores map[string]RecordStore
+	if err == nil {
+		shared, stores, err = o.sharedRecords(m.Keys)
 	}
-	store := o.store
 	o.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("outbox: encode delivered: %w", err)
@@ -187,10 +187,11 @@ func (o *Outbox) MarkDelivered(m message.Message) error {
 	if err := atomicfile.Write(filepath.Join(o.dir, deliveredFile), data); err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
-	if store != nil {
+	for shard, store := range stores {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := store.Save(ctx, shared); err != nil {
+		err := store.Save(ctx, shared[shard])
+		cancel()
+		if err != nil {
 			return fmt.Errorf("outbox: share delivery record: %w", err)
 		}
 	}

@@ -71,16 +71,35 @@ type RecordStore interface {
 // ShareRecord makes s the outbox's shared delivery record: every delivery is saved there too,
 // and LoadShared reads it back.
 func (o *Outbox) ShareRecord(s RecordStore) {
+	o.ShareRecords(nil, func(string) RecordStore { return s })
+}
+
+// ShareRecords keeps the shared delivery record per shard (replicas that share the work each
+// post for their shards): shardOf names the shard of a dedupe key (nil: one shard, ""), store
+// the RecordStore of a shard (nil when that shard's record is not shared). A delivery is saved
+// in the record of each shard its keys belong to, and LoadShard reads one shard's back.
+func (o *Outbox) ShareRecords(shardOf func(key string) string, store func(shard string) RecordStore) {
+	if shardOf == nil {
+		shardOf = func(string) string { return "" }
+	}
 	o.mu.Lock()
-	o.store = s
+	o.store, o.shardOf = store, shardOf
 	o.mu.Unlock()
 }
 
 // LoadShared replaces the outbox's delivery record by the shared one: the drift the last poster
 // announced and had not announced resolved.
-func (o *Outbox) LoadShared(ctx context.Context) error {
+func (o *Outbox) LoadShared(ctx context.Context) error { return o.LoadShard(ctx, "") }
+
+// LoadShard replaces the outbox's delivery record of shard's keys by the shard's shared one:
+// the drift its last poster announced and had not announced resolved. The other shards'
+// entries stay.
+func (o *Outbox) LoadShard(ctx context.Context, shard string) error {
 	o.mu.Lock()
-	s := o.store
+	var s RecordStore
+	if o.store != nil {
+		s = o.store(shard)
+	}
 	o.mu.Unlock()
 	if s == nil {
 		return nil
@@ -99,8 +118,51 @@ func (o *Outbox) LoadShared(ctx context.Context) error {
 	// (an old volume) may have been resolved and announced since by another.
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.delivered = rec
+	for k := range o.delivered {
+		if o.shardOf(k) == shard {
+			delete(o.delivered, k)
+		}
+	}
+	for k, e := range rec {
+		if o.shardOf(k) == shard {
+			o.delivered[k] = e
+		}
+	}
 	return nil
+}
+
+// sharedRecords encodes, per shard that keys touch, the shard's open drift (see sharedRecord),
+// with the shard's store. Called with o.mu held.
+func (o *Outbox) sharedRecords(keys []string) (map[string][]byte, map[string]RecordStore, error) {
+	if o.store == nil {
+		return nil, nil, nil
+	}
+	data, stores := map[string][]byte{}, map[string]RecordStore{}
+	for _, k := range keys {
+		shard := o.shardOf(announceKey(k))
+		if _, done := stores[shard]; done {
+			continue
+		}
+		stores[shard] = o.store(shard)
+	}
+	for shard, s := range stores {
+		if s == nil {
+			delete(stores, shard)
+			continue
+		}
+		part := map[string]deliveredEntry{}
+		for k, e := range o.delivered {
+			if o.shardOf(k) == shard {
+				part[k] = e
+			}
+		}
+		b, err := sharedRecord(part)
+		if err != nil {
+			return nil, nil, err
+		}
+		data[shard] = b
+	}
+	return data, stores, nil
 }
 
 // AnnouncedDrift returns the drift identities (keys without the revision) the record says were

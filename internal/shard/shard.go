@@ -79,7 +79,7 @@ type Config struct {
 	// [15s]; RetryPeriod how often Leases are renewed and the members listed [2s].
 	LeaseDuration, RetryPeriod time.Duration
 	// Acquired is called in its own goroutine when this replica starts to hold shard; ctx ends
-	// when it stops holding it (after Release returned).
+	// when it stops holding it, just before Release is called.
 	Acquired func(ctx context.Context, shard string)
 	// Release is called before this replica lets go of a shard it holds: the shard moved to
 	// another replica, its renewals failed, or the Sharder stops. It returns once this
@@ -361,8 +361,8 @@ func (s *Sharder) release(shard string, clear bool) {
 	if h == nil {
 		return
 	}
+	h.cancel() // before Release: an Acquired still starting sees its end
 	s.cfg.Release(shard)
-	h.cancel()
 	if !clear {
 		return
 	}

@@ -1,0 +1,258 @@
+package daemon
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/notify"
+	"github.com/llm-gitops/platform/internal/notify/message"
+	"github.com/llm-gitops/platform/internal/outbox"
+	"github.com/llm-gitops/platform/internal/shard"
+)
+
+// sharding is how replicas share the work (leaderElection.shard): the clusters are shards,
+// spread over the replicas by shard.Sharder. A replica audits and posts for the Applications of
+// the clusters it holds; what each sink was told of a cluster's drift is kept in that cluster's
+// Lease, where its next holder reads it. The leader keeps the rest (schedules, ledger).
+type sharding struct {
+	sharder *shard.Sharder
+
+	// mu orders the hand-over of a shard against announcing and posting: a report is filtered
+	// and observed, and a message posted, under the read lock; a shard is given up under the
+	// write lock, so no message of it is in flight once the next holder reads its record.
+	mu    sync.RWMutex
+	owned map[string]bool
+	names []string // the shards
+}
+
+// holds says whether this replica holds the shard of cluster: a shard's name, "" for Argo CD's
+// own, or a destination no cluster of the config is (the holder of Argo CD's own cluster says
+// those are not audited). Called with mu held.
+func (s *sharding) holds(cluster string) bool {
+	if cluster = shardOf(cluster); !slices.Contains(s.names, cluster) {
+		cluster = audit.InCluster
+	}
+	return s.owned[cluster]
+}
+
+// shardNames are the shards: Argo CD's own cluster and each cluster of the config.
+func (c *Config) shardNames() []string {
+	out := []string{audit.InCluster}
+	for _, cl := range c.Clusters {
+		out = append(out, cl.Name)
+	}
+	return out
+}
+
+// owns says whether this replica audits the Applications of cluster (a shard's name, or a
+// destination no cluster of the config is: those the holder of Argo CD's own cluster reports).
+// Without sharding it audits them all.
+func (d *Daemon) owns(cluster string) bool {
+	s := d.sharding
+	if s == nil {
+		return true
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.holds(cluster)
+}
+
+// shardOf is the shard of a drift item's cluster ("" for Argo CD's own).
+func shardOf(cluster string) string {
+	if cluster == "" {
+		return audit.InCluster
+	}
+	return cluster
+}
+
+// shardOfKey is the shard a dedupe key belongs to; "" for an alert's, which is the leader's.
+func shardOfKey(key string) string {
+	if strings.HasPrefix(key, alertKeyPrefix) {
+		return ""
+	}
+	return shardOf(notify.ClusterOfKey(key))
+}
+
+// inShard picks the tracker items of shard.
+func inShard(name string) func(notify.Item) bool {
+	return func(it notify.Item) bool { return shardOf(it.Object.Cluster) == name }
+}
+
+// messageOfShard says whether m announces drift of shard (alerts belong to none).
+func messageOfShard(m message.Message, name string) bool {
+	return !isAlert(m) && slices.ContainsFunc(m.Keys, func(k string) bool { return shardOfKey(k) == name })
+}
+
+// newSharding prepares the shards' Leases and records (d.sharding is made before the
+// dispatchers, which ask it); Run starts the Sharder.
+func (d *Daemon) newSharding() error {
+	le := d.cfg.LeaderElection
+	cs, err := kubernetes.NewForConfig(d.rest)
+	if err != nil {
+		return err
+	}
+	ns, group := le.lease()
+	leases := cs.CoordinationV1().Leases(ns)
+	s := d.sharding
+	s.sharder, err = shard.New(shard.Config{Leases: leases, Group: group, Identity: d.identity, Shards: d.cfg.shardNames(),
+		LeaseDuration: le.LeaseDuration.or(15 * time.Second), RetryPeriod: le.RetryPeriod.or(2 * time.Second),
+		Acquired: d.acquireShard, Release: d.releaseShard, Log: d.log})
+	if err != nil {
+		return err
+	}
+	for i, ob := range d.outboxes {
+		annotation := recordAnnotation + d.cfg.Sinks[i].Name
+		ob.ShareRecords(shardOfKey, func(name string) outbox.RecordStore {
+			if name == "" {
+				return nil // alerts: not drift, never in a record
+			}
+			return &leaseRecord{leases: leases, name: shard.ShardLease(group, name), annotation: annotation, identity: d.identity}
+		})
+	}
+	for _, name := range d.cfg.shardNames() {
+		d.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_shard_held",
+			Help:        "1 when this replica audits and posts for the cluster (the shard) named by the label.",
+			ConstLabels: prometheus.Labels{"shard": name}}, func() float64 {
+			if d.owns(name) {
+				return 1
+			}
+			return 0
+		}))
+	}
+	d.metrics.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_shard_members",
+			Help: "Replicas sharing the work, as this replica sees their membership Leases."},
+			func() float64 { return float64(len(s.sharder.Members())) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_shard_moves_total",
+			Help: "Shards this replica took or gave up."},
+			func() float64 { return float64(s.sharder.Moves()) }))
+	return nil
+}
+
+// acquireShard makes this replica audit and post for a shard: it reads what the last holder
+// told each sink of the shard's drift from the shard's Lease (retried until the shard is lost),
+// takes that as announced, drops what it queued for the shard in an earlier holding, and has
+// every env audited in full.
+func (d *Daemon) acquireShard(ctx context.Context, name string) {
+	for attempt := 1; ; attempt++ {
+		err := d.loadShard(ctx, name)
+		if err == nil {
+			break
+		}
+		d.log.Error("read the shard's delivery record", "shard", name, "err", err, "attempt", attempt)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(min(time.Duration(attempt)*500*time.Millisecond, 5*time.Second)):
+		}
+	}
+	s := d.sharding
+	s.mu.Lock()
+	if ctx.Err() == nil { // Release has not run (it cancels ctx after it returns)
+		s.owned[name] = true
+	}
+	s.mu.Unlock()
+	d.log.Info("audits and posts for the shard", "shard", name)
+	d.markFull()
+}
+
+// loadShard seeds the tracker with the shard's drift every sink was told of, and drops the
+// shard's messages queued earlier.
+func (d *Daemon) loadShard(ctx context.Context, name string) error {
+	common := map[string]int{}
+	for _, ob := range d.outboxes {
+		if err := ob.LoadShard(ctx, name); err != nil {
+			return err
+		}
+		for _, k := range ob.AnnouncedDrift() {
+			if shardOfKey(k) == name {
+				common[k]++
+			}
+		}
+	}
+	var seed []string
+	for k, n := range common {
+		if n == len(d.outboxes) {
+			seed = append(seed, k)
+		}
+	}
+	d.tracker.Replace(inShard(name), seed)
+	d.saveTracker()
+	d.dropQueued(name)
+	d.log.Info("shard's delivery record read from its Lease", "shard", name, "openDrift", len(seed))
+	return nil
+}
+
+// dropQueued removes from every outbox the messages of shard not sent yet.
+func (d *Daemon) dropQueued(name string) {
+	for i, ob := range d.outboxes {
+		n, err := ob.DropPending(func(m message.Message) bool { return messageOfShard(m, name) })
+		if err != nil {
+			d.log.Error("drop queued messages", "sink", d.cfg.Sinks[i].Name, "shard", name, "err", err)
+		} else if n > 0 {
+			d.log.Info("dropped messages of a shard handed over", "sink", d.cfg.Sinks[i].Name, "shard", name, "messages", n)
+		}
+	}
+}
+
+// releaseShard stops this replica's work on a shard before its next holder takes it: nothing
+// more of it is announced or posted (a post in flight finishes first), its queued messages and
+// tracked drift are dropped (its next holder announces from the shard's record), and the
+// cluster's cache is stopped.
+func (d *Daemon) releaseShard(name string) {
+	s := d.sharding
+	s.mu.Lock()
+	delete(s.owned, name)
+	d.tracker.Forget(inShard(name))
+	d.dropQueued(name)
+	s.mu.Unlock()
+	d.saveTracker()
+	if d.fleet != nil && name != audit.InCluster {
+		d.fleet.Drop(name)
+	}
+	d.log.Info("gave up the shard", "shard", name)
+	d.markFull()
+}
+
+// claim says whether this replica posts m: alerts always (the leader made them), drift only of
+// the shards it holds. A post goes on under the read lock (done releases it).
+func (d *Daemon) claim(m message.Message) (bool, func()) {
+	s := d.sharding
+	s.mu.RLock()
+	for _, k := range m.Keys {
+		if name := shardOfKey(k); name != "" && !s.holds(name) {
+			s.mu.RUnlock()
+			return false, nil
+		}
+	}
+	return true, s.mu.RUnlock
+}
+
+// ownedPart is rep without the objects and Applications of shards this replica does not hold
+// (called with the read lock held).
+func (s *sharding) ownedPart(rep *drift.Report) *drift.Report {
+	mine := s.holds
+	if !slices.ContainsFunc(rep.Objects, func(o drift.Object) bool { return !mine(o.Cluster) }) {
+		return rep
+	}
+	out := *rep
+	out.Objects = slices.DeleteFunc(slices.Clone(rep.Objects), func(o drift.Object) bool { return !mine(o.Cluster) })
+	out.InSync = len(out.Objects) == 0
+	return &out
+}
+
+// markFull has every env audited in full next.
+func (d *Daemon) markFull() {
+	d.touchMu.Lock()
+	d.full = true
+	d.touchMu.Unlock()
+	d.markDirty()
+}
