@@ -178,6 +178,7 @@ func (d *Daemon) announceReports() bool {
 // informers the audits started, and gives back the memory of a render kustomize just made. It
 // says whether every env's audit succeeded.
 func (d *Daemon) eachEnv(ctx context.Context, run func(a *audit.Auditor, env string) (*drift.Report, error)) bool {
+	d.dropCaches()
 	d.mu.RLock()
 	repo, c := d.repo, d.cache
 	d.mu.RUnlock()

@@ -81,19 +81,26 @@ func newFleet(t *testing.T, h *harness, fold time.Duration, ids ...string) *repl
 	})
 	for _, id := range ids {
 		cfg := h.config(t.TempDir())
-		cfg.Listen = freeAddr(t)
 		cfg.FoldWindow = Duration{fold}
 		cfg.LeaderElection = LeaderElectionConfig{Enabled: true, Namespace: "default", Name: h.p.Prefix + "-auditor", Identity: id,
 			LeaseDuration: Duration{3 * time.Second}, RenewDeadline: Duration{2 * time.Second}, RetryPeriod: Duration{300 * time.Millisecond}}
-		data, err := json.Marshal(cfg)
-		require.NoError(t, err)
-		file := filepath.Join(t.TempDir(), "config.yaml")
-		require.NoError(t, os.WriteFile(file, data, 0o600))
-		r := &replica{id: id, addr: cfg.Listen, config: file, state: cfg.StateDir, log: &syncBuffer{}}
-		f.start(r)
-		f.replicas = append(f.replicas, r)
+		f.add(id, cfg)
 	}
 	return f
+}
+
+// add starts a replica called id with cfg, on a free port.
+func (f *replicaGroup) add(id string, cfg *Config) *replica {
+	f.t.Helper()
+	cfg.Listen = freeAddr(f.t)
+	data, err := json.Marshal(cfg)
+	require.NoError(f.t, err)
+	file := filepath.Join(f.t.TempDir(), "config.yaml")
+	require.NoError(f.t, os.WriteFile(file, data, 0o600))
+	r := &replica{id: id, addr: cfg.Listen, config: file, state: cfg.StateDir, log: &syncBuffer{}}
+	f.start(r)
+	f.replicas = append(f.replicas, r)
+	return r
 }
 
 // start runs r's process (again, after a kill: same configuration and state directory).

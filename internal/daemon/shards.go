@@ -205,8 +205,8 @@ func (d *Daemon) dropQueued(name string) {
 
 // releaseShard stops this replica's work on a shard before its next holder takes it: nothing
 // more of it is announced or posted (a post in flight finishes first), its queued messages and
-// tracked drift are dropped (its next holder announces from the shard's record), and the
-// cluster's cache is stopped.
+// tracked drift are dropped (its next holder announces from the shard's record). The cluster's
+// cache is stopped by the next audit (dropCaches), which no audit uses then.
 func (d *Daemon) releaseShard(name string) {
 	s := d.sharding
 	s.mu.Lock()
@@ -215,11 +215,22 @@ func (d *Daemon) releaseShard(name string) {
 	d.dropQueued(name)
 	s.mu.Unlock()
 	d.saveTracker()
-	if d.fleet != nil && name != audit.InCluster {
-		d.fleet.Drop(name)
-	}
 	d.log.Info("gave up the shard", "shard", name)
 	d.markFull()
+}
+
+// dropCaches stops the caches of the member clusters this replica no longer holds, from the
+// audit loop, between audits: their objects leave the memory.
+func (d *Daemon) dropCaches() {
+	if d.sharding == nil || d.fleet == nil {
+		return
+	}
+	for name := range d.fleet.Caches() {
+		if !d.owns(name) {
+			d.fleet.Drop(name)
+			d.log.Info("stopped the cache of a cluster another replica audits", "cluster", name)
+		}
+	}
 }
 
 // claim says whether this replica posts m: alerts always (the leader made them), drift only of

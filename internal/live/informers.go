@@ -5,6 +5,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -255,7 +256,12 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 			return err
 		}
 	}
-	ok := cache.WaitForCacheSync(ctx.Done(), synced...)
+	// The wait ends with the caller's context, or with the cache (stopped meanwhile: its
+	// informers will never sync).
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(c.ctx, func() { cancel(errors.New("live cache stopped")) })()
+	ok := cache.WaitForCacheSync(wctx.Done(), synced...)
 	for _, w := range upgrades {
 		if w.hasSynced() {
 			c.publish(w)
@@ -268,7 +274,7 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 				late = append(late, named[i])
 			}
 		}
-		return &NotSyncedError{Kinds: late, Err: context.Cause(ctx)}
+		return &NotSyncedError{Kinds: late, Err: context.Cause(wctx)}
 	}
 	return nil
 }
