@@ -293,10 +293,11 @@ func (t *Tracker) forget(in func(Item) bool) {
 // ClusterOfKey is the cluster a dedupe key (see ItemKey) names: "" for Argo CD's own.
 func ClusterOfKey(key string) string {
 	_, rest, ok := strings.Cut(key, "|")
-	if !ok || !strings.HasPrefix(rest, "@") {
+	ref, _, _ := strings.Cut(rest, "|")
+	if !ok || !strings.HasPrefix(ref, "@") {
 		return ""
 	}
-	c, _, _ := strings.Cut(rest[1:], "/")
+	c, _, _ := strings.Cut(ref[1:], "/")
 	return c
 }
 
