@@ -43,11 +43,15 @@ func (d *Daemon) announce(rep *drift.Report) {
 	if rep.Syncing() {
 		return
 	}
+	var in func(notify.Item) bool // the items this report speaks for; nil: all
 	if s := d.sharding; s != nil {
-		// Only the shards this replica holds, and none handed over meanwhile.
+		// Only the shards this replica holds and this report audited, none handed over
+		// meanwhile: the tracked drift of a shard taken since the audit began stands until an
+		// audit covers it.
 		s.mu.RLock()
 		defer s.mu.RUnlock()
-		rep = s.ownedPart(rep)
+		covered := s.covered(rep)
+		rep, in = part(rep, covered), func(it notify.Item) bool { return covered(it.Object.Cluster) }
 	} else if !d.leader.Load() {
 		return
 	}
@@ -67,14 +71,14 @@ func (d *Daemon) announce(rep *drift.Report) {
 		// announced, then resolved, like any other.
 		seen := *rep
 		seen.Objects = append(slices.Clone(rep.Objects), gone...)
-		if s := d.sharding; s != nil { // held before a shard was handed over
-			seen = *s.ownedPart(&seen)
+		if in != nil { // held before a shard was handed over
+			seen.Objects = slices.DeleteFunc(seen.Objects, func(o drift.Object) bool { return !in(notify.Item{Object: o}) })
 		}
-		if err := d.notifier.Observe(&seen); err != nil {
+		if err := d.notifier.ObserveIn(&seen, in); err != nil {
 			d.log.Error("track drift", "env", rep.Env, "err", err)
 		}
 	}
-	if err := d.notifier.Observe(rep); err != nil {
+	if err := d.notifier.ObserveIn(rep, in); err != nil {
 		d.log.Error("track drift", "env", rep.Env, "err", err)
 		return
 	}

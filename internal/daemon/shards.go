@@ -36,11 +36,14 @@ type sharding struct {
 // holds says whether this replica holds the shard of cluster: a shard's name, "" for Argo CD's
 // own, or a destination no cluster of the config is (the holder of Argo CD's own cluster says
 // those are not audited). Called with mu held.
-func (s *sharding) holds(cluster string) bool {
+func (s *sharding) holds(cluster string) bool { return s.owned[s.canonical(cluster)] }
+
+// canonical is the shard of cluster: its own, or Argo CD's for a cluster no shard is.
+func (s *sharding) canonical(cluster string) string {
 	if cluster = shardOf(cluster); !slices.Contains(s.names, cluster) {
-		cluster = audit.InCluster
+		return audit.InCluster
 	}
-	return s.owned[cluster]
+	return cluster
 }
 
 // shardNames are the shards: Argo CD's own cluster and each cluster of the config.
@@ -101,6 +104,9 @@ func (d *Daemon) newSharding() error {
 	}
 	ns, group := le.lease()
 	leases := cs.CoordinationV1().Leases(ns)
+	// What this replica tracked before (its state dir) is not what it holds now: each shard's
+	// drift is read from the shard's record when it is acquired.
+	d.tracker.Forget(func(notify.Item) bool { return true })
 	s := d.sharding
 	s.sharder, err = shard.New(shard.Config{Leases: leases, Group: group, Identity: d.identity, Shards: d.cfg.shardNames(),
 		LeaseDuration: le.LeaseDuration.or(15 * time.Second), RetryPeriod: le.RetryPeriod.or(2 * time.Second),
@@ -247,15 +253,27 @@ func (d *Daemon) claim(m message.Message) (bool, func()) {
 	return true, s.mu.RUnlock
 }
 
-// ownedPart is rep without the objects and Applications of shards this replica does not hold
-// (called with the read lock held).
-func (s *sharding) ownedPart(rep *drift.Report) *drift.Report {
-	mine := s.holds
-	if !slices.ContainsFunc(rep.Objects, func(o drift.Object) bool { return !mine(o.Cluster) }) {
+// covered says which clusters rep speaks for: those this replica holds whose Applications rep
+// audited (called with the read lock held). A shard acquired after the audit began is not
+// covered: its drift is not in rep, and is not resolved by it.
+func (s *sharding) covered(rep *drift.Report) func(cluster string) bool {
+	audited := map[string]bool{}
+	for _, app := range rep.Applications {
+		audited[s.canonical(app.Cluster)] = true
+	}
+	return func(cluster string) bool {
+		c := s.canonical(cluster)
+		return audited[c] && s.owned[c]
+	}
+}
+
+// part is rep with only the objects of the clusters in.
+func part(rep *drift.Report, in func(cluster string) bool) *drift.Report {
+	if !slices.ContainsFunc(rep.Objects, func(o drift.Object) bool { return !in(o.Cluster) }) {
 		return rep
 	}
 	out := *rep
-	out.Objects = slices.DeleteFunc(slices.Clone(rep.Objects), func(o drift.Object) bool { return !mine(o.Cluster) })
+	out.Objects = slices.DeleteFunc(slices.Clone(rep.Objects), func(o drift.Object) bool { return !in(o.Cluster) })
 	out.InSync = len(out.Objects) == 0
 	return &out
 }

@@ -68,8 +68,12 @@ func NewNotifier(cfg NotifierConfig) *Notifier {
 func (n *Notifier) Tracker() *Tracker { return n.tracker }
 
 // Observe feeds one report in.
-func (n *Notifier) Observe(r *drift.Report) error {
-	added, resolved, err := n.tracker.Observe(r)
+func (n *Notifier) Observe(r *drift.Report) error { return n.ObserveIn(r, nil) }
+
+// ObserveIn feeds in one report that speaks only for the items in picks (see
+// Tracker.ObserveIn; nil: all).
+func (n *Notifier) ObserveIn(r *drift.Report, in func(Item) bool) error {
+	added, resolved, err := n.tracker.ObserveIn(r, in)
 	if err != nil {
 		return fmt.Errorf("notify: notifier: %w", err)
 	}

@@ -86,3 +86,23 @@ func TestClusterOfKey(t *testing.T) {
 		assert.Equal(t, want, ClusterOfKey(key), key)
 	}
 }
+
+// TestObserveInLeavesTheOtherShardsItemsStanding: a report that speaks only for the hub (the
+// edge cluster was taken over after its audit began) neither resolves nor announces the edge's
+// drift, and keeps it tracked.
+func TestObserveInLeavesTheOtherShardsItemsStanding(t *testing.T) {
+	hub := func(it Item) bool { return it.Object.Cluster == "" }
+	tr := NewTracker()
+	_, _, err := tr.Observe(notifytest.Report("prod", notifytest.Rev, onCluster("", notifytest.LogLevel), onCluster("edge", notifytest.LogLevel)))
+	require.NoError(t, err)
+	added, resolved, err := tr.ObserveIn(notifytest.Report("prod", notifytest.Rev, onCluster("", notifytest.Replicas)), hub)
+	require.NoError(t, err)
+	assert.Equal(t, []string{ItemKey("prod", onCluster("", notifytest.Replicas), notifytest.Replicas.Path, notifytest.Replicas.Manager, notifytest.Rev)}, keysOf(added))
+	assert.Equal(t, []string{ItemKey("prod", onCluster("", notifytest.LogLevel), notifytest.LogLevel.Path, notifytest.LogLevel.Manager, notifytest.Rev)}, keysOf(resolved),
+		"only the hub's drift that went away is resolved")
+	var clusters []string
+	for _, it := range tr.Current("prod") {
+		clusters = append(clusters, it.Object.Cluster+":"+it.Object.Fields[0].Path)
+	}
+	assert.ElementsMatch(t, []string{":" + notifytest.Replicas.Path, "edge:" + notifytest.LogLevel.Path}, clusters)
+}

@@ -195,6 +195,13 @@ func NewTracker() *Tracker {
 // A drift whose only change is the desired revision (a new sync while it stands) is neither:
 // it was announced and has not gone away. Both slices are sorted by key.
 func (t *Tracker) Observe(r *drift.Report) (added, resolved []Item, err error) {
+	return t.ObserveIn(r, nil)
+}
+
+// ObserveIn is Observe for the items in picks (nil: all): r speaks only for those. The env's
+// other items stand as they were, neither resolved nor replaced (a replica that shares the work
+// posts for its own shards). Every item of r must be one in picks.
+func (t *Tracker) ObserveIn(r *drift.Report, in func(Item) bool) (added, resolved []Item, err error) {
 	if r == nil {
 		return nil, nil, fmt.Errorf("notify: observe: nil report")
 	}
@@ -210,6 +217,16 @@ func (t *Tracker) Observe(r *drift.Report) (added, resolved []Item, err error) {
 		t.envs = map[string]map[string]Item{}
 	}
 	prev := t.envs[r.Env]
+	kept := map[string]Item{} // the items r does not speak for: they stand as they were
+	if in != nil {
+		prev = maps.Clone(prev)
+		for k, it := range prev {
+			if !in(it) {
+				kept[k] = it
+				delete(prev, k)
+			}
+		}
+	}
 	prevIDs := map[string]bool{}
 	for _, it := range prev {
 		prevIDs[it.identity()] = true
@@ -224,6 +241,7 @@ func (t *Tracker) Observe(r *drift.Report) (added, resolved []Item, err error) {
 			resolved = append(resolved, it)
 		}
 	}
+	maps.Copy(cur, kept)
 	t.envs[r.Env] = cur
 	sortItems(added)
 	sortItems(resolved)

@@ -117,13 +117,19 @@ var (
 // with a scale by another manager, once per prefix.
 func ensure(b *testing.B, prefix string, objs []*unstructured.Unstructured) {
 	b.Helper()
+	ensureOn(b, cluster, prefix, objs)
+}
+
+// ensureOn is ensure on the cluster c.
+func ensureOn(b *testing.B, c *testcluster.Cluster, prefix string, objs []*unstructured.Unstructured) {
+	b.Helper()
 	setupMu.Lock()
 	defer setupMu.Unlock()
 	if synced[prefix] {
 		return
 	}
 	ctx := context.Background()
-	syncer, err := testcluster.NewSyncer(cluster.Config)
+	syncer, err := testcluster.NewSyncer(c.Config)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -141,7 +147,7 @@ func ensure(b *testing.B, prefix string, objs []*unstructured.Unstructured) {
 	})
 	for i := 0; i < len(objs); i += 100 {
 		o := objs[i]
-		out, err := cluster.Kubectl(ctx, "-n", o.GetNamespace(), "scale", "deployment/"+o.GetName(), "--replicas=5").CombinedOutput()
+		out, err := c.Kubectl(ctx, "-n", o.GetNamespace(), "scale", "deployment/"+o.GetName(), "--replicas=5").CombinedOutput()
 		if err != nil {
 			b.Fatalf("kubectl scale: %v\n%s", err, out)
 		}
