@@ -46,8 +46,18 @@ func (d *Daemon) recordEpisodes(rep *drift.Report) {
 	adopter := func(e episode.Episode, revision string) (*episode.Commit, bool) {
 		return d.adopter(e, revision, deadline)
 	}
-	_, ended := d.episodes.Observe(episode.Observation{Report: rep, Live: d.liveObject, Adopter: adopter, Mask: notify.MaskSecrets})
-	d.metrics.episodes(rep.Env, d.episodes.Open(rep.Env), ended, d.leader.Load())
+	obs := episode.Observation{Report: rep, Live: d.liveObject, Adopter: adopter, Mask: notify.MaskSecrets}
+	counts := d.leader.Load() // every replica ends the same episodes: one observes their durations
+	if s := d.sharding; s != nil {
+		// Only the clusters this replica holds and this report audited: a cluster given up is
+		// not "deleted", and each replica counts its own clusters' episodes.
+		s.mu.RLock()
+		obs.Report, obs.Speaks = s.speaks(rep)
+		s.mu.RUnlock()
+		counts = true
+	}
+	_, ended := d.episodes.Observe(obs)
+	d.metrics.episodes(rep.Env, d.episodes.Open(rep.Env), ended, counts)
 	if !d.episodes.TakeDirty() {
 		return
 	}

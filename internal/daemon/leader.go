@@ -85,7 +85,12 @@ func (d *Daemon) shareRecords() error {
 // follower, or a full audit where it has none. Only then is this replica the
 // leader for the audit loop. A record that cannot be read is retried until leadership ends.
 func (d *Daemon) takeOver(ctx context.Context) {
-	if d.sharding != nil { // drift is posted per shard (acquireShard); the leader keeps schedules and the ledger
+	if d.sharding != nil {
+		// Drift is posted per shard (acquireShard). The leader fires the schedules: it reads
+		// which alerts the last leader posted from the leader Lease.
+		if !d.retry(ctx, "read the alerts' delivery record from the Lease", d.loadAlerts) {
+			return
+		}
 		d.leaderMu.Lock()
 		if ctx.Err() == nil {
 			d.setLeader(true)
@@ -93,17 +98,8 @@ func (d *Daemon) takeOver(ctx context.Context) {
 		d.leaderMu.Unlock()
 		return
 	}
-	for attempt := 1; ; attempt++ {
-		err := d.loadRecords(ctx)
-		if err == nil {
-			break
-		}
-		d.log.Error("read the delivery record from the Lease", "err", err, "attempt", attempt)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(min(time.Duration(attempt)*500*time.Millisecond, 5*time.Second)):
-		}
+	if !d.retry(ctx, "read the delivery record from the Lease", d.loadRecords) {
+		return
 	}
 	// What this replica queued in an earlier leadership and never delivered is not sent: the
 	// seeded tracker announces what is still true, against the current report. Alerts stay.
@@ -187,5 +183,33 @@ func (d *Daemon) setLeader(on bool) {
 		d.metrics.leader.Set(1)
 	} else {
 		d.metrics.leader.Set(0)
+	}
+}
+
+// loadAlerts reads each sink's record of the alerts the last leader posted (with shards, the
+// leader Lease keeps only those).
+func (d *Daemon) loadAlerts(ctx context.Context) error {
+	for _, ob := range d.outboxes {
+		if err := ob.LoadShard(ctx, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retry runs f until it succeeds, logging each failure as what, with a growing pause (at most
+// 5 s); it says false when ctx ended first.
+func (d *Daemon) retry(ctx context.Context, what string, f func(context.Context) error) bool {
+	for attempt := 1; ; attempt++ {
+		err := f(ctx)
+		if err == nil {
+			return true
+		}
+		d.log.Error(what, "err", err, "attempt", attempt)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(min(time.Duration(attempt)*500*time.Millisecond, 5*time.Second)):
+		}
 	}
 }

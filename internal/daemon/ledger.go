@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/llm-gitops/platform/internal/audit"
+
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/ledger"
@@ -22,10 +24,10 @@ type LedgerConfig struct {
 	PrometheusURL string `json:"prometheusURL,omitempty"`
 }
 
-// recordSync appends the ledger when rep's revision is newly synced (leader only, in the
+// recordSync appends the ledger when rep's revision is newly synced (one replica, in the
 // background; a failure is logged and retried at the next audit).
 func (d *Daemon) recordSync(ctx context.Context, rep *drift.Report) {
-	if !d.cfg.Ledger.Enabled || !d.leader.Load() {
+	if !d.cfg.Ledger.Enabled || !d.writesLedger() {
 		return
 	}
 	d.mu.Lock()
@@ -73,4 +75,13 @@ func (d *Daemon) syncLedger(ctx context.Context, env, revision string, seenAt ti
 		d.log.Info("ledger updated", "env", env, "revision", revision, "records", res.Appended, "commit", res.Result.Commit)
 	}
 	return nil
+}
+
+// writesLedger says whether this replica appends the ledger: the leader; with shards, the holder
+// of Argo CD's own cluster, whose report has each env's revision (its Applications are there).
+func (d *Daemon) writesLedger() bool {
+	if d.sharding != nil {
+		return d.owns(audit.InCluster)
+	}
+	return d.leader.Load()
 }

@@ -50,8 +50,9 @@ func (d *Daemon) announce(rep *drift.Report) {
 		// audit covers it.
 		s.mu.RLock()
 		defer s.mu.RUnlock()
-		covered := s.covered(rep)
-		rep, in = part(rep, covered), func(it notify.Item) bool { return covered(it.Object.Cluster) }
+		var covered func(string) bool
+		rep, covered = s.speaks(rep)
+		in = func(it notify.Item) bool { return covered(it.Object.Cluster) }
 	} else if !d.leader.Load() {
 		return
 	}

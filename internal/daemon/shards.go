@@ -9,9 +9,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/episode"
+	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/notify"
 	"github.com/llm-gitops/platform/internal/notify/message"
 	"github.com/llm-gitops/platform/internal/outbox"
@@ -89,6 +92,15 @@ func inShard(name string) func(notify.Item) bool {
 	return func(it notify.Item) bool { return shardOf(it.Object.Cluster) == name }
 }
 
+// unhook forgets the informers of a cache that is being stopped.
+func (d *Daemon) unhook(c *live.Cache) {
+	for _, gvk := range c.Kinds() {
+		for _, inf := range c.Informers(gvk) {
+			delete(d.hooked, inf)
+		}
+	}
+}
+
 // messageOfShard says whether m announces drift of shard (alerts belong to none).
 func messageOfShard(m message.Message, name string) bool {
 	return !isAlert(m) && slices.ContainsFunc(m.Keys, func(k string) bool { return shardOfKey(k) == name })
@@ -98,7 +110,11 @@ func messageOfShard(m message.Message, name string) bool {
 // dispatchers, which ask it); Run starts the Sharder.
 func (d *Daemon) newSharding() error {
 	le := d.cfg.LeaderElection
-	cs, err := kubernetes.NewForConfig(d.rest)
+	// A client of its own: Lease calls are small and must not queue behind client-go's default
+	// 5 requests a second when a replica holds many shards.
+	rc := rest.CopyConfig(d.rest)
+	rc.QPS, rc.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
 	}
@@ -117,8 +133,8 @@ func (d *Daemon) newSharding() error {
 	for i, ob := range d.outboxes {
 		annotation := recordAnnotation + d.cfg.Sinks[i].Name
 		ob.ShareRecords(shardOfKey, func(name string) outbox.RecordStore {
-			if name == "" {
-				return nil // alerts: not drift, never in a record
+			if name == "" { // alerts: the leader's, in its Lease as without shards
+				return &leaseRecord{leases: leases, name: group, annotation: annotation, identity: d.identity}
 			}
 			return &leaseRecord{leases: leases, name: shard.ShardLease(group, name), annotation: annotation, identity: d.identity}
 		})
@@ -148,17 +164,8 @@ func (d *Daemon) newSharding() error {
 // takes that as announced, drops what it queued for the shard in an earlier holding, and has
 // every env audited in full.
 func (d *Daemon) acquireShard(ctx context.Context, name string) {
-	for attempt := 1; ; attempt++ {
-		err := d.loadShard(ctx, name)
-		if err == nil {
-			break
-		}
-		d.log.Error("read the shard's delivery record", "shard", name, "err", err, "attempt", attempt)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(min(time.Duration(attempt)*500*time.Millisecond, 5*time.Second)):
-		}
+	if !d.retry(ctx, "read the delivery record of shard "+name, func(ctx context.Context) error { return d.loadShard(ctx, name) }) {
+		return
 	}
 	s := d.sharding
 	s.mu.Lock()
@@ -221,6 +228,8 @@ func (d *Daemon) releaseShard(name string) {
 	d.dropQueued(name)
 	s.mu.Unlock()
 	d.saveTracker()
+	// Its open episodes are its next holder's now; the next audit saves the book without them.
+	d.episodes.Drop(func(e episode.Episode) bool { return s.canonical(e.Cluster) == name })
 	d.log.Info("gave up the shard", "shard", name)
 	d.markFull()
 }
@@ -231,26 +240,40 @@ func (d *Daemon) dropCaches() {
 	if d.sharding == nil || d.fleet == nil {
 		return
 	}
-	for name := range d.fleet.Caches() {
+	for name, c := range d.fleet.Caches() {
 		if !d.owns(name) {
+			d.unhook(c) // its informers, and their objects, are no longer referenced
 			d.fleet.Drop(name)
 			d.log.Info("stopped the cache of a cluster another replica audits", "cluster", name)
 		}
 	}
 }
 
-// claim says whether this replica posts m: alerts always (the leader made them), drift only of
-// the shards it holds. A post goes on under the read lock (done releases it).
-func (d *Daemon) claim(m message.Message) (bool, func()) {
+// claim says whether this replica posts m: an alert while it leads (it waits otherwise: the
+// leader that made it may lead again), drift only of the shards it holds and renewed lately, so
+// that a replica cut off from the API server stops posting before another takes its shards. A
+// post goes on under the read lock (done releases it).
+func (d *Daemon) claim(m message.Message) (outbox.Verdict, func()) {
+	if isAlert(m) {
+		if !d.leader.Load() {
+			return outbox.Wait, nil
+		}
+		return outbox.Post, func() {}
+	}
 	s := d.sharding
 	s.mu.RLock()
 	for _, k := range m.Keys {
-		if name := shardOfKey(k); name != "" && !s.holds(name) {
+		name := s.canonical(notify.ClusterOfKey(k))
+		if !s.owned[name] {
 			s.mu.RUnlock()
-			return false, nil
+			return outbox.Drop, nil
+		}
+		if !s.sharder.Fresh(name) {
+			s.mu.RUnlock()
+			return outbox.Wait, nil
 		}
 	}
-	return true, s.mu.RUnlock
+	return outbox.Post, s.mu.RUnlock
 }
 
 // covered says which clusters rep speaks for: those this replica holds whose Applications rep
@@ -265,6 +288,32 @@ func (s *sharding) covered(rep *drift.Report) func(cluster string) bool {
 		c := s.canonical(cluster)
 		return audited[c] && s.owned[c]
 	}
+}
+
+// speaks is the part of rep this replica speaks for, and which clusters that is (see covered;
+// called with the read lock held). An Application not audited because of its cluster (Unknown,
+// on Argo CD's cluster, where Application objects live) is its destination's: the holder of that
+// cluster says it, and says when it ends.
+func (s *sharding) speaks(rep *drift.Report) (*drift.Report, func(cluster string) bool) {
+	dest := map[string]string{} // namespace/name of an Application not audited -> its cluster
+	for _, app := range rep.Applications {
+		if app.Error != "" && app.Cluster != "" {
+			name := app.Name[strings.LastIndex(app.Name, "/")+1:]
+			dest[app.Namespace+"/"+name] = app.Cluster
+		}
+	}
+	if len(dest) > 0 {
+		out := *rep
+		out.Objects = slices.Clone(rep.Objects)
+		for i, o := range out.Objects {
+			if c, ok := dest[o.Namespace+"/"+o.Name]; ok && o.Kind == "Application" && o.Status == drift.Unknown && o.Cluster == "" {
+				out.Objects[i].Cluster = c
+			}
+		}
+		rep = &out
+	}
+	covered := s.covered(rep)
+	return part(rep, covered), covered
 }
 
 // part is rep with only the objects of the clusters in.

@@ -135,6 +135,9 @@ type Observation struct {
 	Mask func(drift.Object) drift.Object
 	// Now is the observation time (default time.Now()).
 	Now time.Time
+	// Speaks, when set, says which clusters the report speaks for: the open episodes of the
+	// others stand as they are (a replica that shares the work audits only its clusters).
+	Speaks func(cluster string) bool
 }
 
 // Defaults for a Book's retention of ended episodes.
@@ -152,6 +155,24 @@ type Book struct {
 	maxAge time.Duration
 	seq    uint64
 	dirty  bool // changed since the last TakeDirty
+}
+
+// Drop forgets the open episodes pick picks, ending none: another replica follows them now. It
+// returns how many it dropped.
+func (b *Book) Drop(pick func(Episode) bool) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for id, e := range b.open {
+		if pick(*e) {
+			delete(b.open, id)
+			n++
+		}
+	}
+	if n > 0 {
+		b.dirty = true
+	}
+	return n
 }
 
 // TakeDirty reports whether the episodes changed (opened, ended, or learnt their person) since

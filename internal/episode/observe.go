@@ -75,7 +75,8 @@ func (b *Book) Observe(obs Observation) (opened, ended []Episode) {
 		}
 	}
 	for id, cur := range b.open {
-		if cur.Env != rep.Env || seen[id] || unknown[Identity(cur.Env, cur.Cluster, cur.APIVersion, cur.Kind, cur.Namespace, cur.Name, "")] {
+		if cur.Env != rep.Env || seen[id] || unknown[Identity(cur.Env, cur.Cluster, cur.APIVersion, cur.Kind, cur.Namespace, cur.Name, "")] ||
+			obs.Speaks != nil && !obs.Speaks(cur.Cluster) {
 			continue
 		}
 		cur.End = howEnded(cur, obs, now)

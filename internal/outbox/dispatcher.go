@@ -38,12 +38,23 @@ type DispatcherConfig struct {
 	// it queued while it led is sent when it leads again, unless announced meanwhile). Call
 	// Dispatcher.Wake when its answer changes.
 	Paused func() bool
-	// Claim, when set, is asked before each send whether this replica still posts m (replicas
-	// that share the work post for their own shards). When it says no, m is dropped unsent: its
-	// keys' new poster announces what stands. Otherwise done is called once the send and its
-	// record are over, so that a shard is not handed over while one of its messages is in flight.
-	Claim func(m message.Message) (post bool, done func())
+	// Claim, when set, is asked before each send whether this replica posts m (replicas that
+	// share the work post for their own shards): Post, then done is called once the send and
+	// its record are over, so that a shard is not handed over while one of its messages is in
+	// flight; Drop, and m leaves the outbox unsent (its keys' new poster announces what stands);
+	// Wait, and m is asked about again a moment later, the other messages going on meanwhile.
+	Claim func(m message.Message) (v Verdict, done func())
 }
+
+// Verdict is Claim's answer about a message.
+type Verdict int
+
+// Claim's answers.
+const (
+	Post Verdict = iota
+	Drop
+	Wait
+)
 
 func (c DispatcherConfig) withDefaults() DispatcherConfig {
 	if c.BackoffBase <= 0 {
@@ -149,6 +160,7 @@ func (d *Dispatcher) run(ctx context.Context) {
 	backoff := d.cfg.retryBackoff()
 	// Messages the sink rejected wait apart: the others go out meanwhile (no head-of-line block).
 	held := map[string]*rejected{}
+	waiting := map[string]time.Time{} // messages Claim said to wait, until when
 	for ctx.Err() == nil {
 		if d.cfg.Paused != nil && d.cfg.Paused() {
 			select {
@@ -160,6 +172,16 @@ func (d *Dispatcher) run(ctx context.Context) {
 		skip := map[string]bool{}
 		var wake time.Time
 		now := time.Now()
+		for id, until := range waiting {
+			if now.Before(until) {
+				skip[id] = true
+				if wake.IsZero() || until.Before(wake) {
+					wake = until
+				}
+			} else {
+				delete(waiting, id)
+			}
+		}
 		for id, r := range held {
 			if now.Before(r.notBefore) {
 				skip[id] = true
@@ -210,13 +232,17 @@ func (d *Dispatcher) run(ctx context.Context) {
 		}
 		done := func() {}
 		if d.cfg.Claim != nil {
-			post, claimed := d.cfg.Claim(p.Message)
-			if !post {
+			v, claimed := d.cfg.Claim(p.Message)
+			switch v {
+			case Drop:
 				if err := d.outbox.Remove(p); err != nil {
 					log.Error("remove a message of a shard handed over", "id", p.Message.ID, "err", err)
 				}
 				log.Info("message dropped: its shard is another replica's now", "id", p.Message.ID)
 				d.suppressed.Add(1)
+				continue
+			case Wait:
+				waiting[p.Message.ID] = time.Now().Add(500 * time.Millisecond)
 				continue
 			}
 			done = claimed

@@ -64,11 +64,11 @@ func TestClaimDropsMessagesOfShardsHandedOver(t *testing.T) {
 	require.NoError(t, ob.Enqueue(message.Message{ID: "hub", Kind: message.KindDrift, Keys: []string{"prod|hub|a|m|r1"}}))
 	var done atomic.Int32
 	sink := &countSink{}
-	d := NewDispatcher(sink, ob, DispatcherConfig{Rate: -1, Claim: func(m message.Message) (bool, func()) {
+	d := NewDispatcher(sink, ob, DispatcherConfig{Rate: -1, Claim: func(m message.Message) (Verdict, func()) {
 		if clusterOf(m.Keys[0]) != "hub" {
-			return false, nil
+			return Drop, nil
 		}
-		return true, func() {
+		return Post, func() {
 			assert.True(t, ob.Announced(m), "done comes after the delivery is recorded")
 			done.Add(1)
 		}

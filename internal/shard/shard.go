@@ -196,12 +196,22 @@ func (s *Sharder) Run(ctx context.Context) {
 	s.stop()
 }
 
-// loop ticks until ctx ends.
+// loop renews the membership and ticks until ctx ends. The membership is renewed on its own:
+// a tick that waits for a shard's work to stop does not let it lapse.
 func (s *Sharder) loop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.RetryPeriod)
+	s.renewMembership(ctx) // a member before the first tick
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { every(ctx, s.cfg.RetryPeriod, s.renewMembership) })
+	every(ctx, s.cfg.RetryPeriod, s.tick)
+}
+
+// every runs f at once, then every period until ctx ends.
+func every(ctx context.Context, period time.Duration, f func(context.Context)) {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
-		s.tick(ctx)
+		f(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -210,19 +220,61 @@ func (s *Sharder) loop(ctx context.Context) {
 	}
 }
 
-// tick renews the membership, lists the members and moves the shards.
-func (s *Sharder) tick(ctx context.Context) {
+// renewMembership renews this replica's membership Lease and records when it last got through.
+func (s *Sharder) renewMembership(ctx context.Context) {
 	now := time.Now()
-	if err := s.renewMember(ctx, now); err != nil {
+	cctx, cancel := s.callContext(ctx)
+	defer cancel()
+	if err := s.renewMember(cctx, now); err != nil {
 		if ctx.Err() == nil {
 			s.cfg.Log.Warn("renew membership", "err", err)
 		}
-	} else {
-		s.mu.Lock()
-		s.renewed = now
-		s.mu.Unlock()
+		return
 	}
-	leases, err := s.cfg.Leases.List(ctx, metav1.ListOptions{LabelSelector: GroupLabel + "=" + s.cfg.Group})
+	s.mu.Lock()
+	s.renewed = now
+	s.mu.Unlock()
+}
+
+// lapsed says whether this replica's membership went unrenewed for two thirds of a lease: the
+// others will count it gone before long.
+func (s *Sharder) lapsed(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lapsedLocked(now)
+}
+
+func (s *Sharder) lapsedLocked(now time.Time) bool { return now.Sub(s.renewed) > s.cfg.LeaseDuration*2/3 }
+
+// callContext bounds one call to the API server to a third of a lease: a call that hangs (a
+// network that drops packets) must not hold the loop past the point others take over.
+func (s *Sharder) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.LeaseDuration/3)
+}
+
+// Fresh says whether this replica holds shard and renewed its Lease within half a lease: work
+// that must not overlap another replica's (a post to chat) goes on only while it is.
+func (s *Sharder) Fresh(shard string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.held[shard]
+	return h != nil && time.Since(h.renewed) < s.cfg.LeaseDuration/2
+}
+
+// tick renews the membership, lists the members and moves the shards.
+func (s *Sharder) tick(ctx context.Context) {
+	now := time.Now()
+	if s.lapsed(now) {
+		// This replica's membership has not been renewed for most of a lease: the others may
+		// take its shards soon. It stops working on them first (it cannot clear their Leases).
+		for _, shard := range s.Held() {
+			s.cfg.Log.Warn("membership not renewed: letting go", "shard", shard)
+			s.release(shard, false)
+		}
+	}
+	lctx, cancel := s.callContext(ctx)
+	leases, err := s.cfg.Leases.List(lctx, metav1.ListOptions{LabelSelector: GroupLabel + "=" + s.cfg.Group})
+	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
 			s.cfg.Log.Warn("list members", "err", err)
@@ -245,7 +297,7 @@ func (s *Sharder) tick(ctx context.Context) {
 		holder := ptrString(l.Spec.HolderIdentity)
 		switch l.Labels[RoleLabel] {
 		case "member":
-			if holder == s.cfg.Identity || holder != "" && now.Sub(o.at) < s.cfg.LeaseDuration {
+			if holder != "" && holder != s.cfg.Identity && now.Sub(o.at) < s.cfg.LeaseDuration {
 				alive = append(alive, holder)
 			}
 		case "shard":
@@ -253,7 +305,7 @@ func (s *Sharder) tick(ctx context.Context) {
 		}
 	}
 	// This replica is a member while its own renewals get through.
-	if !slices.Contains(alive, s.cfg.Identity) && now.Sub(s.renewed) < s.cfg.LeaseDuration {
+	if !s.lapsedLocked(now) {
 		alive = append(alive, s.cfg.Identity)
 	}
 	slices.Sort(alive)
@@ -287,6 +339,7 @@ func (s *Sharder) move(ctx context.Context, shard, owner string, lease *coordina
 			s.release(shard, true)
 			return
 		}
+		sent := time.Now()
 		if err := s.renewShard(ctx, shard); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsNotFound(err) { // another replica holds it now
 				s.cfg.Log.Warn("shard taken by another replica", "shard", shard, "err", err)
@@ -299,7 +352,7 @@ func (s *Sharder) move(ctx context.Context, shard, owner string, lease *coordina
 			return
 		}
 		s.mu.Lock()
-		h.renewed = now
+		h.renewed = sent
 		s.mu.Unlock()
 		return
 	}
@@ -316,15 +369,19 @@ func (s *Sharder) move(ctx context.Context, shard, owner string, lease *coordina
 	if holder != "" && holder != s.cfg.Identity && slices.Contains(alive, holder) {
 		return // it lets go of it at its next tick
 	}
-	if err := s.acquire(ctx, shard, lease, now); err != nil {
+	acquiring := time.Now()
+	actx, cancel := s.callContext(ctx)
+	err := s.acquire(actx, shard, lease, acquiring)
+	cancel()
+	if err != nil {
 		if ctx.Err() == nil {
 			s.cfg.Log.Info("acquire shard", "shard", shard, "err", err)
 		}
 		return
 	}
-	hctx, cancel := context.WithCancel(ctx)
+	hctx, hcancel := context.WithCancel(ctx)
 	s.mu.Lock()
-	s.held[shard] = &holding{cancel: cancel, renewed: now}
+	s.held[shard] = &holding{cancel: hcancel, renewed: acquiring}
 	s.moves++
 	s.mu.Unlock()
 	s.cfg.Log.Info("acquired shard", "shard", shard, "from", holder)
@@ -428,6 +485,8 @@ func (s *Sharder) acquire(ctx context.Context, shard string, l *coordinationv1.L
 // holder, so it neither lands for a replica that lost the shard nor conflicts with writes of
 // annotations (the daemon's delivery records) on the same Lease.
 func (s *Sharder) renewShard(ctx context.Context, shard string) error {
+	ctx, cancel := s.callContext(ctx)
+	defer cancel()
 	return s.patchShard(ctx, shard, []map[string]any{
 		{"op": "replace", "path": "/spec/renewTime", "value": metav1.NewMicroTime(time.Now())},
 	})

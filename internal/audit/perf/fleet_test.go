@@ -127,7 +127,11 @@ func BenchmarkFleetOf3ClustersOf10000(b *testing.B) {
 			"sinks":          []any{map[string]any{"name": "slack", "slack": map[string]any{"urlFile": urlFile}}},
 		}
 		r := &fleetReplica{id: id, addr: addr, logs: &lockedBuffer{}}
-		r.cmd = exec.Command(bin, "serve", "--config", writeConfig(b, filepath.Join(state, "config-"+id), cfg))
+		cfgDir := filepath.Join(state, "config-"+id)
+		if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		r.cmd = exec.Command(bin, "serve", "--config", writeConfig(b, cfgDir, cfg))
 		r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
 		if err := r.cmd.Start(); err != nil {
 			b.Fatal(err)
