@@ -70,6 +70,8 @@ func TestConfigErrors(t *testing.T) {
 		"a second cluster of that name":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: e, server: 'https://e', kubeconfig: k}, {name: f, server: 'https://e', kubeconfig: k}]\n",
 		"name \"arn:aws:eks\"":             "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: 'arn:aws:eks', server: 'https://e', kubeconfig: k}]\n",
 		"Argo CD's own cluster is":         "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: in-cluster, server: 'https://x', kubeconfig: k}]\n",
+		"shard needs leaderElection.enab":  "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nleaderElection: {shard: true}\n",
+		"\"eu.prod\": with leaderElection": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nleaderElection: {enabled: true, shard: true}\nclusters: [{name: eu.prod, server: 'https://e', kubeconfig: k}]\n",
 	}
 	for want, doc := range cases {
 		file := filepath.Join(t.TempDir(), "c.yaml")

@@ -36,6 +36,13 @@ func (c *Config) validate() error {
 	if c.LeaderElection.Shard && !c.LeaderElection.Enabled {
 		return fmt.Errorf("leaderElection.shard needs leaderElection.enabled: the replicas share the work over Leases")
 	}
+	if c.LeaderElection.Shard {
+		for _, cl := range c.Clusters {
+			if !dnsLabel.MatchString(cl.Name) {
+				return fmt.Errorf("clusters: name %q: with leaderElection.shard each cluster names a Lease, so it must be a DNS label (lower case, digits, '-', no dots)", cl.Name)
+			}
+		}
+	}
 	for _, env := range c.Envs {
 		if !pathName.MatchString(env) {
 			return fmt.Errorf("envs: %q is not a valid env name (lower-case letters, digits, . _ -)", env)
@@ -203,3 +210,5 @@ func (c AppSelectionConfig) validate(env string, envs []string) error {
 	}
 	return nil
 }
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)

@@ -142,6 +142,13 @@ func (f *replicaGroup) leader() *replica {
 	return found
 }
 
+// stop ends r with SIGTERM, as Kubernetes stops a pod.
+func (f *replicaGroup) stop(r *replica) {
+	require.NoError(f.t, r.cmd.Process.Signal(syscall.SIGTERM))
+	_ = r.cmd.Wait()
+	r.dead = true
+}
+
 func (f *replicaGroup) kill(r *replica) {
 	require.NoError(f.t, r.cmd.Process.Signal(syscall.SIGKILL))
 	_ = r.cmd.Wait()

@@ -221,7 +221,8 @@ func (fl *replicaGroup) settled(f *shardedFleet, within time.Duration) map[strin
 // replica, the holder of its cluster, as each replica's metric says. Hand edits on every cluster
 // reach chat once. The holder of one member is killed with SIGKILL: with one drift of its
 // cluster announced and recorded, one held in the fold window, and one made after the kill. A
-// survivor takes the cluster over within 30 s, and each drift reaches chat exactly once, none
+// survivor takes the cluster over within 30 s. Then the holder of the other member stops
+// gracefully with a drift held in its fold window. Each drift reaches chat exactly once, none
 // called resolved.
 func TestReplicasShareClustersAndTakeOverAKilledOnesExactlyOnce(t *testing.T) {
 	testcluster.Need(t)
@@ -288,10 +289,22 @@ func TestReplicasShareClustersAndTakeOverAKilledOnesExactlyOnce(t *testing.T) {
 	assert.Less(t, took, 30*time.Second, "a killed replica's cluster is taken over within 30 s")
 	fl.settled(f, time.Minute)
 
-	tokens := []string{"edit-hub", "edit-c", "edit-b1", "edit-b2", "edit-b3"}
+	// A graceful stop of the holder of the other member, with a drift of that cluster held in
+	// its fold window: it lets the cluster go at once, and the next holder announces the drift.
+	other := f.members[1].Name
+	holders = fl.settled(f, time.Minute)
+	leaving := holders[other]
+	edit(appOn(other, 1), "edit-c2")
+	fl.seenIn(leaving, "fleet", "edit-c2")
+	fl.stop(leaving)
+	stopped := time.Now()
+	holders = fl.settled(f, time.Minute)
+	t.Logf("%s took %s over %s after a graceful stop", holders[other].id, other, time.Since(stopped).Round(100*time.Millisecond))
+
+	tokens := []string{"edit-hub", "edit-c", "edit-b1", "edit-b2", "edit-b3", "edit-c2"}
 	require.Eventually(t, func() bool {
 		all := strings.Join(chat.messages(), "\n")
-		return strings.Contains(all, "edit-b2") && strings.Contains(all, "edit-b3")
+		return strings.Contains(all, "edit-b2") && strings.Contains(all, "edit-b3") && strings.Contains(all, "edit-c2")
 	}, 60*time.Second, 100*time.Millisecond, "the survivor never announced the drift around the kill\n%s", fl.logs())
 	// A last edit on the taken cluster: once it is in, everything before it is too.
 	edit(appOn(victim, 3), "edit-b4")
