@@ -261,7 +261,7 @@ func TestReplicasShareClustersAndTakeOverAKilledOnesExactlyOnce(t *testing.T) {
 	}
 	victim := f.members[0].Name
 	edit(appOn(audit.InCluster, 0), "edit-hub")
-	edit(appOn(f.members[1].Name, 0), "edit-c")
+	edit(appOn(f.members[1].Name, 0), "edit-c1")
 	edit(appOn(victim, 0), "edit-b1") // the leading edge of the victim's cluster: sent at once
 	chat.waitMessages(t, 3, 60*time.Second)
 	shardRecorded(t, f, victim, appOn(victim, 0))
@@ -301,7 +301,7 @@ func TestReplicasShareClustersAndTakeOverAKilledOnesExactlyOnce(t *testing.T) {
 	holders = fl.settled(f, time.Minute)
 	t.Logf("%s took %s over %s after a graceful stop", holders[other].id, other, time.Since(stopped).Round(100*time.Millisecond))
 
-	tokens := []string{"edit-hub", "edit-c", "edit-b1", "edit-b2", "edit-b3", "edit-c2"}
+	tokens := []string{"edit-hub", "edit-c1", "edit-b1", "edit-b2", "edit-b3", "edit-c2"}
 	require.Eventually(t, func() bool {
 		all := strings.Join(chat.messages(), "\n")
 		return strings.Contains(all, "edit-b2") && strings.Contains(all, "edit-b3") && strings.Contains(all, "edit-c2")
