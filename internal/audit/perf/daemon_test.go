@@ -33,6 +33,26 @@ func (c *chat) count() int { c.mu.Lock(); defer c.mu.Unlock(); return len(c.at) 
 
 func (c *chat) last() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.at[len(c.at)-1] }
 
+// newChat starts a chat webhook on loopback until the benchmark ends, and writes its URL to a
+// file in dir, as a sink's urlFile.
+func newChat(b *testing.B, dir string) (*chat, string) {
+	b.Helper()
+	c := &chat{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		c.mu.Lock()
+		c.at = append(c.at, time.Now())
+		c.mu.Unlock()
+		_, _ = io.WriteString(w, "ok")
+	}))
+	b.Cleanup(srv.Close)
+	urlFile := filepath.Join(dir, "slack-url")
+	if err := os.WriteFile(urlFile, []byte(srv.URL+"/services/T0/B0/X"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return c, urlFile
+}
+
 // BenchmarkEditToChat10000 times a hand edit reaching chat through `auditor serve` — the process
 // a user runs, with the default settings (50 ms debounce, 10 s fold window, 1 m Git fetch, 5 m
 // resync, the dispatcher's rate limit) — over an env of 10,000 objects: kubectl scale of one
@@ -72,20 +92,8 @@ func BenchmarkEditToChat10000(b *testing.B) {
 	dir := benchRepo(b, env, objs, benchEnv{env: env + "s", base: "small", objs: small})
 	bin := auditorBinary(b)
 
-	c := &chat{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		c.mu.Lock()
-		c.at = append(c.at, time.Now())
-		c.mu.Unlock()
-		_, _ = io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
 	state := b.TempDir()
-	urlFile := filepath.Join(state, "slack-url")
-	if err := os.WriteFile(urlFile, []byte(srv.URL+"/services/T0/B0/X"), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	c, urlFile := newChat(b, state)
 	addr := freeAddr(b)
 	cfg := map[string]any{ // only what locates things; every tuning knob at its default
 		"repo": dir, "envs": []string{env, env + "s"}, "kubeconfig": cluster.Kubeconfig, "stateDir": filepath.Join(state, "state"),

@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,20 +119,8 @@ func BenchmarkFleetOf3ClustersOf10000(b *testing.B) {
 		}
 	}
 	bin := auditorBinary(b)
-	c := &chat{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		c.mu.Lock()
-		c.at = append(c.at, time.Now())
-		c.mu.Unlock()
-		_, _ = io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
 	state := b.TempDir()
-	urlFile := filepath.Join(state, "slack-url")
-	if err := os.WriteFile(urlFile, []byte(srv.URL+"/services/T0/B0/X"), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	c, urlFile := newChat(b, state)
 	var clusters []any
 	for _, t := range targets[1:] {
 		clusters = append(clusters, map[string]any{"name": t.name, "server": t.server, "kubeconfig": t.reader})
