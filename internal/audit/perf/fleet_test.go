@@ -215,6 +215,7 @@ func BenchmarkFleetOf3ClustersOf10000(b *testing.B) {
 		first := start("auditor-0")
 		settle(replicas, 30*time.Minute)
 		b.ReportMetric(time.Since(began).Seconds(), "start-to-ready-s")
+		b.Logf("one replica: ready and every cluster audited %s after start", time.Since(began).Round(time.Second))
 		mem := startSampler(first.cmd.Process.Pid, nil, time.Second, nil)
 		time.Sleep(11 * time.Second) // the every-100th Deployments drifted by ensure make a digest per cluster
 		var lat []time.Duration
@@ -225,11 +226,14 @@ func BenchmarkFleetOf3ClustersOf10000(b *testing.B) {
 			}
 		}
 		samples := mem.finish()
+		b.Logf("one replica: edits to chat %v", roundAll(lat))
 		b.ReportMetric(pct(lat, 50).Seconds()*1000, "p50-ms")
 		b.ReportMetric(pct(lat, 99).Seconds()*1000, "p99-ms")
 		b.ReportMetric(float64(len(lat)), "edits")
 		b.ReportMetric(stat(samples, 100, func(m memSample) float64 { return m.daemon }), "one-replica-RSS-max-MiB")
 		b.ReportMetric(procStatus(first.cmd.Process.Pid)["VmHWM"]/1024, "one-replica-peak-RSS-MiB")
+		b.Logf("one replica: RSS max %.0f MiB sampled, peak %.0f MiB", stat(samples, 100, func(m memSample) float64 { return m.daemon }),
+			procStatus(first.cmd.Process.Pid)["VmHWM"]/1024)
 		reportMemory(b, first.addr, first.cmd.Process.Pid)
 
 		joined := time.Now()
@@ -238,6 +242,7 @@ func BenchmarkFleetOf3ClustersOf10000(b *testing.B) {
 		start("auditor-2")
 		holders := settle(replicas, 10*time.Minute)
 		b.ReportMetric(time.Since(joined).Seconds(), "join-to-settled-s")
+		b.Logf("two replicas joined: settled after %s", time.Since(joined).Round(time.Second))
 		after, _ := first.shards()
 		b.ReportMetric(float64(len(before)-len(after)), "shards-moved-on-join")
 		time.Sleep(30 * time.Second) // the full audits after the moves, and their memory given back
@@ -260,8 +265,9 @@ func BenchmarkFleetOf3ClustersOf10000(b *testing.B) {
 		_ = victim.cmd.Wait()
 		killed := time.Now()
 		survivors := slices.DeleteFunc(slices.Clone(replicas), func(r *fleetReplica) bool { return r == victim })
-		holders = settle(survivors, 2*time.Minute)
+		holders = settle(survivors, 20*time.Minute) // a render of 10,000 objects, on a loaded machine
 		b.ReportMetric(time.Since(killed).Seconds(), "kill-to-audited-s")
+		b.Logf("%s killed: %v audited by the others after %s", victim.id, moved, time.Since(killed).Round(time.Second))
 		b.ReportMetric(float64(len(moved)), "shards-moved-on-kill")
 		if len(moved) > 0 {
 			for _, t := range targets {
