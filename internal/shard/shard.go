@@ -244,7 +244,9 @@ func (s *Sharder) lapsed(now time.Time) bool {
 	return s.lapsedLocked(now)
 }
 
-func (s *Sharder) lapsedLocked(now time.Time) bool { return now.Sub(s.renewed) > s.cfg.LeaseDuration*2/3 }
+func (s *Sharder) lapsedLocked(now time.Time) bool {
+	return now.Sub(s.renewed) > s.cfg.LeaseDuration*2/3
+}
 
 // callContext bounds one call to the API server to a third of a lease: a call that hangs (a
 // network that drops packets) must not hold the loop past the point others take over.
