@@ -80,16 +80,16 @@ func shardOf(cluster string) string {
 }
 
 // shardOfKey is the shard a dedupe key belongs to; "" for an alert's, which is the leader's.
-func shardOfKey(key string) string {
+func (s *sharding) shardOfKey(key string) string {
 	if strings.HasPrefix(key, alertKeyPrefix) {
 		return ""
 	}
-	return shardOf(notify.ClusterOfKey(key))
+	return s.canonical(notify.ClusterOfKey(key))
 }
 
 // inShard picks the tracker items of shard.
-func inShard(name string) func(notify.Item) bool {
-	return func(it notify.Item) bool { return shardOf(it.Object.Cluster) == name }
+func (s *sharding) inShard(name string) func(notify.Item) bool {
+	return func(it notify.Item) bool { return s.canonical(it.Object.Cluster) == name }
 }
 
 // unhook forgets the informers of a cache that is being stopped.
@@ -102,8 +102,8 @@ func (d *Daemon) unhook(c *live.Cache) {
 }
 
 // messageOfShard says whether m announces drift of shard (alerts belong to none).
-func messageOfShard(m message.Message, name string) bool {
-	return !isAlert(m) && slices.ContainsFunc(m.Keys, func(k string) bool { return shardOfKey(k) == name })
+func (s *sharding) messageOfShard(m message.Message, name string) bool {
+	return !isAlert(m) && slices.ContainsFunc(m.Keys, func(k string) bool { return s.shardOfKey(k) == name })
 }
 
 // newSharding prepares the shards' Leases and records (d.sharding is made before the
@@ -132,7 +132,7 @@ func (d *Daemon) newSharding() error {
 	}
 	for i, ob := range d.outboxes {
 		annotation := recordAnnotation + d.cfg.Sinks[i].Name
-		ob.ShareRecords(shardOfKey, func(name string) outbox.RecordStore {
+		ob.ShareRecords(s.shardOfKey, func(name string) outbox.RecordStore {
 			if name == "" { // alerts: the leader's, in its Lease as without shards
 				return &leaseRecord{leases: leases, name: group, annotation: annotation, identity: d.identity}
 			}
@@ -186,7 +186,7 @@ func (d *Daemon) loadShard(ctx context.Context, name string) error {
 			return err
 		}
 		for _, k := range ob.AnnouncedDrift() {
-			if shardOfKey(k) == name {
+			if d.sharding.shardOfKey(k) == name {
 				common[k]++
 			}
 		}
@@ -197,7 +197,7 @@ func (d *Daemon) loadShard(ctx context.Context, name string) error {
 			seed = append(seed, k)
 		}
 	}
-	d.tracker.Replace(inShard(name), seed)
+	d.tracker.Replace(d.sharding.inShard(name), seed)
 	d.saveTracker()
 	d.dropQueued(name)
 	d.log.Info("shard's delivery record read from its Lease", "shard", name, "openDrift", len(seed))
@@ -207,7 +207,7 @@ func (d *Daemon) loadShard(ctx context.Context, name string) error {
 // dropQueued removes from every outbox the messages of shard not sent yet.
 func (d *Daemon) dropQueued(name string) {
 	for i, ob := range d.outboxes {
-		n, err := ob.DropPending(func(m message.Message) bool { return messageOfShard(m, name) })
+		n, err := ob.DropPending(func(m message.Message) bool { return d.sharding.messageOfShard(m, name) })
 		if err != nil {
 			d.log.Error("drop queued messages", "sink", d.cfg.Sinks[i].Name, "shard", name, "err", err)
 		} else if n > 0 {
@@ -224,7 +224,7 @@ func (d *Daemon) releaseShard(name string) {
 	s := d.sharding
 	s.mu.Lock()
 	delete(s.owned, name)
-	d.tracker.Forget(inShard(name))
+	d.tracker.Forget(d.sharding.inShard(name))
 	d.dropQueued(name)
 	s.mu.Unlock()
 	d.saveTracker()
@@ -297,7 +297,7 @@ func (s *sharding) covered(rep *drift.Report) func(cluster string) bool {
 func (s *sharding) speaks(rep *drift.Report) (*drift.Report, func(cluster string) bool) {
 	dest := map[string]string{} // namespace/name of an Application not audited -> its cluster
 	for _, app := range rep.Applications {
-		if app.Error != "" && app.Cluster != "" {
+		if app.Error != "" && slices.Contains(s.names, app.Cluster) { // a cluster of the config
 			name := app.Name[strings.LastIndex(app.Name, "/")+1:]
 			dest[app.Namespace+"/"+name] = app.Cluster
 		}
