@@ -285,6 +285,7 @@ func (s *Sharder) tick(ctx context.Context) {
 		return
 	}
 	holders := map[string]*coordinationv1.Lease{}
+	var stale []string // membership Leases of replicas long gone (killed: nothing deleted them)
 	s.mu.Lock()
 	alive := []string{}
 	seen := map[string]observed{}
@@ -302,6 +303,9 @@ func (s *Sharder) tick(ctx context.Context) {
 			if holder != "" && holder != s.cfg.Identity && now.Sub(o.at) < s.cfg.LeaseDuration {
 				alive = append(alive, holder)
 			}
+			if holder != s.cfg.Identity && now.Sub(o.at) > staleAfter*s.cfg.LeaseDuration {
+				stale = append(stale, l.Name)
+			}
 		case "shard":
 			holders[l.Labels[shardLabel]] = l
 		}
@@ -317,6 +321,16 @@ func (s *Sharder) tick(ctx context.Context) {
 	}
 	s.seen, s.members = seen, alive
 	s.mu.Unlock()
+	for _, name := range stale {
+		dctx, cancel := s.callContext(ctx)
+		err := s.cfg.Leases.Delete(dctx, name, metav1.DeleteOptions{})
+		cancel()
+		if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+			s.cfg.Log.Warn("delete a stale membership", "lease", name, "err", err)
+		} else if err == nil {
+			s.cfg.Log.Info("deleted the membership of a replica long gone", "lease", name)
+		}
+	}
 	for _, shard := range s.cfg.Shards {
 		if ctx.Err() != nil {
 			return
@@ -325,6 +339,10 @@ func (s *Sharder) tick(ctx context.Context) {
 	}
 	s.checkRenewals(time.Now())
 }
+
+// staleAfter is how many lease durations a membership goes unrenewed before a live replica
+// deletes its Lease: a killed replica's (a pod of a Deployment never comes back under its name).
+const staleAfter = 10
 
 // shardLabel names the shard on its Lease.
 const shardLabel = "auditor.llm-gitops.io/shard"

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
@@ -185,6 +187,12 @@ func TestReplicasShareShardsHandOverOnJoinAndTakeOverAfterAKill(t *testing.T) {
 	took := settled(three, 30*time.Second)
 	t.Logf("b held %v; taken over %s after the kill (lease %s)", bHeld, time.Since(killedAt).Round(10*time.Millisecond), lease)
 	assert.Less(t, took, 2*lease+time.Second, "a dead replica's shards are taken within its lease and one more")
+
+	// The killed replica's membership Lease is deleted once it has gone unrenewed for long.
+	require.Eventually(t, func() bool {
+		_, err := cs.CoordinationV1().Leases(ns).Get(context.Background(), MemberLease("auditor", "auditor-b"), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, staleAfter*lease+10*time.Second, 200*time.Millisecond, "the killed replica's membership Lease stays")
 
 	// A graceful stop hands over at once, without waiting for the lease.
 	c.cancel()
