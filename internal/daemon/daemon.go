@@ -314,10 +314,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			defer wg.Done()
 			d.fleet.Watch(ctx, 5*time.Second, func(st fleet.Status) {
 				d.log.Warn("cluster reachability changed", "cluster", st.Name, "reachable", st.Reachable, "err", st.Error)
-				d.touchMu.Lock()
-				d.full = true // its Applications are audited again (or said not audited)
-				d.touchMu.Unlock()
-				d.markDirty()
+				d.markFull() // its Applications are audited again (or said not audited)
 			})
 		}()
 	}

@@ -137,23 +137,9 @@ func isAlert(m message.Message) bool {
 // loadRecords merges each sink's shared record and seeds the tracker with the drift every sink
 // was told of.
 func (d *Daemon) loadRecords(ctx context.Context) error {
-	var common map[string]int
-	for _, ob := range d.outboxes {
-		if err := ob.LoadShared(ctx); err != nil {
-			return err
-		}
-		if common == nil {
-			common = map[string]int{}
-		}
-		for _, k := range ob.AnnouncedDrift() {
-			common[k]++
-		}
-	}
-	var seed []string
-	for k, n := range common {
-		if n == len(d.outboxes) {
-			seed = append(seed, k)
-		}
+	seed, err := d.announcedEverywhere(ctx, "")
+	if err != nil {
+		return err
 	}
 	d.tracker.Seed(seed)
 	d.saveTracker()
@@ -212,4 +198,27 @@ func (d *Daemon) retry(ctx context.Context, what string, f func(context.Context)
 		case <-time.After(min(time.Duration(attempt)*500*time.Millisecond, 5*time.Second)):
 		}
 	}
+}
+
+// announcedEverywhere loads each sink's shared record of shard ("" without shards) and returns
+// the drift every sink was told of, in that shard.
+func (d *Daemon) announcedEverywhere(ctx context.Context, shard string) ([]string, error) {
+	common := map[string]int{}
+	for _, ob := range d.outboxes {
+		if err := ob.LoadShard(ctx, shard); err != nil {
+			return nil, err
+		}
+		for _, k := range ob.AnnouncedDrift() {
+			if d.sharding == nil || d.sharding.shardOfKey(k) == shard {
+				common[k]++
+			}
+		}
+	}
+	var seed []string
+	for k, n := range common {
+		if n == len(d.outboxes) {
+			seed = append(seed, k)
+		}
+	}
+	return seed, nil
 }

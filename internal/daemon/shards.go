@@ -180,22 +180,9 @@ func (d *Daemon) acquireShard(ctx context.Context, name string) {
 // loadShard seeds the tracker with the shard's drift every sink was told of, and drops the
 // shard's messages queued earlier.
 func (d *Daemon) loadShard(ctx context.Context, name string) error {
-	common := map[string]int{}
-	for _, ob := range d.outboxes {
-		if err := ob.LoadShard(ctx, name); err != nil {
-			return err
-		}
-		for _, k := range ob.AnnouncedDrift() {
-			if d.sharding.shardOfKey(k) == name {
-				common[k]++
-			}
-		}
-	}
-	var seed []string
-	for k, n := range common {
-		if n == len(d.outboxes) {
-			seed = append(seed, k)
-		}
+	seed, err := d.announcedEverywhere(ctx, name)
+	if err != nil {
+		return err
 	}
 	d.tracker.Replace(d.sharding.inShard(name), seed)
 	d.saveTracker()

@@ -335,7 +335,7 @@ func (s *Sharder) tick(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.move(ctx, shard, Owner(alive, shard), holders[shard], alive, now)
+		s.move(ctx, shard, Owner(alive, shard), holders[shard], alive)
 	}
 	s.checkRenewals(time.Now())
 }
@@ -349,7 +349,7 @@ const shardLabel = "auditor.llm-gitops.io/shard"
 
 // move makes this replica hold shard when it owns it (once the last holder let go or died),
 // renews it while it does, and lets go of it when another replica owns it.
-func (s *Sharder) move(ctx context.Context, shard, owner string, lease *coordinationv1.Lease, alive []string, now time.Time) {
+func (s *Sharder) move(ctx context.Context, shard, owner string, lease *coordinationv1.Lease, alive []string) {
 	s.mu.Lock()
 	h := s.held[shard]
 	s.mu.Unlock()
