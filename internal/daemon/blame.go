@@ -88,8 +88,9 @@ func (b *blamer) blame(ctx context.Context, env string, ref blame.Ref, revision 
 func (b *blamer) run(ctx context.Context, env string, ref blame.Ref, revision string, maxCommits int) (*blame.Blame, int, error) {
 	d := b.d
 	d.mu.RLock()
-	repo, cache, people, rep := d.repo, d.cache, d.people, d.reports[env]
+	repo, cache, people := d.repo, d.cache, d.people
 	d.mu.RUnlock()
+	rep, _ := d.envs.report(env)
 	if repo == nil {
 		return nil, http.StatusServiceUnavailable, errors.New("the repository is not fetched yet")
 	}

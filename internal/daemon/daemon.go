@@ -28,9 +28,11 @@ import (
 	"github.com/llm-gitops/platform/internal/episode"
 	"github.com/llm-gitops/platform/internal/fleet"
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/lifecycle"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/notify"
 	"github.com/llm-gitops/platform/internal/outbox"
+	"github.com/llm-gitops/platform/internal/reconcile"
 	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/reposerver"
 	"github.com/llm-gitops/platform/internal/sinks"
@@ -43,39 +45,38 @@ type Daemon struct {
 	log     *slog.Logger
 	metrics *metrics
 
-	mu           sync.RWMutex
-	repo         *gitrepo.Repo
-	cache        *live.Cache
-	stopCache    context.CancelFunc // ends the cache's informers (with the daemon's context anyway)
-	reports      map[string]*drift.Report
-	errs         map[string]error
-	lastFetch    time.Time
-	fetchErr     error
-	hooked       map[cache.SharedIndexInformer]bool
-	auditor      *audit.Auditor     // kept while repo and cache are: its schema and render caches persist
-	people       *auditlog.Store    // audit events, when configured
-	episodes     *episode.Book      // drift episodes, saved in the state dir
-	adoptRenders *render.Cache      // renders of the walks that name adopting commits (audit loop only)
-	ledger       *render.Cache      // renders of the ledger's commits and of the web view's serving state
-	blames       *blamer            // serves /api/v1/blame, with its own renders
-	worker       *render.Worker     // runs the audits' renders in a child process; nil with RenderInProcess
-	repoServer   *reposerver.Client // renders by Argo CD's repo-server; nil renders in process
-	fleet        *fleet.Fleet       // the clusters besides Argo CD's own; nil without
-	stopFleet    context.CancelFunc // ends the fleet's informers
+	// mu guards the connection to Git and the cluster, and what is made of it: repo, cache,
+	// auditor, the fetch's outcome, the schedule runners' wake-ups.
+	mu        sync.RWMutex
+	repo      *gitrepo.Repo
+	cache     *live.Cache
+	stopCache context.CancelFunc // ends the cache's informers (with the daemon's context anyway)
+	lastFetch time.Time
+	fetchErr  error
+	hooked    map[cache.SharedIndexInformer]bool // the audits' alone: read and written by the reconcile worker
+	auditor   *audit.Auditor                     // kept while repo and cache are: its schema and render caches persist
+
+	envs         *envStates                     // each env's last audit
+	queue        *reconcile.Queue[string, work] // the work asked of each env's next audit
+	people       *auditlog.Store                // audit events, when configured
+	episodes     *episode.Book                  // drift episodes, saved in the state dir
+	adoptRenders *render.Cache                  // renders of the walks that name adopting commits (audits only)
+	ledger       *render.Cache                  // renders of the ledger's commits and of the web view's serving state
+	ledgerWriter *ledgerWriter                  // appends the ledger, in the background
+	blames       *blamer                        // serves /api/v1/blame, with its own renders
+	worker       *render.Worker                 // runs the audits' renders in a child process; nil with RenderInProcess
+	repoServer   *reposerver.Client             // renders by Argo CD's repo-server; nil renders in process
+	fleet        *fleet.Fleet                   // the clusters besides Argo CD's own; nil without
+	stopFleet    context.CancelFunc             // ends the fleet's informers
 	peopleMu     sync.Mutex
-	ledgerGit    sync.Mutex               // serialises the ledger syncs, which share the clone in git/ledger
 	firstSeen    map[string]time.Time     // fields without a person yet: when first seen
 	held         map[string]*drift.Report // per env, the report held back waiting for people
 	hmacKey      []byte                   // keys the HMACs that stand for Secret values in reports
 	saveMu       sync.Mutex               // one tracker save at a time
-	rendered     int                      // renders kustomize ran, as of the last full audit
-	lastFull     time.Time                // when every env was last audited in full
+	rendered     atomic.Int64             // renders kustomize ran, as of the last audit
+	freeMemory   atomic.Bool              // a full audit ran: the heap's free pages go back once the queue is idle
 
 	scheduleWake []chan struct{} // one per schedule runner: a revision was fetched
-
-	ledgerSeen map[string]string // env -> revision whose ledger records are written
-	ledgerBusy map[string]bool
-	wg         sync.WaitGroup // background writes (ledger)
 
 	outboxes    []*outbox.Outbox
 	tracker     *notify.Tracker
@@ -88,26 +89,15 @@ type Daemon struct {
 	leaderMu  sync.Mutex    // orders taking leadership over against losing it
 	identity  string        // this replica's name in the Lease
 	decided   chan struct{} // closed once the first leader is known
+	connected chan struct{} // closed once Git and the cluster are open
 	ready     atomic.Bool
 	addr      string
 	listening chan struct{}
-	dirty     chan struct{}
 	fetch     chan struct{}
 
 	// sharding is how replicas share the work (leaderElection.shard); nil: every replica
 	// audits everything, and the leader posts.
 	sharding *sharding
-
-	touchMu sync.Mutex
-	touched map[drift.Ref]bool // objects the watches saw change since the last audit
-	full    bool               // a change that needs every env re-audited in full
-	// takenOver says this replica became the leader since the last audit: its current reports
-	// are announced (it audited as a follower too), or every env is audited in full.
-	takenOver bool
-	// waiting are the envs whose next audit is full whatever the watches saw: their last full
-	// audit waits for a background render of a new revision (the edits made meanwhile are
-	// covered by that audit), or a background render ended (the audit takes it up).
-	waiting map[string]bool
 }
 
 // New prepares a daemon: sinks, outboxes and the tracker state are opened; nothing runs yet.
@@ -115,10 +105,10 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	d := &Daemon{cfg: cfg, rest: restCfg, log: log, metrics: newMetrics(), reports: map[string]*drift.Report{},
-		errs: map[string]error{}, hooked: map[cache.SharedIndexInformer]bool{}, decided: make(chan struct{}),
-		ledgerSeen: map[string]string{}, ledgerBusy: map[string]bool{},
-		dirty: make(chan struct{}, 1), fetch: make(chan struct{}, 1), listening: make(chan struct{})}
+	d := &Daemon{cfg: cfg, rest: restCfg, log: log, metrics: newMetrics(), envs: newEnvStates(),
+		hooked: map[cache.SharedIndexInformer]bool{}, decided: make(chan struct{}), connected: make(chan struct{}),
+		fetch: make(chan struct{}, 1), listening: make(chan struct{})}
+	d.queue, d.ledgerWriter = d.newQueue(), newLedgerWriter()
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
@@ -257,15 +247,13 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	return d, nil
 }
 
-// Run audits until ctx ends, then flushes and stops every goroutine it started.
+// Run audits until ctx ends, then flushes and stops every goroutine it started. Its parts run
+// as one group (lifecycle.Group): the HTTP server, the audit-log followers, leader election and
+// the shard membership, the audits (a reconcile queue keyed by env), the Git fetches, the
+// clusters' probes and the schedules; the first that fails stops the others.
 func (d *Daemon) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
 	defer func() {
-		cancel()
-		wg.Wait()
-		d.wg.Wait()
+		d.ledgerWriter.wait()
 		if d.stopFleet != nil {
 			d.stopFleet()
 		}
@@ -274,99 +262,53 @@ func (d *Daemon) Run(ctx context.Context) error {
 			disp.Close()
 		}
 	}()
-	srvErr := make(chan error, 1)
-	wg.Add(1)
-	go func() { defer wg.Done(); srvErr <- d.serveHTTP(ctx) }()
-	logs := []auditlog.File{{Path: d.cfg.AuditEvents.File}}
-	for _, c := range d.cfg.Clusters {
-		logs = append(logs, auditlog.File{Path: c.AuditLog, Cluster: c.Name}) // the people behind edits on that cluster
-	}
-	for _, f := range logs {
-		if f.Path == "" || d.people == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f.Follow(ctx, d.people, time.Second, func(err error) { d.log.Warn("read audit log", "file", f.Path, "err", err) })
-		}()
-	}
-	if d.cfg.LeaderElection.Enabled {
-		wg.Add(1)
-		go func() { defer wg.Done(); d.campaign(ctx) }()
-		if d.sharding != nil {
-			wg.Add(1)
-			go func() { defer wg.Done(); d.sharding.sharder.Run(ctx) }()
-		}
-	} else {
+	if !d.cfg.LeaderElection.Enabled {
 		d.setLeader(true)
 		close(d.decided)
 	}
-	if err := d.connect(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while still connecting: nothing to audit yet
+	return d.parts().Run(ctx)
+}
+
+// parts are the daemon's long-running parts, as one group.
+func (d *Daemon) parts() *lifecycle.Group {
+	g := lifecycle.NewGroup(d.log)
+	g.Add("http", d.serveHTTP)
+	if d.people != nil {
+		logs := []auditlog.File{{Path: d.cfg.AuditEvents.File}}
+		for _, c := range d.cfg.Clusters {
+			logs = append(logs, auditlog.File{Path: c.AuditLog, Cluster: c.Name}) // the people behind edits on that cluster
 		}
-		return err
+		for _, f := range logs {
+			if f.Path == "" {
+				continue
+			}
+			g.Add("audit log "+f.Path, func(ctx context.Context) error {
+				f.Follow(ctx, d.people, time.Second, func(err error) { d.log.Warn("read audit log", "file", f.Path, "err", err) })
+				return nil
+			})
+		}
 	}
+	if d.cfg.LeaderElection.Enabled {
+		g.Add("leader election", func(ctx context.Context) error { d.campaign(ctx); return nil })
+		if d.sharding != nil {
+			g.Add("shard membership", func(ctx context.Context) error { d.sharding.sharder.Run(ctx); return nil })
+		}
+	}
+	g.Add("audits", d.runAudits)
+	g.Add("git fetch", d.fetchLoop)
 	if d.fleet != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Add("cluster probes", func(ctx context.Context) error {
 			d.fleet.Watch(ctx, 5*time.Second, func(st fleet.Status) {
 				d.log.Warn("cluster reachability changed", "cluster", st.Name, "reachable", st.Reachable, "err", st.Error)
 				d.markFull() // its Applications are audited again (or said not audited)
 			})
-		}()
+			return nil
+		})
 	}
 	if d.cfg.Schedule.Enabled {
-		wg.Add(1)
-		go func() { defer wg.Done(); d.runSchedules(ctx) }()
+		g.Add("schedules", func(ctx context.Context) error { d.runSchedules(ctx); return nil })
 	}
-	// The first audit waits for the first leader: a follower must not announce, and the leader
-	// must not take what it finds at start as already announced.
-	select {
-	case <-d.decided:
-	case <-ctx.Done():
-		return nil
-	}
-	d.auditAll(ctx)
-	fetched := make(chan struct{}, 1)
-	wg.Add(1)
-	go func() { defer wg.Done(); d.fetchLoop(ctx, fetched) }()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-srvErr:
-			return err
-		case <-d.dirty:
-			d.debounce(ctx)
-			d.auditChanged(ctx)
-		case <-fetched:
-			d.auditFetched(ctx)
-		}
-	}
-}
-
-// fetchLoop fetches Git every FetchInterval and on each push webhook, outside the audit loop: a
-// Git server that stalls a fetch until its timeout holds up no audit of a hand edit. After
-// each fetch, failed or not, it tells the audit loop by fetched (one pending tell at most).
-func (d *Daemon) fetchLoop(ctx context.Context, fetched chan<- struct{}) {
-	t := time.NewTicker(d.cfg.FetchInterval.or(time.Minute))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-d.fetch:
-		}
-		d.refreshRepo(ctx)
-		select {
-		case fetched <- struct{}{}:
-		default:
-		}
-	}
+	return g
 }
 
 // connect opens the repository and the cluster, retrying while either is unreachable.
@@ -421,19 +363,6 @@ func (d *Daemon) tryConnect(ctx context.Context) error {
 	d.cache, d.stopCache = c, stop
 	d.mu.Unlock()
 	return nil
-}
-
-func (d *Daemon) debounce(ctx context.Context) {
-	t := time.NewTimer(d.cfg.Debounce.or(50 * time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	select { // events that came during the wait are covered by this audit
-	case <-d.dirty:
-	default:
-	}
 }
 
 // Status is the daemon's state for GET /api/v1/status.

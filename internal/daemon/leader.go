@@ -81,9 +81,9 @@ func (d *Daemon) shareRecords() error {
 
 // takeOver starts posting: it reads what the last leader delivered from the Lease, takes that as
 // announced (drift announced to every sink is not announced again; drift gone since is announced
-// resolved), and asks the audit loop to announce the rest: the reports this replica made as a
+// resolved), and asks every env's audit to announce the rest: the reports this replica made as a
 // follower, or a full audit where it has none. Only then is this replica the
-// leader for the audit loop. A record that cannot be read is retried until leadership ends.
+// leader for the audits. A record that cannot be read is retried until leadership ends.
 func (d *Daemon) takeOver(ctx context.Context) {
 	if d.sharding != nil {
 		// Drift is posted per shard (acquireShard). The leader fires the schedules: it reads
@@ -118,10 +118,7 @@ func (d *Daemon) takeOver(ctx context.Context) {
 		d.setLeader(true)
 	}
 	d.leaderMu.Unlock()
-	d.touchMu.Lock()
-	d.takenOver = true
-	d.touchMu.Unlock()
-	d.markDirty()
+	d.ask(work{announce: true}, false)
 }
 
 // isAlert says whether m is a one-off alert (a schedule's), not a drift announcement.

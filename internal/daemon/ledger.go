@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/llm-gitops/platform/internal/audit"
@@ -24,40 +25,63 @@ type LedgerConfig struct {
 	PrometheusURL string `json:"prometheusURL,omitempty"`
 }
 
+// ledgerWriter appends the ledger in the background, one env's sync at a time (they share
+// one clone on disk, git/ledger), and remembers each env's revision already written.
+type ledgerWriter struct {
+	mu   sync.Mutex
+	seen map[string]string // env -> revision whose ledger records are written
+	busy map[string]bool
+	git  sync.Mutex // held by a sync: serialises the use of the clone
+	wg   sync.WaitGroup
+}
+
+func newLedgerWriter() *ledgerWriter {
+	return &ledgerWriter{seen: map[string]string{}, busy: map[string]bool{}}
+}
+
+// start runs sync for env's revision in the background unless it is written or being written;
+// a failure is logged by sync's caller and retried at the next start.
+func (w *ledgerWriter) start(env, revision string, sync func() error) {
+	w.mu.Lock()
+	if w.seen[env] == revision || w.busy[env] {
+		w.mu.Unlock()
+		return
+	}
+	w.busy[env] = true
+	w.mu.Unlock()
+	w.wg.Go(func() {
+		w.git.Lock()
+		err := sync()
+		w.git.Unlock()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.busy[env] = false
+		if err == nil {
+			w.seen[env] = revision
+		}
+	})
+}
+
+// wait waits for the syncs started.
+func (w *ledgerWriter) wait() { w.wg.Wait() }
+
 // recordSync appends the ledger when rep's revision is newly synced (one replica, in the
 // background; a failure is logged and retried at the next audit).
 func (d *Daemon) recordSync(ctx context.Context, rep *drift.Report) {
 	if !d.cfg.Ledger.Enabled || !d.writesLedger() {
 		return
 	}
-	d.mu.Lock()
-	if d.ledgerSeen[rep.Env] == rep.Revision || d.ledgerBusy[rep.Env] {
-		d.mu.Unlock()
-		return
-	}
-	d.ledgerBusy[rep.Env] = true
-	d.mu.Unlock()
 	seenAt := time.Now().UTC()
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
+	d.ledgerWriter.start(rep.Env, rep.Revision, func() error {
 		err := d.syncLedger(ctx, rep.Env, rep.Revision, seenAt)
-		d.mu.Lock()
-		d.ledgerBusy[rep.Env] = false
-		if err == nil {
-			d.ledgerSeen[rep.Env] = rep.Revision
-		}
-		d.mu.Unlock()
 		if err != nil && ctx.Err() == nil {
 			d.log.Error("ledger not updated; retried at the next audit", "env", rep.Env, "revision", rep.Revision, "err", err)
 		}
-	}()
+		return err
+	})
 }
 
 func (d *Daemon) syncLedger(ctx context.Context, env, revision string, seenAt time.Time) error {
-	// The envs' syncs share one clone on disk (git/ledger): one at a time.
-	d.ledgerGit.Lock()
-	defer d.ledgerGit.Unlock()
 	remote, err := gitrepo.NewRemote(d.onDisk(d.cfg.Ledger.Remote, "ledger"))
 	if err != nil {
 		return err

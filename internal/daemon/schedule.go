@@ -26,10 +26,12 @@ type ScheduleConfig struct {
 // committed exactly once whoever pushes first (trailers are checked on the head being committed
 // on) — but only the leader alerts the chat when a scale-up cannot land in time.
 func (d *Daemon) runSchedules(ctx context.Context) {
-	select {
-	case <-d.decided:
-	case <-ctx.Done():
-		return
+	for _, ch := range []chan struct{}{d.connected, d.decided} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
 	}
 	remote, err := gitrepo.NewRemote(d.onDisk(d.cfg.Schedule.Remote, "schedule"))
 	if err != nil {

@@ -313,11 +313,3 @@ func part(rep *drift.Report, in func(cluster string) bool) *drift.Report {
 	out.InSync = len(out.Objects) == 0
 	return &out
 }
-
-// markFull has every env audited in full next.
-func (d *Daemon) markFull() {
-	d.touchMu.Lock()
-	d.full = true
-	d.touchMu.Unlock()
-	d.markDirty()
-}

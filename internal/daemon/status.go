@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"errors"
 	"sort"
 	"time"
 
@@ -10,19 +9,21 @@ import (
 
 func (d *Daemon) status() Status {
 	d.mu.RLock()
-	defer d.mu.RUnlock()
+	lastFetch, fetchErr, a := d.lastFetch, d.fetchErr, d.auditor
+	d.mu.RUnlock()
 	st := Status{Ready: d.ready.Load(), Leader: d.leader.Load(), RenderEngine: d.renderEngine(), Timestamp: time.Now().UTC()}
 	for _, env := range d.cfg.Envs {
 		es := EnvStatus{Env: env}
-		if rep := d.reports[env]; rep != nil {
+		rep, err := d.envs.report(env)
+		if rep != nil {
 			es.Revision, es.InSync, es.Drifted = rep.Revision, rep.InSync, len(rep.Objects)
 			es.HeadRevision, es.PendingSync = rep.HeadRevision, rep.PendingSync
 		}
-		if err := d.errs[env]; err != nil {
+		if err != nil {
 			es.Error = err.Error()
 		}
-		if d.auditor != nil {
-			es.Rendering = d.auditor.Rendering(env)
+		if a != nil {
+			es.Rendering = a.Rendering(env)
 		}
 		st.Envs = append(st.Envs, es)
 	}
@@ -38,26 +39,16 @@ func (d *Daemon) status() Status {
 		s.mu.RUnlock()
 		sort.Strings(st.Shards)
 	}
-	st.Git = GitStatus{LastFetch: d.lastFetch.UTC(), StaleSeconds: time.Since(d.lastFetch).Seconds()}
-	if d.fetchErr != nil {
-		st.Git.Error = d.fetchErr.Error()
+	st.Git = GitStatus{LastFetch: lastFetch.UTC(), StaleSeconds: time.Since(lastFetch).Seconds()}
+	if fetchErr != nil {
+		st.Git.Error = fetchErr.Error()
 	}
 	sort.Slice(st.Envs, func(i, j int) bool { return st.Envs[i].Env < st.Envs[j].Env })
 	return st
 }
 
 // Report returns the last report of env.
-func (d *Daemon) Report(env string) (*drift.Report, error) {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	if rep, ok := d.reports[env]; ok {
-		return rep, nil
-	}
-	if err := d.errs[env]; err != nil {
-		return nil, err
-	}
-	return nil, errors.New("no audit yet")
-}
+func (d *Daemon) Report(env string) (*drift.Report, error) { return d.envs.reportOrError(env) }
 
 // renderEngine names how the daemon renders Applications: repo-server (Argo CD's) or in-process.
 func (d *Daemon) renderEngine() string {

@@ -44,13 +44,7 @@ func newPages(d *Daemon, b *blamer) *pages {
 func (p *pages) Envs() []string { return p.d.cfg.Envs }
 
 func (p *pages) Revision(env string) (string, error) {
-	p.d.mu.RLock()
-	defer p.d.mu.RUnlock()
-	rev := ""
-	if rep := p.d.reports[env]; rep != nil {
-		rev = rep.Revision
-	}
-	return rev, p.d.errs[env]
+	return p.d.envs.revision(env)
 }
 
 func (p *pages) Open(env string) []episode.Episode { return p.d.episodes.Open(env) }
