@@ -156,13 +156,16 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 			}))
 		}
 	}
+	d.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_audit_queue_depth",
+		Help: "Envs waiting for an audit in the work queue (a pause after a failure is not counted)."},
+		func() float64 { return float64(d.queue.Len()) }))
 	engine := d.renderEngine()
 	d.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_render_engine",
 		Help:        "How Applications are rendered: 1 for the engine named by the label (repo-server: Argo CD's; in-process).",
 		ConstLabels: prometheus.Labels{"engine": engine}}, func() float64 { return 1 }))
 	d.startWorker()
 	d.adoptRenders, d.ledger = d.renderCache(2), d.renderCache(2)
-	d.adoptRenders.Urgent = true // its walks run inside the audit loop: they must not queue behind a blame walk
+	d.adoptRenders.Urgent = true // its walks run inside the audits: they must not queue behind a blame walk
 	d.blames = d.blameHandler()
 	d.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_watch_starts_total",
 		Help: "Watch requests the informers made: one per kind, then one per reconnect."}, func() float64 {

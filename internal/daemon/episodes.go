@@ -40,7 +40,7 @@ func (d *Daemon) recordEpisodes(rep *drift.Report) {
 	if rep.Syncing() {
 		return
 	}
-	// The adopt walks of one report share one time limit: they run in the audit loop, and may
+	// The adopt walks of one report share one time limit: they run in an env's audit, and may
 	// wait for the render worker behind a background render.
 	deadline := time.Now().Add(adoptWalk)
 	adopter := func(e episode.Episode, revision string) (*episode.Commit, bool) {

@@ -41,7 +41,7 @@ func (d *Daemon) readFile(revision, name string) ([]byte, error) {
 }
 
 // adoptWalk bounds the history walks that name adopting commits, all those of one report
-// together (they run in the audit loop).
+// together (they run in an env's audit).
 const adoptWalk = 20 * time.Second
 
 // adopter names the commit that put an episode's live value into Git: among the first-parent

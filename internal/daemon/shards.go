@@ -222,7 +222,7 @@ func (d *Daemon) releaseShard(name string) {
 }
 
 // dropCaches stops the caches of the member clusters this replica no longer holds, from the
-// audit loop, between audits: their objects leave the memory.
+// reconcile worker, between audits: their objects leave the memory.
 func (d *Daemon) dropCaches() {
 	if d.sharding == nil || d.fleet == nil {
 		return
