@@ -52,7 +52,7 @@ func (w work) empty() bool { return len(w.refs) == 0 && !w.full && !w.fetched &&
 // together, since one object can be declared by two of them and an excusal counts across them.
 func (d *Daemon) newQueue() *reconcile.Queue[string, work] {
 	return reconcile.New(reconcile.Config[string, work]{
-		Name: "audits", Reconcile: d.reconcileEnv, Merge: mergeWork, Empty: work.empty,
+		Reconcile: d.reconcileEnv, Merge: mergeWork, Empty: work.empty,
 		BaseDelay: time.Second, MaxDelay: d.cfg.FetchInterval.or(time.Minute),
 		Idle: d.giveBackMemory,
 	})
@@ -98,11 +98,13 @@ func (d *Daemon) markFull() { d.ask(work{full: true}, true) }
 // env in full, then reconciles what the watches, fetches, shards and leadership ask for.
 func (d *Daemon) runAudits(ctx context.Context) error {
 	if err := d.connect(ctx); err != nil {
+		d.queue.ShutDown()
 		if ctx.Err() != nil {
 			return nil // stopped while still connecting: nothing to audit yet
 		}
 		return err
 	}
+	defer d.queue.ShutDown() // stopped before Run: its goroutines end too
 	close(d.connected)
 	select {
 	case <-d.decided:
@@ -120,9 +122,12 @@ func (d *Daemon) runAudits(ctx context.Context) error {
 // informers the audit started. An error leaves the env's last report standing; the queue
 // retries it in full after a pause, and new work for the env runs at once.
 func (d *Daemon) reconcileEnv(ctx context.Context, env string, w work) error {
-	if w.announce && !w.full {
+	if w.announce {
 		if rep, ok := d.envs.current(env); ok {
+			// Announced now, even when a full audit follows: that audit may wait for a
+			// background render, or fail, and the new leader must not stay silent meanwhile.
 			d.announce(rep)
+			w.announce = false
 		} else {
 			w.full = true // no report to announce: an audit makes one
 		}
@@ -154,7 +159,7 @@ func (d *Daemon) reconcileEnv(ctx context.Context, env string, w work) error {
 		}
 		rep, err = a.Update(ctx, env, refs)
 	}
-	err = d.audited(ctx, env, rep, err, start)
+	audited, err := d.audited(ctx, env, rep, err, start, w.announce)
 	if ctx.Err() == nil && d.envs.settled(d.cfg.Envs) {
 		// The daemon is ready once every env has a report or an error of its own, such as a
 		// commit that does not render (its status's error): that holds up no other env's
@@ -168,7 +173,7 @@ func (d *Daemon) reconcileEnv(ctx context.Context, env string, w work) error {
 			d.hookInformers(fc)
 		}
 	}
-	if rendered := int64(a.Renders.Stats().Rendered); w.full || rendered != d.rendered.Load() {
+	if rendered := int64(a.Renders.Stats().Rendered); audited && w.full || rendered != d.rendered.Load() {
 		// A full audit decodes every object once more (the render, Argo CD's verdicts): at
 		// 10,000 objects it allocates ~1 GB, and a render decoded in process (kustomize built
 		// and dropped a whole render) ~1 GiB more. The heap's pages go back to the system once
@@ -179,19 +184,20 @@ func (d *Daemon) reconcileEnv(ctx context.Context, env string, w work) error {
 	return err
 }
 
-// audited records one env's audit and announces its report. An audit waiting for its render
-// in the background succeeded for this purpose: the env's last report stands, its next audit
-// is full (parked: the render's end asks for it), and that covers what the watches saw
-// meanwhile. A failed audit's error is returned, and its retry is full.
-func (d *Daemon) audited(ctx context.Context, env string, rep *drift.Report, err error, start time.Time) error {
+// audited records one env's audit and announces its report; it says whether a report was
+// made. An audit waiting for its render in the background succeeded for this purpose: the
+// env's last report stands, its next audit is full (parked: the render's end asks for it), and
+// that covers what the watches saw meanwhile. A failed audit's error is returned, and its retry
+// is full. An announcement owed (a takeover with no report yet) stays owed until a report is made.
+func (d *Daemon) audited(ctx context.Context, env string, rep *drift.Report, err error, start time.Time, owed bool) (bool, error) {
 	if re, rendering := errors.AsType[*audit.RenderingError](err); rendering {
 		// A new revision: the watches' refs in env are dropped, its next audit is full. The
 		// same revision rendered again (a resync of an env whose renders the cache does not
 		// keep): incremental audits go on meanwhile on the standing report.
-		if last, _ := d.envs.report(env); last == nil || last.Revision != re.Revision {
-			d.queue.Park(env, work{full: true})
+		if last, _ := d.envs.report(env); last == nil || last.Revision != re.Revision || owed {
+			d.queue.Park(env, work{full: true, announce: owed})
 		}
-		return nil
+		return false, nil
 	}
 	d.metrics.auditDuration.WithLabelValues(env).Observe(time.Since(start).Seconds())
 	d.envs.record(env, rep, err)
@@ -201,14 +207,14 @@ func (d *Daemon) audited(ctx context.Context, env string, rep *drift.Report, err
 			d.log.Error("audit failed", "env", env, "err", err, "retries", d.queue.Retries(env))
 		}
 		d.queue.Park(env, work{full: true}) // what failed to be audited is audited again, in full
-		return err
+		return false, err
 	}
 	d.metrics.lastSuccess.WithLabelValues(env).SetToCurrentTime()
 	d.metrics.observe(rep)
 	d.recordEpisodes(rep)
 	d.announce(rep)
 	d.recordSync(ctx, rep)
-	return nil
+	return true, nil
 }
 
 // giveBackMemory returns the heap's free pages to the system after a full audit, once the

@@ -292,7 +292,7 @@ func (d *Daemon) parts() *lifecycle.Group {
 		}
 	}
 	if d.cfg.LeaderElection.Enabled {
-		g.Add("leader election", func(ctx context.Context) error { d.campaign(ctx); return nil })
+		g.Add("leader election", d.campaign)
 		if d.sharding != nil {
 			g.Add("shard membership", func(ctx context.Context) error { d.sharding.sharder.Run(ctx); return nil })
 		}

@@ -17,14 +17,13 @@ import (
 )
 
 // campaign runs leader election on a Lease until ctx ends; leadership lost is campaigned for again.
-func (d *Daemon) campaign(ctx context.Context) {
+func (d *Daemon) campaign(ctx context.Context) error {
 	le := d.cfg.LeaderElection
 	id := d.identity
 	ns, name := le.lease()
 	cs, err := kubernetes.NewForConfig(d.rest)
 	if err != nil {
-		d.log.Error("leader election", "err", err)
-		return
+		return fmt.Errorf("leader election: %w", err)
 	}
 	var decided sync.Once
 	for ctx.Err() == nil {
@@ -51,6 +50,7 @@ func (d *Daemon) campaign(ctx context.Context) {
 			},
 		})
 	}
+	return nil
 }
 
 // lease returns the namespace and name of the leader Lease.

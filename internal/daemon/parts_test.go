@@ -69,9 +69,22 @@ func TestAskGivesEachEnvItsOwnWork(t *testing.T) {
 		}
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	assert.Equal(t, map[drift.Ref]bool{vllm: true, api: true}, seen["dev"].refs)
 	assert.Equal(t, map[drift.Ref]bool{vllm: true}, seen["prod"].refs)
+	mu.Unlock()
+	// A later ask is audited with its own work alone: the burst above was one audit per env.
+	route := drift.Ref{Kind: "HTTPRoute", Namespace: "llm", Name: "api"}
+	d.ask(work{refs: map[drift.Ref]bool{route: true}}, false)
+	for range 2 {
+		select {
+		case env := <-got:
+			mu.Lock()
+			assert.Equal(t, map[drift.Ref]bool{route: true}, seen[env].refs, env)
+			mu.Unlock()
+		case <-time.After(10 * time.Second):
+			require.FailNow(t, "no audit within 10 s")
+		}
+	}
 }
 
 func TestEnvStatesKeepTheLastReportThroughAFailure(t *testing.T) {

@@ -14,8 +14,6 @@ import (
 
 // Config says how a Queue merges and reconciles work.
 type Config[K comparable, W any] struct {
-	// Name names the queue in client-go's workqueue metrics.
-	Name string
 	// Reconcile does the work asked of key. An error retries it with the same work (merged
 	// with what came since) after a growing pause.
 	Reconcile func(ctx context.Context, key K, work W) error
@@ -49,7 +47,7 @@ func New[K comparable, W any](cfg Config[K, W]) *Queue[K, W] {
 	}
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[K](cfg.BaseDelay, cfg.MaxDelay)
 	return &Queue[K, W]{cfg: cfg, pending: map[K]W{},
-		q: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[K]{Name: cfg.Name})}
+		q: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[K]{})}
 }
 
 // Add asks for work on key now.
@@ -75,6 +73,9 @@ func (q *Queue[K, W]) Park(key K, work W) {
 	}
 	q.pending[key] = work
 }
+
+// ShutDown stops the queue: Run's workers end, and a Queue never run releases its goroutines.
+func (q *Queue[K, W]) ShutDown() { q.q.ShutDown() }
 
 // Len is the number of keys waiting for a reconcile (not those waiting out a delay).
 func (q *Queue[K, W]) Len() int { return q.q.Len() }
@@ -116,16 +117,15 @@ func (q *Queue[K, W]) next(ctx context.Context) bool {
 		return true
 	}
 	if err := q.cfg.Reconcile(ctx, key, work); err != nil {
-		if ctx.Err() != nil {
-			return true
-		}
 		q.mu.Lock()
 		if newer, ok := q.pending[key]; ok { // asked for during the reconcile
 			work = q.cfg.Merge(work, newer)
 		}
 		q.pending[key] = work
 		q.mu.Unlock()
-		q.q.AddRateLimited(key)
+		if ctx.Err() == nil {
+			q.q.AddRateLimited(key)
+		}
 		return true
 	}
 	q.q.Forget(key)

@@ -36,7 +36,6 @@ func newRecorder() *recorder { return &recorder{got: make(chan call, 100)} }
 func (r *recorder) queue(t *testing.T) *reconcile.Queue[string, map[string]bool] {
 	t.Helper()
 	return reconcile.New(reconcile.Config[string, map[string]bool]{
-		Name:      t.Name(),
 		BaseDelay: 20 * time.Millisecond, MaxDelay: 100 * time.Millisecond,
 		Merge: func(a, b map[string]bool) map[string]bool {
 			out := maps.Clone(a)
@@ -124,9 +123,14 @@ func TestWorkAskedDuringAReconcileRunsAfterItNeverBeside(t *testing.T) {
 	r := newRecorder()
 	r.block = make(chan struct{})
 	var running, most atomic.Int32
+	var mu sync.Mutex
+	var works [][]string
 	q := reconcile.New(reconcile.Config[string, map[string]bool]{
 		Merge: func(a, b map[string]bool) map[string]bool { out := maps.Clone(a); maps.Copy(out, b); return out },
 		Reconcile: func(ctx context.Context, key string, work map[string]bool) error {
+			mu.Lock()
+			works = append(works, slices.Sorted(maps.Keys(work)))
+			mu.Unlock()
 			n := running.Add(1)
 			defer running.Add(-1)
 			for {
@@ -149,6 +153,9 @@ func TestWorkAskedDuringAReconcileRunsAfterItNeverBeside(t *testing.T) {
 	<-r.block             // the second starts only now
 	r.block <- struct{}{}
 	assert.Equal(t, int32(1), most.Load(), "two reconciles of one key ran at once")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, [][]string{{"a"}, {"b", "c"}}, works)
 }
 
 func TestAFailedReconcileIsRetriedWithItsWorkAndWhatCameSince(t *testing.T) {
@@ -164,6 +171,8 @@ func TestAFailedReconcileIsRetriedWithItsWorkAndWhatCameSince(t *testing.T) {
 	q.Add("dev", set("b"))
 	third := r.next(t)
 	assert.Equal(t, []string{"a", "b"}, third.work, "the failed work is not lost")
+	q.Add("dev", set("c")) // reconciled once the third has returned, and been forgotten
+	assert.Equal(t, []string{"c"}, r.next(t).work)
 	assert.Zero(t, q.Retries("dev"), "a success forgets the failures")
 }
 
