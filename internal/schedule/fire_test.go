@@ -579,8 +579,12 @@ func TestScaleDownDoesNotFollowAnEarlierOccurrence(t *testing.T) {
 	if earlier.IsZero() {
 		t.Fatal("no earlier morning")
 	}
+	// The earlier morning may be in the past of the day the test runs: its scale-up then lands
+	// late, which is all this test needs of it.
 	if _, err := s.Fire(context.Background(), remote, "weekday-morning", earlier, FireOptions{Author: bot}); err != nil {
-		t.Fatal(err)
+		if late, ok := errors.AsType[*DeadlineError](err); !ok || !late.Landed {
+			t.Fatal(err)
+		}
 	}
 	if _, err := s.ScaleDown(context.Background(), remote, "weekday-morning", earlier, FireOptions{Author: bot}); err != nil {
 		t.Fatal(err)
