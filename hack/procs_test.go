@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,6 +51,13 @@ func TestProcsStopsChildAndGrandchild(t *testing.T) {
 	// Orphans are reparented to this process, which reaps them in gone: a container's init
 	// may never reap, and a zombie still answers kill(pid, 0).
 	require.NoError(t, unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
+	// Under nohup SIGHUP is ignored, and the script would inherit that: bash cannot trap a
+	// signal ignored on entry. A handler here is not inherited: the script starts with the default.
+	if signal.Ignored(syscall.SIGHUP) {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 
 	tests := []struct {
 		name     string
