@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"errors"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,9 +38,7 @@ func mergeWork(a, b work) work {
 		if a.refs == nil {
 			a.refs = make(map[drift.Ref]bool, len(b.refs))
 		}
-		for r := range b.refs {
-			a.refs[r] = true
-		}
+		maps.Copy(a.refs, b.refs)
 	}
 	a.full = a.full || b.full
 	a.fetched = a.fetched || b.fetched
@@ -63,12 +63,7 @@ func (d *Daemon) newQueue() *reconcile.Queue[string, work] {
 func (d *Daemon) ask(w work, debounced bool) {
 	for _, env := range d.cfg.Envs {
 		ew := w
-		if len(w.refs) > 0 { // each env's work is its own: the queue merges into it
-			ew.refs = make(map[drift.Ref]bool, len(w.refs))
-			for r := range w.refs {
-				ew.refs[r] = true
-			}
-		}
+		ew.refs = maps.Clone(w.refs) // each env's work is its own: the queue merges into it
 		if debounced {
 			d.queue.AddAfter(env, ew, d.cfg.Debounce.or(50*time.Millisecond))
 		} else {
@@ -153,11 +148,7 @@ func (d *Daemon) reconcileEnv(ctx context.Context, env string, w work) error {
 		d.envs.startFull(env, start)
 		rep, err = a.Run(ctx, audit.Request{Env: env})
 	} else {
-		refs := make([]drift.Ref, 0, len(w.refs))
-		for r := range w.refs {
-			refs = append(refs, r)
-		}
-		rep, err = a.Update(ctx, env, refs)
+		rep, err = a.Update(ctx, env, slices.Collect(maps.Keys(w.refs)))
 	}
 	audited, err := d.audited(ctx, env, rep, err, start, w.announce)
 	if ctx.Err() == nil && d.envs.settled(d.cfg.Envs) {
