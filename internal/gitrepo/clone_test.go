@@ -302,3 +302,40 @@ func TestFetchOnDiskDoesNotHoldReaders(t *testing.T) {
 		strings.TrimSpace(gitOut(t, filepath.Join(root, "clone"), "for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes", "refs/tags")),
 		"git reads the clone's branches and tags as the remote has them")
 }
+
+// A clone on disk is read from many goroutines at once (the audits, the schedules, blame and the
+// web view): each read is whole and right. Run with -race: go-git's storage on disk loads its
+// pack indexes lazily, so unserialised reads race.
+func TestCloneOnDiskReadsFromManyGoroutines(t *testing.T) {
+	root := t.TempDir()
+	bare := newBare(t, root, "platform.git", map[string]string{"a.txt": "a\n", "b/c.txt": "c\n"})
+	r, err := NewRemote(RemoteConfig{URL: "file://" + bare, Dir: filepath.Join(root, "clone")})
+	require.NoError(t, err)
+	repo, err := r.Open(context.Background())
+	require.NoError(t, err)
+	// A fetch brings a new pack: the storage indexes it at the next read.
+	work := filepath.Join(root, "work")
+	gitOut(t, root, "clone", "-q", bare, work)
+	writeFiles(t, work, map[string]string{"b/c.txt": "c2\n"})
+	gitOut(t, work, "commit", "-qam", "c2")
+	gitOut(t, work, "push", "-q", "origin", "HEAD:main")
+	require.NoError(t, repo.Fetch(context.Background()))
+	head := strings.TrimSpace(gitOut(t, work, "rev-parse", "HEAD"))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			got, err := repo.Resolve("main")
+			assert.NoError(t, err)
+			assert.Equal(t, head, got)
+			data, err := repo.ReadFile(head, "b/c.txt")
+			assert.NoError(t, err)
+			assert.Equal(t, "c2\n", string(data))
+			snap, err := repo.Snapshot("")
+			assert.NoError(t, err)
+			assert.Len(t, snap.Files, 2)
+			_, err = repo.CommitOf(head)
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+}

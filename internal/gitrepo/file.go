@@ -13,8 +13,8 @@ import (
 // ReadFile reads one file (slash-separated path from the repository's root) of the tree at rev,
 // without reading the rest of the tree. An absent file is an error wrapping fs.ErrNotExist.
 func (r *Repo) ReadFile(rev, name string) ([]byte, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	hash, err := r.resolve(rev)
 	if err != nil {
 		return nil, err
@@ -44,9 +44,9 @@ func (s *Snapshot) ReadFileAt(rev, name string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s at %s: the snapshot has no repository", name, rev)
 	}
 	if s.mu != nil {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
 	}
-	r := &Repo{repo: s.repo, mu: &sync.RWMutex{}}
+	r := &Repo{repo: s.repo, mu: &sync.Mutex{}}
 	return r.ReadFile(rev, name)
 }

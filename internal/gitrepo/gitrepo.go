@@ -30,7 +30,9 @@ type Repo struct {
 	// creds, when set, reads the credentials anew from their files at every Fetch (a rotated
 	// token is used from the next fetch on); auth is then what the clone used.
 	creds func() (transport.AuthMethod, error)
-	mu    *sync.RWMutex // shared with the Snapshots read from it
+	// mu serialises every use of the storage, reads too (shared with the Snapshots read from
+	// it): go-git's storage is not safe for concurrent use (on disk, it loads pack indexes lazily).
+	mu *sync.Mutex
 
 	dir     string          // a clone on disk: its directory
 	fetchMu sync.Mutex      // one fetch at a time
@@ -49,7 +51,7 @@ type Snapshot struct {
 	Omitted map[string]int64
 
 	repo *git.Repository // for Log; nil in snapshots built by hand
-	mu   *sync.RWMutex   // the Repo's, when it has one
+	mu   *sync.Mutex     // the Repo's, when it has one
 }
 
 // Open opens a repository: a local directory (any subdirectory of a work tree, or a bare repo),
@@ -62,7 +64,7 @@ func Open(location string) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", location, err)
 	}
-	return &Repo{repo: r, location: location, mu: &sync.RWMutex{}}, nil
+	return &Repo{repo: r, location: location, mu: &sync.Mutex{}}, nil
 }
 
 // scpLike is Git's scp-like remote syntax, user@host:path.
@@ -76,8 +78,8 @@ func IsURL(location string) bool {
 
 // Resolve turns a revision (branch, tag, short or full hash, HEAD~1) into a commit hash.
 func (r *Repo) Resolve(rev string) (string, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.resolve(rev)
 }
 
@@ -111,8 +113,8 @@ func (r *Repo) resolve(rev string) (string, error) {
 
 // Snapshot reads every regular file of the tree at rev.
 func (r *Repo) Snapshot(rev string) (*Snapshot, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	hash, err := r.resolve(rev)
 	if err != nil {
 		return nil, err
@@ -169,8 +171,8 @@ func readBlob(b *object.Blob) ([]byte, error) {
 // IsAncestor reports whether commit ancestor is reachable from commit descendant (a commit is its
 // own ancestor): Git at descendant has moved on from ancestor rather than elsewhere.
 func (r *Repo) IsAncestor(ancestor, descendant string) (bool, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	a, err := r.repo.CommitObject(plumbing.NewHash(ancestor))
 	if err != nil {
 		return false, fmt.Errorf("commit %.12s: %w", ancestor, err)
@@ -200,8 +202,8 @@ func (s *Snapshot) File(name string) (data []byte, ok bool, err error) {
 		return nil, false, fmt.Errorf("read %s at %s: omitted and no repository", name, s.Revision)
 	}
 	if s.mu != nil {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
 	}
 	c, err := s.repo.CommitObject(plumbing.NewHash(s.Revision))
 	if err != nil {

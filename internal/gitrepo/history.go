@@ -54,8 +54,8 @@ func (c Commit) Trailer(key string) (string, bool) {
 // that changed any of paths (a path also matches everything below it; no paths: all commits).
 // A merge is listed only when it differs from every parent at the paths, as git log does.
 func (r *Repo) Log(ctx context.Context, from string, paths ...string) ([]Commit, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	hash, err := r.resolve(from)
 	if err != nil {
 		return nil, err
@@ -73,8 +73,8 @@ func (s *Snapshot) Log(ctx context.Context, paths ...string) ([]Commit, error) {
 		return nil, nil
 	}
 	if s.mu != nil {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
 	}
 	return logFrom(ctx, s.repo, plumbing.NewHash(s.Revision), plumbing.ZeroHash, paths)
 }
@@ -83,8 +83,8 @@ func (s *Snapshot) Log(ctx context.Context, paths ...string) ([]Commit, error) {
 // newest first, at most max commits (max <= 0: all): the commits a branch was at, one after the
 // other, each merge standing for what it brought in.
 func (r *Repo) FirstParents(ctx context.Context, from string, max int) ([]Commit, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	hash, err := r.resolve(from)
 	if err != nil {
 		return nil, err
@@ -322,8 +322,8 @@ func readFileAt(t *object.Tree, path string) ([]byte, bool, error) {
 
 // CommitOf returns the commit rev names (see Resolve).
 func (r *Repo) CommitOf(rev string) (Commit, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	hash, err := r.resolve(rev)
 	if err != nil {
 		return Commit{}, err

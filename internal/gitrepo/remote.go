@@ -263,7 +263,7 @@ func openURL(ctx context.Context, location string, auth transport.AuthMethod, di
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: %w", redactURL(location), err)
 	}
-	repo := &Repo{repo: r, location: location, remote: true, auth: auth, mu: &sync.RWMutex{}, dir: dir}
+	repo := &Repo{repo: r, location: location, remote: true, auth: auth, mu: &sync.Mutex{}, dir: dir}
 	err = repo.Fetch(ctx)
 	if err != nil && dir != "" && !unreachable(ctx, err) {
 		// The server answered but the clone on disk could not take the fetch (a process killed

@@ -32,8 +32,8 @@ func (r *Repo) Snapshots() *Snapshots {
 // At reads every regular file of the tree at rev, as Repo.Snapshot does. The Files' contents are
 // shared with other snapshots: do not change them.
 func (s *Snapshots) At(rev string) (*Snapshot, error) {
-	s.r.mu.RLock()
-	defer s.r.mu.RUnlock()
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
 	hash, err := s.r.resolve(rev)
 	if err != nil {
 		return nil, err
