@@ -31,6 +31,9 @@ type Blame struct {
 	// was asked for, else the branch head.
 	Revision string `json:"revision"`
 	Object   Object `json:"object"`
+	// Cluster is the cluster Live, the drift and Writes are of when it is not Argo CD's own: a
+	// cluster of the daemon's clusters config. Set it before AddLive.
+	Cluster string `json:"cluster,omitempty"`
 	// History says how far the walk went.
 	History History `json:"history"`
 	// Fields are the leaf fields Git declares for the object at Revision (atomic lists and maps

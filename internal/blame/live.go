@@ -50,7 +50,7 @@ func (b *Blame) AddLive(c Cluster, people *auditlog.Store, rep *drift.Report) {
 		b.Notes = append(b.Notes, fmt.Sprintf("writes not looked up: %v", err))
 		return
 	}
-	ws := people.Writes(auditlog.Object{Group: gvk.Group, Resource: m.Resource.Resource, Namespace: b.Object.Namespace, Name: b.Object.Name}, uid)
+	ws := people.Writes(auditlog.Object{Cluster: b.Cluster, Group: gvk.Group, Resource: m.Resource.Resource, Namespace: b.Object.Namespace, Name: b.Object.Name}, uid)
 	if len(ws) > DefaultMaxWrites {
 		b.Notes = append(b.Notes, fmt.Sprintf("%d older writes left out", len(ws)-DefaultMaxWrites))
 		ws = ws[:DefaultMaxWrites]
@@ -103,7 +103,7 @@ func (b *Blame) reported(rep *drift.Report) *drift.Object {
 	group := schema.FromAPIVersionAndKind(b.Object.APIVersion, b.Object.Kind).Group
 	for i := range rep.Objects {
 		o := &rep.Objects[i]
-		if o.Kind == b.Object.Kind && o.Name == b.Object.Name && schema.FromAPIVersionAndKind(o.APIVersion, o.Kind).Group == group &&
+		if o.Cluster == b.Cluster && o.Kind == b.Object.Kind && o.Name == b.Object.Name && schema.FromAPIVersionAndKind(o.APIVersion, o.Kind).Group == group &&
 			(b.Object.Namespace == "" || o.Namespace == b.Object.Namespace) {
 			return o
 		}

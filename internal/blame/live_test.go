@@ -142,3 +142,55 @@ func TestAddLiveWithoutAudit(t *testing.T) {
 	require.Len(t, b.Notes, 2)
 	assert.Contains(t, b.Notes[1], "the drift is from an audit of 0123456789ab")
 }
+
+// TestAddLiveOnAnotherCluster: blame of an object on another cluster takes that cluster's drift
+// and writes alone, though Argo CD's cluster has an object of the same name.
+func TestAddLiveOnAnotherCluster(t *testing.T) {
+	dir, _ := history(t)
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	t0 := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	people := auditlog.NewStore(0)
+	people.Add(write("mallory", "kubectl-edit", "u-home", "20", t0, 7)) // on Argo CD's cluster
+	people.AddFrom("edge", write("bob", "kubectl-edit", "u-edge", "11", t0, 5))
+	live := &unstructured.Unstructured{}
+	live.SetAPIVersion("apps/v1")
+	live.SetKind("Deployment")
+	live.SetNamespace("inference")
+	live.SetName("vllm")
+	live.SetUID("u-edge")
+	live.SetResourceVersion("11")
+	object := func(cluster string, replicas int64) drift.Object {
+		return drift.Object{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "inference", Name: "vllm", Cluster: cluster,
+			Status: drift.Modified, Fields: []drift.Field{{Path: ".spec.replicas", FieldPath: drift.FieldPath(fieldpath.MakePathOrDie("spec", "replicas")),
+				Desired: int64(3), Live: replicas, Change: drift.Changed}}}
+	}
+
+	for _, tc := range []struct {
+		cluster, writer string
+		live            int64
+	}{{"edge", "bob", 5}, {"", "mallory", 7}} {
+		t.Run("cluster "+tc.cluster, func(t *testing.T) {
+			b, err := Git(context.Background(), repo, Request{Env: "prod", Object: Ref{Kind: "Deployment", Name: "vllm"}}, Options{})
+			require.NoError(t, err)
+			rep := &drift.Report{Env: "prod", Revision: b.Revision, Objects: []drift.Object{object("", 7), object("edge", 5)}}
+			b.Cluster = tc.cluster
+			obj := live.DeepCopy()
+			if tc.cluster == "" {
+				obj.SetUID("u-home")
+			}
+			b.AddLive(fakeCluster{obj}, people, rep)
+			var replicas *Field
+			for i := range b.Fields {
+				if b.Fields[i].Path == ".spec.replicas" {
+					replicas = &b.Fields[i]
+				}
+			}
+			require.NotNil(t, replicas)
+			require.Len(t, replicas.Drift, 1)
+			assert.Equal(t, tc.live, replicas.Drift[0].Live, "the drift of another cluster's object")
+			require.Len(t, b.Writes, 1)
+			assert.Equal(t, tc.writer, b.Writes[0].User, "a write on another cluster")
+		})
+	}
+}

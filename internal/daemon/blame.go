@@ -12,14 +12,16 @@ import (
 	"time"
 
 	"github.com/llm-gitops/platform/internal/blame"
+	"github.com/llm-gitops/platform/internal/fleet"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
 // blameTimeout bounds one blame walk (the HTTP server's write timeout is a minute).
 const blameTimeout = 50 * time.Second
 
-// blamer serves GET /api/v1/blame?env=&kind=&namespace=&name=[&revision=][&maxCommits=]: the
-// blame.Blame of one object, the JSON `auditor blame -o json` prints. The walk starts at the
+// blamer serves GET /api/v1/blame?env=&kind=&namespace=&name=[&cluster=][&revision=][&maxCommits=]:
+// the blame.Blame of one object, the JSON `auditor blame -o json` prints. cluster names a cluster
+// of the clusters config: the live object, its drift and its writes are then that cluster's. The walk starts at the
 // revision of the env's last audit (the one Argo CD synced) unless revision says otherwise; the
 // drift is that audit's, the writes the audit events the daemon holds. One walk runs at a time,
 // with a render cache of its own: the audits' cache keeps the synced revisions.
@@ -60,7 +62,7 @@ func (b *blamer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, code, err := b.blame(r.Context(), env, ref, q.Get("revision"), maxCommits)
+	res, code, err := b.blame(r.Context(), blameAsk{env: env, cluster: q.Get("cluster"), ref: ref, revision: q.Get("revision"), maxCommits: maxCommits})
 	if err != nil {
 		respondJSON(w, code, map[string]any{"error": err.Error(), "env": env})
 		return
@@ -68,10 +70,26 @@ func (b *blamer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	respondJSON(w, http.StatusOK, res)
 }
 
+// blameAsk is one blame asked for: the object ref of env, live on cluster ("" for Argo CD's own),
+// walked from revision ("": the env's audited one) at most maxCommits back (0: the default).
+type blameAsk struct {
+	env, cluster string
+	ref          blame.Ref
+	revision     string
+	maxCommits   int
+}
+
 // blame runs one walk at a time, bounded by blameTimeout, for an env the daemon audits.
-func (b *blamer) blame(ctx context.Context, env string, ref blame.Ref, revision string, maxCommits int) (*blame.Blame, int, error) {
-	if !slices.Contains(b.d.cfg.Envs, env) {
-		return nil, http.StatusBadRequest, fmt.Errorf("env %q is not audited (envs: %s)", env, strings.Join(b.d.cfg.Envs, ", "))
+func (b *blamer) blame(ctx context.Context, ask blameAsk) (*blame.Blame, int, error) {
+	if !slices.Contains(b.d.cfg.Envs, ask.env) {
+		return nil, http.StatusBadRequest, fmt.Errorf("env %q is not audited (envs: %s)", ask.env, strings.Join(b.d.cfg.Envs, ", "))
+	}
+	if ask.cluster != "" && !slices.ContainsFunc(b.d.cfg.Clusters, func(c fleet.Cluster) bool { return c.Name == ask.cluster }) {
+		names := make([]string, len(b.d.cfg.Clusters))
+		for i, c := range b.d.cfg.Clusters {
+			names[i] = c.Name
+		}
+		return nil, http.StatusBadRequest, fmt.Errorf("cluster %q is not in the clusters config (clusters: %s; none for Argo CD's own)", ask.cluster, strings.Join(names, ", "))
 	}
 	ctx, cancel := context.WithTimeout(ctx, blameTimeout)
 	defer cancel()
@@ -81,19 +99,31 @@ func (b *blamer) blame(ctx context.Context, env string, ref blame.Ref, revision 
 	case <-ctx.Done():
 		return nil, http.StatusServiceUnavailable, errors.New("another blame is running; try again")
 	}
-	return b.run(ctx, env, ref, revision, maxCommits)
+	return b.run(ctx, ask)
 }
 
-// run walks the history of ref in env and adds what the cluster says; on error, the HTTP status.
-func (b *blamer) run(ctx context.Context, env string, ref blame.Ref, revision string, maxCommits int) (*blame.Blame, int, error) {
+// run walks the history of the object asked for and adds what its cluster says; on error, the
+// HTTP status.
+func (b *blamer) run(ctx context.Context, ask blameAsk) (*blame.Blame, int, error) {
 	d := b.d
-	d.mu.RLock()
-	repo, cache, people := d.repo, d.cache, d.people
-	d.mu.RUnlock()
-	rep, _ := d.envs.report(env)
+	repo, people := d.git.Repo(), d.people
+	cache, unread := d.conn.Cache(), ""
+	if ask.cluster != "" {
+		cache = nil
+		if d.fleet != nil {
+			cache = d.fleet.Caches()[ask.cluster]
+		}
+		if cache == nil {
+			// Started by the audits alone: a replica that does not audit the cluster (another
+			// holds its shard), or not yet, has none, and blame does not start one.
+			unread = fmt.Sprintf("the live state of cluster %s is not read: this replica has no cache of it (another replica audits it, or it was not reached yet)", ask.cluster)
+		}
+	}
+	rep, _ := d.envs.report(ask.env)
 	if repo == nil {
 		return nil, http.StatusServiceUnavailable, errors.New("the repository is not fetched yet")
 	}
+	revision := ask.revision
 	if revision == "" && rep != nil {
 		revision = rep.Revision
 	} else if revision != "" {
@@ -107,7 +137,7 @@ func (b *blamer) run(ctx context.Context, env string, ref blame.Ref, revision st
 	if cache != nil {
 		opts.Types = blame.ClusterTypes(ctx, cache)
 	}
-	res, err := blame.Git(ctx, repo, blame.Request{Env: env, Object: ref, Revision: revision, MaxCommits: maxCommits}, opts)
+	res, err := blame.Git(ctx, repo, blame.Request{Env: ask.env, Object: ask.ref, Revision: revision, MaxCommits: ask.maxCommits}, opts)
 	var nd *blame.NotDeclaredError
 	switch {
 	case errors.As(err, &nd):
@@ -117,10 +147,14 @@ func (b *blamer) run(ctx context.Context, env string, ref blame.Ref, revision st
 	case err != nil:
 		return nil, http.StatusInternalServerError, err
 	}
+	res.Cluster = ask.cluster
 	if cache != nil {
 		res.AddLive(cache, people, rep)
 	} else {
 		res.AddLive(nil, people, rep)
+	}
+	if unread != "" {
+		res.Notes = append(res.Notes, unread)
 	}
 	return res, http.StatusOK, nil
 }

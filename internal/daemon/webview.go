@@ -53,9 +53,7 @@ func (p *pages) Ended(env string, n int) []episode.Episode { return p.d.episodes
 
 func (p *pages) Serving(env string) ([]ledger.Serving, error) {
 	rev, _ := p.Revision(env)
-	p.d.mu.RLock()
-	repo := p.d.repo
-	p.d.mu.RUnlock()
+	repo := p.d.git.Repo()
 	if rev == "" || repo == nil {
 		return nil, nil
 	}
@@ -74,9 +72,7 @@ func (p *pages) Serving(env string) ([]ledger.Serving, error) {
 }
 
 func (p *pages) Upcoming(env string, n int) ([]webview.ScaleUp, error) {
-	p.d.mu.RLock()
-	repo := p.d.repo
-	p.d.mu.RUnlock()
+	repo := p.d.git.Repo()
 	if repo == nil {
 		return nil, nil
 	}
@@ -111,11 +107,11 @@ func (p *pages) Upcoming(env string, n int) ([]webview.ScaleUp, error) {
 	return out, nil
 }
 
-func (p *pages) Blame(ctx context.Context, env, kind, namespace, name string) (*blame.Blame, error) {
+func (p *pages) Blame(ctx context.Context, env, cluster, kind, namespace, name string) (*blame.Blame, error) {
 	ref, err := blame.ParseRef(kind+"/"+name, namespace)
 	if err != nil {
 		return nil, err
 	}
-	res, _, err := p.blame.blame(ctx, env, ref, "", 0)
+	res, _, err := p.blame.blame(ctx, blameAsk{env: env, cluster: cluster, ref: ref})
 	return res, err
 }

@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +19,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/llm-gitops/platform/internal/auditlog"
+	"github.com/llm-gitops/platform/internal/blame"
+	"github.com/llm-gitops/platform/internal/daemon"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/fleet"
 	"github.com/llm-gitops/platform/internal/testcluster"
@@ -133,7 +138,7 @@ func TestApplicationOnAnotherCluster(t *testing.T) {
 
 	// The daemon, configured with the edge cluster, posts the edit with the cluster and person.
 	c := newChat(t)
-	startDaemon(t, f, c, "rootNamePrefix: "+f.Prefix+"-root-", "clusters:",
+	d := startDaemon(t, f, c, "rootNamePrefix: "+f.Prefix+"-root-", "clusters:",
 		"  - {name: "+member.Name+", server: '"+member.URL+"', kubeconfig: "+member.ReaderKubeconfig+", auditLog: "+member.AuditLog+"}",
 		"auditEvents: {file: "+cluster.AuditLog+"}")
 	c.wait(t, "message about the edge edit", func(m string) bool {
@@ -144,6 +149,27 @@ func TestApplicationOnAnotherCluster(t *testing.T) {
 	c.wait(t, "message about the second edge edit", func(m string) bool {
 		return strings.Contains(m, "edge-settings on cluster "+member.Name) && strings.Contains(m, ".data.model") && strings.Contains(m, "bob")
 	})
+	// Blame of the object on the edge cluster: the live object, its drift and the people's
+	// writes are the edge cluster's. Argo CD's own cluster has no such object.
+	b := blameOf(t, d, url.Values{"env": {"prod"}, "kind": {"configmap"}, "namespace": {dest}, "name": {"edge-settings"}, "cluster": {member.Name}})
+	assert.Equal(t, member.Name, b.Cluster)
+	require.NotNil(t, b.Live)
+	assert.True(t, b.Live.Found, "the edge cluster's object was not found: %+v", b.Notes)
+	drifted, writers := map[string]bool{}, map[string]bool{}
+	for _, fd := range b.Fields {
+		if len(fd.Drift) > 0 {
+			drifted[fd.Path] = true
+		}
+	}
+	for _, w := range b.Writes {
+		writers[w.User] = true
+	}
+	assert.Equal(t, map[string]bool{".data.model": true, ".data.replicas": true}, drifted)
+	assert.True(t, writers["alice"] && writers["bob"], "writes on the edge cluster: %v", writers)
+	home := blameOf(t, d, url.Values{"env": {"prod"}, "kind": {"configmap"}, "namespace": {dest}, "name": {"edge-settings"}})
+	require.NotNil(t, home.Live)
+	assert.False(t, home.Live.Found, "Argo CD's own cluster has no edge-settings")
+	assert.Empty(t, home.Writes)
 
 	// The edge cluster's API server stops: its Application is not audited (one message), the
 	// env's own is, and what the edge's last audit found stands (nothing is called resolved).
@@ -211,4 +237,18 @@ func withoutDetail(sts []fleet.Status) []fleet.Status {
 		sts[i].Error, sts[i].Since = "", time.Time{}
 	}
 	return sts
+}
+
+// blameOf asks the daemon's blame API.
+func blameOf(t *testing.T, d *daemon.Daemon, q url.Values) *blame.Blame {
+	t.Helper()
+	resp, err := http.Get("http://" + d.Addr() + "/api/v1/blame?" + q.Encode())
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	var b blame.Blame
+	require.NoError(t, json.Unmarshal(body, &b))
+	return &b
 }

@@ -51,7 +51,7 @@ func (c *chat) messages() []string {
 
 // startDaemon runs `auditor serve` in-process for the fixture's prod, posting to c; extra is
 // more of its config (YAML).
-func startDaemon(t *testing.T, f *testfixture.Platform, c *chat, extra ...string) {
+func startDaemon(t *testing.T, f *testfixture.Platform, c *chat, extra ...string) *daemon.Daemon {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "slack-url"), []byte(c.srv.URL+"/services/T/B/X"), 0o600))
@@ -89,6 +89,7 @@ sinks:
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	require.NoError(t, err, "daemon never ready")
+	return d
 }
 
 // waitChat waits until a message satisfies ok, failing the test after timeout.

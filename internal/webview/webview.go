@@ -48,13 +48,14 @@ type Source interface {
 	Upcoming(env string, n int) ([]ScaleUp, error)
 	// Blame is the history of one object: per field the commit that set it in Git, its drift,
 	// and the writes to the live object.
-	Blame(ctx context.Context, env, kind, namespace, name string) (*blame.Blame, error)
+	// cluster is the object's cluster ("" for Argo CD's own).
+	Blame(ctx context.Context, env, cluster, kind, namespace, name string) (*blame.Blame, error)
 }
 
 //go:embed templates/*.html
 var templates embed.FS
 
-// Handler serves GET / (the overview) and GET /blame?env=&kind=&namespace=&name=.
+// Handler serves GET / (the overview) and GET /blame?env=&kind=&namespace=&name=[&cluster=].
 func Handler(src Source, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.Default()
@@ -129,26 +130,26 @@ func (v *view) index(w http.ResponseWriter, r *http.Request) {
 
 func (v *view) blame(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	env, kind, ns, name := q.Get("env"), q.Get("kind"), q.Get("namespace"), q.Get("name")
+	env, kind, ns, name, cluster := q.Get("env"), q.Get("kind"), q.Get("namespace"), q.Get("name"), q.Get("cluster")
 	if env == "" || kind == "" || name == "" {
 		http.Error(w, "blame needs env, kind and name (namespace for namespaced kinds)", http.StatusBadRequest)
 		return
 	}
-	res, err := v.src.Blame(r.Context(), env, kind, ns, name)
+	res, err := v.src.Blame(r.Context(), env, cluster, kind, ns, name)
 	data := struct {
 		Title                string
 		Env, Kind, Namespace string
-		Name                 string
+		Name, Cluster        string
 		Blame                any
 		Error                string
 		Open                 []episode.Episode
 		Ended                []episode.Episode
-	}{Title: kind + "/" + name, Env: env, Kind: kind, Namespace: ns, Name: name, Blame: res}
+	}{Title: kind + "/" + name, Env: env, Kind: kind, Namespace: ns, Name: name, Cluster: cluster, Blame: res}
 	if err != nil {
 		data.Error = err.Error()
 	}
 	same := func(e episode.Episode) bool {
-		return strings.EqualFold(e.Kind, kind) && e.Name == name && (ns == "" || e.Namespace == ns)
+		return e.Cluster == cluster && strings.EqualFold(e.Kind, kind) && e.Name == name && (ns == "" || e.Namespace == ns)
 	}
 	for _, e := range v.src.Open(env) {
 		if same(e) {
@@ -207,6 +208,9 @@ func blameURL(e episode.Episode) string {
 	q := url.Values{"env": {e.Env}, "kind": {e.Kind}, "name": {e.Name}}
 	if e.Namespace != "" {
 		q.Set("namespace", e.Namespace)
+	}
+	if e.Cluster != "" {
+		q.Set("cluster", e.Cluster)
 	}
 	return "blame?" + q.Encode()
 }
