@@ -2,6 +2,10 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -88,4 +92,26 @@ func TestDeliveryRecordIsTheHoldersToWrite(t *testing.T) {
 	got, err := deposed.Load(ctx)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"k":{}}`, string(got), "anyone reads it back")
+}
+
+// TestOversizedDeliveryRecordIsNotReadAsADeposedLeader: a record the API server refuses (the
+// Lease's annotations past 256 KiB) is said to be refused, not taken for another holder's Lease.
+func TestOversizedDeliveryRecordIsNotReadAsADeposedLeader(t *testing.T) {
+	testcluster.Need(t)
+	cs, err := cluster.Clientset()
+	require.NoError(t, err)
+	leases := cs.CoordinationV1().Leases(cluster.Namespace(t))
+	ctx := context.Background()
+	// Another writer's annotation fills the Lease to just under the limit.
+	_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "auditor",
+		Annotations: map[string]string{"example.com/notes": strings.Repeat("x", 255<<10)}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("replica-b")}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	holder := &leaseRecord{leases: leases, name: "auditor", annotation: recordAnnotation + "slack", identity: "replica-b"}
+	noise := make([]byte, 8<<10)
+	_, _ = rand.Read(noise) // does not compress
+	err = holder.Save(ctx, fmt.Appendf(nil, `{"k":%q}`, hex.EncodeToString(noise)))
+	require.ErrorIs(t, err, errRecordRejected)
+	assert.NotErrorIs(t, err, errNotLeader)
+	assert.Contains(t, err.Error(), "must have at most 262144 bytes", "the API server's reason is kept")
 }

@@ -79,7 +79,10 @@ func (r *leaseRecord) Save(ctx context.Context, data []byte) error {
 		{"op": "add", "path": "/metadata/annotations/" + strings.ReplaceAll(r.annotation, "/", "~1"), "value": v},
 	}
 	backoff := wait.Backoff{Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.3, Steps: 8, Cap: 2 * time.Second}
-	err := retry.OnError(backoff, func(err error) bool { return !errors.Is(err, errNotLeader) && ctx.Err() == nil }, func() error {
+	retriable := func(err error) bool {
+		return !errors.Is(err, errNotLeader) && !errors.Is(err, errRecordRejected) && ctx.Err() == nil
+	}
+	err := retry.OnError(backoff, retriable, func() error {
 		l, err := r.leases.Get(ctx, r.name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -102,8 +105,16 @@ func (r *leaseRecord) Save(ctx context.Context, data []byte) error {
 		}
 		_, err = r.leases.Patch(ctx, r.name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "llm-auditor"})
 		var status apierrors.APIStatus
-		if errors.As(err, &status) && status.Status().Code == http.StatusUnprocessableEntity { // the test failed: another holder
-			return fmt.Errorf("%w: %v", errNotLeader, err)
+		if errors.As(err, &status) && status.Status().Code == http.StatusUnprocessableEntity {
+			// The test failed (another holder), or the Lease is invalid with the record (its
+			// annotations past 256 KiB): the Lease as it is now says which.
+			l, gerr := r.leases.Get(ctx, r.name, metav1.GetOptions{})
+			if gerr == nil && (l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != r.identity) {
+				return fmt.Errorf("%w: %v", errNotLeader, err)
+			}
+			if gerr == nil {
+				return fmt.Errorf("%w (%d bytes encoded): %v", errRecordRejected, len(v), err)
+			}
 		}
 		return err
 	})
@@ -113,7 +124,13 @@ func (r *leaseRecord) Save(ctx context.Context, data []byte) error {
 	return nil
 }
 
-var errNotLeader = errors.New("not the leader: the delivery record is the leader's to write")
+var (
+	errNotLeader = errors.New("not the leader: the delivery record is the leader's to write")
+	// errRecordRejected: the API server refused the Lease with the record (the Lease's
+	// annotations hold 256 KiB in all). The message was posted; a replica taking over may
+	// announce its drift again.
+	errRecordRejected = errors.New("the API server rejected the Lease with the delivery record")
+)
 
 func ptrString(p *string) string {
 	if p == nil {
