@@ -17,14 +17,9 @@ import (
 	"github.com/llm-gitops/platform/internal/render"
 )
 
-// auditorFor returns the daemon's Auditor, made anew only when the repository or the live cache
-// changed, so renders are cached by what they read and the schema by its documents across audits.
-func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if a := d.auditor; a != nil && a.Repo == repo && a.Live == c {
-		return a
-	}
+// newAuditor makes the Auditor of repo and the live cache c (liveConn keeps it while both are
+// the same, so renders are cached by what they read and the schema by its documents across audits).
+func (d *Daemon) newAuditor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	cfg := audit.Config{
 		Repo: repo, Live: c, People: d.people, AppNamespace: d.cfg.AppNamespace, Envs: d.cfg.Envs,
 		AppName:  func(env string) string { return d.cfg.AppNamePrefix + env },
@@ -58,9 +53,7 @@ func (d *Daemon) auditorFor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 		cfg.RepoURL = d.cfg.Repo
 	}
 	cfg.Renders.Urgent = true // an audit's render goes before blame walks', ledger syncs' and the web view's
-	a := audit.New(cfg)
-	d.auditor = a
-	return a
+	return audit.New(cfg)
 }
 
 // renderCache is a render cache keeping n renders per env (as JSON: not Shared, since the daemon

@@ -102,7 +102,7 @@ func (d *Daemon) runAudits(ctx context.Context) error {
 	defer d.queue.ShutDown() // stopped before Run: its goroutines end too
 	close(d.connected)
 	select {
-	case <-d.decided:
+	case <-d.lead.Decided():
 	case <-ctx.Done():
 		return nil
 	}
@@ -136,10 +136,8 @@ func (d *Daemon) reconcileEnv(ctx context.Context, env string, w work) error {
 		return nil // an announcement only
 	}
 	d.dropCaches()
-	d.mu.RLock()
-	repo, c := d.repo, d.cache
-	d.mu.RUnlock()
-	a := d.auditorFor(repo, c)
+	c := d.conn.Cache()
+	a := d.conn.Auditor(d.git.Repo(), d.newAuditor)
 	a.Options.Controllers = d.cfg.controllersFor(env)
 	start := time.Now()
 	var rep *drift.Report
@@ -158,10 +156,10 @@ func (d *Daemon) reconcileEnv(ctx context.Context, env string, w work) error {
 		// forbidden, not synced) is the daemon's: it stays unready until an audit gets through.
 		d.ready.Store(true)
 	}
-	d.hookInformers(c)
+	d.hooks.add(c)
 	if d.fleet != nil {
 		for _, fc := range d.fleet.Caches() {
-			d.hookInformers(fc)
+			d.hooks.add(fc)
 		}
 	}
 	if rendered := int64(a.Renders.Stats().Rendered); audited && w.full || rendered != d.rendered.Load() {
@@ -225,16 +223,6 @@ func (d *Daemon) fetchLoop(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
-	t := time.NewTicker(d.cfg.FetchInterval.or(time.Minute))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		case <-d.fetch:
-		}
-		d.refreshRepo(ctx)
-		d.ask(work{fetched: true}, false)
-	}
+	d.git.Run(ctx, d.cfg.FetchInterval.or(time.Minute), func() { d.ask(work{fetched: true}, false) })
+	return nil
 }

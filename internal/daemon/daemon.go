@@ -12,22 +12,18 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/llm-gitops/platform/internal/argocd"
-	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/episode"
 	"github.com/llm-gitops/platform/internal/fleet"
-	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/lifecycle"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/notify"
@@ -45,16 +41,12 @@ type Daemon struct {
 	log     *slog.Logger
 	metrics *metrics
 
-	// mu guards the connection to Git and the cluster, and what is made of it: repo, cache,
-	// auditor, the fetch's outcome, the schedule runners' wake-ups.
-	mu        sync.RWMutex
-	repo      *gitrepo.Repo
-	cache     *live.Cache
-	stopCache context.CancelFunc // ends the cache's informers (with the daemon's context anyway)
-	lastFetch time.Time
-	fetchErr  error
-	hooked    map[cache.SharedIndexInformer]bool // the audits' alone: read and written by the reconcile worker
-	auditor   *audit.Auditor                     // kept while repo and cache are: its schema and render caches persist
+	// The parts: each owns its state and its lock.
+	git   *gitSource     // the repository, fetched outside the audits
+	conn  *liveConn      // Argo CD's cluster: the live cache and the Auditor made of it
+	hooks *informerHooks // the informers the audits subscribed to (the reconcile worker's alone)
+	waits *peopleWaits   // reports held back for their people
+	lead  *leadership    // whether this replica leads, and whether the first leader is known
 
 	envs         *envStates                     // each env's last audit
 	queue        *reconcile.Queue[string, work] // the work asked of each env's next audit
@@ -68,32 +60,23 @@ type Daemon struct {
 	repoServer   *reposerver.Client             // renders by Argo CD's repo-server; nil renders in process
 	fleet        *fleet.Fleet                   // the clusters besides Argo CD's own; nil without
 	stopFleet    context.CancelFunc             // ends the fleet's informers
-	peopleMu     sync.Mutex
-	firstSeen    map[string]time.Time     // fields without a person yet: when first seen
-	held         map[string]*drift.Report // per env, the report held back waiting for people
-	hmacKey      []byte                   // keys the HMACs that stand for Secret values in reports
-	saveMu       sync.Mutex               // one tracker save at a time
-	rendered     atomic.Int64             // renders kustomize ran, as of the last audit
-	freeMemory   atomic.Bool              // a full audit ran: the heap's free pages go back once the queue is idle
+	hmacKey      []byte                         // keys the HMACs that stand for Secret values in reports
+	rendered     atomic.Int64                   // renders kustomize ran, as of the last audit
+	freeMemory   atomic.Bool                    // a full audit ran: the heap's free pages go back once the queue is idle
 
-	scheduleWake []chan struct{} // one per schedule runner: a revision was fetched
+	outboxes     []*outbox.Outbox
+	tracker      *notify.Tracker
+	trackerState *stateFile // what has been announced, saved
+	notifier     *notify.Notifier
+	dispatchers  []*outbox.Dispatcher
+	secret       string
+	authorize    func(*http.Request) (int, string)
 
-	outboxes    []*outbox.Outbox
-	tracker     *notify.Tracker
-	notifier    *notify.Notifier
-	dispatchers []*outbox.Dispatcher
-	secret      string
-	authorize   func(*http.Request) (int, string)
-
-	leader    atomic.Bool
-	leaderMu  sync.Mutex    // orders taking leadership over against losing it
 	identity  string        // this replica's name in the Lease
-	decided   chan struct{} // closed once the first leader is known
 	connected chan struct{} // closed once Git and the cluster are open
 	ready     atomic.Bool
 	addr      string
 	listening chan struct{}
-	fetch     chan struct{}
 
 	// sharding is how replicas share the work (leaderElection.shard); nil: every replica
 	// audits everything, and the leader posts.
@@ -106,8 +89,10 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		log = slog.Default()
 	}
 	d := &Daemon{cfg: cfg, rest: restCfg, log: log, metrics: newMetrics(), envs: newEnvStates(),
-		hooked: map[cache.SharedIndexInformer]bool{}, decided: make(chan struct{}), connected: make(chan struct{}),
-		fetch: make(chan struct{}, 1), listening: make(chan struct{})}
+		connected: make(chan struct{}), listening: make(chan struct{}), conn: &liveConn{},
+		trackerState: &stateFile{path: filepath.Join(cfg.StateDir, "drift-state.json")}}
+	d.git = newGitSource(d.openRepo, cfg.FetchTimeout.or(30*time.Second), d.gitFetched)
+	d.hooks, d.waits, d.lead = newInformerHooks(d.hook), newPeopleWaits(d.peopleOn), newLeadership(d.leaderChanged)
 	d.queue, d.ledgerWriter = d.newQueue(), newLedgerWriter()
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
@@ -169,20 +154,17 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	d.blames = d.blameHandler()
 	d.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_watch_starts_total",
 		Help: "Watch requests the informers made: one per kind, then one per reconnect."}, func() float64 {
-		d.mu.RLock()
-		defer d.mu.RUnlock()
-		if d.cache == nil {
+		c := d.conn.Cache()
+		if c == nil {
 			return 0
 		}
-		return float64(d.cache.WatchStarts())
+		return float64(c.WatchStarts())
 	}))
 	for _, mode := range []string{"full", "incremental"} {
 		d.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_audits_total",
 			Help:        "Audits by mode: full (render, every object) or incremental (the objects a watch event touched).",
 			ConstLabels: prometheus.Labels{"mode": mode}}, func() float64 {
-			d.mu.RLock()
-			a := d.auditor
-			d.mu.RUnlock()
+			a := d.conn.Current()
 			if a == nil {
 				return 0
 			}
@@ -202,9 +184,9 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		return nil, err
 	}
 	d.tracker = notify.NewTracker()
-	if data, err := os.ReadFile(d.trackerFile()); err == nil {
+	if data, err := os.ReadFile(d.trackerState.path); err == nil {
 		if err := json.Unmarshal(data, d.tracker); err != nil {
-			return nil, fmt.Errorf("drift state %s: %w", d.trackerFile(), err)
+			return nil, fmt.Errorf("drift state %s: %w", d.trackerState.path, err)
 		}
 	}
 	var outboxes []*outbox.Outbox
@@ -220,7 +202,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		outboxes = append(outboxes, ob)
 		dc := outbox.DispatcherConfig{BackoffBase: cfg.Dispatch.BackoffBase.Duration,
 			BackoffMax: cfg.Dispatch.BackoffMax.Duration, Rate: cfg.Dispatch.Rate, Burst: cfg.Dispatch.Burst, Logger: log,
-			Paused: func() bool { return !d.leader.Load() }}
+			Paused: func() bool { return !d.lead.Leading() }}
 		if d.sharding != nil { // each replica posts for its shards
 			dc.Paused, dc.Claim = nil, d.claim
 		}
@@ -255,19 +237,9 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 // the shard membership, the audits (a reconcile queue keyed by env), the Git fetches, the
 // clusters' probes and the schedules; the first that fails stops the others.
 func (d *Daemon) Run(ctx context.Context) error {
-	defer func() {
-		d.ledgerWriter.wait()
-		if d.stopFleet != nil {
-			d.stopFleet()
-		}
-		d.notifier.Close()
-		for _, disp := range d.dispatchers {
-			disp.Close()
-		}
-	}()
 	if !d.cfg.LeaderElection.Enabled {
-		d.setLeader(true)
-		close(d.decided)
+		d.lead.Gain(ctx)
+		d.lead.Decide()
 	}
 	return d.parts().Run(ctx)
 }
@@ -311,6 +283,20 @@ func (d *Daemon) parts() *lifecycle.Group {
 	if d.cfg.Schedule.Enabled {
 		g.Add("schedules", func(ctx context.Context) error { d.runSchedules(ctx); return nil })
 	}
+	// Once every part has returned, in this order: the ledger's last commit lands; the member
+	// clusters' caches end; the announcements still folding are queued, and every queued message
+	// is tried before the dispatchers stop; the cluster cache's informers end.
+	g.OnStop("cluster cache", d.conn.Close)
+	g.OnStop("delivery", func() {
+		d.notifier.Close()
+		for _, disp := range d.dispatchers {
+			disp.Close()
+		}
+	})
+	if d.fleet != nil {
+		g.OnStop("clusters' caches", d.stopFleet)
+	}
+	g.OnStop("ledger", d.ledgerWriter.wait)
 	return g
 }
 
@@ -331,15 +317,8 @@ func (d *Daemon) connect(ctx context.Context) error {
 }
 
 func (d *Daemon) tryConnect(ctx context.Context) error {
-	if d.repo == nil {
-		repo, err := d.openRepo(ctx)
-		if err != nil {
-			return err
-		}
-		d.mu.Lock()
-		d.repo, d.lastFetch = repo, time.Now()
-		d.mu.Unlock()
-		d.metrics.gitLastFetch.SetToCurrentTime()
+	if err := d.git.Open(ctx); err != nil {
+		return err
 	}
 	// The cache's informers live as long as its context: a connect that fails past this point
 	// stops them instead of leaving them running beside the next attempt's.
@@ -362,9 +341,7 @@ func (d *Daemon) tryConnect(ctx context.Context) error {
 		stop()
 		return err
 	}
-	d.mu.Lock()
-	d.cache, d.stopCache = c, stop
-	d.mu.Unlock()
+	d.conn.set(c, stop)
 	return nil
 }
 

@@ -175,9 +175,7 @@ func TestAPIServerRestartMidRunThenWatchesHold(t *testing.T) {
 	}
 	h := newHarness(t)
 	d := start(t, h.config(t.TempDir()))
-	d.d.mu.RLock()
-	c := d.d.cache
-	d.d.mu.RUnlock()
+	c := d.d.conn.Cache()
 	informers := int64(len(c.Kinds()))
 	before := c.WatchStarts()
 	require.NoError(t, cluster.RestartAPIServer(context.Background(), 500*time.Millisecond))
@@ -274,7 +272,7 @@ func TestTwoDaemonsPostOneSetOfMessages(t *testing.T) {
 	}
 	leaders := 0
 	for _, r := range []*running{a, b} {
-		if r.d.leader.Load() {
+		if r.d.lead.Leading() {
 			leaders++
 		}
 	}

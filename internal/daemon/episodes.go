@@ -47,13 +47,11 @@ func (d *Daemon) recordEpisodes(rep *drift.Report) {
 		return d.adopter(e, revision, deadline)
 	}
 	obs := episode.Observation{Report: rep, Live: d.liveObject, Adopter: adopter, Mask: notify.MaskSecrets}
-	counts := d.leader.Load() // every replica ends the same episodes: one observes their durations
+	counts := d.lead.Leading() // every replica ends the same episodes: one observes their durations
 	if s := d.sharding; s != nil {
 		// Only the clusters this replica holds and this report audited: a cluster given up is
 		// not "deleted", and each replica counts its own clusters' episodes.
-		s.mu.RLock()
-		obs.Report, obs.Speaks = s.speaks(rep)
-		s.mu.RUnlock()
+		s.speak(rep, func(part *drift.Report, covered func(string) bool) { obs.Report, obs.Speaks = part, covered })
 		counts = true
 	}
 	_, ended := d.episodes.Observe(obs)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +24,6 @@ func (d *Daemon) campaign(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
-	var decided sync.Once
 	for ctx.Err() == nil {
 		lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Client: cs.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: id}}
@@ -40,12 +38,10 @@ func (d *Daemon) campaign(ctx context.Context) error {
 				},
 				OnStoppedLeading: func() {
 					d.log.Info("lost leadership", "identity", id)
-					d.leaderMu.Lock()
-					d.setLeader(false)
-					d.leaderMu.Unlock()
+					d.lead.Lose()
 				},
 				OnNewLeader: func(string) {
-					decided.Do(func() { close(d.decided) })
+					d.lead.Decide()
 				},
 			},
 		})
@@ -91,11 +87,7 @@ func (d *Daemon) takeOver(ctx context.Context) {
 		if !d.retry(ctx, "read the alerts' delivery record from the Lease", d.loadAlerts) {
 			return
 		}
-		d.leaderMu.Lock()
-		if ctx.Err() == nil {
-			d.setLeader(true)
-		}
-		d.leaderMu.Unlock()
+		d.lead.Gain(ctx)
 		return
 	}
 	if !d.retry(ctx, "read the delivery record from the Lease", d.loadRecords) {
@@ -111,14 +103,10 @@ func (d *Daemon) takeOver(ctx context.Context) {
 			d.log.Info("dropped messages queued in an earlier leadership", "sink", d.cfg.Sinks[i].Name, "messages", n)
 		}
 	}
-	// Leadership may have ended while the record was read: client-go cancels lctx before it
-	// calls OnStoppedLeading, which takes leaderMu too, so this never overrides a loss.
-	d.leaderMu.Lock()
-	if ctx.Err() == nil {
-		d.setLeader(true)
+	// Leadership may have ended while the record was read: Gain never overrides a loss.
+	if d.lead.Gain(ctx) {
+		d.ask(work{announce: true}, false)
 	}
-	d.leaderMu.Unlock()
-	d.ask(work{announce: true}, false)
 }
 
 // isAlert says whether m is a one-off alert (a schedule's), not a drift announcement.
@@ -157,8 +145,8 @@ func leaderIdentity(le LeaderElectionConfig) string {
 	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }
 
-func (d *Daemon) setLeader(on bool) {
-	d.leader.Store(on)
+// leaderChanged wakes the dispatchers (a follower's wait, or a leader's post) and sets the metric.
+func (d *Daemon) leaderChanged(on bool) {
 	for _, disp := range d.dispatchers {
 		disp.Wake()
 	}

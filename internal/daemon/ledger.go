@@ -107,5 +107,5 @@ func (d *Daemon) writesLedger() bool {
 	if d.sharding != nil {
 		return d.owns(audit.InCluster)
 	}
-	return d.leader.Load()
+	return d.lead.Leading()
 }

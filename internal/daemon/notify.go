@@ -1,9 +1,10 @@
 package daemon
 
 import (
-	"path/filepath"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/llm-gitops/platform/internal/atomicfile"
 	"github.com/llm-gitops/platform/internal/drift"
@@ -30,8 +31,6 @@ func (d *Daemon) resolve(it notify.Item, revision string) *notify.Resolution {
 	return notify.Resolve(it, live, revision)
 }
 
-func (d *Daemon) trackerFile() string { return filepath.Join(d.cfg.StateDir, "drift-state.json") }
-
 // announce hands a report to the notifier. A follower leaves the tracker alone: what it saw
 // was not announced by it, and must be when it leads (it then announces relative to what it
 // last announced itself; a duplicate is the price of never losing one).
@@ -43,29 +42,28 @@ func (d *Daemon) announce(rep *drift.Report) {
 	if rep.Syncing() {
 		return
 	}
-	var in func(notify.Item) bool // the items this report speaks for; nil: all
 	if s := d.sharding; s != nil {
 		// Only the shards this replica holds and this report audited, none handed over
 		// meanwhile: the tracked drift of a shard taken since the audit began stands until an
 		// audit covers it.
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		var covered func(string) bool
-		rep, covered = s.speaks(rep)
-		in = func(it notify.Item) bool { return covered(it.Object.Cluster) }
-	} else if !d.leader.Load() {
+		s.speak(rep, func(part *drift.Report, covered func(string) bool) {
+			d.observe(part, func(it notify.Item) bool { return covered(it.Object.Cluster) })
+		})
 		return
 	}
+	if d.lead.Leading() {
+		d.observe(rep, nil)
+	}
+}
+
+// observe hands the items of rep that in picks (nil: all) to the notifier, unless the report is
+// held back for its people, and saves what was announced.
+func (d *Daemon) observe(rep *drift.Report, in func(notify.Item) bool) {
 	if d.awaitPeople(rep) {
-		d.peopleMu.Lock()
-		d.held[rep.Env] = rep
-		d.peopleMu.Unlock()
+		d.waits.hold(rep)
 		return
 	}
-	d.peopleMu.Lock()
-	held := d.held[rep.Env]
-	delete(d.held, rep.Env)
-	d.peopleMu.Unlock()
+	held := d.waits.take(rep.Env)
 	rep = d.withUnseen(rep)
 	if gone := vanished(held, rep); len(gone) > 0 {
 		// Drift that came and went while it waited for its person (Argo CD's selfHeal): it is
@@ -89,15 +87,29 @@ func (d *Daemon) announce(rep *drift.Report) {
 // saveTracker persists what has been announced: drift still being folded is left out, so it is
 // announced after a crash rather than lost. Called after each report and each enqueue.
 func (d *Daemon) saveTracker() {
-	d.saveMu.Lock()
-	defer d.saveMu.Unlock()
-	data, err := d.notifier.State()
-	if err == nil {
-		err = atomicfile.Write(d.trackerFile(), data)
-	}
-	if err != nil {
+	if err := d.trackerState.save(d.notifier.State); err != nil {
 		d.log.Error("save drift state", "err", err)
 	}
+}
+
+// stateFile is a file of the state directory written whole by several goroutines: one save at
+// a time, each of the state as it is when the save begins, so the last save's state is the
+// file's. It owns its lock.
+type stateFile struct {
+	path string
+
+	mu sync.Mutex
+}
+
+// save writes what state returns, atomically (a crash leaves the last whole file).
+func (f *stateFile) save(state func() ([]byte, error)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	data, err := state()
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.path, err)
+	}
+	return atomicfile.Write(f.path, data)
 }
 
 // withUnseen adds to rep the drift the tracker holds of each Application rep could not audit (its

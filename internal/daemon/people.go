@@ -1,8 +1,8 @@
 package daemon
 
 import (
-	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/llm-gitops/platform/internal/drift"
@@ -12,74 +12,105 @@ import (
 // audit log is read every second; the webhook backend batches) before it is announced without.
 const peopleWait = 10 * time.Second
 
+// peopleWaits is the part that holds reports back for their people: when each field without a
+// person was first seen, and each env's report held back. It owns its lock.
+type peopleWaits struct {
+	on  func(cluster string) bool // audit events come from cluster ("" for Argo CD's own)
+	now func() time.Time
+
+	mu        sync.Mutex
+	firstSeen map[string]time.Time     // fields without a person yet: when first seen
+	held      map[string]*drift.Report // per env, the report held back waiting for people
+}
+
+func newPeopleWaits(on func(string) bool) *peopleWaits {
+	return &peopleWaits{on: on, now: time.Now, firstSeen: map[string]time.Time{}, held: map[string]*drift.Report{}}
+}
+
+// check says whether rep is held back: a field written in the last peopleWait on a cluster
+// whose audit events are read has no person yet. again are the objects to audit once more in
+// a second, by when the event has usually arrived: those held, and those a controller rule
+// excused on a manager's name alone (a person writing under a controller's name is then new
+// drift). Past peopleWait a drift is announced as it is.
+func (p *peopleWaits) check(rep *drift.Report) (hold bool, again []drift.Ref) {
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	present := map[string]bool{}
+	seen := func(k string) time.Duration {
+		present[k] = true
+		if _, ok := p.firstSeen[k]; !ok {
+			p.firstSeen[k] = now
+		}
+		return now.Sub(p.firstSeen[k])
+	}
+	for i := range rep.Objects {
+		o := &rep.Objects[i]
+		if !p.on(o.Cluster) {
+			continue // nobody's audit events come from that cluster
+		}
+		wait := false
+		for _, f := range o.Fields {
+			// From when the daemon first saw the field without a person (not managedFields' time,
+			// which a writer that keeps writing keeps fresh).
+			if f.Actor == nil && seen(rep.Env+"|"+objectKey(o)+"|"+f.Path) < peopleWait {
+				wait = true
+			}
+		}
+		if wait {
+			hold = true
+			again = append(again, drift.RefOfObject(o))
+		}
+	}
+	for _, u := range rep.Unverified {
+		// Per value of the excused fields: a later write there is waited for anew, a status
+		// write that moves only the resourceVersion is not. Audited again for peopleWait from
+		// when first seen, without holding the report.
+		k := rep.Env + "|excused|" + u.Cluster + "|" + u.Group + "|" + u.Kind + "|" + u.Namespace + "|" + u.Name + "|" + u.Fingerprint
+		if seen(k) < peopleWait {
+			again = append(again, u.Ref)
+		}
+	}
+	for k := range p.firstSeen { // forget fields of this env that are gone
+		if strings.HasPrefix(k, rep.Env+"|") && !present[k] {
+			delete(p.firstSeen, k)
+		}
+	}
+	return hold, again
+}
+
+// hold keeps rep as its env's report held back.
+func (p *peopleWaits) hold(rep *drift.Report) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held[rep.Env] = rep
+}
+
+// take returns env's report held back, if any, and forgets it.
+func (p *peopleWaits) take(env string) *drift.Report {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rep := p.held[env]
+	delete(p.held, env)
+	return rep
+}
+
 // awaitPeople holds the report back when audit events are configured and a field written in the
-// last peopleWait has no person yet: its objects are audited again in a second, by when the event
-// has usually arrived. Past peopleWait the drift is announced as it is.
+// last peopleWait has no person yet (peopleWaits.check); the objects it names are audited again
+// in a second.
 func (d *Daemon) awaitPeople(rep *drift.Report) bool {
 	if d.people == nil {
 		return false
 	}
-	now := time.Now()
-	d.peopleMu.Lock()
-	if d.firstSeen == nil {
-		d.firstSeen, d.held = map[string]time.Time{}, map[string]*drift.Report{}
-	}
-	present := map[string]bool{}
-	var wait []drift.Ref
-	for i := range rep.Objects {
-		o := &rep.Objects[i]
-		if !d.peopleOn(o.Cluster) {
-			continue // nobody's audit events come from that cluster
-		}
-		hold := false
-		for _, f := range o.Fields {
-			if f.Actor != nil {
-				continue
+	hold, again := d.waits.check(rep)
+	if len(again) > 0 {
+		time.AfterFunc(time.Second, func() {
+			for _, r := range again {
+				d.touchRef(r)
 			}
-			// From when the daemon first saw the field without a person (not managedFields' time,
-			// which a writer that keeps writing keeps fresh).
-			k := rep.Env + "|" + objectKey(o) + "|" + f.Path
-			present[k] = true
-			if _, ok := d.firstSeen[k]; !ok {
-				d.firstSeen[k] = now
-			}
-			hold = hold || now.Sub(d.firstSeen[k]) < peopleWait
-		}
-		if hold {
-			wait = append(wait, drift.RefOfObject(o))
-		}
+		})
 	}
-	// Objects a controller rule excused on a manager's name alone, written lately: audited again
-	// once the event may be in (a person writing under a controller's name is then new drift),
-	// for peopleWait from when the daemon first saw them, without holding the report.
-	again := slices.Clone(wait)
-	for _, u := range rep.Unverified {
-		// Per value of the excused fields: a later write there is waited for anew, a status
-		// write that moves only the resourceVersion is not.
-		k := rep.Env + "|excused|" + u.Cluster + "|" + u.Group + "|" + u.Kind + "|" + u.Namespace + "|" + u.Name + "|" + u.Fingerprint
-		present[k] = true
-		if _, ok := d.firstSeen[k]; !ok {
-			d.firstSeen[k] = now
-		}
-		if now.Sub(d.firstSeen[k]) < peopleWait {
-			again = append(again, u.Ref)
-		}
-	}
-	for k := range d.firstSeen { // forget fields of this env that are gone
-		if strings.HasPrefix(k, rep.Env+"|") && !present[k] {
-			delete(d.firstSeen, k)
-		}
-	}
-	d.peopleMu.Unlock()
-	if len(again) == 0 {
-		return false
-	}
-	time.AfterFunc(time.Second, func() {
-		for _, r := range again {
-			d.touchRef(r)
-		}
-	})
-	return len(wait) > 0
+	return hold
 }
 
 // vanished returns the drift of held (a report held back) that cur no longer has: whole objects,

@@ -151,3 +151,48 @@ func TestBorrowedControllerNameReachesChat(t *testing.T) {
 	assert.Contains(t, all, "alice", "line: %s", line)
 	assert.Contains(t, all, "under kube-controller-manager's name")
 }
+
+// TestPeopleWaitsHoldANewDriftForItsPerson: a drift whose field has no person yet is held back
+// for peopleWait from when it was first seen, on a cluster whose audit events are read; one
+// with a person, or on a cluster without events, is not. A controller rule's excusal is audited
+// again for as long, without holding the report.
+func TestPeopleWaitsHoldANewDriftForItsPerson(t *testing.T) {
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	p := newPeopleWaits(func(cluster string) bool { return cluster == "" })
+	p.now = func() time.Time { return now }
+	qdrant := drift.Object{Kind: "StatefulSet", Namespace: "llm-rag", Name: "qdrant", Status: drift.Modified,
+		Fields: []drift.Field{{Path: ".spec.replicas"}}}
+	named := drift.Object{Kind: "Deployment", Namespace: "llm-api", Name: "rag-api", Status: drift.Modified,
+		Fields: []drift.Field{{Path: ".spec.replicas", Actor: &drift.Actor{User: "alice"}}}}
+	edge := qdrant
+	edge.Cluster = "edge" // no audit events from there
+	excused := drift.Unverified{Ref: drift.Ref{Group: "apps", Kind: "Deployment", Namespace: "llm-api", Name: "vllm"}, Fingerprint: "f1"}
+	rep := &drift.Report{Env: "prod", Objects: []drift.Object{qdrant, named, edge}, Unverified: []drift.Unverified{excused}}
+
+	hold, again := p.check(rep)
+	assert.True(t, hold)
+	assert.Equal(t, []drift.Ref{drift.RefOfObject(&qdrant), excused.Ref}, again)
+
+	now = now.Add(peopleWait - time.Second)
+	hold, again = p.check(rep)
+	assert.True(t, hold, "released before peopleWait")
+	assert.Len(t, again, 2)
+
+	now = now.Add(time.Second)
+	hold, again = p.check(rep)
+	assert.False(t, hold, "held past peopleWait: announced without a person")
+	assert.Empty(t, again)
+
+	// Gone from a report, then back: waited for anew. Another env's report forgets nothing here.
+	hold, _ = p.check(&drift.Report{Env: "staging", Objects: []drift.Object{qdrant}})
+	assert.True(t, hold)
+	hold, _ = p.check(&drift.Report{Env: "prod"})
+	assert.False(t, hold)
+	hold, _ = p.check(rep)
+	assert.True(t, hold, "a drift back after it was gone was not waited for anew")
+
+	held := &drift.Report{Env: "prod"}
+	p.hold(held)
+	assert.Same(t, held, p.take("prod"))
+	assert.Nil(t, p.take("prod"), "a held report is taken once")
+}

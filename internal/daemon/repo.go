@@ -16,9 +16,7 @@ import (
 
 // commitOf names a revision of the repository, for an episode adopted into Git.
 func (d *Daemon) commitOf(revision string) *episode.Commit {
-	d.mu.RLock()
-	repo := d.repo
-	d.mu.RUnlock()
+	repo := d.git.Repo()
 	if repo == nil {
 		return nil
 	}
@@ -31,9 +29,7 @@ func (d *Daemon) commitOf(revision string) *episode.Commit {
 
 // readFile reads a file of the repository at a revision, for the adopt patches in messages.
 func (d *Daemon) readFile(revision, name string) ([]byte, error) {
-	d.mu.RLock()
-	repo := d.repo
-	d.mu.RUnlock()
+	repo := d.git.Repo()
 	if repo == nil {
 		return nil, errors.New("repository not open yet")
 	}
@@ -50,9 +46,7 @@ const adoptWalk = 20 * time.Second
 // declares the object or the field. When the walk cannot say by deadline, the revision itself
 // is named.
 func (d *Daemon) adopter(e episode.Episode, revision string, deadline time.Time) (*episode.Commit, bool) {
-	d.mu.RLock()
-	repo := d.repo
-	d.mu.RUnlock()
+	repo := d.git.Repo()
 	fallback := d.commitOf(revision)
 	if repo == nil {
 		return fallback, true
@@ -106,35 +100,19 @@ func (d *Daemon) adopter(e episode.Episode, revision string, deadline time.Time)
 	return &episode.Commit{SHA: newest.SHA, Author: newest.Author, Date: newest.Date, Subject: newest.Subject}, true
 }
 
-// refreshRepo fetches Git; on failure the last good revision keeps being audited.
+// gitFetched logs and counts one fetch's outcome. On failure the last good revision keeps being
+// audited.
 //
 // A URL is cloned once into the state directory and then fetched incrementally (only new objects travel),
 // with RepoAuth's credentials and FetchTimeout per operation; errors name the URL without user
 // info. A local directory is read in place, and sees new commits without a fetch.
-func (d *Daemon) refreshRepo(ctx context.Context) {
-	d.mu.RLock()
-	repo := d.repo
-	d.mu.RUnlock()
-	var err error
-	if repo == nil {
-		repo, err = d.openRepo(ctx)
-	} else {
-		fctx, cancel := context.WithTimeout(ctx, d.cfg.FetchTimeout.or(30*time.Second))
-		err = repo.Fetch(fctx)
-		cancel()
-	}
-	d.mu.Lock()
+func (d *Daemon) gitFetched(err error, stale time.Duration) {
 	if err != nil {
-		d.fetchErr = err
 		d.metrics.gitFetchErrors.Inc()
-		d.log.Error("git fetch failed; auditing the last fetched revision", "err", err, "stale", time.Since(d.lastFetch).Round(time.Second))
-		d.mu.Unlock()
+		d.log.Error("git fetch failed; auditing the last fetched revision", "err", err, "stale", stale.Round(time.Second))
 		return
 	}
-	d.repo, d.lastFetch, d.fetchErr = repo, time.Now(), nil
 	d.metrics.gitLastFetch.SetToCurrentTime()
-	d.mu.Unlock()
-	d.wakeSchedules()
 }
 
 // onDisk keeps rc's clone in the state directory, under git/<use>: one clone per use, as each is
@@ -163,9 +141,4 @@ func (d *Daemon) openRepo(ctx context.Context) (*gitrepo.Repo, error) {
 }
 
 // TriggerFetch asks for a Git fetch and a re-audit (the push webhook).
-func (d *Daemon) TriggerFetch() {
-	select {
-	case d.fetch <- struct{}{}:
-	default:
-	}
-}
+func (d *Daemon) TriggerFetch() { d.git.Trigger() }

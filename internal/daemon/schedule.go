@@ -26,7 +26,7 @@ type ScheduleConfig struct {
 // committed exactly once whoever pushes first (trailers are checked on the head being committed
 // on) — but only the leader alerts the chat when a scale-up cannot land in time.
 func (d *Daemon) runSchedules(ctx context.Context) {
-	for _, ch := range []chan struct{}{d.connected, d.decided} {
+	for _, ch := range []<-chan struct{}{d.connected, d.lead.Decided()} {
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -38,9 +38,7 @@ func (d *Daemon) runSchedules(ctx context.Context) {
 		d.log.Error("schedules disabled", "err", err)
 		return
 	}
-	d.mu.RLock()
-	repo := d.repo
-	d.mu.RUnlock()
+	repo := d.git.Repo()
 	snap, err := repo.Snapshot("")
 	if err != nil {
 		d.log.Error("schedules disabled", "err", err)
@@ -59,10 +57,7 @@ func (d *Daemon) runSchedules(ctx context.Context) {
 			d.log.Error("schedule not loaded", "env", env, "err", err)
 			s = &schedule.Schedule{}
 		}
-		wake := make(chan struct{}, 1)
-		d.mu.Lock()
-		d.scheduleWake = append(d.scheduleWake, wake)
-		d.mu.Unlock()
+		wake := d.git.Subscribe() // a revision was fetched
 		r := &schedule.Runner{Schedule: s, Remote: remote, Options: schedule.FireOptions{Branch: d.cfg.Schedule.Branch},
 			OnEvent: func(e schedule.Event) { d.scheduleEvent(env, e) }, Reload: d.scheduleReloader(env, snap), Wake: wake}
 		running++
@@ -77,18 +72,6 @@ func (d *Daemon) runSchedules(ctx context.Context) {
 	}
 }
 
-// wakeSchedules tells every runner a revision was fetched.
-func (d *Daemon) wakeSchedules() {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	for _, w := range d.scheduleWake {
-		select {
-		case w <- struct{}{}:
-		default:
-		}
-	}
-}
-
 // scheduleReloader returns the Runner's Reload: env's schedule as the last fetched revision has
 // it, read again only when the revision moved (a schedule that no longer parses is logged and the
 // running one kept).
@@ -96,9 +79,7 @@ func (d *Daemon) scheduleReloader(env string, loaded *gitrepo.Snapshot) func() *
 	current := string(loaded.Files[schedule.Path(env)])
 	last := loaded.Revision
 	return func() *schedule.Schedule {
-		d.mu.RLock()
-		repo := d.repo
-		d.mu.RUnlock()
+		repo := d.git.Repo()
 		head, err := repo.Resolve("")
 		if err != nil || head == last {
 			return nil
@@ -137,14 +118,14 @@ func (d *Daemon) scheduleEvent(env string, e schedule.Event) {
 	switch {
 	case errors.As(e.Err, &missed):
 		d.log.Error("peak missed: no scale-up before it ended", "env", env, "peak", f.Peak.Name, "err", e.Err)
-		if d.leader.Load() {
+		if d.lead.Leading() {
 			d.alert(env, key+"/missed", fmt.Sprintf("Peak %q missed", f.Peak.Name), e.Err.Error())
 		}
 	case e.Skipped:
 		d.log.Warn("scheduled firing skipped: its window has passed", "env", env, "peak", f.Peak.Name, "fire", f.FireTime)
 	case e.Err != nil:
 		d.log.Error("scheduled firing failed, will retry", "env", env, "peak", f.Peak.Name, "phase", f.Phase, "fire", f.FireTime, "err", e.Err)
-		if d.leader.Load() {
+		if d.lead.Leading() {
 			what := "scale-up"
 			if f.Phase == schedule.ScaleDown {
 				what = "scale-down (GPUs stay warm until it lands)"

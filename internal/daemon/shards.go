@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +15,6 @@ import (
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/episode"
-	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/notify"
 	"github.com/llm-gitops/platform/internal/notify/message"
 	"github.com/llm-gitops/platform/internal/outbox"
@@ -38,8 +38,64 @@ type sharding struct {
 
 // holds says whether this replica holds the shard of cluster: a shard's name, "" for Argo CD's
 // own, or a destination no cluster of the config is (the holder of Argo CD's own cluster says
-// those are not audited). Called with mu held.
-func (s *sharding) holds(cluster string) bool { return s.owned[s.canonical(cluster)] }
+// those are not audited).
+func (s *sharding) holds(cluster string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.owned[s.canonical(cluster)]
+}
+
+// held lists the shards this replica holds, sorted.
+func (s *sharding) held() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Sorted(maps.Keys(s.owned))
+}
+
+// take makes the shard this replica's unless ctx (its holding) ended meanwhile.
+func (s *sharding) take(ctx context.Context, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ctx.Err() == nil {
+		s.owned[name] = true
+	}
+}
+
+// give gives the shard up, and runs drop (what the replica keeps of it is dropped) before any
+// report or post of it can run again.
+func (s *sharding) give(name string, drop func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.owned, name)
+	drop()
+}
+
+// speak runs f with the part of rep this replica speaks for, and which clusters that is (see
+// speaks), with no shard handed over meanwhile.
+func (s *sharding) speak(rep *drift.Report, f func(part *drift.Report, covered func(cluster string) bool)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f(s.speaks(rep))
+}
+
+// claimKeys says whether this replica posts a message of keys: only of the shards it holds and
+// renewed lately. A post goes on under the read lock (release releases it): a shard is not
+// handed over with a post of it in flight.
+func (s *sharding) claimKeys(keys []string) (v outbox.Verdict, release func()) {
+	s.mu.RLock()
+	for _, k := range keys {
+		name := s.canonical(notify.ClusterOfKey(k))
+		if !s.owned[name] {
+			s.mu.RUnlock()
+			return outbox.Drop, nil
+		}
+		if !s.sharder.Fresh(name) {
+			s.mu.RUnlock()
+			return outbox.Wait, nil
+		}
+	}
+	return outbox.Post, s.mu.RUnlock
+}
 
 // canonical is the shard of cluster: its own, or Argo CD's for a cluster no shard is.
 func (s *sharding) canonical(cluster string) string {
@@ -62,13 +118,10 @@ func (c *Config) shardNames() []string {
 // destination no cluster of the config is: those the holder of Argo CD's own cluster reports).
 // Without sharding it audits them all.
 func (d *Daemon) owns(cluster string) bool {
-	s := d.sharding
-	if s == nil {
+	if d.sharding == nil {
 		return true
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.holds(cluster)
+	return d.sharding.holds(cluster)
 }
 
 // shardOf is the shard of a drift item's cluster ("" for Argo CD's own).
@@ -90,15 +143,6 @@ func (s *sharding) shardOfKey(key string) string {
 // inShard picks the tracker items of shard.
 func (s *sharding) inShard(name string) func(notify.Item) bool {
 	return func(it notify.Item) bool { return s.canonical(it.Object.Cluster) == name }
-}
-
-// unhook forgets the informers of a cache that is being stopped.
-func (d *Daemon) unhook(c *live.Cache) {
-	for _, gvk := range c.Kinds() {
-		for _, inf := range c.Informers(gvk) {
-			delete(d.hooked, inf)
-		}
-	}
 }
 
 // messageOfShard says whether m announces drift of shard (alerts belong to none).
@@ -167,12 +211,7 @@ func (d *Daemon) acquireShard(ctx context.Context, name string) {
 	if !d.retry(ctx, "read the delivery record of shard "+name, func(ctx context.Context) error { return d.loadShard(ctx, name) }) {
 		return
 	}
-	s := d.sharding
-	s.mu.Lock()
-	if ctx.Err() == nil { // Release has not run (it cancels ctx after it returns)
-		s.owned[name] = true
-	}
-	s.mu.Unlock()
+	d.sharding.take(ctx, name) // unless Release ran (it cancels ctx after it returns)
 	d.log.Info("audits and posts for the shard", "shard", name)
 	d.markFull()
 }
@@ -209,11 +248,10 @@ func (d *Daemon) dropQueued(name string) {
 // cache is stopped by the next audit (dropCaches), which no audit uses then.
 func (d *Daemon) releaseShard(name string) {
 	s := d.sharding
-	s.mu.Lock()
-	delete(s.owned, name)
-	d.tracker.Forget(d.sharding.inShard(name))
-	d.dropQueued(name)
-	s.mu.Unlock()
+	s.give(name, func() {
+		d.tracker.Forget(s.inShard(name))
+		d.dropQueued(name)
+	})
 	d.saveTracker()
 	// Its open episodes are its next holder's now; the next audit saves the book without them.
 	d.episodes.Drop(func(e episode.Episode) bool { return s.canonical(e.Cluster) == name })
@@ -229,7 +267,7 @@ func (d *Daemon) dropCaches() {
 	}
 	for name, c := range d.fleet.Caches() {
 		if !d.owns(name) {
-			d.unhook(c) // its informers, and their objects, are no longer referenced
+			d.hooks.forget(c)
 			d.fleet.Drop(name)
 			d.log.Info("stopped the cache of a cluster another replica audits", "cluster", name)
 		}
@@ -242,29 +280,16 @@ func (d *Daemon) dropCaches() {
 // post goes on under the read lock (done releases it).
 func (d *Daemon) claim(m message.Message) (outbox.Verdict, func()) {
 	if isAlert(m) {
-		if !d.leader.Load() {
+		if !d.lead.Leading() {
 			return outbox.Wait, nil
 		}
 		return outbox.Post, func() {}
 	}
-	s := d.sharding
-	s.mu.RLock()
-	for _, k := range m.Keys {
-		name := s.canonical(notify.ClusterOfKey(k))
-		if !s.owned[name] {
-			s.mu.RUnlock()
-			return outbox.Drop, nil
-		}
-		if !s.sharder.Fresh(name) {
-			s.mu.RUnlock()
-			return outbox.Wait, nil
-		}
-	}
-	return outbox.Post, s.mu.RUnlock
+	return d.sharding.claimKeys(m.Keys)
 }
 
 // covered says which clusters rep speaks for: those this replica holds whose Applications rep
-// audited (called with the read lock held). A shard acquired after the audit began is not
+// audited (called with the read lock held: speak). A shard acquired after the audit began is not
 // covered: its drift is not in rep, and is not resolved by it.
 func (s *sharding) covered(rep *drift.Report) func(cluster string) bool {
 	audited := map[string]bool{}
@@ -278,7 +303,7 @@ func (s *sharding) covered(rep *drift.Report) func(cluster string) bool {
 }
 
 // speaks is the part of rep this replica speaks for, and which clusters that is (see covered;
-// called with the read lock held). An Application not audited because of its cluster (Unknown,
+// called with the read lock held: speak). An Application not audited because of its cluster (Unknown,
 // on Argo CD's cluster, where Application objects live) is its destination's: the holder of that
 // cluster says it, and says when it ends.
 func (s *sharding) speaks(rep *drift.Report) (*drift.Report, func(cluster string) bool) {

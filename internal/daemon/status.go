@@ -8,10 +8,9 @@ import (
 )
 
 func (d *Daemon) status() Status {
-	d.mu.RLock()
-	lastFetch, fetchErr, a := d.lastFetch, d.fetchErr, d.auditor
-	d.mu.RUnlock()
-	st := Status{Ready: d.ready.Load(), Leader: d.leader.Load(), RenderEngine: d.renderEngine(), Timestamp: time.Now().UTC()}
+	lastFetch, fetchErr := d.git.Fetched()
+	a := d.conn.Current()
+	st := Status{Ready: d.ready.Load(), Leader: d.lead.Leading(), RenderEngine: d.renderEngine(), Timestamp: time.Now().UTC()}
 	for _, env := range d.cfg.Envs {
 		es := EnvStatus{Env: env}
 		rep, err := d.envs.report(env)
@@ -32,12 +31,7 @@ func (d *Daemon) status() Status {
 	}
 	if s := d.sharding; s != nil {
 		st.Members = s.sharder.Members()
-		s.mu.RLock()
-		for name := range s.owned {
-			st.Shards = append(st.Shards, name)
-		}
-		s.mu.RUnlock()
-		sort.Strings(st.Shards)
+		st.Shards = s.held()
 	}
 	st.Git = GitStatus{LastFetch: lastFetch.UTC(), StaleSeconds: time.Since(lastFetch).Seconds()}
 	if fetchErr != nil {

@@ -13,9 +13,7 @@ import (
 
 // liveObject is the watch's copy of an object of cluster ("" for Argo CD's own).
 func (d *Daemon) liveObject(cluster, apiVersion, kind, namespace, name string) (*unstructured.Unstructured, bool) {
-	d.mu.RLock()
-	c := d.cache
-	d.mu.RUnlock()
+	c := d.conn.Cache()
 	if cluster != "" {
 		if d.fleet == nil {
 			return nil, false
@@ -32,24 +30,46 @@ func (d *Daemon) liveObject(cluster, apiVersion, kind, namespace, name string) (
 	return c.Get(gv.WithKind(kind), namespace, name)
 }
 
-// hookInformers subscribes to every informer the audits started: a change to an object re-audits
-// it (status-only writes and resyncs are ignored); a change to an Application's spec or synced
-// revision re-audits in full.
-func (d *Daemon) hookInformers(c *live.Cache) {
+// informerHooks is the part that subscribes the audits to the informers they started. Only the
+// reconcile worker uses it, between audits: it has no lock.
+type informerHooks struct {
+	hook   func(schema.GroupVersionKind, cache.SharedIndexInformer)
+	hooked map[cache.SharedIndexInformer]bool
+}
+
+func newInformerHooks(hook func(schema.GroupVersionKind, cache.SharedIndexInformer)) *informerHooks {
+	return &informerHooks{hook: hook, hooked: map[cache.SharedIndexInformer]bool{}}
+}
+
+// add subscribes to every informer of c not subscribed to yet: its Applications, the kinds every
+// audit reads, and the kinds the audits started (new ones too: a kind's informers can be replaced).
+func (h *informerHooks) add(c *live.Cache) {
 	kinds := append([]schema.GroupVersionKind{argocd.ApplicationGVK}, drift.DefaultExtraKinds...)
 	kinds = append(kinds, c.Kinds()...)
 	for _, gvk := range kinds {
-		for _, inf := range c.Informers(gvk) { // new ones too: a kind's informers can be replaced
-			if d.hooked[inf] {
+		for _, inf := range c.Informers(gvk) {
+			if h.hooked[inf] {
 				continue
 			}
-			d.hooked[inf] = true
-			d.hook(gvk, inf)
+			h.hooked[inf] = true
+			h.hook(gvk, inf)
 		}
 	}
 }
 
-// hook subscribes to one informer of gvk.
+// forget forgets the informers of a cache that is being stopped: they, and their objects, are
+// no longer referenced.
+func (h *informerHooks) forget(c *live.Cache) {
+	for _, gvk := range c.Kinds() {
+		for _, inf := range c.Informers(gvk) {
+			delete(h.hooked, inf)
+		}
+	}
+}
+
+// hook subscribes to one informer of gvk: a change to an object re-audits it (status-only
+// writes and resyncs are ignored); a change to an Application's spec or synced revision
+// re-audits in full.
 func (d *Daemon) hook(gvk schema.GroupVersionKind, inf cache.SharedIndexInformer) {
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { d.touch(gvk, obj) },

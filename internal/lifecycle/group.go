@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -17,6 +18,7 @@ type Runnable func(ctx context.Context) error
 type Group struct {
 	log   *slog.Logger
 	parts []part
+	stops []part
 }
 
 type part struct {
@@ -38,6 +40,13 @@ func (g *Group) Add(name string, run Runnable) {
 	g.parts = append(g.parts, part{name: name, run: run})
 }
 
+// OnStop adds a step run once every part has returned: what outlives the parts' goroutines
+// (a queue flushed, a cache's informers ended, files closed). Steps run in the reverse order
+// they were added, after a failure as after ctx ended.
+func (g *Group) OnStop(name string, stop func()) {
+	g.stops = append(g.stops, part{name: name, run: func(context.Context) error { stop(); return nil }})
+}
+
 // Names lists the parts in the order they were added.
 func (g *Group) Names() []string {
 	out := make([]string, len(g.parts))
@@ -47,10 +56,16 @@ func (g *Group) Names() []string {
 	return out
 }
 
-// Run starts every part and waits for all of them. The first part to fail cancels the
-// others' context; Run returns its error, named. When ctx ends, every part is asked to stop
-// and Run returns nil once they have.
+// Run starts every part and waits for all of them, then runs the stop steps. The first part
+// to fail cancels the others' context; Run returns its error, named. When ctx ends, every part
+// is asked to stop and Run returns nil once they have.
 func (g *Group) Run(ctx context.Context) error {
+	defer func() {
+		for _, s := range slices.Backward(g.stops) {
+			g.log.Debug("stopping", "step", s.name)
+			_ = s.run(context.Background())
+		}
+	}()
 	eg, ctx := errgroup.WithContext(ctx)
 	for _, p := range g.parts {
 		eg.Go(func() error {

@@ -104,3 +104,44 @@ func TestAPartDoneEarlyLeavesTheOthersRunning(t *testing.T) {
 	cancel()
 	require.NoError(t, wait(t, done))
 }
+
+func TestStopStepsRunAfterEveryPartInReverseOrder(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "context ended", true: "a part failed"}[fail], func(t *testing.T) {
+			g := lifecycle.NewGroup(nil)
+			a := newWaiter()
+			var mu sync.Mutex
+			var steps []string
+			step := func(name string) func() {
+				return func() {
+					mu.Lock()
+					defer mu.Unlock()
+					// A step runs only once the parts have returned: what it closes is theirs.
+					steps = append(steps, name+map[bool]string{true: " after a stopped", false: " before a stopped"}[a.wasStopped()])
+				}
+			}
+			g.Add("a", a.run)
+			g.OnStop("flush", step("flush"))
+			g.OnStop("close", step("close"))
+			if fail {
+				g.Add("b", func(context.Context) error { <-a.started; return errors.New("boom") })
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := runAsync(ctx, g)
+			<-a.started
+			if !fail {
+				cancel()
+			}
+			err := wait(t, done)
+			if fail {
+				require.Error(t, err)
+			} else {
+				require.NoError(t, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, []string{"close after a stopped", "flush after a stopped"}, steps)
+		})
+	}
+}

@@ -1,0 +1,105 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/testcluster"
+)
+
+// TestStateFileSavesWholeStatesOneAtATime: saves from many goroutines each write a whole state,
+// and a state that cannot be made leaves the last file as it was.
+func TestStateFileSavesWholeStatesOneAtATime(t *testing.T) {
+	f := &stateFile{path: filepath.Join(t.TempDir(), "drift-state.json")}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			assert.NoError(t, f.save(func() ([]byte, error) { return fmt.Appendf(nil, `{"save":%d}`, i), nil }))
+		})
+	}
+	wg.Wait()
+	data, err := os.ReadFile(f.path)
+	require.NoError(t, err)
+	assert.Regexp(t, `^\{"save":\d+\}$`, string(data), "a save was torn by another")
+
+	err = f.save(func() ([]byte, error) { return nil, errors.New("tracker closed") })
+	require.ErrorContains(t, err, "drift-state.json: tracker closed")
+	after, err := os.ReadFile(f.path)
+	require.NoError(t, err)
+	assert.Equal(t, data, after)
+}
+
+// TestInformerHooksSubscribeOncePerInformer: the audits' informers (a real cache against the
+// test cluster) are subscribed to once however many audits ask, and again once a stopped
+// cache's informers were forgotten and a new cache made.
+func TestInformerHooksSubscribeOncePerInformer(t *testing.T) {
+	testcluster.Need(t)
+	hooked := map[cache.SharedIndexInformer]int{}
+	h := newInformerHooks(func(_ schema.GroupVersionKind, inf cache.SharedIndexInformer) { hooked[inf]++ })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := live.New(ctx, cluster.Config)
+	require.NoError(t, err)
+	cm := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	require.NoError(t, c.Watch(ctx, []schema.GroupVersionKind{cm}, nil))
+
+	h.add(c)
+	h.add(c)
+	infs := c.Informers(cm)
+	require.NotEmpty(t, infs)
+	for _, inf := range infs {
+		assert.Equal(t, 1, hooked[inf], "an informer subscribed to more than once")
+	}
+	h.forget(c)
+	h.add(c)
+	for _, inf := range infs {
+		assert.Equal(t, 2, hooked[inf], "a forgotten informer was not subscribed to again")
+	}
+}
+
+// TestShardingTakesAndGivesShards: a shard taken after its holding ended is not held; a shard
+// given up is dropped before anything else sees the sharding again; Argo CD's cluster and
+// destinations no shard is belong to in-cluster.
+func TestShardingTakesAndGivesShards(t *testing.T) {
+	s := &sharding{owned: map[string]bool{}, names: []string{audit.InCluster, "edge"}}
+	s.take(context.Background(), audit.InCluster)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.take(ended, "edge")
+	assert.Equal(t, []string{audit.InCluster}, s.held())
+	assert.True(t, s.holds(""), "Argo CD's own cluster")
+	assert.True(t, s.holds("https://10.0.0.9:6443"), "a destination no shard is")
+	assert.False(t, s.holds("edge"))
+
+	s.take(context.Background(), "edge")
+	rep := &drift.Report{Env: "prod", Applications: []drift.Application{{Name: "vllm", Cluster: "edge"}},
+		Objects: []drift.Object{{Kind: "Deployment", Name: "vllm", Cluster: "edge"}, {Kind: "Deployment", Name: "api"}}}
+	var spoken []drift.Object
+	s.speak(rep, func(part *drift.Report, covered func(string) bool) {
+		spoken = part.Objects
+		assert.True(t, covered("edge"))
+		assert.False(t, covered(""), "in-cluster has no Application in this report")
+	})
+	assert.Equal(t, []drift.Object{{Kind: "Deployment", Name: "vllm", Cluster: "edge"}}, spoken)
+
+	dropped := false
+	s.give("edge", func() {
+		dropped = true
+		assert.False(t, s.owned["edge"], "dropped before the shard was given up")
+	})
+	assert.True(t, dropped)
+	assert.Equal(t, []string{audit.InCluster}, s.held())
+}
