@@ -113,5 +113,5 @@ func TestOversizedDeliveryRecordIsNotReadAsADeposedLeader(t *testing.T) {
 	err = holder.Save(ctx, fmt.Appendf(nil, `{"k":%q}`, hex.EncodeToString(noise)))
 	require.ErrorIs(t, err, errRecordRejected)
 	assert.NotErrorIs(t, err, errNotLeader)
-	assert.Contains(t, err.Error(), "must have at most 262144 bytes", "the API server's reason is kept")
+	assert.Contains(t, err.Error(), "metadata.annotations: Too long", "the API server's reason is kept")
 }

@@ -130,16 +130,10 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 			return nil, err
 		}
 		d.stopFleet = stop
-		for _, cl := range cfg.Clusters {
-			d.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_cluster_reachable",
-				Help:        "Whether the cluster answered the auditor's last probe (1) or not (0), per cluster of the clusters config.",
-				ConstLabels: prometheus.Labels{"cluster": cl.Name}}, func() float64 {
-				if d.fleet.Reachable(cl.Name) {
-					return 1
-				}
-				return 0
-			}))
+		if d.sharding != nil {
+			d.fleet.Probes = d.owns // each replica probes the clusters it audits
 		}
+		d.metrics.reg.MustRegister(&reachability{fleet: d.fleet, probed: d.owns})
 	}
 	d.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_audit_queue_depth",
 		Help: "Envs waiting for an audit in the work queue (a pause after a failure is not counted)."},
@@ -284,8 +278,9 @@ func (d *Daemon) parts() *lifecycle.Group {
 		g.Add("schedules", func(ctx context.Context) error { d.runSchedules(ctx); return nil })
 	}
 	// Once every part has returned, in this order: the ledger's last commit lands; the member
-	// clusters' caches end; the announcements still folding are queued, and every queued message
-	// is tried before the dispatchers stop; the cluster cache's informers end.
+	// clusters' caches end; the announcements still folding are queued in the outboxes (on disk:
+	// posted after a restart) and the dispatchers stop, what they had not posted staying queued; the
+	// cluster cache's informers end.
 	g.OnStop("cluster cache", d.conn.Close)
 	g.OnStop("delivery", func() {
 		d.notifier.Close()
@@ -354,7 +349,8 @@ type Status struct {
 	Sinks  map[string]string `json:"sinks,omitempty"`
 	// RenderEngine says how Applications are rendered: repo-server (Argo CD's) or in-process.
 	RenderEngine string `json:"renderEngine"`
-	// Clusters are the clusters besides Argo CD's own, each reachable or not.
+	// Clusters are the clusters besides Argo CD's own, each reachable or not: with shards, those
+	// this replica audits (and probes).
 	Clusters []fleet.Status `json:"clusters,omitempty"`
 	// Shards are the clusters this replica audits and posts for, and Members the replicas that
 	// share the work, when they do.

@@ -54,8 +54,8 @@ func (g *gitSource) Open(ctx context.Context) error {
 }
 
 // Refresh fetches the repository (opens it, when it is not open yet). On failure the last good
-// revision stays the audited one, and the error is kept until a fetch works. A fetch that works
-// wakes every subscriber.
+// revision stays the audited one, and the error is kept until a fetch works; an open that fails
+// is only returned. A fetch that works wakes every subscriber.
 func (g *gitSource) Refresh(ctx context.Context) error {
 	repo := g.Repo()
 	var err error
@@ -65,6 +65,9 @@ func (g *gitSource) Refresh(ctx context.Context) error {
 		fctx, cancel := context.WithTimeout(ctx, g.timeout)
 		err = repo.Fetch(fctx)
 		cancel()
+	}
+	if err != nil && g.Repo() == nil {
+		return err // no repository yet: the caller retries the open (no fetch failed)
 	}
 	g.mu.Lock()
 	if err != nil {

@@ -26,10 +26,13 @@ func (l *liveConn) Cache() *live.Cache {
 	return l.cache
 }
 
-// set makes c the live cache; stop ends its informers (Close).
+// set makes c the live cache, and ends the informers of the one before; stop ends c's (Close).
 func (l *liveConn) set(c *live.Cache, stop context.CancelFunc) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.stop != nil {
+		l.stop()
+	}
 	l.cache, l.stop = c, stop
 }
 

@@ -33,7 +33,8 @@ func TestLiveConnKeepsItsAuditorWhileRepoAndCacheStay(t *testing.T) {
 	assert.NotSame(t, b, l.Auditor(next, mk), "a new cache kept the old Auditor")
 	assert.Equal(t, 3, made)
 
+	assert.Equal(t, 1, stopped, "a new cache ends the informers of the one before")
 	l.Close()
 	l.Close()
-	assert.Equal(t, 1, stopped, "Close ends the cache's informers once")
+	assert.Equal(t, 2, stopped, "Close ends the cache's informers once")
 }

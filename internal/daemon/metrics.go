@@ -6,6 +6,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/episode"
+	"github.com/llm-gitops/platform/internal/fleet"
 	"github.com/llm-gitops/platform/internal/outbox"
 )
 
@@ -104,5 +105,32 @@ func (m *metrics) episodes(env string, open, ended []episode.Episode, leader boo
 			break
 		}
 		m.episodeLength.WithLabelValues(env, e.End.How).Observe(e.Duration(e.End.At).Seconds())
+	}
+}
+
+// reachability is auditor_cluster_reachable: per cluster of the clusters config that this replica
+// probes (with shards, those it audits), whether it answered the last probe. A cluster another
+// replica audits has no series here: its holder's says.
+type reachability struct {
+	fleet  *fleet.Fleet
+	probed func(cluster string) bool
+}
+
+var reachableDesc = prometheus.NewDesc("auditor_cluster_reachable",
+	"Whether the cluster answered the auditor's last probe (1) or not (0), per cluster of the clusters config this replica audits.",
+	[]string{"cluster"}, nil)
+
+func (r *reachability) Describe(ch chan<- *prometheus.Desc) { ch <- reachableDesc }
+
+func (r *reachability) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range r.fleet.Status() {
+		if !r.probed(st.Name) {
+			continue
+		}
+		v := 0.0
+		if st.Reachable {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(reachableDesc, prometheus.GaugeValue, v, st.Name)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,20 +22,30 @@ import (
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
-// TestStateFileSavesWholeStatesOneAtATime: saves from many goroutines each write a whole state,
-// and a state that cannot be made leaves the last file as it was.
+// TestStateFileSavesWholeStatesOneAtATime: saves from many goroutines, each of the state as it
+// is when the save begins (the tracker's, which only moves on), leave the newest state in the
+// file: an older state never lands after a newer one. A state that cannot be made leaves the last
+// file as it was.
 func TestStateFileSavesWholeStatesOneAtATime(t *testing.T) {
 	f := &stateFile{path: filepath.Join(t.TempDir(), "drift-state.json")}
+	var mu sync.Mutex
+	version := 0
+	state := func() ([]byte, error) { // the tracker's state: each read sees every change before it
+		mu.Lock()
+		version++
+		v := version
+		mu.Unlock()
+		runtime.Gosched() // between reading the state and writing it, another save may run
+		return fmt.Appendf(nil, `{"version":%d}`, v), nil
+	}
 	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Go(func() {
-			assert.NoError(t, f.save(func() ([]byte, error) { return fmt.Appendf(nil, `{"save":%d}`, i), nil }))
-		})
+	for range 50 {
+		wg.Go(func() { assert.NoError(t, f.save(state)) })
 	}
 	wg.Wait()
 	data, err := os.ReadFile(f.path)
 	require.NoError(t, err)
-	assert.Regexp(t, `^\{"save":\d+\}$`, string(data), "a save was torn by another")
+	assert.JSONEq(t, `{"version":50}`, string(data), "an older state landed after a newer one")
 
 	err = f.save(func() ([]byte, error) { return nil, errors.New("tracker closed") })
 	require.ErrorContains(t, err, "drift-state.json: tracker closed")
@@ -102,4 +114,43 @@ func TestShardingTakesAndGivesShards(t *testing.T) {
 	})
 	assert.True(t, dropped)
 	assert.Equal(t, []string{audit.InCluster}, s.held())
+}
+
+// TestShardingHandsOverWhileReportsAreSpoken: a shard is given up and taken again while reports
+// are spoken for and the answers used after: nothing of a hand-over runs inside a report's
+// speaking (run with -race: the answer outlives the lock).
+func TestShardingHandsOverWhileReportsAreSpoken(t *testing.T) {
+	s := &sharding{owned: map[string]bool{}, names: []string{audit.InCluster, "edge"}}
+	s.take(context.Background(), "edge")
+	rep := &drift.Report{Env: "prod", Applications: []drift.Application{{Name: "vllm", Cluster: "edge"}},
+		Objects: []drift.Object{{Kind: "Deployment", Name: "vllm", Cluster: "edge"}}}
+	var speaking atomic.Bool
+	var handovers atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s.give("edge", func() { assert.False(t, speaking.Load(), "a shard handed over while a report was spoken for") })
+			handovers.Add(1)
+			s.take(context.Background(), "edge")
+			_ = s.holds("edge")
+		}
+	})
+	for spoken := 0; spoken < 200 || handovers.Load() < 200; spoken++ {
+		var covered func(string) bool
+		s.speak(rep, func(_ *drift.Report, c func(string) bool) {
+			speaking.Store(true)
+			covered = c
+			speaking.Store(false)
+		})
+		_ = covered("edge") // after the lock, as episodes use it
+	}
+	close(stop)
+	wg.Wait()
+	assert.GreaterOrEqual(t, handovers.Load(), int64(200))
 }

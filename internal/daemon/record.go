@@ -106,14 +106,15 @@ func (r *leaseRecord) Save(ctx context.Context, data []byte) error {
 		_, err = r.leases.Patch(ctx, r.name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "llm-auditor"})
 		var status apierrors.APIStatus
 		if errors.As(err, &status) && status.Status().Code == http.StatusUnprocessableEntity {
-			// The test failed (another holder), or the Lease is invalid with the record (its
-			// annotations past 256 KiB): the Lease as it is now says which.
+			// The Lease is invalid with the record (its annotations past 256 KiB); else the
+			// test failed (another holder), or the add found no annotations (removed since
+			// the Get: tried again).
+			if tooLong(status.Status()) {
+				return fmt.Errorf("%w (%d bytes encoded): %v", errRecordRejected, len(v), err)
+			}
 			l, gerr := r.leases.Get(ctx, r.name, metav1.GetOptions{})
 			if gerr == nil && (l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != r.identity) {
 				return fmt.Errorf("%w: %v", errNotLeader, err)
-			}
-			if gerr == nil {
-				return fmt.Errorf("%w (%d bytes encoded): %v", errRecordRejected, len(v), err)
 			}
 		}
 		return err
@@ -131,6 +132,19 @@ var (
 	// announce its drift again.
 	errRecordRejected = errors.New("the API server rejected the Lease with the delivery record")
 )
+
+// tooLong says whether the API server found the object's annotations invalid (past their size).
+func tooLong(st metav1.Status) bool {
+	if st.Reason != metav1.StatusReasonInvalid || st.Details == nil {
+		return false
+	}
+	for _, c := range st.Details.Causes {
+		if c.Field == "metadata.annotations" {
+			return true
+		}
+	}
+	return false
+}
 
 func ptrString(p *string) string {
 	if p == nil {

@@ -159,6 +159,25 @@ func (r *replica) audited() (map[string]string, bool) {
 	return out, sc.Err() == nil
 }
 
+var reachableLine = regexp.MustCompile(`^auditor_cluster_reachable\{cluster="([^"]+)"\} 1$`)
+
+// reachable scrapes the replica's metric of the clusters it found reachable.
+func (r *replica) reachable(t *testing.T) []string {
+	resp, err := http.Get("http://" + r.addr + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if m := reachableLine.FindStringSubmatch(sc.Text()); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
 // settled waits until the live replicas hold every shard once, and each Application is
 // audited by exactly one of them, the one that holds its cluster. It returns the holder of
 // each shard.
@@ -241,6 +260,22 @@ func TestReplicasShareClustersAndTakeOverAKilledOnesExactlyOnce(t *testing.T) {
 	holders := fl.settled(f, 60*time.Second)
 	for sh, r := range holders {
 		t.Logf("%s holds %s", r.id, sh)
+	}
+	// Each replica probes the member clusters it holds, and reports those alone (status, metric).
+	for _, r := range fl.replicas {
+		var want, inStatus []string
+		for sh, h := range holders {
+			if h == r && sh != audit.InCluster {
+				want = append(want, sh)
+			}
+		}
+		st, ok := r.status()
+		require.True(t, ok)
+		for _, c := range st.Clusters {
+			inStatus = append(inStatus, c.Name)
+		}
+		assert.ElementsMatch(t, want, inStatus, "%s's status", r.id)
+		assert.ElementsMatch(t, want, r.reachable(t), "%s's auditor_cluster_reachable", r.id)
 	}
 
 	// One hand edit per cluster, each reported once, by the replica holding that cluster.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +34,9 @@ type sharding struct {
 	// write lock, so no message of it is in flight once the next holder reads its record.
 	mu    sync.RWMutex
 	owned map[string]bool
+	// now is a copy of owned, replaced under the write lock: the audits, the probes, the status
+	// and the metrics read it without waiting behind a hand-over that waits for a slow post.
+	now   atomic.Pointer[map[string]bool]
 	names []string // the shards
 }
 
@@ -40,16 +44,16 @@ type sharding struct {
 // own, or a destination no cluster of the config is (the holder of Argo CD's own cluster says
 // those are not audited).
 func (s *sharding) holds(cluster string) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.owned[s.canonical(cluster)]
+	now := s.now.Load()
+	return now != nil && (*now)[s.canonical(cluster)]
 }
 
 // held lists the shards this replica holds, sorted.
 func (s *sharding) held() []string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return slices.Sorted(maps.Keys(s.owned))
+	if now := s.now.Load(); now != nil {
+		return slices.Sorted(maps.Keys(*now))
+	}
+	return nil
 }
 
 // take makes the shard this replica's unless ctx (its holding) ended meanwhile.
@@ -58,6 +62,7 @@ func (s *sharding) take(ctx context.Context, name string) {
 	defer s.mu.Unlock()
 	if ctx.Err() == nil {
 		s.owned[name] = true
+		s.published()
 	}
 }
 
@@ -67,7 +72,14 @@ func (s *sharding) give(name string, drop func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.owned, name)
+	s.published()
 	drop()
+}
+
+// published makes owned, as it is now, what holds and held read (called under the write lock).
+func (s *sharding) published() {
+	now := maps.Clone(s.owned)
+	s.now.Store(&now)
 }
 
 // speak runs f with the part of rep this replica speaks for, and which clusters that is (see
@@ -289,17 +301,17 @@ func (d *Daemon) claim(m message.Message) (outbox.Verdict, func()) {
 }
 
 // covered says which clusters rep speaks for: those this replica holds whose Applications rep
-// audited (called with the read lock held: speak). A shard acquired after the audit began is not
-// covered: its drift is not in rep, and is not resolved by it.
+// audited (called with the read lock held: speak), as they are now: the answer outlives the
+// lock, and a shard given up later is still covered by it. A shard acquired after the audit
+// began is not covered: its drift is not in rep, and is not resolved by it.
 func (s *sharding) covered(rep *drift.Report) func(cluster string) bool {
-	audited := map[string]bool{}
+	in := map[string]bool{}
 	for _, app := range rep.Applications {
-		audited[s.canonical(app.Cluster)] = true
+		if c := s.canonical(app.Cluster); s.owned[c] {
+			in[c] = true
+		}
 	}
-	return func(cluster string) bool {
-		c := s.canonical(cluster)
-		return audited[c] && s.owned[c]
-	}
+	return func(cluster string) bool { return in[s.canonical(cluster)] }
 }
 
 // speaks is the part of rep this replica speaks for, and which clusters that is (see covered;

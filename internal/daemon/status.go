@@ -27,7 +27,11 @@ func (d *Daemon) status() Status {
 		st.Envs = append(st.Envs, es)
 	}
 	if d.fleet != nil {
-		st.Clusters = d.fleet.Status()
+		for _, cs := range d.fleet.Status() {
+			if d.owns(cs.Name) { // with shards, another replica probes the others
+				st.Clusters = append(st.Clusters, cs)
+			}
+		}
 	}
 	if s := d.sharding; s != nil {
 		st.Members = s.sharder.Members()

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/llm-gitops/platform/internal/live"
 )
 
@@ -70,6 +72,9 @@ type Fleet struct {
 	// Hint ends the error for a destination no cluster of the fleet is (default: "add it to
 	// clusters", the daemon's config key).
 	Hint string
+	// Probes, when set, picks the clusters Watch probes: a replica that shares the work probes
+	// those it audits. Nil probes every one. A cluster not probed keeps its last status.
+	Probes func(name string) bool
 
 	mu      sync.Mutex
 	members []*member
@@ -289,9 +294,14 @@ func (m *member) setReachable(err error) bool {
 	return changed
 }
 
-// Watch probes every cluster each interval until ctx ends, and tells onChange of each cluster
-// whose reachability changed since its last probe: a cluster that stops answering, or answers
-// again, is then audited at once rather than at the next event that happens to touch it.
+// probesAtOnce bounds the probes Watch runs at once: a round over many clusters, some of them
+// down, lasts about one ProbeTimeout per probesAtOnce clusters down rather than one per cluster.
+const probesAtOnce = 8
+
+// Watch probes the clusters Probes picks each interval until ctx ends, several at once, and
+// tells onChange of each cluster whose reachability changed since its last probe: a cluster that
+// stops answering, or answers again, is then audited at once rather than at the next event that
+// happens to touch it. onChange may be called from several goroutines at once.
 func (f *Fleet) Watch(ctx context.Context, interval time.Duration, onChange func(Status)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -304,17 +314,26 @@ func (f *Fleet) Watch(ctx context.Context, interval time.Duration, onChange func
 		f.mu.Lock()
 		members := append([]*member(nil), f.members...)
 		f.mu.Unlock()
+		var g errgroup.Group
+		g.SetLimit(probesAtOnce)
 		for _, m := range members {
-			m.work.Lock()
-			changed := m.setReachable(m.probe(ctx, f.ProbeTimeout))
-			m.work.Unlock()
-			if changed && ctx.Err() == nil {
-				m.mu.Lock()
-				st := m.status
-				m.mu.Unlock()
-				onChange(st)
+			if f.Probes != nil && !f.Probes(m.Name) {
+				continue
 			}
+			g.Go(func() error {
+				m.work.Lock()
+				changed := m.setReachable(m.probe(ctx, f.ProbeTimeout))
+				m.work.Unlock()
+				if changed && ctx.Err() == nil {
+					m.mu.Lock()
+					st := m.status
+					m.mu.Unlock()
+					onChange(st)
+				}
+				return nil
+			})
 		}
+		_ = g.Wait() // a round ends before the next begins: one probe of a cluster at a time
 	}
 }
 

@@ -3,13 +3,17 @@ package fleet
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -102,4 +106,55 @@ current-context: home
 	assert.ErrorContains(t, err, "cluster edge-admin unreachable")
 	_, _, err = f.Resolve(context.Background(), "https://far.example.com", "")
 	assert.ErrorContains(t, err, "add a context for it to your kubeconfig")
+}
+
+// apiServer answers the auditor's probe (a SelfSubjectReview) after delay; it counts the probes
+// asked and those answered.
+func apiServer(t *testing.T, delay time.Duration) (srv *httptest.Server, asked, answered *atomic.Int64) {
+	asked, answered = &atomic.Int64{}, &atomic.Int64{}
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/apis/authentication.k8s.io/v1/selfsubjectreviews" {
+			http.NotFound(w, r)
+			return
+		}
+		asked.Add(1)
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview","status":{"userInfo":{"username":"auditor"}}}`))
+		answered.Add(1)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, asked, answered
+}
+
+// Watch probes only the clusters Probes picks (a replica, the clusters it audits), several at
+// once: a cluster slow to answer does not hold up the probes of the others in the round.
+func TestWatchProbesThePickedClustersAtOnce(t *testing.T) {
+	slow, slowAsked, slowAnswered := apiServer(t, 2*time.Second)
+	mine, mineAsked, _ := apiServer(t, 0)
+	other, otherAsked, _ := apiServer(t, 0)
+	f := newFleet(context.Background())
+	f.ProbeTimeout = 5 * time.Second
+	// The slow cluster first: probed one after the other, mine would wait for its answer.
+	f.add(Cluster{Name: "slow", Server: slow.URL}, &rest.Config{Host: slow.URL})
+	f.add(Cluster{Name: "mine", Server: mine.URL}, &rest.Config{Host: mine.URL})
+	f.add(Cluster{Name: "other", Server: other.URL}, &rest.Config{Host: other.URL})
+	f.Probes = func(name string) bool { return name != "other" }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Watch(ctx, 10*time.Millisecond, func(Status) {}) }()
+
+	require.Eventually(t, func() bool { return mineAsked.Load() == 1 }, 5*time.Second, 5*time.Millisecond, "mine was never probed")
+	assert.Equal(t, int64(1), slowAsked.Load())
+	assert.Zero(t, slowAnswered.Load(), "mine was probed only once the slow cluster answered")
+	require.Eventually(t, func() bool { return slowAsked.Load() >= 2 }, 10*time.Second, 10*time.Millisecond, "no second round")
+	cancel()
+	<-done
+	assert.Zero(t, otherAsked.Load(), "a cluster Probes did not pick was probed")
+	assert.GreaterOrEqual(t, mineAsked.Load(), int64(2))
 }
