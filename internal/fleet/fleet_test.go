@@ -152,9 +152,8 @@ func TestWatchProbesThePickedClustersAtOnce(t *testing.T) {
 	require.Eventually(t, func() bool { return mineAsked.Load() == 1 }, 5*time.Second, 5*time.Millisecond, "mine was never probed")
 	assert.Equal(t, int64(1), slowAsked.Load())
 	assert.Zero(t, slowAnswered.Load(), "mine was probed only once the slow cluster answered")
-	require.Eventually(t, func() bool { return slowAsked.Load() >= 2 }, 10*time.Second, 10*time.Millisecond, "no second round")
+	require.Eventually(t, func() bool { return slowAsked.Load() >= 2 && mineAsked.Load() >= 2 }, 10*time.Second, 10*time.Millisecond, "no second round")
 	cancel()
 	<-done
 	assert.Zero(t, otherAsked.Load(), "a cluster Probes did not pick was probed")
-	assert.GreaterOrEqual(t, mineAsked.Load(), int64(2))
 }
