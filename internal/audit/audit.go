@@ -11,6 +11,7 @@ import (
 	"net"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -96,8 +97,9 @@ type Config struct {
 	// the cluster called cluster (InCluster for Argo CD's own; a member's name as Clusters gives
 	// it, or its destination when no cluster of Clusters is that): replicas that share the work
 	// by cluster each audit their own. The others are left out of the report; those of other
-	// clusters are not rendered, and their caches not started, but Applications on Argo CD's own
-	// cluster are rendered anyway, for the Applications they declare. ClusterName names a
+	// clusters are not rendered, and their caches not started. Applications on Argo CD's own
+	// cluster are rendered anyway, for the Applications they declare, unless Argo CD's comparison
+	// of the synced revision lists none (declaresNoApplications). ClusterName names a
 	// destination without starting its cache. Nil audits every Application.
 	Owns        func(cluster string) bool
 	ClusterName func(server, name string) (string, bool)
@@ -235,6 +237,24 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	return rep, nil
 }
 
+// declaresNoApplications says whether Argo CD's own comparison of app, at the revision it synced,
+// lists resources and no Application or ApplicationSet among them: its render adds no member to
+// the group. Without such a comparison (not reconciled yet, a comparison error, another revision
+// compared, several sources) it may, and is rendered.
+func declaresNoApplications(app *argocd.App) bool {
+	if app == nil || app.Status == nil || app.Status.Error != "" || len(app.Sources) > 0 || len(app.Status.Resources) == 0 ||
+		app.Status.Revision == "" || app.Status.Revision != app.SyncedRevision {
+		return false
+	}
+	for key := range app.Status.Resources {
+		if strings.HasPrefix(key, argocd.ApplicationGVK.Group+"/"+argocd.ApplicationGVK.Kind+"/") ||
+			strings.HasPrefix(key, ApplicationSetGVK.Group+"/"+ApplicationSetGVK.Kind+"/") {
+			return false
+		}
+	}
+	return true
+}
+
 // unreachable names the cluster in the error of an Application on another cluster when that
 // cluster did not answer (a refused or broken connection, a timeout, an API server that is not
 // serving): the same words the fleet uses once its probes agree, so the first audit after an
@@ -277,8 +297,10 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 	if err := a.destination(ctx, u, app); err != nil {
 		return err
 	}
-	if u.elsewhere && u.clusterName != "" {
-		return nil // audited by the replica that owns its cluster; not rendered here
+	if u.elsewhere && (u.clusterName != "" || declaresNoApplications(app)) {
+		// Audited by the replica that owns its cluster; not rendered here. One on Argo CD's
+		// own cluster is rendered only for the Applications it may declare.
+		return nil
 	}
 	if a.RepoServer != nil && app != nil {
 		res, err := a.askRepoServer(ctx, req, u, app)

@@ -29,32 +29,39 @@ func has(snap *gitrepo.Snapshot, target string) bool {
 }
 
 // inApplications looks for the object in the env's other Applications as Git declares them at
-// rev (apps/<env>): each with one source, a path of this repository and no Helm chart, rendered
-// in turn. It returns the first that declares the object, its render target and render; obj is
-// nil when none does.
-func inApplications(ctx context.Context, snaps *gitrepo.Snapshots, renders *render.Cache, req Request, rev string) (app, target string, res *render.Result, obj *unstructured.Unstructured) {
+// rev (apps/<env>), then in req.Applications: each with one source, a path of this repository and
+// no Helm chart, rendered in turn. It returns the first that declares the object, its render
+// target and render; obj is nil when none does. An object its render leaves without a namespace
+// is found in the Application's destination namespace, which destNS then says.
+func inApplications(ctx context.Context, snaps *gitrepo.Snapshots, renders *render.Cache, req Request, rev string) (app, target string, res *render.Result, obj *unstructured.Unstructured, destNS string) {
 	snap, err := snaps.At(rev)
 	if err != nil {
-		return "", "", nil, nil
+		return "", "", nil, nil, ""
 	}
-	src, err := render.FromSnapshot(snap)
-	if err != nil {
-		return "", "", nil, nil
+	var candidates []AppPath
+	if src, err := render.FromSnapshot(snap); err == nil {
+		if apps, err := render.Apps(ctx, render.Engine{}, src, req.Env); err == nil && apps != nil {
+			for _, u := range apps.Objects {
+				if u.GroupVersionKind().GroupKind() != argocd.ApplicationGVK.GroupKind() {
+					continue
+				}
+				a, err := argocd.FromUnstructured(u)
+				if err != nil || a.Chart != "" || len(a.Sources) > 1 || a.Unrenderable != "" {
+					continue
+				}
+				candidates = append(candidates, AppPath{Name: a.Name, Path: a.Path, Namespace: a.DestinationNamespace})
+			}
+		}
 	}
-	apps, err := render.Apps(ctx, render.Engine{}, src, req.Env)
-	if err != nil || apps == nil {
-		return "", "", nil, nil
-	}
-	for _, u := range apps.Objects {
-		if u.GroupVersionKind().GroupKind() != argocd.ApplicationGVK.GroupKind() {
+	candidates = append(candidates, req.Applications...)
+	tried := map[AppPath]bool{}
+	for _, a := range candidates {
+		p := path.Clean(a.Path)
+		if a.Path == "" || p == render.OverlayPath(req.Env) || tried[AppPath{Path: p, Namespace: a.Namespace}] {
 			continue
 		}
-		a, err := argocd.FromUnstructured(u)
-		if err != nil || a.Path == "" || a.Chart != "" || len(a.Sources) > 1 || a.Unrenderable != "" ||
-			path.Clean(a.Path) == render.OverlayPath(req.Env) {
-			continue
-		}
-		if _, chart := snap.Files[path.Join(path.Clean(a.Path), "Chart.yaml")]; chart {
+		tried[AppPath{Path: p, Namespace: a.Namespace}] = true
+		if _, chart := snap.Files[path.Join(p, "Chart.yaml")]; chart {
 			continue // its render needs the Application's Helm values: not walked here
 		}
 		t := render.AppTarget(a.Path)
@@ -63,10 +70,16 @@ func inApplications(ctx context.Context, snaps *gitrepo.Snapshots, renders *rend
 			continue
 		}
 		o, err := find(r.Objects, req.Object, req.Env, rev)
-		if err != nil {
-			continue
+		if err == nil {
+			return a.Name, t, r, o, ""
 		}
-		return a.Name, t, r, o
+		if a.Namespace != "" && req.Object.Namespace == a.Namespace {
+			unset := req.Object
+			unset.Namespace = ""
+			if o, err := find(r.Objects, unset, req.Env, rev); err == nil && o.GetNamespace() == "" {
+				return a.Name, t, r, o, a.Namespace
+			}
+		}
 	}
-	return "", "", nil, nil
+	return "", "", nil, nil, ""
 }

@@ -26,6 +26,16 @@ type Request struct {
 	Revision string
 	// MaxCommits bounds the first-parent commits looked at (<= 0: DefaultMaxCommits).
 	MaxCommits int
+	// Applications are the env's Applications as its audit found them (the live group: a root's
+	// tree, a selection), looked in, in turn, when neither the overlay nor the Applications Git
+	// declares under apps/<env> have the object.
+	Applications []AppPath
+}
+
+// AppPath is an Application and the path of this repository its source renders. Namespace, when
+// set, is its destination namespace: where Argo CD puts the objects its render leaves without one.
+type AppPath struct {
+	Name, Path, Namespace string
 }
 
 // Options are the walk's collaborators; the zero value works.
@@ -69,11 +79,11 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 		return nil, fmt.Errorf("blame: env %s has no overlay at %.12s (%s)", req.Env, head.Hash, render.OverlayPath(req.Env))
 	}
 	obj, err := find(res.Objects, req.Object, req.Env, head.Hash)
-	app := ""
+	app, destNS := "", ""
 	var notDeclared *NotDeclaredError
 	if errors.As(err, &notDeclared) && len(notDeclared.Candidates) == 0 {
 		// Not the overlay's: the env's other Applications, as Git declares them, in turn.
-		if app, target, res, obj = inApplications(ctx, snaps, renders, req, head.Hash); obj != nil {
+		if app, target, res, obj, destNS = inApplications(ctx, snaps, renders, req, head.Hash); obj != nil {
 			err = nil
 		}
 	}
@@ -84,6 +94,9 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 	pt := typeOf(gvk, opts.Types)
 	b := &Blame{Env: req.Env, Application: app, Path: render.TargetPath(target), Revision: head.Hash, Writes: []Write{},
 		Object: Object{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+	if b.Object.Namespace == "" {
+		b.Object.Namespace = destNS // where Argo CD put it; the walk finds it without one
+	}
 	leaves := leafPaths(obj.Object, pt)
 	commitOf := make([]*Commit, len(leaves))
 	pending := len(leaves)

@@ -3,6 +3,8 @@ package blame
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -289,4 +291,43 @@ func TestGitNeverShowsSecretValues(t *testing.T) {
 	assert.Equal(t, Redacted, got[".stringData.token"])
 	assert.Equal(t, Redacted, got[".data.b"])
 	assert.Equal(t, "key", got[".metadata.name"])
+}
+
+// TestGitWalksAnApplicationOfTheLiveGroup: an object Git's own layout does not declare (its
+// Application is under a root elsewhere, and its render leaves the namespace to Argo CD) is
+// walked in the Application the audit found it under, in that Application's destination namespace.
+func TestGitWalksAnApplicationOfTheLiveGroup(t *testing.T) {
+	dir := t.TempDir()
+	gittest.Run(t, dir, "init", "-q", "-b", "main")
+	commit := func(files map[string]string) string {
+		gittest.WriteFiles(t, dir, files)
+		gittest.Run(t, dir, "add", "-A")
+		gittest.Run(t, dir, "commit", "-q", "-m", "change")
+		return strings.TrimSpace(gittest.Run(t, dir, "rev-parse", "HEAD"))
+	}
+	settings := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: edge-settings}\ndata: {replicas: \"%s\", model: qwen}\n"
+	first := commit(map[string]string{"overlays/prod/kustomization.yaml": "resources: []\n",
+		"edge/settings.yaml": fmt.Sprintf(settings, "1")}) // a plain directory, as Argo CD reads it
+	second := commit(map[string]string{"edge/settings.yaml": fmt.Sprintf(settings, "2")})
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	ref := Ref{Kind: "configmap", Namespace: "edge-ns", Name: "edge-settings"}
+
+	_, err = Git(context.Background(), repo, Request{Env: "prod", Object: ref}, Options{})
+	var nd *NotDeclaredError
+	require.ErrorAs(t, err, &nd, "Git's own layout does not declare it")
+
+	b, err := Git(context.Background(), repo, Request{Env: "prod", Object: ref,
+		Applications: []AppPath{{Name: "edge", Path: "edge", Namespace: "edge-ns"}}}, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, "edge", b.Application)
+	assert.Equal(t, "edge-ns", b.Object.Namespace, "where Argo CD put it")
+	commits := map[string]string{}
+	for _, f := range b.Fields {
+		if f.Commit != nil {
+			commits[f.Path] = f.Commit.SHA
+		}
+	}
+	assert.Equal(t, second, commits[".data.replicas"])
+	assert.Equal(t, first, commits[".data.model"])
 }

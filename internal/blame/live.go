@@ -69,9 +69,15 @@ func (b *Blame) AddLive(c Cluster, people *auditlog.Store, rep *drift.Report) {
 // addDrift puts the object's drifted fields on the fields they concern; a drifted field Git does
 // not declare (added by hand) is a field of its own.
 func (b *Blame) addDrift(rep *drift.Report) {
-	b.Live.AuditedRevision = rep.Revision
-	if rep.Revision != b.Revision {
-		b.Notes = append(b.Notes, fmt.Sprintf("the drift is from an audit of %.12s, not of %.12s", rep.Revision, b.Revision))
+	audited := rep.Revision
+	for _, a := range rep.Applications {
+		if b.Application != "" && a.Name == b.Application && a.Revision != "" {
+			audited = a.Revision // the Application's own synced revision
+		}
+	}
+	b.Live.AuditedRevision = audited
+	if audited != b.Revision {
+		b.Notes = append(b.Notes, fmt.Sprintf("the drift is from an audit of %.12s, not of %.12s", audited, b.Revision))
 	}
 	o := b.reported(rep)
 	if o == nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llm-gitops/platform/internal/blame"
+	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/fleet"
 	"github.com/llm-gitops/platform/internal/render"
 )
@@ -126,6 +127,9 @@ func (b *blamer) run(ctx context.Context, ask blameAsk) (*blame.Blame, int, erro
 	revision := ask.revision
 	if revision == "" && rep != nil {
 		revision = rep.Revision
+		if app, ok := auditedUnder(rep, ask); ok && app.Revision != "" {
+			revision = app.Revision // its Application's synced revision, when it is not the env's
+		}
 	} else if revision != "" {
 		rev, err := repo.Resolve(revision)
 		if err != nil {
@@ -137,7 +141,8 @@ func (b *blamer) run(ctx context.Context, ask blameAsk) (*blame.Blame, int, erro
 	if cache != nil {
 		opts.Types = blame.ClusterTypes(ctx, cache)
 	}
-	res, err := blame.Git(ctx, repo, blame.Request{Env: ask.env, Object: ask.ref, Revision: revision, MaxCommits: ask.maxCommits}, opts)
+	req := blame.Request{Env: ask.env, Object: ask.ref, Revision: revision, MaxCommits: ask.maxCommits, Applications: groupPaths(rep, ask)}
+	res, err := blame.Git(ctx, repo, req, opts)
 	var nd *blame.NotDeclaredError
 	switch {
 	case errors.As(err, &nd):
@@ -157,6 +162,45 @@ func (b *blamer) run(ctx context.Context, ask blameAsk) (*blame.Blame, int, erro
 		res.Notes = append(res.Notes, unread)
 	}
 	return res, http.StatusOK, nil
+}
+
+// groupPaths are the paths the env's Applications render, as its last audit found them, for a
+// walk of an object Git's own layout does not declare (a root elsewhere, a selection): first the
+// Application the report lists the object under, then the others on the cluster asked about.
+// A path this repository lacks (a chart's, another repository's) renders nothing and is passed
+// over; another repository's path that this one has too is walked here, and found only if it
+// declares the object.
+func groupPaths(rep *drift.Report, ask blameAsk) []blame.AppPath {
+	if rep == nil {
+		return nil
+	}
+	var out []blame.AppPath
+	if a, ok := auditedUnder(rep, ask); ok {
+		out = append(out, blame.AppPath{Name: a.Name, Path: a.Path, Namespace: ask.ref.Namespace})
+	}
+	for _, a := range rep.Applications {
+		if a.Cluster == ask.cluster && a.Path != "" && a.Error == "" {
+			out = append(out, blame.AppPath{Name: a.Name, Path: a.Path})
+		}
+	}
+	return out
+}
+
+// auditedUnder is the Application rep lists the object asked about under, when it drifted and
+// its Application renders a path of this repository.
+func auditedUnder(rep *drift.Report, ask blameAsk) (drift.Application, bool) {
+	for _, o := range rep.Objects {
+		if o.Cluster != ask.cluster || o.Name != ask.ref.Name || !strings.EqualFold(o.Kind, ask.ref.Kind) ||
+			ask.ref.Namespace != "" && o.Namespace != ask.ref.Namespace {
+			continue
+		}
+		for _, a := range rep.Applications {
+			if a.Name == o.Application && a.Path != "" && o.Source == a.Path {
+				return a, true
+			}
+		}
+	}
+	return drift.Application{}, false
 }
 
 func respondJSON(w http.ResponseWriter, code int, v any) {

@@ -133,7 +133,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		if d.sharding != nil {
 			d.fleet.Probes = d.owns // each replica probes the clusters it audits
 		}
-		d.metrics.reg.MustRegister(&reachability{fleet: d.fleet, probed: d.owns})
+		d.metrics.reg.MustRegister(newReachability(d.fleet, d.owns))
 	}
 	d.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_audit_queue_depth",
 		Help: "Envs waiting for an audit in the work queue (a pause after a failure is not counted)."},

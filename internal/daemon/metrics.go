@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -114,15 +116,23 @@ func (m *metrics) episodes(env string, open, ended []episode.Episode, leader boo
 type reachability struct {
 	fleet  *fleet.Fleet
 	probed func(cluster string) bool
+
+	mu  sync.Mutex // one scrape at a time sets the series
+	vec *prometheus.GaugeVec
 }
 
-var reachableDesc = prometheus.NewDesc("auditor_cluster_reachable",
-	"Whether the cluster answered the auditor's last probe (1) or not (0), per cluster of the clusters config this replica audits.",
-	[]string{"cluster"}, nil)
+func newReachability(f *fleet.Fleet, probed func(string) bool) *reachability {
+	return &reachability{fleet: f, probed: probed, vec: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "auditor_cluster_reachable",
+		Help: "Whether the cluster answered the auditor's last probe (1) or not (0), per cluster of the clusters config this replica audits."},
+		[]string{"cluster"})}
+}
 
-func (r *reachability) Describe(ch chan<- *prometheus.Desc) { ch <- reachableDesc }
+func (r *reachability) Describe(ch chan<- *prometheus.Desc) { r.vec.Describe(ch) }
 
 func (r *reachability) Collect(ch chan<- prometheus.Metric) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.vec.Reset()
 	for _, st := range r.fleet.Status() {
 		if !r.probed(st.Name) {
 			continue
@@ -131,6 +141,7 @@ func (r *reachability) Collect(ch chan<- prometheus.Metric) {
 		if st.Reachable {
 			v = 1
 		}
-		ch <- prometheus.MustNewConstMetric(reachableDesc, prometheus.GaugeValue, v, st.Name)
+		r.vec.WithLabelValues(st.Name).Set(v)
 	}
+	r.vec.Collect(ch)
 }
