@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -135,6 +137,15 @@ type Status struct {
 	// Error is set when Argo CD could not compare at all (a ComparisonError or InvalidSpecError
 	// condition, or sync status Unknown): then it has no verdict on any resource.
 	Error string
+	// comparedTo is the source Argo CD compared (status.sync.comparedTo.source).
+	comparedTo v1alpha1.ApplicationSource
+}
+
+// ComparedItsSource says whether Argo CD's comparison (Status) is of the source the App renders:
+// the one synced, or Git's spec after WithGitSpec. A spec changed since, by hand or in Git and not
+// synced, makes it false.
+func (a *App) ComparedItsSource() bool {
+	return a != nil && a.Status != nil && equality.Semantic.DeepEqual(a.Status.comparedTo, a.source)
 }
 
 // ResourceKey names a resource as Argo CD's status lists it: group/kind/namespace/name.
@@ -233,7 +244,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 	}
 	if app.Status.ReconciledAt != nil && app.Status.Resources != nil {
 		st := &Status{Revision: compared, ReconciledAt: app.Status.ReconciledAt.UTC().Format(time.RFC3339),
-			Resources: make(map[string]string, len(app.Status.Resources))}
+			Resources: make(map[string]string, len(app.Status.Resources)), comparedTo: app.Status.Sync.ComparedTo.Source}
 		for _, r := range app.Status.Resources {
 			st.Resources[ResourceKey(r.Group, r.Kind, r.Namespace, r.Name)] = string(r.Status)
 		}

@@ -237,13 +237,13 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	return rep, nil
 }
 
-// declaresNoApplications says whether Argo CD's own comparison of app, at the revision it synced,
-// lists resources and no Application or ApplicationSet among them: its render adds no member to
-// the group. Without such a comparison (not reconciled yet, a comparison error, another revision
-// compared, several sources) it may, and is rendered.
+// declaresNoApplications says whether Argo CD's own comparison of app, at the revision it synced
+// and of the source it renders, lists resources and no Application or ApplicationSet among them:
+// its render adds no member to the group. Without such a comparison (not reconciled yet, a
+// comparison error, another revision or source compared, several sources) it may, and is rendered.
 func declaresNoApplications(app *argocd.App) bool {
 	if app == nil || app.Status == nil || app.Status.Error != "" || len(app.Sources) > 0 || len(app.Status.Resources) == 0 ||
-		app.Status.Revision == "" || app.Status.Revision != app.SyncedRevision {
+		app.Status.Revision == "" || app.Status.Revision != app.SyncedRevision || !app.ComparedItsSource() {
 		return false
 	}
 	for key := range app.Status.Resources {

@@ -24,8 +24,8 @@ import (
 // TestAReplicaWithoutArgoCDsClusterRendersWhatDeclaresApplications: a replica that shares the
 // work and does not audit Argo CD's own cluster renders an Application there only when it may
 // declare Applications. Argo CD's comparison of the synced revision says which: one listing an
-// Application is rendered (its child joins the group), one listing a ConfigMap alone is not, and
-// neither is one Argo CD has not compared.
+// Application is rendered (its child joins the group), one listing a ConfigMap alone is not. One
+// Argo CD has not compared, or compared at another source, is.
 func TestAReplicaWithoutArgoCDsClusterRendersWhatDeclaresApplications(t *testing.T) {
 	testcluster.Need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -52,6 +52,7 @@ func TestAReplicaWithoutArgoCDsClusterRendersWhatDeclaresApplications(t *testing
 		"overlays/solo/kustomization.yaml": "resources: [cm.yaml]\n", "overlays/solo/cm.yaml": cm("main"),
 		"apps/leaf/kustomization.yaml": "resources: [cm.yaml]\n", "apps/leaf/cm.yaml": cm("leaf"),
 		"apps/fresh/kustomization.yaml": "resources: [cm.yaml]\n", "apps/fresh/cm.yaml": cm("fresh"),
+		"apps/moved/kustomization.yaml": "resources: [cm.yaml]\n", "apps/moved/cm.yaml": cm("moved"),
 		"apps/parent/kustomization.yaml": "resources: [child.json]\n", "apps/parent/child.json": string(childYAML),
 		"apps/child/kustomization.yaml": "resources: [cm.yaml]\n", "apps/child/cm.yaml": cm("child"),
 	})
@@ -62,14 +63,17 @@ func TestAReplicaWithoutArgoCDsClusterRendersWhatDeclaresApplications(t *testing
 
 	s, err := testcluster.NewSyncer(cluster.Config)
 	require.NoError(t, err)
-	// Argo CD's comparison of each Application, as its status says it; fresh has none yet.
+	// Argo CD's comparison of each Application, as its status says it; fresh has none yet, and
+	// moved's is of another path than the one synced (its spec changed since, not synced).
 	compared := map[string][]map[string]any{
 		p + "-main":   {{"version": "v1", "kind": "ConfigMap", "namespace": p, "name": "main", "status": "Synced"}},
 		p + "-leaf":   {{"version": "v1", "kind": "ConfigMap", "namespace": p, "name": "leaf", "status": "Synced"}},
+		p + "-moved":  {{"version": "v1", "kind": "ConfigMap", "namespace": p, "name": "moved", "status": "Synced"}},
 		p + "-parent": {{"group": "argoproj.io", "version": "v1alpha1", "kind": "Application", "namespace": "argocd", "name": p + "-child", "status": "Synced"}},
 	}
 	apps := []*unstructured.Unstructured{app(p+"-main", "overlays/solo", "https://kubernetes.default.svc"),
 		app(p+"-leaf", "apps/leaf", "https://kubernetes.default.svc"), app(p+"-fresh", "apps/fresh", "https://kubernetes.default.svc"),
+		app(p+"-moved", "apps/moved", "https://kubernetes.default.svc"),
 		app(p+"-parent", "apps/parent", "https://kubernetes.default.svc"), child}
 	for _, a := range apps {
 		require.NoError(t, s.RecordSync(ctx, a, repoURL, head))
@@ -77,7 +81,12 @@ func TestAReplicaWithoutArgoCDsClusterRendersWhatDeclaresApplications(t *testing
 			_ = cluster.Kubectl(context.Background(), "-n", "argocd", "delete", "application", a.GetName(), "--ignore-not-found").Run()
 		})
 		if rs, ok := compared[a.GetName()]; ok {
-			patch, err := json.Marshal(map[string]any{"status": map[string]any{"reconciledAt": time.Now().UTC().Format(time.RFC3339), "resources": rs}})
+			source, _, _ := unstructured.NestedMap(a.Object, "spec", "source")
+			if a.GetName() == p+"-moved" {
+				source["path"] = "apps/elsewhere"
+			}
+			patch, err := json.Marshal(map[string]any{"status": map[string]any{"reconciledAt": time.Now().UTC().Format(time.RFC3339), "resources": rs,
+				"sync": map[string]any{"comparedTo": map[string]any{"source": source, "destination": a.Object["spec"].(map[string]any)["destination"]}}}})
 			require.NoError(t, err)
 			out, err := cluster.Kubectl(ctx, "-n", "argocd", "patch", "application", a.GetName(), "--type=merge", "-p", string(patch)).CombinedOutput()
 			require.NoError(t, err, "%s", out)
@@ -106,7 +115,8 @@ func TestAReplicaWithoutArgoCDsClusterRendersWhatDeclaresApplications(t *testing
 		audited = append(audited, u.Name)
 	}
 	assert.Equal(t, []string{p + "-child"}, audited, "the report has the edge cluster's Application alone")
-	// parent is rendered (it declares child); fresh too (Argo CD has not compared it); main
-	// and leaf are not (Argo CD's comparison lists a ConfigMap alone).
-	assert.Equal(t, 2, renders.Stats().Rendered, "renders: %+v", renders.Stats())
+	// parent is rendered (it declares child); fresh and moved too (Argo CD has not compared it,
+	// or compared another source); main and leaf are not (Argo CD's comparison lists a ConfigMap
+	// alone).
+	assert.Equal(t, 3, renders.Stats().Rendered, "renders: %+v", renders.Stats())
 }

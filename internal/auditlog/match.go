@@ -200,19 +200,3 @@ func listItem(l []any, sel string) (any, bool) {
 	}
 	return nil, false
 }
-
-// untouched says whether w is known to have left path alone: its whole change is known (its
-// response compared with the previous one, nothing dropped or capped), and no change of it is at,
-// above or below path.
-func untouched(w *write, path string) bool {
-	if w.changesFrom != fromResponses || w.truncated || path == "" || path == "." {
-		return false
-	}
-	for i := range w.changes {
-		c := &w.changes[i]
-		if c.path == "." || under(path, c.path) || under(c.path, path) {
-			return false
-		}
-	}
-	return true
-}

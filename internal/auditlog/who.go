@@ -63,10 +63,7 @@ type Live struct {
 //     it is a person's write to the object itself (not the applier's, not a subresource's, not a
 //     Kubernetes identity's such as a controller's or a node's);
 //   - else the write under f's manager and subresource closest in time to f's managedFields time,
-//     unless every such write is older than that time (the write that set it is not held yet).
-//     A write whose whole change is known (its response compared with the one before) and
-//     leaves f's path alone did not set f, and is not named: another write under the same
-//     manager did, whose event may not be read yet;
+//     unless every such write is older than that time (the write that set it is not held yet);
 //   - else, for a removed field, the newest such write by a person.
 //
 // Writes to an object of another UID (deleted and made again) are left out.
@@ -100,7 +97,7 @@ func (s *Store) Who(obj Object, live Live, f *drift.Field, applier string) *drif
 		at, err := time.Parse(time.RFC3339, f.Time)
 		var best *write
 		for _, w := range ws {
-			if !mine(w) || untouched(w, f.Path) {
+			if !mine(w) {
 				continue
 			}
 			if best == nil || err == nil && absDur(w.at.Sub(at)) < absDur(best.at.Sub(at)) || err != nil && w.at.After(best.at) {
@@ -119,7 +116,7 @@ func (s *Store) Who(obj Object, live Live, f *drift.Field, applier string) *drif
 		return nil
 	}
 	for i := len(ws) - 1; i >= 0; i-- {
-		if mine(ws[i]) && !untouched(ws[i], f.Path) {
+		if mine(ws[i]) {
 			return pick(ws[i], MatchLatestWrite)
 		}
 	}

@@ -128,7 +128,9 @@ func (b *blamer) run(ctx context.Context, ask blameAsk) (*blame.Blame, int, erro
 	if revision == "" && rep != nil {
 		revision = rep.Revision
 		if app, ok := auditedUnder(rep, ask); ok && app.Revision != "" {
-			revision = app.Revision // its Application's synced revision, when it is not the env's
+			if rev, err := repo.Resolve(app.Revision); err == nil && rev == app.Revision {
+				revision = app.Revision // its Application's synced commit, when it is not the env's
+			}
 		}
 	} else if revision != "" {
 		rev, err := repo.Resolve(revision)
@@ -179,7 +181,7 @@ func groupPaths(rep *drift.Report, ask blameAsk) []blame.AppPath {
 		out = append(out, blame.AppPath{Name: a.Name, Path: a.Path, Namespace: ask.ref.Namespace})
 	}
 	for _, a := range rep.Applications {
-		if a.Cluster == ask.cluster && a.Path != "" && a.Error == "" {
+		if a.Cluster == ask.cluster && a.Path != "" && a.Error == "" && !strings.HasPrefix(a.Path, "chart ") {
 			out = append(out, blame.AppPath{Name: a.Name, Path: a.Path})
 		}
 	}
@@ -187,7 +189,7 @@ func groupPaths(rep *drift.Report, ask blameAsk) []blame.AppPath {
 }
 
 // auditedUnder is the Application rep lists the object asked about under, when it drifted and
-// its Application renders a path of this repository.
+// its Application renders a path of this repository (not a chart, not another repository's).
 func auditedUnder(rep *drift.Report, ask blameAsk) (drift.Application, bool) {
 	for _, o := range rep.Objects {
 		if o.Cluster != ask.cluster || o.Name != ask.ref.Name || !strings.EqualFold(o.Kind, ask.ref.Kind) ||
@@ -195,7 +197,7 @@ func auditedUnder(rep *drift.Report, ask blameAsk) (drift.Application, bool) {
 			continue
 		}
 		for _, a := range rep.Applications {
-			if a.Name == o.Application && a.Path != "" && o.Source == a.Path {
+			if a.Name == o.Application && a.Path != "" && o.Source == a.Path && !strings.HasPrefix(a.Path, "chart ") {
 				return a, true
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llm-gitops/platform/internal/blame"
+	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
@@ -90,4 +91,33 @@ func getJSON(t *testing.T, url string, v any) int {
 	defer resp.Body.Close()
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
 	return resp.StatusCode
+}
+
+// TestGroupPathsOfABlame: the Application a drifted object is listed under comes first, with the
+// object's namespace as its destination; then the others on the cluster asked about. A chart's
+// Application, another cluster's and one not audited are left out.
+func TestGroupPathsOfABlame(t *testing.T) {
+	rep := &drift.Report{Env: "prod",
+		Applications: []drift.Application{
+			{Name: "edge", Cluster: "edge-1", Path: "edge", Revision: "bbb"},
+			{Name: "edge-extras", Cluster: "edge-1", Path: "edge-extras"},
+			{Name: "edge-chart", Cluster: "edge-1", Path: "chart vllm from https://charts.example.com"},
+			{Name: "edge-down", Cluster: "edge-1", Path: "down", Error: "cluster edge-1 unreachable"},
+			{Name: "home", Path: "overlays/prod"},
+		},
+		Objects: []drift.Object{
+			{Kind: "ConfigMap", Namespace: "edge-ns", Name: "edge-settings", Cluster: "edge-1", Application: "edge", Source: "edge"},
+			{Kind: "Deployment", Namespace: "edge-ns", Name: "vllm", Cluster: "edge-1", Application: "edge-chart", Source: "chart vllm from https://charts.example.com"},
+		}}
+	ask := blameAsk{env: "prod", cluster: "edge-1", ref: blame.Ref{Kind: "configmap", Namespace: "edge-ns", Name: "edge-settings"}}
+	app, ok := auditedUnder(rep, ask)
+	require.True(t, ok)
+	assert.Equal(t, "bbb", app.Revision)
+	assert.Equal(t, []blame.AppPath{{Name: "edge", Path: "edge", Namespace: "edge-ns"}, {Name: "edge", Path: "edge"}, {Name: "edge-extras", Path: "edge-extras"}},
+		groupPaths(rep, ask))
+
+	_, ok = auditedUnder(rep, blameAsk{env: "prod", cluster: "edge-1", ref: blame.Ref{Kind: "deployment", Namespace: "edge-ns", Name: "vllm"}})
+	assert.False(t, ok, "a chart's version is no commit to walk from")
+	_, ok = auditedUnder(rep, blameAsk{env: "prod", ref: blame.Ref{Kind: "configmap", Namespace: "edge-ns", Name: "edge-settings"}})
+	assert.False(t, ok, "on Argo CD's own cluster there is no such drifted object")
 }

@@ -288,16 +288,30 @@ func BenchmarkFleetOf3ClustersOf10000(b *testing.B) {
 }
 
 // recordCompared writes status.resources of Application app as Argo CD's comparison lists them:
-// each of objs, Synced.
+// each of objs, Synced, compared at its spec's source.
 func recordCompared(b *testing.B, app string, objs []*unstructured.Unstructured) {
 	b.Helper()
+	out, err := cluster.Kubectl(context.Background(), "-n", "argocd", "get", "application", app, "-o", "json").Output()
+	if err != nil {
+		b.Fatalf("get %s: %v", app, err)
+	}
+	var live struct {
+		Spec struct {
+			Source      map[string]any `json:"source"`
+			Destination map[string]any `json:"destination"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(out, &live); err != nil {
+		b.Fatal(err)
+	}
 	resources := make([]map[string]any, 0, len(objs))
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		resources = append(resources, map[string]any{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind,
 			"namespace": o.GetNamespace(), "name": o.GetName(), "status": "Synced"})
 	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"reconciledAt": time.Now().UTC().Format(time.RFC3339), "resources": resources}})
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"reconciledAt": time.Now().UTC().Format(time.RFC3339), "resources": resources,
+		"sync": map[string]any{"comparedTo": map[string]any{"source": live.Spec.Source, "destination": live.Spec.Destination}}}})
 	if err != nil {
 		b.Fatal(err)
 	}
