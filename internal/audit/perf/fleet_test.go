@@ -118,10 +118,6 @@ func BenchmarkFleetOf3ClustersOf10000(b *testing.B) {
 			b.Fatalf("patch %s: %v\n%s", app, err, out)
 		}
 	}
-	// Argo CD's comparison of the Application on its own cluster, as its status lists it: every
-	// resource, no Application among them. A replica that does not audit that cluster then
-	// leaves it unrendered.
-	recordCompared(b, "llm-"+envs[0].env, targets[0].objs)
 	bin := auditorBinary(b)
 	state := b.TempDir()
 	c, urlFile := newChat(b, state)
@@ -285,41 +281,4 @@ func BenchmarkFleetOf3ClustersOf10000(b *testing.B) {
 		replicas = survivors
 	}
 	b.ReportMetric(float64(n), "objects-per-cluster")
-}
-
-// recordCompared writes status.resources of Application app as Argo CD's comparison lists them:
-// each of objs, Synced, compared at its spec's source.
-func recordCompared(b *testing.B, app string, objs []*unstructured.Unstructured) {
-	b.Helper()
-	out, err := cluster.Kubectl(context.Background(), "-n", "argocd", "get", "application", app, "-o", "json").Output()
-	if err != nil {
-		b.Fatalf("get %s: %v", app, err)
-	}
-	var live struct {
-		Spec struct {
-			Source      map[string]any `json:"source"`
-			Destination map[string]any `json:"destination"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(out, &live); err != nil {
-		b.Fatal(err)
-	}
-	resources := make([]map[string]any, 0, len(objs))
-	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		resources = append(resources, map[string]any{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind,
-			"namespace": o.GetNamespace(), "name": o.GetName(), "status": "Synced"})
-	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"reconciledAt": time.Now().UTC().Format(time.RFC3339), "resources": resources,
-		"sync": map[string]any{"comparedTo": map[string]any{"source": live.Spec.Source, "destination": live.Spec.Destination}}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	file := filepath.Join(b.TempDir(), "status.json")
-	if err := os.WriteFile(file, patch, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	if out, err := cluster.Kubectl(context.Background(), "-n", "argocd", "patch", "application", app, "--type=merge", "--patch-file", file).CombinedOutput(); err != nil {
-		b.Fatalf("record the comparison of %s: %v\n%s", app, err, out)
-	}
 }
