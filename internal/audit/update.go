@@ -18,11 +18,15 @@ var fullAuditKinds = []drift.Ref{
 
 // Update re-audits only the objects refs name (those a watch saw change) on top of env's last
 // full audit, and returns the whole report. The render, the schema, Argo CD's settings and every
-// other object's verdict are the last full audit's. It runs a full audit instead when there is
-// none yet, when an Application of the group or the branch head moved since (a new desired
-// revision), or when a ref changes other objects' verdicts (an autoscaler, an Application of the
-// group, argocd-cm when watched). A CRD's new schema and argocd-cm's customizations when not
-// watched are taken up at the next full audit.
+// other object's verdict are the last full audit's. An Application of the group whose own
+// desired state moved (a new synced revision or chart version, its Application changed, the
+// branch head moved) is audited again alone, rendered and compared in full, when it declares no
+// Application and its render declares the same objects as before: what other Applications
+// declare and excuse is then unchanged (Refreshes counts those). It runs a full audit instead
+// when there is none yet, when an Application that may change the group moved (the root, the
+// env's own, one an ApplicationSet or the selection brought in, one that declares Applications),
+// or when a ref changes other objects' verdicts (an autoscaler, argocd-cm when watched). A CRD's
+// new schema and argocd-cm's customizations when not watched are taken up at the next full audit.
 func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*drift.Report, error) {
 	a.statesMu.Lock()
 	g := a.groups[env]
@@ -30,20 +34,44 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 	if g == nil {
 		return a.Run(ctx, Request{Env: env})
 	}
+	again := map[*prepared]bool{} // units whose own desired state moved: audited again alone
 	for _, u := range g.units {
-		if u.err != nil && names(refs, u) || u.err == nil && a.needsFull(env, u, refs) {
-			return a.Run(ctx, Request{Env: env}) // an Application not audited may be auditable now
+		if u.err != nil {
+			if names(refs, u) {
+				return a.Run(ctx, Request{Env: env}) // an Application not audited may be auditable now
+			}
+			continue
+		}
+		switch a.fullReason(env, u, refs) {
+		case groupMoved:
+			return a.Run(ctx, Request{Env: env})
+		case ownMoved:
+			if !u.leaf(a) {
+				return a.Run(ctx, Request{Env: env})
+			}
+			again[u] = true
 		}
 	}
 	if a.mayJoin(env, g.units, refs) {
 		return a.Run(ctx, Request{Env: env})
 	}
-	a.updates.Add(1)
 	ex := g.ex.Clone() // the last report's tally, the refs' entries replaced
+	var declared map[clusterRef]string
+	if len(again) > 0 {
+		declared = a.declaredBy(g.units) // the same as the next audit's: an Application audited again declares what it did
+	}
 	units := make([]*prepared, len(g.units))
 	for i, u := range g.units {
 		units[i] = u
 		if u.err != nil {
+			continue
+		}
+		if again[u] {
+			next, ok := a.auditAlone(ctx, env, u, declared, ex)
+			if !ok {
+				return a.Run(ctx, Request{Env: env}) // it declares other objects now, or failed: the full audit says how
+			}
+			units[i] = next
 			continue
 		}
 		next, err := a.updateUnit(ctx, u, refs, ex)
@@ -52,9 +80,52 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 		}
 		units[i] = next
 	}
+	a.updates.Add(1)
+	a.refreshes.Add(int64(len(again)))
 	rep := a.merge(env, units, ex)
 	a.keepGroup(env, units, ex)
 	return rep, nil
+}
+
+// Refreshes is how many times Update audited one Application of a group again alone (its own
+// desired state moved) rather than the whole group.
+func (a *Auditor) Refreshes() int64 { return a.refreshes.Load() }
+
+// leaf says whether u can be audited again alone: an Application Git declares in its parent's
+// render (not the root, not the env's own, not one an ApplicationSet or the selection brought in),
+// that declares no Argo CD object, generates none, and is audited on this replica.
+func (u *prepared) leaf(a *Auditor) bool {
+	return u.group && !u.root && !u.main && u.git != nil && u.via == "" && u.self == nil && !u.elsewhere &&
+		len(u.generated) == 0 && len(u.ignores) == 0 && u.idx != nil && !declaresArgoObjects(u.idx)
+}
+
+// declaresArgoObjects says whether idx declares an Application, an ApplicationSet or an AppProject.
+func declaresArgoObjects(idx *drift.Index) bool {
+	return slices.ContainsFunc(idx.Refs(), func(r drift.Ref) bool { return r.Group == argocd.ApplicationGVK.Group })
+}
+
+// auditAlone audits Application old of env's group again, in full: its Application as the
+// cluster has it now, rendered at its desired revision, compared. declared is what the group
+// declares, ex the tally the audit adds to. It says false when the result cannot stand beside
+// the group's last audit (the render declares other objects, or another cluster, or the audit
+// failed): the full audit must run instead.
+func (a *Auditor) auditAlone(ctx context.Context, env string, old *prepared, declared map[clusterRef]string, ex *drift.Excusals) (*prepared, bool) {
+	u := &prepared{key: old.key, name: old.name, appNS: old.appNS, target: old.target, parent: old.parent,
+		group: old.group, git: old.git, foreign: old.foreign}
+	app, err := a.application(ctx, old.ns(a), old.name)
+	if err != nil || app == nil {
+		return nil, false
+	}
+	u.app = app
+	lap, req := a.stopwatch(), Request{Env: env}
+	if err := a.prepare(ctx, req, u, lap); err != nil || u.elsewhere || u.clusterName != old.clusterName ||
+		len(u.generated) > 0 || len(u.ignores) > 0 || u.idx == nil || !slices.Equal(u.idx.Refs(), old.idx.Refs()) {
+		return nil, false
+	}
+	if err := a.compare(ctx, req, u, declared, ex, lap); err != nil {
+		return nil, false
+	}
+	return u, true
 }
 
 // updateUnit re-audits refs on top of one Application's last full audit: its next state.
@@ -148,24 +219,38 @@ func (u *prepared) instance(a *Auditor) string {
 	return u.name
 }
 
-// needsFull says whether refs cannot be re-audited alone on top of st.
-func (a *Auditor) needsFull(env string, st *prepared, refs []drift.Ref) bool {
+// moved says what of a group moved beyond what incremental audits take up.
+type moved int
+
+const (
+	nothingMoved moved = iota
+	// ownMoved: a unit's own desired state (its Application, its synced revision, the branch
+	// head): the unit is audited again.
+	ownMoved
+	// groupMoved: what may change other Applications' verdicts or the group's members (an
+	// autoscaler, argocd-cm, an Application gone, a root appeared): the group is audited again.
+	groupMoved
+)
+
+// fullReason says whether refs can be re-audited alone on top of st, and what moved if not.
+func (a *Auditor) fullReason(env string, st *prepared, refs []drift.Ref) moved {
+	reason := nothingMoved
 	for _, r := range refs {
 		if r.Group == argocd.ApplicationGVK.Group && r.Kind == argocd.ApplicationGVK.Kind {
 			if r.Namespace == st.ns(a) && r.Name == st.name {
-				return true // this unit's Application; another env's says nothing about this one
+				reason = ownMoved // this unit's Application; another env's says nothing about this one
 			}
 			continue
 		}
 		for _, k := range fullAuditKinds {
 			if r.Group == k.Group && r.Kind == k.Kind {
-				return true
+				return groupMoved
 			}
 		}
 		// argocd-cm when it is watched; when it is not (the shipped RBAC lets the auditor get it,
 		// not watch it), its resource customizations are read again at the next full audit.
 		if r.Group == "" && r.Kind == "ConfigMap" && r.Namespace == a.AppNamespace && r.Name == argocd.ConfigMapName {
-			return true
+			return groupMoved
 		}
 	}
 	// The Application from the watch (when watched): a new synced or target revision is a new
@@ -173,21 +258,23 @@ func (a *Auditor) needsFull(env string, st *prepared, refs []drift.Ref) bool {
 	if u, ok := a.Live.Get(argocd.ApplicationGVK, st.ns(a), st.name); ok {
 		app, err := argocd.FromUnstructured(u)
 		if err != nil || st.app == nil || app.SyncedRevision != st.app.SyncedRevision || st.git == nil && app.TargetRevision != st.app.TargetRevision {
-			return true
+			return max(reason, ownMoved)
 		}
 	} else if st.live {
-		return true // its Application is gone
+		return groupMoved // its Application is gone
 	}
 	if st.main && !st.group {
 		if _, ok := a.Live.Get(argocd.ApplicationGVK, a.AppNamespace, a.RootName(env)); ok {
-			return true // a root Application appeared: the env is a group now
+			return groupMoved // a root Application appeared: the env is a group now
 		}
 	}
 	if st.app != nil && st.app.Chart != "" {
-		return false // a chart's version moves with the Application's synced revision, checked above
+		return reason // a chart's version moves with the Application's synced revision, checked above
 	}
-	_, head, _, err := a.revisions(st.app, Request{Env: env})
-	return err != nil || head != st.head
+	if _, head, _, err := a.revisions(st.app, Request{Env: env}); err != nil || head != st.head {
+		return max(reason, ownMoved)
+	}
+	return reason
 }
 
 // names says whether refs name u's Application.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -395,42 +396,69 @@ data:
 // one archive per version of chart name (files: path in the chart → content). It returns its URL.
 func chartRepository(t *testing.T, name string, versions map[string]map[string]string) string {
 	t.Helper()
-	archives := map[string][]byte{}
-	var entries []any
+	repo := newChartRepo(t, name)
 	for v, files := range versions {
-		var buf bytes.Buffer
-		gz := gzip.NewWriter(&buf)
-		tw := tar.NewWriter(gz)
-		all := map[string]string{"Chart.yaml": "apiVersion: v2\nname: " + name + "\nversion: " + v + "\n"}
-		for p, c := range files {
-			all[p] = c
-		}
-		for p, c := range all {
-			require.NoError(t, tw.WriteHeader(&tar.Header{Name: name + "/" + p, Mode: 0o644, Size: int64(len(c)), Typeflag: tar.TypeReg}))
-			_, err := tw.Write([]byte(c))
-			require.NoError(t, err)
-		}
-		require.NoError(t, tw.Close())
-		require.NoError(t, gz.Close())
-		file := name + "-" + v + ".tgz"
-		archives["/"+file] = buf.Bytes()
-		entries = append(entries, map[string]any{"apiVersion": "v2", "name": name, "version": v, "urls": []any{file}})
+		repo.publish(t, v, files)
 	}
-	index, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "entries": map[string]any{name: entries}})
-	require.NoError(t, err)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/index.yaml" {
+	return repo.url
+}
+
+// chartRepo is a Helm chart repository served over HTTP for the test's life, of one chart; a
+// version published is in its index from then on.
+type chartRepo struct {
+	url, name string
+	mu        sync.Mutex
+	archives  map[string][]byte
+	entries   []any
+}
+
+func newChartRepo(t *testing.T, name string) *chartRepo {
+	r := &chartRepo{name: name, archives: map[string][]byte{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if req.URL.Path == "/index.yaml" {
+			index, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "entries": map[string]any{name: r.entries}})
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
 			_, _ = w.Write(index)
 			return
 		}
-		if data, ok := archives[r.URL.Path]; ok {
+		if data, ok := r.archives[req.URL.Path]; ok {
 			_, _ = w.Write(data)
 			return
 		}
-		http.NotFound(w, r)
+		http.NotFound(w, req)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL
+	r.url = srv.URL
+	return r
+}
+
+// publish adds version v of the chart, of files (path in the chart → content) and its Chart.yaml.
+func (r *chartRepo) publish(t *testing.T, v string, files map[string]string) {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	all := map[string]string{"Chart.yaml": "apiVersion: v2\nname: " + r.name + "\nversion: " + v + "\n"}
+	for p, c := range files {
+		all[p] = c
+	}
+	for p, c := range all {
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: r.name + "/" + p, Mode: 0o644, Size: int64(len(c)), Typeflag: tar.TypeReg}))
+		_, err := tw.Write([]byte(c))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, gz.Close())
+	file := r.name + "-" + v + ".tgz"
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.archives["/"+file] = buf.Bytes()
+	r.entries = append(r.entries, map[string]any{"apiVersion": "v2", "name": r.name, "version": v, "urls": []any{file}})
 }
 
 // childApp is an Application the root declares: spec's sources, synced to ns by automated sync

@@ -90,6 +90,7 @@ var auditorMetrics = map[string]string{
 	"auditor_shard_members":                            "gauge",
 	"auditor_shard_moves_total":                        "counter",
 	"auditor_audits_total":                             "counter",
+	"auditor_applications_audited_alone_total":         "counter",
 	"auditor_audit_queue_depth":                        "gauge",
 	"auditor_render_workers_total":                     "counter",
 	"auditor_render_engine":                            "gauge",

@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/testcluster"
+)
+
+// TestANewChartVersionReauditsItsApplicationAlone: a root Application (synced by real Argo CD)
+// declares the fixture's prod Application, a chart Application at version 0.1.* of a chart
+// repository, and a plain directory. A hand edit in the directory stands throughout. The chart
+// repository publishes 0.1.2 and Argo CD syncs it: the incremental audit of the Application's
+// watch event renders and compares that Application alone, and its report is exactly what a
+// full audit of the group says. Then 0.1.3 declares one more object: the Application alone can
+// no longer stand beside the group's last audit, and the group is audited in full, again equal
+// to a full audit.
+func TestANewChartVersionReauditsItsApplicationAlone(t *testing.T) {
+	testcluster.Need(t)
+	f := platform(t)
+	root, chartApp, dirApp := f.Prefix+"-root-prod", f.Prefix+"-llm-svc", f.Prefix+"-llm-dir"
+	ns := f.NS("system")
+	rootDir := "apps/" + f.Prefix + "-root"
+	writeYAML(t, f, rootDir+"/"+f.App()+".yaml", f.ApplicationAsApplied().Object)
+	chart := func(version string) map[string]string {
+		return map[string]string{"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  version: {{ .Chart.Version | quote }}\n"}
+	}
+	charts := newChartRepo(t, "svc")
+	charts.publish(t, "0.1.1", chart("0.1.1"))
+	writeYAML(t, f, rootDir+"/svc.yaml", childApp(chartApp, ns, map[string]any{
+		"source": map[string]any{"repoURL": charts.url, "chart": "svc", "targetRevision": "0.1.*",
+			"helm": map[string]any{"releaseName": f.Prefix + "-svc"}},
+	}))
+	writeYAML(t, f, rootDir+"/dir.yaml", childApp(dirApp, ns, map[string]any{
+		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "dir"},
+	}))
+	handEdited := f.Prefix + "-dir-settings"
+	require.NoError(t, f.Write("dir/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+handEdited+"\ndata:\n  mode: strict\n"))
+	head := f.Commit("a root over prod, a chart and a directory")
+	t.Cleanup(func() {
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", chartApp, dirApp, "--ignore-not-found", "--wait=true", "--timeout=2m")
+	})
+	applyRoot(t, f, root, rootDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	require.NoError(t, cluster.WaitSynced(ctx, root, head, 4*time.Minute))
+	require.NoError(t, cluster.WaitSynced(ctx, dirApp, head, 4*time.Minute))
+	require.NoError(t, cluster.WaitSynced(ctx, chartApp, "0.1.1", 4*time.Minute))
+	waitComparedSynced(t, f, root)
+
+	a := newAuditor(t, f)
+	a.RootName = func(string) string { return root }
+	require.NoError(t, a.Live.Watch(ctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}), "the daemon's cache watches Applications")
+	renders := 0
+	a.Timing = func(stage string, _ time.Duration) {
+		if stage == "render" {
+			renders++
+		}
+	}
+	first := runAudit(t, a, f.Env)
+	require.True(t, first.InSync, "right after Argo CD's sync:\n%s", dump(first))
+	f.Kubectl("-n", ns, "patch", "configmap", handEdited, "--type=merge", `-p={"data":{"mode":"lax"}}`)
+	cmRef := drift.Ref{Kind: "ConfigMap", Namespace: ns, Name: handEdited}
+	waitFor(t, "the watch has the hand edit", func() bool {
+		u, ok := a.Live.Get(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, ns, handEdited)
+		if !ok {
+			return false
+		}
+		mode, _, _ := unstructured.NestedString(u.Object, "data", "mode")
+		return mode == "lax"
+	})
+	_, err := a.Update(ctx, f.Env, []drift.Ref{cmRef})
+	require.NoError(t, err)
+
+	appRef := drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: testcluster.ArgoCDNamespace, Name: chartApp}
+	// newVersion publishes version with files, has Argo CD sync it, waits until the watch has the
+	// Application's new synced revision, and re-audits the Application's watch event.
+	newVersion := func(version string, files map[string]string) (*drift.Report, int, int64, int64) {
+		charts.publish(t, version, files)
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "annotate", "application", chartApp, "argocd.argoproj.io/refresh=normal", "--overwrite")
+		require.NoError(t, cluster.WaitSynced(ctx, chartApp, version, 4*time.Minute))
+		waitFor(t, "the watch has the Application synced to "+version, func() bool {
+			u, ok := a.Live.Get(argocd.ApplicationGVK, testcluster.ArgoCDNamespace, chartApp)
+			if !ok {
+				return false
+			}
+			rev, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision")
+			return rev == version
+		})
+		renders0, full0, alone0 := renders, fullAudits(a), a.Refreshes()
+		got, err := a.Update(ctx, f.Env, []drift.Ref{appRef})
+		require.NoError(t, err)
+		return got, renders - renders0, fullAudits(a) - full0, a.Refreshes() - alone0
+	}
+	// Argo CD's own verdict beside each object is read from its status as of the audit that
+	// compared the object: an object no audit since has re-audited keeps the one read then.
+	sameVerdicts := cmpopts.IgnoreFields(drift.Object{}, "ArgoCD")
+	// fullAudit is a full audit of the group by an auditor of its own, whose secrets are masked alike.
+	fullAudit := func() *drift.Report {
+		b := newAuditor(t, f)
+		b.RootName = a.RootName
+		b.Options.SecretKey = a.Options.SecretKey
+		return runAudit(t, b, f.Env)
+	}
+	// drifted is each drifted object of rep with its status and Application.
+	drifted := func(rep *drift.Report) map[string]string {
+		out := map[string]string{}
+		for _, o := range rep.Objects {
+			out[o.Kind+" "+o.Name] = o.Status + " of " + o.Application
+		}
+		return out
+	}
+	revisionOf := func(rep *drift.Report, name string) string {
+		for _, app := range rep.Applications {
+			if app.Name == name {
+				return app.Revision
+			}
+		}
+		return ""
+	}
+
+	got, rendered, full, alone := newVersion("0.1.2", chart("0.1.2"))
+	assert.Equal(t, 1, rendered, "the chart Application alone is rendered")
+	assert.Zero(t, full, "no full audit of the group")
+	assert.Equal(t, int64(1), alone, "the chart Application audited again alone")
+	assert.Equal(t, "0.1.2", revisionOf(got, chartApp))
+	assert.Equal(t, map[string]string{"ConfigMap " + handEdited: drift.Modified + " of " + dirApp}, drifted(got), "the hand edit stands:\n%s", dump(got))
+	if diff := cmp.Diff(fullAudit(), got, sameVerdicts); diff != "" {
+		t.Fatalf("the Application audited alone differs from a full audit (-full +alone):\n%s", diff)
+	}
+
+	more := chart("0.1.3")
+	more["templates/limits.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-limits\ndata:\n  max: \"10\"\n"
+	got, rendered, full, alone = newVersion("0.1.3", more)
+	assert.Equal(t, int64(1), full, "one more object declared: the group is audited in full")
+	assert.Zero(t, alone)
+	assert.Greater(t, rendered, 1, "every Application is rendered")
+	assert.Equal(t, "0.1.3", revisionOf(got, chartApp))
+	assert.Equal(t, map[string]string{"ConfigMap " + handEdited: drift.Modified + " of " + dirApp}, drifted(got), "the hand edit stands:\n%s", dump(got))
+	if diff := cmp.Diff(fullAudit(), got, sameVerdicts); diff != "" {
+		t.Fatalf("the group's audit differs from a full audit (-full +update):\n%s", diff)
+	}
+}
+
+// fullAudits is how many full audits a has run.
+func fullAudits(a *audit.Auditor) int64 {
+	full, _ := a.Counts()
+	return full
+}
