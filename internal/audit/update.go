@@ -2,8 +2,11 @@ package audit
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
@@ -99,9 +102,12 @@ func (u *prepared) leaf(a *Auditor) bool {
 		len(u.generated) == 0 && len(u.ignores) == 0 && u.idx != nil && !declaresArgoObjects(u.idx)
 }
 
-// declaresArgoObjects says whether idx declares an Application, an ApplicationSet or an AppProject.
+// declaresArgoObjects says whether idx declares an Application, an ApplicationSet or an
+// AppProject (Argo Rollouts' and Workflows' kinds share their API group and are plain objects).
 func declaresArgoObjects(idx *drift.Index) bool {
-	return slices.ContainsFunc(idx.Refs(), func(r drift.Ref) bool { return r.Group == argocd.ApplicationGVK.Group })
+	return slices.ContainsFunc(idx.Refs(), func(r drift.Ref) bool {
+		return slices.Contains(argoKinds, schema.GroupKind{Group: r.Group, Kind: r.Kind})
+	})
 }
 
 // auditAlone audits Application old of env's group again, in full: its Application as the
@@ -113,7 +119,11 @@ func (a *Auditor) auditAlone(ctx context.Context, env string, old *prepared, dec
 	u := &prepared{key: old.key, name: old.name, appNS: old.appNS, target: old.target, parent: old.parent,
 		group: old.group, git: old.git, foreign: old.foreign}
 	app, err := a.application(ctx, old.ns(a), old.name)
-	if err != nil || app == nil {
+	if err != nil || app == nil || !reflect.DeepEqual(app.WithGitSpec(old.git), app) {
+		// Its live spec is not Git's as the parent's last render declared it: a hand edit, or a
+		// new spec the parent synced from a commit the group's last audit did not render (its
+		// root may be audited by another replica, or its event not read yet). The full audit
+		// renders the parent again.
 		return nil, false
 	}
 	u.app = app
@@ -268,8 +278,10 @@ func (a *Auditor) fullReason(env string, st *prepared, refs []drift.Ref) moved {
 			return groupMoved // a root Application appeared: the env is a group now
 		}
 	}
-	if st.app != nil && st.app.Chart != "" {
-		return reason // a chart's version moves with the Application's synced revision, checked above
+	if st.app != nil && st.app.Chart != "" || st.foreign {
+		// A chart's version, another repository's commit, moves with the Application's synced
+		// revision, checked above: the branch head of this repository says nothing of them.
+		return reason
 	}
 	if _, head, _, err := a.revisions(st.app, Request{Env: env}); err != nil || head != st.head {
 		return max(reason, ownMoved)

@@ -145,9 +145,33 @@ func TestANewChartVersionReauditsItsApplicationAlone(t *testing.T) {
 	got, rendered, full, alone = newVersion("0.1.3", more)
 	assert.Equal(t, int64(1), full, "one more object declared: the group is audited in full")
 	assert.Zero(t, alone)
-	assert.Greater(t, rendered, 1, "every Application is rendered")
+	assert.Equal(t, 5, rendered, "the chart Application alone (which declares more), then the root, prod, the chart and the directory")
 	assert.Equal(t, "0.1.3", revisionOf(got, chartApp))
 	assert.Equal(t, map[string]string{"ConfigMap " + handEdited: drift.Modified + " of " + dirApp}, drifted(got), "the hand edit stands:\n%s", dump(got))
+	if diff := cmp.Diff(fullAudit(), got, sameVerdicts); diff != "" {
+		t.Fatalf("the group's audit differs from a full audit (-full +update):\n%s", diff)
+	}
+
+	// By hand, an exemption added to the chart Application: its live spec is no longer Git's, so
+	// it is not audited alone (a spec the root synced from a commit not rendered yet looks the
+	// same), and the root reports the Application Modified.
+	f.Kubectl("-n", testcluster.ArgoCDNamespace, "patch", "application", chartApp, "--type=merge",
+		`-p={"spec":{"ignoreDifferences":[{"kind":"ConfigMap","jsonPointers":["/data/version"]}]}}`)
+	waitFor(t, "the watch has the exemption", func() bool {
+		u, ok := a.Live.Get(argocd.ApplicationGVK, testcluster.ArgoCDNamespace, chartApp)
+		if !ok {
+			return false
+		}
+		ignores, _, _ := unstructured.NestedSlice(u.Object, "spec", "ignoreDifferences")
+		return len(ignores) == 1
+	})
+	full0, alone0 := fullAudits(a), a.Refreshes()
+	got, err = a.Update(ctx, f.Env, []drift.Ref{appRef})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), fullAudits(a)-full0, "a hand-edited Application: the group is audited in full")
+	assert.Equal(t, alone0, a.Refreshes())
+	assert.Equal(t, map[string]string{"ConfigMap " + handEdited: drift.Modified + " of " + dirApp, "Application " + chartApp: drift.Modified + " of " + root},
+		drifted(got), "%s", dump(got))
 	if diff := cmp.Diff(fullAudit(), got, sameVerdicts); diff != "" {
 		t.Fatalf("the group's audit differs from a full audit (-full +update):\n%s", diff)
 	}
