@@ -214,7 +214,13 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	}
 	declared := a.declaredBy(units)
 	ex := drift.NewExcusals()
-	units = slices.DeleteFunc(units, func(p *prepared) bool { return p.elsewhere })
+	var parents []*prepared // audited elsewhere, rendered here for the Applications they declare
+	units = slices.DeleteFunc(units, func(p *prepared) bool {
+		if p.elsewhere && p.idx != nil {
+			parents = append(parents, p)
+		}
+		return p.elsewhere
+	})
 	for _, p := range units {
 		if p.err != nil {
 			continue
@@ -231,7 +237,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	}
 	rep := a.merge(req.Env, units, ex)
 	if req.Revision == "" {
-		a.keepGroup(req.Env, units, ex)
+		a.keepGroup(req.Env, units, parents, ex)
 		a.runs.Add(1)
 	}
 	return rep, nil

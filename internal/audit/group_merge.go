@@ -157,11 +157,14 @@ type clusterRef struct {
 // groupState is what the last full audit of an env's group knew.
 type groupState struct {
 	units []*prepared // every Application, those that could not be audited too
-	ex    *drift.Excusals
+	// parents are the Applications another replica audits that this one rendered for the
+	// Applications they declare (Config.Owns): a new synced revision of one may change them.
+	parents []*prepared
+	ex      *drift.Excusals
 }
 
 // keepGroup keeps the group's last full audit for Update, and each unit's for its own lookups.
-func (a *Auditor) keepGroup(env string, units []*prepared, ex *drift.Excusals) {
+func (a *Auditor) keepGroup(env string, units, parents []*prepared, ex *drift.Excusals) {
 	a.statesMu.Lock()
 	defer a.statesMu.Unlock()
 	if a.states == nil {
@@ -191,7 +194,7 @@ func (a *Auditor) keepGroup(env string, units []*prepared, ex *drift.Excusals) {
 			a.last[u.key] = u.merged // a failed unit keeps what its last audit found
 		}
 	}
-	a.groups[env] = &groupState{units: units, ex: ex}
+	a.groups[env] = &groupState{units: units, parents: parents, ex: ex}
 }
 
 // source is what u's Application renders, as drift.Object.Source says it.

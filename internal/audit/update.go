@@ -22,14 +22,16 @@ var fullAuditKinds = []drift.Ref{
 // Update re-audits only the objects refs name (those a watch saw change) on top of env's last
 // full audit, and returns the whole report. The render, the schema, Argo CD's settings and every
 // other object's verdict are the last full audit's. An Application of the group whose own
-// desired state moved (a new synced revision or chart version, its Application changed, the
-// branch head moved) is audited again alone, rendered and compared in full, when it declares no
-// Application and its render declares the same objects as before: what other Applications
-// declare and excuse is then unchanged (Refreshes counts those). It runs a full audit instead
-// when there is none yet, when an Application that may change the group moved (the root, the
-// env's own, one an ApplicationSet or the selection brought in, one that declares Applications),
-// or when a ref changes other objects' verdicts (an autoscaler, argocd-cm when watched). A CRD's
-// new schema and argocd-cm's customizations when not watched are taken up at the next full audit.
+// desired state moved (a new synced revision or chart version, its Application changed) is
+// audited again alone, rendered and compared in full, when Git declares it in its parent with
+// the spec it has live, it declares no Application, and its render declares the same objects as
+// before: what other Applications declare and excuse is then unchanged (Refreshes counts those).
+// It runs a full audit instead when there is none yet, when the branch head moved, when an
+// Application that may change the group moved (the root, the env's own, one an ApplicationSet or
+// the selection brought in, one that declares Applications, one audited by another replica that
+// this one renders for its Applications), or when a ref changes other objects' verdicts (an
+// autoscaler, argocd-cm when watched). A CRD's new schema and argocd-cm's customizations when not
+// watched are taken up at the next full audit.
 func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*drift.Report, error) {
 	a.statesMu.Lock()
 	g := a.groups[env]
@@ -53,6 +55,11 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 				return a.Run(ctx, Request{Env: env})
 			}
 			again[u] = true
+		}
+	}
+	for _, p := range g.parents {
+		if names(refs, p) || a.syncMoved(p) {
+			return a.Run(ctx, Request{Env: env}) // what it declares may have changed
 		}
 	}
 	if a.mayJoin(env, g.units, refs) {
@@ -86,8 +93,19 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 	a.updates.Add(1)
 	a.refreshes.Add(int64(len(again)))
 	rep := a.merge(env, units, ex)
-	a.keepGroup(env, units, ex)
+	a.keepGroup(env, units, g.parents, ex)
 	return rep, nil
+}
+
+// syncMoved says whether the watch has p's Application at another synced revision than p's
+// audit read, or no longer has it.
+func (a *Auditor) syncMoved(p *prepared) bool {
+	u, ok := a.Live.Get(argocd.ApplicationGVK, p.ns(a), p.name)
+	if !ok {
+		return p.live
+	}
+	app, err := argocd.FromUnstructured(u)
+	return err != nil || p.app == nil || app.SyncedRevision != p.app.SyncedRevision
 }
 
 // Refreshes is how many times Update audited one Application of a group again alone (its own
@@ -234,11 +252,12 @@ type moved int
 
 const (
 	nothingMoved moved = iota
-	// ownMoved: a unit's own desired state (its Application, its synced revision, the branch
-	// head): the unit is audited again.
+	// ownMoved: a unit's own desired state (its Application, its synced revision): the unit is
+	// audited again.
 	ownMoved
 	// groupMoved: what may change other Applications' verdicts or the group's members (an
-	// autoscaler, argocd-cm, an Application gone, a root appeared): the group is audited again.
+	// autoscaler, argocd-cm, an Application gone, a root appeared, the branch head): the group is
+	// audited again.
 	groupMoved
 )
 
@@ -284,7 +303,9 @@ func (a *Auditor) fullReason(env string, st *prepared, refs []drift.Ref) moved {
 		return reason
 	}
 	if _, head, _, err := a.revisions(st.app, Request{Env: env}); err != nil || head != st.head {
-		return max(reason, ownMoved)
+		// The branch head moved: a root, even one another replica audits, may declare other
+		// Applications there once synced.
+		return groupMoved
 	}
 	return reason
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/fleet"
 	"github.com/llm-gitops/platform/internal/testcluster"
 )
 
@@ -181,4 +182,96 @@ func TestANewChartVersionReauditsItsApplicationAlone(t *testing.T) {
 func fullAudits(a *audit.Auditor) int64 {
 	full, _ := a.Counts()
 	return full
+}
+
+// TestARootAuditedElsewhereThatSyncsANewChildIsFollowed: sharded (leaderElection.shard), this
+// replica holds only a second cluster. The root, on Argo CD's own cluster, is another replica's;
+// this one renders it for the Applications it declares, and audits the one on its cluster. The
+// root tracks a release branch; its children track main. A commit on the release branch adds a
+// second child on that cluster, and Argo CD syncs the root: main does not move, yet the root's
+// new synced revision has the group audited in full, and the new child is audited here.
+func TestARootAuditedElsewhereThatSyncsANewChildIsFollowed(t *testing.T) {
+	testcluster.Need(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	f := platform(t)
+	member, err := cluster.AddCluster(ctx, f.Prefix+"-far")
+	require.NoError(t, err)
+	root, rootDir := f.Prefix+"-root-prod", "apps/"+f.Prefix+"-root"
+	child := func(name string) map[string]any {
+		app := childApp(name, name, map[string]any{
+			"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "main", "path": "far/" + name},
+		})
+		delete(app["metadata"].(map[string]any), "finalizers") // the cluster goes with the test
+		spec := app["spec"].(map[string]any)
+		spec["destination"] = map[string]any{"server": member.URL, "namespace": name}
+		spec["syncPolicy"] = map[string]any{"automated": map[string]any{"prune": true, "selfHeal": false},
+			"syncOptions": []any{"ServerSideApply=true", "CreateNamespace=true"}}
+		require.NoError(t, f.Write("far/"+name+"/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  model: qwen\n"))
+		return app
+	}
+	first, second := f.Prefix+"-far-1", f.Prefix+"-far-2"
+	writeYAML(t, f, rootDir+"/"+f.App()+".yaml", f.ApplicationAsApplied().Object)
+	writeYAML(t, f, rootDir+"/far-1.yaml", child(first))
+	require.NoError(t, f.Write("far/"+second+"/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  model: llama\n"))
+	head := f.Commit("a root over prod and an Application on the far cluster")
+	f.Git("branch", "release")
+	t.Cleanup(func() {
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", first, second, "--ignore-not-found", "--wait=false")
+	})
+	rootApp := childApp(root, testcluster.ArgoCDNamespace, map[string]any{
+		"source": map[string]any{"repoURL": "file://" + f.Dir, "targetRevision": "release", "path": rootDir},
+	})
+	delete(rootApp["metadata"].(map[string]any), "finalizers")
+	applyObject(t, f, rootApp)
+	t.Cleanup(func() {
+		f.Kubectl("-n", testcluster.ArgoCDNamespace, "delete", "application", root, "--ignore-not-found", "--wait=false")
+	})
+	for _, app := range []string{root, first} {
+		require.NoError(t, cluster.WaitSynced(ctx, app, head, 4*time.Minute), app)
+	}
+
+	fl, err := fleet.New(ctx, []fleet.Cluster{{Name: member.Name, Server: member.URL, Kubeconfig: member.ReaderKubeconfig}})
+	require.NoError(t, err)
+	a := newAuditor(t, f)
+	a.RootName = func(string) string { return root }
+	a.Clusters, a.ClusterName = fl.Resolve, fl.Name
+	a.Owns = func(c string) bool { return c == member.Name }
+	require.NoError(t, a.Live.Watch(ctx, nil, []schema.GroupVersionKind{argocd.ApplicationGVK}), "the daemon's cache watches Applications")
+	audited := func(rep *drift.Report) []string {
+		var out []string
+		for _, e := range rep.Applications {
+			assert.Empty(t, e.Error, e.Name)
+			out = append(out, e.Name+" on "+e.Cluster)
+		}
+		return out
+	}
+	rep := runAudit(t, a, f.Env)
+	assert.Equal(t, []string{first + " on " + member.Name}, audited(rep), "this replica's cluster only")
+	require.True(t, rep.InSync, "right after Argo CD's sync:\n%s", dump(rep))
+
+	// The second child, committed on the release branch alone: main, which the children track,
+	// stays where it was.
+	f.Git("checkout", "-q", "release")
+	writeYAML(t, f, rootDir+"/far-2.yaml", child(second))
+	release := f.Commit("a second Application on the far cluster")
+	f.Git("checkout", "-q", "main")
+	f.Kubectl("-n", testcluster.ArgoCDNamespace, "annotate", "application", root, "argocd.argoproj.io/refresh=normal", "--overwrite")
+	require.NoError(t, cluster.WaitSynced(ctx, root, release, 4*time.Minute))
+	require.NoError(t, cluster.WaitSynced(ctx, second, head, 4*time.Minute))
+	rootRef := drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: testcluster.ArgoCDNamespace, Name: root}
+	waitFor(t, "the watch has the root synced at the release commit", func() bool {
+		u, ok := a.Live.Get(argocd.ApplicationGVK, testcluster.ArgoCDNamespace, root)
+		if !ok {
+			return false
+		}
+		rev, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision")
+		return rev == release
+	})
+	full0 := fullAudits(a)
+	rep, err = a.Update(ctx, f.Env, []drift.Ref{rootRef})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), fullAudits(a)-full0, "the root's new synced revision: the group is audited in full")
+	assert.Equal(t, []string{first + " on " + member.Name, second + " on " + member.Name}, audited(rep), "the new child is audited here")
+	assert.True(t, rep.InSync, "%s", dump(rep))
 }
