@@ -104,6 +104,32 @@ func (a *App) WithGitSpec(git *App) *App {
 	return &out
 }
 
+// RendersAs says whether a renders as git does: every field WithGitSpec takes from Git is a's
+// already. Nil and empty lists are alike: Argo CD's history drops the empty lists a manifest
+// may write (valueFiles: []).
+func (a *App) RendersAs(git *App) bool {
+	if a == nil || git == nil {
+		return a == git
+	}
+	same := equality.Semantic.DeepEqual
+	if a.Path != git.Path || a.TargetRevision != git.TargetRevision || a.DestinationNamespace != git.DestinationNamespace ||
+		a.DestinationServer != git.DestinationServer || a.DestinationName != git.DestinationName || a.RepoURL != git.RepoURL ||
+		a.Chart != git.Chart || a.Unrenderable != git.Unrenderable || a.Project != git.Project || len(a.Sources) != len(git.Sources) ||
+		!same(a.KustomizePatches, git.KustomizePatches) || !same(a.KustomizeUnsupported, git.KustomizeUnsupported) ||
+		!same(a.helm, git.helm) || !same(a.kustomize, git.kustomize) || !same(a.source, git.source) || !same(a.rawIgnores, git.rawIgnores) {
+		return false
+	}
+	for i, s := range a.Sources {
+		g := git.Sources[i]
+		if s.RepoURL != g.RepoURL || s.Path != g.Path || s.TargetRevision != g.TargetRevision || s.Ref != g.Ref ||
+			!same(s.KustomizePatches, g.KustomizePatches) || !same(s.KustomizeUnsupported, g.KustomizeUnsupported) ||
+			!same(s.helm, g.helm) || !same(s.kustomize, g.kustomize) || !same(s.raw, g.raw) {
+			return false
+		}
+	}
+	return true
+}
+
 // Operation is the state of a sync operation (status.operationState).
 type Operation struct {
 	// Phase is Running, Terminating, Failed, Error or Succeeded.

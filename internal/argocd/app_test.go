@@ -136,3 +136,60 @@ func TestKustomizePatchesAreTheSyncedSources(t *testing.T) {
 	assert.Equal(t, &render.KustomizeOptions{NamePrefix: "x-", Images: []string{"api=registry.example.com/api:bbb1234"}}, k,
 		"the build environment substituted as Argo CD does")
 }
+
+// TestRendersAsSaysWhetherTheSyncedSourceIsGits: the source Argo CD synced (its history entry) is
+// Git's manifest, empty lists Git writes and the history drops included; another value, an
+// ignoreDifferences added by hand, or a source not synced yet is not.
+func TestRendersAsSaysWhetherTheSyncedSourceIsGits(t *testing.T) {
+	git := func(t *testing.T, helm string) *App {
+		t.Helper()
+		u := application(t, "")
+		unstructured.RemoveNestedField(u.Object, "status")
+		var h map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(helm), &h))
+		require.NoError(t, unstructured.SetNestedField(u.Object, h, "spec", "source", "helm"))
+		a, err := FromUnstructured(u)
+		require.NoError(t, err)
+		return a
+	}
+	live := func(t *testing.T, historyHelm string, edit func(*unstructured.Unstructured)) *App {
+		t.Helper()
+		u := application(t, `
+  sync: {status: Synced, revision: aaa}
+  history:
+  - id: 1
+    revision: aaa
+    source:
+      repoURL: https://git.example.com/p.git
+      path: overlays/prod
+      targetRevision: main
+      helm: `+historyHelm)
+		var h map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(historyHelm), &h))
+		require.NoError(t, unstructured.SetNestedField(u.Object, h, "spec", "source", "helm"))
+		if edit != nil {
+			edit(u)
+		}
+		a, err := FromUnstructured(u)
+		require.NoError(t, err)
+		return a
+	}
+	cases := []struct {
+		name      string
+		git, live *App
+		rendersAs bool
+	}{
+		{"the same values", git(t, "{valuesObject: {tier: gold}}"), live(t, "{valuesObject: {tier: gold}}", nil), true},
+		{"empty lists in Git, dropped by the history", git(t, "{valueFiles: [], parameters: [], valuesObject: {tier: gold}}"),
+			live(t, "{valuesObject: {tier: gold}}", nil), true},
+		{"another value synced", git(t, "{valuesObject: {tier: gold}}"), live(t, "{valuesObject: {tier: bronze}}", nil), false},
+		{"an ignoreDifferences added by hand", git(t, "{valuesObject: {tier: gold}}"), live(t, "{valuesObject: {tier: gold}}", func(u *unstructured.Unstructured) {
+			require.NoError(t, unstructured.SetNestedSlice(u.Object, []any{map[string]any{"kind": "ConfigMap", "jsonPointers": []any{"/data"}}}, "spec", "ignoreDifferences"))
+		}), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.rendersAs, tc.live.RendersAs(tc.git))
+		})
+	}
+}

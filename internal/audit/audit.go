@@ -207,6 +207,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 		defer cancel()
 		prefetch(pctx, a.Live, a.Options.ExtraKinds)
 	}()
+	head, _ := a.Repo.Resolve("HEAD") // before the renders: a fetch meanwhile is a move for Update
 	units, err := a.prepareGroup(ctx, req, lap)
 	<-prefetched
 	if err != nil {
@@ -214,13 +215,8 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	}
 	declared := a.declaredBy(units)
 	ex := drift.NewExcusals()
-	var parents []*prepared // audited elsewhere, rendered here for the Applications they declare
-	units = slices.DeleteFunc(units, func(p *prepared) bool {
-		if p.elsewhere && p.idx != nil {
-			parents = append(parents, p)
-		}
-		return p.elsewhere
-	})
+	away, heads := a.awayOf(units, head)
+	units = slices.DeleteFunc(units, func(p *prepared) bool { return p.elsewhere })
 	for _, p := range units {
 		if p.err != nil {
 			continue
@@ -237,7 +233,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	}
 	rep := a.merge(req.Env, units, ex)
 	if req.Revision == "" {
-		a.keepGroup(req.Env, units, parents, ex)
+		a.keepGroup(req.Env, units, away, heads, ex)
 		a.runs.Add(1)
 	}
 	return rep, nil

@@ -157,14 +157,56 @@ type clusterRef struct {
 // groupState is what the last full audit of an env's group knew.
 type groupState struct {
 	units []*prepared // every Application, those that could not be audited too
-	// parents are the Applications another replica audits that this one rendered for the
-	// Applications they declare (Config.Owns): a new synced revision of one may change them.
-	parents []*prepared
-	ex      *drift.Excusals
+	// away are the Applications on Argo CD's own cluster that another replica audits
+	// (Config.Owns); this one renders them for the Applications they declare, or skips them
+	// when Argo CD's comparison lists none. heads are the branches they track in this
+	// repository, and the repository's HEAD (the root's manifest), at the audit: a move of either
+	// may change the group's members.
+	away  []awayApp
+	heads map[string]string
+	ex    *drift.Excusals
+}
+
+// awayApp is an Application on Argo CD's own cluster that another replica audits: its name, and
+// what its audit read of it.
+type awayApp struct {
+	ns, name string
+	live     bool   // the cluster had it
+	synced   string // its synced revision
+}
+
+// awayOf records the Applications on Argo CD's own cluster among units that another replica
+// audits, and the branches of this repository they track, with HEAD as head (read before the
+// group was rendered).
+func (a *Auditor) awayOf(units []*prepared, head string) ([]awayApp, map[string]string) {
+	var away []awayApp
+	heads := map[string]string{}
+	track := func(branch string) {
+		if head, err := a.Repo.Resolve(branch); err == nil {
+			heads[branch] = head
+		}
+	}
+	for _, p := range units {
+		if !p.elsewhere || p.clusterName != "" {
+			continue
+		}
+		rec := awayApp{ns: p.ns(a), name: p.name, live: p.live}
+		if p.app != nil {
+			rec.synced = p.app.SyncedRevision
+			if p.app.Chart == "" && !p.foreign && p.app.TargetRevision != "" {
+				track(p.app.TargetRevision)
+			}
+		}
+		away = append(away, rec)
+	}
+	if len(away) > 0 && head != "" {
+		heads["HEAD"] = head
+	}
+	return away, heads
 }
 
 // keepGroup keeps the group's last full audit for Update, and each unit's for its own lookups.
-func (a *Auditor) keepGroup(env string, units, parents []*prepared, ex *drift.Excusals) {
+func (a *Auditor) keepGroup(env string, units []*prepared, away []awayApp, heads map[string]string, ex *drift.Excusals) {
 	a.statesMu.Lock()
 	defer a.statesMu.Unlock()
 	if a.states == nil {
@@ -194,7 +236,7 @@ func (a *Auditor) keepGroup(env string, units, parents []*prepared, ex *drift.Ex
 			a.last[u.key] = u.merged // a failed unit keeps what its last audit found
 		}
 	}
-	a.groups[env] = &groupState{units: units, parents: parents, ex: ex}
+	a.groups[env] = &groupState{units: units, away: away, heads: heads, ex: ex}
 }
 
 // source is what u's Application renders, as drift.Object.Source says it.

@@ -2,10 +2,10 @@ package audit
 
 import (
 	"context"
-	"reflect"
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/llm-gitops/platform/internal/argocd"
@@ -57,10 +57,8 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 			again[u] = true
 		}
 	}
-	for _, p := range g.parents {
-		if names(refs, p) || a.syncMoved(p) {
-			return a.Run(ctx, Request{Env: env}) // what it declares may have changed
-		}
+	if a.awayMoved(g, refs) {
+		return a.Run(ctx, Request{Env: env}) // what it declares may have changed
 	}
 	if a.mayJoin(env, g.units, refs) {
 		return a.Run(ctx, Request{Env: env})
@@ -93,19 +91,45 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 	a.updates.Add(1)
 	a.refreshes.Add(int64(len(again)))
 	rep := a.merge(env, units, ex)
-	a.keepGroup(env, units, g.parents, ex)
+	a.keepGroup(env, units, g.away, g.heads, ex)
 	return rep, nil
 }
 
+// awayMoved says whether the branch a root or parent another replica audits tracks moved, or
+// the synced revision of one that refs name.
+func (a *Auditor) awayMoved(g *groupState, refs []drift.Ref) bool {
+	for branch, commit := range g.heads {
+		if head, err := a.Repo.Resolve(branch); err != nil || head != commit {
+			return true
+		}
+	}
+	for _, r := range refs {
+		if r.Group != argocd.ApplicationGVK.Group || r.Kind != argocd.ApplicationGVK.Kind {
+			continue
+		}
+		for _, p := range g.away {
+			if p.ns == r.Namespace && p.name == r.Name && a.syncMoved(p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // syncMoved says whether the watch has p's Application at another synced revision than p's
-// audit read, or no longer has it.
-func (a *Auditor) syncMoved(p *prepared) bool {
-	u, ok := a.Live.Get(argocd.ApplicationGVK, p.ns(a), p.name)
+// audit read, or no longer has it. Only what the synced revision is read from is decoded.
+func (a *Auditor) syncMoved(p awayApp) bool {
+	u, ok := a.Live.Get(argocd.ApplicationGVK, p.ns, p.name)
 	if !ok {
 		return p.live
 	}
-	app, err := argocd.FromUnstructured(u)
-	return err != nil || p.app == nil || app.SyncedRevision != p.app.SyncedRevision
+	status, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status")
+	st, _ := status.(map[string]any)
+	slim := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
+		"metadata": map[string]any{"name": p.name, "namespace": p.ns}, "spec": u.Object["spec"],
+		"status": map[string]any{"sync": st["sync"], "history": st["history"], "operationState": st["operationState"]}}}
+	app, err := argocd.FromUnstructured(slim)
+	return err != nil || app.SyncedRevision != p.synced
 }
 
 // Refreshes is how many times Update audited one Application of a group again alone (its own
@@ -137,7 +161,7 @@ func (a *Auditor) auditAlone(ctx context.Context, env string, old *prepared, dec
 	u := &prepared{key: old.key, name: old.name, appNS: old.appNS, target: old.target, parent: old.parent,
 		group: old.group, git: old.git, foreign: old.foreign}
 	app, err := a.application(ctx, old.ns(a), old.name)
-	if err != nil || app == nil || !reflect.DeepEqual(app.WithGitSpec(old.git), app) {
+	if err != nil || app == nil || !app.RendersAs(old.git) {
 		// Its live spec is not Git's as the parent's last render declared it: a hand edit, or a
 		// new spec the parent synced from a commit the group's last audit did not render (its
 		// root may be audited by another replica, or its event not read yet). The full audit
@@ -263,12 +287,10 @@ const (
 
 // fullReason says whether refs can be re-audited alone on top of st, and what moved if not.
 func (a *Auditor) fullReason(env string, st *prepared, refs []drift.Ref) moved {
-	reason := nothingMoved
+	named := false // this unit's Application; another env's says nothing about this one
 	for _, r := range refs {
 		if r.Group == argocd.ApplicationGVK.Group && r.Kind == argocd.ApplicationGVK.Kind {
-			if r.Namespace == st.ns(a) && r.Name == st.name {
-				reason = ownMoved // this unit's Application; another env's says nothing about this one
-			}
+			named = named || r.Namespace == st.ns(a) && r.Name == st.name
 			continue
 		}
 		for _, k := range fullAuditKinds {
@@ -283,11 +305,14 @@ func (a *Auditor) fullReason(env string, st *prepared, refs []drift.Ref) moved {
 		}
 	}
 	// The Application from the watch (when watched): a new synced or target revision is a new
-	// desired state.
+	// desired state, and so is a synced source that is not Git's (a hand edit, a spec its parent
+	// synced from a commit not audited yet). Another write (a refresh, an operation, a condition)
+	// moves nothing: the objects it touched are re-audited.
 	if u, ok := a.Live.Get(argocd.ApplicationGVK, st.ns(a), st.name); ok {
 		app, err := argocd.FromUnstructured(u)
-		if err != nil || st.app == nil || app.SyncedRevision != st.app.SyncedRevision || st.git == nil && app.TargetRevision != st.app.TargetRevision {
-			return max(reason, ownMoved)
+		if err != nil || st.app == nil || app.SyncedRevision != st.app.SyncedRevision || st.git == nil && app.TargetRevision != st.app.TargetRevision ||
+			named && (st.git == nil || !app.RendersAs(st.git)) {
+			return ownMoved
 		}
 	} else if st.live {
 		return groupMoved // its Application is gone
@@ -300,14 +325,12 @@ func (a *Auditor) fullReason(env string, st *prepared, refs []drift.Ref) moved {
 	if st.app != nil && st.app.Chart != "" || st.foreign {
 		// A chart's version, another repository's commit, moves with the Application's synced
 		// revision, checked above: the branch head of this repository says nothing of them.
-		return reason
+		return nothingMoved
 	}
 	if _, head, _, err := a.revisions(st.app, Request{Env: env}); err != nil || head != st.head {
-		// The branch head moved: a root, even one another replica audits, may declare other
-		// Applications there once synced.
-		return groupMoved
+		return groupMoved // the branch head moved
 	}
-	return reason
+	return nothingMoved
 }
 
 // names says whether refs name u's Application.

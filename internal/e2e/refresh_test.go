@@ -74,12 +74,7 @@ func TestANewChartVersionReauditsItsApplicationAlone(t *testing.T) {
 	f.Kubectl("-n", ns, "patch", "configmap", handEdited, "--type=merge", `-p={"data":{"mode":"lax"}}`)
 	cmRef := drift.Ref{Kind: "ConfigMap", Namespace: ns, Name: handEdited}
 	waitFor(t, "the watch has the hand edit", func() bool {
-		u, ok := a.Live.Get(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, ns, handEdited)
-		if !ok {
-			return false
-		}
-		mode, _, _ := unstructured.NestedString(u.Object, "data", "mode")
-		return mode == "lax"
+		return watched(a, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, ns, handEdited, "data", "mode") == "lax"
 	})
 	_, err := a.Update(ctx, f.Env, []drift.Ref{cmRef})
 	require.NoError(t, err)
@@ -92,12 +87,7 @@ func TestANewChartVersionReauditsItsApplicationAlone(t *testing.T) {
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "annotate", "application", chartApp, "argocd.argoproj.io/refresh=normal", "--overwrite")
 		require.NoError(t, cluster.WaitSynced(ctx, chartApp, version, 4*time.Minute))
 		waitFor(t, "the watch has the Application synced to "+version, func() bool {
-			u, ok := a.Live.Get(argocd.ApplicationGVK, testcluster.ArgoCDNamespace, chartApp)
-			if !ok {
-				return false
-			}
-			rev, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision")
-			return rev == version
+			return watched(a, argocd.ApplicationGVK, testcluster.ArgoCDNamespace, chartApp, "status", "sync", "revision") == version
 		})
 		renders0, full0, alone0 := renders, fullAudits(a), a.Refreshes()
 		got, err := a.Update(ctx, f.Env, []drift.Ref{appRef})
@@ -176,6 +166,16 @@ func TestANewChartVersionReauditsItsApplicationAlone(t *testing.T) {
 	if diff := cmp.Diff(fullAudit(), got, sameVerdicts); diff != "" {
 		t.Fatalf("the group's audit differs from a full audit (-full +update):\n%s", diff)
 	}
+}
+
+// watched is the string at fields of the object a's live cache has ("" without one).
+func watched(a *audit.Auditor, gvk schema.GroupVersionKind, ns, name string, fields ...string) string {
+	u, ok := a.Live.Get(gvk, ns, name)
+	if !ok {
+		return ""
+	}
+	s, _, _ := unstructured.NestedString(u.Object, fields...)
+	return s
 }
 
 // fullAudits is how many full audits a has run.
@@ -261,12 +261,7 @@ func TestARootAuditedElsewhereThatSyncsANewChildIsFollowed(t *testing.T) {
 	require.NoError(t, cluster.WaitSynced(ctx, second, head, 4*time.Minute))
 	rootRef := drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: testcluster.ArgoCDNamespace, Name: root}
 	waitFor(t, "the watch has the root synced at the release commit", func() bool {
-		u, ok := a.Live.Get(argocd.ApplicationGVK, testcluster.ArgoCDNamespace, root)
-		if !ok {
-			return false
-		}
-		rev, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision")
-		return rev == release
+		return watched(a, argocd.ApplicationGVK, testcluster.ArgoCDNamespace, root, "status", "sync", "revision") == release
 	})
 	full0 := fullAudits(a)
 	rep, err = a.Update(ctx, f.Env, []drift.Ref{rootRef})
