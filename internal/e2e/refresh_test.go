@@ -143,6 +143,21 @@ func TestANewChartVersionReauditsItsApplicationAlone(t *testing.T) {
 		t.Fatalf("the group's audit differs from a full audit (-full +update):\n%s", diff)
 	}
 
+	// A refresh asked of Argo CD (`argocd app get --refresh`) moves nothing: its Application's
+	// event renders nothing and audits no Application again.
+	reconciled := watched(a, argocd.ApplicationGVK, testcluster.ArgoCDNamespace, chartApp, "status", "reconciledAt")
+	f.Kubectl("-n", testcluster.ArgoCDNamespace, "annotate", "application", chartApp, "argocd.argoproj.io/refresh=normal", "--overwrite")
+	waitFor(t, "the watch has Argo CD's refresh", func() bool {
+		return watched(a, argocd.ApplicationGVK, testcluster.ArgoCDNamespace, chartApp, "status", "reconciledAt") != reconciled &&
+			watched(a, argocd.ApplicationGVK, testcluster.ArgoCDNamespace, chartApp, "metadata", "annotations", "argocd.argoproj.io/refresh") == ""
+	})
+	renders0, full0, alone0 := renders, fullAudits(a), a.Refreshes()
+	got, err = a.Update(ctx, f.Env, []drift.Ref{appRef})
+	require.NoError(t, err)
+	assert.Equal(t, []any{0, int64(0), int64(0)}, []any{renders - renders0, fullAudits(a) - full0, a.Refreshes() - alone0},
+		"renders, full audits, Applications audited alone after a refresh")
+	assert.Equal(t, "0.1.3", revisionOf(got, chartApp))
+
 	// By hand, an exemption added to the chart Application: its live spec is no longer Git's, so
 	// it is not audited alone (a spec the root synced from a commit not rendered yet looks the
 	// same), and the root reports the Application Modified.
@@ -156,7 +171,7 @@ func TestANewChartVersionReauditsItsApplicationAlone(t *testing.T) {
 		ignores, _, _ := unstructured.NestedSlice(u.Object, "spec", "ignoreDifferences")
 		return len(ignores) == 1
 	})
-	full0, alone0 := fullAudits(a), a.Refreshes()
+	full0, alone0 = fullAudits(a), a.Refreshes()
 	got, err = a.Update(ctx, f.Env, []drift.Ref{appRef})
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), fullAudits(a)-full0, "a hand-edited Application: the group is audited in full")
