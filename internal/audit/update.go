@@ -22,10 +22,10 @@ var fullAuditKinds = []drift.Ref{
 // Update re-audits only the objects refs name (those a watch saw change) on top of env's last
 // full audit, and returns the whole report. The render, the schema, Argo CD's settings and every
 // other object's verdict are the last full audit's. An Application of the group whose own
-// desired state moved (a new synced revision or chart version, its Application changed) is
-// audited again alone, rendered and compared in full, when Git declares it in its parent with
-// the spec it has live, it declares no Application, and its render declares the same objects as
-// before: what other Applications declare and excuse is then unchanged (Refreshes counts those).
+// desired state moved (a new synced revision or chart version, a synced source that is not the
+// one audited) is audited again alone, rendered and compared in full, when Git declares it in
+// its parent, Argo CD synced that source, it declares no Application, and its render declares
+// the same objects as before: what other Applications declare and excuse is then unchanged (Refreshes counts those).
 // It runs a full audit instead when there is none yet, when the branch head moved, when an
 // Application that may change the group moved (the root, the env's own, one an ApplicationSet or
 // the selection brought in, one that declares Applications, one audited by another replica that
