@@ -104,6 +104,34 @@ func (a *App) WithGitSpec(git *App) *App {
 	return &out
 }
 
+// SyncedAs says whether a and b were synced to the same revision of every source.
+func (a *App) SyncedAs(b *App) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.SyncedRevision != b.SyncedRevision || len(a.Sources) != len(b.Sources) {
+		return false
+	}
+	for i := range a.Sources {
+		if a.Sources[i].SyncedRevision != b.Sources[i].SyncedRevision {
+			return false
+		}
+	}
+	return true
+}
+
+// ComparedAs says whether Argo CD's comparison in a is b's: at the same revision, with the same
+// error (its verdict on each resource may still differ).
+func (a *App) ComparedAs(b *App) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Status == nil || b.Status == nil {
+		return a.Status == b.Status
+	}
+	return a.Status.Revision == b.Status.Revision && a.Status.Error == b.Status.Error
+}
+
 // RendersAs says whether a renders as git does: every field WithGitSpec takes from Git is a's
 // already. Nil and empty lists are alike: Argo CD's history drops the empty lists a manifest
 // may write (valueFiles: []).

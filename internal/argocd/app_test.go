@@ -193,3 +193,37 @@ func TestRendersAsSaysWhetherTheSyncedSourceIsGits(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncedAsComparesEverySource: a multi-source Application synced again at another revision of
+// its value source (the one not audited first) was not synced as before; a refresh that compared
+// the same revision is compared as before, a comparison at another revision or failing is not.
+func TestSyncedAsComparesEverySource(t *testing.T) {
+	multi := func(t *testing.T, values, compared, condition string) *App {
+		t.Helper()
+		u := application(t, `
+  sync: {status: Synced, revisions: [aaa, `+compared+`]}
+  reconciledAt: "2026-11-30T10:00:00Z"
+  resources: []
+  conditions: [`+condition+`]
+  history:
+  - id: 1
+    revisions: [aaa, `+values+`]
+    sources:
+    - {repoURL: https://git.example.com/p.git, path: overlays/prod, targetRevision: main}
+    - {repoURL: https://git.example.com/p.git, targetRevision: values, ref: values}`)
+		unstructured.RemoveNestedField(u.Object, "spec", "source")
+		require.NoError(t, unstructured.SetNestedSlice(u.Object, []any{
+			map[string]any{"repoURL": "https://git.example.com/p.git", "path": "overlays/prod", "targetRevision": "main"},
+			map[string]any{"repoURL": "https://git.example.com/p.git", "targetRevision": "values", "ref": "values"},
+		}, "spec", "sources"))
+		a, err := FromUnstructured(u)
+		require.NoError(t, err)
+		return a
+	}
+	before := multi(t, "bbb", "bbb", "")
+	require.Equal(t, "aaa", before.SyncedRevision, "the source audited first")
+	assert.True(t, multi(t, "bbb", "bbb", "").SyncedAs(before), "a refresh")
+	assert.False(t, multi(t, "ccc", "ccc", "").SyncedAs(before), "the value source synced at ccc")
+	assert.True(t, multi(t, "bbb", "bbb", "").ComparedAs(before))
+	assert.False(t, multi(t, "bbb", "bbb", `{type: ComparisonError, message: "rpc error"}`).ComparedAs(before), "Argo CD could not compare")
+}

@@ -129,7 +129,7 @@ func (a *Auditor) syncMoved(p awayApp) bool {
 		"metadata": map[string]any{"name": p.name, "namespace": p.ns}, "spec": u.Object["spec"],
 		"status": map[string]any{"sync": st["sync"], "history": st["history"], "operationState": st["operationState"]}}}
 	app, err := argocd.FromUnstructured(slim)
-	return err != nil || app.SyncedRevision != p.synced
+	return err != nil || !app.SyncedAs(p.synced)
 }
 
 // Refreshes is how many times Update audited one Application of a group again alone (its own
@@ -304,14 +304,15 @@ func (a *Auditor) fullReason(env string, st *prepared, refs []drift.Ref) moved {
 			return groupMoved
 		}
 	}
-	// The Application from the watch (when watched): a new synced or target revision is a new
-	// desired state, and so is a synced source that is not Git's (a hand edit, a spec its parent
-	// synced from a commit not audited yet). Another write (a refresh, an operation, a condition)
-	// moves nothing: the objects it touched are re-audited.
+	// The Application from the watch (when watched): a new synced revision of any source, or a
+	// new target revision, is a new desired state, and so is a synced source that is not Git's (a
+	// hand edit, a spec its parent synced from a commit not audited yet). Argo CD's comparison at
+	// another revision, or failing, changes its verdict on every object. Another write (a refresh,
+	// an operation) moves nothing: the objects it touched are re-audited.
 	if u, ok := a.Live.Get(argocd.ApplicationGVK, st.ns(a), st.name); ok {
 		app, err := argocd.FromUnstructured(u)
-		if err != nil || st.app == nil || app.SyncedRevision != st.app.SyncedRevision || st.git == nil && app.TargetRevision != st.app.TargetRevision ||
-			named && (st.git == nil || !app.RendersAs(st.git)) {
+		if err != nil || st.app == nil || !app.SyncedAs(st.app) || st.git == nil && app.TargetRevision != st.app.TargetRevision ||
+			named && (st.git == nil || !app.RendersAs(st.git) || !app.ComparedAs(st.app)) {
 			return ownMoved
 		}
 	} else if st.live {

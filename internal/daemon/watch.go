@@ -82,13 +82,15 @@ func (d *Daemon) hook(gvk schema.GroupVersionKind, inf cache.SharedIndexInformer
 			if ok1 && ok2 && !changed(gvk, o, n) {
 				return
 			}
-			if ok1 && ok2 && gvk.GroupKind() == argocd.ApplicationGVK.GroupKind() && !appStateChanged(o, n) {
-				// Only Argo CD's verdicts moved: re-audit the resources whose verdict did, not
-				// the whole env.
+			if ok1 && ok2 && gvk.GroupKind() == argocd.ApplicationGVK.GroupKind() {
+				// The resources whose verdict moved are re-audited; the Application too when
+				// what it says of the desired state or a sync moved.
 				for _, r := range verdictsChanged(o, n) {
 					d.touchRef(r)
 				}
-				return
+				if !appStateChanged(o, n) {
+					return
+				}
 			}
 			d.touch(gvk, cur)
 		},
