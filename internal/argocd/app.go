@@ -5,6 +5,7 @@ package argocd
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,21 +105,21 @@ func (a *App) WithGitSpec(git *App) *App {
 	return &out
 }
 
-// SyncedAs says whether a and b were synced to the same revision of every source.
-func (a *App) SyncedAs(b *App) bool {
-	if a == nil || b == nil {
-		return a == b
+// SyncedRevisions are the revisions a was last synced to: SyncedRevision, then each source's
+// (nil for a nil App).
+func (a *App) SyncedRevisions() []string {
+	if a == nil {
+		return nil
 	}
-	if a.SyncedRevision != b.SyncedRevision || len(a.Sources) != len(b.Sources) {
-		return false
+	out := []string{a.SyncedRevision}
+	for _, s := range a.Sources {
+		out = append(out, s.SyncedRevision)
 	}
-	for i := range a.Sources {
-		if a.Sources[i].SyncedRevision != b.Sources[i].SyncedRevision {
-			return false
-		}
-	}
-	return true
+	return out
 }
+
+// SyncedAs says whether a and b were synced to the same revision of every source.
+func (a *App) SyncedAs(b *App) bool { return slices.Equal(a.SyncedRevisions(), b.SyncedRevisions()) }
 
 // ComparedAs says whether Argo CD's comparison in a is b's: at the same revision, with the same
 // error (its verdict on each resource may still differ).

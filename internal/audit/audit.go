@@ -133,7 +133,7 @@ type Auditor struct {
 	last     map[string][]drift.Object // the drifted objects each unit's last audit found, by unit key
 	groups   map[string]*groupState    // the last full audit of each env's group, for Update
 
-	runs, updates, refreshes atomic.Int64
+	runs, updates, aloneAudits atomic.Int64
 }
 
 // Counts returns how many full audits of the cluster's state ended with a report (Run without a

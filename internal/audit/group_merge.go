@@ -171,8 +171,8 @@ type groupState struct {
 // what its audit read of it.
 type awayApp struct {
 	ns, name string
-	live     bool        // the cluster had it
-	synced   *argocd.App // its synced revisions (SyncedRevision and each source's), nothing else
+	live     bool     // the cluster had it
+	synced   []string // its synced revisions (argocd.App.SyncedRevisions)
 }
 
 // awayOf records the Applications on Argo CD's own cluster among units that another replica
@@ -192,10 +192,7 @@ func (a *Auditor) awayOf(units []*prepared, head string) ([]awayApp, map[string]
 		}
 		rec := awayApp{ns: p.ns(a), name: p.name, live: p.live}
 		if p.app != nil {
-			rec.synced = &argocd.App{SyncedRevision: p.app.SyncedRevision}
-			for _, src := range p.app.Sources {
-				rec.synced.Sources = append(rec.synced.Sources, argocd.Source{SyncedRevision: src.SyncedRevision})
-			}
+			rec.synced = p.app.SyncedRevisions()
 			if p.app.Chart == "" && !p.foreign && p.app.TargetRevision != "" {
 				track(p.app.TargetRevision)
 			}

@@ -25,7 +25,7 @@ var fullAuditKinds = []drift.Ref{
 // desired state moved (a new synced revision or chart version, a synced source that is not the
 // one audited) is audited again alone, rendered and compared in full, when Git declares it in
 // its parent, Argo CD synced that source, it declares no Application, and its render declares
-// the same objects as before: what other Applications declare and excuse is then unchanged (Refreshes counts those).
+// the same objects as before: what other Applications declare and excuse is then unchanged (AloneAudits counts those).
 // It runs a full audit instead when there is none yet, when the branch head moved, when an
 // Application that may change the group moved (the root, the env's own, one an ApplicationSet or
 // the selection brought in, one that declares Applications, one audited by another replica that
@@ -89,7 +89,7 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 		units[i] = next
 	}
 	a.updates.Add(1)
-	a.refreshes.Add(int64(len(again)))
+	a.aloneAudits.Add(int64(len(again)))
 	rep := a.merge(env, units, ex)
 	a.keepGroup(env, units, g.away, g.heads, ex)
 	return rep, nil
@@ -129,12 +129,12 @@ func (a *Auditor) syncMoved(p awayApp) bool {
 		"metadata": map[string]any{"name": p.name, "namespace": p.ns}, "spec": u.Object["spec"],
 		"status": map[string]any{"sync": st["sync"], "history": st["history"], "operationState": st["operationState"]}}}
 	app, err := argocd.FromUnstructured(slim)
-	return err != nil || !app.SyncedAs(p.synced)
+	return err != nil || !slices.Equal(app.SyncedRevisions(), p.synced)
 }
 
-// Refreshes is how many times Update audited one Application of a group again alone (its own
+// AloneAudits is how many times Update audited one Application of a group again alone (its own
 // desired state moved) rather than the whole group.
-func (a *Auditor) Refreshes() int64 { return a.refreshes.Load() }
+func (a *Auditor) AloneAudits() int64 { return a.aloneAudits.Load() }
 
 // leaf says whether u can be audited again alone: an Application Git declares in its parent's
 // render (not the root, not the env's own, not one an ApplicationSet or the selection brought in),

@@ -172,7 +172,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	d.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_applications_audited_alone_total",
 		Help: "Applications of a group audited again alone (rendered and compared) when their own desired state moved."}, func() float64 {
 		if a := d.conn.Current(); a != nil {
-			return float64(a.Refreshes())
+			return float64(a.AloneAudits())
 		}
 		return 0
 	}))

@@ -87,10 +87,10 @@ func TestANewChartVersionReauditsItsApplicationAlone(t *testing.T) {
 		f.Kubectl("-n", testcluster.ArgoCDNamespace, "annotate", "application", chartApp, "argocd.argoproj.io/refresh=normal", "--overwrite")
 		require.NoError(t, cluster.WaitSynced(ctx, chartApp, version, 4*time.Minute))
 		waitFor(t, "the watch has the Application synced to "+version, func() bool { return syncedIn(a, chartApp) == version })
-		renders0, full0, alone0 := renders, fullAudits(a), a.Refreshes()
+		renders0, full0, alone0 := renders, fullAudits(a), a.AloneAudits()
 		got, err := a.Update(ctx, f.Env, []drift.Ref{appRef})
 		require.NoError(t, err)
-		return got, renders - renders0, fullAudits(a) - full0, a.Refreshes() - alone0
+		return got, renders - renders0, fullAudits(a) - full0, a.AloneAudits() - alone0
 	}
 	// Argo CD's own verdict beside each object is read from its status as of the audit that
 	// compared the object: an object no audit since has re-audited keeps the one read then.
@@ -149,10 +149,10 @@ func TestANewChartVersionReauditsItsApplicationAlone(t *testing.T) {
 		return watched(a, argocd.ApplicationGVK, testcluster.ArgoCDNamespace, chartApp, "status", "reconciledAt") != reconciled &&
 			watched(a, argocd.ApplicationGVK, testcluster.ArgoCDNamespace, chartApp, "metadata", "annotations", "argocd.argoproj.io/refresh") == ""
 	})
-	renders0, full0, alone0 := renders, fullAudits(a), a.Refreshes()
+	renders0, full0, alone0 := renders, fullAudits(a), a.AloneAudits()
 	got, err = a.Update(ctx, f.Env, []drift.Ref{appRef})
 	require.NoError(t, err)
-	assert.Equal(t, []any{0, int64(0), int64(0)}, []any{renders - renders0, fullAudits(a) - full0, a.Refreshes() - alone0},
+	assert.Equal(t, []any{0, int64(0), int64(0)}, []any{renders - renders0, fullAudits(a) - full0, a.AloneAudits() - alone0},
 		"renders, full audits, Applications audited alone after a refresh")
 	assert.Equal(t, "0.1.3", revisionOf(got, chartApp))
 	if diff := cmp.Diff(fullAudit(), got, sameVerdicts); diff != "" {
@@ -172,11 +172,11 @@ func TestANewChartVersionReauditsItsApplicationAlone(t *testing.T) {
 		ignores, _, _ := unstructured.NestedSlice(u.Object, "spec", "ignoreDifferences")
 		return len(ignores) == 1
 	})
-	full0, alone0 = fullAudits(a), a.Refreshes()
+	full0, alone0 = fullAudits(a), a.AloneAudits()
 	got, err = a.Update(ctx, f.Env, []drift.Ref{appRef})
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), fullAudits(a)-full0, "a hand-edited Application: the group is audited in full")
-	assert.Equal(t, alone0, a.Refreshes())
+	assert.Equal(t, alone0, a.AloneAudits())
 	assert.Equal(t, map[string]string{"ConfigMap " + handEdited: drift.Modified + " of " + dirApp, "Application " + chartApp: drift.Modified + " of " + root},
 		drifted(got), "%s", dump(got))
 	if diff := cmp.Diff(fullAudit(), got, sameVerdicts); diff != "" {

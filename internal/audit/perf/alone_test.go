@@ -174,14 +174,14 @@ func BenchmarkAuditOfOneMovedApplicationOfAGroupOf20(b *testing.B) {
 			}
 		}
 
-		before := a.Refreshes()
+		before := a.AloneAudits()
 		t0 := time.Now()
 		rep, err := a.Update(ctx, groupEnv, []drift.Ref{appRef, {Kind: "ConfigMap", Namespace: moved, Name: cmName}})
 		alone += time.Since(t0)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if a.Refreshes() != before+1 {
+		if a.AloneAudits() != before+1 {
 			b.Fatalf("the Update did not audit %s alone", moved)
 		}
 		checkMoved(b, rep, moved, rev)
