@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -53,13 +54,23 @@ monitoring rule (every PrometheusRule alert has a runbook_url naming a file of d
 once it is no longer the template's, staging and prod deploy no example.com name: see auditor
 site). Each env's section ends with what its namespaces enforce.
 
+A pinned env (apps/<env>/release.yaml names a commit) is judged twice: at its pin, what Argo CD
+runs today, and at its next promotion, the head's overlay as auditor promote would move the pin.
+A violation the change brings to the next promotion fails it; one the next promotion already had
+at --base is listed as inherited (auditor promote refuses it).
+
+Without --head, a directory's work tree is checked as git diff HEAD sees it: every tracked file
+as it is on disk, committed or not (untracked files are not read: git add them). A URL or a bare
+repository is checked at HEAD. stderr says which tree was read.
+
 Exit codes: 0 pass, 1 violations, >1 error.`,
-		Example: `  auditor check --base origin/main --head HEAD -o markdown > comment.md`,
+		Example: `  auditor check --base HEAD~1                                   # the work tree (pre-commit)
+  auditor check --base origin/main --head HEAD -o markdown > comment.md`,
 		RunE:    runE(o),
 	}
 	addRepoFlag(cmd, &o.repo, "repository directory or URL")
 	cmd.Flags().StringVar(&o.base, "base", "", "base revision (e.g. origin/main)")
-	cmd.Flags().StringVar(&o.head, "head", "HEAD", "head revision")
+	cmd.Flags().StringVar(&o.head, "head", "", "head revision (default: the work tree of a directory, HEAD of a URL)")
 	addOutputFlag(cmd, &o.output, "markdown: a pull request comment", "text", "markdown", "json", "yaml")
 	cmd.Flags().BoolVar(&o.simulate, "simulate", false, "also prove prod's placement with the real kube-scheduler (starts a local cluster; make tools)")
 	return cmd
@@ -82,15 +93,20 @@ func (o *checkOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
-	stop := startProgress(o.cmd, fmt.Sprintf("rendering and checking every env at %s and %s", o.base, o.head))
-	res, err := check.Run(repo, o.base, o.head)
+	head, err := o.headTree(repo)
+	if err != nil {
+		return failed(err)
+	}
+	fmt.Fprintf(o.cmd.ErrOrStderr(), "auditor: checking %s against %s\n", treeName(o.repo, o.head, head), o.base)
+	stop := startProgress(o.cmd, "rendering and checking every env at base and head")
+	res, err := check.RunTree(repo, o.base, head)
 	stop()
 	if err != nil {
 		return failed(err)
 	}
 	if o.simulate {
 		stop := startProgress(o.cmd, "proving prod's placement with the real kube-scheduler")
-		err := checkPlacement(repo, o.head, res)
+		err := checkPlacement(head, res)
 		stop()
 		if err != nil {
 			return failed(err)
@@ -109,13 +125,38 @@ func (o *checkOptions) Run(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
+// headTree is the tree --head names: the commit, or, without --head, the work tree of a
+// directory (its HEAD's tree when nothing differs) and HEAD of a URL or a bare repository.
+func (o *checkOptions) headTree(repo *gitrepo.Repo) (*gitrepo.Snapshot, error) {
+	if o.head == "" {
+		wt, err := repo.WorkTree()
+		switch {
+		case errors.Is(err, gitrepo.ErrNoWorkTree):
+		case err != nil:
+			return nil, err
+		case wt.Dirty():
+			return wt, nil
+		}
+	}
+	return repo.Snapshot(o.head)
+}
+
+// treeName says which tree a command read, for stderr: a work tree with its uncommitted
+// changes, or a commit.
+func treeName(location, rev string, snap *gitrepo.Snapshot) string {
+	if snap.Revision == "" {
+		return fmt.Sprintf("the work tree of %s (%d files differ from HEAD %s; untracked files are not read)",
+			snap.WorkTree, len(snap.Changed), gitrepo.Short(snap.Parent))
+	}
+	if rev == "" && !gitrepo.IsURL(location) {
+		return readAt(location, "HEAD", snap.Revision) + ": its work tree is clean"
+	}
+	return readAt(location, rev, snap.Revision)
+}
+
 // checkPlacement runs the prod placement simulation at head on a fresh local cluster and adds
 // its violations to the result.
-func checkPlacement(repo *gitrepo.Repo, head string, res *check.Result) error {
-	snap, err := repo.Snapshot(head)
-	if err != nil {
-		return err
-	}
+func checkPlacement(snap *gitrepo.Snapshot, res *check.Result) error {
 	src, err := render.FromSnapshot(snap)
 	if err != nil {
 		return err

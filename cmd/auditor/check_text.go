@@ -22,27 +22,19 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 	if !res.Passed {
 		verdict = "FAIL"
 	}
-	h(2, fmt.Sprintf("auditor check: %s (%s → %s)", verdict, gitrepo.Short(res.Base), gitrepo.Short(res.Head)))
+	head := gitrepo.Short(res.Head)
+	if res.WorkTree != "" {
+		head = "work tree"
+	}
+	h(2, fmt.Sprintf("auditor check: %s (%s → %s)", verdict, gitrepo.Short(res.Base), head))
 	for _, e := range res.Envs {
 		pinned := ""
-		if e.Revision != "" && e.Revision != res.Head {
+		if e.Next != nil {
 			pinned = " at its pin " + gitrepo.Short(e.Revision)
 		}
 		h(3, fmt.Sprintf("%s%s: %d objects changed, %d violations", e.Env, pinned, len(e.Changes), len(e.Violations)))
-		for _, v := range e.Violations {
-			if md {
-				fmt.Fprintf(w, "- :x: **%s** `%s`: %s\n", v.Rule, v.Object, v.Message)
-			} else {
-				fmt.Fprintf(w, "  VIOLATION %s %s: %s\n", v.Rule, v.Object, v.Message)
-			}
-		}
-		for _, v := range e.Warnings { // reported, not failing the check
-			if md {
-				fmt.Fprintf(w, "- :warning: **%s** `%s`: %s\n", v.Rule, v.Object, v.Message)
-			} else {
-				fmt.Fprintf(w, "  WARNING %s %s: %s\n", v.Rule, v.Object, v.Message)
-			}
-		}
+		writeFindings(w, md, "VIOLATION", ":x:", e.Violations)
+		writeFindings(w, md, "WARNING", ":warning:", e.Warnings) // reported, not failing the check
 		if len(e.Applications) > 0 {
 			var parts []string
 			for _, a := range e.Applications {
@@ -69,6 +61,46 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 			fmt.Fprintln(w, "```\n</details>")
 		}
 		fmt.Fprintln(w)
+		if e.Next != nil {
+			writeNext(w, h, md, e.Env, e.Revision, head, e.Next)
+		}
+	}
+}
+
+// writeNext prints a pinned env at its next promotion: what the promotion would change, what of
+// that the checked change brings, and the violations it introduces and inherits.
+func writeNext(w io.Writer, h func(int, string), md bool, env, pin, head string, n *check.NextPromotion) {
+	h(3, fmt.Sprintf("%s at next promotion (%s → %s): %d objects change (%d by this change), %d violations",
+		env, gitrepo.Short(pin), head, len(n.Changes), len(n.Introduced), len(n.Violations)))
+	writeFindings(w, md, "VIOLATION", ":x:", n.Violations)
+	inherited := make([]check.Violation, len(n.Inherited))
+	for i, v := range n.Inherited {
+		v.Message += " (already at base: auditor promote refuses it)"
+		inherited[i] = v
+	}
+	writeFindings(w, md, "INHERITED", ":warning:", inherited)
+	writeFindings(w, md, "WARNING", ":warning:", n.Warnings)
+	if len(n.Introduced) > 0 {
+		if md {
+			fmt.Fprintln(w, "\n<details><summary>what this change does to the next promotion</summary>\n\n```diff")
+		}
+		writeChanges(w, n.Introduced)
+		if md {
+			fmt.Fprintln(w, "```\n</details>")
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// writeFindings prints violations or warnings, one a line: as text with the word, or as a
+// Markdown list item with the emoji.
+func writeFindings(w io.Writer, md bool, word, emoji string, vs []check.Violation) {
+	for _, v := range vs {
+		if md {
+			fmt.Fprintf(w, "- %s **%s** `%s`: %s\n", emoji, v.Rule, v.Object, v.Message)
+		} else {
+			fmt.Fprintf(w, "  %s %s %s: %s\n", word, v.Rule, v.Object, v.Message)
+		}
 	}
 }
 

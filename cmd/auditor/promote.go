@@ -18,26 +18,40 @@ import (
 // promoteOptions are the flags of `auditor promote`.
 type promoteOptions struct {
 	repo, branch, from, to, revision string
-	output                           string
+	output, reviewBranch, reason     string
 	dryRun, skipStage, backwards     bool
+	direct, force                    bool
 }
 
 // newPromoteCommand moves an env's pin by a promotion commit.
 func newPromoteCommand() *cobra.Command {
 	o := &promoteOptions{}
 	cmd := &cobra.Command{
-		Use:   "promote --from ENV --to ENV [--revision REV] [--repo DIR|URL] [--branch main] [--dry-run]",
-		Short: "Move an env's pinned release to another env's, by a commit; show what changes; record it in the ledger",
+		Use:   "promote --from ENV --to ENV [--revision REV] [--repo DIR|URL] [--branch main] [--direct] [--dry-run]",
+		Short: "Move an env's pinned release to another env's by a reviewed commit; show what changes; check it",
 		Long: `promote sets the commit the --to env runs (data.revision of apps/<to>/release.yaml, which its
 Applications take as targetRevision) to the --from env's release: its pin, or the branch head for
-an env that follows the branch (dev). It first prints what the move changes in the --to env's
-rendered objects (each changed field, old and new value), then commits on the branch (retrying
-when the branch moved; refused when --to's pin moved since the diff was made) and appends the
-model ledger's records of the promotion. Reverting the promotion commit is the rollback.
---dry-run prints the diff only. The path is dev → staging → prod: --to prod takes staging's
-release unless --skip-stage; moving an env back to an ancestor needs --backwards.`,
+an env that follows the branch (dev). It prints what the move changes in the --to env's rendered
+objects (each changed field, old and new value), then runs every rule and admission policy of
+auditor check on the --to env at the new revision. A violation refuses the promotion (exit 1)
+and writes nothing; --force with a --reason goes past it, and the reason goes into the commit's
+Promote-Forced trailer and the ledger's records of it.
+
+The promotion commit is made on the branch's head and pushed to a branch of its own for review
+(promote/<to>-<revision>; --review-branch names another): open a pull request from it into the
+branch, and the ledger records the promotion once it is merged (auditor ledger sync, or the
+daemon). --direct commits on the branch itself (retrying when the branch moved; refused when
+--to's pin moved since the diff was made) and appends the ledger's records at once. Reverting the
+promotion commit is the rollback.
+
+--dry-run prints the diff and the check only. The path is dev → staging → prod: --to prod takes
+staging's release unless --skip-stage; moving an env back to an ancestor needs --backwards.
+
+Exit codes: 0 promoted (or nothing to promote), 1 refused for violations, >1 error.`,
 		Example: `  auditor promote --from dev --to staging --repo https://git.example.com/platform.git
-  auditor promote --from staging --to prod --repo https://git.example.com/platform.git`,
+  auditor promote --from staging --to prod --repo https://git.example.com/platform.git --dry-run
+  auditor promote --from staging --to prod --repo https://git.example.com/platform.git --direct \
+      --force --reason "INC-4711: the GPU limit is raised by the cloud team today"`,
 		Args: cobra.NoArgs,
 		RunE: runE(o),
 	}
@@ -50,6 +64,10 @@ release unless --skip-stage; moving an env back to an ancestor needs --backwards
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print what would change; commit nothing")
 	cmd.Flags().BoolVar(&o.skipStage, "skip-stage", false, "promote from another env than the one before --to (dev → staging → prod), or a --revision")
 	cmd.Flags().BoolVar(&o.backwards, "backwards", false, "allow moving --to back to an ancestor of what it runs")
+	cmd.Flags().BoolVar(&o.direct, "direct", false, "commit on --branch itself rather than on a branch for review")
+	cmd.Flags().StringVar(&o.reviewBranch, "review-branch", "", "the branch the promotion is pushed to for review (default promote/<to>-<revision>)")
+	cmd.Flags().BoolVar(&o.force, "force", false, "promote past the check's violations (needs --reason)")
+	cmd.Flags().StringVar(&o.reason, "reason", "", "why a --force promotion goes past its violations: kept in the commit and the ledger")
 	addReportOutput(cmd, &o.output)
 	return cmd
 }
@@ -66,6 +84,14 @@ func (o *promoteOptions) Validate() error {
 		if strings.ContainsAny(env, `/\`) || env == "." || env == ".." {
 			return usageErr("promote: invalid environment name %q", env)
 		}
+	}
+	switch {
+	case o.force && strings.TrimSpace(o.reason) == "":
+		return usageErr("promote: --force needs a --reason: it is kept in the commit and the ledger")
+	case !o.force && o.reason != "":
+		return usageErr("promote: --reason goes with --force")
+	case o.direct && o.reviewBranch != "":
+		return usageErr("promote: --direct commits on --branch; --review-branch names the branch for review instead")
 	}
 	return nil
 }
@@ -133,16 +159,46 @@ func (o *promoteOptions) run(ctx context.Context, w io.Writer) (*promoteReport, 
 	fmt.Fprintf(w, "promote %s → %s: %s → %s%s, %d objects change\n", orRevision(o.from, plan.New), o.to,
 		gitrepo.Short(plan.Old), gitrepo.Short(plan.New), direction, len(changes))
 	writeChanges(w, changes)
+	if rep.Violations, rep.Warnings, err = check.Promotion(repo, o.to, plan.Head, plan.New); err != nil {
+		return rep, failed(fmt.Errorf("check %s at %s: %w", o.to, gitrepo.Short(plan.New), err))
+	}
+	fmt.Fprintf(w, "check %s at %s: %d violations\n", o.to, gitrepo.Short(plan.New), len(rep.Violations))
+	writeFindings(w, false, "VIOLATION", "", rep.Violations)
+	writeFindings(w, false, "WARNING", "", rep.Warnings)
+	refused := len(rep.Violations) > 0 && !o.force
+	switch {
+	case refused && o.dryRun:
+		return rep, found(fmt.Sprintf("%s at %s breaks %d rules: the promotion would be refused", o.to, gitrepo.Short(plan.New), len(rep.Violations)))
+	case refused:
+		return rep, found(fmt.Sprintf("promotion refused: %s at %s breaks %d rules; nothing was written (fix them on %s, or --force --reason)",
+			o.to, gitrepo.Short(plan.New), len(rep.Violations), o.branch))
+	case len(rep.Violations) > 0:
+		req.Forced, rep.Forced = o.reason, o.reason
+		fmt.Fprintf(w, "forced past %d violations: %s\n", len(rep.Violations), o.reason)
+	}
 	if o.dryRun {
 		return rep, nil
+	}
+	if !o.direct {
+		req.ReviewBranch = o.reviewBranch
+		if req.ReviewBranch == "" {
+			req.ReviewBranch = release.ReviewBranch(o.to, plan.New)
+		}
 	}
 	res, err := release.Promote(ctx, remote, plan, req)
 	if err != nil {
 		return rep, failed(err)
 	}
-	rep.NoChange, rep.Commit, rep.Attempts = res.NoChange, res.Commit, res.Attempts
+	rep.NoChange, rep.Commit, rep.Attempts, rep.Branch = res.NoChange, res.Commit, res.Attempts, o.branch
 	if res.NoChange {
 		fmt.Fprintf(w, "%s was promoted to %s meanwhile: no commit\n", o.to, gitrepo.Short(plan.New))
+		return rep, nil
+	}
+	if req.ReviewBranch != "" {
+		rep.Branch = req.ReviewBranch
+		fmt.Fprintf(w, "pushed %s to branch %s for review (%d attempt(s)); open a pull request from %s into %s.\n"+
+			"Once it is merged, auditor ledger sync --env %s records it (the daemon does it by itself).\n",
+			gitrepo.Short(res.Commit), req.ReviewBranch, res.Attempts, req.ReviewBranch, o.branch, o.to)
 		return rep, nil
 	}
 	fmt.Fprintf(w, "committed %s on %s (%d attempt(s)); revert it to roll %s back\n", gitrepo.Short(res.Commit), o.branch, res.Attempts, o.to)

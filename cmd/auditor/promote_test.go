@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,11 +16,12 @@ import (
 	"github.com/llm-gitops/platform/internal/release"
 )
 
-// pinnedLedgerRepo is newLedgerRepo with the project's apps/ and staging and prod pinned to the
-// first commit.
+// pinnedLedgerRepo is newLedgerRepo with the project's apps/, policies and runbooks (what the
+// promotion's check reads), and staging and prod pinned to the first commit.
 func pinnedLedgerRepo(t *testing.T) (*ledgerRepo, string) {
 	l := newLedgerRepo(t)
 	first := l.git(ledgerT0, "rev-parse", "HEAD")
+	copyTree(t, l.work, "policies", "docs/runbooks")
 	for _, dir := range []string{"apps/common", "apps/dev", "apps/staging", "apps/prod"} {
 		entries, err := os.ReadDir(filepath.Join("..", "..", dir))
 		require.NoError(t, err)
@@ -47,7 +49,7 @@ func TestPromoteCommand(t *testing.T) {
 	canary := l.commit("prod: qwen canary 50%")
 
 	// dev → staging: staging has no canary route, so the move changes nothing it renders.
-	out, err := runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "staging")
+	out, err := runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "staging", "--direct")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "promote dev → staging: "+gitrepo.Short(first)+" → "+gitrepo.Short(canary)+", 0 objects change")
 	assert.Contains(t, out, "committed ")
@@ -65,7 +67,7 @@ func TestPromoteCommand(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, first, rev, "--dry-run committed nothing")
 
-	out, err = runCmd(t, newPromoteCommand(), "--repo", url, "--from", "staging", "--to", "prod")
+	out, err = runCmd(t, newPromoteCommand(), "--repo", url, "--from", "staging", "--to", "prod", "--direct")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "clusters/prod/model-ledger.jsonl: ")
 
@@ -93,4 +95,71 @@ func TestPromoteCommand(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, first, rev, "the revert moved prod back")
 	assert.Contains(t, out, "rollback")
+}
+
+// TestPromoteIsGatedAndReviewable: a promotion that breaks a rule of auditor check in the target
+// env is refused and writes nothing; one that passes is pushed to a branch of its own for review,
+// main untouched; one forced past its violations needs a reason, which the commit and the
+// ledger keep.
+func TestPromoteIsGatedAndReviewable(t *testing.T) {
+	l, first := pinnedLedgerRepo(t)
+	url := "file://" + l.bare
+	heads := func() string { return l.git(ledgerT0, "ls-remote", "--heads", l.bare) }
+	p := filepath.Join(l.work, "overlays/prod/scaling.yaml")
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	s := strings.Replace(string(data), "minReplicaCount: 2\n  maxReplicaCount: 8", "minReplicaCount: 80\n  maxReplicaCount: 80", 1)
+	require.NotEqual(t, string(data), s, "vllm-qwen's ScaledObject in prod's overlay")
+	require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
+	bad := l.commit("prod: qwen at 80 replicas")
+	before := heads()
+
+	// Refused: exit 1, the violation named, nothing pushed.
+	out, err := runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "prod", "--skip-stage", "--direct")
+	require.Error(t, err, out)
+	assert.Equal(t, codeFound, exitStatus(io.Discard, err), err)
+	assert.Contains(t, err.Error(), "promotion refused")
+	assert.Contains(t, out, "~ ScaledObject llm-inference/vllm-qwen")
+	assert.Contains(t, out, "VIOLATION capacity-gpu-pool-limit")
+	assert.Equal(t, before, heads(), "a refused promotion writes nothing")
+
+	// A reason is required to force it.
+	_, err = runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "prod", "--skip-stage", "--force")
+	assert.Equal(t, codeError, exitStatus(io.Discard, err), err)
+
+	// Staging has no such change: its promotion passes and goes to a branch for review.
+	out, err = runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "staging")
+	require.NoError(t, err, out)
+	branch := "promote/staging-" + gitrepo.Short(bad)
+	assert.Contains(t, out, "check staging at "+gitrepo.Short(bad)+": 0 violations")
+	assert.Contains(t, out, "open a pull request from "+branch+" into main")
+	assert.Contains(t, heads(), "refs/heads/"+branch)
+	bare, err := gitrepo.Open(url)
+	require.NoError(t, err)
+	rev, err := release.RevisionAt(bare, "staging", "main")
+	require.NoError(t, err)
+	assert.Equal(t, first, rev, "main is untouched until the pull request is merged")
+	rev, err = release.RevisionAt(bare, "staging", branch)
+	require.NoError(t, err)
+	assert.Equal(t, bad, rev, "the review branch moves staging's pin")
+	assert.Equal(t, bad, l.git(ledgerT0, "--git-dir", l.bare, "rev-parse", branch+"^"), "made on main's head")
+
+	// Forced, with a reason, straight to main: the reason is in the commit and the ledger.
+	reason := "INC-4711: the GPU pool limit is raised today"
+	out, err = runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "prod", "--skip-stage", "--direct", "--force", "--reason", reason)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "forced past 1 violations: "+reason)
+	msg := l.git(ledgerT0, "--git-dir", l.bare, "log", "-1", "--format=%B", "main", "--", "apps/prod/release.yaml")
+	assert.Contains(t, msg, release.TrailerForced+": "+reason)
+	var recs []ledger.Record
+	out, err = runCmd(t, newLedgerCommand(), "list", "--repo", url, "--env", "prod", "-o", "json")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal([]byte(out), &recs))
+	var forced []string
+	for _, r := range recs {
+		if r.Release == bad {
+			forced = append(forced, r.Deployment+": "+r.Forced)
+		}
+	}
+	assert.Equal(t, []string{"vllm-qwen: " + reason}, forced, "%s", out)
 }

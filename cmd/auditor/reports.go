@@ -48,8 +48,15 @@ type promoteReport struct {
 	Backwards bool           `json:"backwards,omitempty"`
 	Changes   []check.Change `json:"changes"`
 	NoChange  bool           `json:"noChange,omitempty"`
-	Commit    string         `json:"commit,omitempty"`
-	Attempts  int            `json:"attempts,omitempty"`
+	// Violations are the rules the target env breaks at the new revision; Warnings the notes.
+	Violations []check.Violation `json:"violations"`
+	Warnings   []check.Violation `json:"warnings,omitempty"`
+	// Forced is the reason given for promoting past Violations.
+	Forced string `json:"forced,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	// Branch is where Commit was pushed: the branch itself, or a branch for review.
+	Branch   string `json:"branch,omitempty"`
+	Attempts int    `json:"attempts,omitempty"`
 	// Ledger is the ledger commit recording the promotion, if any.
 	Ledger *ledgerWriteReport `json:"ledger,omitempty"`
 }

@@ -16,6 +16,7 @@ type sourceFlags struct {
 	repo     string
 	revision string
 	cmd      *cobra.Command // whose stderr says what was read
+	opened   *gitrepo.Repo  // the repository open read, when it read Git
 }
 
 func (f *sourceFlags) add(cmd *cobra.Command) {
@@ -34,6 +35,7 @@ func (f *sourceFlags) open() (render.Source, error) {
 	if err != nil {
 		return render.Source{}, err
 	}
+	f.opened = repo
 	snap, err := repo.Snapshot(f.revision)
 	if err != nil {
 		return render.Source{}, err
@@ -67,8 +69,10 @@ func (f *sourceFlags) render(env string) (*render.Result, error) {
 	return res, nil
 }
 
-// describe says what was rendered, for stderr: the work tree or a commit, and the pin Argo CD
-// syncs the env at when that is another commit, since `diff` audits the pin.
+// describe says what was rendered, for stderr: the work tree or a commit, and, for a pinned
+// env, whether that is what Argo CD syncs. The pin is read where the env's pin lives now (the work
+// tree of a directory, HEAD of a URL or a bare repository), never in the commit rendered, which
+// names an older one: a hint printed here, run as printed, renders the pin.
 func (f *sourceFlags) describe(s render.Source, env string) string {
 	what := fmt.Sprintf("rendered overlays/%s from the work tree of %s (uncommitted changes included)", env, f.repo)
 	if s.Revision() != "" {
@@ -78,16 +82,34 @@ func (f *sourceFlags) describe(s render.Source, env string) string {
 		}
 		what = fmt.Sprintf("rendered overlays/%s at %s (%s)", env, rev, gitrepo.Short(s.Revision()))
 	}
-	data, err := s.ReadFile(release.File(env))
-	if err != nil {
+	rel, ok := f.currentRelease(s, env)
+	switch {
+	case !ok:
 		return what
+	case rel.Revision == s.Revision():
+		return fmt.Sprintf("%s: %s's pin (%s), what Argo CD syncs", what, env, release.File(env))
+	default:
+		return fmt.Sprintf("%s; Argo CD syncs %s at its pin %s (%s), not this: --revision %s renders that",
+			what, env, gitrepo.Short(rel.Revision), release.File(env), rel.Revision)
+	}
+}
+
+// currentRelease is env's release as the repository names it now: in the rendered work tree,
+// else at HEAD (main for a URL); ok is false when the env is not pinned or no release is read.
+func (f *sourceFlags) currentRelease(s render.Source, env string) (release.Release, bool) {
+	var data []byte
+	if s.Revision() == "" {
+		data, _ = s.ReadFile(release.File(env))
+	} else if f.opened != nil {
+		if snap, err := f.opened.Snapshot(""); err == nil {
+			data = snap.Files[release.File(env)]
+		}
 	}
 	rel, err := release.Parse(env, data)
-	if err != nil || !rel.Pinned() || rel.Revision == s.Revision() {
-		return what
+	if len(data) == 0 || err != nil || !rel.Pinned() {
+		return release.Release{}, false
 	}
-	return fmt.Sprintf("%s; Argo CD syncs %s at its pin %s (%s): --revision %s renders that",
-		what, env, gitrepo.Short(rel.Revision), release.File(env), rel.Revision)
+	return rel, true
 }
 
 // readAt says, for stderr, which commit of which repository a command read that reads commits

@@ -22,7 +22,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,10 +39,13 @@ import (
 
 // Result is the outcome of a check, per env (prod first).
 type Result struct {
-	Base string      `json:"base"`
-	Head string      `json:"head"`
+	Base string `json:"base"`
+	// Head is the commit checked; empty when WorkTree is set.
+	Head string `json:"head"`
+	// WorkTree is the directory whose work tree was checked (uncommitted changes included).
+	WorkTree string      `json:"workTree,omitempty"`
 	Envs []EnvResult `json:"envs"`
-	// Passed is false when any env has a violation.
+	// Passed is false when any env has a violation, at what it runs or at its next promotion.
 	Passed bool `json:"passed"`
 }
 
@@ -69,6 +71,8 @@ type EnvResult struct {
 	// KVCache is how much of each vLLM Deployment's KV cache its --max-num-seqs can use at the
 	// Deployment's traffic profile (WriteKVCache prints it).
 	KVCache []KVCacheUse `json:"kvCache,omitempty"`
+	// Next is, for a pinned env, what it would run if the head were promoted to it.
+	Next *NextPromotion `json:"nextPromotion,omitempty"`
 }
 
 // Change is an object added, removed or changed between base and head.
@@ -90,138 +94,105 @@ type Violation struct {
 // renders keeps the env renders of every Run in this process by what they read (a few per
 // env): an env whose base and head read the same files is rendered once, and so is an env that
 // an earlier Run rendered from the same content (a test suite, a caller checking many changes).
-var renders = render.NewCache("", 8)
+var renders = render.NewCache("", 16)
 
 // Run checks head against base in repo. A revision that does not exist is an error naming it.
 func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
-	baseSrc, baseRev, err := source(repo, base)
+	snap, err := repo.Snapshot(head)
 	if err != nil {
 		return nil, err
 	}
-	headSrc, headSnap, err := snapshot(repo, head)
+	return RunTree(repo, base, snap)
+}
+
+// RunTree checks head, a commit's tree or the work tree (gitrepo.Repo.WorkTree), against base.
+// Each env is judged at what it runs (its pin, for a pinned env) and, when pinned, at its next
+// promotion: the head's overlay, as `auditor promote` would move the pin there.
+func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, error) {
+	baseTree, err := treeAt(repo, base)
 	if err != nil {
 		return nil, err
 	}
-	headRev := headSnap.Revision
-	envs, err := headSrc.Envs()
+	headTree, err := newTree(head)
+	if err != nil {
+		return nil, err
+	}
+	envs, err := headTree.src.Envs()
 	if err != nil {
 		return nil, err
 	}
 	sort.SliceStable(envs, func(i, j int) bool { return envs[i] == "prod" && envs[j] != "prod" })
-	pols, err := loadPolicies(headSrc)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Base: baseRev, Head: headRev, Passed: true}
+	res := &Result{Base: baseTree.snap.Revision, Head: head.Revision, WorkTree: head.WorkTree, Passed: true}
 	releases := newReleaseSources(repo)
 	for _, env := range envs {
-		// Each env is rendered at the revision it runs: its pin (apps/<env>/release.yaml) at base
-		// and at head, so a change of base/ shows in prod only once a promotion moves prod's pin.
-		er := EnvResult{Env: env, Violations: []Violation{}}
-		envHead, pinErr := releases.source(headSrc, headRev, env)
-		if pinErr != nil {
-			er.Violations = append(er.Violations, Violation{Rule: "release-pinned", Object: release.File(env), Message: pinErr.Error()})
-			envHead = headSrc
-		}
-		h, err := render.Engine{Cache: renders}.Render(context.Background(), envHead, render.Target{Name: env})
+		er, err := checkEnv(repo, releases, baseTree, headTree, env)
 		if err != nil {
-			return nil, fmt.Errorf("head %.12s: %w", envHead.Revision(), err)
+			return nil, err
 		}
-		er.Revision = envHead.Revision()
-		other, appsRendered, v, w, err := otherApplications(headSrc, envHead, env)
-		if err != nil {
-			return nil, fmt.Errorf("head %.12s: %w", envHead.Revision(), err)
-		}
-		own := h.Objects // sync waves order one Application's objects: checked per render
-		h.Objects = append(slices.Clip(h.Objects), slices.Concat(other...)...)
-		er.Applications = appsRendered
-		er.Violations = append(er.Violations, v...)
-		er.Warnings = append(er.Warnings, w...)
-		var baseObjs []*unstructured.Unstructured
-		if envBase, err := releases.source(baseSrc, baseRev, env); err == nil {
-			if b, err := (render.Engine{Cache: renders}).Render(context.Background(), envBase, render.Target{Name: env}); err == nil {
-				baseObjs = b.Objects
-				if other, _, _, _, err := otherApplications(baseSrc, envBase, env); err == nil {
-					baseObjs = append(slices.Clip(baseObjs), slices.Concat(other...)...)
-				}
-			}
-		}
-		er.Changes = diffObjects(baseObjs, h.Objects)
-		if er.Apps, err = appsDiff(baseSrc, headSrc, env); err != nil {
-			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
-		}
-		if er.Changes == nil {
-			er.Changes = []Change{}
-		}
-		if pols != nil {
-			er.Violations = append(er.Violations, evaluate(pols, h.Objects)...)
-		}
-		er.Violations = append(er.Violations, dataFiles(headSnap, env)...)
-		er.Violations = append(er.Violations, alertRunbooks(h.Objects, headSnap.Files)...)
-		er.Violations = append(er.Violations, waveOrder(own)...)
-		er.Violations = append(er.Violations, firstSyncSplits(own)...)
-		for _, objs := range other {
-			er.Violations = append(er.Violations, waveOrder(objs)...)
-			er.Violations = append(er.Violations, firstSyncSplits(objs)...)
-		}
-		er.Violations = append(er.Violations, retainStateful(h.Objects)...)
-		apps, err := envApplications(headSrc, env)
-		if err != nil {
-			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
-		}
-		er.Violations = append(er.Violations, cascadeStateful(apps, h.Objects)...)
-		pinned, err := releasePinned(repo, headSrc, env)
-		if err != nil {
-			return nil, fmt.Errorf("head %.12s: %w", headRev, err)
-		}
-		er.Violations = append(er.Violations, pinned...)
-		er.Violations = append(er.Violations, releasePatches(headSnap, headSrc, env)...)
-		er.Violations = append(er.Violations, backupOffsite(h.Objects)...)
-		er.Violations = append(er.Violations, kedaReach(h.Objects)...)
-		er.Violations = append(er.Violations, vllmDrain(h.Objects)...)
-		er.Violations = append(er.Violations, vllmWeights(h.Objects)...)
-		er.Violations = append(er.Violations, vllmDtype(h.Objects)...)
-		er.GPUPools = gpuPoolPosture(h.Objects)
-		er.Violations = append(er.Violations, gpuNodeClassRoot(h.Objects)...)
-		er.Violations = append(er.Violations, gpuDisruptionBudget(h.Objects)...)
-		er.Violations = append(er.Violations, drainPossible(h.Objects)...)
-		er.Violations = append(er.Violations, refsResolve(h.Objects)...)
-		er.Violations = append(er.Violations, batchPreemption(h.Objects)...)
-		er.Warnings = append(er.Warnings, vllmWarnings(h.Objects)...)
-		posture, v, w := namespaceSecurity(h.Objects)
-		er.Security = posture
-		er.Violations = append(er.Violations, v...)
-		er.Warnings = append(er.Warnings, w...)
-		er.Violations = append(er.Violations, restrictedPods(h.Objects)...)
-		v, w = capacityInvariants(h.Objects)
-		er.Violations = append(er.Violations, v...)
-		er.Warnings = append(er.Warnings, w...)
-		measured, v, w := trafficProfiles(headSnap, env, h.Objects)
-		er.Violations = append(er.Violations, v...)
-		er.Warnings = append(er.Warnings, w...)
-		er.KVCache, v, w = vllmMaxNumSeqs(h.Objects, measured)
-		er.Violations = append(er.Violations, v...)
-		er.Warnings = append(er.Warnings, w...)
-		v, w = flowsAllowed(envHead, headSrc, env, h.Objects)
-		er.Violations = append(er.Violations, v...)
-		er.Warnings = append(er.Warnings, w...)
-		v, w = siteValues(envHead, headSrc, env, h.Objects)
-		er.Violations = append(er.Violations, v...)
-		er.Warnings = append(er.Warnings, w...)
-		if len(er.Violations) > 0 {
+		if len(er.Violations) > 0 || (er.Next != nil && len(er.Next.Violations) > 0) {
 			res.Passed = false
 		}
-		res.Envs = append(res.Envs, er)
+		res.Envs = append(res.Envs, *er)
 	}
 	return res, nil
 }
 
-func source(repo *gitrepo.Repo, rev string) (render.Source, string, error) {
-	src, snap, err := snapshot(repo, rev)
-	if err != nil {
-		return render.Source{}, "", err
+// checkEnv judges env at what it runs at head (its pin, for a pinned env), lists what changes
+// from base, runs the repository's rules on apps/<env> and, for a pinned env, previews its next
+// promotion.
+func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, head *tree, env string) (*EnvResult, error) {
+	// Each env is rendered at the revision it runs: its pin (apps/<env>/release.yaml) at base
+	// and at head, so a change of base/ shows in prod at its pin once a promotion moves the pin,
+	// and in its next promotion at once.
+	er := &EnvResult{Env: env, Violations: []Violation{}}
+	envHead, pinErr := releases.source(head, env)
+	if pinErr != nil {
+		er.Violations = append(er.Violations, Violation{Rule: "release-pinned", Object: release.File(env), Message: pinErr.Error()})
+		envHead = head.src
 	}
-	return src, snap.Revision, nil
+	v, err := judge(head, envHead, env)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", head.name(envHead), err)
+	}
+	er.Revision = envHead.Revision()
+	er.Applications, er.Security, er.GPUPools, er.KVCache = v.applications, v.security, v.gpuPools, v.kvCache
+	er.Violations = append(er.Violations, v.violations...)
+	er.Warnings = append(er.Warnings, v.warnings...)
+	var baseObjs []*unstructured.Unstructured
+	if envBase, err := releases.source(base, env); err == nil {
+		if r, err := renderEnv(base, envBase, env); err == nil {
+			baseObjs = r.objects()
+		}
+	}
+	if er.Changes = diffObjects(baseObjs, v.objects); er.Changes == nil {
+		er.Changes = []Change{}
+	}
+	if er.Apps, err = appsDiff(base.src, head.src, env); err != nil {
+		return nil, fmt.Errorf("%s: %w", head.name(head.src), err)
+	}
+	repoRules, err := repositoryRules(repo, head, env)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", head.name(head.src), err)
+	}
+	er.Violations = append(er.Violations, repoRules...)
+	if pinErr == nil && envHead.Revision() != head.src.Revision() {
+		if er.Next, err = nextPromotion(base, head, env, v.objects); err != nil {
+			return nil, err
+		}
+	}
+	return er, nil
+}
+
+// repositoryRules are the rules on what the repository says of env beside its render: its
+// schedule and ledger parse, it is pinned, and its Application's patches are scheduled scale-ups.
+func repositoryRules(repo *gitrepo.Repo, head *tree, env string) ([]Violation, error) {
+	out := dataFiles(head.snap, env)
+	pinned, err := releasePinned(repo, head, env)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, pinned...)
+	return append(out, releasePatches(head.snap, head.src, env)...), nil
 }
 
 func snapshot(repo *gitrepo.Repo, rev string) (render.Source, *gitrepo.Snapshot, error) {
@@ -231,6 +202,14 @@ func snapshot(repo *gitrepo.Repo, rev string) (render.Source, *gitrepo.Snapshot,
 	}
 	src, err := render.FromSnapshot(snap)
 	return src, snap, err
+}
+
+func source(repo *gitrepo.Repo, rev string) (render.Source, string, error) {
+	src, snap, err := snapshot(repo, rev)
+	if err != nil {
+		return render.Source{}, "", err
+	}
+	return src, snap.Revision, nil
 }
 
 // dataFiles validates the env's non-synced data at head: the schedule (cron, time zones, targets,

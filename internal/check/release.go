@@ -2,7 +2,9 @@ package check
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,22 +25,26 @@ func newReleaseSources(repo *gitrepo.Repo) *releaseSources {
 	return &releaseSources{repo: repo, sources: map[string]render.Source{}}
 }
 
-// source returns what env renders from when the repository is at rev (src): its pinned commit
-// (src itself when the env follows the branch) with the kustomize patches of its Application at
-// rev, as Argo CD builds it.
-func (r *releaseSources) source(src render.Source, rev, env string) (render.Source, error) {
-	pin, err := release.RevisionAt(r.repo, env, rev)
-	if err != nil {
+// source returns what env renders from when the repository is at t: its pinned commit (t's
+// Source itself when the env follows the branch) with the kustomize patches of its Application
+// at t, as Argo CD builds it.
+func (r *releaseSources) source(t *tree, env string) (render.Source, error) {
+	pin := ""
+	if data, err := t.src.ReadFile(release.File(env)); err == nil {
+		if pin, err = release.PinIn(r.repo, env, data); err != nil {
+			return render.Source{}, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return render.Source{}, err
 	}
-	patches, err := release.ApplicationPatches(src, env)
+	patches, err := release.ApplicationPatches(t.src, env)
 	if err != nil {
 		return render.Source{}, err
 	}
 	s, ok := r.sources[pin]
 	switch {
-	case pin == rev:
-		s = src
+	case pin == "" || pin == t.snap.Revision:
+		s = t.src
 	case !ok:
 		if s, _, err = snapshot(r.repo, pin); err != nil {
 			return render.Source{}, err
@@ -53,19 +59,19 @@ func (r *releaseSources) source(src render.Source, rev, env string) (render.Sour
 // that syncs from the platform repository (the one its overlay's Application uses) carries a
 // commit as targetRevision. An env tracking a branch takes every change of main unreviewed
 // (issue #15: "prod tracking a branch").
-func releasePinned(repo *gitrepo.Repo, src render.Source, env string) ([]Violation, error) {
+func releasePinned(repo *gitrepo.Repo, t *tree, env string) ([]Violation, error) {
 	if env == release.Following {
 		return nil, nil
 	}
-	return releaseFindings(repo, src, env)
+	return releaseFindings(repo, t, env)
 }
 
-func releaseFindings(repo *gitrepo.Repo, src render.Source, env string) ([]Violation, error) {
+func releaseFindings(repo *gitrepo.Repo, t *tree, env string) ([]Violation, error) {
 	var out []Violation
+	src := t.src
 	file := release.File(env)
-	data, err := repo.ReadFile(src.Revision(), file)
+	data, err := src.ReadFile(file)
 	switch {
-	case src.Revision() == "": // a work tree: no history to read the release from
 	case err != nil:
 		out = append(out, Violation{Rule: "release-pinned", Object: file, Message: fmt.Sprintf(
 			"%s has no release file %s: it follows the branch, so every commit on main reaches it unpromoted; pin it to a commit (auditor promote)", env, file)})
@@ -80,10 +86,12 @@ func releaseFindings(repo *gitrepo.Repo, src render.Source, env string) ([]Viola
 				file, r.Line, env, r.Revision, env, env)})
 		default:
 			// A commit off the branch's history was never merged (nor reviewed as a merge).
-			if on, err := repo.IsAncestor(r.Revision, src.Revision()); err == nil && !on {
-				out = append(out, Violation{Rule: "release-pinned", Object: file, Message: fmt.Sprintf(
-					"%s:%d pins %s to %s, which is not on the history of %s: promote only merged commits",
-					file, r.Line, env, r.Revision, gitrepo.Short(src.Revision()))})
+			if hist := t.snap.Commit(); hist != "" {
+				if on, err := repo.IsAncestor(r.Revision, hist); err == nil && !on {
+					out = append(out, Violation{Rule: "release-pinned", Object: file, Message: fmt.Sprintf(
+						"%s:%d pins %s to %s, which is not on the history of %s: promote only merged commits",
+						file, r.Line, env, r.Revision, gitrepo.Short(hist))})
+				}
 			}
 		}
 	}

@@ -24,9 +24,13 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 	if err != nil {
 		return "", "", err
 	}
-	tracking := plumbing.NewRemoteReferenceName("origin", req.Branch)
+	onto, force := req.Branch, ""
+	if req.Onto != "" && req.Onto != req.Branch {
+		onto, force = req.Onto, "+" // the review branch is the writer's own: a new attempt replaces it
+	}
+	tracking := plumbing.NewRemoteReferenceName("origin", onto)
 	local := plumbing.NewBranchReferenceName(req.Branch)
-	spec := config.RefSpec(fmt.Sprintf("+%s:%s", local, tracking))
+	spec := config.RefSpec(fmt.Sprintf("+%s:%s", plumbing.NewBranchReferenceName(onto), tracking))
 	err = repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, RefSpecs: []config.RefSpec{spec}})
 	missing := false
 	switch {
@@ -40,8 +44,8 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 	}
 	var head *object.Commit
 	if missing {
-		if !req.CreateBranch {
-			return "", "", &permanentError{fmt.Errorf("%w: %s in %s", ErrBranchNotFound, req.Branch, redactURL(r.cfg.URL))}
+		if !req.CreateBranch || force != "" {
+			return "", "", &permanentError{fmt.Errorf("%w: %s in %s", ErrBranchNotFound, onto, redactURL(r.cfg.URL))}
 		}
 		_ = repo.Storer.RemoveReference(tracking)
 	} else {
@@ -106,7 +110,7 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 		return "", parent, &permanentError{err}
 	}
 	err = repo.PushContext(ctx, &git.PushOptions{RemoteName: "origin", Auth: auth,
-		RefSpecs: []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:%s", local, local))}})
+		RefSpecs: []config.RefSpec{config.RefSpec(fmt.Sprintf("%s%s:%s", force, local, local))}})
 	switch {
 	case err == nil:
 	case isAuthErr(err):
@@ -116,7 +120,7 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 	default:
 		return "", parent, fmt.Errorf("push %s to %s: %w", req.Branch, redactURL(r.cfg.URL), err)
 	}
-	_ = repo.Storer.SetReference(plumbing.NewHashReference(tracking, hash))
+	_ = repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewRemoteReferenceName("origin", req.Branch), hash))
 	return hash.String(), parent, nil
 }
 

@@ -49,6 +49,11 @@ type Snapshot struct {
 	// manifest is that large and reading them would put a binary committed to the repository in
 	// memory at every snapshot. A render that reads one fails, naming it.
 	Omitted map[string]int64
+	// WorkTree is, for a snapshot of a work tree (Repo.WorkTree; Revision empty), its directory;
+	// Parent the commit HEAD names there ("" before the first commit), the history it sits on;
+	// Changed the paths that differ from HEAD's tree.
+	WorkTree, Parent string
+	Changed          []string
 
 	repo *git.Repository // for Log; nil in snapshots built by hand
 	mu   *sync.Mutex     // the Repo's, when it has one

@@ -43,6 +43,10 @@ type UpdateRequest struct {
 	// CreateBranch allows creating the branch (with a root commit when the remote has no such
 	// branch). Without it a missing branch is an error.
 	CreateBranch bool
+	// Onto, when set, is the branch the commit is made on (its head is the parent) while it is
+	// pushed to Branch, replacing what Branch held: a branch for review, named for the change,
+	// that belongs to whoever writes it. Onto must exist.
+	Onto string
 }
 
 // Result is the outcome of a successful Update or Revert.

@@ -181,6 +181,7 @@ func commitRecords(env string, c gitrepo.Commit, prev, next State) []Record {
 		if isRevert {
 			r.Effect, r.Kind, r.Reverts = d.kind, KindRollback, reverted
 		}
+		r.Forced, _ = c.Trailer(release.TrailerForced)
 		r.ID = ID(env, r.Model, r.Deployment, r.Version, r.Revision)
 		out = append(out, r)
 	}

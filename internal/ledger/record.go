@@ -98,6 +98,9 @@ type Record struct {
 	CommittedAt time.Time `json:"committedAt"`
 	// Reverts is, for a rollback, the reverted commit.
 	Reverts string `json:"reverts,omitempty"`
+	// Forced is the reason a promotion commit gave for going past the violations auditor check
+	// found in it (its Promote-Forced trailer).
+	Forced string `json:"forced,omitempty"`
 
 	// SyncedAt is when the revision was first seen synced live (filled by the daemon; empty in a
 	// rebuild). Metrics is an optional snapshot taken when the record was written.

@@ -14,6 +14,9 @@ const (
 	TrailerFrom     = "Promote-From"
 	TrailerTo       = "Promote-To"
 	TrailerRevision = "Promote-Revision"
+	// TrailerForced carries the reason a promotion was made past the violations auditor check
+	// found in it.
+	TrailerForced = "Promote-Forced"
 )
 
 // Bot is the default author of promotion commits.
@@ -31,6 +34,12 @@ type Request struct {
 	// Backwards allows moving To to an ancestor of what it runs (a rollback is better done by
 	// reverting the promotion commit).
 	Backwards bool
+	// ReviewBranch, when set, is where the promotion commit is pushed, made on Branch's head, for
+	// a pull request into Branch; empty commits on Branch itself.
+	ReviewBranch string
+	// Forced is the reason the promotion goes ahead past the violations it has (empty: none
+	// were overridden); it is a trailer of the commit, and the ledger's records of it carry it.
+	Forced string
 	// Author defaults to Bot.
 	Author   gitrepo.Person
 	Deadline time.Time
@@ -158,10 +167,19 @@ func Promote(ctx context.Context, remote *gitrepo.Remote, p Plan, req Request) (
 		msg = fmt.Sprintf("promote %s → %s: %s → %s (back)\n\n%s moves back to %s, an ancestor of %s.\n",
 			from, p.To, gitrepo.Short(p.Old), gitrepo.Short(p.New), p.To, p.New, p.Old)
 	}
+	trailers := []gitrepo.Trailer{{Key: TrailerFrom, Value: p.From}, {Key: TrailerTo, Value: p.To}, {Key: TrailerRevision, Value: p.New}}
+	if req.Forced != "" {
+		msg += "\nForced past the violations auditor check found in it: " + req.Forced + "\n"
+		trailers = append(trailers, gitrepo.Trailer{Key: TrailerForced, Value: oneLine(req.Forced)})
+	}
+	branch, onto := req.Branch, ""
+	if req.ReviewBranch != "" {
+		branch, onto = req.ReviewBranch, req.Branch
+	}
 	file := File(p.To)
 	res, err := remote.Update(ctx, gitrepo.UpdateRequest{
-		Branch: req.Branch, Author: req.Author, Deadline: req.Deadline, Backoff: req.Backoff, Message: msg,
-		Trailers: []gitrepo.Trailer{{Key: TrailerFrom, Value: p.From}, {Key: TrailerTo, Value: p.To}, {Key: TrailerRevision, Value: p.New}},
+		Branch: branch, Onto: onto, Author: req.Author, Deadline: req.Deadline, Backoff: req.Backoff, Message: msg,
+		Trailers: trailers,
 		Change: func(snap *gitrepo.Snapshot) (map[string][]byte, error) {
 			cur, ok, err := Read(snap.Files, p.To)
 			if err != nil {
@@ -190,3 +208,9 @@ func Promote(ctx context.Context, remote *gitrepo.Remote, p Plan, req Request) (
 	}
 	return res, nil
 }
+
+// oneLine folds a reason onto one line, as a trailer's value must be.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// ReviewBranch is the branch a promotion of to to rev is pushed to for review.
+func ReviewBranch(to, rev string) string { return "promote/" + to + "-" + gitrepo.Short(rev) }

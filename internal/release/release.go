@@ -91,12 +91,23 @@ func RevisionAt(repo *gitrepo.Repo, env, rev string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	pin, err := PinIn(repo, env, data)
+	if pin == "" && err == nil {
+		return head, nil
+	}
+	return pin, err
+}
+
+// PinIn returns the commit a release file's data pins env to, checked to be in repo; "" when the
+// file names a branch (the env follows it). A pin the repository does not have is an error naming
+// the file and line.
+func PinIn(repo *gitrepo.Repo, env string, data []byte) (string, error) {
 	r, err := Parse(env, data)
 	if err != nil {
 		return "", err
 	}
 	if !r.Pinned() {
-		return head, nil
+		return "", nil
 	}
 	if _, err := repo.Resolve(r.Revision); err != nil {
 		return "", fmt.Errorf("%s:%d pins %s to %s, which the repository does not have: %w", File(env), r.Line, env, r.Revision, err)

@@ -1,0 +1,153 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/policy"
+	"github.com/llm-gitops/platform/internal/render"
+)
+
+// tree is the repository at one commit, or its work tree, as the rules read it: the files
+// (schedules, ledgers, runbooks, profiles), the Source over them (apps/, policies/) and the
+// admission policies of policies/ there.
+type tree struct {
+	snap *gitrepo.Snapshot
+	src  render.Source
+	pols *policy.Set
+}
+
+// treeAt reads the repository's tree at rev.
+func treeAt(repo *gitrepo.Repo, rev string) (*tree, error) {
+	snap, err := repo.Snapshot(rev)
+	if err != nil {
+		return nil, err
+	}
+	return newTree(snap)
+}
+
+// newTree is the tree of a snapshot, with its policies rendered.
+func newTree(snap *gitrepo.Snapshot) (*tree, error) {
+	src, err := render.FromSnapshot(snap)
+	if err != nil {
+		return nil, err
+	}
+	pols, err := loadPolicies(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", describeTree(snap), err)
+	}
+	return &tree{snap: snap, src: src, pols: pols}, nil
+}
+
+// name says which tree an error is about: an env's pin, the tree's commit, or its work tree.
+func (t *tree) name(envSrc render.Source) string {
+	if envSrc.Revision() != t.snap.Revision {
+		return "pin " + gitrepo.Short(envSrc.Revision())
+	}
+	return describeTree(t.snap)
+}
+
+// describeTree names a snapshot: "head <commit>" or "the work tree of <dir>".
+func describeTree(snap *gitrepo.Snapshot) string {
+	if snap.Revision == "" {
+		return "the work tree of " + snap.WorkTree
+	}
+	return "head " + gitrepo.Short(snap.Revision)
+}
+
+// rendered is one env's render with the other Applications apps/<env> declares.
+type rendered struct {
+	// own is the env's overlay; other each other Application's objects (sync waves order one
+	// Application's objects, so the wave rules run per render).
+	own                  []*unstructured.Unstructured
+	other                [][]*unstructured.Unstructured
+	applications         []AppRender
+	violations, warnings []Violation
+}
+
+// objects are every object the env's Applications render.
+func (r *rendered) objects() []*unstructured.Unstructured {
+	return append(slices.Clip(r.own), slices.Concat(r.other...)...)
+}
+
+// renderEnv renders env from envSrc (its overlay at a pin, or at t itself) and the other
+// Applications of apps/<env> at t.
+func renderEnv(t *tree, envSrc render.Source, env string) (*rendered, error) {
+	h, err := render.Engine{Cache: renders}.Render(context.Background(), envSrc, render.Target{Name: env})
+	if err != nil {
+		return nil, err
+	}
+	other, apps, v, w, err := otherApplications(t.src, envSrc, env)
+	if err != nil {
+		return nil, err
+	}
+	return &rendered{own: h.Objects, other: other, applications: apps, violations: v, warnings: w}, nil
+}
+
+// findings is what the rules say of one env's render.
+type findings struct {
+	objects              []*unstructured.Unstructured
+	applications         []AppRender
+	violations, warnings []Violation
+	security             []NamespaceSecurity
+	gpuPools             []GPUPool
+	kvCache              []KVCacheUse
+}
+
+// judge renders env from envSrc with the other Applications of apps/<env> at t, and runs every
+// rule on the objects: t's admission policies, runbooks, profiles, flows and site values.
+func judge(t *tree, envSrc render.Source, env string) (*findings, error) {
+	r, err := renderEnv(t, envSrc, env)
+	if err != nil {
+		return nil, err
+	}
+	objs := r.objects()
+	out := &findings{objects: objs, applications: r.applications, violations: r.violations, warnings: r.warnings}
+	add := func(v, w []Violation) {
+		out.violations = append(out.violations, v...)
+		out.warnings = append(out.warnings, w...)
+	}
+	if t.pols != nil {
+		add(evaluate(t.pols, objs), nil)
+	}
+	add(alertRunbooks(objs, t.snap.Files), nil)
+	for _, one := range append([][]*unstructured.Unstructured{r.own}, r.other...) {
+		add(waveOrder(one), nil)
+		add(firstSyncSplits(one), nil)
+	}
+	add(retainStateful(objs), nil)
+	apps, err := envApplications(t.src, env)
+	if err != nil {
+		return nil, err
+	}
+	add(cascadeStateful(apps, objs), nil)
+	add(backupOffsite(objs), nil)
+	add(kedaReach(objs), nil)
+	add(vllmDrain(objs), nil)
+	add(vllmWeights(objs), nil)
+	add(vllmDtype(objs), nil)
+	out.gpuPools = gpuPoolPosture(objs)
+	add(gpuNodeClassRoot(objs), nil)
+	add(gpuDisruptionBudget(objs), nil)
+	add(drainPossible(objs), nil)
+	add(refsResolve(objs), nil)
+	add(batchPreemption(objs), nil)
+	add(nil, vllmWarnings(objs))
+	posture, v, w := namespaceSecurity(objs)
+	out.security = posture
+	add(v, w)
+	add(restrictedPods(objs), nil)
+	add(capacityInvariants(objs))
+	measured, v, w := trafficProfiles(t.snap, env, objs)
+	add(v, w)
+	kv, v, w := vllmMaxNumSeqs(objs, measured)
+	out.kvCache = kv
+	add(v, w)
+	add(flowsAllowed(envSrc, t.src, env, objs))
+	add(siteValues(envSrc, t.src, env, objs))
+	return out, nil
+}

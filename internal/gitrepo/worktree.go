@@ -1,0 +1,124 @@
+package gitrepo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+)
+
+// ErrNoWorkTree is WorkTree's error for a repository without one: a bare repository, or one
+// cloned from a URL into memory.
+var ErrNoWorkTree = errors.New("the repository has no work tree")
+
+// WorkTree reads the work tree as `git diff HEAD` sees it: every path Git tracks (the index), as
+// it is on disk now, staged or not; a tracked file deleted on disk is left out. Files Git does not
+// track are not read, as a commit would not hold them (`git add` them first). The snapshot's
+// Revision is empty and its Parent is the commit HEAD names; Changed lists the paths that differ
+// from HEAD's tree (none: the work tree is HEAD's).
+func (r *Repo) WorkTree() (*Snapshot, error) {
+	if r.remote {
+		return nil, ErrNoWorkTree
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	wt, err := r.repo.Worktree()
+	if errors.Is(err, git.ErrIsBareRepository) {
+		return nil, ErrNoWorkTree
+	}
+	if err != nil {
+		return nil, fmt.Errorf("work tree of %s: %w", r.location, err)
+	}
+	root := wt.Filesystem.Root()
+	idx, err := r.repo.Storer.Index()
+	if err != nil {
+		return nil, fmt.Errorf("read the index of %s: %w", root, err)
+	}
+	snap := &Snapshot{Files: map[string][]byte{}, WorkTree: root}
+	for _, e := range idx.Entries {
+		if e.Mode == filemode.Symlink || e.Mode == filemode.Submodule || !e.Mode.IsFile() {
+			continue
+		}
+		p := filepath.Join(root, filepath.FromSlash(e.Name))
+		info, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted on disk: the commit would not hold it either (git commit -a)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("work tree: %w", err)
+		}
+		if !info.Mode().IsRegular() {
+			continue
+		}
+		if info.Size() > MaxFileSize {
+			if snap.Omitted == nil {
+				snap.Omitted = map[string]int64{}
+			}
+			snap.Omitted[e.Name] = info.Size()
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("work tree: %w", err)
+		}
+		snap.Files[e.Name] = data
+	}
+	head, err := r.repo.Head()
+	var at *Snapshot
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound): // no commit yet: every file is new
+		at = &Snapshot{}
+	case err != nil:
+		return nil, fmt.Errorf("HEAD of %s: %w", root, err)
+	default:
+		snap.Parent = head.Hash().String()
+		if at, err = snapshotOf(r.repo, head.Hash(), MaxFileSize); err != nil {
+			return nil, err
+		}
+	}
+	snap.Changed = changedFiles(at, snap)
+	return snap, nil
+}
+
+// changedFiles lists the paths whose content differs between two snapshots, sorted. An omitted
+// file (too large to read) counts as changed when its size did.
+func changedFiles(a, b *Snapshot) []string {
+	set := map[string]bool{}
+	for _, pair := range [2][2]*Snapshot{{a, b}, {b, a}} {
+		from, to := pair[0], pair[1]
+		for name, data := range to.Files {
+			if old, ok := from.Files[name]; !ok || !bytes.Equal(old, data) {
+				set[name] = true
+			}
+		}
+		for name, size := range to.Omitted {
+			if old, ok := from.Omitted[name]; !ok || old != size {
+				set[name] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for name := range set {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Commit is the commit the snapshot's history is read at: its Revision, or a work tree's Parent.
+func (s *Snapshot) Commit() string {
+	if s.Revision != "" {
+		return s.Revision
+	}
+	return s.Parent
+}
+
+// Dirty says the snapshot is a work tree that differs from HEAD's tree.
+func (s *Snapshot) Dirty() bool { return s.Revision == "" && (s.Parent == "" || len(s.Changed) > 0) }

@@ -1,0 +1,66 @@
+package gitrepo
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestWorkTreeIsWhatGitDiffHEADSees: tracked files as they are on disk, staged or not; a file
+// deleted on disk is gone; an untracked one is not read; ignored ones neither.
+func TestWorkTreeIsWhatGitDiffHEADSees(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"a.yaml": "a: 1\n", "b.yaml": "b: 1\n", "sub/c.yaml": "c: 1\n", ".gitignore": "bin/\n",
+	})
+	gitOut(t, dir, "init", "-q")
+	gitOut(t, dir, "add", "-A")
+	gitOut(t, dir, "commit", "-qm", "first")
+	head := gitOut(t, dir, "rev-parse", "HEAD")
+
+	repo, err := Open(filepath.Join(dir, "sub")) // any directory of the work tree
+	require.NoError(t, err)
+	wt, err := repo.WorkTree()
+	require.NoError(t, err)
+	assert.False(t, wt.Dirty(), "a clean work tree is HEAD's")
+	assert.Equal(t, head, wt.Parent)
+	assert.Equal(t, head, wt.Commit())
+	assert.Empty(t, wt.Revision)
+
+	writeFiles(t, dir, map[string]string{
+		"a.yaml":       "a: 2\n",  // changed, not staged
+		"new.yaml":     "n: 1\n",  // new, staged below
+		"untracked.md": "u\n",     // never added
+		"bin/tool":     "binary\n", // ignored
+	})
+	gitOut(t, dir, "add", "new.yaml")
+	require.NoError(t, os.Remove(filepath.Join(dir, "b.yaml")))
+
+	wt, err = repo.WorkTree()
+	require.NoError(t, err)
+	assert.True(t, wt.Dirty())
+	assert.Equal(t, filepath.Clean(dir), filepath.Clean(wt.WorkTree))
+	got := map[string]string{}
+	for name, data := range wt.Files {
+		got[name] = string(data)
+	}
+	want := map[string]string{"a.yaml": "a: 2\n", "new.yaml": "n: 1\n", "sub/c.yaml": "c: 1\n", ".gitignore": "bin/\n"}
+	assert.Empty(t, cmp.Diff(want, got), "(-want +got)")
+	assert.Equal(t, []string{"a.yaml", "b.yaml", "new.yaml"}, wt.Changed)
+}
+
+// TestWorkTreeOfABareRepositoryOrAClone: neither has a work tree to read.
+func TestWorkTreeOfABareRepositoryOrAClone(t *testing.T) {
+	bare := newBare(t, t.TempDir(), "r.git", map[string]string{"a.yaml": "a: 1\n"})
+	for _, loc := range []string{bare, "file://" + bare} {
+		repo, err := Open(loc)
+		require.NoError(t, err, loc)
+		_, err = repo.WorkTree()
+		assert.True(t, errors.Is(err, ErrNoWorkTree), "%s: %v", loc, err)
+	}
+}
