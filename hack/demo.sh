@@ -142,9 +142,11 @@ git clone -q "$repo" "$work/clone"
   git -c user.name=alice -c user.email=alice@example.com commit -qam "qwen canary: 50% of traffic" && git push -q origin main )
 canary=$(main)
 echo "alice pushed ${canary:0:8}: qwen canary 10% -> 50%. prod still runs ${pin:0:8}; it gets the change by promotion:"
-echo '$ auditor promote --from dev --to staging; auditor promote --from staging --to prod'
-bin/auditor promote --from dev --to staging --repo "$repo" 2>&1 | sed -n 1p | sed 's/^/  /'
-bin/auditor promote --from staging --to prod --repo "$repo" 2>&1 | grep -E '^(promote|committed|[~+-] |    spec)|ledger' | sed -n 1,8p | sed 's/^/  /'
+echo "Each promotion runs auditor check's rules on the env it moves. Without --direct it goes to a branch"
+echo "for review; the demo has no forge to merge one, so it commits on main with --direct:"
+echo '$ auditor promote --from dev --to staging --direct; auditor promote --from staging --to prod --direct'
+bin/auditor promote --from dev --to staging --direct --repo "$repo" 2>&1 | sed -n 1p | sed 's/^/  /'
+bin/auditor promote --from staging --to prod --direct --repo "$repo" 2>&1 | grep -E '^(promote|check|committed|[~+-] |    spec)|ledger' | sed -n 1,9p | sed 's/^/  /'
 promotion=$(git --git-dir "$cluster/git/platform.git" log -1 --format=%H --grep '^promote staging' main)
 root_synced
 synced "$canary"
@@ -157,9 +159,23 @@ kubectl -n llm-inference get httproute qwen -o jsonpath='  live weights: {range 
 echo '$ auditor ledger list --env prod'
 bin/auditor ledger list --env prod --repo "$repo" 2>&1 | tail -6 | sed 's/^/  /'
 
-step "7. auditor check: what a pull request to prod would be told (HEAD~1 -> HEAD of this repo)"
+step "7. The gate: a change that breaks prod is caught at the pull request and at the promotion"
+( cd "$work/clone" && git pull -q origin main &&
+  sed -i 's/maxReplicaCount: 8$/maxReplicaCount: 80/' overlays/prod/scaling.yaml &&
+  git -c user.name=bob -c user.email=bob@example.com commit -qam "prod: qwen up to 80 replicas" )
+echo "bob's pull request raises vllm-qwen's maxReplicaCount in prod's overlay from 8 to 80. prod runs its pin,"
+echo "so nothing changes there today; its next promotion would need 88 GPUs of a pool of 16:"
+echo '$ auditor check --base HEAD~1        (in bob'"'"'s clone)'
 set +e
-bin/auditor check --base HEAD~1 --head HEAD | grep -E '^==|VIOLATION' | sed -n 1,12p
+bin/auditor check --repo "$work/clone" --base HEAD~1 2>/dev/null | grep -E '^==|VIOLATION' | sed -n 1,6p | cut -c1-160
+echo "  exit code: ${PIPESTATUS[0]}"
+( cd "$work/clone" && git push -q origin main )
+echo "Merged anyway (no CI here). The promotion that would carry it to prod is refused, and nothing is written:"
+echo '$ auditor promote --from dev --to prod --skip-stage --direct'
+bin/auditor promote --from dev --to prod --skip-stage --direct --repo "$repo" > "$work/promote.out" 2>&1
+code=$?
+grep -E '^(check|  VIOLATION|promotion refused)' "$work/promote.out" | cut -c1-160 | sed 's/^/  /'
+echo "  exit code: $code; prod's pin is still ${pin:0:8}: $(pin | cut -c1-8)"
 set -e
 
 step "Done in $((SECONDS-begin))s; stopping the cluster"

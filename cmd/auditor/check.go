@@ -66,7 +66,7 @@ repository is checked at HEAD. stderr says which tree was read.
 Exit codes: 0 pass, 1 violations, >1 error.`,
 		Example: `  auditor check --base HEAD~1                                   # the work tree (pre-commit)
   auditor check --base origin/main --head HEAD -o markdown > comment.md`,
-		RunE:    runE(o),
+		RunE: runE(o),
 	}
 	addRepoFlag(cmd, &o.repo, "repository directory or URL")
 	cmd.Flags().StringVar(&o.base, "base", "", "base revision (e.g. origin/main)")

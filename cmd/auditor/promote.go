@@ -167,11 +167,14 @@ func (o *promoteOptions) run(ctx context.Context, w io.Writer) (*promoteReport, 
 	writeFindings(w, false, "WARNING", "", rep.Warnings)
 	refused := len(rep.Violations) > 0 && !o.force
 	switch {
-	case refused && o.dryRun:
-		return rep, found(fmt.Sprintf("%s at %s breaks %d rules: the promotion would be refused", o.to, gitrepo.Short(plan.New), len(rep.Violations)))
 	case refused:
-		return rep, found(fmt.Sprintf("promotion refused: %s at %s breaks %d rules; nothing was written (fix them on %s, or --force --reason)",
-			o.to, gitrepo.Short(plan.New), len(rep.Violations), o.branch))
+		msg := fmt.Sprintf("promotion refused: %s at %s breaks %d rules; nothing was written (fix them on %s, or --force --reason)",
+			o.to, gitrepo.Short(plan.New), len(rep.Violations), o.branch)
+		if o.dryRun {
+			msg = fmt.Sprintf("%s at %s breaks %d rules: the promotion would be refused", o.to, gitrepo.Short(plan.New), len(rep.Violations))
+		}
+		fmt.Fprintln(w, msg)
+		return rep, found(msg)
 	case len(rep.Violations) > 0:
 		req.Forced, rep.Forced = o.reason, o.reason
 		fmt.Fprintf(w, "forced past %d violations: %s\n", len(rep.Violations), o.reason)

@@ -659,6 +659,24 @@ func TestGitHubActionsFailsAViolatingPullRequestAndCommentsOnce(t *testing.T) {
 
 	reviewCycle(t, f, origin, run)
 	editedGate(t, origin, run)
+	t.Run("a change that breaks prod at its next promotion fails", func(t *testing.T) {
+		f, srv := newGitHub(t)
+		pr := open(t, origin, func(dir string) {
+			p := filepath.Join(dir, "overlays/prod/scaling.yaml")
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			raised := strings.Replace(string(b), "maxReplicaCount: 8\n", "maxReplicaCount: 80\n", 1)
+			require.NotEqual(t, string(b), raised, "vllm-qwen's ScaledObject in prod's overlay")
+			require.NoError(t, os.WriteFile(p, []byte(raised), 0o644))
+		})
+		code, out := runOn(t, srv, nil, pr)
+		require.Equal(t, 1, code, out)
+		got := f.snapshot()
+		require.Len(t, got, 1)
+		assert.Contains(t, got[0].Body, "prod at next promotion")
+		assert.Contains(t, got[0].Body, "capacity-gpu-pool-limit")
+		assert.Regexp(t, `### prod at its pin \w+: 0 objects changed, 0 violations`, got[0].Body, "prod runs its pin: nothing changes there today")
+	})
 	t.Run("a failed post keeps the check's exit code", func(t *testing.T) {
 		runner["GITHUB_TOKEN"] = "wrong"
 		defer func() { runner["GITHUB_TOKEN"] = token }()

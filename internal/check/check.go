@@ -44,7 +44,7 @@ type Result struct {
 	Head string `json:"head"`
 	// WorkTree is the directory whose work tree was checked (uncommitted changes included).
 	WorkTree string      `json:"workTree,omitempty"`
-	Envs []EnvResult `json:"envs"`
+	Envs     []EnvResult `json:"envs"`
 	// Passed is false when any env has a violation, at what it runs or at its next promotion.
 	Passed bool `json:"passed"`
 }

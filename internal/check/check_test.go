@@ -223,7 +223,15 @@ func TestCheckRendersAnUnchangedEnvOnce(t *testing.T) {
 	require.NoError(t, err)
 	st := renders.Stats()
 	assert.Equal(t, len(res.Envs), st.Rendered, "one kustomize run per env")
-	assert.Equal(t, len(res.Envs), st.ByContent+st.ByRevision, "the other side of each env from the cache")
+	pinned := 0
+	for _, env := range res.Envs {
+		if env.Next != nil {
+			pinned++
+		}
+	}
+	assert.Equal(t, 2, pinned, "staging and prod run their pins")
+	// Each env's base side, and each pinned env's next promotion at head and at base.
+	assert.Equal(t, len(res.Envs)+2*pinned, st.ByContent+st.ByRevision, "the other renders of each env from the cache")
 	for _, env := range res.Envs {
 		assert.Empty(t, env.Changes, "env %s: a doc change changes no object", env.Env)
 	}

@@ -49,7 +49,7 @@ func changed(cs []Change) []string {
 // alone leaves prod's next promotion as it was.
 func TestAChangeToPinnedProdFailsAtItsNextPromotion(t *testing.T) {
 	dir, _, edit := repoCopy(t)
-	pin := strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD"))
+	pin := strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD~1")) // HEAD is the promotion commit
 	plainCommit := func(msg string) { gittest.Run(t, dir, "add", "-A"); gittest.Run(t, dir, "commit", "-qm", msg) }
 	repo, err := gitrepo.Open(dir)
 	require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestAChangeToPinnedProdFailsAtItsNextPromotion(t *testing.T) {
 	assert.Contains(t, prod.Next.Violations[0].Message, "88")
 	assert.Empty(t, prod.Next.Inherited)
 	assert.Empty(t, cmp.Diff([]string{"changed ScaledObject llm-inference/vllm-qwen"}, changed(prod.Next.Introduced)))
-	assert.Empty(t, cmp.Diff(prod.Next.Introduced, prod.Next.Changes), "the pin was HEAD~1: the promotion carries this change alone")
+	assert.Empty(t, cmp.Diff(prod.Next.Introduced, prod.Next.Changes), "the pin renders as HEAD~1: the promotion carries this change alone")
 	assert.False(t, res.Passed, "the change that breaks prod's next promotion fails")
 	staging := envOf(t, res, "staging")
 	require.NotNil(t, staging.Next)
