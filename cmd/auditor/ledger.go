@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -34,9 +35,11 @@ Queries read the ledger at the repository's HEAD (main for a URL).`,
 // ledgerQuery are the flags of the ledger's read-only commands.
 type ledgerQuery struct {
 	repo, env, output string
+	cmd               *cobra.Command // whose stderr says what was read
 }
 
 func (q *ledgerQuery) add(cmd *cobra.Command, envHelp string) {
+	q.cmd = cmd
 	addRepoFlag(cmd, &q.repo, "repository: a directory or a URL (file://, https://, ssh://)")
 	addEnvFlag(cmd, &q.env, "env", envHelp)
 	if cmd.Name() == "list" { // the one ledger table with more columns than fit a line
@@ -54,6 +57,9 @@ func (q *ledgerQuery) records() ([]ledger.Record, error) {
 	}
 	if err := checkRepoEnvs(repo, "", q.env); err != nil {
 		return nil, err
+	}
+	if head, err := repo.Resolve(""); err == nil && q.cmd != nil {
+		fmt.Fprintf(q.cmd.ErrOrStderr(), "auditor: read the ledger of %s\n", readAt(q.repo, "HEAD", head))
 	}
 	return readLedgers(repo, q.env)
 }

@@ -93,6 +93,7 @@ func (o *siteShowOptions) Run(_ context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
+	o.src.tell(src)
 	rep, err := siteStatus(src, o.env)
 	if err != nil {
 		return err

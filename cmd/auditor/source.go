@@ -112,6 +112,18 @@ func (f *sourceFlags) currentRelease(s render.Source, env string) (release.Relea
 	return rel, true
 }
 
+// tell says on stderr which tree s, opened by these flags, is: the work tree or a commit.
+func (f *sourceFlags) tell(s render.Source) {
+	if f.cmd == nil {
+		return
+	}
+	what := fmt.Sprintf("the work tree of %s (uncommitted changes included)", f.repo)
+	if s.Revision() != "" {
+		what = readAt(f.repo, f.revision, s.Revision())
+	}
+	fmt.Fprintln(f.cmd.ErrOrStderr(), "auditor: read", what)
+}
+
 // readAt says, for stderr, which commit of which repository a command read that reads commits
 // only: "REPO at REV (SHORT)", REV being HEAD when none was asked; a URL loses its user info.
 func readAt(repo, rev, hash string) string {
