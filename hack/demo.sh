@@ -146,7 +146,7 @@ echo "Each promotion runs auditor check's rules on the env it moves. Without --d
 echo "for review; the demo has no forge to merge one, so it commits on main with --direct:"
 echo '$ auditor promote --from dev --to staging --direct; auditor promote --from staging --to prod --direct'
 bin/auditor promote --from dev --to staging --direct --repo "$repo" 2>&1 | sed -n 1p | sed 's/^/  /'
-bin/auditor promote --from staging --to prod --direct --repo "$repo" 2>&1 | grep -E '^(promote|check|committed|[~+-] |    spec)|ledger' | sed -n 1,9p | sed 's/^/  /'
+bin/auditor promote --from staging --to prod --direct --repo "$repo" 2>&1 | grep -E '^(promote|check|committed|[~+-] |    \.spec)|ledger' | sed -n 1,10p | sed 's/^/  /'
 promotion=$(git --git-dir "$cluster/git/platform.git" log -1 --format=%H --grep '^promote staging' main)
 root_synced
 synced "$canary"

@@ -207,7 +207,7 @@ func EnvDiff(repo *gitrepo.Repo, env, base, head string, patches []render.Patch)
 		if err != nil {
 			return nil, err
 		}
-		res, err := render.Engine{}.Render(context.Background(), src, render.Target{Name: env, Variant: render.Variant{Patches: patches}})
+		res, err := render.Engine{Cache: renders}.Render(context.Background(), src, render.Target{Name: env, Variant: render.Variant{Patches: patches}})
 		if err != nil {
 			return nil, fmt.Errorf("%.12s: %w", rev, err)
 		}
