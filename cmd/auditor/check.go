@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -132,8 +133,8 @@ func (o *checkOptions) headTree(repo *gitrepo.Repo) (*gitrepo.Snapshot, error) {
 		wt, err := repo.WorkTree()
 		switch {
 		case errors.Is(err, gitrepo.ErrNoWorkTree):
-		case err != nil:
-			return nil, err
+		case err != nil: // an index go-git cannot read (a split index, say): said, and HEAD read
+			fmt.Fprintf(o.cmd.ErrOrStderr(), "auditor: cannot read the work tree (%v): checking HEAD; --head names a commit\n", err)
 		case wt.Dirty():
 			return wt, nil
 		}
@@ -145,8 +146,12 @@ func (o *checkOptions) headTree(repo *gitrepo.Repo) (*gitrepo.Snapshot, error) {
 // changes, or a commit.
 func treeName(location, rev string, snap *gitrepo.Snapshot) string {
 	if snap.Revision == "" {
-		return fmt.Sprintf("the work tree of %s (%d files differ from HEAD %s; untracked files are not read)",
-			snap.WorkTree, len(snap.Changed), gitrepo.Short(snap.Parent))
+		staged := ""
+		if len(snap.Staged) > 0 {
+			staged = fmt.Sprintf("; staged content that is not on disk is not read: %s", strings.Join(snap.Staged, ", "))
+		}
+		return fmt.Sprintf("the work tree of %s (%d files differ from HEAD %s; untracked files are not read%s)",
+			snap.WorkTree, len(snap.Changed), gitrepo.Short(snap.Parent), staged)
 	}
 	if rev == "" && !gitrepo.IsURL(location) {
 		return readAt(location, "HEAD", snap.Revision) + ": its work tree is clean"

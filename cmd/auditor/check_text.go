@@ -27,6 +27,10 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		head = "work tree"
 	}
 	h(2, fmt.Sprintf("auditor check: %s (%s → %s)", verdict, gitrepo.Short(res.Base), head))
+	if res.Fork != "" {
+		fmt.Fprintf(w, "Violations already there at %s, where the head forked from %s, are inherited: listed, not failing.\n\n",
+			gitrepo.Short(res.Fork), gitrepo.Short(res.Base))
+	}
 	for _, e := range res.Envs {
 		pinned := ""
 		if e.Next != nil {
@@ -34,6 +38,7 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		}
 		h(3, fmt.Sprintf("%s%s: %d objects changed, %d violations", e.Env, pinned, len(e.Changes), len(e.Violations)))
 		writeFindings(w, md, "VIOLATION", ":x:", e.Violations)
+		writeInherited(w, md, e.Inherited, e.ForkError)
 		writeFindings(w, md, "WARNING", ":warning:", e.Warnings) // reported, not failing the check
 		if len(e.Applications) > 0 {
 			var parts []string
@@ -73,12 +78,7 @@ func writeNext(w io.Writer, h func(int, string), md bool, env, pin, head string,
 	h(3, fmt.Sprintf("%s at next promotion (%s → %s): %d objects change (%d by this change), %d violations",
 		env, gitrepo.Short(pin), head, len(n.Changes), len(n.Introduced), len(n.Violations)))
 	writeFindings(w, md, "VIOLATION", ":x:", n.Violations)
-	inherited := make([]check.Violation, len(n.Inherited))
-	for i, v := range n.Inherited {
-		v.Message += " (already at base: auditor promote refuses it)"
-		inherited[i] = v
-	}
-	writeFindings(w, md, "INHERITED", ":warning:", inherited)
+	writeInherited(w, md, n.Inherited, n.ForkError)
 	writeFindings(w, md, "WARNING", ":warning:", n.Warnings)
 	if len(n.Introduced) > 0 {
 		if md {
@@ -90,6 +90,15 @@ func writeNext(w io.Writer, h func(int, string), md bool, env, pin, head string,
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// writeInherited prints the violations the env had before the change (they do not fail it), or
+// why none could be known.
+func writeInherited(w io.Writer, md bool, vs []check.Violation, forkErr string) {
+	if forkErr != "" {
+		writeFindings(w, md, "NOTE", ":information_source:", []check.Violation{{Rule: "inherited", Object: "fork point", Message: forkErr}})
+	}
+	writeFindings(w, md, "INHERITED", ":warning:", vs)
 }
 
 // writeFindings prints violations or warnings, one a line: as text with the word, or as a

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"github.com/llm-gitops/platform/internal/gitrepo"
 	"github.com/llm-gitops/platform/internal/ledger"
 	"github.com/llm-gitops/platform/internal/release"
-	"github.com/llm-gitops/platform/internal/render"
 )
 
 // promoteOptions are the flags of `auditor promote`.
@@ -37,9 +37,9 @@ auditor check on the --to env at the new revision. A violation refuses the promo
 and writes nothing; --force with a --reason goes past it, and the reason goes into the commit's
 Promote-Forced trailer and the ledger's records of it.
 
-The promotion commit is made on the branch's head and pushed to a branch of its own for review
-(promote/<to>-<revision>; --review-branch names another): open a pull request from it into the
-branch, and the ledger records the promotion once it is merged (auditor ledger sync, or the
+The promotion commit is made on the branch's head and pushed to a new branch for review
+(promote/<to>-<revision>; --review-branch names another; one that exists is never replaced):
+open a pull request from it into the branch, and the ledger records the promotion once it is merged (auditor ledger sync, or the
 daemon). --direct commits on the branch itself (retrying when the branch moved; refused when
 --to's pin moved since the diff was made) and appends the ledger's records at once. Reverting the
 promotion commit is the rollback.
@@ -92,6 +92,8 @@ func (o *promoteOptions) Validate() error {
 		return usageErr("promote: --reason goes with --force")
 	case o.direct && o.reviewBranch != "":
 		return usageErr("promote: --direct commits on --branch; --review-branch names the branch for review instead")
+	case o.reviewBranch != "" && o.reviewBranch == o.branch:
+		return usageErr("promote: --review-branch %s is --branch itself: name a new branch, or commit there with --direct", o.reviewBranch)
 	}
 	return nil
 }
@@ -135,23 +137,18 @@ func (o *promoteOptions) run(ctx context.Context, w io.Writer) (*promoteReport, 
 		rep.NoChange = true
 		return rep, nil
 	}
-	// Both sides with the patches --to's Application carries on main (its scheduled scale-ups):
-	// the diff is what the move changes in what --to runs.
-	head, err := render.AtRevision(repo, plan.Head)
+	// Both sides with the patches --to's Application carries on main (its scheduled scale-ups)
+	// and its other Applications there: the diff is what the move changes in what --to runs,
+	// and the rules judge what it would run.
+	judged, err := check.Promotion(repo, o.to, plan.Head, plan.Old, plan.New)
 	if err != nil {
-		return nil, failed(err)
+		return nil, failed(fmt.Errorf("check %s at %s: %w", o.to, gitrepo.Short(plan.New), err))
 	}
-	patches, err := release.ApplicationPatches(head, o.to)
-	if err != nil {
-		return nil, failed(err)
-	}
-	changes, err := check.EnvDiff(repo, o.to, plan.Old, plan.New, patches)
-	if err != nil {
-		return nil, failed(err)
-	}
+	changes := judged.Changes
 	if changes != nil {
 		rep.Changes = changes
 	}
+	rep.Violations, rep.Warnings = judged.Violations, judged.Warnings
 	direction := ""
 	if plan.Backwards {
 		direction = " (back)"
@@ -159,9 +156,6 @@ func (o *promoteOptions) run(ctx context.Context, w io.Writer) (*promoteReport, 
 	fmt.Fprintf(w, "promote %s → %s: %s → %s%s, %d objects change\n", orRevision(o.from, plan.New), o.to,
 		gitrepo.Short(plan.Old), gitrepo.Short(plan.New), direction, len(changes))
 	writeChanges(w, changes)
-	if rep.Violations, rep.Warnings, err = check.Promotion(repo, o.to, plan.Head, plan.New); err != nil {
-		return rep, failed(fmt.Errorf("check %s at %s: %w", o.to, gitrepo.Short(plan.New), err))
-	}
 	fmt.Fprintf(w, "check %s at %s: %d violations\n", o.to, gitrepo.Short(plan.New), len(rep.Violations))
 	writeFindings(w, false, "VIOLATION", "", rep.Violations)
 	writeFindings(w, false, "WARNING", "", rep.Warnings)
@@ -182,6 +176,9 @@ func (o *promoteOptions) run(ctx context.Context, w io.Writer) (*promoteReport, 
 	if o.dryRun {
 		return rep, nil
 	}
+	if req.Checked, err = repo.Snapshot(plan.Head); err != nil {
+		return rep, failed(err)
+	}
 	if !o.direct {
 		req.ReviewBranch = o.reviewBranch
 		if req.ReviewBranch == "" {
@@ -189,6 +186,9 @@ func (o *promoteOptions) run(ctx context.Context, w io.Writer) (*promoteReport, 
 		}
 	}
 	res, err := release.Promote(ctx, remote, plan, req)
+	if errors.Is(err, gitrepo.ErrBranchExists) {
+		return rep, failed(fmt.Errorf("%w: a review of this promotion may be open; merge or delete branch %s, or name another with --review-branch", err, req.ReviewBranch))
+	}
 	if err != nil {
 		return rep, failed(err)
 	}

@@ -16,12 +16,11 @@ import (
 	"github.com/llm-gitops/platform/internal/release"
 )
 
-// pinnedLedgerRepo is newLedgerRepo with the project's apps/, policies and runbooks (what the
-// promotion's check reads), and staging and prod pinned to the first commit.
+// pinnedLedgerRepo is newLedgerRepo with the project's apps/ and staging and prod pinned to the
+// first commit.
 func pinnedLedgerRepo(t *testing.T) (*ledgerRepo, string) {
 	l := newLedgerRepo(t)
 	first := l.git(ledgerT0, "rev-parse", "HEAD")
-	copyTree(t, l.work, "policies", "docs/runbooks")
 	for _, dir := range []string{"apps/common", "apps/dev", "apps/staging", "apps/prod"} {
 		entries, err := os.ReadDir(filepath.Join("..", "..", dir))
 		require.NoError(t, err)
@@ -114,21 +113,27 @@ func TestPromoteIsGatedAndReviewable(t *testing.T) {
 	bad := l.commit("prod: qwen at 80 replicas")
 	before := heads()
 
-	// Refused: exit 1, the violation named, nothing pushed.
-	out, err := runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "prod", "--skip-stage", "--direct")
-	require.Error(t, err, out)
-	assert.Equal(t, codeFound, exitStatus(io.Discard, err), err)
-	assert.Contains(t, err.Error(), "promotion refused")
-	assert.Contains(t, out, "~ ScaledObject llm-inference/vllm-qwen")
-	assert.Contains(t, out, "VIOLATION capacity-gpu-pool-limit")
-	assert.Equal(t, before, heads(), "a refused promotion writes nothing")
+	// Refused: exit 1, the violation named, nothing pushed, to main or to a branch for review.
+	for _, direct := range []bool{false, true} {
+		args := []string{"--repo", url, "--from", "dev", "--to", "prod", "--skip-stage"}
+		if direct {
+			args = append(args, "--direct")
+		}
+		out, err := runCmd(t, newPromoteCommand(), args...)
+		require.Error(t, err, out)
+		assert.Equal(t, codeFound, exitStatus(io.Discard, err), err)
+		assert.Contains(t, out, "promotion refused: prod at "+gitrepo.Short(bad)+" breaks 1 rules")
+		assert.Contains(t, out, "~ ScaledObject llm-inference/vllm-qwen")
+		assert.Contains(t, out, "VIOLATION capacity-gpu-pool-limit")
+		assert.Equal(t, before, heads(), "a refused promotion writes nothing")
+	}
 
 	// A reason is required to force it.
 	_, err = runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "prod", "--skip-stage", "--force")
 	assert.Equal(t, codeError, exitStatus(io.Discard, err), err)
 
 	// Staging has no such change: its promotion passes and goes to a branch for review.
-	out, err = runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "staging")
+	out, err := runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "staging")
 	require.NoError(t, err, out)
 	branch := "promote/staging-" + gitrepo.Short(bad)
 	assert.Contains(t, out, "check staging at "+gitrepo.Short(bad)+": 0 violations")
@@ -143,14 +148,33 @@ func TestPromoteIsGatedAndReviewable(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, bad, rev, "the review branch moves staging's pin")
 	assert.Equal(t, bad, l.git(ledgerT0, "--git-dir", l.bare, "rev-parse", branch+"^"), "made on main's head")
+	review := l.git(ledgerT0, "--git-dir", l.bare, "rev-parse", branch)
 
-	// Forced, with a reason, straight to main: the reason is in the commit and the ledger.
+	// A review branch is made, never replaced, and is never the branch itself.
+	_, err = runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "staging")
+	assert.Equal(t, codeError, exitStatus(io.Discard, err), err)
+	assert.ErrorIs(t, err, gitrepo.ErrBranchExists)
+	assert.Equal(t, review, l.git(ledgerT0, "--git-dir", l.bare, "rev-parse", branch), "the open review is untouched")
+	_, err = runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "staging", "--review-branch", "main")
+	assert.Equal(t, codeError, exitStatus(io.Discard, err), err)
+	rev, err = release.RevisionAt(bare, "staging", "main")
+	require.NoError(t, err)
+	assert.Equal(t, first, rev, "main is untouched")
+
+	// Forced, with a reason, for review: the reason is in the commit, and, once the pull request
+	// is merged with a merge commit as forges do, in the ledger.
 	reason := "INC-4711: the GPU pool limit is raised today"
-	out, err = runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "prod", "--skip-stage", "--direct", "--force", "--reason", reason)
+	out, err = runCmd(t, newPromoteCommand(), "--repo", url, "--from", "dev", "--to", "prod", "--skip-stage", "--force", "--reason", reason)
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "forced past 1 violations: "+reason)
-	msg := l.git(ledgerT0, "--git-dir", l.bare, "log", "-1", "--format=%B", "main", "--", "apps/prod/release.yaml")
+	forcedBranch := "promote/prod-" + gitrepo.Short(bad)
+	msg := l.git(ledgerT0, "--git-dir", l.bare, "log", "-1", "--format=%B", forcedBranch)
 	assert.Contains(t, msg, release.TrailerForced+": "+reason)
+	l.git(ledgerT0, "fetch", "-q", "origin")
+	l.git(ledgerT0, "merge", "-q", "--no-ff", "-m", "Merge pull request #8 from "+forcedBranch, "origin/"+forcedBranch)
+	l.git(ledgerT0, "push", "-q", "origin", "HEAD:refs/heads/main")
+	out, err = runCmd(t, newLedgerCommand(), "sync", "--repo", url, "--env", "prod")
+	require.NoError(t, err, out)
 	var recs []ledger.Record
 	out, err = runCmd(t, newLedgerCommand(), "list", "--repo", url, "--env", "prod", "-o", "json")
 	require.NoError(t, err)

@@ -45,7 +45,11 @@ type Result struct {
 	// WorkTree is the directory whose work tree was checked (uncommitted changes included).
 	WorkTree string      `json:"workTree,omitempty"`
 	Envs     []EnvResult `json:"envs"`
-	// Passed is false when any env has a violation, at what it runs or at its next promotion.
+	// Fork is the merge base of Base and Head when it is not Base: what was broken there already
+	// is inherited rather than introduced.
+	Fork string `json:"fork,omitempty"`
+	// Passed is false when any env has a violation, at what it runs or at its next promotion,
+	// that the change introduced.
 	Passed bool `json:"passed"`
 }
 
@@ -54,10 +58,16 @@ type EnvResult struct {
 	Env string `json:"env"`
 	// Revision is the commit the env was rendered at: its pin (apps/<env>/release.yaml) when it
 	// is pinned, else the head.
-	Revision   string      `json:"revision,omitempty"`
-	Changes    []Change    `json:"changes"`
+	Revision string   `json:"revision,omitempty"`
+	Changes  []Change `json:"changes"`
+	// Violations are the rules the env breaks that it did not break at the fork point: the
+	// change introduced them, and it fails.
 	Violations []Violation `json:"violations"`
-	Warnings   []Violation `json:"warnings,omitempty"`
+	// Inherited are the rules it broke at the fork point already: reported, not failing.
+	Inherited []Violation `json:"inherited,omitempty"`
+	// ForkError says why the env could not be judged at the fork point (nothing is inherited).
+	ForkError string      `json:"forkError,omitempty"`
+	Warnings  []Violation `json:"warnings,omitempty"`
 	// Security is what each namespace the env renders enforces (Pod Security, NetworkPolicy).
 	Security []NamespaceSecurity `json:"security,omitempty"`
 	// GPUPools is what each GPU NodePool gives its nodes (node class, root, AMI) and its budgets.
@@ -107,7 +117,9 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 
 // RunTree checks head, a commit's tree or the work tree (gitrepo.Repo.WorkTree), against base.
 // Each env is judged at what it runs (its pin, for a pinned env) and, when pinned, at its next
-// promotion: the head's overlay, as `auditor promote` would move the pin there.
+// promotion: the head's overlay, as `auditor promote` would move the pin there. A violation
+// fails the check unless the same rule already failed on the same object at the fork point
+// (the merge base of base and head, as a pull request is compared): that one is inherited.
 func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, error) {
 	baseTree, err := treeAt(repo, base)
 	if err != nil {
@@ -117,15 +129,22 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 	if err != nil {
 		return nil, err
 	}
+	fork, err := forkPoint(repo, baseTree, head)
+	if err != nil {
+		return nil, err
+	}
 	envs, err := headTree.src.Envs()
 	if err != nil {
 		return nil, err
 	}
 	sort.SliceStable(envs, func(i, j int) bool { return envs[i] == "prod" && envs[j] != "prod" })
 	res := &Result{Base: baseTree.snap.Revision, Head: head.Revision, WorkTree: head.WorkTree, Passed: true}
+	if fork != baseTree {
+		res.Fork = fork.snap.Revision
+	}
 	releases := newReleaseSources(repo)
 	for _, env := range envs {
-		er, err := checkEnv(repo, releases, baseTree, headTree, env)
+		er, err := checkEnv(repo, releases, baseTree, fork, headTree, env)
 		if err != nil {
 			return nil, err
 		}
@@ -137,29 +156,45 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 	return res, nil
 }
 
+// forkPoint is the tree of the merge base of base and head's commit: base itself when it is an
+// ancestor of head (or they share no history).
+func forkPoint(repo *gitrepo.Repo, base *tree, head *gitrepo.Snapshot) (*tree, error) {
+	at := head.Commit()
+	if at == "" {
+		return base, nil
+	}
+	mb, ok, err := repo.MergeBase(base.snap.Revision, at)
+	if err != nil || !ok || mb == base.snap.Revision {
+		return base, err
+	}
+	return treeAt(repo, mb)
+}
+
 // checkEnv judges env at what it runs at head (its pin, for a pinned env), lists what changes
 // from base, runs the repository's rules on apps/<env> and, for a pinned env, previews its next
-// promotion.
-func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, head *tree, env string) (*EnvResult, error) {
+// promotion. What the env broke at the fork point already is inherited.
+func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, fork, head *tree, env string) (*EnvResult, error) {
 	// Each env is rendered at the revision it runs: its pin (apps/<env>/release.yaml) at base
 	// and at head, so a change of base/ shows in prod at its pin once a promotion moves the pin,
 	// and in its next promotion at once.
-	er := &EnvResult{Env: env, Violations: []Violation{}}
-	envHead, pinErr := releases.source(head, env)
-	if pinErr != nil {
-		er.Violations = append(er.Violations, Violation{Rule: "release-pinned", Object: release.File(env), Message: pinErr.Error()})
-		envHead = head.src
-	}
-	v, err := judge(head, envHead, env)
+	er := &EnvResult{Env: env}
+	envHead, found, v, err := pinFindings(repo, releases, head, env)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", head.name(envHead), err)
+		return nil, err
 	}
 	er.Revision = envHead.Revision()
 	er.Applications, er.Security, er.GPUPools, er.KVCache = v.applications, v.security, v.gpuPools, v.kvCache
-	er.Violations = append(er.Violations, v.violations...)
 	er.Warnings = append(er.Warnings, v.warnings...)
+	_, known, fv, err := pinFindings(repo, releases, fork, env)
+	if err != nil {
+		er.ForkError = fmt.Sprintf("not judged at the fork point %s (%v): nothing is inherited", gitrepo.Short(fork.snap.Revision), err)
+	}
+	er.Violations, er.Inherited = split(found, known)
 	var baseObjs []*unstructured.Unstructured
-	if envBase, err := releases.source(base, env); err == nil {
+	switch envBase, err := releases.source(base, env); {
+	case fork == base && fv != nil:
+		baseObjs = fv.objects
+	case err == nil:
 		if r, err := renderEnv(base, envBase, env); err == nil {
 			baseObjs = r.objects()
 		}
@@ -170,17 +205,54 @@ func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, head *tree, en
 	if er.Apps, err = appsDiff(base.src, head.src, env); err != nil {
 		return nil, fmt.Errorf("%s: %w", head.name(head.src), err)
 	}
-	repoRules, err := repositoryRules(repo, head, env)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", head.name(head.src), err)
-	}
-	er.Violations = append(er.Violations, repoRules...)
-	if pinErr == nil && envHead.Revision() != head.src.Revision() {
-		if er.Next, err = nextPromotion(base, head, env, v.objects); err != nil {
+	if envHead.Revision() != head.src.Revision() { // pinned (an unreadable pin is judged at head)
+		if er.Next, err = nextPromotion(fork, head, env, v.objects); err != nil {
 			return nil, err
 		}
 	}
 	return er, nil
+}
+
+// pinFindings judges env at what it runs when the repository is at t: its pin (t itself when it
+// follows the branch, or when its pin cannot be read: a release-pinned violation), with the
+// repository's rules on apps/<env>.
+func pinFindings(repo *gitrepo.Repo, releases *releaseSources, t *tree, env string) (render.Source, []Violation, *findings, error) {
+	out := []Violation{}
+	envSrc, pinErr := releases.source(t, env)
+	if pinErr != nil {
+		out = append(out, Violation{Rule: "release-pinned", Object: release.File(env), Message: pinErr.Error()})
+		envSrc = t.src
+	}
+	v, err := judge(t, envSrc, env)
+	if err != nil {
+		return envSrc, nil, nil, fmt.Errorf("%s: %w", t.name(envSrc), err)
+	}
+	out = append(out, v.violations...)
+	repoRules, err := repositoryRules(repo, t, env)
+	if err != nil {
+		return envSrc, nil, nil, fmt.Errorf("%s: %w", t.name(t.src), err)
+	}
+	return envSrc, append(out, repoRules...), v, nil
+}
+
+// split divides found into the violations not in known (introduced) and those known already
+// (inherited), matching a rule on an object once per time it was known. The message is not
+// compared: a violation that got better or worse on the same object is the same one.
+func split(found, known []Violation) (introduced, inherited []Violation) {
+	count := map[string]int{}
+	for _, k := range known {
+		count[k.key()]++
+	}
+	introduced = []Violation{}
+	for _, v := range found {
+		if count[v.key()] > 0 {
+			count[v.key()]--
+			inherited = append(inherited, v)
+			continue
+		}
+		introduced = append(introduced, v)
+	}
+	return introduced, inherited
 }
 
 // repositoryRules are the rules on what the repository says of env beside its render: its

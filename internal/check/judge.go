@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -59,6 +60,27 @@ func describeTree(snap *gitrepo.Snapshot) string {
 	return "head " + gitrepo.Short(snap.Revision)
 }
 
+// policySets keeps the admission policies read at each commit (a check reads a few).
+var policySets sync.Map // commit → *policy.Set
+
+// envPolicies are the admission policies the env runs with: policies/ at the revision it renders
+// (its Application llm-policies is pinned with its overlay), t's own when that is t.
+func envPolicies(t *tree, envSrc render.Source) (*policy.Set, error) {
+	rev := envSrc.Revision()
+	if rev == t.snap.Revision {
+		return t.pols, nil
+	}
+	if p, ok := policySets.Load(rev); ok {
+		return p.(*policy.Set), nil
+	}
+	pols, err := loadPolicies(envSrc)
+	if err != nil {
+		return nil, fmt.Errorf("pin %s: %w", gitrepo.Short(rev), err)
+	}
+	policySets.Store(rev, pols)
+	return pols, nil
+}
+
 // rendered is one env's render with the other Applications apps/<env> declares.
 type rendered struct {
 	// own is the env's overlay; other each other Application's objects (sync waves order one
@@ -111,8 +133,12 @@ func judge(t *tree, envSrc render.Source, env string) (*findings, error) {
 		out.violations = append(out.violations, v...)
 		out.warnings = append(out.warnings, w...)
 	}
-	if t.pols != nil {
-		add(evaluate(t.pols, objs), nil)
+	pols, err := envPolicies(t, envSrc)
+	if err != nil {
+		return nil, err
+	}
+	if pols != nil {
+		add(evaluate(pols, objs), nil)
 	}
 	add(alertRunbooks(objs, t.snap.Files), nil)
 	for _, one := range append([][]*unstructured.Unstructured{r.own}, r.other...) {

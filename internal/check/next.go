@@ -19,21 +19,24 @@ type NextPromotion struct {
 	Revision string `json:"revision"`
 	// Changes are what the promotion would change in the env: from its pin to the head.
 	Changes []Change `json:"changes"`
-	// Introduced are the changes the checked change itself (base → head) makes to the next
-	// promotion: none when it touches nothing the env renders.
+	// Introduced are the changes the checked change itself (fork point → head) makes to the
+	// next promotion: none when it touches nothing the env renders.
 	Introduced []Change `json:"introduced"`
-	// Violations are the rules the next promotion breaks that it did not break at base: the
-	// checked change introduced them, and it fails.
+	// Violations are the rules the next promotion breaks that it did not break on the same
+	// object at the fork point: the checked change introduced them, and it fails.
 	Violations []Violation `json:"violations"`
-	// Inherited are the rules the next promotion already broke at base: reported, not failing
-	// this change (auditor promote refuses them).
+	// Inherited are the rules the next promotion already broke on the same object at the fork
+	// point: reported, not failing this change (auditor promote refuses them).
 	Inherited []Violation `json:"inherited,omitempty"`
+	// ForkError says why the fork point's next promotion could not be judged (nothing is then
+	// inherited).
+	ForkError string      `json:"forkError,omitempty"`
 	Warnings  []Violation `json:"warnings,omitempty"`
 }
 
 // nextPromotion judges env at head's overlay (pinObjs are what it renders at its pin), and at
-// base's to tell the violations the change introduced from those it inherited.
-func nextPromotion(base, head *tree, env string, pinObjs []*unstructured.Unstructured) (*NextPromotion, error) {
+// the fork point's to tell the violations the change introduced from those it inherited.
+func nextPromotion(fork, head *tree, env string, pinObjs []*unstructured.Unstructured) (*NextPromotion, error) {
 	src, err := promoted(head, env)
 	if err != nil {
 		return nil, fmt.Errorf("%s, %s at next promotion: %w", describeTree(head.snap), env, err)
@@ -42,26 +45,17 @@ func nextPromotion(base, head *tree, env string, pinObjs []*unstructured.Unstruc
 	if err != nil {
 		return nil, fmt.Errorf("%s, %s at next promotion: %w", describeTree(head.snap), env, err)
 	}
-	n := &NextPromotion{Revision: head.snap.Revision, Changes: diffObjects(pinObjs, v.objects), Violations: []Violation{}, Warnings: v.warnings}
-	// Base's next promotion: a base that cannot be rendered inherits nothing.
-	var baseObjs []*unstructured.Unstructured
-	known := map[string]bool{}
-	if src, err := promoted(base, env); err == nil {
-		if bv, err := judge(base, src, env); err == nil {
-			baseObjs = bv.objects
-			for _, x := range bv.violations {
-				known[x.key()] = true
-			}
-		}
+	n := &NextPromotion{Revision: head.snap.Revision, Changes: diffObjects(pinObjs, v.objects), Warnings: v.warnings}
+	var forkObjs []*unstructured.Unstructured
+	var known []Violation
+	fv, err := promotedFindings(fork, env)
+	if err != nil {
+		n.ForkError = fmt.Sprintf("not judged at the fork point %s (%v): nothing is inherited", gitrepo.Short(fork.snap.Revision), err)
+	} else {
+		forkObjs, known = fv.objects, fv.violations
 	}
-	n.Introduced = diffObjects(baseObjs, v.objects)
-	for _, x := range v.violations {
-		if known[x.key()] {
-			n.Inherited = append(n.Inherited, x)
-		} else {
-			n.Violations = append(n.Violations, x)
-		}
-	}
+	n.Introduced = diffObjects(forkObjs, v.objects)
+	n.Violations, n.Inherited = split(v.violations, known)
 	if n.Changes == nil {
 		n.Changes = []Change{}
 	}
@@ -69,6 +63,15 @@ func nextPromotion(base, head *tree, env string, pinObjs []*unstructured.Unstruc
 		n.Introduced = []Change{}
 	}
 	return n, nil
+}
+
+// promotedFindings judges env as t's tree would run it promoted.
+func promotedFindings(t *tree, env string) (*findings, error) {
+	src, err := promoted(t, env)
+	if err != nil {
+		return nil, err
+	}
+	return judge(t, src, env)
 }
 
 // promoted is what env would render from if t's tree were promoted to it: t's overlay, with the
@@ -81,37 +84,60 @@ func promoted(t *tree, env string) (render.Source, error) {
 	return t.src.WithPatches(env, patches)
 }
 
-// key identifies a violation across two renders: its rule, object and message (a violation that
-// got worse, "need 88 GPUs" where base needed 20, is a new one).
-func (v Violation) key() string { return v.Rule + "\x00" + v.Object + "\x00" + v.Message }
+// key identifies a violation across two renders: its rule and object.
+func (v Violation) key() string { return v.Rule + "\x00" + v.Object }
 
-// Promotion is what the rules say of env if the repository's tree at head were promoted to it
-// with newRev as its pin: env's overlay at newRev, with the patches of its Application at head
-// and the other Applications, policies, runbooks and profiles of head. `auditor promote` refuses
-// a promotion with a violation.
-func Promotion(repo *gitrepo.Repo, env, head, newRev string) (violations, warnings []Violation, err error) {
+// PromotionCheck is what moving a pinned env from one commit to another does, judged as auditor
+// check judges it.
+type PromotionCheck struct {
+	// Changes are what the move changes in every Application of the env: its overlay and the
+	// others of apps/<env> that render from the pin (its policies among them).
+	Changes []Change
+	// Violations are the rules the env breaks at the new commit; Warnings the notes.
+	Violations, Warnings []Violation
+}
+
+// Promotion is what moving env's pin from oldRev to newRev does when the repository's branch is
+// at head: env's overlay at each commit, with the patches of its Application at head, and the
+// other Applications of apps/<env> at head (they are synced from the branch). Every rule runs on
+// the env at newRev, with the admission policies there. `auditor promote` refuses a promotion
+// with a violation.
+func Promotion(repo *gitrepo.Repo, env, head, oldRev, newRev string) (*PromotionCheck, error) {
 	t, err := treeAt(repo, head)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	patches, err := release.ApplicationPatches(t.src, env)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	at, _, err := snapshot(repo, newRev)
+	at := func(rev string) (render.Source, error) {
+		src, _, err := snapshot(repo, rev)
+		if err != nil {
+			return render.Source{}, err
+		}
+		return src.WithPatches(env, patches)
+	}
+	oldSrc, err := at(oldRev)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	src, err := at.WithPatches(env, patches)
+	newSrc, err := at(newRev)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	v, err := judge(t, src, env)
+	v, err := judge(t, newSrc, env)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s at %s: %w", env, gitrepo.Short(newRev), err)
+		return nil, fmt.Errorf("%s at %s: %w", env, gitrepo.Short(newRev), err)
 	}
-	if v.violations == nil {
-		v.violations = []Violation{}
+	out := &PromotionCheck{Violations: v.violations, Warnings: v.warnings}
+	if out.Violations == nil {
+		out.Violations = []Violation{}
 	}
-	return v.violations, v.warnings, nil
+	var before []*unstructured.Unstructured
+	if r, err := renderEnv(t, oldSrc, env); err == nil { // what runs now may not render any more
+		before = r.objects()
+	}
+	out.Changes = diffObjects(before, v.objects)
+	return out, nil
 }

@@ -123,3 +123,55 @@ func TestCheckReadsTheWorkTree(t *testing.T) {
 	assert.Contains(t, err.Error(), "overlays/prod/scaling.yaml:")
 	assert.Contains(t, err.Error(), "the work tree of "+dir)
 }
+
+// TestWhatWasBrokenBeforeTheChangeIsInherited: a violation forced into prod's pin, a violation
+// a change makes better rather than worse, and one a branch forked before main fixed it are
+// reported but fail none of those changes.
+func TestWhatWasBrokenBeforeTheChangeIsInherited(t *testing.T) {
+	dir, commit, edit := repoCopy(t)
+	plainCommit := func(msg string) { gittest.Run(t, dir, "add", "-A"); gittest.Run(t, dir, "commit", "-qm", msg) }
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+
+	// Forced into prod (the change and its promotion), then a change to dev alone.
+	edit("overlays/prod/scaling.yaml", "maxReplicaCount: 8", "maxReplicaCount: 80")
+	commit("prod: qwen up to 80 replicas, promoted past the check")
+	forked := strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD"))
+	edit("overlays/dev/capacity.yaml", `requests.cpu: "4"`, `requests.cpu: "6"`)
+	plainCommit("dev: more CPU for the API")
+	res, err := Run(repo, "HEAD~1", "HEAD")
+	require.NoError(t, err)
+	prod := envOf(t, res, "prod")
+	assert.Empty(t, prod.Violations)
+	assert.Equal(t, []string{"capacity-gpu-pool-limit"}, rules(prod.Inherited), "prod runs it at its pin already")
+	assert.Equal(t, []string{"capacity-gpu-pool-limit"}, rules(prod.Next.Inherited))
+	assert.True(t, res.Passed, "%+v", prod)
+	assert.Empty(t, res.Fork, "HEAD~1 is where the head forked")
+
+	// A change that makes it better (vllm-llama 4 → 3: 87 GPUs rather than 88) is not failed for it.
+	edit("overlays/prod/scaling.yaml", "maxReplicaCount: 4", "maxReplicaCount: 3")
+	plainCommit("prod: llama up to 3 replicas")
+	res, err = Run(repo, "HEAD~1", "HEAD")
+	require.NoError(t, err)
+	prod = envOf(t, res, "prod")
+	require.Len(t, prod.Next.Inherited, 1)
+	assert.Contains(t, prod.Next.Inherited[0].Message, "need 87 GPUs")
+	assert.Empty(t, prod.Next.Violations)
+	assert.True(t, res.Passed, "%+v", res.Envs)
+
+	// A branch forked before main fixed it is compared at the fork point, as a pull request is.
+	gittest.Run(t, dir, "branch", "topic", forked)
+	edit("overlays/prod/scaling.yaml", "maxReplicaCount: 80", "maxReplicaCount: 8")
+	commit("prod: qwen back to 8 replicas")
+	main := strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD"))
+	gittest.Run(t, dir, "checkout", "-q", "topic")
+	edit("overlays/dev/capacity.yaml", `requests.cpu: "4"`, `requests.cpu: "5"`)
+	plainCommit("dev: a little more CPU for the API")
+	res, err = Run(repo, main, "HEAD")
+	require.NoError(t, err)
+	assert.Equal(t, forked, res.Fork)
+	prod = envOf(t, res, "prod")
+	assert.Equal(t, []string{"capacity-gpu-pool-limit"}, rules(prod.Inherited), "the branch still carries what main fixed")
+	assert.Empty(t, prod.Violations)
+	assert.True(t, res.Passed, "%+v", res.Envs)
+}

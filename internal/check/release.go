@@ -196,22 +196,3 @@ func appsDiff(base, head render.Source, env string) ([]Change, error) {
 func isApplication(o *unstructured.Unstructured) bool {
 	return o.GetKind() == "Application" && o.GroupVersionKind().Group == "argoproj.io"
 }
-
-// EnvDiff renders env's overlay at two commits as they are (no pin is read: pass the pins), with
-// the Application's kustomize patches, and lists the objects added, removed or changed, with the changed fields' old and new values: what a
-// promotion from base to head does to the env.
-func EnvDiff(repo *gitrepo.Repo, env, base, head string, patches []render.Patch) ([]Change, error) {
-	var objs [2][]*unstructured.Unstructured
-	for i, rev := range []string{base, head} {
-		src, _, err := source(repo, rev)
-		if err != nil {
-			return nil, err
-		}
-		res, err := render.Engine{Cache: renders}.Render(context.Background(), src, render.Target{Name: env, Variant: render.Variant{Patches: patches}})
-		if err != nil {
-			return nil, fmt.Errorf("%.12s: %w", rev, err)
-		}
-		objs[i] = res.Objects
-	}
-	return diffObjects(objs[0], objs[1]), nil
-}

@@ -24,9 +24,15 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 	if err != nil {
 		return "", "", err
 	}
-	onto, force := req.Branch, ""
-	if req.Onto != "" && req.Onto != req.Branch {
-		onto, force = req.Onto, "+" // the review branch is the writer's own: a new attempt replaces it
+	onto, fork := req.Branch, req.Onto != "" && req.Onto != req.Branch
+	if fork {
+		onto = req.Onto
+		// The new branch is made, never replaced: one that exists may hold a reviewer's work.
+		if exists, err := r.hasBranch(ctx, repo, auth, req.Branch); err != nil {
+			return "", "", err
+		} else if exists {
+			return "", "", &permanentError{fmt.Errorf("%w: %s in %s", ErrBranchExists, req.Branch, redactURL(r.cfg.URL))}
+		}
 	}
 	tracking := plumbing.NewRemoteReferenceName("origin", onto)
 	local := plumbing.NewBranchReferenceName(req.Branch)
@@ -44,7 +50,7 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 	}
 	var head *object.Commit
 	if missing {
-		if !req.CreateBranch || force != "" {
+		if !req.CreateBranch || fork {
 			return "", "", &permanentError{fmt.Errorf("%w: %s in %s", ErrBranchNotFound, onto, redactURL(r.cfg.URL))}
 		}
 		_ = repo.Storer.RemoveReference(tracking)
@@ -110,7 +116,7 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 		return "", parent, &permanentError{err}
 	}
 	err = repo.PushContext(ctx, &git.PushOptions{RemoteName: "origin", Auth: auth,
-		RefSpecs: []config.RefSpec{config.RefSpec(fmt.Sprintf("%s%s:%s", force, local, local))}})
+		RefSpecs: []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:%s", local, local))}})
 	switch {
 	case err == nil:
 	case isAuthErr(err):
@@ -203,4 +209,28 @@ func signCommit(c *object.Commit, signer *openpgp.Entity) error {
 	}
 	c.PGPSignature = sig.String()
 	return nil
+}
+
+// hasBranch says whether the remote has branch now.
+func (r *Remote) hasBranch(ctx context.Context, repo *git.Repository, auth transport.AuthMethod, branch string) (bool, error) {
+	remote, err := repo.Remote("origin")
+	if err != nil {
+		return false, err
+	}
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	switch {
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return false, nil
+	case isAuthErr(err):
+		return false, &AuthError{URL: redactURL(r.cfg.URL), Err: err}
+	case err != nil:
+		return false, fmt.Errorf("list the branches of %s: %w", redactURL(r.cfg.URL), err)
+	}
+	name := plumbing.NewBranchReferenceName(branch)
+	for _, ref := range refs {
+		if ref.Name() == name {
+			return true, nil
+		}
+	}
+	return false, nil
 }

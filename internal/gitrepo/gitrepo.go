@@ -51,9 +51,10 @@ type Snapshot struct {
 	Omitted map[string]int64
 	// WorkTree is, for a snapshot of a work tree (Repo.WorkTree; Revision empty), its directory;
 	// Parent the commit HEAD names there ("" before the first commit), the history it sits on;
-	// Changed the paths that differ from HEAD's tree.
+	// Changed the paths that differ from HEAD's tree; Staged those whose staged content is
+	// neither HEAD's nor the disk's (a commit would take content the snapshot does not hold).
 	WorkTree, Parent string
-	Changed          []string
+	Changed, Staged  []string
 
 	repo *git.Repository // for Log; nil in snapshots built by hand
 	mu   *sync.Mutex     // the Repo's, when it has one

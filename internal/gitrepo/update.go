@@ -44,8 +44,8 @@ type UpdateRequest struct {
 	// branch). Without it a missing branch is an error.
 	CreateBranch bool
 	// Onto, when set, is the branch the commit is made on (its head is the parent) while it is
-	// pushed to Branch, replacing what Branch held: a branch for review, named for the change,
-	// that belongs to whoever writes it. Onto must exist.
+	// pushed to Branch, a new branch for review: a Branch the remote has already is refused
+	// (ErrBranchExists), never replaced. Onto must exist.
 	Onto string
 }
 
@@ -79,6 +79,9 @@ func (e *PushError) Unwrap() error { return e.Last }
 
 // ErrBranchNotFound is returned when the branch does not exist and CreateBranch is false.
 var ErrBranchNotFound = errors.New("branch not found on remote")
+
+// ErrBranchExists is returned when UpdateRequest.Onto asks for a new Branch the remote has.
+var ErrBranchExists = errors.New("branch exists on remote")
 
 // permanentError marks an attempt error that is not retried.
 type permanentError struct{ err error }

@@ -42,9 +42,22 @@ func (r *Repo) WorkTree() (*Snapshot, error) {
 		return nil, fmt.Errorf("read the index of %s: %w", root, err)
 	}
 	snap := &Snapshot{Files: map[string][]byte{}, WorkTree: root}
+	staged := map[string]plumbing.Hash{} // what a commit would take of each path read from disk
 	for _, e := range idx.Entries {
 		if e.Mode == filemode.Symlink || e.Mode == filemode.Submodule || !e.Mode.IsFile() {
 			continue
+		}
+		if _, seen := snap.Files[e.Name]; seen { // a conflict's stages: the disk holds its markers
+			continue
+		}
+		if e.SkipWorktree { // a sparse checkout leaves it off the disk: the index has it
+			if err := readFile(r.repo, snap, e.Name, e.Hash, nil, MaxFileSize); err != nil {
+				return nil, fmt.Errorf("work tree: read %s from the index: %w", e.Name, err)
+			}
+			continue
+		}
+		if e.Stage == 0 {
+			staged[e.Name] = e.Hash
 		}
 		p := filepath.Join(root, filepath.FromSlash(e.Name))
 		info, err := os.Lstat(p)
@@ -83,13 +96,24 @@ func (r *Repo) WorkTree() (*Snapshot, error) {
 			return nil, err
 		}
 	}
-	snap.Changed = changedFiles(at, snap)
+	snap.Changed = Changed(at, snap)
+	for name, h := range staged {
+		data, ok := snap.Files[name]
+		if !ok || plumbing.ComputeHash(plumbing.BlobObject, data) == h {
+			continue
+		}
+		if old, ok := at.Files[name]; ok && plumbing.ComputeHash(plumbing.BlobObject, old) == h {
+			continue // staged as HEAD has it: the change is on disk only
+		}
+		snap.Staged = append(snap.Staged, name)
+	}
+	sort.Strings(snap.Staged)
 	return snap, nil
 }
 
-// changedFiles lists the paths whose content differs between two snapshots, sorted. An omitted
-// file (too large to read) counts as changed when its size did.
-func changedFiles(a, b *Snapshot) []string {
+// Changed lists the paths whose content differs between two snapshots, sorted. An omitted file
+// (too large to read) counts as changed when its size did.
+func Changed(a, b *Snapshot) []string {
 	set := map[string]bool{}
 	for _, pair := range [2][2]*Snapshot{{a, b}, {b, a}} {
 		from, to := pair[0], pair[1]
@@ -120,5 +144,27 @@ func (s *Snapshot) Commit() string {
 	return s.Parent
 }
 
-// Dirty says the snapshot is a work tree that differs from HEAD's tree.
-func (s *Snapshot) Dirty() bool { return s.Revision == "" && (s.Parent == "" || len(s.Changed) > 0) }
+// Dirty says the snapshot is a work tree that differs from HEAD's tree, or whose index does.
+func (s *Snapshot) Dirty() bool {
+	return s.Revision == "" && (s.Parent == "" || len(s.Changed) > 0 || len(s.Staged) > 0)
+}
+
+// MergeBase returns the best common ancestor of commits a and b, as `git merge-base a b` does: the
+// fork point a pull request from b into a is compared at. ok is false when they share no history.
+func (r *Repo) MergeBase(a, b string) (base string, ok bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ca, err := r.repo.CommitObject(plumbing.NewHash(a))
+	if err != nil {
+		return "", false, fmt.Errorf("commit %.12s: %w", a, err)
+	}
+	cb, err := r.repo.CommitObject(plumbing.NewHash(b))
+	if err != nil {
+		return "", false, fmt.Errorf("commit %.12s: %w", b, err)
+	}
+	bases, err := ca.MergeBase(cb)
+	if err != nil || len(bases) == 0 {
+		return "", false, err
+	}
+	return bases[0].Hash.String(), true, nil
+}

@@ -54,6 +54,31 @@ func TestWorkTreeIsWhatGitDiffHEADSees(t *testing.T) {
 	assert.Equal(t, []string{"a.yaml", "b.yaml", "new.yaml"}, wt.Changed)
 }
 
+// TestWorkTreeSaysWhatItDoesNotRead: a file staged and then changed back on disk is staged
+// content the work tree does not hold, and is named; a file a sparse checkout leaves off the
+// disk (skip-worktree) is read from the index, not taken as deleted.
+func TestWorkTreeSaysWhatItDoesNotRead(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.yaml": "a: 1\n", "b.yaml": "b: 1\n"})
+	gitOut(t, dir, "init", "-q")
+	gitOut(t, dir, "add", "-A")
+	gitOut(t, dir, "commit", "-qm", "first")
+	writeFiles(t, dir, map[string]string{"a.yaml": "a: 80\n"})
+	gitOut(t, dir, "add", "a.yaml")
+	writeFiles(t, dir, map[string]string{"a.yaml": "a: 1\n"}) // git status: MM
+	gitOut(t, dir, "update-index", "--skip-worktree", "b.yaml")
+	require.NoError(t, os.Remove(filepath.Join(dir, "b.yaml")))
+
+	repo, err := Open(dir)
+	require.NoError(t, err)
+	wt, err := repo.WorkTree()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.yaml"}, wt.Staged, "a commit now would take a: 80, which the disk does not hold")
+	assert.True(t, wt.Dirty(), "the index is not HEAD's")
+	assert.Empty(t, wt.Changed, "the disk is HEAD's")
+	assert.Equal(t, "b: 1\n", string(wt.Files["b.yaml"]), "skip-worktree: read from the index")
+}
+
 // TestWorkTreeOfAClone: a repository cloned from a URL has no work tree to read.
 func TestWorkTreeOfAClone(t *testing.T) {
 	bare := newBare(t, t.TempDir(), "r.git", map[string]string{"a.yaml": "a: 1\n"})

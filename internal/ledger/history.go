@@ -149,15 +149,42 @@ func records(ctx context.Context, repo *gitrepo.Repo, env, from, to string, rend
 			return nil, err
 		}
 		recs := commitRecords(env, c, prev, next)
-		if pin != c.Hash {
-			for i := range recs {
+		forced := forcedReason(c, byHash)
+		for i := range recs {
+			if pin != c.Hash {
 				recs[i].Release = pin
 			}
+			recs[i].Forced = forced
 		}
 		out = append(out, recs...)
 		prev = next
 	}
 	return out, nil
+}
+
+// forcedReason is the reason a promotion past the check's violations gave (its Promote-Forced
+// trailer): on c itself, or, for a merge, on the promotion commit it brings in from a review
+// branch (the second parent, or one of its first parents a reviewer added commits on).
+func forcedReason(c gitrepo.Commit, byHash map[string]gitrepo.Commit) string {
+	if v, ok := c.Trailer(release.TrailerForced); ok || len(c.Parents) < 2 {
+		return v
+	}
+	h := c.Parents[1]
+	for range 20 {
+		p, ok := byHash[h]
+		if !ok {
+			return ""
+		}
+		if _, promotion := p.Trailer(release.TrailerTo); promotion {
+			v, _ := p.Trailer(release.TrailerForced)
+			return v
+		}
+		if len(p.Parents) == 0 {
+			return ""
+		}
+		h = p.Parents[0]
+	}
+	return ""
 }
 
 // commitRecords turns the change prev → next made by commit c into records.
@@ -181,7 +208,6 @@ func commitRecords(env string, c gitrepo.Commit, prev, next State) []Record {
 		if isRevert {
 			r.Effect, r.Kind, r.Reverts = d.kind, KindRollback, reverted
 		}
-		r.Forced, _ = c.Trailer(release.TrailerForced)
 		r.ID = ID(env, r.Model, r.Deployment, r.Version, r.Revision)
 		out = append(out, r)
 	}

@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -40,6 +41,10 @@ type Request struct {
 	// Forced is the reason the promotion goes ahead past the violations it has (empty: none
 	// were overridden); it is a trailer of the commit, and the ledger's records of it carry it.
 	Forced string
+	// Checked, when set, is the branch's tree the promotion was checked at: a branch that moved
+	// since in anything but clusters/ (data no Application syncs) or another env's release file
+	// is refused, as the check no longer holds.
+	Checked *gitrepo.Snapshot
 	// Author defaults to Bot.
 	Author   gitrepo.Person
 	Deadline time.Time
@@ -196,6 +201,10 @@ func Promote(ctx context.Context, remote *gitrepo.Remote, p Plan, req Request) (
 				return nil, fmt.Errorf("promote: %s's pin moved to %s since the plan (was %s): look at the new diff and promote again",
 					p.To, cur.Revision, gitrepo.Short(p.Old))
 			}
+			if moved := movedSince(req.Checked, snap, p.To); len(moved) > 0 {
+				return nil, fmt.Errorf("promote: %s moved since the check (%s → %s changed %s): promote again to check what %s would run now",
+					req.Branch, gitrepo.Short(req.Checked.Revision), gitrepo.Short(snap.Revision), strings.Join(moved, ", "), p.To)
+			}
 			out, err := Set(p.To, snap.Files[file], p.New, p.From)
 			if err != nil {
 				return nil, err
@@ -214,3 +223,23 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // ReviewBranch is the branch a promotion of to to rev is pushed to for review.
 func ReviewBranch(to, rev string) string { return "promote/" + to + "-" + gitrepo.Short(rev) }
+
+// movedSince lists the files of the branch at now that differ from the tree the promotion to env
+// was checked at, but for clusters/ (no Application syncs it) and the other envs' release
+// files; nil when checked is nil or now is it.
+func movedSince(checked, now *gitrepo.Snapshot, env string) []string {
+	if checked == nil || checked.Revision == now.Revision {
+		return nil
+	}
+	var out []string
+	for _, name := range gitrepo.Changed(checked, now) {
+		if _, big := checked.Omitted[name]; big || strings.HasPrefix(name, "clusters/") {
+			continue
+		}
+		if path.Base(name) == "release.yaml" && strings.HasPrefix(name, "apps/") && name != File(env) {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
