@@ -98,14 +98,14 @@ func (o *checkOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
-	fmt.Fprintf(o.cmd.ErrOrStderr(), "auditor: checking %s against %s\n", treeName(o.repo, o.head, head), o.base)
+	fmt.Fprintf(o.cmd.ErrOrStderr(), "auditor: checking %s; base %s\n", treeName(o.repo, o.head, head), o.base)
 	stop := startProgress(o.cmd, "rendering and checking every env at base and head")
-	res, err := check.RunTree(repo, o.base, head)
+	res, checkErr := check.RunTree(repo, o.base, head)
 	stop()
-	if err != nil {
-		return failed(err)
+	if res == nil {
+		return failed(checkErr)
 	}
-	if o.simulate {
+	if o.simulate && checkErr == nil {
 		stop := startProgress(o.cmd, "proving prod's placement with the real kube-scheduler")
 		err := checkPlacement(head, res)
 		stop()
@@ -119,6 +119,9 @@ func (o *checkOptions) Run(ctx context.Context, w io.Writer) error {
 	})
 	if err != nil {
 		return failed(err)
+	}
+	if checkErr != nil { // the envs that could be checked are reported above
+		return failed(checkErr)
 	}
 	if !res.Passed {
 		return found("violations")
@@ -150,11 +153,11 @@ func treeName(location, rev string, snap *gitrepo.Snapshot) string {
 		if len(snap.Staged) > 0 {
 			staged = fmt.Sprintf("; staged content that is not on disk is not read: %s", strings.Join(snap.Staged, ", "))
 		}
-		return fmt.Sprintf("the work tree of %s (%d files differ from HEAD %s; untracked files are not read%s)",
-			snap.WorkTree, len(snap.Changed), gitrepo.Short(snap.Parent), staged)
+		return fmt.Sprintf("the work tree of %s (%s differ from HEAD %s; untracked files are not read%s)",
+			snap.WorkTree, count(len(snap.Changed), "file"), gitrepo.Short(snap.Parent), staged)
 	}
 	if rev == "" && !gitrepo.IsURL(location) {
-		return readAt(location, "HEAD", snap.Revision) + ": its work tree is clean"
+		return readAt(location, "HEAD", snap.Revision) + ", whose work tree is clean"
 	}
 	return readAt(location, rev, snap.Revision)
 }

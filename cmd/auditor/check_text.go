@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/llm-gitops/platform/internal/check"
@@ -27,18 +28,32 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		head = "work tree"
 	}
 	h(2, fmt.Sprintf("auditor check: %s (%s → %s)", verdict, gitrepo.Short(res.Base), head))
+	if fails := failing(res); len(fails) > 0 {
+		fmt.Fprintf(w, "Fails: %s.\n\n", strings.Join(fails, "; "))
+	}
 	if res.Fork != "" {
 		fmt.Fprintf(w, "Violations already there at %s, where the head forked from %s, are inherited: listed, not failing.\n\n",
 			gitrepo.Short(res.Fork), gitrepo.Short(res.Base))
 	}
 	for _, e := range res.Envs {
+		if e.Error != "" {
+			h(3, e.Env+": not checked")
+			fmt.Fprintf(w, "  ERROR %s\n\n", e.Error)
+			continue
+		}
 		pinned := ""
 		if e.Next != nil {
 			pinned = " at its pin " + gitrepo.Short(e.Revision)
 		}
-		h(3, fmt.Sprintf("%s%s: %d objects changed, %d violations", e.Env, pinned, len(e.Changes), len(e.Violations)))
+		h(3, fmt.Sprintf("%s%s: %s changed, %s", e.Env, pinned, count(len(e.Changes), "object"), count(len(e.Violations), "violation")))
 		writeFindings(w, md, "VIOLATION", ":x:", e.Violations)
-		writeInherited(w, md, e.Inherited, e.ForkError)
+		writeInherited(w, md, e.Inherited, e.ForkError, "broken before this change")
+		forced := make([]check.Violation, len(e.Forced))
+		for i, v := range e.Forced {
+			v.Message += " (the promotion was forced past it: " + e.ForcedReason + ")"
+			forced[i] = v
+		}
+		writeFindings(w, md, "FORCED", ":warning:", forced)
 		writeFindings(w, md, "WARNING", ":warning:", e.Warnings) // reported, not failing the check
 		if len(e.Applications) > 0 {
 			var parts []string
@@ -75,10 +90,16 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 // writeNext prints a pinned env at its next promotion: what the promotion would change, what of
 // that the checked change brings, and the violations it introduces and inherits.
 func writeNext(w io.Writer, h func(int, string), md bool, env, pin, head string, n *check.NextPromotion) {
-	h(3, fmt.Sprintf("%s at next promotion (%s → %s): %d objects change (%d by this change), %d violations",
-		env, gitrepo.Short(pin), head, len(n.Changes), len(n.Introduced), len(n.Violations)))
+	h(3, fmt.Sprintf("%s at next promotion (%s → %s): %s change (%d by this change), %s",
+		env, gitrepo.Short(pin), head, count(len(n.Changes), "object"), len(n.Introduced), count(len(n.Violations), "violation")))
+	if len(n.Violations) > 0 {
+		fmt.Fprintf(w, "%s runs its pin %s. This change reaches %s when the head is promoted, and there it breaks:\n", env, gitrepo.Short(pin), env)
+		if md {
+			fmt.Fprintln(w)
+		}
+	}
 	writeFindings(w, md, "VIOLATION", ":x:", n.Violations)
-	writeInherited(w, md, n.Inherited, n.ForkError)
+	writeInherited(w, md, n.Inherited, n.ForkError, "broken before this change; auditor promote refuses it")
 	writeFindings(w, md, "WARNING", ":warning:", n.Warnings)
 	if len(n.Introduced) > 0 {
 		if md {
@@ -92,13 +113,54 @@ func writeNext(w io.Writer, h func(int, string), md bool, env, pin, head string,
 	fmt.Fprintln(w)
 }
 
-// writeInherited prints the violations the env had before the change (they do not fail it), or
-// why none could be known.
-func writeInherited(w io.Writer, md bool, vs []check.Violation, forkErr string) {
+// failing names each section that fails the check, with its rules.
+func failing(res *check.Result) []string {
+	var out []string
+	add := func(what string, vs []check.Violation) {
+		if len(vs) == 0 {
+			return
+		}
+		var rules []string
+		for _, v := range vs {
+			if !slices.Contains(rules, v.Rule) {
+				rules = append(rules, v.Rule)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s (%s)", what, strings.Join(rules, ", ")))
+	}
+	for _, e := range res.Envs {
+		what := e.Env
+		if e.Next != nil {
+			what += " at its pin"
+		}
+		add(what, e.Violations)
+		if e.Next != nil {
+			add(e.Env+" at next promotion", e.Next.Violations)
+		}
+	}
+	return out
+}
+
+// count is "1 violation", "2 violations".
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// writeInherited prints the violations the env had before the change (they do not fail it), each
+// with why, or why none could be known.
+func writeInherited(w io.Writer, md bool, vs []check.Violation, forkErr, why string) {
 	if forkErr != "" {
 		writeFindings(w, md, "NOTE", ":information_source:", []check.Violation{{Rule: "inherited", Object: "fork point", Message: forkErr}})
 	}
-	writeFindings(w, md, "INHERITED", ":warning:", vs)
+	out := make([]check.Violation, len(vs))
+	for i, v := range vs {
+		v.Message += " (" + why + ")"
+		out[i] = v
+	}
+	writeFindings(w, md, "INHERITED", ":warning:", out)
 }
 
 // writeFindings prints violations or warnings, one a line: as text with the word, or as a

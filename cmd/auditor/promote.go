@@ -21,6 +21,7 @@ type promoteOptions struct {
 	output, reviewBranch, reason     string
 	dryRun, skipStage, backwards     bool
 	direct, force                    bool
+	cmd                              *cobra.Command // whose stderr says what was read
 }
 
 // newPromoteCommand moves an env's pin by a promotion commit.
@@ -98,8 +99,8 @@ func (o *promoteOptions) Validate() error {
 	return nil
 }
 
-// Complete has nothing to fill.
-func (o *promoteOptions) Complete(*cobra.Command, []string) error { return nil }
+// Complete keeps the command, whose stderr says which tree was read.
+func (o *promoteOptions) Complete(cmd *cobra.Command, _ []string) error { o.cmd = cmd; return nil }
 
 // Run shows the diff, commits the promotion and records it in the ledger; with -o json or yaml,
 // it says all that in one report at the end.
@@ -131,9 +132,13 @@ func (o *promoteOptions) run(ctx context.Context, w io.Writer) (*promoteReport, 
 	if err != nil {
 		return nil, failed(err)
 	}
+	if o.cmd != nil {
+		fmt.Fprintf(o.cmd.ErrOrStderr(), "auditor: read %s; %s runs %s, would run %s\n",
+			readAt(o.repo, o.branch, plan.Head), o.to, gitrepo.Short(plan.Old), gitrepo.Short(plan.New))
+	}
 	rep := &promoteReport{From: o.from, To: o.to, Old: plan.Old, New: plan.New, Backwards: plan.Backwards, Changes: []check.Change{}}
 	if plan.NoChange() {
-		fmt.Fprintf(w, "%s already runs %s: nothing to promote\n", o.to, gitrepo.Short(plan.New))
+		fmt.Fprintf(w, "%s already runs %s, %s's release: nothing to promote\n", o.to, gitrepo.Short(plan.New), orRevision(o.from, plan.New))
 		rep.NoChange = true
 		return rep, nil
 	}
@@ -156,24 +161,33 @@ func (o *promoteOptions) run(ctx context.Context, w io.Writer) (*promoteReport, 
 	fmt.Fprintf(w, "promote %s → %s: %s → %s%s, %d objects change\n", orRevision(o.from, plan.New), o.to,
 		gitrepo.Short(plan.Old), gitrepo.Short(plan.New), direction, len(changes))
 	writeChanges(w, changes)
-	fmt.Fprintf(w, "check %s at %s: %d violations\n", o.to, gitrepo.Short(plan.New), len(rep.Violations))
+	fmt.Fprintf(w, "check %s at %s: %s\n", o.to, gitrepo.Short(plan.New), count(len(rep.Violations), "violation"))
 	writeFindings(w, false, "VIOLATION", "", rep.Violations)
 	writeFindings(w, false, "WARNING", "", rep.Warnings)
 	refused := len(rep.Violations) > 0 && !o.force
 	switch {
 	case refused:
-		msg := fmt.Sprintf("promotion refused: %s at %s breaks %d rules; nothing was written (fix them on %s, or --force --reason)",
-			o.to, gitrepo.Short(plan.New), len(rep.Violations), o.branch)
+		msg := fmt.Sprintf("promotion refused: %s at %s breaks %s; nothing was written (fix them on %s, or --force --reason)",
+			o.to, gitrepo.Short(plan.New), count(len(rep.Violations), "rule"), o.branch)
 		if o.dryRun {
-			msg = fmt.Sprintf("%s at %s breaks %d rules: the promotion would be refused", o.to, gitrepo.Short(plan.New), len(rep.Violations))
+			msg = fmt.Sprintf("%s at %s breaks %s: the promotion would be refused", o.to, gitrepo.Short(plan.New), count(len(rep.Violations), "rule"))
 		}
 		fmt.Fprintln(w, msg)
 		return rep, found(msg)
 	case len(rep.Violations) > 0:
 		req.Forced, rep.Forced = o.reason, o.reason
-		fmt.Fprintf(w, "forced past %d violations: %s\n", len(rep.Violations), o.reason)
+		seen := map[string]bool{}
+		for _, v := range rep.Violations {
+			req.ForcedPast = append(req.ForcedPast, v.Rule+" "+v.Object+": "+v.Message)
+			if !seen[v.Rule] {
+				seen[v.Rule] = true
+				req.ForcedRules = append(req.ForcedRules, v.Rule)
+			}
+		}
+		fmt.Fprintf(w, "forced past %s: %s\n", count(len(rep.Violations), "violation"), o.reason)
 	}
 	if o.dryRun {
+		fmt.Fprintln(w, "dry run: nothing was written")
 		return rep, nil
 	}
 	if req.Checked, err = repo.Snapshot(plan.Head); err != nil {
@@ -208,6 +222,9 @@ func (o *promoteOptions) run(ctx context.Context, w io.Writer) (*promoteReport, 
 	synced, err := ledger.Sync(ctx, remote, ledger.SyncRequest{Env: o.to, Branch: o.branch, Revision: res.Commit})
 	if err != nil {
 		return rep, failed(fmt.Errorf("promotion pushed, but the ledger was not updated (run `auditor ledger sync --env %s`): %w", o.to, err))
+	}
+	if synced.Appended == 0 && rep.Forced != "" {
+		fmt.Fprintf(w, "%s: no record (the promotion changes no served model); the reason is in the commit's %s trailer\n", ledger.Path(o.to), release.TrailerForced)
 	}
 	if synced.Appended > 0 {
 		fmt.Fprintf(w, "%s: %d records appended, commit %s\n", ledger.Path(o.to), synced.Appended, gitrepo.Short(synced.Result.Commit))

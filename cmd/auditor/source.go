@@ -87,7 +87,7 @@ func (f *sourceFlags) describe(s render.Source, env string) string {
 	case !ok:
 		return what
 	case rel.Revision == s.Revision():
-		return fmt.Sprintf("%s: %s's pin (%s); Argo CD adds the kustomize patches of its Application", what, env, release.File(env))
+		return fmt.Sprintf("%s: %s's pin (%s)", what, env, release.File(env))
 	default:
 		return fmt.Sprintf("%s; Argo CD syncs %s at its pin %s (%s), not this: --revision %s renders that",
 			what, env, gitrepo.Short(rel.Revision), release.File(env), rel.Revision)

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,6 +57,8 @@ type Result struct {
 // EnvResult is one env's rendered diff and findings.
 type EnvResult struct {
 	Env string `json:"env"`
+	// Error says why the env could not be checked (the rest of its result is then empty).
+	Error string `json:"error,omitempty"`
 	// Revision is the commit the env was rendered at: its pin (apps/<env>/release.yaml) when it
 	// is pinned, else the head.
 	Revision string   `json:"revision,omitempty"`
@@ -65,6 +68,10 @@ type EnvResult struct {
 	Violations []Violation `json:"violations"`
 	// Inherited are the rules it broke at the fork point already: reported, not failing.
 	Inherited []Violation `json:"inherited,omitempty"`
+	// Forced are the violations the promotion that moved the pin was forced past, by a reason
+	// (ForcedReason) and naming their rules: reported, not failing.
+	Forced       []Violation `json:"forced,omitempty"`
+	ForcedReason string      `json:"forcedReason,omitempty"`
 	// ForkError says why the env could not be judged at the fork point (nothing is inherited).
 	ForkError string      `json:"forkError,omitempty"`
 	Warnings  []Violation `json:"warnings,omitempty"`
@@ -116,6 +123,8 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 }
 
 // RunTree checks head, a commit's tree or the work tree (gitrepo.Repo.WorkTree), against base.
+// An env that cannot be checked (a file that does not parse) is an error naming it, in the
+// result (EnvResult.Error) and among the returned errors; the other envs are checked all the same.
 // Each env is judged at what it runs (its pin, for a pinned env) and, when pinned, at its next
 // promotion: the head's overlay, as `auditor promote` would move the pin there. A violation
 // fails the check unless the same rule already failed on the same object at the fork point
@@ -143,17 +152,21 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 		res.Fork = fork.snap.Revision
 	}
 	releases := newReleaseSources(repo)
+	var errs []error
 	for _, env := range envs {
 		er, err := checkEnv(repo, releases, baseTree, fork, headTree, env)
-		if err != nil {
-			return nil, err
+		if err != nil { // said, and the other envs still checked
+			errs = append(errs, err)
+			res.Envs = append(res.Envs, EnvResult{Env: env, Error: err.Error(), Violations: []Violation{}, Changes: []Change{}})
+			res.Passed = false
+			continue
 		}
 		if len(er.Violations) > 0 || (er.Next != nil && len(er.Next.Violations) > 0) {
 			res.Passed = false
 		}
 		res.Envs = append(res.Envs, *er)
 	}
-	return res, nil
+	return res, errors.Join(errs...)
 }
 
 // forkPoint is the tree of the merge base of base and head's commit: base itself when it is an
@@ -185,11 +198,14 @@ func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, fork, head *tr
 	er.Revision = envHead.Revision()
 	er.Applications, er.Security, er.GPUPools, er.KVCache = v.applications, v.security, v.gpuPools, v.kvCache
 	er.Warnings = append(er.Warnings, v.warnings...)
-	_, known, fv, err := pinFindings(repo, releases, fork, env)
+	forkSrc, known, fv, err := pinFindings(repo, releases, fork, env)
 	if err != nil {
 		er.ForkError = fmt.Sprintf("not judged at the fork point %s (%v): nothing is inherited", gitrepo.Short(fork.snap.Revision), err)
 	}
 	er.Violations, er.Inherited = split(found, known)
+	if forkSrc.Revision() != er.Revision && len(er.Violations) > 0 {
+		er.forgive(forcedPromotion(repo, head.snap.Commit(), fork.snap.Revision, env, er.Revision))
+	}
 	var baseObjs []*unstructured.Unstructured
 	switch envBase, err := releases.source(base, env); {
 	case fork == base && fv != nil:
@@ -233,6 +249,63 @@ func pinFindings(repo *gitrepo.Repo, releases *releaseSources, t *tree, env stri
 		return envSrc, nil, nil, fmt.Errorf("%s: %w", t.name(t.src), err)
 	}
 	return envSrc, append(out, repoRules...), v, nil
+}
+
+// forced is the commit of a promotion forced past the check: its reason and the rules it named.
+type forced struct {
+	reason string
+	rules  map[string]bool
+}
+
+// forcedPromotion finds, on the first parents of from back to stop, the promotion commit that
+// moved env's pin to pin, and returns what it says of being forced (nil: it was not).
+func forcedPromotion(repo *gitrepo.Repo, from, stop, env, pin string) *forced {
+	if from == "" {
+		return nil
+	}
+	commits, err := repo.FirstParents(context.Background(), from, 200)
+	if err != nil {
+		return nil
+	}
+	for _, c := range commits {
+		if c.Hash == stop {
+			return nil
+		}
+		to, _ := c.Trailer(release.TrailerTo)
+		rev, _ := c.Trailer(release.TrailerRevision)
+		if to != env || rev != pin {
+			continue
+		}
+		reason, ok := c.Trailer(release.TrailerForced)
+		if !ok {
+			return nil
+		}
+		f := &forced{reason: reason, rules: map[string]bool{}}
+		named, _ := c.Trailer(release.TrailerForcedRules)
+		for _, r := range strings.Split(named, ",") {
+			f.rules[strings.TrimSpace(r)] = true
+		}
+		return f
+	}
+	return nil
+}
+
+// forgive moves the violations of the rules a forced promotion named from Violations to Forced.
+func (e *EnvResult) forgive(f *forced) {
+	if f == nil {
+		return
+	}
+	var still []Violation
+	for _, v := range e.Violations {
+		if f.rules[v.Rule] {
+			e.Forced = append(e.Forced, v)
+		} else {
+			still = append(still, v)
+		}
+	}
+	if len(e.Forced) > 0 {
+		e.Violations, e.ForcedReason = append([]Violation{}, still...), f.reason
+	}
 }
 
 // split divides found into the violations not in known (introduced) and those known already
@@ -389,11 +462,16 @@ func diffObjects(base, head []*unstructured.Unstructured) []Change {
 	return out
 }
 
-// AddPlacement adds a placement simulation's violations (see internal/simulate) to env's result.
+// AddPlacement adds a placement simulation of env's overlay at the head (see internal/simulate)
+// to env's result: to its next promotion when it is pinned.
 func (r *Result) AddPlacement(env string, violations []Violation) {
 	for i := range r.Envs {
 		if r.Envs[i].Env == env {
-			r.Envs[i].Violations = append(r.Envs[i].Violations, violations...)
+			if n := r.Envs[i].Next; n != nil {
+				n.Violations = append(n.Violations, violations...)
+			} else {
+				r.Envs[i].Violations = append(r.Envs[i].Violations, violations...)
+			}
 			if len(violations) > 0 {
 				r.Passed = false
 			}

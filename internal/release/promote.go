@@ -18,6 +18,9 @@ const (
 	// TrailerForced carries the reason a promotion was made past the violations auditor check
 	// found in it.
 	TrailerForced = "Promote-Forced"
+	// TrailerForcedRules names the rules a forced promotion went past, comma-separated: auditor
+	// check reports them as forced, not failing, on the pull request of the promotion.
+	TrailerForcedRules = "Promote-Forced-Rules"
 )
 
 // Bot is the default author of promotion commits.
@@ -41,6 +44,9 @@ type Request struct {
 	// Forced is the reason the promotion goes ahead past the violations it has (empty: none
 	// were overridden); it is a trailer of the commit, and the ledger's records of it carry it.
 	Forced string
+	// ForcedPast are the violations Forced goes past, one "rule object: message" a line, for the
+	// commit message; ForcedRules their rules.
+	ForcedPast, ForcedRules []string
 	// Checked, when set, is the branch's tree the promotion was checked at: a branch that moved
 	// since in anything but clusters/ (data no Application syncs) or another env's release file
 	// is refused, as the check no longer holds.
@@ -175,7 +181,11 @@ func Promote(ctx context.Context, remote *gitrepo.Remote, p Plan, req Request) (
 	trailers := []gitrepo.Trailer{{Key: TrailerFrom, Value: p.From}, {Key: TrailerTo, Value: p.To}, {Key: TrailerRevision, Value: p.New}}
 	if req.Forced != "" {
 		msg += "\nForced past the violations auditor check found in it: " + req.Forced + "\n"
-		trailers = append(trailers, gitrepo.Trailer{Key: TrailerForced, Value: oneLine(req.Forced)})
+		for _, v := range req.ForcedPast {
+			msg += "- " + oneLine(v) + "\n"
+		}
+		trailers = append(trailers, gitrepo.Trailer{Key: TrailerForced, Value: oneLine(req.Forced)},
+			gitrepo.Trailer{Key: TrailerForcedRules, Value: strings.Join(req.ForcedRules, ", ")})
 	}
 	branch, onto := req.Branch, ""
 	if req.ReviewBranch != "" {
