@@ -145,7 +145,7 @@ func TestCheckValidatesScheduleAndLedger(t *testing.T) {
 	}
 	commit("break the schedule and the ledger")
 	repo, _ := gitrepo.Open(dir)
-	res, err := Run(repo, "HEAD~1", "HEAD")
+	res, err := Run(repo, "HEAD~2", "HEAD") // before the change and its promotion
 	if err != nil {
 		t.Fatal(err)
 	}

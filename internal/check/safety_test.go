@@ -69,12 +69,18 @@ func TestCheckStatefulRetain(t *testing.T) {
 	}
 }
 
-// runCheck checks HEAD against HEAD~1 of the repository in dir.
+// runCheck checks HEAD (a change and its promotion, repoCopy) of the repository in dir.
 func runCheck(t *testing.T, dir string) *Result {
 	t.Helper()
 	repo, err := gitrepo.Open(dir)
 	require.NoError(t, err)
-	res, err := Run(repo, "HEAD~1", "HEAD")
+	// HEAD~1 is the change and HEAD its promotion (repoCopy): HEAD~2, before both, is where a
+	// violation the change brings is not inherited in any env (dev follows the change at once).
+	base := "HEAD~2"
+	if _, err := repo.Resolve(base); err != nil { // the copy alone: its first commit
+		base = "HEAD~1"
+	}
+	res, err := Run(repo, base, "HEAD")
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Envs)
 	require.Equal(t, "prod", res.Envs[0].Env, "prod first")
