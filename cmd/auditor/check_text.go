@@ -20,7 +20,10 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		}
 	}
 	verdict := "PASS"
-	if !res.Passed {
+	switch {
+	case len(res.Errors) > 0:
+		verdict = "ERROR"
+	case !res.Passed:
 		verdict = "FAIL"
 	}
 	head := gitrepo.Short(res.Head)
@@ -28,6 +31,9 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		head = "work tree"
 	}
 	h(2, fmt.Sprintf("auditor check: %s (%s → %s)", verdict, gitrepo.Short(res.Base), head))
+	if len(res.Errors) > 0 {
+		fmt.Fprintf(w, "Not checked: %s.\n\n", strings.Join(res.Errors, "; "))
+	}
 	if fails := failing(res); len(fails) > 0 {
 		fmt.Fprintf(w, "Fails: %s.\n\n", strings.Join(fails, "; "))
 	}

@@ -176,13 +176,9 @@ func (o *promoteOptions) run(ctx context.Context, w io.Writer) (*promoteReport, 
 		return rep, found(msg)
 	case len(rep.Violations) > 0:
 		req.Forced, rep.Forced = o.reason, o.reason
-		seen := map[string]bool{}
 		for _, v := range rep.Violations {
-			req.ForcedPast = append(req.ForcedPast, v.Rule+" "+v.Object+": "+v.Message)
-			if !seen[v.Rule] {
-				seen[v.Rule] = true
-				req.ForcedRules = append(req.ForcedRules, v.Rule)
-			}
+			req.ForcedPast = append(req.ForcedPast, v.Rule+" "+v.Object)
+			req.ForcedMessages = append(req.ForcedMessages, v.Rule+" "+v.Object+": "+v.Message)
 		}
 		fmt.Fprintf(w, "forced past %s: %s\n", count(len(rep.Violations), "violation"), o.reason)
 	}

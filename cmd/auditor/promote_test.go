@@ -170,14 +170,18 @@ func TestPromoteIsGatedAndReviewable(t *testing.T) {
 	forcedBranch := "promote/prod-" + gitrepo.Short(bad)
 	msg := l.git(ledgerT0, "--git-dir", l.bare, "log", "-1", "--format=%B", forcedBranch)
 	assert.Contains(t, msg, release.TrailerForced+": "+reason)
-	assert.Contains(t, msg, release.TrailerForcedRules+": capacity-gpu-pool-limit")
-	// Its pull request passes the check: the violation is reported as forced, not failing.
+	assert.Contains(t, msg, release.TrailerForcedPast+": capacity-gpu-pool-limit NodePool gpu")
+	// Its pull request passes the check, on the branch and on the merge a forge checks out: the
+	// violation is reported as forced, not failing.
 	out, err = runCmd(t, newCheckCommand(), "--repo", url, "--base", "main", "--head", forcedBranch)
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "FORCED capacity-gpu-pool-limit")
 	assert.Contains(t, out, reason)
 	l.git(ledgerT0, "fetch", "-q", "origin")
 	l.git(ledgerT0, "merge", "-q", "--no-ff", "-m", "Merge pull request #8 from "+forcedBranch, "origin/"+forcedBranch)
+	out, err = runCmd(t, newCheckCommand(), "--repo", l.work, "--base", "origin/main", "--head", "HEAD")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "FORCED capacity-gpu-pool-limit")
 	l.git(ledgerT0, "push", "-q", "origin", "HEAD:refs/heads/main")
 	out, err = runCmd(t, newLedgerCommand(), "sync", "--repo", url, "--env", "prod")
 	require.NoError(t, err, out)

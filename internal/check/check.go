@@ -46,9 +46,11 @@ type Result struct {
 	// WorkTree is the directory whose work tree was checked (uncommitted changes included).
 	WorkTree string      `json:"workTree,omitempty"`
 	Envs     []EnvResult `json:"envs"`
-	// Fork is the merge base of Base and Head when it is not Base: what was broken there already
-	// is inherited rather than introduced.
+	// Fork is the merge base of Base and Head when it is not Base: what was broken there and at
+	// Base already is inherited rather than introduced.
 	Fork string `json:"fork,omitempty"`
+	// Errors name the envs that could not be checked, and why (EnvResult.Error).
+	Errors []string `json:"errors,omitempty"`
 	// Passed is false when any env has a violation, at what it runs or at its next promotion,
 	// that the change introduced.
 	Passed bool `json:"passed"`
@@ -127,14 +129,14 @@ func Run(repo *gitrepo.Repo, base, head string) (*Result, error) {
 // result (EnvResult.Error) and among the returned errors; the other envs are checked all the same.
 // Each env is judged at what it runs (its pin, for a pinned env) and, when pinned, at its next
 // promotion: the head's overlay, as `auditor promote` would move the pin there. A violation
-// fails the check unless the same rule already failed on the same object at the fork point
-// (the merge base of base and head, as a pull request is compared): that one is inherited.
+// fails the check unless the same one (rule, object and message) was there before the change,
+// at base and at the fork point (the merge base of base and head): that one is inherited.
 func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, error) {
-	baseTree, err := treeAt(repo, base)
+	baseTree, err := treeAt(repo, base, "base")
 	if err != nil {
 		return nil, err
 	}
-	headTree, err := newTree(head)
+	headTree, err := newTree(head, "head")
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +160,7 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 		if err != nil { // said, and the other envs still checked
 			errs = append(errs, err)
 			res.Envs = append(res.Envs, EnvResult{Env: env, Error: err.Error(), Violations: []Violation{}, Changes: []Change{}})
+			res.Errors = append(res.Errors, env+": "+err.Error())
 			res.Passed = false
 			continue
 		}
@@ -180,7 +183,7 @@ func forkPoint(repo *gitrepo.Repo, base *tree, head *gitrepo.Snapshot) (*tree, e
 	if err != nil || !ok || mb == base.snap.Revision {
 		return base, err
 	}
-	return treeAt(repo, mb)
+	return treeAt(repo, mb, "fork point")
 }
 
 // checkEnv judges env at what it runs at head (its pin, for a pinned env), lists what changes
@@ -198,9 +201,16 @@ func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, fork, head *tr
 	er.Revision = envHead.Revision()
 	er.Applications, er.Security, er.GPUPools, er.KVCache = v.applications, v.security, v.gpuPools, v.kvCache
 	er.Warnings = append(er.Warnings, v.warnings...)
+	// Before the change: at the fork point, and at base when the head forked from an older one.
 	forkSrc, known, fv, err := pinFindings(repo, releases, fork, env)
 	if err != nil {
-		er.ForkError = fmt.Sprintf("not judged at the fork point %s (%v): nothing is inherited", gitrepo.Short(fork.snap.Revision), err)
+		er.ForkError = fmt.Sprintf("not judged before the change (%v): nothing is inherited", err)
+	} else if fork != base {
+		if _, atBase, _, err := pinFindings(repo, releases, base, env); err != nil {
+			er.ForkError, known = fmt.Sprintf("not judged at base (%v): nothing is inherited", err), nil
+		} else {
+			known = common(known, atBase)
+		}
 	}
 	er.Violations, er.Inherited = split(found, known)
 	if forkSrc.Revision() != er.Revision && len(er.Violations) > 0 {
@@ -222,7 +232,7 @@ func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, fork, head *tr
 		return nil, fmt.Errorf("%s: %w", head.name(head.src), err)
 	}
 	if envHead.Revision() != head.src.Revision() { // pinned (an unreadable pin is judged at head)
-		if er.Next, err = nextPromotion(fork, head, env, v.objects); err != nil {
+		if er.Next, err = nextPromotion(base, fork, head, env, v.objects); err != nil {
 			return nil, err
 		}
 	}
@@ -251,53 +261,89 @@ func pinFindings(repo *gitrepo.Repo, releases *releaseSources, t *tree, env stri
 	return envSrc, append(out, repoRules...), v, nil
 }
 
-// forced is the commit of a promotion forced past the check: its reason and the rules it named.
+// forced is a promotion forced past the check: its reason and the violations it went past.
 type forced struct {
 	reason string
-	rules  map[string]bool
+	past   map[string]bool // Violation.key
 }
 
-// forcedPromotion finds, on the first parents of from back to stop, the promotion commit that
-// moved env's pin to pin, and returns what it says of being forced (nil: it was not).
+// repositoryRuleNames are the rules on the repository beside a render (repositoryRules): no
+// promotion runs them, so none is forced past them.
+var repositoryRuleNames = map[string]bool{"schedule": true, "ledger": true, "release-pinned": true, "release-patches": true}
+
+// forcedPromotion finds, among the commits from brings that stop does not have (a merge's
+// second parent too, as a pull request's merge ref or a merge commit), the promotion commit that
+// moved env's pin to pin and nothing else, and returns what it says of being forced (nil: it
+// was not).
 func forcedPromotion(repo *gitrepo.Repo, from, stop, env, pin string) *forced {
 	if from == "" {
 		return nil
 	}
-	commits, err := repo.FirstParents(context.Background(), from, 200)
+	ctx := context.Background()
+	before, err := repo.Log(ctx, stop)
 	if err != nil {
 		return nil
 	}
-	for _, c := range commits {
-		if c.Hash == stop {
-			return nil
+	had := make(map[string]bool, len(before))
+	for _, c := range before {
+		had[c.Hash] = true
+	}
+	brought, err := repo.Log(ctx, from)
+	if err != nil {
+		return nil
+	}
+	for _, c := range brought {
+		if had[c.Hash] {
+			continue
 		}
 		to, _ := c.Trailer(release.TrailerTo)
 		rev, _ := c.Trailer(release.TrailerRevision)
-		if to != env || rev != pin {
+		reason, ok := c.Trailer(release.TrailerForced)
+		if to != env || rev != pin || !ok || !onlyMovesPin(repo, c, env, pin) {
 			continue
 		}
-		reason, ok := c.Trailer(release.TrailerForced)
-		if !ok {
-			return nil
-		}
-		f := &forced{reason: reason, rules: map[string]bool{}}
-		named, _ := c.Trailer(release.TrailerForcedRules)
-		for _, r := range strings.Split(named, ",") {
-			f.rules[strings.TrimSpace(r)] = true
+		f := &forced{reason: reason, past: map[string]bool{}}
+		named, _ := c.Trailer(release.TrailerForcedPast)
+		for _, k := range strings.Split(named, ";") {
+			if rule, object, ok := strings.Cut(strings.TrimSpace(k), " "); ok && !repositoryRuleNames[rule] {
+				f.past[Violation{Rule: rule, Object: object}.key()] = true
+			}
 		}
 		return f
 	}
 	return nil
 }
 
-// forgive moves the violations of the rules a forced promotion named from Violations to Forced.
+// onlyMovesPin says commit c changes env's release file alone, to pin: what auditor promote
+// writes, and no other change under its name.
+func onlyMovesPin(repo *gitrepo.Repo, c gitrepo.Commit, env, pin string) bool {
+	if len(c.Parents) != 1 {
+		return false
+	}
+	after, err := repo.Snapshot(c.Hash)
+	if err != nil {
+		return false
+	}
+	before, err := repo.Snapshot(c.Parents[0])
+	if err != nil {
+		return false
+	}
+	changed := gitrepo.Changed(before, after)
+	if len(changed) != 1 || changed[0] != release.File(env) {
+		return false
+	}
+	r, err := release.Parse(env, after.Files[release.File(env)])
+	return err == nil && r.Revision == pin
+}
+
+// forgive moves the violations a forced promotion named from Violations to Forced.
 func (e *EnvResult) forgive(f *forced) {
 	if f == nil {
 		return
 	}
 	var still []Violation
 	for _, v := range e.Violations {
-		if f.rules[v.Rule] {
+		if f.past[v.key()] {
 			e.Forced = append(e.Forced, v)
 		} else {
 			still = append(still, v)
@@ -308,18 +354,34 @@ func (e *EnvResult) forgive(f *forced) {
 	}
 }
 
+// common is the violations in both a and b (each as many times as in both).
+func common(a, b []Violation) []Violation {
+	count := map[string]int{}
+	for _, v := range b {
+		count[v.fullKey()]++
+	}
+	var out []Violation
+	for _, v := range a {
+		if count[v.fullKey()] > 0 {
+			count[v.fullKey()]--
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // split divides found into the violations not in known (introduced) and those known already
-// (inherited), matching a rule on an object once per time it was known. The message is not
-// compared: a violation that got better or worse on the same object is the same one.
+// (inherited), matching each known one once. A violation is the same when its rule, object and
+// message are: one that got worse, or better without being cleared, on the same object is new.
 func split(found, known []Violation) (introduced, inherited []Violation) {
 	count := map[string]int{}
 	for _, k := range known {
-		count[k.key()]++
+		count[k.fullKey()]++
 	}
 	introduced = []Violation{}
 	for _, v := range found {
-		if count[v.key()] > 0 {
-			count[v.key()]--
+		if count[v.fullKey()] > 0 {
+			count[v.fullKey()]--
 			inherited = append(inherited, v)
 			continue
 		}

@@ -14,70 +14,67 @@ import (
 )
 
 // tree is the repository at one commit, or its work tree, as the rules read it: the files
-// (schedules, ledgers, runbooks, profiles), the Source over them (apps/, policies/) and the
-// admission policies of policies/ there.
+// (schedules, ledgers, runbooks, profiles) and the Source over them (apps/, policies/).
 type tree struct {
 	snap *gitrepo.Snapshot
 	src  render.Source
-	pols *policy.Set
+	// role names the tree in errors: head, base, fork point.
+	role string
 }
 
 // treeAt reads the repository's tree at rev.
-func treeAt(repo *gitrepo.Repo, rev string) (*tree, error) {
+func treeAt(repo *gitrepo.Repo, rev, role string) (*tree, error) {
 	snap, err := repo.Snapshot(rev)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", role, err)
 	}
-	return newTree(snap)
+	return newTree(snap, role)
 }
 
-// newTree is the tree of a snapshot, with its policies rendered.
-func newTree(snap *gitrepo.Snapshot) (*tree, error) {
+// newTree is the tree of a snapshot.
+func newTree(snap *gitrepo.Snapshot, role string) (*tree, error) {
 	src, err := render.FromSnapshot(snap)
 	if err != nil {
 		return nil, err
 	}
-	pols, err := loadPolicies(src)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", describeTree(snap), err)
-	}
-	return &tree{snap: snap, src: src, pols: pols}, nil
+	return &tree{snap: snap, src: src, role: role}, nil
 }
 
 // name says which tree an error is about: an env's pin, the tree's commit, or its work tree.
 func (t *tree) name(envSrc render.Source) string {
 	if envSrc.Revision() != t.snap.Revision {
-		return "pin " + gitrepo.Short(envSrc.Revision())
+		return t.role + "'s pin " + gitrepo.Short(envSrc.Revision())
 	}
-	return describeTree(t.snap)
+	return t.describe()
 }
 
-// describeTree names a snapshot: "head <commit>" or "the work tree of <dir>".
-func describeTree(snap *gitrepo.Snapshot) string {
-	if snap.Revision == "" {
-		return "the work tree of " + snap.WorkTree
+// describe names the tree: "head <commit>", "base <commit>" or "the work tree of <dir>".
+func (t *tree) describe() string {
+	if t.snap.Revision == "" {
+		return "the work tree of " + t.snap.WorkTree
 	}
-	return "head " + gitrepo.Short(snap.Revision)
+	return t.role + " " + gitrepo.Short(t.snap.Revision)
 }
 
 // policySets keeps the admission policies read at each commit (a check reads a few).
 var policySets sync.Map // commit → *policy.Set
 
 // envPolicies are the admission policies the env runs with: policies/ at the revision it renders
-// (its Application llm-policies is pinned with its overlay), t's own when that is t.
-func envPolicies(t *tree, envSrc render.Source) (*policy.Set, error) {
+// (its Application llm-policies is pinned with its overlay); nil when that revision has none.
+func envPolicies(envSrc render.Source) (*policy.Set, error) {
 	rev := envSrc.Revision()
-	if rev == t.snap.Revision {
-		return t.pols, nil
-	}
-	if p, ok := policySets.Load(rev); ok {
-		return p.(*policy.Set), nil
+	if rev != "" {
+		if p, ok := policySets.Load(rev); ok {
+			return p.(*policy.Set), nil
+		}
 	}
 	pols, err := loadPolicies(envSrc)
 	if err != nil {
-		return nil, fmt.Errorf("pin %s: %w", gitrepo.Short(rev), err)
+		return nil, err
 	}
-	policySets.Store(rev, pols)
+	if rev != "" {
+		policySets.Store(rev, pols)
+	}
 	return pols, nil
 }
 
@@ -133,7 +130,7 @@ func judge(t *tree, envSrc render.Source, env string) (*findings, error) {
 		out.violations = append(out.violations, v...)
 		out.warnings = append(out.warnings, w...)
 	}
-	pols, err := envPolicies(t, envSrc)
+	pols, err := envPolicies(envSrc)
 	if err != nil {
 		return nil, err
 	}

@@ -35,23 +35,32 @@ type NextPromotion struct {
 }
 
 // nextPromotion judges env at head's overlay (pinObjs are what it renders at its pin), and at
-// the fork point's to tell the violations the change introduced from those it inherited.
-func nextPromotion(fork, head *tree, env string, pinObjs []*unstructured.Unstructured) (*NextPromotion, error) {
+// the fork point's and base's to tell the violations the change introduced from those it
+// inherited.
+func nextPromotion(base, fork, head *tree, env string, pinObjs []*unstructured.Unstructured) (*NextPromotion, error) {
 	src, err := promoted(head, env)
 	if err != nil {
-		return nil, fmt.Errorf("%s, %s at next promotion: %w", describeTree(head.snap), env, err)
+		return nil, fmt.Errorf("%s, %s at next promotion: %w", head.describe(), env, err)
 	}
 	v, err := judge(head, src, env)
 	if err != nil {
-		return nil, fmt.Errorf("%s, %s at next promotion: %w", describeTree(head.snap), env, err)
+		return nil, fmt.Errorf("%s, %s at next promotion: %w", head.describe(), env, err)
 	}
 	n := &NextPromotion{Revision: head.snap.Revision, Changes: diffObjects(pinObjs, v.objects), Warnings: v.warnings}
 	var forkObjs []*unstructured.Unstructured
 	var known []Violation
 	fv, err := promotedFindings(fork, env)
-	if err != nil {
-		n.ForkError = fmt.Sprintf("not judged at the fork point %s (%v): nothing is inherited", gitrepo.Short(fork.snap.Revision), err)
-	} else {
+	switch {
+	case err != nil:
+		n.ForkError = fmt.Sprintf("not judged before the change (%v): nothing is inherited", err)
+	case fork != base:
+		forkObjs = fv.objects
+		if bv, err := promotedFindings(base, env); err != nil {
+			n.ForkError = fmt.Sprintf("not judged at base (%v): nothing is inherited", err)
+		} else {
+			known = common(fv.violations, bv.violations)
+		}
+	default:
 		forkObjs, known = fv.objects, fv.violations
 	}
 	n.Introduced = diffObjects(forkObjs, v.objects)
@@ -84,8 +93,11 @@ func promoted(t *tree, env string) (render.Source, error) {
 	return t.src.WithPatches(env, patches)
 }
 
-// key identifies a violation across two renders: its rule and object.
+// key identifies what a violation is about: its rule and object.
 func (v Violation) key() string { return v.Rule + "\x00" + v.Object }
+
+// fullKey identifies a violation across two renders: its rule, object and message.
+func (v Violation) fullKey() string { return v.key() + "\x00" + v.Message }
 
 // PromotionCheck is what moving a pinned env from one commit to another does, judged as auditor
 // check judges it.
@@ -103,7 +115,7 @@ type PromotionCheck struct {
 // the env at newRev, with the admission policies there. `auditor promote` refuses a promotion
 // with a violation.
 func Promotion(repo *gitrepo.Repo, env, head, oldRev, newRev string) (*PromotionCheck, error) {
-	t, err := treeAt(repo, head)
+	t, err := treeAt(repo, head, "head")
 	if err != nil {
 		return nil, err
 	}

@@ -148,21 +148,24 @@ func TestWhatWasBrokenBeforeTheChangeIsInherited(t *testing.T) {
 	assert.True(t, res.Passed, "%+v", prod)
 	assert.Empty(t, res.Fork, "HEAD~1 is where the head forked")
 
-	// A change that makes it better (vllm-llama 4 → 3: 87 GPUs rather than 88) is not failed for it.
+	// A change to the same object is judged anew, better (vllm-llama 4 → 3: 87 GPUs rather than
+	// 88) or worse: the violation it leaves is its own.
 	edit("overlays/prod/scaling.yaml", "maxReplicaCount: 4", "maxReplicaCount: 3")
 	plainCommit("prod: llama up to 3 replicas")
 	res, err = Run(repo, "HEAD~1", "HEAD")
 	require.NoError(t, err)
 	prod = envOf(t, res, "prod")
-	require.Len(t, prod.Next.Inherited, 1)
-	assert.Contains(t, prod.Next.Inherited[0].Message, "need 87 GPUs")
-	assert.Empty(t, prod.Next.Violations)
-	assert.True(t, res.Passed, "%+v", res.Envs)
+	require.Len(t, prod.Next.Violations, 1)
+	assert.Contains(t, prod.Next.Violations[0].Message, "need 87 GPUs")
+	assert.Empty(t, prod.Next.Inherited)
+	assert.False(t, res.Passed)
 
-	// A branch forked before main fixed it is compared at the fork point, as a pull request is.
+	// A branch forked before main fixed it is judged as what would land: the violation was at the
+	// fork point but is not at base, so it is the branch's own.
 	gittest.Run(t, dir, "branch", "topic", forked)
 	edit("overlays/prod/scaling.yaml", "maxReplicaCount: 80", "maxReplicaCount: 8")
-	commit("prod: qwen back to 8 replicas")
+	edit("overlays/prod/scaling.yaml", "maxReplicaCount: 3", "maxReplicaCount: 4")
+	commit("prod: qwen back to 8 replicas, llama to 4")
 	main := strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD"))
 	gittest.Run(t, dir, "checkout", "-q", "topic")
 	edit("overlays/dev/capacity.yaml", `requests.cpu: "4"`, `requests.cpu: "5"`)
@@ -171,7 +174,39 @@ func TestWhatWasBrokenBeforeTheChangeIsInherited(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, forked, res.Fork)
 	prod = envOf(t, res, "prod")
-	assert.Equal(t, []string{"capacity-gpu-pool-limit"}, rules(prod.Inherited), "the branch still carries what main fixed")
+	assert.Equal(t, []string{"capacity-gpu-pool-limit"}, rules(prod.Violations), "main no longer has it: merging the branch would bring it back")
+	assert.False(t, res.Passed)
+
+	// Against a base that still has it (the fork point itself), the branch inherits it.
+	res, err = Run(repo, forked, "HEAD")
+	require.NoError(t, err)
+	prod = envOf(t, res, "prod")
 	assert.Empty(t, prod.Violations)
+	assert.Equal(t, []string{"capacity-gpu-pool-limit"}, rules(prod.Inherited))
 	assert.True(t, res.Passed, "%+v", res.Envs)
+}
+
+// TestAHandWrittenForcedTrailerExcusesNothing: a commit that carries a forced promotion's
+// trailers but changes more than the env's release file, or names rules no promotion runs, is
+// no forced promotion.
+func TestAHandWrittenForcedTrailerExcusesNothing(t *testing.T) {
+	dir, _, edit := repoCopy(t)
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	edit("overlays/prod/scaling.yaml", "maxReplicaCount: 8", "maxReplicaCount: 80")
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-qm", "prod: qwen up to 80 replicas")
+	change := strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD"))
+	pinAll(t, dir, change)
+	edit("clusters/prod/schedule.yaml", `cron: "0 9 * * 1-5"`, `cron: "0 99 * * 1-5"`)
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-qm", "promote dev → prod\n\nPromote-To: prod\nPromote-Revision: "+change+
+		"\nPromote-Forced: trust me\nPromote-Forced-Past: capacity-gpu-pool-limit NodePool gpu; schedule clusters/prod/schedule.yaml")
+	res, err := Run(repo, "HEAD~2", "HEAD")
+	require.NoError(t, err)
+	prod := envOf(t, res, "prod")
+	assert.Empty(t, prod.Forced)
+	assert.Contains(t, rules(prod.Violations), "capacity-gpu-pool-limit")
+	assert.Contains(t, rules(prod.Violations), "schedule")
+	assert.False(t, res.Passed)
 }

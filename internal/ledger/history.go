@@ -149,7 +149,7 @@ func records(ctx context.Context, repo *gitrepo.Repo, env, from, to string, rend
 			return nil, err
 		}
 		recs := commitRecords(env, c, prev, next)
-		forced := forcedReason(c, byHash)
+		forced := forcedReason(c, byHash, env, pin)
 		for i := range recs {
 			if pin != c.Hash {
 				recs[i].Release = pin
@@ -162,12 +162,21 @@ func records(ctx context.Context, repo *gitrepo.Repo, env, from, to string, rend
 	return out, nil
 }
 
-// forcedReason is the reason a promotion past the check's violations gave (its Promote-Forced
-// trailer): on c itself, or, for a merge, on the promotion commit it brings in from a review
-// branch (the second parent, or one of its first parents a reviewer added commits on).
-func forcedReason(c gitrepo.Commit, byHash map[string]gitrepo.Commit) string {
-	if v, ok := c.Trailer(release.TrailerForced); ok || len(c.Parents) < 2 {
+// forcedReason is the reason a promotion of env to pin past the check's violations gave (its
+// Promote-Forced trailer): on c itself, or, for a merge, on that promotion's commit it brings in
+// from a review branch (its second parent, or a first parent of it a reviewer added commits on).
+func forcedReason(c gitrepo.Commit, byHash map[string]gitrepo.Commit, env, pin string) string {
+	promotes := func(p gitrepo.Commit) bool {
+		to, _ := p.Trailer(release.TrailerTo)
+		rev, _ := p.Trailer(release.TrailerRevision)
+		return to == env && rev == pin
+	}
+	if promotes(c) {
+		v, _ := c.Trailer(release.TrailerForced)
 		return v
+	}
+	if len(c.Parents) < 2 {
+		return ""
 	}
 	h := c.Parents[1]
 	for range 20 {
@@ -175,7 +184,7 @@ func forcedReason(c gitrepo.Commit, byHash map[string]gitrepo.Commit) string {
 		if !ok {
 			return ""
 		}
-		if _, promotion := p.Trailer(release.TrailerTo); promotion {
+		if promotes(p) {
 			v, _ := p.Trailer(release.TrailerForced)
 			return v
 		}

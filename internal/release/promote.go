@@ -18,9 +18,10 @@ const (
 	// TrailerForced carries the reason a promotion was made past the violations auditor check
 	// found in it.
 	TrailerForced = "Promote-Forced"
-	// TrailerForcedRules names the rules a forced promotion went past, comma-separated: auditor
-	// check reports them as forced, not failing, on the pull request of the promotion.
-	TrailerForcedRules = "Promote-Forced-Rules"
+	// TrailerForcedPast names the violations a forced promotion went past, "rule object" each,
+	// separated by "; ": auditor check reports them as forced, not failing, on the promotion's
+	// pull request.
+	TrailerForcedPast = "Promote-Forced-Past"
 )
 
 // Bot is the default author of promotion commits.
@@ -44,12 +45,12 @@ type Request struct {
 	// Forced is the reason the promotion goes ahead past the violations it has (empty: none
 	// were overridden); it is a trailer of the commit, and the ledger's records of it carry it.
 	Forced string
-	// ForcedPast are the violations Forced goes past, one "rule object: message" a line, for the
-	// commit message; ForcedRules their rules.
-	ForcedPast, ForcedRules []string
+	// ForcedPast are the violations Forced goes past, one "rule object" each; ForcedMessages
+	// say them in full, for the commit message.
+	ForcedPast, ForcedMessages []string
 	// Checked, when set, is the branch's tree the promotion was checked at: a branch that moved
-	// since in anything but clusters/ (data no Application syncs) or another env's release file
-	// is refused, as the check no longer holds.
+	// since in anything but a model ledger or another env's release file is refused, as the
+	// check no longer holds.
 	Checked *gitrepo.Snapshot
 	// Author defaults to Bot.
 	Author   gitrepo.Person
@@ -181,11 +182,11 @@ func Promote(ctx context.Context, remote *gitrepo.Remote, p Plan, req Request) (
 	trailers := []gitrepo.Trailer{{Key: TrailerFrom, Value: p.From}, {Key: TrailerTo, Value: p.To}, {Key: TrailerRevision, Value: p.New}}
 	if req.Forced != "" {
 		msg += "\nForced past the violations auditor check found in it: " + req.Forced + "\n"
-		for _, v := range req.ForcedPast {
+		for _, v := range req.ForcedMessages {
 			msg += "- " + oneLine(v) + "\n"
 		}
 		trailers = append(trailers, gitrepo.Trailer{Key: TrailerForced, Value: oneLine(req.Forced)},
-			gitrepo.Trailer{Key: TrailerForcedRules, Value: strings.Join(req.ForcedRules, ", ")})
+			gitrepo.Trailer{Key: TrailerForcedPast, Value: oneLine(strings.Join(req.ForcedPast, "; "))})
 	}
 	branch, onto := req.Branch, ""
 	if req.ReviewBranch != "" {
@@ -235,7 +236,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 func ReviewBranch(to, rev string) string { return "promote/" + to + "-" + gitrepo.Short(rev) }
 
 // movedSince lists the files of the branch at now that differ from the tree the promotion to env
-// was checked at, but for clusters/ (no Application syncs it) and the other envs' release
+// was checked at, but for the model ledgers (no rule reads them) and the other envs' release
 // files; nil when checked is nil or now is it.
 func movedSince(checked, now *gitrepo.Snapshot, env string) []string {
 	if checked == nil || checked.Revision == now.Revision {
@@ -243,7 +244,7 @@ func movedSince(checked, now *gitrepo.Snapshot, env string) []string {
 	}
 	var out []string
 	for _, name := range gitrepo.Changed(checked, now) {
-		if _, big := checked.Omitted[name]; big || strings.HasPrefix(name, "clusters/") {
+		if _, big := checked.Omitted[name]; big || (strings.HasPrefix(name, "clusters/") && path.Base(name) == "model-ledger.jsonl") {
 			continue
 		}
 		if path.Base(name) == "release.yaml" && strings.HasPrefix(name, "apps/") && name != File(env) {
