@@ -411,14 +411,6 @@ func snapshot(repo *gitrepo.Repo, rev string) (render.Source, *gitrepo.Snapshot,
 	return src, snap, err
 }
 
-func source(repo *gitrepo.Repo, rev string) (render.Source, string, error) {
-	src, snap, err := snapshot(repo, rev)
-	if err != nil {
-		return render.Source{}, "", err
-	}
-	return src, snap.Revision, nil
-}
-
 // dataFiles validates the env's non-synced data at head: the schedule (cron, time zones, targets,
 // lead time against peak length) and the model ledger (every line parses), with file and line.
 func dataFiles(snap *gitrepo.Snapshot, env string) []Violation {
