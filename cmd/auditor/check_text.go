@@ -8,6 +8,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/check"
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/layout"
 )
 
 // writeCheck prints the check's result per env, as text or as a Markdown comment (md).
@@ -61,11 +62,17 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		}
 		writeFindings(w, md, "FORCED", ":warning:", forced)
 		writeFindings(w, md, "WARNING", ":warning:", e.Warnings) // reported, not failing the check
+		off := make([]check.Violation, len(e.Silenced))
+		for i, v := range e.Silenced {
+			v.Message += " (rule off in " + layout.LayoutFile + ": " + v.Reason + ")"
+			off[i] = v.Violation
+		}
+		writeFindings(w, md, "OFF", ":no_entry_sign:", off)
 		if len(e.Applications) > 0 {
 			var parts []string
 			for _, a := range e.Applications {
 				if a.Error == "" {
-					parts = append(parts, fmt.Sprintf("%s (%s, %d objects)", a.Name, a.Path, a.Objects))
+					parts = append(parts, fmt.Sprintf("%s (%s, %s)", a.Name, a.Path, count(a.Objects, "object")))
 				}
 			}
 			if len(parts) > 0 {

@@ -123,15 +123,6 @@ func (o *diffOptions) Run(ctx context.Context, w io.Writer) error {
 		}
 		defer func() { fmt.Fprintln(os.Stderr, "timings:", strings.Join(stages, " ")) }()
 	}
-	if o.root != "" {
-		a.RootName = func(string) string { return o.root }
-	}
-	if o.selector != "" || len(o.projects) > 0 {
-		sel, _ := labels.Parse(o.selector) // checked by Validate
-		a.Select = func(string) *audit.AppSelection {
-			return &audit.AppSelection{Namespaces: []string{o.appNamespace}, Projects: o.projects, Selector: sel}
-		}
-	}
 	if gitrepo.IsURL(o.src.repo) {
 		a.RepoURL = o.src.repo
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/layout"
 )
 
 // onlyApplication narrows a report to one Application of the env's group: its objects, its
@@ -90,7 +91,7 @@ func applicationNames(rep *drift.Report) string {
 // cannot be audited is named on stderr and the others are audited.
 func (o *diffOptions) runAll(ctx context.Context, w io.Writer, a *audit.Auditor) error {
 	if len(a.Envs) == 0 {
-		return failed(fmt.Errorf("the repository has no envs (directories under overlays/ with a kustomization)"))
+		return failed(fmt.Errorf("the repository has no envs: list them in %s (each by its root Application), or keep one overlay per env under overlays/", layout.LayoutFile))
 	}
 	reps := []*drift.Report{}
 	var errs []error

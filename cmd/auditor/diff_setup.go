@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/audit"
@@ -13,6 +14,7 @@ import (
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/fleet"
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/layout"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/reposerver"
@@ -33,7 +35,8 @@ func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Audito
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkRepoEnvs(repo, o.src.revision, o.env); err != nil {
+	l, err := o.layout(repo)
+	if err != nil {
 		return nil, nil, err
 	}
 	cfg, err := o.kube.config()
@@ -58,8 +61,10 @@ func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Audito
 			return nil, nil, err
 		}
 	}
-	if src, err := render.AtRevision(repo, "HEAD"); err == nil {
-		c.Envs, _ = src.Envs() // the other envs' roots in the cluster are theirs, not Extra
+	// The other envs' roots in the cluster are theirs, not Extra.
+	audit.UseLayout(&c, l)
+	if e, ok := l.Env(o.env); ok && o.src.cmd != nil && !o.src.cmd.Flags().Changed("app-namespace") {
+		c.AppNamespace = e.Namespace
 	}
 	var key []byte
 	if o.cacheDir != "off" && o.cacheDir != "" {
@@ -80,6 +85,32 @@ func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Audito
 	}
 	a := audit.New(c)
 	return repo, a, nil
+}
+
+// layout is the repository's layout (at --revision, else HEAD) with the env the flags name:
+// --root, --project and --selector name its Applications, whether or not the layout lists it.
+// An env neither the layout nor those flags name is a usage error listing the envs.
+func (o *diffOptions) layout(repo *gitrepo.Repo) (*layout.Layout, error) {
+	l, err := repoLayout(repo, o.src.revision)
+	if err != nil {
+		return nil, err
+	}
+	if o.root == "" && o.selector == "" && len(o.projects) == 0 {
+		return l, checkEnvs(l.Names(), o.env)
+	}
+	i := slices.IndexFunc(l.Envs, func(e layout.Env) bool { return e.Name == o.env })
+	if i < 0 {
+		l.Envs = append(l.Envs, layout.Env{Name: o.env, Namespace: o.appNamespace})
+		i = len(l.Envs) - 1
+	}
+	e := &l.Envs[i]
+	if o.root != "" && o.root != e.Root {
+		e.Root, e.RootManifest, e.Apps = o.root, "", "" // Git's manifest of another root is not this one's
+	}
+	if o.selector != "" || len(o.projects) > 0 {
+		e.Selector, e.Projects = o.selector, o.projects
+	}
+	return l, nil
 }
 
 // loadAuditLog reads the API server's audit log at path into a new store; none without a path.

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/layout"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
@@ -32,7 +33,7 @@ func markEnvFlag(cmd *cobra.Command, name string) {
 func checkEnvs(known []string, envs ...string) error {
 	for _, env := range envs {
 		if env != "" && !slices.Contains(known, env) {
-			list := "none: no directory under overlays/ holds a kustomization"
+			list := "none: the repository has no " + layout.LayoutFile + " listing envs, and no directory under overlays/ holds a kustomization; name the env's root Application with --root"
 			if len(known) > 0 {
 				list = strings.Join(known, ", ")
 			}
@@ -42,15 +43,24 @@ func checkEnvs(known []string, envs ...string) error {
 	return nil
 }
 
-// repoEnvs lists the envs of repo at rev ("" for HEAD, or main in a clone): the directories
-// under overlays/ holding a kustomization, as render.Source.Envs finds them.
+// repoEnvs lists the envs of repo at rev ("" for HEAD, or main in a clone), as its layout says
+// (layout.Read: .auditor.yaml, else the directories under overlays/).
 func repoEnvs(repo *gitrepo.Repo, rev string) ([]string, error) {
+	l, err := repoLayout(repo, rev)
+	if err != nil {
+		return nil, err
+	}
+	return l.Names(), nil
+}
+
+// repoLayout reads the layout of repo at rev ("" for HEAD); every failure is an exit-2 error.
+func repoLayout(repo *gitrepo.Repo, rev string) (*layout.Layout, error) {
 	src, err := render.AtRevision(repo, rev)
 	if err != nil {
 		return nil, failed(err)
 	}
-	envs, err := src.Envs()
-	return envs, failed(err)
+	l, err := layout.Read(src)
+	return l, failed(err)
 }
 
 // checkRepoEnvs is checkEnvs against the envs of repo at rev.

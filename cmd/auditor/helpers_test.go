@@ -59,7 +59,7 @@ func newLedgerRepo(t *testing.T) *ledgerRepo {
 	l.git(ledgerT0, "init", "-q", "--bare", "-b", "main", l.bare)
 	l.git(ledgerT0, "init", "-q", "-b", "main", ".")
 	l.git(ledgerT0, "remote", "add", "origin", l.bare)
-	copyTree(t, l.work, "base", "components", "overlays", "policies", "docs/runbooks") // what a promotion's check reads
+	copyTree(t, l.work, ".auditor.yaml", "base", "components", "overlays", "policies", "docs/runbooks") // what a promotion's check reads
 	l.commit("platform")
 	return l
 }

@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
+	"github.com/llm-gitops/platform/internal/check"
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/layout"
 	"github.com/llm-gitops/platform/internal/release"
 	"github.com/llm-gitops/platform/internal/render"
 )
@@ -52,12 +56,15 @@ func (f *sourceFlags) render(env string) (*render.Result, error) {
 	if err != nil {
 		return nil, failed(err)
 	}
-	known, err := s.Envs()
+	l, err := layout.Read(s)
 	if err != nil {
 		return nil, failed(err)
 	}
-	if err := checkEnvs(known, env); err != nil {
+	if err := checkEnvs(l.Names(), env); err != nil {
 		return nil, err
+	}
+	if e, _ := l.Env(env); e.Overlay == "" {
+		return f.renderGroup(s, env)
 	}
 	res, err := render.Engine{}.Render(context.Background(), s, render.Target{Name: env})
 	if err != nil {
@@ -65,6 +72,39 @@ func (f *sourceFlags) render(env string) (*render.Result, error) {
 	}
 	if f.cmd != nil {
 		fmt.Fprintln(f.cmd.ErrOrStderr(), "auditor:", f.describe(s, env))
+	}
+	return res, nil
+}
+
+// renderGroup renders an env of a layout without overlays (check.Applications): what its root
+// syncs and every Application's objects, as one YAML stream.
+func (f *sourceFlags) renderGroup(s render.Source, env string) (*render.Result, error) {
+	objs, apps, err := check.Applications(s, env)
+	if err != nil {
+		return nil, failed(err)
+	}
+	res := &render.Result{Env: env, Revision: s.Revision(), Objects: objs}
+	for _, o := range objs {
+		data, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return nil, failed(err)
+		}
+		res.YAML = append(append(res.YAML, "---\n"...), data...)
+	}
+	if f.cmd != nil {
+		var parts []string
+		for _, a := range apps {
+			if a.Error != "" {
+				parts = append(parts, a.Name+" "+a.Error)
+			} else {
+				parts = append(parts, fmt.Sprintf("%s (%s, %s)", a.Name, a.Path, count(a.Objects, "object")))
+			}
+		}
+		at := "the work tree of " + f.repo
+		if s.Revision() != "" {
+			at = gitrepo.Short(s.Revision())
+		}
+		fmt.Fprintf(f.cmd.ErrOrStderr(), "auditor: rendered %s's Applications at %s: %s\n", env, at, strings.Join(parts, "; "))
 	}
 	return res, nil
 }

@@ -36,14 +36,15 @@ type Config struct {
 	// Drift adjusts the comparison's options after the defaults (drift.DefaultOptions, Argo CD's
 	// defaults and built-in kinds, and a random SecretKey); nil keeps the defaults.
 	Drift func(*drift.Options)
-	// AppNamespace holds the Applications (default argocd); AppName maps an env to its
-	// Application (default llm-<env>).
+	// AppNamespace holds the Applications (default argocd); AppName maps an env to its own
+	// Application (default llm-<env>; "": the env has none, only its root or selection).
 	AppNamespace string
 	AppName      func(env string) string
 	// RootName maps an env to its root Application (app-of-apps; nil: RootName): when the
 	// cluster has it, the env is the group of Applications under it.
 	RootName func(env string) string
-	// RootManifest maps an env to its root Application's manifest in Git (nil: RootManifest).
+	// RootManifest maps an env to its root Application's manifest in Git (nil: RootManifest; "":
+	// Git holds none).
 	RootManifest func(env string) string
 	// Select, when set, gives an env's selection: the cluster's Applications it picks join the
 	// env's group (see AppSelection). Nil, or a nil selection: the root's tree alone.
@@ -159,7 +160,7 @@ func New(cfg Config) *Auditor {
 		cfg.AppNamespace = "argocd"
 	}
 	if cfg.AppName == nil {
-		cfg.AppName = func(env string) string { return "llm-" + env }
+		cfg.AppName = defaultAppName
 	}
 	if cfg.RootName == nil {
 		cfg.RootName = RootName
@@ -361,6 +362,9 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 		if app != nil {
 			if v.Kustomize, err = app.KustomizeOptions(u.desired); err != nil {
 				return fmt.Errorf("Application %s: %w", u.name, err)
+			}
+			if v.Directory = app.DirectoryOptions(u.desired); v.Directory != nil {
+				v.Helm = nil // a directory source, whatever its path holds
 			}
 		}
 		switch {

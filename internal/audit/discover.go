@@ -163,15 +163,26 @@ func (a *Auditor) otherEnvs(env, ns, name string) bool {
 // overlays/<env>, and the Applications its selection picks. With a selection, the env's own
 // Application is left out when the cluster has none (the env is the selection's Applications).
 func (a *Auditor) withoutRoot(ctx context.Context, req Request, main *prepared, lap func(string)) ([]*prepared, error) {
+	if main.name == "" && a.selection(req.Env) == nil {
+		// The env is its root's tree alone (a repository of another layout): nothing to audit.
+		root := a.RootName(req.Env)
+		if root == "" {
+			return nil, fmt.Errorf("%s: the env names no root Application and no selection of Applications", req.Env)
+		}
+		return nil, fmt.Errorf("%s: the cluster has no root Application %s/%s (is it the name Argo CD shows, in that namespace?)", req.Env, a.AppNamespace, root)
+	}
 	if a.selection(req.Env) == nil {
 		if err := a.prepare(ctx, req, main, lap); err != nil {
 			return nil, err
 		}
 		return []*prepared{main}, nil
 	}
-	app, err := a.application(ctx, main.appNS, main.name)
-	if err != nil {
-		return nil, err
+	var app *argocd.App
+	if main.name != "" {
+		var err error
+		if app, err = a.application(ctx, main.appNS, main.name); err != nil {
+			return nil, err
+		}
 	}
 	var units []*prepared
 	repoURL := ""
@@ -182,7 +193,7 @@ func (a *Auditor) withoutRoot(ctx context.Context, req Request, main *prepared, 
 		}
 		units = append(units, main)
 	}
-	units, err = a.grow(ctx, req, units, repoURL, lap)
+	units, err := a.grow(ctx, req, units, repoURL, lap)
 	if err != nil {
 		return nil, err
 	}

@@ -120,15 +120,19 @@ func RootName(env string) string { return "root-" + env }
 // prepareGroup finds and prepares the Applications of req.Env's group.
 func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string)) ([]*prepared, error) {
 	main := &prepared{key: req.Env, name: a.AppName(req.Env), appNS: a.AppNamespace, target: req.Env, main: true}
-	root, err := a.application(ctx, a.AppNamespace, a.RootName(req.Env))
-	if err != nil {
-		return nil, err
+	var root *argocd.App
+	if name := a.RootName(req.Env); name != "" {
+		var err error
+		if root, err = a.application(ctx, a.AppNamespace, name); err != nil {
+			return nil, err
+		}
 	}
 	if root == nil {
 		return a.withoutRoot(ctx, req, main, lap)
 	}
 	top := &prepared{key: a.unitKey(req.Env, root.Namespace, root.Name), name: root.Name, appNS: root.Namespace, app: root,
 		target: render.AppTarget(root.Path), group: true}
+	var err error
 	if top.git, top.self, err = a.gitRoot(req.Env, root); err != nil {
 		return nil, err
 	}
@@ -375,6 +379,9 @@ func RootManifest(env string) string { return path.Join("clusters", env, "root.y
 // object compared with it. Nil when Git has no manifest of that Application.
 func (a *Auditor) gitRoot(env string, root *argocd.App) (*argocd.App, *unstructured.Unstructured, error) {
 	file := a.RootManifest(env)
+	if file == "" {
+		return nil, nil, nil
+	}
 	rev := "HEAD"
 	if root.TargetRevision != "" && root.TargetRevision != "HEAD" {
 		if _, err := a.Repo.Resolve(root.TargetRevision); err == nil {

@@ -12,7 +12,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/layout"
 	"github.com/llm-gitops/platform/internal/render"
 )
 
@@ -32,19 +35,20 @@ type AppRender struct {
 // check's rules then run on their objects too. An Application check cannot render (a chart
 // repository, another repository, a plugin) is a warning naming why; a render that fails is a
 // violation: Argo CD would fail it too.
-func otherApplications(apps, src render.Source, env string) (objs [][]*unstructured.Unstructured, out []AppRender, violations, warnings []Violation, err error) {
-	res, err := render.Apps(context.Background(), render.Engine{}, apps, env)
+func otherApplications(apps, src render.Source, env layout.Env) (objs [][]*unstructured.Unstructured, out []AppRender, violations, warnings []Violation, err error) {
+	res, err := appsOf(apps, env.Name)
 	if err != nil || res == nil {
 		return nil, nil, nil, nil, err
 	}
-	platform := ""
+	own := func(o *unstructured.Unstructured) bool { return env.Overlay != "" && syncsPath(o, env.Overlay) }
+	platform := rootRepo(apps, env)
 	for _, o := range res.Objects {
-		if isApplication(o) && syncsPath(o, render.OverlayPath(env)) {
+		if isApplication(o) && own(o) {
 			platform, _, _ = unstructured.NestedString(o.Object, "spec", "source", "repoURL")
 		}
 	}
 	for _, o := range res.Objects {
-		if !isApplication(o) || syncsPath(o, render.OverlayPath(env)) {
+		if !isApplication(o) || own(o) {
 			continue
 		}
 		name := "Application " + o.GetName()
@@ -70,6 +74,8 @@ func otherApplications(apps, src render.Source, env string) (objs [][]*unstructu
 			ar.Error = fmt.Sprintf("not rendered: Helm chart %s %s from %s: check renders from Git and fetches no chart repository", app.Chart, app.TargetRevision, app.RepoURL)
 		case platform != "" && otherRepo(app, platform) != "":
 			ar.Error = "not rendered: its source is another repository (" + otherRepo(app, platform) + ")"
+		case platform == "" && len(app.Sources) == 0 && !src.Has(app.Path):
+			ar.Error = "not rendered: no " + app.Path + " in this repository (is its source another repository?)"
 		case len(app.KustomizeUnsupported) > 0:
 			ar.Error = fmt.Sprintf("not rendered: kustomize options the auditor does not apply (%v)", app.KustomizeUnsupported)
 		}
@@ -105,6 +111,29 @@ func otherApplications(apps, src render.Source, env string) (objs [][]*unstructu
 		out = append(out, ar)
 	}
 	return objs, out, violations, warnings, nil
+}
+
+// rootRepo is the repository env's root reads (its manifest's repoURL), "" when Git holds no
+// manifest of the root.
+func rootRepo(src render.Source, env layout.Env) string {
+	if env.RootManifest == "" {
+		return ""
+	}
+	data, err := src.ReadFile(env.RootManifest)
+	if err != nil {
+		return ""
+	}
+	var root struct {
+		Spec struct {
+			Source *struct {
+				RepoURL string `json:"repoURL"`
+			} `json:"source"`
+		} `json:"spec"`
+	}
+	if yaml.Unmarshal(data, &root) != nil || root.Spec.Source == nil {
+		return ""
+	}
+	return root.Spec.Source.RepoURL
 }
 
 // helmTest says whether o is a Helm test hook and no Argo CD hook: Argo CD never runs it.
@@ -148,7 +177,8 @@ func renderApplication(src render.Source, app *argocd.App) ([]*render.Result, er
 		if err != nil {
 			return nil, err
 		}
-		todo = append(todo, one{app.Path, render.Variant{Kustomize: k, Patches: app.KustomizePatches, Helm: app.HelmOptions(src.Revision(), argocd.Cluster{})}})
+		todo = append(todo, one{app.Path, render.Variant{Kustomize: k, Patches: app.KustomizePatches, Helm: app.HelmOptions(src.Revision(), argocd.Cluster{}),
+			Directory: app.DirectoryOptions(src.Revision())}})
 	}
 	for j, s := range app.Sources {
 		if s.Path == "" {
@@ -183,7 +213,7 @@ func renderApplication(src render.Source, app *argocd.App) ([]*render.Result, er
 		if err != nil {
 			return nil, err
 		}
-		todo = append(todo, one{s.Path, render.Variant{Kustomize: k, Patches: s.KustomizePatches, Helm: h}})
+		todo = append(todo, one{s.Path, render.Variant{Kustomize: k, Patches: s.KustomizePatches, Helm: h, Directory: app.SourceDirectoryOptions(j, src.Revision())}})
 	}
 	// Every source is rendered: a limit in one does not hide a failure in another. The error is
 	// a LimitError only when every failure is one.

@@ -1,7 +1,6 @@
 package check
 
 import (
-	"context"
 	"fmt"
 	"path"
 	"strings"
@@ -18,7 +17,7 @@ const cascadeFinalizer = "resources-finalizer.argocd.argoproj.io"
 // envApplications renders what the env's app-of-apps syncs (apps/<env>) and returns the
 // Applications that sync the env's overlay; nil when the revision has no apps/<env>.
 func envApplications(src render.Source, env string) ([]*unstructured.Unstructured, error) {
-	res, err := render.Apps(context.Background(), render.Engine{}, src, env)
+	res, err := appsOf(src, env)
 	if err != nil || res == nil {
 		return nil, err
 	}

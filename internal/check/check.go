@@ -77,6 +77,9 @@ type EnvResult struct {
 	// ForkError says why the env could not be judged at the fork point (nothing is inherited).
 	ForkError string      `json:"forkError,omitempty"`
 	Warnings  []Violation `json:"warnings,omitempty"`
+	// Silenced are the findings of rules the repository's layout (.auditor.yaml) turns off in
+	// the env, each with the layout's reason: reported, not failing.
+	Silenced []Silenced `json:"silenced,omitempty"`
 	// Security is what each namespace the env renders enforces (Pod Security, NetworkPolicy).
 	Security []NamespaceSecurity `json:"security,omitempty"`
 	// GPUPools is what each GPU NodePool gives its nodes (node class, root, AMI) and its budgets.
@@ -144,10 +147,11 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	envs, err := headTree.src.Envs()
+	l, err := layoutOf(headTree.src)
 	if err != nil {
 		return nil, err
 	}
+	envs := l.Names()
 	sort.SliceStable(envs, func(i, j int) bool { return envs[i] == "prod" && envs[j] != "prod" })
 	res := &Result{Base: baseTree.snap.Revision, Head: head.Revision, WorkTree: head.WorkTree, Passed: true}
 	if fork != baseTree {
@@ -201,6 +205,7 @@ func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, fork, head *tr
 	er.Revision = envHead.Revision()
 	er.Applications, er.Security, er.GPUPools, er.KVCache = v.applications, v.security, v.gpuPools, v.kvCache
 	er.Warnings = append(er.Warnings, v.warnings...)
+	er.Silenced = v.silenced
 	// Before the change: at the fork point, and at base when the head forked from an older one.
 	forkSrc, known, fv, err := pinFindings(repo, releases, fork, env)
 	if err != nil {
@@ -254,10 +259,16 @@ func pinFindings(repo *gitrepo.Repo, releases *releaseSources, t *tree, env stri
 		return envSrc, nil, nil, fmt.Errorf("%s: %w", t.name(envSrc), err)
 	}
 	out = append(out, v.violations...)
+	l, err := layoutOf(t.src)
+	if err != nil || !l.Platform() {
+		return envSrc, out, v, err
+	}
 	repoRules, err := repositoryRules(repo, t, env)
 	if err != nil {
 		return envSrc, nil, nil, fmt.Errorf("%s: %w", t.name(t.src), err)
 	}
+	repoRules, off := silence(l, env, repoRules)
+	v.silenced = append(v.silenced, off...)
 	return envSrc, append(out, repoRules...), v, nil
 }
 

@@ -21,7 +21,7 @@ import (
 func repoCopy(t *testing.T) (string, func(msg string), func(rel, old, new string)) {
 	t.Helper()
 	dir := t.TempDir()
-	gittest.WriteFiles(t, dir, gittest.ReadTree(t, "../..", "base", "components", "overlays", "apps", "policies", "clusters", "docs"))
+	gittest.WriteFiles(t, dir, gittest.ReadTree(t, "../..", ".auditor.yaml", "base", "components", "overlays", "apps", "policies", "clusters", "docs"))
 	git := func(args ...string) {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir

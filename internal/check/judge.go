@@ -93,18 +93,26 @@ func (r *rendered) objects() []*unstructured.Unstructured {
 	return append(slices.Clip(r.own), slices.Concat(r.other...)...)
 }
 
-// renderEnv renders env from envSrc (its overlay at a pin, or at t itself) and the other
-// Applications of apps/<env> at t.
+// renderEnv renders env from envSrc (its overlay at a pin, or at t itself; none in a layout
+// without one) and the other Applications its root syncs at t.
 func renderEnv(t *tree, envSrc render.Source, env string) (*rendered, error) {
-	h, err := render.Engine{Cache: renders}.Render(context.Background(), envSrc, render.Target{Name: env})
+	e, err := layoutEnv(t.src, env)
 	if err != nil {
 		return nil, err
 	}
-	other, apps, v, w, err := otherApplications(t.src, envSrc, env)
+	var own []*unstructured.Unstructured
+	if e.Overlay != "" { // the convention's own Application over overlays/<env>, at the env's pin
+		h, err := render.Engine{Cache: renders}.Render(context.Background(), envSrc, render.Target{Name: env})
+		if err != nil {
+			return nil, err
+		}
+		own = h.Objects
+	}
+	other, apps, v, w, err := otherApplications(t.src, envSrc, e)
 	if err != nil {
 		return nil, err
 	}
-	return &rendered{own: h.Objects, other: other, applications: apps, violations: v, warnings: w}, nil
+	return &rendered{own: own, other: other, applications: apps, violations: v, warnings: w}, nil
 }
 
 // findings is what the rules say of one env's render.
@@ -112,13 +120,16 @@ type findings struct {
 	objects              []*unstructured.Unstructured
 	applications         []AppRender
 	violations, warnings []Violation
-	security             []NamespaceSecurity
+	// silenced are the findings of rules the repository's layout turns off in the env.
+	silenced []Silenced
+	security []NamespaceSecurity
 	gpuPools             []GPUPool
 	kvCache              []KVCacheUse
 }
 
-// judge renders env from envSrc with the other Applications of apps/<env> at t, and runs every
-// rule on the objects: t's admission policies, runbooks, profiles, flows and site values.
+// judge renders env from envSrc with the other Applications of its root at t, and runs the
+// rules on the objects: the generic ones (t's admission policies, sync waves, first sync, refs,
+// flows) and, where the repository opts in, this platform's (platformRules).
 func judge(t *tree, envSrc render.Source, env string) (*findings, error) {
 	r, err := renderEnv(t, envSrc, env)
 	if err != nil {
@@ -137,15 +148,38 @@ func judge(t *tree, envSrc render.Source, env string) (*findings, error) {
 	if pols != nil {
 		add(evaluate(pols, objs), nil)
 	}
-	add(alertRunbooks(objs, t.snap.Files), nil)
 	for _, one := range append([][]*unstructured.Unstructured{r.own}, r.other...) {
 		add(waveOrder(one), nil)
 		add(firstSyncSplits(one), nil)
 	}
+	add(refsResolve(objs), nil)
+	add(flowsAllowed(envSrc, t.src, env, objs))
+	l, err := layoutOf(t.src)
+	if err != nil {
+		return nil, err
+	}
+	if l.Platform() {
+		if err := platformRules(t, envSrc, env, objs, out, add); err != nil {
+			return nil, err
+		}
+	}
+	var off []Silenced
+	out.violations, off = silence(l, env, out.violations)
+	out.silenced = append(out.silenced, off...)
+	out.warnings, off = silence(l, env, out.warnings)
+	out.silenced = append(out.silenced, off...)
+	return out, nil
+}
+
+// platformRules runs this platform's rules (layout.ProfileLLMPlatform) on env's objects: runbooks,
+// stateful data, backups, KEDA, vLLM, GPU pools, drains, pod security, capacity, traffic
+// profiles and the KV cache, site values.
+func platformRules(t *tree, envSrc render.Source, env string, objs []*unstructured.Unstructured, out *findings, add func(v, w []Violation)) error {
+	add(alertRunbooks(objs, t.snap.Files), nil)
 	add(retainStateful(objs), nil)
 	apps, err := envApplications(t.src, env)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	add(cascadeStateful(apps, objs), nil)
 	add(backupOffsite(objs), nil)
@@ -157,7 +191,6 @@ func judge(t *tree, envSrc render.Source, env string) (*findings, error) {
 	add(gpuNodeClassRoot(objs), nil)
 	add(gpuDisruptionBudget(objs), nil)
 	add(drainPossible(objs), nil)
-	add(refsResolve(objs), nil)
 	add(batchPreemption(objs), nil)
 	add(nil, vllmWarnings(objs))
 	posture, v, w := namespaceSecurity(objs)
@@ -170,7 +203,6 @@ func judge(t *tree, envSrc render.Source, env string) (*findings, error) {
 	kv, v, w := vllmMaxNumSeqs(objs, measured)
 	out.kvCache = kv
 	add(v, w)
-	add(flowsAllowed(envSrc, t.src, env, objs))
 	add(siteValues(envSrc, t.src, env, objs))
-	return out, nil
+	return nil
 }

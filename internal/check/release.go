@@ -1,7 +1,6 @@
 package check
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -95,7 +94,7 @@ func releaseFindings(repo *gitrepo.Repo, t *tree, env string) ([]Violation, erro
 			}
 		}
 	}
-	res, err := render.Apps(context.Background(), render.Engine{}, src, env)
+	res, err := appsOf(src, env)
 	if err != nil || res == nil {
 		return out, err
 	}
@@ -182,12 +181,12 @@ func releasePatches(snap *gitrepo.Snapshot, src render.Source, env string) []Vio
 // appsDiff lists the changes of apps/<env>'s render from base to head; none when head has no
 // apps/<env>.
 func appsDiff(base, head render.Source, env string) ([]Change, error) {
-	h, err := render.Apps(context.Background(), render.Engine{}, head, env)
+	h, err := appsOf(head, env)
 	if err != nil || h == nil {
 		return nil, err
 	}
 	var before []*unstructured.Unstructured
-	if b, err := render.Apps(context.Background(), (render.Engine{}), base, env); err == nil && b != nil {
+	if b, err := appsOf(base, env); err == nil && b != nil {
 		before = b.Objects
 	}
 	return diffObjects(before, h.Objects), nil

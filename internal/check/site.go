@@ -1,7 +1,6 @@
 package check
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -31,7 +30,7 @@ func siteValues(envSrc, appsSrc render.Source, env string, objs []*unstructured.
 	parts := []part{
 		{src: envSrc, objs: func() ([]*unstructured.Unstructured, error) { return objs, nil }},
 		{src: appsSrc, objs: func() ([]*unstructured.Unstructured, error) {
-			res, err := render.Apps(context.Background(), render.Engine{}, appsSrc, env)
+			res, err := appsOf(appsSrc, env)
 			if err != nil || res == nil {
 				return nil, err
 			}

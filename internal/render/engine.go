@@ -3,7 +3,8 @@ package render
 import (
 	"context"
 	"fmt"
-	"path"
+
+	"github.com/llm-gitops/platform/internal/layout"
 )
 
 // Target is what a render reads of a Source: an env's overlay (Name is the env) or an
@@ -53,16 +54,22 @@ func (e Engine) Render(ctx context.Context, s Source, t Target) (*Result, error)
 	}
 }
 
-// Apps renders what env's app-of-apps syncs (apps/<env>: its Applications, its project, its
-// release file as local config) with r; nil when the repository has no apps/<env>.
+// Apps renders what env's root Application syncs (its Applications; in this platform's
+// layout apps/<env>: its Applications, its project, its release file as local config) with r,
+// the root's path as the repository's layout says (layout.Read); nil when the repository has no
+// such path.
 func Apps(ctx context.Context, r Renderer, s Source, env string) (*Result, error) {
-	dir := path.Join("apps", env)
-	if !s.Has(path.Join(dir, "kustomization.yaml")) {
+	l, err := layout.Read(s)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := l.Env(env)
+	if !ok || e.Apps == "" || !s.Has(e.Apps) {
 		return nil, nil
 	}
-	res, err := r.Render(ctx, s, Target{Name: AppTarget(dir)})
+	res, err := r.Render(ctx, s, Target{Name: AppTarget(e.Apps)})
 	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", dir, err)
+		return nil, fmt.Errorf("render %s: %w", e.Apps, err)
 	}
 	return res, nil
 }

@@ -61,6 +61,9 @@ type Source struct {
 	omitted map[string]int64
 	// helm are the Application's helm options a chart is rendered with (WithHelm).
 	helm *HelmOptions
+	// dirOptions are the Application's directory options (WithDirectory): with them the path
+	// is rendered as a directory.
+	dirOptions *DirectoryOptions
 	// valuesRoot is where an absolute value file path starts ("": the repository's root; a
 	// fetched chart's own directory for FromChart, as Argo CD resolves it there).
 	valuesRoot string
@@ -160,6 +163,20 @@ func (s Source) Revision() string { return s.revision }
 
 // OverlayPath is where an environment's overlay lives in the repository.
 func OverlayPath(env string) string { return path.Join("overlays", env) }
+
+// ReadDir lists a directory of the repository (slash-separated path from its root): the names
+// of its entries; an absent directory is an error wrapping fs.ErrNotExist.
+func (s Source) ReadDir(rel string) ([]string, error) {
+	clean := path.Clean(rel)
+	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return nil, fmt.Errorf("%s leaves the repository", rel)
+	}
+	p := filepath.Join(s.root, filepath.FromSlash(clean))
+	if !s.fs.IsDir(p) {
+		return nil, fmt.Errorf("%s: %w", clean, fs.ErrNotExist)
+	}
+	return s.fs.ReadDir(p)
+}
 
 // Envs lists the environments: the directories under overlays/ holding a kustomization.
 func (s Source) Envs() ([]string, error) {

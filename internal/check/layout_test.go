@@ -1,0 +1,125 @@
+package check
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/gittest"
+)
+
+// acmeRepo is a team's own repository of another layout (internal/layout/testdata/acme: a root
+// acme-root over clusters/prod/apps, a Kustomize service under services/, a Helm chart under
+// charts/) in a fresh Git repository, committed.
+func acmeRepo(t *testing.T) (dir string, commit func(msg string)) {
+	t.Helper()
+	dir = t.TempDir()
+	gittest.WriteFiles(t, dir, gittest.ReadTree(t, "../layout/testdata/acme", "."))
+	gittest.Run(t, dir, "init", "-q", "-b", "main")
+	commit = func(msg string) {
+		gittest.Run(t, dir, "add", "-A")
+		gittest.Run(t, dir, "commit", "-qm", msg)
+	}
+	commit("acme")
+	return dir, commit
+}
+
+// ruleSet lists the rules of findings, sorted and without repeats.
+func ruleSet(vs []Violation) []string {
+	return slices.Compact(slices.Sorted(slices.Values(rules(vs))))
+}
+
+func TestAnotherLayoutIsCheckedByTheGenericRulesAlone(t *testing.T) {
+	dir, commit := acmeRepo(t)
+	write := func(rel, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o644))
+	}
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+
+	// A change to the service: its env is the root's tree, checked, passing. None of this
+	// platform's rules (Pod Security labels, network default-deny, digests) runs: the repository
+	// did not opt in.
+	write("services/web/prod/replicas.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 4\n")
+	commit("web: 4 replicas")
+	res, err := Run(repo, "HEAD~1", "HEAD")
+	require.NoError(t, err)
+	require.Len(t, res.Envs, 1)
+	prod := res.Envs[0]
+	assert.Equal(t, "prod", prod.Env)
+	assert.True(t, res.Passed, "violations: %v", prod.Violations)
+	assert.Empty(t, prod.Warnings)
+	var names []string
+	for _, a := range prod.Applications {
+		assert.Empty(t, a.Error, a.Name)
+		names = append(names, a.Name)
+	}
+	assert.Equal(t, []string{"acme-web", "acme-worker"}, names, "the Applications the root syncs, each rendered")
+	require.Len(t, prod.Changes, 1)
+	assert.Equal(t, "web", prod.Changes[0].Name)
+
+	// A generic rule still fails a change: a Deployment reading a ConfigMap no Application has.
+	write("services/web/base/deployment.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: registry.example.com/acme/web:1.4.2
+          envFrom:
+            - configMapRef: {name: web-settings}
+`)
+	commit("web: settings from a ConfigMap")
+	res, err = Run(repo, "HEAD~1", "HEAD")
+	require.NoError(t, err)
+	assert.False(t, res.Passed)
+	assert.Equal(t, []string{"refs-resolve"}, ruleSet(res.Envs[0].Violations))
+
+	// Turned off in the layout, with a reason: reported as silenced, not failing.
+	write(".auditor.yaml", `envs:
+  - name: prod
+    root: acme-root
+    rootManifest: clusters/prod/root.yaml
+rules:
+  - name: refs-resolve
+    reason: web-settings is made by the settings operator
+`)
+	commit("refs-resolve off")
+	res, err = Run(repo, "HEAD~1", "HEAD")
+	require.NoError(t, err)
+	assert.True(t, res.Passed, "violations: %v", res.Envs[0].Violations)
+	require.Len(t, res.Envs[0].Silenced, 1)
+	assert.Equal(t, "refs-resolve", res.Envs[0].Silenced[0].Rule)
+	assert.Equal(t, "web-settings is made by the settings operator", res.Envs[0].Silenced[0].Reason)
+}
+
+func TestThePlatformRulesRunWhereTheRepositoryOptsIn(t *testing.T) {
+	dir, commit := acmeRepo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".auditor.yaml"), []byte(`profile: llm-platform
+envs:
+  - name: prod
+    root: acme-root
+    rootManifest: clusters/prod/root.yaml
+`), 0o644))
+	commit("opt in")
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	res, err := Run(repo, "HEAD~1", "HEAD")
+	require.NoError(t, err)
+	// This platform pins prod to a release (apps/prod/release.yaml): its rule says so once the
+	// repository asks for this platform's rules.
+	assert.Contains(t, ruleSet(res.Envs[0].Violations), "release-pinned")
+}
