@@ -33,7 +33,9 @@ type Config struct {
 	// FetchTimeout bounds one Git fetch (default 30s): a stalled server delays audits by at most
 	// this, after which the last fetched revision keeps being audited.
 	FetchTimeout Duration `json:"fetchTimeout,omitempty"`
-	// Envs are the environments to audit (directories under overlays/).
+	// Envs are the environments to audit: each found by its root Application (Roots, the
+	// repository's .auditor.yaml, or rootNamePrefix), its selection (Applications), or its own
+	// Application (appNamePrefix).
 	Envs []string `json:"envs"`
 	// Kubeconfig and Context select the cluster; empty Kubeconfig means in-cluster config when
 	// running in a pod, else the usual kubectl loading rules.
@@ -43,9 +45,10 @@ type Config struct {
 	// informer per namespace and kind): it then needs read rights there only, Secrets included.
 	// A namespaced object Git puts elsewhere is reported Unknown, naming its namespace.
 	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
-	// AppNamespace and AppNamePrefix locate each env's Argo CD Application (<prefix><env>).
-	AppNamespace  string `json:"appNamespace,omitempty"`
-	AppNamePrefix string `json:"appNamePrefix,omitempty"`
+	// AppNamespace and AppNamePrefix locate each env's own Argo CD Application (<prefix><env>;
+	// absent: llm-; "" names it <env>). An env of Roots has none.
+	AppNamespace  string  `json:"appNamespace,omitempty"`
+	AppNamePrefix *string `json:"appNamePrefix,omitempty"`
 	// AppNamespaces are more namespaces holding Applications (Argo CD's apps in any namespace:
 	// its --application-namespaces): the daemon watches Applications there too, and a selection
 	// may pick from them. The daemon needs read access to Applications there.
@@ -53,9 +56,13 @@ type Config struct {
 	// Clusters are the clusters besides Kubeconfig's that Applications sync to, each with the
 	// auditor's own read-only kubeconfig, matched to a destination by server URL, else name.
 	Clusters []fleet.Cluster `json:"clusters,omitempty"`
-	// RootNamePrefix names each env's root Application (<prefix><env>, default root-): when the
+	// RootNamePrefix names each env's root Application (<prefix><env>; absent: root-): when the
 	// cluster has it, the env is every Application under it, the Applications themselves included.
-	RootNamePrefix string `json:"rootNamePrefix,omitempty"`
+	RootNamePrefix *string `json:"rootNamePrefix,omitempty"`
+	// Roots names an env's root Application (env → name in appNamespace), whatever the names
+	// of the others: the env is the root's tree (and its selection), with no Application of its
+	// own. The repository's .auditor.yaml may say the same (root:); this wins.
+	Roots map[string]string `json:"roots,omitempty"`
 	// Applications picks, per env, Applications from the cluster into the env's group beside its
 	// root's tree (those an ApplicationSet of the group generated are always in it): see
 	// AppSelectionConfig. Git holds no manifest of such an Application; its objects are
@@ -353,4 +360,26 @@ func (c AppSelectionConfig) selection(appNamespace string) *audit.AppSelection {
 		ns = []string{appNamespace}
 	}
 	return &audit.AppSelection{Namespaces: ns, Projects: c.Projects, Selector: sel}
+}
+
+// appName is env's own Application: none for an env of Roots, else <appNamePrefix><env>.
+func (c *Config) appName(env string) string {
+	if _, ok := c.Roots[env]; ok {
+		return ""
+	}
+	if c.AppNamePrefix == nil {
+		return "llm-" + env
+	}
+	return *c.AppNamePrefix + env
+}
+
+// rootName is env's root Application: Roots', else <rootNamePrefix><env>.
+func (c *Config) rootName(env string) string {
+	if r, ok := c.Roots[env]; ok {
+		return r
+	}
+	if c.RootNamePrefix == nil {
+		return "root-" + env
+	}
+	return *c.RootNamePrefix + env
 }

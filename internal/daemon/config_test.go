@@ -71,6 +71,8 @@ func TestConfigErrors(t *testing.T) {
 		"name \"arn:aws:eks\"":             "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: 'arn:aws:eks', server: 'https://e', kubeconfig: k}]\n",
 		"Argo CD's own cluster is":         "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: in-cluster, server: 'https://x', kubeconfig: k}]\n",
 		"shard needs leaderElection.enab":  "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nleaderElection: {shard: true}\n",
+		`roots: "qa" is not one`:           "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nroots: {qa: acme-root}\n",
+		`roots.prod: "Acme Root"`:          "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nroots: {prod: Acme Root}\n",
 		"\"eu.prod\": with leaderElection": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nleaderElection: {enabled: true, shard: true}\nclusters: [{name: eu.prod, server: 'https://e', kubeconfig: k}]\n",
 	}
 	for want, doc := range cases {
@@ -135,4 +137,23 @@ func TestSelectionFromAnotherAppNamespace(t *testing.T) {
 	require.NoError(t, err)
 	sel := cfg.Applications["prod"].selection(cfg.AppNamespace)
 	require.Equal(t, []string{"team-a"}, sel.Namespaces)
+}
+
+// TestEnvApplicationNames: the Applications an env is found by, as the config names them.
+func TestEnvApplicationNames(t *testing.T) {
+	for _, tc := range []struct {
+		doc, app, root string
+	}{
+		{doc: "", app: "llm-prod", root: "root-prod"},
+		{doc: "appNamePrefix: ''\nrootNamePrefix: ''\n", app: "prod", root: "prod"},
+		{doc: "appNamePrefix: acme-\nrootNamePrefix: boot-\n", app: "acme-prod", root: "boot-prod"},
+		{doc: "roots: {prod: acme-root}\n", app: "", root: "acme-root"},
+	} {
+		file := filepath.Join(t.TempDir(), "c.yaml")
+		require.NoError(t, os.WriteFile(file, []byte("repo: x\nenvs: [prod]\nstateDir: /tmp/x\n"+tc.doc), 0o644))
+		cfg, err := LoadConfig(file)
+		require.NoError(t, err, tc.doc)
+		assert.Equal(t, tc.app, cfg.appName("prod"), tc.doc)
+		assert.Equal(t, tc.root, cfg.rootName("prod"), tc.doc)
+	}
 }

@@ -158,11 +158,13 @@ func (c *Config) validate() error {
 	if c.AppNamespace == "" {
 		c.AppNamespace = "argocd"
 	}
-	if c.AppNamePrefix == "" {
-		c.AppNamePrefix = "llm-"
-	}
-	if c.RootNamePrefix == "" {
-		c.RootNamePrefix = "root-"
+	for env, root := range c.Roots {
+		if !slices.Contains(c.Envs, env) {
+			return fmt.Errorf("roots: %q is not one of envs %v", env, c.Envs)
+		}
+		if errs := validation.IsDNS1123Subdomain(root); len(errs) > 0 {
+			return fmt.Errorf("roots.%s: %q is not an Application name (%s)", env, root, strings.Join(errs, "; "))
+		}
 	}
 	for _, ns := range c.AppNamespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {

@@ -226,7 +226,12 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	opts := notify.Options{ArgoCDURL: cfg.ArgoCDURL, AppName: func(env string) string { return cfg.AppNamePrefix + env },
+	opts := notify.Options{ArgoCDURL: cfg.ArgoCDURL, AppName: func(env string) string {
+		if app := cfg.appName(env); app != "" {
+			return app
+		}
+		return cfg.rootName(env) // the env's link goes to its root
+	},
 		ReadFile: d.readFile}
 	d.notifier = notify.NewNotifier(notify.NotifierConfig{Window: cfg.FoldWindow.or(10 * time.Second), Options: opts,
 		Outboxes: outboxes, Tracker: d.tracker, Logger: log, Leading: true, OnEnqueued: d.saveTracker, Resolve: d.resolve})

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"k8s.io/utils/ptr"
+
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -340,7 +342,7 @@ func TestWithoutArgoCDTheBranchHeadIsAudited(t *testing.T) {
 	testcluster.Need(t)
 	h := newHarness(t)
 	cfg := h.config(t.TempDir())
-	cfg.AppNamePrefix = "no-such-app-"
+	cfg.AppNamePrefix = ptr.To("no-such-app-")
 	d := start(t, cfg)
 	before := d.d.status().Envs[0]
 	require.Empty(t, before.Error)
@@ -692,7 +694,7 @@ func TestNewRevisionRendersInTheBackground(t *testing.T) {
 	bigEnv(t, h.p, ns, n, "first")
 	h.p.Commit("a big env")
 	cfg := h.config(t.TempDir())
-	cfg.AppNamePrefix = "no-such-app-" // the envs follow the branch head
+	cfg.AppNamePrefix = ptr.To("no-such-app-") // the envs follow the branch head
 	cfg.Envs = []string{"prod", "big"}
 	d := start(t, cfg)
 	envStatus := func(env string) EnvStatus {

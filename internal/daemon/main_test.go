@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"k8s.io/utils/ptr"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -111,7 +113,7 @@ func (h *harness) secretFile(name, value string) string {
 // config is a daemon configuration for the harness' platform and receivers.
 func (h *harness) config(stateDir string) *Config {
 	cfg := &Config{
-		Repo: h.p.Dir, Envs: []string{"prod"}, Kubeconfig: cluster.Kubeconfig, AppNamePrefix: h.p.Prefix + "-llm-",
+		Repo: h.p.Dir, Envs: []string{"prod"}, Kubeconfig: cluster.Kubeconfig, AppNamePrefix: ptr.To(h.p.Prefix + "-llm-"),
 		StateDir: stateDir, Listen: "127.0.0.1:0", ArgoCDURL: "https://argocd.example.com",
 		API:           APIConfig{Auth: APIAuthNone}, // TestAPIRequiresKubernetesAuth covers the default
 		FetchInterval: Duration{time.Minute}, Debounce: Duration{20 * time.Millisecond}, FoldWindow: Duration{300 * time.Millisecond},

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"k8s.io/utils/ptr"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -85,7 +87,7 @@ spec:
 	secret := filepath.Join(t.TempDir(), "slack")
 	require.NoError(t, os.WriteFile(secret, []byte(chat.srv.URL+"/services/T000/B000/XXXX"), 0o600))
 	cfg := &Config{
-		Repo: dir, Envs: []string{"shop"}, AppNamePrefix: "no-such-app-", StateDir: t.TempDir(), Listen: "127.0.0.1:0",
+		Repo: dir, Envs: []string{"shop"}, AppNamePrefix: ptr.To("no-such-app-"), StateDir: t.TempDir(), Listen: "127.0.0.1:0",
 		API: APIConfig{Auth: APIAuthNone}, FetchInterval: Duration{time.Minute}, Debounce: Duration{20 * time.Millisecond},
 		FoldWindow: Duration{300 * time.Millisecond},
 		Dispatch:   DispatchConfig{BackoffBase: Duration{50 * time.Millisecond}, BackoffMax: Duration{200 * time.Millisecond}, Rate: 100, Burst: 100},

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"k8s.io/utils/ptr"
+
 	"bufio"
 	"context"
 	"fmt"
@@ -123,7 +125,7 @@ func newShardedFleet(t *testing.T, n int) *shardedFleet {
 // read-only credentials, one chat receiver, and the work shared over Leases.
 func (f *shardedFleet) config(t *testing.T, h *harness, id string, fold time.Duration) *Config {
 	cfg := &Config{
-		Repo: f.repo, Envs: []string{"fleet"}, Kubeconfig: cluster.Kubeconfig, AppNamePrefix: f.prefix + "-",
+		Repo: f.repo, Envs: []string{"fleet"}, Kubeconfig: cluster.Kubeconfig, AppNamePrefix: ptr.To(f.prefix + "-"),
 		Applications: map[string]AppSelectionConfig{"fleet": {Selector: "shard-test=" + f.prefix}},
 		StateDir:     t.TempDir(), ArgoCDURL: "https://argocd.example.com", API: APIConfig{Auth: APIAuthNone},
 		FetchInterval: Duration{time.Minute}, Debounce: Duration{20 * time.Millisecond}, FoldWindow: Duration{fold},
