@@ -5,6 +5,7 @@
 package reposerver
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -36,12 +37,46 @@ type Config struct {
 	StrictTLS bool   `json:"strictTLS,omitempty"`
 	CAFile    string `json:"caFile,omitempty"`
 	// Timeout bounds one GenerateManifest call (default 60 s, the controller's
-	// --repo-server-timeout-seconds).
+	// --repo-server-timeout-seconds). In JSON and YAML a Go duration ("90s", "2m"); a bare
+	// number is nanoseconds, as before.
 	Timeout time.Duration `json:"timeout,omitempty"`
 	// Repositories are the credentials sent for the repositories the sources name (the
 	// longest URL prefix that matches): the auditor's own read-only ones, never Argo CD's. A
 	// repository with none is sent by URL alone (public, or file://).
 	Repositories []Credentials `json:"repositories,omitempty"`
+}
+
+// UnmarshalJSON reads a Config whose timeout is a Go duration string ("90s") or nanoseconds.
+func (c *Config) UnmarshalJSON(data []byte) error {
+	type plain Config
+	var raw struct {
+		*plain
+		Timeout json.RawMessage `json:"timeout,omitempty"`
+	}
+	raw.plain = (*plain)(c)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields() // a misspelt key is an error, as in the rest of the config
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	if len(raw.Timeout) == 0 || string(raw.Timeout) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(raw.Timeout, &s); err == nil {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("timeout: %w", err)
+		}
+		c.Timeout = d
+		return nil
+	}
+	var ns int64
+	if err := json.Unmarshal(raw.Timeout, &ns); err != nil {
+		return fmt.Errorf("timeout: want a duration such as \"90s\": %w", err)
+	}
+	c.Timeout = time.Duration(ns)
+	return nil
 }
 
 // Credentials are one repository's (or URL prefix's) read credentials for the repo-server.
