@@ -32,6 +32,7 @@ func acme(t *testing.T, p string) string {
 	t.Helper()
 	dir := t.TempDir()
 	files := gittest.ReadTree(t, "../layout/testdata/acme", ".")
+	delete(files, ".auditor.yaml") // committed later: first the repository as a team has it
 	for name, content := range files {
 		content = strings.ReplaceAll(content, "REPO_URL", "file://"+dir)
 		files[name] = strings.ReplaceAll(content, "acme-", p+"-acme-")
@@ -96,7 +97,7 @@ func TestAnotherLayoutIsAuditedAdoptedAndPosted(t *testing.T) {
 		}, 3*time.Minute, time.Second, "Argo CD never synced %s", app)
 	}
 
-	// Named on the command line by its root, as Argo CD shows it: nothing under overlays/.
+	// Named on the command line by its root, as Argo CD shows it: no overlays/, no .auditor.yaml.
 	bin := auditorBinary(t)
 	args := []string{"diff", "--env", "prod", "--root", root, "--repo", dir, "--kubeconfig", cluster.Kubeconfig,
 		"--audit-log", cluster.AuditLog, "--cache-dir", "off", "-o", "json"}
@@ -145,7 +146,12 @@ func TestAnotherLayoutIsAuditedAdoptedAndPosted(t *testing.T) {
 	require.NoError(t, err, "git apply: %s\n%s", out, patch)
 
 	// The daemon, with the guide's minimal config: the envs come from the repository's
-	// .auditor.yaml, and the drift reaches chat.
+	// .auditor.yaml, committed now, and the drift reaches chat.
+	layoutFile, err := os.ReadFile("../layout/testdata/acme/.auditor.yaml")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".auditor.yaml"), []byte(strings.ReplaceAll(string(layoutFile), "acme-", p+"-acme-")), 0o644))
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-qm", "the auditor's layout")
 	c := newChat(t)
 	state := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(state, "slack-url"), []byte(c.srv.URL+"/services/T/B/X"), 0o600))
