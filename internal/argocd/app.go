@@ -49,7 +49,7 @@ type App struct {
 	// (version, kubeVersion, apiVersions): a render without them is not what Argo CD applied.
 	KustomizeUnsupported []string
 	// Unrenderable says why the auditor cannot render the source the way Argo CD does ("" when
-	// it can): a Helm chart from a chart repository, several sources, a plugin, directory options.
+	// it can): a Helm chart in spec.sources, a plugin.
 	Unrenderable string
 	// Project is the AppProject the Application belongs to.
 	Project string
@@ -62,6 +62,7 @@ type App struct {
 	Sources    []Source
 	helm       *v1alpha1.ApplicationSourceHelm
 	kustomize  *v1alpha1.ApplicationSourceKustomize
+	directory  *v1alpha1.ApplicationSourceDirectory
 	source     v1alpha1.ApplicationSource // the audited source, as synced
 	rawIgnores []v1alpha1.ResourceIgnoreDifferences
 }
@@ -78,6 +79,7 @@ type Source struct {
 	KustomizeUnsupported []string
 	helm                 *v1alpha1.ApplicationSourceHelm
 	kustomize            *v1alpha1.ApplicationSourceKustomize
+	directory            *v1alpha1.ApplicationSourceDirectory
 	raw                  v1alpha1.ApplicationSource
 }
 
@@ -94,6 +96,7 @@ func (a *App) WithGitSpec(git *App) *App {
 	out.DestinationServer, out.DestinationName, out.RepoURL, out.Chart = git.DestinationServer, git.DestinationName, git.RepoURL, git.Chart
 	out.KustomizePatches, out.KustomizeUnsupported, out.Unrenderable = git.KustomizePatches, git.KustomizeUnsupported, git.Unrenderable
 	out.Project, out.helm, out.kustomize, out.source, out.rawIgnores = git.Project, git.helm, git.kustomize, git.source, git.rawIgnores
+	out.directory = git.directory
 	out.Sources = nil
 	for i, s := range git.Sources {
 		s.SyncedRevision = ""
@@ -145,14 +148,15 @@ func (a *App) RendersAs(git *App) bool {
 		a.DestinationServer != git.DestinationServer || a.DestinationName != git.DestinationName || a.RepoURL != git.RepoURL ||
 		a.Chart != git.Chart || a.Unrenderable != git.Unrenderable || a.Project != git.Project || len(a.Sources) != len(git.Sources) ||
 		!same(a.KustomizePatches, git.KustomizePatches) || !same(a.KustomizeUnsupported, git.KustomizeUnsupported) ||
-		!same(a.helm, git.helm) || !same(a.kustomize, git.kustomize) || !same(a.source, git.source) || !same(a.rawIgnores, git.rawIgnores) {
+		!same(a.helm, git.helm) || !same(a.kustomize, git.kustomize) || !same(a.directory, git.directory) || !same(a.source, git.source) ||
+		!same(a.rawIgnores, git.rawIgnores) {
 		return false
 	}
 	for i, s := range a.Sources {
 		g := git.Sources[i]
 		if s.RepoURL != g.RepoURL || s.Path != g.Path || s.TargetRevision != g.TargetRevision || s.Ref != g.Ref ||
 			!same(s.KustomizePatches, g.KustomizePatches) || !same(s.KustomizeUnsupported, g.KustomizeUnsupported) ||
-			!same(s.helm, g.helm) || !same(s.kustomize, g.kustomize) || !same(s.raw, g.raw) {
+			!same(s.helm, g.helm) || !same(s.kustomize, g.kustomize) || !same(s.directory, g.directory) || !same(s.raw, g.raw) {
 			return false
 		}
 	}
@@ -249,7 +253,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 		a.Chart = app.Spec.Source.Chart
 	}
 	kustomize := sourceKustomize(&app, src)
-	a.helm = sourceHelm(&app, src)
+	a.helm, a.directory = sourceHelm(&app, src), sourceDirectory(&app, src)
 	a.Unrenderable = unrenderable(&app)
 	a.SyncedRevision = compared // an Application written before any sync operation (or by hand)
 	if src < len(synced) && synced[src] != "" {
@@ -261,10 +265,10 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 			switch {
 			case len(app.Spec.Sources) > 0 && src < len(last.Sources):
 				a.RepoURL, a.Path = last.Sources[src].RepoURL, last.Sources[src].Path
-				kustomize, a.helm = last.Sources[src].Kustomize, last.Sources[src].Helm
+				kustomize, a.helm, a.directory = last.Sources[src].Kustomize, last.Sources[src].Helm, last.Sources[src].Directory
 			case len(app.Spec.Sources) == 0 && last.Source.RepoURL != "":
 				a.RepoURL, a.Path, a.Chart = last.Source.RepoURL, last.Source.Path, last.Source.Chart
-				kustomize, a.helm = last.Source.Kustomize, last.Source.Helm
+				kustomize, a.helm, a.directory = last.Source.Kustomize, last.Source.Helm, last.Source.Directory
 			}
 		}
 	}
@@ -277,6 +281,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 		a.source = *app.Spec.Source.DeepCopy()
 	}
 	a.source.RepoURL, a.source.Path, a.source.Kustomize, a.source.Helm = a.RepoURL, a.Path, kustomize, a.helm
+	a.source.Directory = a.directory
 	if a.KustomizePatches, a.KustomizeUnsupported, err = kustomizeOptions(kustomize); err != nil {
 		return nil, fmt.Errorf("application %s: %w", app.Name, err)
 	}

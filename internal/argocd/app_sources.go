@@ -68,7 +68,7 @@ func sources(app *v1alpha1.Application, synced []string) ([]Source, error) {
 			return nil, fmt.Errorf("source %d: %w", j+1, err)
 		}
 		out[j] = Source{RepoURL: s.RepoURL, Path: s.Path, TargetRevision: s.TargetRevision, Ref: s.Ref, SyncedRevision: rev,
-			KustomizePatches: patches, KustomizeUnsupported: other, helm: s.Helm, kustomize: s.Kustomize, raw: *s.DeepCopy()}
+			KustomizePatches: patches, KustomizeUnsupported: other, helm: s.Helm, kustomize: s.Kustomize, directory: s.Directory, raw: *s.DeepCopy()}
 	}
 	return out, nil
 }
@@ -80,6 +80,17 @@ func sourceHelm(app *v1alpha1.Application, src int) *v1alpha1.ApplicationSourceH
 		return app.Spec.Sources[src].Helm
 	case app.Spec.Source != nil:
 		return app.Spec.Source.Helm
+	}
+	return nil
+}
+
+// sourceDirectory returns the directory options of source src of the Application's spec.
+func sourceDirectory(app *v1alpha1.Application, src int) *v1alpha1.ApplicationSourceDirectory {
+	switch {
+	case len(app.Spec.Sources) > src:
+		return app.Spec.Sources[src].Directory
+	case app.Spec.Source != nil:
+		return app.Spec.Source.Directory
 	}
 	return nil
 }
@@ -150,8 +161,6 @@ func sourceUnrenderable(src *v1alpha1.ApplicationSource) string {
 		return fmt.Sprintf("Helm chart %s %s from %s in spec.sources", src.Chart, src.TargetRevision, src.RepoURL)
 	case src.Plugin != nil:
 		return "a config management plugin"
-	case src.Directory != nil && (src.Directory.Recurse || src.Directory.Include != "" || src.Directory.Exclude != "" || !src.Directory.Jsonnet.IsZero()):
-		return "directory options (recurse, include, exclude, jsonnet)"
 	}
 	return ""
 }

@@ -49,7 +49,7 @@ func (a *App) WithOverrides(read func(rev, name string) ([]byte, error)) (*App, 
 		if !changed {
 			continue
 		}
-		s.raw, s.helm, s.kustomize = merged, merged.Helm, merged.Kustomize
+		s.raw, s.helm, s.kustomize, s.directory = merged, merged.Helm, merged.Kustomize, merged.Directory
 		if s.KustomizePatches, s.KustomizeUnsupported, err = kustomizeOptions(merged.Kustomize); err != nil {
 			return nil, fmt.Errorf("source %d: %w", j+1, err)
 		}
@@ -61,7 +61,7 @@ func (a *App) WithOverrides(read func(rev, name string) ([]byte, error)) (*App, 
 // auditor can render it.
 func (a *App) useSource(src v1alpha1.ApplicationSource) error {
 	var err error
-	a.source, a.helm, a.kustomize = src, src.Helm, src.Kustomize
+	a.source, a.helm, a.kustomize, a.directory = src, src.Helm, src.Kustomize, src.Directory
 	if a.KustomizePatches, a.KustomizeUnsupported, err = kustomizeOptions(src.Kustomize); err != nil {
 		return err
 	}

@@ -49,7 +49,11 @@ func (a *Auditor) renderSources(ctx context.Context, u *prepared, app *argocd.Ap
 		if err != nil {
 			return nil, fmt.Errorf("Application %s, source %d: %w", u.name, j+1, err)
 		}
-		res, err := a.render(ctx, u.key+"#"+strconv.Itoa(j+1), target, rev, render.Variant{Kustomize: k, Patches: s.KustomizePatches, Helm: helm}, false)
+		v := render.Variant{Kustomize: k, Patches: s.KustomizePatches, Helm: helm, Directory: app.SourceDirectoryOptions(j, rev)}
+		if v.Directory != nil {
+			v.Helm = nil // a directory source, whatever its path holds
+		}
+		res, err := a.render(ctx, u.key+"#"+strconv.Itoa(j+1), target, rev, v, false)
 		if err != nil {
 			return nil, fmt.Errorf("Application %s, source %d: %w", u.name, j+1, err)
 		}

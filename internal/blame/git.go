@@ -71,7 +71,8 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 	head := commits[0]
 	snaps := repo.Snapshots() // each commit reads only the trees and files it changed
 	target := req.Env
-	res, present, err := renderAt(ctx, snaps, renders, target, head.Hash)
+	var variant func(string) render.Variant // an Application's options, when it is one's path
+	res, present, err := renderAt(ctx, snaps, renders, target, head.Hash, variant)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 	var notDeclared *NotDeclaredError
 	if errors.As(err, &notDeclared) && len(notDeclared.Candidates) == 0 {
 		// Not the overlay's: the env's other Applications, as Git declares them, in turn.
-		if app, target, res, obj, destNS = inApplications(ctx, snaps, renders, req, head.Hash); obj != nil {
+		if app, target, variant, res, obj, destNS = inApplications(ctx, snaps, renders, req, head.Hash); obj != nil {
 			err = nil
 		}
 	}
@@ -122,7 +123,7 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 		}
 		b.History.Commits++
 		oldest = c
-		res, present, err := renderAt(ctx, snaps, renders, target, c.Hash)
+		res, present, err := renderAt(ctx, snaps, renders, target, c.Hash, variant)
 		if err != nil {
 			b.History.Skipped = append(b.History.Skipped, Skipped{Commit: c.Hash, Error: err.Error()})
 			continue
@@ -171,11 +172,19 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 	return b, nil
 }
 
-// renderAt renders target (an env, or render.AppTarget of an Application's path) at a commit;
-// present is false when the commit does not have it (before the env or the path was made).
-func renderAt(ctx context.Context, snaps *gitrepo.Snapshots, renders *render.Cache, target, rev string) (res *render.Result, present bool, err error) {
+// renderAt renders target (an env, or render.AppTarget of an Application's path) at a commit,
+// with the options variant gives for it (nil: none); present is false when the commit does not have it (before the env or the path was made).
+func renderAt(ctx context.Context, snaps *gitrepo.Snapshots, renders *render.Cache, target, rev string, variant func(string) render.Variant) (res *render.Result, present bool, err error) {
 	env := target
-	if res, ok := renders.ByRevision(env, rev); ok {
+	var v render.Variant
+	if variant != nil {
+		v = variant(rev)
+	}
+	key, err := render.CacheRevision(rev, v)
+	if err != nil {
+		return nil, true, err
+	}
+	if res, ok := renders.ByRevision(env, key); ok {
 		return res, true, nil
 	}
 	snap, err := snaps.At(rev)
@@ -189,7 +198,7 @@ func renderAt(ctx context.Context, snaps *gitrepo.Snapshots, renders *render.Cac
 	if err != nil {
 		return nil, true, err
 	}
-	res, err = render.Engine{Cache: renders}.Render(ctx, src, render.Target{Name: env})
+	res, err = render.Engine{Cache: renders}.Render(ctx, src, render.Target{Name: env, Variant: v})
 	if err != nil {
 		return nil, true, fmt.Errorf("%s at %.12s: %w", env, rev, err)
 	}

@@ -241,7 +241,7 @@ func (c *Cache) render(ctx context.Context, s Source, env string) (*recordedRend
 		return c.Worker.render(ctx, s, env, c.Urgent)
 	}
 	rec := &recordingFS{FileSystem: s.fs, root: s.root, probes: map[string]string{}}
-	res, err := Source{fs: rec, root: s.root, revision: s.revision, variant: s.variant, helm: s.helm}.build(env)
+	res, err := Source{fs: rec, root: s.root, revision: s.revision, variant: s.variant, helm: s.helm, dirOptions: s.dirOptions}.build(env)
 	if err != nil {
 		return nil, err
 	}

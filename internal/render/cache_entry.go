@@ -36,7 +36,7 @@ type cacheEntry struct {
 }
 
 // cacheFormat changes whenever cacheEntry or the render options do.
-const cacheFormat = "v2"
+const cacheFormat = "v3"
 
 // raw returns e's render for revision with its objects as JSON.
 func (e *cacheEntry) raw(revision string) *Result {
@@ -143,10 +143,17 @@ func (e *cacheEntry) matches(s Source) bool {
 	if e.Kustomize != KustomizeVersion || len(e.Probes) == 0 {
 		return false
 	}
+	directory := false
 	for k, want := range e.Probes {
 		kind, rel, _ := strings.Cut(k, ":")
-		if kind == probeHelm {
+		switch kind {
+		case probeHelm:
 			if s.helm.digest() != want {
+				return false
+			}
+			continue
+		case probeDirectory:
+			if directory = true; s.dirOptions.digest() != want {
 				return false
 			}
 			continue
@@ -159,7 +166,9 @@ func (e *cacheEntry) matches(s Source) bool {
 			return false
 		}
 	}
-	return true
+	// A render of kustomize or helm is no render of a source whose directory options make it
+	// a directory.
+	return directory || s.dirOptions == nil
 }
 
 // resultFor returns e's render for revision: decoded once and shared when the cache is Shared,

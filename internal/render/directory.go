@@ -10,19 +10,22 @@ import (
 	"io"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// renderAppPath renders an Application's source path as Argo CD tells its type: kustomize where
-// the path holds a kustomization, helm where it holds a Chart.yaml, else a plain directory.
+// renderAppPath renders an Application's source path as Argo CD tells its type: a directory
+// where the source sets directory options, else kustomize where the path holds a
+// kustomization, helm where it holds a Chart.yaml, else a plain directory.
 func (s Source) renderAppPath(rel string) (*Result, error) {
 	rel = path.Clean(rel)
 	if rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
 		return nil, fmt.Errorf("render %s: the path leaves the repository", rel)
+	}
+	if s.dirOptions != nil {
+		return s.directory(rel) // directory named as the source's type
 	}
 	if s.helm != nil && s.helm.Explicit && s.isChart(rel) {
 		return s.renderChart(rel) // helm named as the source's type
@@ -38,56 +41,56 @@ func (s Source) renderAppPath(rel string) (*Result, error) {
 	return s.directory(rel)
 }
 
-// directory reads a plain directory as Argo CD's directory source does without options:
-// every .yaml, .yml and .json file directly in it (not in its subdirectories; the extension's
-// case counts), in name order, each document an object. Empty documents are skipped, a List is
-// its items, and a file marked +argocd:skip-file-rendering or naming none of apiVersion, kind
-// and metadata (values, settings) is skipped. Jsonnet files are refused: Argo CD evaluates them.
+// directory reads a directory as Argo CD's directory source does (manifestFiles says which
+// files), in walk order: each *.jsonnet file evaluated (jsonnet.go), and every other one read
+// as YAML, or as JSON when its name ends in .json, each document an object. Empty documents are
+// skipped, a List is its items, and a file naming none of apiVersion, kind and metadata (values,
+// settings) is skipped.
 func (s Source) directory(rel string) (*Result, error) {
 	dir := filepath.Join(s.root, rel)
 	if !s.fs.IsDir(dir) {
 		return nil, fmt.Errorf("render %s: no such directory in the repository", rel)
 	}
-	names, err := s.fs.ReadDir(dir)
+	if r, ok := s.fs.(*recordingFS); ok {
+		r.noteDirectory(rel, s.dirOptions)
+	}
+	opts := s.dirOptions
+	if opts == nil {
+		opts = &DirectoryOptions{}
+	}
+	files, err := s.manifestFiles(rel, opts)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", rel, err)
 	}
-	sort.Strings(names)
 	res := &Result{Path: rel, Revision: s.revision}
 	var stream bytes.Buffer
-	for _, name := range names {
-		ext := path.Ext(name)
-		if s.fs.IsDir(filepath.Join(dir, name)) {
-			continue
-		}
-		if ext == ".jsonnet" || ext == ".libsonnet" {
-			return nil, fmt.Errorf("render %s: %s is Jsonnet, which Argo CD evaluates: the auditor does not yet", rel, name)
-		}
-		if ext != ".yaml" && ext != ".yml" && ext != ".json" {
-			continue
-		}
-		file := path.Join(rel, name)
-		data, err := s.fs.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return nil, fmt.Errorf("render %s: %w", file, err)
-		}
-		if bytes.Contains(data, []byte("+argocd:skip-file-rendering")) ||
-			!(bytes.Contains(data, []byte("apiVersion")) && bytes.Contains(data, []byte("kind")) && bytes.Contains(data, []byte("metadata"))) {
-			continue // not a manifest, as Argo CD tells
-		}
-		if ext != ".json" {
-			if err := checkYAML(file, data); err != nil {
+	evaluated := 0
+	for _, f := range files {
+		var objs []*unstructured.Unstructured
+		switch {
+		case strings.HasSuffix(f.name, ".jsonnet"):
+			evaluated++
+			if objs, err = s.evaluateJsonnet(rel, f, opts.Jsonnet, evaluated); err != nil {
 				return nil, fmt.Errorf("render %s: %w", rel, err)
 			}
-		}
-		objs, err := decodeManifests(file, data)
-		if err != nil {
-			return nil, fmt.Errorf("render %s: %w", rel, err)
+		default:
+			data := f.text
+			if !(bytes.Contains(data, []byte("apiVersion")) && bytes.Contains(data, []byte("kind")) && bytes.Contains(data, []byte("metadata"))) {
+				continue // not a manifest, as Argo CD tells
+			}
+			if !strings.HasSuffix(f.name, ".json") {
+				if err := checkYAML(f.rel, data); err != nil {
+					return nil, fmt.Errorf("render %s: %w", rel, err)
+				}
+			}
+			if objs, err = decodeManifests(f.rel, data); err != nil {
+				return nil, fmt.Errorf("render %s: %w", rel, err)
+			}
 		}
 		for _, o := range objs {
 			out, err := o.MarshalJSON()
 			if err != nil {
-				return nil, fmt.Errorf("render %s: %w", file, err)
+				return nil, fmt.Errorf("render %s: %w", f.rel, err)
 			}
 			stream.WriteString("---\n")
 			stream.Write(out)

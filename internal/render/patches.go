@@ -64,7 +64,7 @@ func (s Source) WithPatches(env string, patches []Patch) (Source, error) {
 		}
 	}
 	return Source{fs: &overrideFS{FileSystem: s.fs, path: file, data: out}, root: s.root, revision: s.revision, variant: variant,
-		files: s.files, dir: s.dir, overrides: overrides, omitted: s.omitted, helm: s.helm, valuesRoot: s.valuesRoot}, nil
+		files: s.files, dir: s.dir, overrides: overrides, omitted: s.omitted, helm: s.helm, dirOptions: s.dirOptions, valuesRoot: s.valuesRoot}, nil
 }
 
 // PatchesDigest identifies a list of patches (the cache keeps a patched render under its
@@ -83,10 +83,12 @@ func PatchesDigest(patches []Patch) (string, error) {
 
 // Variant is how an Application's source options change the render of its path, applied in
 // Argo CD's order: the kustomize edits, then the patches, then (for a chart) the helm options.
+// Directory options make the path a directory source, whatever it holds.
 type Variant struct {
 	Kustomize *KustomizeOptions
 	Patches   []Patch
 	Helm      *HelmOptions
+	Directory *DirectoryOptions
 }
 
 // WithVariant returns the Source rendering target with the variant's options.
@@ -98,7 +100,7 @@ func (s Source) WithVariant(target string, v Variant) (Source, error) {
 	if out, err = out.WithPatches(target, v.Patches); err != nil {
 		return Source{}, err
 	}
-	return out.WithHelm(v.Helm), nil
+	return out.WithHelm(v.Helm).WithDirectory(v.Directory), nil
 }
 
 // CacheRevision is the key a render of revision with the variant's options is cached under:
@@ -115,6 +117,9 @@ func CacheRevision(revision string, v Variant) (string, error) {
 	d = joinVariant(d, p)
 	if v.Helm != nil {
 		d = joinVariant(d, "h"+v.Helm.digest())
+	}
+	if v.Directory != nil {
+		d = joinVariant(d, "d"+v.Directory.digest())
 	}
 	if d == "" || revision == "" {
 		return revision, nil

@@ -29,6 +29,8 @@ const (
 	probeTree = "tree" // every file below a directory, with content (Walk)
 	probeGlob = "glob" // a pattern's matches
 	probeHelm = "helm" // the helm options a chart was rendered with (not a read: the Source's)
+	// probeDirectory: the directory options a directory was read with ("" for none; not a read).
+	probeDirectory = "directory"
 )
 
 // probe computes what a read of kind at p finds in fs.
@@ -138,6 +140,13 @@ func (r *recordingFS) note(kind, p string) {
 func (r *recordingFS) noteHelm(p string, h *HelmOptions) {
 	r.mu.Lock()
 	r.probes[probeHelm+":"+filepath.ToSlash(p)] = h.digest()
+	r.mu.Unlock()
+}
+
+// noteDirectory records the directory options a directory at p was read with.
+func (r *recordingFS) noteDirectory(p string, d *DirectoryOptions) {
+	r.mu.Lock()
+	r.probes[probeDirectory+":"+filepath.ToSlash(p)] = d.digest()
 	r.mu.Unlock()
 }
 

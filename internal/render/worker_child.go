@@ -48,7 +48,7 @@ func serveWorker(in io.Reader, out io.Writer) error {
 		src.fs = &overrideFS{FileSystem: src.fs, path: filepath.Join(src.root, filepath.FromSlash(rel)), data: data}
 	}
 	rec := &recordingFS{FileSystem: src.fs, root: src.root, probes: map[string]string{}}
-	res, err := Source{fs: rec, root: src.root, revision: src.revision, variant: req.Variant, helm: req.Helm}.build(req.Env)
+	res, err := Source{fs: rec, root: src.root, revision: src.revision, variant: req.Variant, helm: req.Helm, dirOptions: req.Directory}.build(req.Env)
 	bw := bufio.NewWriterSize(out, 256<<10)
 	enc := json.NewEncoder(bw)
 	if err != nil {

@@ -28,8 +28,10 @@ type workerRequest struct {
 	Overrides map[string][]byte `json:"overrides,omitempty"`
 	// Omitted are the snapshot's files too large to read, by size.
 	Omitted map[string]int64 `json:"omitted,omitempty"`
-	// Helm are the Application's helm options (Source.WithHelm).
-	Helm *HelmOptions `json:"helm,omitempty"`
+	// Helm are the Application's helm options (Source.WithHelm), Directory its directory
+	// options (Source.WithDirectory).
+	Helm      *HelmOptions      `json:"helm,omitempty"`
+	Directory *DirectoryOptions `json:"directory,omitempty"`
 }
 
 // workerFile is one file of a snapshot.
@@ -94,7 +96,7 @@ type recordedRender struct {
 func writeRequest(w io.Writer, s Source, env string) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)
-	if err := enc.Encode(workerRequest{Env: env, Revision: s.revision, Dir: s.dir, Variant: s.variant, Overrides: s.overrides, Omitted: s.omitted, Helm: s.helm}); err != nil {
+	if err := enc.Encode(workerRequest{Env: env, Revision: s.revision, Dir: s.dir, Variant: s.variant, Overrides: s.overrides, Omitted: s.omitted, Helm: s.helm, Directory: s.dirOptions}); err != nil {
 		return err
 	}
 	if s.dir == "" {
