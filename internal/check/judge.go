@@ -123,8 +123,8 @@ type findings struct {
 	// silenced are the findings of rules the repository's layout turns off in the env.
 	silenced []Silenced
 	security []NamespaceSecurity
-	gpuPools             []GPUPool
-	kvCache              []KVCacheUse
+	gpuPools []GPUPool
+	kvCache  []KVCacheUse
 }
 
 // judge renders env from envSrc with the other Applications of its root at t, and runs the

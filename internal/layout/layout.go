@@ -19,8 +19,8 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/labels"
 	yamlv3 "gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
 
@@ -225,7 +225,7 @@ func sourcePath(data []byte) (string, error) {
 		var app struct {
 			Kind string `json:"kind" yaml:"kind"`
 			Spec struct {
-				Source  *struct{ Path string } `json:"source" yaml:"source"`
+				Source  *struct{ Path string }  `json:"source" yaml:"source"`
 				Sources []struct{ Path string } `json:"sources" yaml:"sources"`
 			} `json:"spec" yaml:"spec"`
 		}
