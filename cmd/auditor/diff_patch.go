@@ -10,8 +10,9 @@ import (
 )
 
 // writeAdoptPatch prints the patch adopting every drifted field it can express into the
-// kustomization its Application renders (overlays/<env>/ for the env's own), written against the
-// audited revision, and names on errw what it leaves out.
+// kustomization its Application renders (overlays/<env>/ for the env's own), or into the Helm
+// value, kustomize image or replica count of the Application's own options that sets it, written
+// against the audited revision, and names on errw what it leaves out.
 func writeAdoptPatch(w, errw io.Writer, repo *gitrepo.Repo, rep *drift.Report) error {
 	var objs []drift.Object
 	for _, o := range rep.Objects {
@@ -32,7 +33,7 @@ func writeAdoptPatch(w, errw io.Writer, repo *gitrepo.Repo, rep *drift.Report) e
 	if len(objs) == 0 {
 		return nil
 	}
-	a, err := adopt.Group(rep.Env, rep.Revision, repo.ReadFile, objs...)
+	a, err := adopt.GroupIn(rep.Env, rep.Revision, adopt.Repo{ReadAt: repo.ReadFile, Tree: repo.Snapshot}, objs...)
 	if err != nil {
 		return err
 	}

@@ -285,45 +285,6 @@ func rendered(t *testing.T, dir, env string, o drift.Object) map[string]any {
 	return nil
 }
 
-// valueAt returns the value at a field's path in an object, and whether it is there.
-func valueAt(obj map[string]any, f drift.Field) (any, bool) {
-	els, err := pathElems(f)
-	if err != nil {
-		return nil, false
-	}
-	var cur any = obj
-	for _, e := range els {
-		switch {
-		case e.key != nil:
-			list, _ := cur.([]any)
-			var next any
-			for _, it := range list {
-				if m, ok := it.(map[string]any); ok && matches(m, e.key) {
-					next = m
-				}
-			}
-			if next == nil {
-				return nil, false
-			}
-			cur = next
-		case e.index >= 0:
-			list, _ := cur.([]any)
-			if e.index >= len(list) {
-				return nil, false
-			}
-			cur = list[e.index]
-		default:
-			m, _ := cur.(map[string]any)
-			v, ok := m[e.field]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		}
-	}
-	return cur, true
-}
-
 // gitRepo is a work tree of a Git repository holding files, committed.
 func gitRepo(t *testing.T, files map[string]string) string {
 	t.Helper()

@@ -170,3 +170,82 @@ func matches(m, key map[string]any) bool {
 	}
 	return true
 }
+
+// valueAt returns the value at a field's path in an object, and whether it is there.
+func valueAt(obj map[string]any, f drift.Field) (any, bool) {
+	els, err := pathElems(f)
+	if err != nil {
+		return nil, false
+	}
+	return valueAtElems(obj, els)
+}
+
+func valueAtElems(obj map[string]any, els []pathElem) (any, bool) {
+	var cur any = obj
+	for _, e := range els {
+		switch {
+		case e.key != nil:
+			list, _ := cur.([]any)
+			var next any
+			for _, it := range list {
+				if m, ok := it.(map[string]any); ok && matches(m, e.key) {
+					next = m
+				}
+			}
+			if next == nil {
+				return nil, false
+			}
+			cur = next
+		case e.value != nil:
+			list, _ := cur.([]any)
+			var next any
+			for _, it := range list {
+				if fmt.Sprint(it) == *e.value {
+					next = it
+				}
+			}
+			if next == nil {
+				return nil, false
+			}
+			cur = next
+		case e.index >= 0:
+			list, _ := cur.([]any)
+			if e.index >= len(list) {
+				return nil, false
+			}
+			cur = list[e.index]
+		default:
+			m, _ := cur.(map[string]any)
+			v, ok := m[e.field]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		}
+	}
+	return cur, true
+}
+
+// deleteAt removes what els address in obj (a list item by index is set to nil, so the others
+// keep their places); nothing when it is not there.
+func deleteAt(obj map[string]any, els []pathElem) {
+	parent, ok := valueAtElems(obj, els[:len(els)-1])
+	if !ok {
+		return
+	}
+	e := els[len(els)-1]
+	switch p := parent.(type) {
+	case map[string]any:
+		if e.key == nil && e.value == nil && e.index < 0 {
+			delete(p, e.field)
+		}
+	case []any:
+		for i, it := range p {
+			m, isMap := it.(map[string]any)
+			switch {
+			case e.index == i, e.key != nil && isMap && matches(m, e.key), e.value != nil && fmt.Sprint(it) == *e.value:
+				p[i] = nil
+			}
+		}
+	}
+}

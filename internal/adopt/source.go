@@ -45,14 +45,36 @@ func Dir(env string, o drift.Object, read ReadFunc) (dir, why string, err error)
 // ReadAtFunc reads a file of the repository at a revision.
 type ReadAtFunc func(revision, name string) ([]byte, error)
 
-// Group adopts objs into the kustomization of each one's Application (Dir), reading each at the
-// revision its Application was rendered at (the object's Revision, else revision): one Adoption
-// whose Diff holds every directory's changes, and whose Notes name what is not adopted and why,
-// and which directories were read at another revision than revision.
+// Repo is the repository GroupIn reads.
+type Repo struct {
+	// ReadAt reads one file at a revision.
+	ReadAt ReadAtFunc
+	// Tree reads the whole tree at a revision: what an Application's chart or kustomization is
+	// rendered from to find the option that sets a drifted value. Nil: such a value is named in
+	// a note, not adopted.
+	Tree TreeFunc
+}
+
+// Group is GroupIn without the trees: what an Application's own options set is a note.
 func Group(env, revision string, readAt ReadAtFunc, objs ...drift.Object) (*Adoption, error) {
+	return GroupIn(env, revision, Repo{ReadAt: readAt}, objs...)
+}
+
+// GroupIn adopts objs where their Applications render them, reading each at the revision its
+// Application was rendered at (the object's Revision, else revision): into the kustomization
+// of each one's Application (Dir), or, for an Application that renders them with its own
+// options (a Helm chart, kustomize options, several sources) and repo.Tree, into the value or
+// option that sets each drifted field, in the Application's manifest or a value file it names
+// (see adoptOptions). One Adoption whose Diff holds every change, and whose Notes name what is
+// not adopted and why, and which files were read at another revision than revision.
+func GroupIn(env, revision string, repo Repo, objs ...drift.Object) (*Adoption, error) {
+	readAt := repo.ReadAt
 	type at struct{ dir, rev string }
 	byDir := map[at][]drift.Object{}
 	var dirs []at
+	type app struct{ name, source, rev, why string }
+	byApp := map[app][]drift.Object{}
+	var apps []app
 	out := &Adoption{}
 	for _, o := range objs {
 		rev := revision
@@ -63,6 +85,14 @@ func Group(env, revision string, readAt ReadAtFunc, objs ...drift.Object) (*Adop
 		dir, why, err := Dir(env, o, read)
 		if err != nil {
 			return nil, err
+		}
+		if why != "" && repo.Tree != nil && byOptions(o) {
+			k := app{o.Application, o.Source, rev, why}
+			if _, ok := byApp[k]; !ok {
+				apps = append(apps, k)
+			}
+			byApp[k] = append(byApp[k], o)
+			continue
 		}
 		if why != "" {
 			out.Notes = append(out.Notes, fmt.Sprintf("%s %s/%s: %s", o.Kind, o.Namespace, o.Name, why))
@@ -85,6 +115,40 @@ func Group(env, revision string, readAt ReadAtFunc, objs ...drift.Object) (*Adop
 		out.Fields += a.Fields
 		out.Notes = append(out.Notes, a.Notes...)
 		out.Diff += a.Diff
+	}
+	trees := map[string]*tree{}
+	var revs []string
+	for _, k := range apps {
+		t, ok := trees[k.rev]
+		if !ok {
+			snap, err := repo.Tree(k.rev)
+			if err != nil {
+				return nil, fmt.Errorf("read the tree at %.12s: %w", k.rev, err)
+			}
+			t = newTree(snap)
+			trees[k.rev], revs = t, append(revs, k.rev)
+		}
+		n, notes := adoptOptions(t, byApp[k], k.why)
+		out.Fields += n
+		out.Notes = append(out.Notes, notes...)
+	}
+	for _, rev := range revs {
+		changes := trees[rev].changes()
+		if len(changes) == 0 {
+			continue
+		}
+		d, err := unifiedDiff(changes)
+		if err != nil {
+			return nil, fmt.Errorf("adopt patch: %w", err)
+		}
+		if rev != revision {
+			var files []string
+			for _, c := range changes {
+				files = append(files, c.path)
+			}
+			out.Notes = append(out.Notes, fmt.Sprintf("the change of %s is written against %.12s, the revision its Application syncs", strings.Join(files, ", "), rev))
+		}
+		out.Diff += d
 	}
 	return out, nil
 }

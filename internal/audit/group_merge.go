@@ -101,6 +101,7 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 			}
 			seen[clusterRef{u.clusterName, k}] = true
 			o.Application, o.Source, o.Revision, o.Cluster = u.ref(a), u.source(), u.desired, u.clusterName
+			o.AppSource = u.appSource(a, units)
 			if set, ok := u.generated[k]; ok {
 				o.Source = drift.GeneratedSource + set // written by the set's controller, not synced
 			}
@@ -254,6 +255,25 @@ func (u *prepared) source() string {
 		return render.TargetPath(u.target) + " with " + u.name + "'s kustomize options"
 	}
 	return render.TargetPath(u.target)
+}
+
+// appSource is where Git declares u's Application, as drift.Object.AppSource says it: "" when u
+// renders a plain path (its objects are adopted there) or nothing declares it.
+func (u *prepared) appSource(a *Auditor, units []*prepared) string {
+	switch {
+	case u.source() == render.TargetPath(u.target):
+		return ""
+	case strings.HasPrefix(u.via, "ApplicationSet "):
+		return drift.GeneratedSource + strings.TrimPrefix(u.via, "ApplicationSet ")
+	case u.root:
+		return u.selfFile
+	}
+	for _, p := range units {
+		if u.parent != "" && p.ref(a) == u.parent {
+			return p.source()
+		}
+	}
+	return ""
 }
 
 // How a unit's path was rendered (prepared.renderedAs).

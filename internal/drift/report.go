@@ -119,6 +119,12 @@ type Object struct {
 	// Revision is the commit its Application was rendered at, when it is not the report's
 	// revision (an Application that follows main in an env whose own is pinned).
 	Revision string `json:"revision,omitempty"`
+	// AppSource says where Git declares its Application when Source is rendered with that
+	// Application's own options (a Helm chart's values, kustomize options, several sources): the
+	// Source of the Application that declares it (read at Revision), the file of a root applied
+	// by hand, or GeneratedSource and the ApplicationSet. Adopt finds the Application's manifest
+	// there to write a drifted value into its options.
+	AppSource string `json:"appSource,omitempty"`
 	// Note explains an Unknown object, or a Modified one only Argo CD's diff flags.
 	Note string `json:"note,omitempty"`
 	// Schema is set when the object was compared without the cluster's schema for its kind

@@ -79,6 +79,12 @@ func (s Source) helmValues(rel string, opts *HelmOptions) (map[string]any, error
 	return base, nil
 }
 
+// HelmValueFiles are the value files the chart at rel is rendered with under opts, in helm's
+// order, as paths from the repository's root (another source's as opts names it, $ref/...).
+func (s Source) HelmValueFiles(rel string, opts *HelmOptions) ([]string, error) {
+	return s.valueFiles(rel, opts)
+}
+
 // valueFiles resolves the Application's value files to repository paths, as Argo CD does: a
 // relative path from the chart, an absolute one from the repository root, never outside it; a
 // glob expands in lexical order, an explicit entry keeping its own place; a missing file is an
