@@ -27,9 +27,18 @@ func newCheckCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check --base REV [--head REV] [-o text|markdown|json|yaml]",
 		Short: "Check a change for production: rendered diff per env, admission policies, capacity invariants",
-		Long: `check renders every env at --base and --head, prints what changes in the rendered cluster
-state (prod first), evaluates the ValidatingAdmissionPolicies of policies/ offline with the API
-server's own CEL machinery, and checks the capacity invariants (KV cache fits the GPU, GPU
+		Long: `check renders every env at --base and --head (the envs of the repository's .auditor.yaml, else
+one per directory under overlays/), prints what changes in the rendered cluster state (prod
+first), and runs the rules on what each env's Applications render.
+
+On any repository it runs the generic rules: the ValidatingAdmissionPolicies of policies/,
+evaluated offline with the API server's own CEL machinery; sync-wave order; the first sync; every
+reference between objects resolves; the flows of base/network/flows.yaml; each Application
+renders. A rule is turned off in .auditor.yaml with a reason, printed beside what it silences; a
+change that lowers that bar (a rule off, an env or the profile dropped) fails as layout-gate.
+
+Where .auditor.yaml says profile: llm-platform (this repository does), this platform's rules run
+too: the capacity invariants (KV cache fits the GPU, GPU
 workloads fit the GPU pool, startupProbe covers the cold start, every KEDA trigger can reach
 maxReplicaCount and has a fallback), the first-sync rules (every Secret, ConfigMap, claim,
 ServiceAccount and PriorityClass a pod refers to is rendered, made by a known producer, or named

@@ -48,6 +48,11 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 			fmt.Fprintf(w, "  ERROR %s\n\n", e.Error)
 			continue
 		}
+		if e.Skipped != "" {
+			h(3, e.Env+": not checked")
+			fmt.Fprintf(w, "  NOTE %s\n\n", e.Skipped)
+			continue
+		}
 		pinned := ""
 		if e.Next != nil {
 			pinned = " at its pin " + gitrepo.Short(e.Revision)
@@ -87,7 +92,11 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		}
 		writeChanges(w, e.Changes)
 		if len(e.Apps) > 0 {
-			fmt.Fprintf(w, "apps/%s (synced from main, unpinned): %d objects changed\n", e.Env, len(e.Apps))
+			if e.Next != nil { // pinned: what the root syncs reaches the env from the branch
+				fmt.Fprintf(w, "%s (synced from main, unpinned): %s changed\n", e.AppsPath, count(len(e.Apps), "object"))
+			} else {
+				fmt.Fprintf(w, "%s (what the root syncs): %s changed\n", e.AppsPath, count(len(e.Apps), "object"))
+			}
 			writeChanges(w, e.Apps)
 		}
 		if md && len(e.Changes)+len(e.Apps) > 0 {

@@ -66,15 +66,15 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
   auditor diff --env prod -o patch | git apply   # make Git say what runs`,
 		RunE: runE(o),
 	}
-	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
+	addEnvFlag(cmd, &o.env, "env", "env (as the repository's .auditor.yaml names it, else a directory under overlays/)")
 	addOutputFlag(cmd, &o.output, "patch: a diff adopting the live state into the kustomization of each object's Application, for git apply", "text", "json", "yaml", "patch")
 	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
 	cmd.Flags().StringVar(&o.app, "app", "", "report only this Application of the env's group")
 	_ = cmd.RegisterFlagCompletionFunc("app", completeApps)
-	cmd.Flags().BoolVar(&o.all, "all", false, "audit every env of the repository (the directories under overlays/)")
+	cmd.Flags().BoolVar(&o.all, "all", false, "audit every env of the repository (its .auditor.yaml's, else the directories under overlays/)")
 	cmd.Flags().StringVar(&o.selector, "selector", "", "also audit the Applications whose labels match this selector (kubectl's syntax)")
 	cmd.Flags().StringSliceVar(&o.projects, "project", nil, "also audit the Applications of this AppProject (repeatable; with --selector, both must match)")
-	cmd.Flags().StringVar(&o.root, "root", "", "the env's root Application (app-of-apps; default root-<env>): with it in the cluster, every Application under it is audited")
+	cmd.Flags().StringVar(&o.root, "root", "", "the env's root Application (app-of-apps; default: .auditor.yaml's, else root-<env>): with it in the cluster, every Application under it is audited; the env need not be listed anywhere")
 	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
 	cmd.Flags().StringVar(&o.repoServer.Address, "repo-server", "", "render each Application by Argo CD's repo-server at this host:port, as its controller asks it (default: render in process)")

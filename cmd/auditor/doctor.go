@@ -50,7 +50,7 @@ answer (marked ?).`,
 		Args: cobra.NoArgs,
 		RunE: runE(o),
 	}
-	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
+	addEnvFlag(cmd, &o.env, "env", "env (as the repository's .auditor.yaml names it, else a directory under overlays/)")
 	addReportOutput(cmd, &o.output)
 	cmd.Flags().StringVar(&o.argocdNS, "argocd-namespace", "argocd", "namespace of Argo CD's argocd-cm")
 	cmd.Flags().StringVar(&o.sa, "auditor", "llm-system/auditor", "the auditor's ServiceAccount, namespace/name")

@@ -33,7 +33,7 @@ func markEnvFlag(cmd *cobra.Command, name string) {
 func checkEnvs(known []string, envs ...string) error {
 	for _, env := range envs {
 		if env != "" && !slices.Contains(known, env) {
-			list := "none: the repository has no " + layout.LayoutFile + " listing envs, and no directory under overlays/ holds a kustomization; name the env's root Application with --root"
+			list := "none: the repository has no " + layout.LayoutFile + " listing envs, and no directory under overlays/ holds a kustomization; list the env with its root in " + layout.LayoutFile + " (docs/reference/layout.md), or give diff its root with --root"
 			if len(known) > 0 {
 				list = strings.Join(known, ", ")
 			}

@@ -113,7 +113,7 @@ type ledgerWrite struct {
 
 func (o *ledgerWrite) add(cmd *cobra.Command) {
 	addRepoFlag(cmd, &o.repo, "repository: a directory (bare, to write) or a URL")
-	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
+	addEnvFlag(cmd, &o.env, "env", "env (as the repository's .auditor.yaml names it, else a directory under overlays/)")
 	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to read and write")
 	addReportOutput(cmd, &o.output)
 }

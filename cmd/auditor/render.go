@@ -23,7 +23,7 @@ func newRenderCommand() *cobra.Command {
   auditor render --env prod -o json | jq '.[] | select(.kind == "Deployment") | .metadata.name'`,
 		RunE: runE(o),
 	}
-	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
+	addEnvFlag(cmd, &o.env, "env", "env (as the repository's .auditor.yaml names it, else a directory under overlays/)")
 	addOutputFlag(cmd, &o.output, "yaml and text: the multi-document YAML stream; json: a list of the objects", "yaml", "json", "text")
 	o.src.add(cmd)
 	return cmd

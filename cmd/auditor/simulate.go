@@ -48,7 +48,7 @@ topology.kubernetes.io/zone requirement in turn, or zone-a, zone-b and zone-c wh
 Exit codes: 0 no violations, 1 violations, >1 error.`,
 		RunE: runE(o),
 	}
-	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
+	addEnvFlag(cmd, &o.env, "env", "env (as the repository's .auditor.yaml names it, else a directory under overlays/)")
 	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "nodes file (groups: pool, count, labels, taints, cpu, memory, gpus)")
 	cmd.Flags().StringArrayVar(&o.failNodes, "fail-node", nil, "a node to take away once the placement settled (repeatable; nodes are named <pool>[-<card>]-<n>, as the report lists them)")
 	cmd.Flags().BoolVar(&o.atPeak, "at-peak", false, "run each Deployment with a measured traffic profile (clusters/<env>/profiles/) at its peak's replicas")

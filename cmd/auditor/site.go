@@ -70,7 +70,7 @@ func newSiteShowCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: runE(o),
 	}
-	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
+	addEnvFlag(cmd, &o.env, "env", "env (as the repository's .auditor.yaml names it, else a directory under overlays/)")
 	addReportOutput(cmd, &o.output)
 	o.src.add(cmd)
 	return cmd

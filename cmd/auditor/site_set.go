@@ -36,7 +36,7 @@ Keys:
   auditor site set --env staging registry=ghcr.io/acme/ml && git diff`,
 		RunE: runE(o),
 	}
-	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
+	addEnvFlag(cmd, &o.env, "env", "env (as the repository's .auditor.yaml names it, else a directory under overlays/)")
 	addReportOutput(cmd, &o.output)
 	addRepoFlag(cmd, &o.repo, "repository work tree to edit (a directory)")
 	return cmd

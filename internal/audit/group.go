@@ -13,10 +13,10 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/layout"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
 )
@@ -150,6 +150,9 @@ func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string
 		// A root the auditor cannot render (a Helm chart of Applications): the env's own
 		// Application alone, the root listed as not audited.
 		top.err = err
+		if main.name == "" { // an env of its root's tree alone: nothing else to audit
+			return []*prepared{top}, nil
+		}
 		if err := a.prepare(ctx, req, main, lap); err != nil {
 			return nil, err
 		}
@@ -395,12 +398,17 @@ func (a *Auditor) gitRoot(env string, root *argocd.App) (*argocd.App, *unstructu
 	if err != nil {
 		return nil, nil, err
 	}
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(data, &u.Object); err != nil {
+	// The root's own document, among the file's others (projects, other envs' roots).
+	obj, err := layout.RootApplication(data, root.Name)
+	if errors.Is(err, layout.ErrNoApplication) {
+		return nil, nil, nil // another Application's, or none
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
-	if u.GroupVersionKind().GroupKind() != argocd.ApplicationGVK.GroupKind() || u.GetName() != root.Name {
-		return nil, nil, nil // another Application's, or not one
+	u := &unstructured.Unstructured{Object: obj}
+	if u.GroupVersionKind().Group != argocd.ApplicationGVK.Group {
+		return nil, nil, nil
 	}
 	if u.GetNamespace() == "" {
 		u.SetNamespace(root.Namespace)

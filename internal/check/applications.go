@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 	"strings"
@@ -11,8 +12,6 @@ import (
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/layout"
@@ -47,10 +46,19 @@ func otherApplications(apps, src render.Source, env layout.Env) (objs [][]*unstr
 			platform, _, _ = unstructured.NestedString(o.Object, "spec", "source", "repoURL")
 		}
 	}
-	for _, o := range res.Objects {
-		if !isApplication(o) || own(o) {
+	// Followed down: an Application whose render declares Applications is an app-of-apps too.
+	queue, seen := slices.Clone(res.Objects), map[string]bool{}
+	for ; len(queue) > 0; queue = queue[1:] {
+		o := queue[0]
+		if isApplicationSet(o) {
+			warnings = append(warnings, Violation{Rule: "application-renders", Object: "ApplicationSet " + o.GetName(),
+				Message: "not rendered: the Applications it generates come from its generators and the cluster's state; check reads Git alone"})
 			continue
 		}
+		if !isApplication(o) || own(o) || seen[o.GetNamespace()+"/"+o.GetName()] {
+			continue
+		}
+		seen[o.GetNamespace()+"/"+o.GetName()] = true
 		name := "Application " + o.GetName()
 		app, err := argocd.FromUnstructured(o)
 		if err != nil {
@@ -99,6 +107,11 @@ func otherApplications(apps, src render.Source, env layout.Env) (objs [][]*unstr
 		if len(mine) > 0 {
 			objs = append(objs, mine)
 		}
+		for _, m := range mine {
+			if isApplication(m) || isApplicationSet(m) {
+				queue = append(queue, m)
+			}
+		}
 		var limit *render.LimitError
 		switch {
 		case errors.As(err, &limit):
@@ -116,24 +129,35 @@ func otherApplications(apps, src render.Source, env layout.Env) (objs [][]*unstr
 // rootRepo is the repository env's root reads (its manifest's repoURL), "" when Git holds no
 // manifest of the root.
 func rootRepo(src render.Source, env layout.Env) string {
-	if env.RootManifest == "" {
+	root, err := rootApplication(src, env)
+	if err != nil || root == nil {
 		return ""
+	}
+	return root.RepoURL
+}
+
+// rootApplication is env's root Application as Git declares it (its rootManifest), nil when the
+// layout names no manifest of it.
+func rootApplication(src render.Source, env layout.Env) (*argocd.App, error) {
+	if env.RootManifest == "" {
+		return nil, nil
 	}
 	data, err := src.ReadFile(env.RootManifest)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // the convention's root manifest, which a repository may not keep
+	}
 	if err != nil {
-		return ""
+		return nil, err
 	}
-	var root struct {
-		Spec struct {
-			Source *struct {
-				RepoURL string `json:"repoURL"`
-			} `json:"source"`
-		} `json:"spec"`
+	obj, err := layout.RootApplication(data, env.Root)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", env.RootManifest, err)
 	}
-	if yaml.Unmarshal(data, &root) != nil || root.Spec.Source == nil {
-		return ""
-	}
-	return root.Spec.Source.RepoURL
+	return argocd.FromUnstructured(&unstructured.Unstructured{Object: obj})
+}
+
+func isApplicationSet(o *unstructured.Unstructured) bool {
+	return o.GetKind() == "ApplicationSet" && o.GroupVersionKind().Group == "argoproj.io"
 }
 
 // helmTest says whether o is a Helm test hook and no Argo CD hook: Argo CD never runs it.

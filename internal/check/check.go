@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/layout"
 	"github.com/llm-gitops/platform/internal/ledger"
 	"github.com/llm-gitops/platform/internal/policy"
 	"github.com/llm-gitops/platform/internal/release"
@@ -61,6 +63,9 @@ type EnvResult struct {
 	Env string `json:"env"`
 	// Error says why the env could not be checked (the rest of its result is then empty).
 	Error string `json:"error,omitempty"`
+	// Skipped says why the env is not checked and that this is no failure: its Applications are
+	// picked from the cluster, which check does not read.
+	Skipped string `json:"skipped,omitempty"`
 	// Revision is the commit the env was rendered at: its pin (apps/<env>/release.yaml) when it
 	// is pinned, else the head.
 	Revision string   `json:"revision,omitempty"`
@@ -87,6 +92,8 @@ type EnvResult struct {
 	// Apps lists what changes in what the env's app-of-apps syncs from main (apps/<env>: its
 	// Applications, their pins and patches, projects, the GPU stack): it reaches the env unpinned.
 	Apps []Change `json:"apps,omitempty"`
+	// AppsPath is the path the env's root syncs (apps/<env> in this platform's layout).
+	AppsPath string `json:"appsPath,omitempty"`
 	// Applications are the env's other Applications (apps/<env> besides its own), rendered from
 	// Git as Argo CD renders them; the rules run on their objects too.
 	Applications []AppRender `json:"applications,omitempty"`
@@ -152,6 +159,9 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 		return nil, err
 	}
 	envs := l.Names()
+	if len(envs) == 0 {
+		return nil, fmt.Errorf("%s: the repository has no envs: list them in %s (docs/reference/layout.md), or keep one overlay per env under overlays/", headTree.describe(), layout.LayoutFile)
+	}
 	sort.SliceStable(envs, func(i, j int) bool { return envs[i] == "prod" && envs[j] != "prod" })
 	res := &Result{Base: baseTree.snap.Revision, Head: head.Revision, WorkTree: head.WorkTree, Passed: true}
 	if fork != baseTree {
@@ -160,6 +170,18 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 	releases := newReleaseSources(repo)
 	var errs []error
 	for _, env := range envs {
+		e, _ := l.Env(env)
+		if why := unchecked(e); why != "" {
+			res.Envs = append(res.Envs, EnvResult{Env: env, Skipped: why, Violations: []Violation{}, Changes: []Change{}})
+			continue
+		}
+		if err := checkable(headTree.src, e); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			res.Envs = append(res.Envs, EnvResult{Env: env, Error: err.Error(), Violations: []Violation{}, Changes: []Change{}})
+			res.Errors = append(res.Errors, env+": "+err.Error())
+			res.Passed = false
+			continue
+		}
 		er, err := checkEnv(repo, releases, baseTree, fork, headTree, env)
 		if err != nil { // said, and the other envs still checked
 			errs = append(errs, err)
@@ -168,10 +190,22 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 			res.Passed = false
 			continue
 		}
+		er.Warnings = append(er.Warnings, unknownRules(headTree.src, l)...)
 		if len(er.Violations) > 0 || (er.Next != nil && len(er.Next.Violations) > 0) {
 			res.Passed = false
 		}
 		res.Envs = append(res.Envs, *er)
+	}
+	if gate := weakened(baseTree.src, l); len(gate) > 0 {
+		res.Passed = false
+		for env, vs := range gate {
+			i := slices.IndexFunc(res.Envs, func(e EnvResult) bool { return e.Env == env })
+			if i < 0 {
+				res.Envs = append(res.Envs, EnvResult{Env: env, Violations: []Violation{}, Changes: []Change{}})
+				i = len(res.Envs) - 1
+			}
+			res.Envs[i].Violations = append(res.Envs[i].Violations, vs...)
+		}
 	}
 	return res, errors.Join(errs...)
 }
@@ -198,6 +232,9 @@ func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, fork, head *tr
 	// and at head, so a change of base/ shows in prod at its pin once a promotion moves the pin,
 	// and in its next promotion at once.
 	er := &EnvResult{Env: env}
+	if e, err := layoutEnv(head.src, env); err == nil {
+		er.AppsPath = e.Apps
+	}
 	envHead, found, v, err := pinFindings(repo, releases, head, env)
 	if err != nil {
 		return nil, err

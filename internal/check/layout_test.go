@@ -98,12 +98,77 @@ rules:
     reason: web-settings is made by the settings operator
 `)
 	commit("refs-resolve off")
+	// The change that turns a rule off is judged by the gate before it: it fails, as a change
+	// to the gate, and is merged on its own.
+	res, err = Run(repo, "HEAD~1", "HEAD")
+	require.NoError(t, err)
+	assert.False(t, res.Passed)
+	assert.Equal(t, []string{"layout-gate"}, ruleSet(res.Envs[0].Violations))
+
+	// Once merged, the rule's findings are reported as silenced, with the reason, not failing.
+	write("services/web/prod/replicas.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 5\n")
+	commit("web: 5 replicas")
 	res, err = Run(repo, "HEAD~1", "HEAD")
 	require.NoError(t, err)
 	assert.True(t, res.Passed, "violations: %v", res.Envs[0].Violations)
 	require.Len(t, res.Envs[0].Silenced, 1)
 	assert.Equal(t, "refs-resolve", res.Envs[0].Silenced[0].Rule)
 	assert.Equal(t, "web-settings is made by the settings operator", res.Envs[0].Silenced[0].Reason)
+
+	// A change that drops the env from the layout fails the same way.
+	write(".auditor.yaml", "envs:\n  - {name: qa, root: acme-root, rootManifest: clusters/prod/root.yaml}\n")
+	commit("prod no longer checked")
+	res, err = Run(repo, "HEAD~1", "HEAD")
+	require.NoError(t, err)
+	assert.False(t, res.Passed)
+	var gate []string
+	for _, e := range res.Envs {
+		for _, v := range e.Violations {
+			gate = append(gate, e.Env+" "+v.Rule)
+		}
+	}
+	assert.Contains(t, gate, "prod layout-gate")
+}
+
+func TestAnEnvCheckCannotSeeIsSaidSo(t *testing.T) {
+	dir, commit := acmeRepo(t)
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, layout string
+		passed       bool
+		errs         []string // each env's error, or its note
+	}{
+		{name: "a root without its manifest or path", layout: "envs:\n- {name: prod, root: acme-root}\n",
+			errs: []string{"prod: check reads Git alone: say where Git keeps the root acme-root's manifest (rootManifest) or the path it syncs (apps)"}},
+		{name: "a path that is not there", layout: "envs:\n- {name: prod, root: acme-root, apps: clusters/prod/app}\n",
+			errs: []string{"prod: the path its root syncs, clusters/prod/app, is not in the repository"}},
+		{name: "a selection: noted, not failing", layout: "envs:\n- {name: prod, root: acme-root, apps: clusters/prod/apps}\n- {name: sandbox, projects: [sandbox]}\n",
+			passed: true, errs: []string{"sandbox: not checked: its Applications are picked from the cluster"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, ".auditor.yaml"), []byte(tc.layout), 0o644))
+			commit(tc.name)
+			res, _ := Run(repo, "HEAD", "HEAD")
+			require.NotNil(t, res)
+			assert.Equal(t, tc.passed, res.Passed)
+			var got []string
+			for _, e := range res.Envs {
+				if why := e.Error + e.Skipped; why != "" {
+					got = append(got, e.Env+": "+why)
+				}
+			}
+			require.Len(t, got, len(tc.errs))
+			for i, want := range tc.errs {
+				assert.Contains(t, got[i], want)
+			}
+		})
+	}
+	// No envs at all: an error, never a pass that checked nothing.
+	require.NoError(t, os.Remove(filepath.Join(dir, ".auditor.yaml")))
+	commit("no layout")
+	_, err = Run(repo, "HEAD", "HEAD")
+	assert.ErrorContains(t, err, "the repository has no envs")
 }
 
 func TestThePlatformRulesRunWhereTheRepositoryOptsIn(t *testing.T) {
@@ -122,4 +187,27 @@ envs:
 	// This platform pins prod to a release (apps/prod/release.yaml): its rule says so once the
 	// repository asks for this platform's rules.
 	assert.Contains(t, ruleSet(res.Envs[0].Violations), "release-pinned")
+}
+
+func TestAMisspeltRuleIsSaidToTurnNothingOff(t *testing.T) {
+	dir, commit := acmeRepo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".auditor.yaml"), []byte(`envs:
+  - {name: prod, root: acme-root, rootManifest: clusters/prod/root.yaml}
+rules:
+  - {name: refs-reslove, reason: typo}
+  - {name: first-sync, reason: spelt right}
+`), 0o644))
+	commit("rules off")
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	res, err := Run(repo, "HEAD", "HEAD")
+	require.NoError(t, err)
+	var warned []string
+	for _, w := range res.Envs[0].Warnings {
+		if w.Rule == "layout" {
+			warned = append(warned, w.Object+": "+w.Message)
+		}
+	}
+	require.Len(t, warned, 1)
+	assert.Contains(t, warned[0], ".auditor.yaml rules[0]: no rule refs-reslove")
 }

@@ -28,6 +28,9 @@ func newReleaseSources(repo *gitrepo.Repo) *releaseSources {
 // Source itself when the env follows the branch) with the kustomize patches of its Application
 // at t, as Argo CD builds it.
 func (r *releaseSources) source(t *tree, env string) (render.Source, error) {
+	if l, err := layoutOf(t.src); err == nil && !l.Platform() {
+		return t.src, nil // release pins are this platform's: elsewhere an env runs the branch
+	}
 	pin := ""
 	if data, err := t.src.ReadFile(release.File(env)); err == nil {
 		if pin, err = release.PinIn(r.repo, env, data); err != nil {

@@ -210,40 +210,69 @@ func (l *Layout) rootApps(f Files) error {
 		if err != nil {
 			return fmt.Errorf("%s: env %s: rootManifest: %w", LayoutFile, e.Name, err)
 		}
-		p, err := sourcePath(data)
+		root, err := RootApplication(data, e.Root)
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.RootManifest, err)
 		}
-		e.Apps = p
+		if e.Apps, err = sourcePath(root); err != nil {
+			return fmt.Errorf("%s: Application %s: %w", e.RootManifest, e.Root, err)
+		}
 	}
 	return nil
 }
 
-// sourcePath is the source path of the one Application a manifest holds.
-func sourcePath(data []byte) (string, error) {
-	for _, doc := range bytes.Split(data, []byte("\n---")) {
-		var app struct {
-			Kind string `json:"kind" yaml:"kind"`
-			Spec struct {
-				Source  *struct{ Path string }  `json:"source" yaml:"source"`
-				Sources []struct{ Path string } `json:"sources" yaml:"sources"`
-			} `json:"spec" yaml:"spec"`
+// RootApplication is the Application called name ("": the first one) among the documents of a
+// manifest file, as a JSON-compatible map.
+func RootApplication(data []byte, name string) (map[string]any, error) {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	for doc := 1; ; doc++ {
+		var n yamlv3.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		if err := yaml.Unmarshal(doc, &app); err != nil {
-			return "", err
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
 		}
-		if app.Kind != "Application" {
-			continue
+		var raw []byte
+		if raw, err = yamlv3.Marshal(&n); err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
 		}
-		switch {
-		case app.Spec.Source != nil && app.Spec.Source.Path != "":
-			return path.Clean(app.Spec.Source.Path), nil
-		case len(app.Spec.Sources) > 0 && app.Spec.Sources[0].Path != "":
-			return path.Clean(app.Spec.Sources[0].Path), nil
+		var obj map[string]any
+		if err := yaml.Unmarshal(raw, &obj); err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
 		}
-		return "", errors.New("the Application has no source path")
+		meta, _ := obj["metadata"].(map[string]any)
+		if obj["kind"] == "Application" && (name == "" || meta["name"] == name) {
+			return obj, nil
+		}
 	}
-	return "", errors.New("no Application in the file")
+	if name != "" {
+		return nil, fmt.Errorf("%w %s in the file", ErrNoApplication, name)
+	}
+	return nil, fmt.Errorf("%w in the file", ErrNoApplication)
+}
+
+// ErrNoApplication says a manifest file holds no (such) Application.
+var ErrNoApplication = errors.New("no Application")
+
+// sourcePath is the source path of an Application (its first source with a path).
+func sourcePath(app map[string]any) (string, error) {
+	spec, _ := app["spec"].(map[string]any)
+	if src, ok := spec["source"].(map[string]any); ok {
+		if p, _ := src["path"].(string); p != "" {
+			return path.Clean(p), nil
+		}
+	}
+	srcs, _ := spec["sources"].([]any)
+	for _, s := range srcs {
+		if src, ok := s.(map[string]any); ok {
+			if p, _ := src["path"].(string); p != "" {
+				return path.Clean(p), nil
+			}
+		}
+	}
+	return "", errors.New("the Application has no source path")
 }
 
 // Names are the envs' names, in the layout's order.

@@ -83,6 +83,7 @@ func TestRead(t *testing.T) {
 		files   mapFiles
 		envs    []string
 		off     map[string]string // rule@env → reason
+		apps    map[string]string // env → the path its root syncs
 		wantErr string
 	}{
 		{name: "no file, no overlays: no envs, no error", files: mapFiles{"README.md": "hi"}},
@@ -107,7 +108,13 @@ func TestRead(t *testing.T) {
 		{name: "unknown profile", files: mapFiles{LayoutFile: "profile: acme\n"}, wantErr: `profile "acme"`},
 		{name: "root manifest missing", files: mapFiles{LayoutFile: "envs:\n- {name: a, root: r, rootManifest: clusters/a.yaml}\n"}, wantErr: "env a: rootManifest"},
 		{name: "root manifest of no Application", files: mapFiles{LayoutFile: "envs:\n- {name: a, root: r, rootManifest: m.yaml}\n",
-			"m.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"}, wantErr: "m.yaml: no Application in the file"},
+			"m.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"}, wantErr: "m.yaml: no Application r in the file"},
+		{name: "root manifest of several documents: the root's", files: mapFiles{
+			LayoutFile: "envs:\n- {name: prod, root: acme-prod, rootManifest: roots.yaml}\n",
+			"roots.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: acme}\n---\n" +
+				"apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: acme-staging}\nspec: {source: {path: staging/apps}}\n---\n" +
+				"apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: acme-prod}\nspec: {source: {path: ./prod/apps}}\n"},
+			envs: []string{"prod"}, apps: map[string]string{"prod": "prod/apps"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := Read(tc.files)
@@ -118,6 +125,10 @@ func TestRead(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tc.envs, l.Names())
+			for env, want := range tc.apps {
+				e, _ := l.Env(env)
+				assert.Equal(t, want, e.Apps, env)
+			}
 			for k, want := range tc.off {
 				rule, env, _ := strings.Cut(k, "@")
 				assert.Equal(t, want, l.Off(rule, env), k)
