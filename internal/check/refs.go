@@ -58,7 +58,7 @@ func refsResolve(objs []*unstructured.Unstructured) []Violation {
 		out = append(out, bad...)
 		for _, r := range unresolvedRefs(o, have, external) {
 			out = append(out, Violation{Rule: "refs-resolve", Object: id(o), Message: fmt.Sprintf(
-				"%s refers to %s (%s), which the render neither has nor makes %s: %s; render it, make it with a producer the rule knows (an ExternalSecret, a Certificate, a CloudNativePG Cluster), or name it in annotation %s if it is made out of band",
+				"%s refers to %s (%s), which the render neither has nor makes %s: %s; render it, make it with a producer the rule knows (an ExternalSecret, a SealedSecret, a Certificate, a CloudNativePG Cluster), or name it in annotation %s if it is made out of band",
 				id(o), refName(r), r.via, refWhere(r), missingEffect(r.gk), ExternalRefsAnnotation)})
 		}
 		for _, m := range missingKeys(o, keys, external) {
@@ -175,6 +175,16 @@ func knownKeys(objs []*unstructured.Unstructured) map[string][]string {
 			if name, _, _ := unstructured.NestedString(o.Object, "spec", "secretName"); name != "" {
 				add(secretGK, ns, name, certificateKeys(o))
 			}
+		case gk == sealedSecretGK:
+			keys := []string{}
+			enc, _, _ := unstructured.NestedMap(o.Object, "spec", "encryptedData")
+			for k := range enc {
+				keys = append(keys, k)
+			}
+			if tmpl, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "data"); len(tmpl) > 0 {
+				keys = nil // the template computes more keys
+			}
+			add(secretGK, ns, o.GetName(), keys)
 		}
 		if ns != "" {
 			add(configMapGK, ns, "kube-root-ca.crt", []string{"ca.crt"})
@@ -241,6 +251,10 @@ func unresolvedRefs(o *unstructured.Unstructured, have map[string]bool, external
 	return out
 }
 
+// sealedSecretGK is Bitnami's SealedSecret: its controller writes the Secret of its name, with
+// the keys of spec.encryptedData.
+var sealedSecretGK = schema.GroupKind{Group: "bitnami.com", Kind: "SealedSecret"}
+
 // producedObjects is every object the env's render has or makes, by objRef key: the rendered
 // objects themselves; what every namespace gets (ServiceAccount default, ConfigMap
 // kube-root-ca.crt) and the API server's PriorityClasses; the Secret an ExternalSecret writes
@@ -266,6 +280,8 @@ func producedObjects(objs []*unstructured.Unstructured) map[string]bool {
 			if name, _, _ := unstructured.NestedString(o.Object, "spec", "secretName"); name != "" {
 				add(secretGK, ns, name)
 			}
+		case gk == sealedSecretGK: // Bitnami's controller writes the Secret of its name
+			add(secretGK, ns, o.GetName())
 		case gk == cnpgCluster:
 			name := o.GetName()
 			add(serviceAccountGK, ns, name)
