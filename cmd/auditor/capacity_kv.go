@@ -101,47 +101,29 @@ func (o *kvOptions) Run(_ context.Context, w io.Writer) error {
 }
 
 func (o *kvOptions) compute() (capacity.KVResult, error) {
-	res := capacity.KVResult{Model: o.model, ContextTokens: o.context}
-	var err error
-	if res.BytesPerToken, err = capacity.BytesPerToken(o.model); err != nil {
-		return res, inputErr(err)
-	}
-	if res.ConversationBytes, err = capacity.ConversationBytes(o.model, o.context); err != nil {
-		return res, inputErr(err)
-	}
+	in := capacity.KVInput{Model: o.model, ContextTokens: o.context}
 	switch {
 	case o.vllm:
 		gpu, err := capacity.ParseBytes(o.gpuMemory)
 		if err != nil {
-			return res, usageErr("--gpu-memory: %w", err)
+			return capacity.KVResult{}, usageErr("--gpu-memory: %w", err)
 		}
 		weights, err := capacity.ParseBytes(o.weights)
 		if err != nil {
-			return res, usageErr("--weights-size: %w", err)
+			return capacity.KVResult{}, usageErr("--weights-size: %w", err)
 		}
-		fit, err := capacity.CheckVLLM(capacity.VLLMConfig{
-			Model: o.model, WeightsBytes: weights, GPUMemoryBytes: gpu,
-			GPUMemoryUtilization: o.utilization, MaxModelLen: o.context, MaxNumSeqs: o.maxNumSeqs,
-		})
-		if err != nil {
-			return res, inputErr(err)
-		}
-		res.VLLM = &fit
-		free := fit.KVAvailableBytes
-		res.FreeMemoryBytes = &free
+		in.VLLM = &capacity.VLLMConfig{WeightsBytes: weights, GPUMemoryBytes: gpu,
+			GPUMemoryUtilization: o.utilization, MaxNumSeqs: o.maxNumSeqs}
 	case o.freeMemory != "":
 		free, err := capacity.ParseBytes(o.freeMemory)
 		if err != nil {
-			return res, usageErr("--free-memory: %w", err)
+			return capacity.KVResult{}, usageErr("--free-memory: %w", err)
 		}
-		res.FreeMemoryBytes = &free
+		in.FreeMemoryBytes = &free
 	}
-	if res.FreeMemoryBytes != nil {
-		n, err := capacity.ConversationsThatFit(o.model, o.context, *res.FreeMemoryBytes)
-		if err != nil {
-			return res, inputErr(err)
-		}
-		res.ConversationsThatFit = &n
+	res, err := capacity.KV(in)
+	if err != nil {
+		return res, inputErr(err)
 	}
 	return res, nil
 }

@@ -68,3 +68,49 @@ func NewColdStartReport(e ColdStartEstimate, probe *ProbeCheck) ColdStartReport 
 	}
 	return out
 }
+
+// KVInput asks for the KV cache arithmetic of `auditor capacity kv`: the model and tokens per
+// conversation, and either the free memory (FreeMemoryBytes) or a vLLM configuration (VLLM,
+// whose MaxModelLen is ContextTokens).
+type KVInput struct {
+	Model           Model
+	ContextTokens   int64
+	FreeMemoryBytes *int64
+	VLLM            *VLLMConfig
+}
+
+// KV works the KV cache of in: bytes per token and per conversation, and how many conversations
+// fit in the free memory, or the vLLM configuration's worst case.
+func KV(in KVInput) (KVResult, error) {
+	res := KVResult{Model: in.Model, ContextTokens: in.ContextTokens}
+	var err error
+	if res.BytesPerToken, err = BytesPerToken(in.Model); err != nil {
+		return res, err
+	}
+	if res.ConversationBytes, err = ConversationBytes(in.Model, in.ContextTokens); err != nil {
+		return res, err
+	}
+	switch {
+	case in.VLLM != nil:
+		c := *in.VLLM
+		c.Model, c.MaxModelLen = in.Model, in.ContextTokens
+		fit, err := CheckVLLM(c)
+		if err != nil {
+			return res, err
+		}
+		res.VLLM = &fit
+		free := fit.KVAvailableBytes
+		res.FreeMemoryBytes = &free
+	case in.FreeMemoryBytes != nil:
+		free := *in.FreeMemoryBytes
+		res.FreeMemoryBytes = &free
+	}
+	if res.FreeMemoryBytes != nil {
+		n, err := ConversationsThatFit(in.Model, in.ContextTokens, *res.FreeMemoryBytes)
+		if err != nil {
+			return res, err
+		}
+		res.ConversationsThatFit = &n
+	}
+	return res, nil
+}
