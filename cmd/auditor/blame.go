@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,10 +42,13 @@ func newBlameCommand() *cobra.Command {
 		Long: `blame walks the env's first-parent history back from the revision Argo CD synced (the branch
 head without one; --revision to choose), rendering the env at each commit, and names for every
 field Git declares for the object the commit that last changed its rendered value (sha, author,
-date, subject). An object the env's overlay does not declare is looked for in the env's other
-Applications (apps/<env>), and that Application's path is walked instead. Beside it, from the cluster: the object's drift (live value, field manager, and
-with --audit-log the person), and the writes to the live object the audit log holds, newest
-first, with old -> new for the fields each changed. --git-only leaves the cluster out. Only
+date, subject). The env is read as the repository's layout says (.auditor.yaml, else
+overlays/<env>): an object of an env without an overlay of its own, or one its overlay does not
+declare, is looked for in the Applications the env's root syncs (and those they declare), and
+the path of the Application that renders it is walked instead; a chart of the repository is
+rendered with the Application's Helm values. Beside it, from the cluster: the object's drift
+(live value, field manager, and with --audit-log the person), and the writes to the live object
+the audit log holds, newest first, with old -> new for the fields each changed. --git-only leaves the cluster out. Only
 commits are read, never the work tree.
 
 Exit codes: 0 done, >1 error.`,
@@ -98,7 +102,12 @@ func (o *blameOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
-	if err := checkRepoEnvs(repo, o.src.revision, o.env); err != nil {
+	// The env as the repository's layout names it, and its Applications as the layout finds them.
+	l, err := repoLayout(repo, o.src.revision)
+	if err != nil {
+		return err
+	}
+	if err := checkEnvs(l.Names(), o.env); err != nil {
 		return err
 	}
 	stop := startProgress(o.src.cmd, "walking "+o.env+"'s history for "+o.arg)
@@ -125,15 +134,21 @@ func (o *blameOptions) Run(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return failed(err)
 		}
-		a := audit.New(audit.Config{Repo: repo, Live: cache, AppNamespace: o.appNamespace, People: people,
+		c := audit.Config{Repo: repo, Live: cache, AppNamespace: o.appNamespace, People: people,
 			Renders: renders, // the audit's render of the synced revision is the walk's first
-			Drift:   func(opts *drift.Options) { opts.Applier = o.applier }})
+			Drift:   func(opts *drift.Options) { opts.Applier = o.applier }}
+		audit.UseLayout(&c, l) // the env's root, its manifest, projects and selector, as diff finds them
+		if e, ok := l.Env(o.env); ok && o.src.cmd != nil && !o.src.cmd.Flags().Changed("app-namespace") {
+			c.AppNamespace = e.Namespace
+		}
+		a := audit.New(c)
 		// The drift, and the revision Argo CD synced, as `auditor diff` finds them.
 		rep, err := a.Run(ctx, audit.Request{Env: o.env, Revision: o.src.revision})
 		if err != nil {
 			return failed(err)
 		}
 		req.Revision = rep.Revision
+		req.Applications = auditedApplications(rep, o.ref)
 		if b, err = blame.Git(ctx, repo, req, blame.Options{Renders: renders, Types: blame.ClusterTypes(ctx, cache)}); err != nil {
 			return failed(err)
 		}
@@ -167,6 +182,31 @@ func (o *blameOptions) describe(b *blame.Blame, cluster string) string {
 	}
 	return fmt.Sprintf("blamed %s in %s from %s, %d first-parent %s back; %s",
 		b.Object, in, from, b.History.Commits, commits, cluster)
+}
+
+// auditedApplications are the paths of this repository the env's Applications render, as the
+// audit found them, for an object Git's own layout does not declare (a root only the cluster
+// has, a selection): first the Application the report lists the object under (in the namespace
+// asked for: its render may leave the namespace to Argo CD), then the others of Argo CD's own
+// cluster. Charts of a Helm repository and Applications that did not render are left out.
+func auditedApplications(rep *drift.Report, ref blame.Ref) []blame.AppPath {
+	var out []blame.AppPath
+	for _, o := range rep.Objects {
+		if o.Cluster != "" || o.Name != ref.Name || !strings.EqualFold(o.Kind, ref.Kind) || ref.Namespace != "" && o.Namespace != ref.Namespace {
+			continue
+		}
+		for _, a := range rep.Applications {
+			if a.Name == o.Application && a.Cluster == "" && a.Path != "" && a.Path == o.Source && !strings.HasPrefix(a.Path, "chart ") {
+				out = append(out, blame.AppPath{Name: a.Name, Path: a.Path, Namespace: ref.Namespace})
+			}
+		}
+	}
+	for _, a := range rep.Applications {
+		if a.Cluster == "" && a.Path != "" && a.Error == "" && !strings.HasPrefix(a.Path, "chart ") {
+			out = append(out, blame.AppPath{Name: a.Name, Path: a.Path})
+		}
+	}
+	return out
 }
 
 func writeBlame(w io.Writer, b *blame.Blame, output string) error {

@@ -208,11 +208,21 @@ type NotDeclaredError struct {
 	Env        string
 	Revision   string
 	Candidates []string
+	// Applications are, for an env without an overlay of its own (its layout file's), the env's
+	// Applications looked in, as "name (path)" or "name (path: why it was not walked)"; nil for
+	// an env of the convention (overlays/<env>).
+	Applications []string
 }
 
 func (e *NotDeclaredError) Error() string {
-	if len(e.Candidates) > 0 {
+	switch {
+	case len(e.Candidates) > 0:
 		return fmt.Sprintf("%s is ambiguous in env %s at %.12s: %s (give the namespace, -n)", e.Ref, e.Env, e.Revision, strings.Join(e.Candidates, ", "))
+	case e.Applications == nil:
+		return fmt.Sprintf("%s is not declared in env %s at %.12s", e.Ref, e.Env, e.Revision)
+	case len(e.Applications) == 0:
+		return fmt.Sprintf("%s is not declared in env %s at %.12s: the env has no overlay of its own, and Git declares none of its Applications there (no path its root syncs)",
+			e.Ref, e.Env, e.Revision)
 	}
-	return fmt.Sprintf("%s is not declared in env %s at %.12s", e.Ref, e.Env, e.Revision)
+	return fmt.Sprintf("%s is not declared in env %s at %.12s: none of the env's Applications renders it (%s)", e.Ref, e.Env, e.Revision, strings.Join(e.Applications, ", "))
 }

@@ -28,7 +28,7 @@ type Request struct {
 	MaxCommits int
 	// Applications are the env's Applications as its audit found them (the live group: a root's
 	// tree, a selection), looked in, in turn, when neither the overlay nor the Applications Git
-	// declares under apps/<env> have the object.
+	// declares in the path the env's root syncs (apps/<env> in the convention) have the object.
 	Applications []AppPath
 }
 
@@ -54,6 +54,13 @@ type Options struct {
 // declares for the object the commit that last changed its rendered value. The walk stops at the
 // commit that added the object to the env (where the overlay or the object is absent), at the
 // first commit of the repository, or after MaxCommits commits.
+//
+// The env is walked as the repository's layout says at the head of the walk: an env of the
+// convention in its overlay (overlays/<env>), then, for an object the overlay does not declare,
+// in the Application that renders it; an env the layout file (.auditor.yaml) lists, which has
+// no overlay of its own, in the path of the Application that renders the object, found among the
+// Applications its root syncs (followed down into app-of-apps) and req.Applications. An object
+// none of them renders is a NotDeclaredError naming them.
 func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*Blame, error) {
 	max := req.MaxCommits
 	if max <= 0 {
@@ -70,31 +77,50 @@ func Git(ctx context.Context, repo *gitrepo.Repo, req Request, opts Options) (*B
 	}
 	head := commits[0]
 	snaps := repo.Snapshots() // each commit reads only the trees and files it changed
+	own, err := ownOverlay(repo, head.Hash, req)
+	if err != nil {
+		return nil, err
+	}
 	target := req.Env
 	var variant func(string) render.Variant // an Application's options, when it is one's path
-	res, present, err := renderAt(ctx, snaps, renders, target, head.Hash, variant)
-	if err != nil {
-		return nil, err
-	}
-	if !present {
-		return nil, fmt.Errorf("blame: env %s has no overlay at %.12s (%s)", req.Env, head.Hash, render.OverlayPath(req.Env))
-	}
-	obj, err := find(res.Objects, req.Object, req.Env, head.Hash)
+	var res *render.Result
+	var obj *unstructured.Unstructured
+	var notes []string
 	app, destNS := "", ""
-	var notDeclared *NotDeclaredError
-	if errors.As(err, &notDeclared) && len(notDeclared.Candidates) == 0 {
-		// Not the overlay's: the env's other Applications, as Git declares them, in turn.
-		if app, target, variant, res, obj, destNS = inApplications(ctx, snaps, renders, req, head.Hash); obj != nil {
-			err = nil
+	if own {
+		var present bool
+		if res, present, err = renderAt(ctx, snaps, renders, target, head.Hash, variant); err != nil {
+			return nil, err
 		}
-	}
-	if err != nil {
-		return nil, err
+		if !present {
+			return nil, fmt.Errorf("blame: env %s has no overlay at %.12s (%s)", req.Env, head.Hash, render.OverlayPath(req.Env))
+		}
+		obj, err = find(res.Objects, req.Object, req.Env, head.Hash)
+		var notDeclared *NotDeclaredError
+		if errors.As(err, &notDeclared) && len(notDeclared.Candidates) == 0 {
+			// Not the overlay's: the env's other Applications, as Git declares them, in turn.
+			if hit, _, _ := inApplications(ctx, snaps, renders, req, head.Hash, render.OverlayPath(req.Env)); hit != nil {
+				app, target, variant, res, obj, destNS, notes, err = hit.app, hit.target, hit.variant, hit.res, hit.obj, hit.destNS, hit.notes, nil
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		// No overlay of its own (a layout of .auditor.yaml): the Application that renders it.
+		hit, nd, rootErr := inApplications(ctx, snaps, renders, req, head.Hash, "")
+		switch {
+		case hit == nil && rootErr != nil:
+			return nil, fmt.Errorf("blame: env %s: the Applications its root syncs at %.12s: %w", req.Env, head.Hash, rootErr)
+		case hit == nil:
+			return nil, nd
+		}
+		app, target, variant, res, obj, destNS, notes = hit.app, hit.target, hit.variant, hit.res, hit.obj, hit.destNS, hit.notes
 	}
 	gvk := obj.GroupVersionKind()
 	pt := typeOf(gvk, opts.Types)
 	b := &Blame{Env: req.Env, Application: app, Path: render.TargetPath(target), Revision: head.Hash, Writes: []Write{},
-		Object: Object{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+		Object: Object{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}, Notes: notes}
 	if b.Object.Namespace == "" {
 		b.Object.Namespace = destNS // where Argo CD put it; the walk finds it without one
 	}
