@@ -58,7 +58,7 @@ Exit codes: 0 done, >1 error.`,
 		ValidArgsFunction: completeObjects,
 		RunE:              runE(o),
 	}
-	addEnvFlag(cmd, &o.env, "env", "environment (a directory under overlays/)")
+	addEnvFlag(cmd, &o.env, "env", "env (as the repository's .auditor.yaml names it, else a directory under overlays/)")
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace of the object (needed when the name is not unique in the env)")
 	_ = cmd.RegisterFlagCompletionFunc("namespace", completeNamespaces)
 	addReportOutput(cmd, &o.output)
