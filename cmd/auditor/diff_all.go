@@ -14,77 +14,22 @@ import (
 	"github.com/llm-gitops/platform/internal/layout"
 )
 
-// onlyApplication narrows a report to one Application of the env's group: its objects, its
-// entry. An Application the group does not have is a usage error naming those it has.
+// onlyApplication narrows a report to one Application of the env's group (drift's
+// OnlyApplication): an Application the group does not have is a usage error.
 func onlyApplication(rep *drift.Report, name string) (*drift.Report, error) {
-	app, err := findApplication(rep, name)
-	if err != nil {
-		return nil, err
+	out, err := rep.OnlyApplication(name)
+	var unknown *drift.UnknownApplicationError
+	switch {
+	case errors.As(err, &unknown):
+		return nil, usageErr("%v", err)
+	case err != nil:
+		return nil, failed(err)
 	}
-	name = app.Name
-	out := *rep
-	out.Applications = []drift.Application{app}
-	out.Objects = []drift.Object{}
-	kept := map[drift.Ref]bool{}
-	for _, o := range rep.Objects {
-		if o.Application == name {
-			out.Objects = append(out.Objects, o)
-			kept[drift.RefOfObject(&o)] = true
-		}
-	}
-	out.ArgoCDOnly = nil
-	for _, o := range rep.ArgoCDOnly {
-		if kept[drift.RefOfObject(&drift.Object{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})] {
-			out.ArgoCDOnly = append(out.ArgoCDOnly, o)
-		}
-	}
-	if app.Revision != "" && app.Revision != rep.Revision {
-		out.Revision, out.PendingSync, out.HeadRevision, out.Operation = app.Revision, false, "", nil
-	}
-	out.InSync = len(out.Objects) == 0
-	if app.Error != "" {
-		return nil, failed(fmt.Errorf("Application %s: %s", name, app.Error))
-	}
-	return &out, nil
+	return out, nil
 }
 
-// findApplication returns the Application of the report name names: its name as the report
-// gives it, namespace/name (as Argo CD's CLI takes it, in Argo CD's namespace too), or its bare
-// name when one Application of the group has it.
-func findApplication(rep *drift.Report, name string) (drift.Application, error) {
-	var bare []drift.Application
-	for _, app := range rep.Applications {
-		short := app.Name
-		if _, n, ok := strings.Cut(app.Name, "/"); ok {
-			short = n
-		}
-		if app.Name == name || app.Namespace != "" && app.Namespace+"/"+short == name {
-			return app, nil
-		}
-		if short == name {
-			bare = append(bare, app)
-		}
-	}
-	switch len(bare) {
-	case 1:
-		return bare[0], nil
-	case 0:
-		return drift.Application{}, usageErr("env %s has no Application %s (its Applications: %s)", rep.Env, name, applicationNames(rep))
-	}
-	return drift.Application{}, usageErr("env %s has %d Applications named %s: name one as namespace/name (its Applications: %s)", rep.Env, len(bare), name, applicationNames(rep))
-}
-
-// applicationNames lists the Applications of an env's group, for errors.
-func applicationNames(rep *drift.Report) string {
-	var names []string
-	for _, app := range rep.Applications {
-		names = append(names, app.Name)
-	}
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
-}
+// applicationNames lists the report's Applications.
+func applicationNames(rep *drift.Report) string { return rep.ApplicationNames() }
 
 // runAll audits every env of the repository, one report each; with --app, only the env whose
 // group has that Application (none: a usage error naming each env's Applications). An env that
@@ -149,6 +94,6 @@ func (o *diffOptions) runAll(ctx context.Context, w io.Writer, a *audit.Auditor)
 
 // hasApplication says whether the env's group has the Application.
 func hasApplication(rep *drift.Report, name string) bool {
-	_, err := findApplication(rep, name)
+	_, err := rep.FindApplication(name)
 	return err == nil
 }
