@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/layout"
 	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/schedule"
 )
@@ -58,11 +59,14 @@ func completeEnvs(cmd *cobra.Command, _ []string, prefix string) ([]string, cobr
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	envs, _ := s.Envs()
-	return completions(envs, prefix)
+	l, err := layout.Read(s)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return completions(l.Names(), prefix)
 }
 
-// completeApps offers the Applications of --env's app-of-apps (apps/<env>).
+// completeApps offers the Applications of --env's root (the path it syncs, as the layout says).
 func completeApps(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
 	dir, env := completionEnv(cmd)
 	if env == "" {
