@@ -53,8 +53,11 @@ type Config struct {
 	// say it: an Application of another repository is then told apart.
 	RepoURL string
 	// Envs, when set, are every env the cluster holds: their roots and own Applications, made by
-	// hand or by another env's root, are never Extra in another env's group.
+	// hand or by another env's root, are never Extra in another env's group. The layout's envs
+	// (UseLayoutFrom) join them.
 	Envs []string
+	// layoutEnvs are the envs of the layout UseLayoutFrom follows.
+	layoutEnvs func() []string
 	// Renders caches renders by what they read (default: in memory, four per env; the CLI's is
 	// on disk).
 	Renders *render.Cache

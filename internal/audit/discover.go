@@ -151,7 +151,7 @@ func (a *Auditor) otherEnvs(env, ns, name string) bool {
 	if ns != a.AppNamespace {
 		return false
 	}
-	for _, e := range a.Envs {
+	for _, e := range a.envs() {
 		if e != env && (name == a.RootName(e) || name == a.AppName(e)) {
 			return true
 		}

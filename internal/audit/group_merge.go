@@ -28,7 +28,7 @@ func (a *Auditor) declaredBy(units []*prepared) map[clusterRef]string {
 	}
 	// Argo CD's built-in project, made by its API server; the other envs' roots and Applications.
 	out[clusterRef{ref: drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: "AppProject", Namespace: a.AppNamespace, Name: "default"}}] = "(Argo CD)"
-	for _, env := range a.Envs {
+	for _, env := range a.envs() {
 		if env != units[0].env() {
 			out[app(a.RootName(env))] = env + " (root)"
 			out[app(a.AppName(env))] = env

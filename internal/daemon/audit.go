@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"net"
-	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,7 +13,6 @@ import (
 	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/layout"
 	"github.com/llm-gitops/platform/internal/live"
 	"github.com/llm-gitops/platform/internal/render"
 )
@@ -23,15 +21,7 @@ import (
 // the same, so renders are cached by what they read and the schema by its documents across audits).
 func (d *Daemon) newAuditor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	cfg := audit.Config{
-		Repo: repo, Live: c, People: d.people, AppNamespace: d.cfg.AppNamespace, Envs: d.cfg.Envs,
-		AppName:  d.cfg.appName,
-		RootName: d.cfg.rootName,
-		Select: func(env string) *audit.AppSelection {
-			if sel, ok := d.cfg.Applications[env]; ok {
-				return sel.selection(d.cfg.AppNamespace)
-			}
-			return nil
-		},
+		Repo: repo, Live: c, People: d.people, AppNamespace: d.appNamespace(), Envs: d.cfg.Envs,
 		Renders: d.renderCache(2), // the synced revision and the one before: a 10,000-object render is ~9 MiB as JSON
 		// A new revision's render runs in the background (in the worker): the queue goes on
 		// auditing the other envs meanwhile, and audits this env in full once the render is in,
@@ -54,49 +44,9 @@ func (d *Daemon) newAuditor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 	if gitrepo.IsURL(d.cfg.Repo) {
 		cfg.RepoURL = d.cfg.Repo
 	}
-	d.useRepoLayout(&cfg, repo)
+	d.naming(&cfg)            // the layout at the branch head, the config's roots over it
 	cfg.Renders.Urgent = true // an audit's render goes before blame walks', ledger syncs' and the web view's
 	return audit.New(cfg)
-}
-
-// useRepoLayout makes cfg find the envs the repository's .auditor.yaml (at HEAD) lists as it
-// says, those of Roots as the config says; the config's prefixes name the rest. A layout file
-// that does not parse is logged, and the config alone holds.
-func (d *Daemon) useRepoLayout(cfg *audit.Config, repo *gitrepo.Repo) {
-	src, err := render.AtRevision(repo, "HEAD")
-	if err != nil {
-		return
-	}
-	l, err := layout.Read(src)
-	if err != nil {
-		d.log.Error("the repository's layout is not used", "err", err)
-		return
-	}
-	if l.File == "" {
-		return // the convention: the config's prefixes say the same, or say otherwise and win
-	}
-	envs := cfg.Envs
-	appName, rootName := cfg.AppName, cfg.RootName
-	audit.UseLayout(cfg, l)
-	byLayout := cfg.AppName
-	cfg.AppName = func(env string) string {
-		if _, ok := d.cfg.Roots[env]; ok {
-			return appName(env)
-		}
-		return byLayout(env)
-	}
-	rootByLayout := cfg.RootName
-	cfg.RootName = func(env string) string {
-		if _, ok := d.cfg.Roots[env]; ok {
-			return rootName(env)
-		}
-		return rootByLayout(env)
-	}
-	for _, e := range envs {
-		if !slices.Contains(cfg.Envs, e) {
-			cfg.Envs = append(cfg.Envs, e)
-		}
-	}
 }
 
 // renderCache is a render cache keeping n renders per env (as JSON: not Shared, since the daemon

@@ -47,8 +47,11 @@ type Config struct {
 	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
 	// AppNamespace and AppNamePrefix locate each env's own Argo CD Application (<prefix><env>;
 	// absent: llm-; "" names it <env>). An env of Roots has none.
+	// Left out, the repository's layout may say where the envs' Applications are (startLayout).
 	AppNamespace  string  `json:"appNamespace,omitempty"`
 	AppNamePrefix *string `json:"appNamePrefix,omitempty"`
+	// appNamespaceDefault says AppNamespace is validate's default, not the file's.
+	appNamespaceDefault bool
 	// AppNamespaces are more namespaces holding Applications (Argo CD's apps in any namespace:
 	// its --application-namespaces): the daemon watches Applications there too, and a selection
 	// may pick from them. The daemon needs read access to Applications there.

@@ -156,7 +156,7 @@ func (c *Config) validate() error {
 		c.Listen = ":8080"
 	}
 	if c.AppNamespace == "" {
-		c.AppNamespace = "argocd"
+		c.AppNamespace, c.appNamespaceDefault = "argocd", true // the layout's namespace may replace it (startLayout)
 	}
 	for env, root := range c.Roots {
 		if !slices.Contains(c.Envs, env) {
@@ -171,12 +171,22 @@ func (c *Config) validate() error {
 			return fmt.Errorf("appNamespaces: %q is not a namespace name (%s)", ns, strings.Join(errs, "; "))
 		}
 	}
+	return c.checkSelectionNamespaces(c.AppNamespace)
+}
+
+// checkSelectionNamespaces checks that each selection picks Applications in appNS (the envs'
+// namespace) or one of AppNamespaces.
+func (c *Config) checkSelectionNamespaces(appNS string) error {
+	from := ""
+	if appNS != c.AppNamespace {
+		from = ", from the repository's layout"
+	}
 	for env, sel := range c.Applications {
 		for _, ns := range sel.Namespaces {
-			if ns != c.AppNamespace && !slices.Contains(c.AppNamespaces, ns) {
+			if ns != appNS && !slices.Contains(c.AppNamespaces, ns) {
 				// The daemon watches Applications there only: elsewhere a new or edited
 				// Application would go unseen.
-				return fmt.Errorf("applications.%s.namespaces: %q is neither appNamespace (%s) nor one of appNamespaces: the daemon watches Applications there only", env, ns, c.AppNamespace)
+				return fmt.Errorf("applications.%s.namespaces: %q is neither appNamespace (%s%s) nor one of appNamespaces: the daemon watches Applications there only", env, ns, appNS, from)
 			}
 		}
 	}

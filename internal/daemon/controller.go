@@ -127,6 +127,9 @@ func (d *Daemon) reconcileEnv(ctx context.Context, env string, w work) error {
 			w.full = true // no report to announce: an audit makes one
 		}
 	}
+	if d.layout.refresh(); d.layout.moved(env) {
+		w.full = true // the env's Applications may be others now
+	}
 	if w.fetched && !w.full && d.envs.sinceFull(env) >= d.cfg.ResyncInterval.or(5*time.Minute) {
 		// Every ResyncInterval, a full audit takes up what no watch reports (argocd-cm's
 		// customizations when not watched, a CRD's new schema).
@@ -142,10 +145,13 @@ func (d *Daemon) reconcileEnv(ctx context.Context, env string, w work) error {
 	start := time.Now()
 	var rep *drift.Report
 	var err error
-	if w.full {
+	switch lerr := d.layout.failing(); {
+	case lerr != nil:
+		err = lerr // no commit's layout was read: the config's names could be other Applications than the env's
+	case w.full:
 		d.envs.startFull(env, start)
 		rep, err = a.Run(ctx, audit.Request{Env: env})
-	} else {
+	default:
 		rep, err = a.Update(ctx, env, slices.Collect(maps.Keys(w.refs)))
 	}
 	audited, err := d.audited(ctx, env, rep, err, start, w.announce)

@@ -6,6 +6,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/llm-gitops/platform/internal/argocd"
+	"github.com/llm-gitops/platform/internal/audit"
 	"github.com/llm-gitops/platform/internal/auditlog"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/episode"
@@ -47,6 +49,10 @@ type Daemon struct {
 	hooks *informerHooks // the informers the audits subscribed to (the reconcile worker's alone)
 	waits *peopleWaits   // reports held back for their people
 	lead  *leadership    // whether this replica leads, and whether the first leader is known
+	// layout is the repository's layout at the branch head; appNS the namespace of the envs'
+	// Applications, decided once the repository is open (startLayout, before connected closes).
+	layout *repoLayout
+	appNS  string
 
 	envs         *envStates                     // each env's last audit
 	queue        *reconcile.Queue[string, work] // the work asked of each env's next audit
@@ -92,6 +98,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		connected: make(chan struct{}), listening: make(chan struct{}), conn: &liveConn{},
 		trackerState: &stateFile{path: filepath.Join(cfg.StateDir, "drift-state.json")}}
 	d.git = newGitSource(d.openRepo, cfg.FetchTimeout.or(30*time.Second), d.gitFetched)
+	d.layout = newRepoLayout(d.git.Repo, log, cfg.byConvention)
 	d.hooks, d.waits, d.lead = newInformerHooks(d.hook), newPeopleWaits(d.peopleOn), newLeadership(d.leaderChanged)
 	d.queue, d.ledgerWriter = d.newQueue(), newLedgerWriter()
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
@@ -226,11 +233,13 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 			return nil, err
 		}
 	}
+	var names audit.Config // the audits' names: the layout's at the branch head, the config's
+	d.naming(&names)
 	opts := notify.Options{ArgoCDURL: cfg.ArgoCDURL, AppName: func(env string) string {
-		if app := cfg.appName(env); app != "" {
+		if app := names.AppName(env); app != "" {
 			return app
 		}
-		return cfg.rootName(env) // the env's link goes to its root
+		return names.RootName(env) // the env's link goes to its root
 	},
 		ReadFile: d.readFile}
 	d.notifier = notify.NewNotifier(notify.NotifierConfig{Window: cfg.FoldWindow.or(10 * time.Second), Options: opts,
@@ -314,6 +323,9 @@ func (d *Daemon) connect(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
+		if errors.Is(err, errRefused) {
+			return err // the config and the repository disagree: no retry mends that
+		}
 		d.log.Error("connect", "err", err, "attempt", attempt)
 		select {
 		case <-ctx.Done():
@@ -327,6 +339,9 @@ func (d *Daemon) tryConnect(ctx context.Context) error {
 	if err := d.git.Open(ctx); err != nil {
 		return err
 	}
+	if err := d.startLayout(); err != nil {
+		return fmt.Errorf("%w: %w", errRefused, err)
+	}
 	// The cache's informers live as long as its context: a connect that fails past this point
 	// stops them instead of leaving them running beside the next attempt's.
 	cctx, stop := context.WithCancel(ctx)
@@ -339,7 +354,7 @@ func (d *Daemon) tryConnect(ctx context.Context) error {
 	// and Applications only in Argo CD's namespaces.
 	if len(d.cfg.WatchNamespaces) > 0 {
 		c.ScopeTo(d.cfg.WatchNamespaces, map[schema.GroupVersionKind][]string{
-			argocd.ApplicationGVK: append([]string{d.cfg.AppNamespace}, d.cfg.AppNamespaces...)})
+			argocd.ApplicationGVK: append([]string{d.appNamespace()}, d.cfg.AppNamespaces...)})
 	}
 	// Applications change when Argo CD syncs: a new synced revision is a reason to re-audit.
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -351,6 +366,9 @@ func (d *Daemon) tryConnect(ctx context.Context) error {
 	d.conn.set(c, stop)
 	return nil
 }
+
+// errRefused marks an error of connect that no retry mends: the daemon does not start.
+var errRefused = errors.New("refused to start")
 
 // Status is the daemon's state for GET /api/v1/status.
 type Status struct {
@@ -386,6 +404,10 @@ type EnvStatus struct {
 	InSync       bool   `json:"inSync"`
 	Drifted      int    `json:"driftedObjects"`
 	Error        string `json:"error,omitempty"`
+	// LayoutError says why the repository's layout at the branch head is not used (it does not
+	// parse, or moves the envs to another namespace): the audits use the last good one, or fail
+	// with this error while there is none.
+	LayoutError string `json:"layoutError,omitempty"`
 }
 
 // GitStatus says how fresh the audited Git state is.

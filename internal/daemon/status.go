@@ -10,6 +10,7 @@ import (
 func (d *Daemon) status() Status {
 	lastFetch, fetchErr := d.git.Fetched()
 	a := d.conn.Current()
+	layoutErr := d.layout.headErr()
 	st := Status{Ready: d.ready.Load(), Leader: d.lead.Leading(), RenderEngine: d.renderEngine(), Timestamp: time.Now().UTC()}
 	for _, env := range d.cfg.Envs {
 		es := EnvStatus{Env: env}
@@ -20,6 +21,9 @@ func (d *Daemon) status() Status {
 		}
 		if err != nil {
 			es.Error = err.Error()
+		}
+		if layoutErr != nil {
+			es.LayoutError = layoutErr.Error()
 		}
 		if a != nil {
 			es.Rendering = a.Rendering(env)

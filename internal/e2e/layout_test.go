@@ -145,13 +145,9 @@ func TestAnotherLayoutIsAuditedAdoptedAndPosted(t *testing.T) {
 	out, err := apply.CombinedOutput()
 	require.NoError(t, err, "git apply: %s\n%s", out, patch)
 
-	// The daemon, with the guide's minimal config: the envs come from the repository's
-	// .auditor.yaml, committed now, and the drift reaches chat.
-	layoutFile, err := os.ReadFile("../layout/testdata/acme/.auditor.yaml")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, ".auditor.yaml"), []byte(strings.ReplaceAll(string(layoutFile), "acme-", p+"-acme-")), 0o644))
-	gittest.Run(t, dir, "add", "-A")
-	gittest.Run(t, dir, "commit", "-qm", "the auditor's layout")
+	// The daemon, with the guide's minimal config, started before the repository says its layout:
+	// prod is then the convention's (root-prod, else llm-prod over overlays/prod), which neither
+	// the cluster nor the repository has.
 	c := newChat(t)
 	state := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(state, "slack-url"), []byte(c.srv.URL+"/services/T/B/X"), 0o600))
@@ -162,6 +158,7 @@ kubeconfig: `+cluster.Kubeconfig+`
 stateDir: `+filepath.Join(state, "state")+`
 listen: 127.0.0.1:0
 api: {auth: none}
+argocdURL: https://argocd.example.com
 sinks:
   - name: chat
     slack: {urlFile: `+filepath.Join(state, "slack-url")+`}
@@ -174,18 +171,37 @@ sinks:
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+	var prod daemon.EnvStatus
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		if d.Addr() == "" {
 			return false, nil
 		}
-		resp, err := http.Get("http://" + d.Addr() + "/readyz")
+		resp, err := http.Get("http://" + d.Addr() + "/api/v1/status")
 		if err != nil {
 			return false, nil
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		defer resp.Body.Close()
+		var st daemon.Status
+		if json.NewDecoder(resp.Body).Decode(&st) != nil || !st.Ready || len(st.Envs) != 1 {
+			return false, nil
+		}
+		prod = st.Envs[0]
+		return true, nil
 	}), "daemon never ready")
-	c.wait(t, "the hand edit of web in chat", func(m string) bool {
-		return strings.Contains(m, "Deployment") && strings.Contains(m, web+"/web") && strings.Contains(m, "replicas")
+	assert.Contains(t, prod.Error, "no overlays/prod/kustomization.yaml", "the convention's env, absent: %+v", prod)
+	assert.Empty(t, prod.LayoutError)
+	assert.Empty(t, c.messages(), "nothing audited, nothing posted")
+
+	// .auditor.yaml committed: the daemon follows it at its next audit (a push's webhook asks for
+	// one), audits acme-root's tree, and the drift reaches chat, linked to the root.
+	layoutFile, err := os.ReadFile("../layout/testdata/acme/.auditor.yaml")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".auditor.yaml"), []byte(strings.ReplaceAll(string(layoutFile), "acme-", p+"-acme-")), 0o644))
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-qm", "the auditor's layout")
+	d.TriggerFetch()
+	c.wait(t, "the hand edit of web in chat, linked to the root", func(m string) bool {
+		return strings.Contains(m, "Deployment") && strings.Contains(m, web+"/web") && strings.Contains(m, "replicas") &&
+			strings.Contains(m, "https://argocd.example.com/applications/"+root)
 	})
 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -35,6 +37,40 @@ func (r *Repo) ReadFile(rev, name string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s at %.12s: %w", name, hash, err)
 	}
 	return data, nil
+}
+
+// ReadDir lists the entries (files and directories) of one directory (slash-separated path from
+// the repository's root, "" or "." for the root) of the tree at rev, without reading the rest of
+// the tree. An absent directory is an error wrapping fs.ErrNotExist.
+func (r *Repo) ReadDir(rev, dir string) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hash, err := r.resolve(rev)
+	if err != nil {
+		return nil, err
+	}
+	commit, err := r.repo.CommitObject(plumbing.NewHash(hash))
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", hash, err)
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("read tree of %.12s: %w", hash, err)
+	}
+	if dir = path.Clean(dir); dir != "." {
+		e, err := tree.FindEntry(dir)
+		if err != nil || e.Mode != filemode.Dir {
+			return nil, fmt.Errorf("%s at %.12s: %w", dir, hash, fs.ErrNotExist)
+		}
+		if tree, err = r.repo.TreeObject(e.Hash); err != nil {
+			return nil, fmt.Errorf("read %s at %.12s: %w", dir, hash, err)
+		}
+	}
+	names := make([]string, 0, len(tree.Entries))
+	for _, e := range tree.Entries {
+		names = append(names, e.Name)
+	}
+	return names, nil
 }
 
 // ReadFileAt reads one file of the tree at another commit of the snapshot's repository (e.g. the

@@ -29,3 +29,27 @@ func TestReadFile(t *testing.T) {
 	assert.Error(t, err)
 	assert.NotErrorIs(t, err, fs.ErrNotExist)
 }
+
+func TestReadDir(t *testing.T) {
+	bare := newBare(t, t.TempDir(), "platform.git", map[string]string{
+		"overlays/dev/kustomization.yaml": "resources: []\n", "overlays/prod/kustomization.yaml": "resources: []\n", "README.md": "x\n"})
+	work := clone(t, bare)
+	repo, err := Open(work)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		dir  string
+		want []string
+	}{
+		{dir: "overlays", want: []string{"dev", "prod"}},
+		{dir: "overlays/dev/", want: []string{"kustomization.yaml"}},
+		{dir: "", want: []string{"README.md", "overlays"}},
+	} {
+		got, err := repo.ReadDir("HEAD", tc.dir)
+		require.NoError(t, err, tc.dir)
+		assert.ElementsMatch(t, tc.want, got, tc.dir)
+	}
+	for _, dir := range []string{"apps", "README.md", "overlays/dev/kustomization.yaml"} {
+		_, err = repo.ReadDir("HEAD", dir)
+		assert.ErrorIs(t, err, fs.ErrNotExist, dir)
+	}
+}
