@@ -39,6 +39,21 @@ func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Audito
 	if err != nil {
 		return nil, nil, err
 	}
+	appNamespace := o.appNamespace
+	if o.src.cmd != nil && !o.src.cmd.Flags().Changed("app-namespace") {
+		// The env's namespace, as the layout says; with --all, the one every env is in.
+		var only []string
+		if !o.all {
+			only = []string{o.env}
+		}
+		ns, err := audit.LayoutNamespace(l, only)
+		if err != nil {
+			return nil, nil, usageErr("%v: audit each with --env", err)
+		}
+		if ns != "" {
+			appNamespace = ns
+		}
+	}
 	cfg, err := o.kube.config()
 	if err != nil {
 		return nil, nil, err
@@ -51,7 +66,7 @@ func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Audito
 	if err != nil {
 		return nil, nil, err
 	}
-	c := audit.Config{Repo: repo, Live: cache, AppNamespace: o.appNamespace, People: people}
+	c := audit.Config{Repo: repo, Live: cache, AppNamespace: appNamespace, People: people}
 	// An Application on another cluster is read through the kubeconfig context that reaches it.
 	if fl, err := fleet.FromKubeconfig(ctx, o.kube.rules(), cfg.Host); err == nil {
 		c.Clusters = fl.Resolve
@@ -63,9 +78,6 @@ func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Audito
 	}
 	// The other envs' roots in the cluster are theirs, not Extra.
 	audit.UseLayout(&c, l)
-	if e, ok := l.Env(o.env); ok && o.src.cmd != nil && !o.src.cmd.Flags().Changed("app-namespace") {
-		c.AppNamespace = e.Namespace
-	}
 	var key []byte
 	if o.cacheDir != "off" && o.cacheDir != "" {
 		c.Renders = render.NewCache(filepath.Join(o.cacheDir, "render"), 4)
