@@ -68,10 +68,19 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 	}
 	addEnvFlag(cmd, &o.env, "env", "env (as the repository's .auditor.yaml names it, else a directory under overlays/)")
 	addOutputFlag(cmd, &o.output, "patch: a diff adopting the live state into the kustomization of each object's Application, for git apply", "text", "json", "yaml", "patch")
-	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
 	cmd.Flags().StringVar(&o.app, "app", "", "report only this Application of the env's group")
 	_ = cmd.RegisterFlagCompletionFunc("app", completeApps)
 	cmd.Flags().BoolVar(&o.all, "all", false, "audit every env of the repository (its .auditor.yaml's, else the directories under overlays/)")
+	cmd.Flags().BoolVar(&o.timings, "timings", false, "print how long each stage took (git, render, live, schema, compare, argocd) to stderr")
+	o.addAuditFlags(cmd)
+	return cmd
+}
+
+// addAuditFlags adds the flags that say what to audit and how: the repository and revision, the
+// cluster, the env's Applications, the renderer, the audit log, the cache (diff's, and the
+// commands that audit as diff does).
+func (o *diffOptions) addAuditFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
 	cmd.Flags().StringVar(&o.selector, "selector", "", "also audit the Applications whose labels match this selector (kubectl's syntax)")
 	cmd.Flags().StringSliceVar(&o.projects, "project", nil, "also audit the Applications of this AppProject (repeatable; with --selector, both must match)")
 	cmd.Flags().StringVar(&o.root, "root", "", "the env's root Application (app-of-apps; default: .auditor.yaml's, else root-<env>): with it in the cluster, every Application under it is audited; the env need not be listed anywhere")
@@ -81,12 +90,10 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 	cmd.Flags().BoolVar(&o.repoServer.Plaintext, "repo-server-plaintext", false, "talk to the repo-server without TLS")
 	cmd.Flags().BoolVar(&o.repoServer.StrictTLS, "repo-server-strict-tls", false, "verify the repo-server's certificate (against --repo-server-ca)")
 	cmd.Flags().StringVar(&o.repoServer.CAFile, "repo-server-ca", "", "CA certificate of the repo-server (ca.crt of the argocd-repo-server-tls Secret)")
-	cmd.Flags().BoolVar(&o.timings, "timings", false, "print how long each stage took (git, render, live, schema, compare, argocd) to stderr")
 	cmd.Flags().StringVar(&o.auditLog, "audit-log", "", "the API server's audit log (JSON lines, --audit-log-path): name the person behind each drifted field")
 	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", defaultCacheDir(), `directory caching renders (by the content they read) and Argo CD's in-sync verdicts (by the objects compared); "off": none`)
 	o.src.add(cmd)
 	o.kube.add(cmd)
-	return cmd
 }
 
 // Complete has nothing to fill.

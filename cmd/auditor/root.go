@@ -34,7 +34,7 @@ func newRootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&profileOutput, "profile-output", "profile.pprof", "file to write the profile to")
 	root.SetVersionTemplate("{{.Version}}\n")
 	addRootGitFlags(root)
-	root.AddCommand(newVersionCommand(), newRenderCommand(), newDiffCommand(), newBlameCommand(), newCapacityCommand(), newServeCommand(), newCheckCommand(), newSimulateCommand(), newProfileCommand(), newLedgerCommand(), newRollbackCommand(), newScheduleCommand(), newPromoteCommand(), newSiteCommand(), newDoctorCommand())
+	root.AddCommand(newVersionCommand(), newRenderCommand(), newDiffCommand(), newBlameCommand(), newCapacityCommand(), newServeCommand(), newCheckCommand(), newSimulateCommand(), newProfileCommand(), newLedgerCommand(), newRollbackCommand(), newScheduleCommand(), newPromoteCommand(), newSiteCommand(), newDoctorCommand(), newMCPCommand())
 	return root
 }
 

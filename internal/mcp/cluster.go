@@ -96,7 +96,10 @@ func pickEnv(c Cluster, env string) (string, error) {
 	if env == "" && len(envs) == 1 {
 		return envs[0], nil
 	}
-	if env == "" || len(envs) > 0 && !slices.Contains(envs, env) {
+	switch {
+	case env == "" && len(envs) == 0:
+		return "", errors.New("env is required")
+	case env == "" || len(envs) > 0 && !slices.Contains(envs, env):
 		return "", fmt.Errorf("env: name one of %s", strings.Join(envs, ", "))
 	}
 	return env, nil
