@@ -109,6 +109,10 @@ func (k *kubeAuth) review(ctx context.Context, token, path, method string) (int,
 	}
 	resource := path[strings.LastIndex(path, "/")+1:] // /api/v1/drift → drift
 	switch {
+	case path == "/mcp":
+		// Every MCP request is a POST that reads: the tools answer what drift, blame and
+		// episodes do, and none writes.
+		resource, verb = "mcp", "get"
 	case strings.HasPrefix(path, "/debug/pprof/"):
 		resource = "pprof" // every profile is one right: it shows the process' memory
 	case !strings.HasPrefix(path, "/api/"):

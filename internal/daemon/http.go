@@ -47,6 +47,9 @@ func (d *Daemon) serveHTTP(ctx context.Context) error {
 	}
 	opts.Episodes = http.HandlerFunc(d.serveEpisodes)
 	opts.Pages = webview.Handler(newPages(d, blames), d.log)
+	if opts.MCP, err = d.mcpHandler(blames); err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
 	if d.cfg.Webhook != nil {
 		opts.Webhook = &server.WebhookOptions{Secret: d.secret}
 	}

@@ -1,5 +1,5 @@
 // Package server is the daemon's HTTP face: health, readiness, Prometheus metrics, the drift
-// report as JSON, and the Git push webhook (HMAC-checked, size-limited).
+// report as JSON, the MCP tools, and the Git push webhook (HMAC-checked, size-limited).
 package server
 
 import (
@@ -59,6 +59,9 @@ type Options struct {
 	// each field of an object, its drift and the writes to it; blame.Blame as JSON) behind
 	// Authorize.
 	Blame http.Handler
+	// MCP, when set, serves the Model Context Protocol's streamable HTTP transport at /mcp
+	// behind Authorize: the auditor's read-only tools for an assistant.
+	MCP http.Handler
 }
 
 // WebhookOptions configure the push webhook.
@@ -109,6 +112,9 @@ func New(b Backend, reg *prometheus.Registry, opts Options) http.Handler {
 	}
 	if opts.Blame != nil {
 		mux.HandleFunc("GET /api/v1/blame", guard(opts.Blame.ServeHTTP))
+	}
+	if opts.MCP != nil {
+		mux.HandleFunc("/mcp", guard(opts.MCP.ServeHTTP))
 	}
 	mux.HandleFunc("GET /api/v1/status", guard(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.Status()) }))
 	mux.HandleFunc("GET /api/v1/drift", guard(func(w http.ResponseWriter, r *http.Request) {
