@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,19 +51,23 @@ func (c *chat) messages() []string {
 }
 
 // startDaemon runs `auditor serve` in-process for the fixture's prod, posting to c; extra is
-// more of its config (YAML).
+// more of its config (YAML). Its API is open unless extra has an api: line.
 func startDaemon(t *testing.T, f *testfixture.Platform, c *chat, extra ...string) *daemon.Daemon {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "slack-url"), []byte(c.srv.URL+"/services/T/B/X"), 0o600))
 	cfgFile := filepath.Join(dir, "auditor.yaml")
+	api := "api: {auth: none}" // unless extra says how the API authenticates
+	if slices.ContainsFunc(extra, func(s string) bool { return strings.HasPrefix(s, "api:") }) {
+		api = ""
+	}
 	require.NoError(t, os.WriteFile(cfgFile, []byte(`repo: `+f.Dir+`
 envs: [prod]
 kubeconfig: `+cluster.Kubeconfig+`
 appNamePrefix: `+f.Prefix+`-llm-
 stateDir: `+filepath.Join(dir, "state")+`
 listen: 127.0.0.1:0
-api: {auth: none}
+`+api+`
 debounce: 20ms
 foldWindow: 300ms
 sinks:

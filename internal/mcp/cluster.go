@@ -52,20 +52,20 @@ func (t *tools) addCluster(s *sdk.Server, on func(string) bool) {
 	if on("drift") {
 		sdk.AddTool(s, readOnly("drift", "Drift of an env",
 			"What runs differently from Git in an env (or one Application): each drifted object and field, Git's and the live value, "+
-				"the field manager and the person who wrote it and when, what the drift costs. The report of auditor diff -o json; Secret values are masked."), t.drift)
+				"the field manager and the person who wrote it and when, what the drift costs. The report of auditor diff -o json; Secret values are masked.", schemaOf[drift.Report]()), t.drift)
 	}
 	if on("explain") {
 		sdk.AddTool(s, readOnly("explain", "Explain one object's drift",
 			"One object: each drifted field's Git and live value, who changed it and when, its open episodes, Argo CD's own verdict, "+
-				"the command that restores Git's state and the patch that adopts the live state into Git. A Secret's fields say only that they changed."), t.explain)
+				"the command that restores Git's state and the patch that adopts the live state into Git. A Secret's fields say only that they changed.", schemaOf[Explanation]()), t.explain)
 	}
 	if on("blame") {
 		sdk.AddTool(s, readOnly("blame", "Blame one object",
-			"The Git commit behind each field of one object, its drift, and the writes to the live object (the JSON of auditor blame -o json)."), t.blame)
+			"The Git commit behind each field of one object, its drift, and the writes to the live object (the JSON of auditor blame -o json).", schemaOf[blame.Blame]()), t.blame)
 	}
 	if on("episodes") {
 		sdk.AddTool(s, readOnly("episodes", "History of drift",
-			"Open and ended drift episodes: when each drift began, who made it, and how it ended (reverted, synced, adopted into Git, overwritten)."), t.episodes)
+			"Open and ended drift episodes: when each drift began, who made it, and how it ended (reverted, synced, adopted into Git, overwritten).", schemaOf[Episodes]()), t.episodes)
 	}
 }
 

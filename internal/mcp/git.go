@@ -59,19 +59,19 @@ func (t *tools) addGit(s *sdk.Server, on func(string) bool) {
 	if on("check") {
 		sdk.AddTool(s, readOnly("check", "Check a change",
 			"What a pull request must pass, as auditor check computes it: each env's rendered changes from base to head, "+
-				"the violations of the admission policies and invariants, each pinned env at its pin and at its next promotion."), t.check)
+				"the violations of the admission policies and invariants, each pinned env at its pin and at its next promotion.", schemaOf[check.Result]()), t.check)
 	}
 	if on("ledger_at") {
 		sdk.AddTool(s, readOnly("ledger_at", "Models served at a time",
-			"What served in an env at a time, from the model ledger in Git: each model version, its weights, its share of the traffic, its warm replicas."), t.ledgerAt)
+			"What served in an env at a time, from the model ledger in Git: each model version, its weights, its share of the traffic, its warm replicas.", schemaOf[ledger.Served]()), t.ledgerAt)
 	}
 	if on("schedule_plan") {
 		sdk.AddTool(s, readOnly("schedule_plan", "Next scheduled scale-ups",
-			"The next firings of an env's schedule of traffic peaks, with the lead time and the change each would commit."), t.schedulePlan)
+			"The next firings of an env's schedule of traffic peaks, with the lead time and the change each would commit.", schemaOf[SchedulePlan]()), t.schedulePlan)
 	}
 	if on("capacity") {
 		sdk.AddTool(s, readOnly("capacity", "KV cache arithmetic",
-			"KV cache per token and per conversation, how many conversations fit in the free memory, or whether a vLLM configuration fits its card."), t.capacity)
+			"KV cache per token and per conversation, how many conversations fit in the free memory, or whether a vLLM configuration fits its card.", schemaOf[capacity.KVResult]()), t.capacity)
 	}
 }
 

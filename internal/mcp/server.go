@@ -12,9 +12,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/llm-gitops/platform/internal/blame"
@@ -98,9 +100,25 @@ func (t *tools) cluster() (Cluster, error) {
 	return t.opts.Cluster, nil
 }
 
-// readOnly marks a tool as one that changes nothing, outside the process included.
-func readOnly(name, title, description string) *sdk.Tool {
+// readOnly is a tool that changes nothing, outside the process included, answering out.
+func readOnly(name, title, description string, out *jsonschema.Schema) *sdk.Tool {
 	f := false
-	return &sdk.Tool{Name: name, Title: title, Description: description,
+	return &sdk.Tool{Name: name, Title: title, Description: description, OutputSchema: out,
 		Annotations: &sdk.ToolAnnotations{Title: title, ReadOnlyHint: true, DestructiveHint: &f, IdempotentHint: true}}
+}
+
+// ownJSON are the schemas of the types that write JSON of their own, which the SDK would infer
+// from their Go fields.
+var ownJSON = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[drift.FieldPath](): {Type: "array", Items: &jsonschema.Schema{Type: "string"},
+		Description: `the field's path as managedFields spells its elements ("f:spec", "k:{\"name\":\"vllm\"}")`},
+}
+
+// schemaOf is the JSON schema of T's answers.
+func schemaOf[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: ownJSON})
+	if err != nil {
+		panic(fmt.Sprintf("mcp: the schema of %T: %v", *new(T), err)) // a type of this module: a test finds it
+	}
+	return s
 }

@@ -83,6 +83,11 @@ const (
 	liveSecret = "s3cr3t-by-hand"
 )
 
+// replicasPath is .spec.replicas as a structured path: its JSON is managedFields' strings.
+var replicasPath = drift.FieldPath{{FieldName: ptr("spec")}, {FieldName: ptr("replicas")}}
+
+func ptr(s string) *string { return &s }
+
 // fakeCluster answers from one report: alice scaled qwen up by hand, bob edited a Secret.
 type fakeCluster struct{ open []episode.Episode }
 
@@ -94,7 +99,7 @@ func (fakeCluster) Report(context.Context, string) (*drift.Report, error) {
 	return &drift.Report{Env: "prod", Revision: "abc123", Objects: []drift.Object{
 		{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "llm", Name: "vllm-qwen", Status: drift.Modified,
 			Application: "llm-prod", Source: "overlays/prod",
-			Fields: []drift.Field{{Path: ".spec.replicas", Desired: int64(1), Live: int64(3), Change: "changed",
+			Fields: []drift.Field{{Path: ".spec.replicas", FieldPath: replicasPath, Desired: int64(1), Live: int64(3), Change: "changed",
 				Writer: drift.Writer{Manager: "kubectl-patch", Operation: "Update", Time: "2026-12-07T10:00:00Z"}, Actor: alice}}},
 		{APIVersion: "v1", Kind: "Secret", Namespace: "llm", Name: "hf-token", Status: drift.Modified, Application: "llm-prod",
 			Fields: []drift.Field{{Path: ".data.token", Desired: gitSecret, Live: liveSecret, Change: "changed",
