@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	argoutil "github.com/argoproj/argo-cd/v3/util/argo"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -222,6 +223,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &app); err != nil {
 		return nil, fmt.Errorf("application %s: %w", u.GetName(), err)
 	}
+	normalizeSources(&app)
 	a := &App{Name: app.Name, Namespace: app.Namespace, DestinationNamespace: app.Spec.Destination.Namespace,
 		DestinationServer: app.Spec.Destination.Server, DestinationName: app.Spec.Destination.Name,
 		Project: app.Spec.Project, rawIgnores: app.Spec.IgnoreDifferences}
@@ -319,6 +321,30 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 		a.Status = st
 	}
 	return a, nil
+}
+
+// normalizeSources normalizes the Application's sources as Argo CD's controller does on every
+// refresh, before it renders them again or syncs them (argo.NormalizeSource, from
+// normalizeApplication; its API server does the same on every write): a kustomize, helm or
+// directory block with no option set is dropped, so that the source's type is found from what its
+// path holds (kustomize, Helm, else a directory), and a directory block setting only include or
+// exclude keeps just those. An Application declared in Git with directory: {} on a kustomization
+// is rendered by kustomize, as Argo CD renders it. The history's sources were synced from a spec
+// normalized so; normalizing them again changes nothing Argo CD rendered.
+func normalizeSources(app *v1alpha1.Application) {
+	for i := range app.Spec.Sources {
+		argoutil.NormalizeSource(&app.Spec.Sources[i])
+	}
+	if app.Spec.Source != nil {
+		argoutil.NormalizeSource(app.Spec.Source)
+	}
+	for i := range app.Status.History {
+		h := &app.Status.History[i]
+		argoutil.NormalizeSource(&h.Source)
+		for j := range h.Sources {
+			argoutil.NormalizeSource(&h.Sources[j])
+		}
+	}
 }
 
 // SameRepo says whether two repository URLs name the same repository, as Argo CD compares them:

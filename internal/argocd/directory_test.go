@@ -75,3 +75,31 @@ spec:
 	assert.Nil(t, multi.SourceDirectoryOptions(0, "r"))
 	assert.Equal(t, &render.DirectoryOptions{Recurse: true}, multi.SourceDirectoryOptions(1, "r"), "no Jsonnet values: no environment")
 }
+
+// Argo CD's controller drops a directory block that sets no option (argo.NormalizeSource) before
+// it renders: the path's type is then found from what it holds. An Application declared in Git
+// so is read as Argo CD's controller reads it.
+func TestDirectoryBlockWithoutOptionsIsNormalizedAway(t *testing.T) {
+	app := func(directory string) *App {
+		a, err := FromUnstructured(decode(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: https://git.example.com/p.git, path: overlays/prod, targetRevision: main, directory: `+directory+`}
+  destination: {server: https://kubernetes.default.svc, namespace: web}
+`))
+		require.NoError(t, err)
+		return a
+	}
+	for _, d := range []string{"{}", "{recurse: false}", "{jsonnet: {}}", "{recurse: false, jsonnet: {tlas: [], extVars: [], libs: []}}"} {
+		assert.Nil(t, app(d).DirectoryOptions("r"), "directory: %s is dropped: kustomize, Helm or a directory by what the path holds", d)
+		git := app(d)
+		assert.Nil(t, (&App{Name: "web", Namespace: "argocd"}).WithGitSpec(git).DirectoryOptions("r"), "declared in Git: %s", d)
+	}
+	assert.Equal(t, &render.DirectoryOptions{Include: "*.yaml"}, app("{include: '*.yaml'}").DirectoryOptions("r"), "include alone is kept: a directory source")
+	assert.Equal(t, &render.DirectoryOptions{Exclude: "x/*", Include: "*.yaml"}, app("{include: '*.yaml', exclude: 'x/*', recurse: false}").DirectoryOptions("r"))
+	assert.Equal(t, &render.DirectoryOptions{Recurse: true}, app("{recurse: true}").DirectoryOptions("r"))
+	assert.Equal(t, &render.DirectoryOptions{DisableExtensionFilter: true}, app("{disableExtensionFilter: true}").DirectoryOptions("r"))
+	assert.True(t, app("{}").RendersAs(app("null")), "directory: {} renders as no directory block")
+}
