@@ -581,6 +581,23 @@ func TestAPIRequiresKubernetesAuth(t *testing.T) {
 		return resp.StatusCode
 	}
 	get := func(token string) int { return getPath("/api/v1/drift?env=prod", token) }
+	// /mcp: each MCP request is a POST; reading, it needs get on mcp.
+	postMCP := func(token string) int {
+		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
+		req, err := http.NewRequest(http.MethodPost, "http://"+d.d.Addr()+"/mcp", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusUnauthorized, postMCP(""), "/mcp without a token")
+	assert.Equal(t, http.StatusForbidden, getPath("/mcp", testcluster.ReaderToken), "/mcp for a user without RBAC") // verdicts are kept per method and path: POST is asked below
 	// The web view and every API route are behind the same authentication.
 	for _, path := range []string{"/", "/blame?env=prod&kind=StatefulSet&name=qdrant", "/api/v1/episodes", "/api/v1/blame?env=prod&kind=StatefulSet&name=qdrant"} {
 		assert.Equal(t, http.StatusUnauthorized, getPath(path, ""), "%s without a token", path)
@@ -606,7 +623,7 @@ func TestAPIRequiresKubernetesAuth(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte(`apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: `+role+`}
-rules: [{apiGroups: [`+APIGroup+`], resources: [drift, status, pages], verbs: [get]}]
+rules: [{apiGroups: [`+APIGroup+`], resources: [drift, status, pages, mcp], verbs: [get]}]
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -630,6 +647,7 @@ rules: [{apiGroups: [`+APIGroup+`], resources: [drift, status, pages], verbs: [g
 	// not granted by this role.
 	assert.Equal(t, http.StatusOK, getPath("/blame?env=prod&kind=StatefulSet&name=qdrant&namespace="+h.p.NS("rag"), testcluster.ReaderToken))
 	assert.Equal(t, http.StatusForbidden, getPath("/api/v1/episodes?env=prod", testcluster.ReaderToken))
+	assert.Equal(t, http.StatusOK, postMCP(testcluster.ReaderToken), "/mcp for a user granted get on mcp")
 }
 
 // TestStopWhileConnecting: a daemon told to stop before it ever reached the cluster returns
