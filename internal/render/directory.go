@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	imagev1 "github.com/opencontainers/image-spec/specs-go/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -43,9 +45,7 @@ func (s Source) renderAppPath(rel string) (*Result, error) {
 
 // directory reads a directory as Argo CD's directory source does (manifestFiles says which
 // files), in walk order: each *.jsonnet file evaluated (jsonnet.go), and every other one read
-// as YAML, or as JSON when its name ends in .json, each document an object. Empty documents are
-// skipped, a List is its items, and a file naming none of apiVersion, kind and metadata (values,
-// settings) is skipped.
+// as Argo CD's repo-server reads it (directoryFileObjects).
 func (s Source) directory(rel string) (*Result, error) {
 	dir := filepath.Join(s.root, rel)
 	if !s.fs.IsDir(dir) {
@@ -74,16 +74,7 @@ func (s Source) directory(rel string) (*Result, error) {
 				return nil, fmt.Errorf("render %s: %w", rel, err)
 			}
 		default:
-			data := f.text
-			if !(bytes.Contains(data, []byte("apiVersion")) && bytes.Contains(data, []byte("kind")) && bytes.Contains(data, []byte("metadata"))) {
-				continue // not a manifest, as Argo CD tells
-			}
-			if !strings.HasSuffix(f.name, ".json") {
-				if err := checkYAML(f.rel, data); err != nil {
-					return nil, fmt.Errorf("render %s: %w", rel, err)
-				}
-			}
-			if objs, err = decodeManifests(f.rel, data); err != nil {
+			if objs, err = directoryFileObjects(f); err != nil {
 				return nil, fmt.Errorf("render %s: %w", rel, err)
 			}
 		}
@@ -151,4 +142,97 @@ func decodeManifests(file string, data []byte) ([]*unstructured.Unstructured, er
 		}
 		out = append(out, u)
 	}
+}
+
+// directoryFileObjects are the objects of one file of a directory source but a Jsonnet one, as
+// Argo CD v3.6.1's repo-server reads it (reposerver/repository getObjsFromYAMLOrJSON and
+// splitYAMLOrJSON, then GenerateManifest's Lists) and its controller loads them (each needs a
+// kind):
+//   - A file whose name ends in .json holds one JSON value: an object with a kind. One that does
+//     not decode so is kept all the same when it decodes as an OCI image manifest, which any
+//     JSON object without a conflicting field does; Argo CD's controller then fails on its
+//     missing kind. Either way, an error. So is an empty file and a second value.
+//   - Any other file is a stream of YAML documents (or JSON values), each an object with a kind;
+//     a null or empty document is skipped. When a document fails to decode and none before it
+//     did, the file is ignored unless it holds all of "apiVersion:", "kind:" and "metadata:"
+//     (settings, values, a kustomization's replacements); otherwise the render fails.
+//   - A List is its items, a List whose items are null nothing. An object needs no apiVersion
+//     nor name here: Argo CD keeps it and fails when it applies it, and so does the audit.
+func directoryFileObjects(f manifestFile) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	if strings.HasSuffix(f.name, ".json") {
+		var obj unstructured.Unstructured
+		dec := json.NewDecoder(bytes.NewReader(f.text))
+		if err := dec.Decode(&obj); err != nil {
+			var oci imagev1.Manifest
+			if json.NewDecoder(bytes.NewReader(f.text)).Decode(&oci) != nil {
+				if errors.Is(err, io.EOF) {
+					return nil, fmt.Errorf("%s: the file holds no JSON value: Argo CD's repo-server fails on it", f.rel)
+				}
+				return nil, fmt.Errorf("%s: %s", f.rel, decodeProblem(err))
+			}
+		}
+		if dec.More() {
+			return nil, fmt.Errorf("%s: the file holds more than one JSON value: Argo CD allows one object in a JSON file", f.rel)
+		}
+		objs = []*unstructured.Unstructured{&obj}
+	} else {
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(f.text), 4096)
+		for doc := 1; ; doc++ {
+			u := &unstructured.Unstructured{}
+			err := dec.Decode(&u)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				if len(objs) == 0 && !(bytes.Contains(f.text, []byte("apiVersion:")) && bytes.Contains(f.text, []byte("kind:")) &&
+					bytes.Contains(f.text, []byte("metadata:"))) {
+					return nil, nil // not a manifest, as Argo CD tells: ignored
+				}
+				if yerr := checkYAML(f.rel, f.text); yerr != nil {
+					return nil, yerr // the parser's line
+				}
+				return nil, fmt.Errorf("%s: document %d: %s", f.rel, doc, decodeProblem(err))
+			}
+			if u != nil {
+				objs = append(objs, u)
+			}
+		}
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		switch {
+		case o.IsList():
+			err := o.EachListItem(func(item runtime.Object) error {
+				out = append(out, item.(*unstructured.Unstructured))
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", f.rel, o.GetKind(), err)
+			}
+		case nullList(o):
+		default:
+			out = append(out, o)
+		}
+	}
+	for _, o := range out {
+		if o.GetKind() == "" {
+			// Never the object in the message: it may be a Secret.
+			return nil, fmt.Errorf("%s: an object without a kind: Argo CD's controller fails to load it (Object 'Kind' is missing)", f.rel)
+		}
+	}
+	return out, nil
+}
+
+// decodeProblem is a decoder's error without the document it may quote (Object 'Kind' is
+// missing in '...'): the document may be a Secret.
+func decodeProblem(err error) string {
+	msg := err.Error()
+	if strings.Contains(msg, "Object 'Kind' is missing") {
+		return "not a Kubernetes object: it has no kind"
+	}
+	if len(msg) > 300 {
+		msg = msg[:300] + "..."
+	}
+	return msg
 }

@@ -215,3 +215,74 @@ func TestDirectoryOptionsOnArgoCDsRepoServerTestData(t *testing.T) {
 		{name: "TestGenerateJsonnetImportTraversalOutsideRepoRoot", path: "jsonnet-import-traversal-outside", opts: &DirectoryOptions{}, err: "resolves outside repository root"},
 	})
 }
+
+// Which files of a directory source are manifests, and which of their documents are objects:
+// Argo CD's repo-server unit tests (reposerver/repository repository_test.go: TestFindManifests'
+// YAML and JSON cases, TestInvalidManifestsInDir, TestSkippedInvalidManifestsInDir,
+// TestGenerateNullList, TestNilMetadataAccessors) over their own test data, then the cases where
+// the auditor read otherwise before: a document may lack a name or an apiVersion, a file that
+// fails to decode is ignored unless it holds "apiVersion:", "kind:" and "metadata:".
+func TestDirectoryManifestsAsArgoCDsRepoServerReadsThem(t *testing.T) {
+	sources := argoCDFixtures(t, "reposerver/repository/testdata", "partially-valid-yaml", "invalid-manifests",
+		"invalid-manifests-skipped", "irrelevant-yaml", "json-list", "invalid-json", "valid-json",
+		"yaml-with-empty-document", "null-list", "empty-list", "weird-list", "nil-metadata-accessors")
+	runDirectoryCases(t, sources, []directoryCase{
+		{name: "partially valid YAML file throws an error", path: "partially-valid-yaml", err: "partially-valid.yaml"},
+		{name: "invalid manifest throws an error", path: "invalid-manifests", err: "bad.yaml"},
+		{name: "invalid manifest containing '+argocd:skip-file-rendering' doesn't throw an error", path: "invalid-manifests-skipped", want: []string{}},
+		{name: "irrelevant YAML gets skipped, relevant YAML gets parsed (a ConfigMap without a name)", path: "irrelevant-yaml", want: []string{"ConfigMap/"}},
+		{name: "multiple JSON objects in one file throws an error", path: "json-list", err: "more than one JSON value"},
+		{name: "invalid JSON throws an error", path: "invalid-json", err: "invalid.json"},
+		{name: "valid JSON returns manifest and no error", path: "valid-json", want: []string{"ConfigMap/"}},
+		{name: "YAML with an empty document doesn't throw an error", path: "yaml-with-empty-document", want: []string{"ConfigMap/"}},
+		{name: "null list", path: "null-list", want: []string{"ServiceAccount/prometheus-operator-operator"}},
+		{name: "empty list", path: "empty-list", want: []string{"ServiceAccount/prometheus-operator-operator"}},
+		{name: "weird list", path: "weird-list", want: []string{"NotAList/", "ServiceAccount/prometheus-operator-operator"}},
+		{name: "nil metadata accessors", path: "nil-metadata-accessors", opts: &DirectoryOptions{Recurse: true}, want: []string{"ConfigMap/my-map"}},
+	})
+
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"
+	runDirectoryCases(t, fixtureSources(t, map[string]string{
+		"app/cm.yaml": cm,
+		// A kustomize replacements file: a list, naming kind and metadata but none with a colon.
+		"app/replacements.yaml": "- source: {kind: ConfigMap, name: cm, fieldPath: metadata.name}\n  targets:\n  - select: {kind: Deployment}\n    fieldPaths: [metadata.annotations.x]\n",
+		"app/settings.yaml":     "apiVersion is: not a manifest\nkind: of settings\n- metadata\n",
+		"app/no-version.yaml":   "kind: ConfigMap\nmetadata: {name: no-version}\n",
+		"app/no-name.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {labels: {a: b}}\n",
+		"app/comments.yaml":     "---\n# nothing\n---\n\n---\n" + cm,
+		"app/sub/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nmetadata: {name: sub}\nresources: [cm.yaml]\n",
+		"app/sub/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sub-cm}\n",
+		"bad/second.yaml":            cm + "---\n- a list\n",
+		"bad/kindless.yaml":          "apiVersion: v1\nmetadata: {name: x}\nkind:\n  - not a string\n",
+		"pkg/package.json":           `{"name": "tools", "dependencies": {"left-pad": "1.0.0"}}`,
+		"empty/empty.json":           "",
+		"list/items.json":            `{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}`,
+	}), []directoryCase{{
+		name: "a replacements file and settings are ignored; a document without an apiVersion or a name is kept",
+		path: "app",
+		want: []string{"ConfigMap/", "ConfigMap/cm", "ConfigMap/cm", "ConfigMap/no-version"},
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			for _, o := range objs {
+				if o.GetName() == "no-version" {
+					assert.Empty(t, o.GetAPIVersion())
+				}
+			}
+		},
+	}, {
+		name: "recurse: a kustomization.yaml is an object of its own, as Argo CD reads it",
+		path: "app", opts: &DirectoryOptions{Recurse: true},
+		want: []string{"ConfigMap/", "ConfigMap/cm", "ConfigMap/cm", "ConfigMap/no-version", "ConfigMap/sub-cm", "Kustomization/sub"},
+	}, {
+		name: "a document that fails after one that decoded fails the render", path: "bad", opts: &DirectoryOptions{Include: "second.yaml"},
+		err: "second.yaml: document 2",
+	}, {
+		name: "a document without a kind in a file that looks like a manifest", path: "bad", opts: &DirectoryOptions{Include: "kindless.yaml"},
+		err: "kindless.yaml",
+	}, {
+		name: "a JSON object without a kind: Argo CD's controller fails on it", path: "pkg", err: "package.json: an object without a kind",
+	}, {
+		name: "an empty JSON file: Argo CD's repo-server fails on it", path: "empty", err: "empty.json: the file holds no JSON value",
+	}, {
+		name: "a List item without a kind", path: "list", err: "items.json: an object without a kind",
+	}})
+}
