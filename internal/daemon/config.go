@@ -252,6 +252,8 @@ type APIConfig struct {
 	// kubernetes, the right to get pprof in auditor.platform.llm). Off by default: a heap profile
 	// holds the process' memory.
 	Pprof bool `json:"pprof,omitempty"`
+	// MCPTools are the only MCP tools /mcp serves (by name); every one when empty.
+	MCPTools []string `json:"mcpTools,omitempty"`
 }
 
 // LeaderElectionConfig configures the Lease lock.

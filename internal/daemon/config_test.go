@@ -59,6 +59,7 @@ func TestConfigErrors(t *testing.T) {
 		"webhook: a secret is required":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nwebhook: {}\n",
 		"auth token needs tokenFile":       "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: token}\n",
 		`auth "magic"`:                     "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: magic}\n",
+		`mcpTools: no tool "delete"`:       "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {mcpTools: [drift, delete]}\n",
 		"unknown field \"path\"":           "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, path: /spec}]\n",
 		`applications: "qa" is not one`:    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {qa: {projects: [p]}}\n",
 		"projects or selector is requi":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {namespaces: [argocd]}}\n",

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/llm-gitops/platform/internal/mcp"
 	"github.com/llm-gitops/platform/internal/sinks"
 )
 
@@ -110,6 +111,11 @@ func (c *Config) validate() error {
 		}
 	default:
 		return fmt.Errorf("api: auth %q (want kubernetes, token or none)", c.API.Auth)
+	}
+	for _, name := range c.API.MCPTools {
+		if !slices.Contains(mcp.Tools, name) {
+			return fmt.Errorf("api: mcpTools: no tool %q (tools: %s)", name, strings.Join(mcp.Tools, ", "))
+		}
 	}
 	var errs []error
 	for i, k := range c.Extra.Kinds {

@@ -43,6 +43,7 @@ func (c mcpCluster) Episodes(_ context.Context, env string, limit int) ([]episod
 func (d *Daemon) mcpHandler(b *blamer) (http.Handler, error) {
 	s, err := mcp.New(mcp.Options{
 		Cluster: mcpCluster{d: d, blame: b},
+		Tools:   d.cfg.API.MCPTools,
 		Version: version.Get().String(),
 		Repo: func(context.Context) (*gitrepo.Repo, error) {
 			if repo := d.git.Repo(); repo != nil {
