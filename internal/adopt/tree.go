@@ -60,7 +60,7 @@ func (t *tree) paths() []string {
 func (t *tree) source() (render.Source, error) {
 	files := maps.Clone(t.snap.Files)
 	maps.Copy(files, t.changed)
-	return render.FromSnapshot(&gitrepo.Snapshot{Revision: t.snap.Revision, Files: files, Omitted: t.snap.Omitted})
+	return render.FromSnapshot(&gitrepo.Snapshot{Revision: t.snap.Revision, Files: files, Omitted: t.snap.Omitted, Symlinks: t.snap.Symlinks})
 }
 
 // render renders target with v from the tree as changed.

@@ -49,6 +49,10 @@ type Snapshot struct {
 	// manifest is that large and reading them would put a binary committed to the repository in
 	// memory at every snapshot. A render that reads one fails, naming it.
 	Omitted map[string]int64
+	// Symlinks are the paths Git records as symbolic links (mode 120000), without their content
+	// or target: a snapshot holds none of them, yet Argo CD's repo-server follows one to a file
+	// of the repository. A render that would read one says so rather than render part.
+	Symlinks map[string]bool
 	// WorkTree is, for a snapshot of a work tree (Repo.WorkTree; Revision empty), its directory;
 	// Parent the commit HEAD names there ("" before the first commit), the history it sits on;
 	// Changed the paths that differ from HEAD's tree; Staged those whose staged content is
@@ -155,7 +159,11 @@ func snapshotOf(repo *git.Repository, h plumbing.Hash, limit int64) (*Snapshot, 
 		if err != nil {
 			return nil, fmt.Errorf("walk tree of %s: %w", hash, err)
 		}
-		if !entry.Mode.IsFile() || entry.Mode == filemode.Symlink {
+		if entry.Mode == filemode.Symlink {
+			snap.addSymlink(name)
+			continue
+		}
+		if !entry.Mode.IsFile() {
 			continue
 		}
 		if err := readFile(repo, snap, name, entry.Hash, nil, limit); err != nil {
@@ -163,6 +171,14 @@ func snapshotOf(repo *git.Repository, h plumbing.Hash, limit int64) (*Snapshot, 
 		}
 	}
 	return snap, nil
+}
+
+// addSymlink records name as a symlink of the tree, left out of Files.
+func (s *Snapshot) addSymlink(name string) {
+	if s.Symlinks == nil {
+		s.Symlinks = map[string]bool{}
+	}
+	s.Symlinks[name] = true
 }
 
 func readBlob(b *object.Blob) ([]byte, error) {

@@ -18,10 +18,12 @@ type Snapshots struct {
 	trees map[plumbing.Hash][]treeFile
 }
 
-// treeFile is a regular file below a tree: its path from that tree and its blob.
+// treeFile is a regular file below a tree, or a symlink (link): its path from that tree and its
+// blob.
 type treeFile struct {
 	name string
 	blob plumbing.Hash
+	link bool
 }
 
 // Snapshots returns a reader of snapshots that share what they read.
@@ -48,6 +50,10 @@ func (s *Snapshots) At(rev string) (*Snapshot, error) {
 	}
 	snap := &Snapshot{Revision: hash, Files: make(map[string][]byte, len(files)), repo: s.r.repo, mu: s.r.mu}
 	for _, f := range files {
+		if f.link {
+			snap.addSymlink(f.name)
+			continue
+		}
 		if err := readFile(s.r.repo, snap, f.name, f.blob, s.blobs, MaxFileSize); err != nil {
 			return nil, fmt.Errorf("read %s at %s: %w", f.name, hash, err)
 		}
@@ -55,7 +61,8 @@ func (s *Snapshots) At(rev string) (*Snapshot, error) {
 	return snap, nil
 }
 
-// files lists the regular files below a tree (symlinks and submodules left out, as Snapshot does).
+// files lists the regular files and the symlinks below a tree (submodules left out, as Snapshot
+// does).
 func (s *Snapshots) files(h plumbing.Hash) ([]treeFile, error) {
 	if fs, ok := s.trees[h]; ok {
 		return fs, nil
@@ -73,9 +80,11 @@ func (s *Snapshots) files(h plumbing.Hash) ([]treeFile, error) {
 				return nil, err
 			}
 			for _, f := range sub {
-				out = append(out, treeFile{name: path.Join(e.Name, f.name), blob: f.blob})
+				out = append(out, treeFile{name: path.Join(e.Name, f.name), blob: f.blob, link: f.link})
 			}
-		case e.Mode.IsFile() && e.Mode != filemode.Symlink:
+		case e.Mode == filemode.Symlink:
+			out = append(out, treeFile{name: e.Name, blob: e.Hash, link: true}) // its name only
+		case e.Mode.IsFile():
 			out = append(out, treeFile{name: e.Name, blob: e.Hash})
 		}
 	}

@@ -52,8 +52,13 @@ func TestSnapshotsAndFirstParents(t *testing.T) {
 		if d := cmp.Diff(want.Files, got.Files); d != "" {
 			t.Errorf("%s: files (-Snapshot +At):\n%s", c.Subject, d)
 		}
+		assert.Equal(t, want.Symlinks, got.Symlinks, c.Subject)
 	}
 	head, err := snaps.At("HEAD")
 	require.NoError(t, err)
 	assert.Equal(t, map[string][]byte{"a/one.yaml": []byte("one\n"), "side.txt": []byte("side\n")}, head.Files)
+	assert.Equal(t, map[string]bool{"link": true}, head.Symlinks, "the symlink's name, without its content")
+	wt, err := repo.WorkTree()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"link": true}, wt.Symlinks, "a work tree's too")
 }

@@ -44,7 +44,11 @@ func (r *Repo) WorkTree() (*Snapshot, error) {
 	snap := &Snapshot{Files: map[string][]byte{}, WorkTree: root}
 	staged := map[string]plumbing.Hash{} // what a commit would take of each path read from disk
 	for _, e := range idx.Entries {
-		if e.Mode == filemode.Symlink || e.Mode == filemode.Submodule || !e.Mode.IsFile() {
+		if e.Mode == filemode.Symlink {
+			snap.addSymlink(e.Name) // the snapshot holds its name only, as a commit's does
+			continue
+		}
+		if e.Mode == filemode.Submodule || !e.Mode.IsFile() {
 			continue
 		}
 		if _, seen := snap.Files[e.Name]; seen { // a conflict's stages: the disk holds its markers

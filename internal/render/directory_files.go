@@ -50,6 +50,9 @@ type manifestFile struct {
 // extension filter keeps, regular files (a symlink's target must be one, in the repository),
 // not excluded, included when Include is set, and without the skip marker.
 func (s Source) manifestFiles(rel string, opts *DirectoryOptions) ([]manifestFile, error) {
+	if err := s.checkSymlinks(rel, opts); err != nil {
+		return nil, err
+	}
 	dir := filepath.Join(s.root, rel)
 	var out []manifestFile
 	var size int64
@@ -140,6 +143,39 @@ func (s Source) manifestFile(dir, p string, info os.FileInfo, opts *DirectoryOpt
 		return f, false, nil
 	}
 	return f, true, nil
+}
+
+// checkSymlinks refuses a directory render of a Git snapshot that would read a symlink: the
+// snapshot holds none (gitrepo.Snapshot.Symlinks has their names), while Argo CD's repo-server
+// follows one to a file of the repository. Rendering without it would render part of the source
+// and report the rest missing. A symlink counts where Argo CD would consider it: in the
+// directory (below it too when recursing), passing the extension filter, include and exclude.
+func (s Source) checkSymlinks(rel string, opts *DirectoryOptions) error {
+	var found []string
+	for name := range s.symlinks {
+		fromDir := name
+		if rel != "." {
+			var ok bool
+			if fromDir, ok = strings.CutPrefix(name, rel+"/"); !ok {
+				continue
+			}
+		}
+		base := path.Base(fromDir)
+		switch {
+		case !opts.Recurse && strings.Contains(fromDir, "/"):
+		case !opts.DisableExtensionFilter && !manifestName.MatchString(base):
+		case opts.Exclude != "" && glob.Match(opts.Exclude, fromDir):
+		case opts.Include != "" && !glob.Match(opts.Include, fromDir):
+		default:
+			found = append(found, name)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	sort.Strings(found)
+	return fmt.Errorf("%s is a symlink in Git, which Argo CD's repo-server follows and the auditor's in-process render does not read: "+
+		"render this Application with Argo CD's repo-server (--repo-server, the daemon's repoServer)", strings.Join(found, ", "))
 }
 
 // symlinkTarget is what a symlink at p (fromDir: its path from the source path) names, as Argo

@@ -1,7 +1,9 @@
 package render
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/llm-gitops/platform/internal/gitrepo"
 )
 
 func configMap(name string) string {
@@ -173,4 +177,48 @@ func TestDirectoryOptionsDigestCountsTheEnvironmentWhereUsed(t *testing.T) {
 	assert.Equal(t, at("r1", "fixed"), at("r2", "fixed"))
 	assert.NotEqual(t, at("r1", "$ARGOCD_APP_REVISION"), at("r2", "$ARGOCD_APP_REVISION"))
 	assert.NotEqual(t, (&DirectoryOptions{}).digest(), (*DirectoryOptions)(nil).digest(), "empty options still name the type")
+}
+
+// A Git snapshot holds no symlinks, only their names (gitrepo.Snapshot.Symlinks). A directory
+// render that would read one, as Argo CD's repo-server does, refuses and names it rather than
+// render part of the source; one it would not read (another extension, excluded, in a
+// subdirectory without recurse) changes nothing. A work tree follows it. A Worker is told the
+// names too.
+func TestDirectorySymlinksInAGitSnapshot(t *testing.T) {
+	dir := newRepo(t, map[string]string{"real/cm.yaml": configMap("real"), "app/own.yaml": configMap("own")})
+	for link, target := range map[string]string{"app/link.yaml": "../real/cm.yaml", "app/notes.md": "../real/cm.yaml", "app/sub/deep.yaml": "../../real/cm.yaml"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(link)), 0o755))
+		require.NoError(t, os.Symlink(target, filepath.Join(dir, link)))
+	}
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-qm", "links")
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	snap, err := AtRevision(repo, "HEAD")
+	require.NoError(t, err)
+	refusal := "app/link.yaml is a symlink in Git, which Argo CD's repo-server follows and the auditor's in-process render does not read: render this Application with Argo CD's repo-server"
+	runDirectoryCases(t, map[string]Source{"snapshot": snap}, []directoryCase{
+		{name: "a symlinked manifest: refused, named", path: "app", err: refusal},
+		{name: "a plain directory source (no options) too", path: "app", opts: &DirectoryOptions{}, err: refusal},
+		{name: "recurse names each one", path: "app", opts: &DirectoryOptions{Recurse: true}, err: "app/link.yaml, app/sub/deep.yaml is a symlink"},
+		{name: "excluded: not read", path: "app", opts: &DirectoryOptions{Exclude: "link.yaml"}, want: []string{"ConfigMap/own"}},
+		{name: "not included: not read", path: "app", opts: &DirectoryOptions{Include: "own.yaml"}, want: []string{"ConfigMap/own"}},
+		{name: "without the extension filter, notes.md counts", path: "app", opts: &DirectoryOptions{DisableExtensionFilter: true, Exclude: "link.yaml"}, err: "app/notes.md is a symlink"},
+		{name: "another directory: nothing to refuse", path: "real", want: []string{"ConfigMap/real"}},
+	})
+	tree, err := FromDir(dir)
+	require.NoError(t, err)
+	runDirectoryCases(t, map[string]Source{"work tree": tree}, []directoryCase{
+		{name: "a work tree follows it", path: "app", want: []string{"ConfigMap/own", "ConfigMap/real"}},
+	})
+
+	var req bytes.Buffer
+	require.NoError(t, writeRequest(&req, snap.WithDirectory(&DirectoryOptions{}), AppTarget("app")))
+	dec := json.NewDecoder(&req)
+	var head workerRequest
+	require.NoError(t, dec.Decode(&head))
+	child, err := requestSource(dec, head)
+	require.NoError(t, err)
+	_, err = Engine{}.Render(context.Background(), child, Target{Name: AppTarget("app"), Variant: Variant{Directory: &DirectoryOptions{}}})
+	require.ErrorContains(t, err, refusal, "a Worker's source knows the symlinks")
 }

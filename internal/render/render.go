@@ -59,6 +59,9 @@ type Source struct {
 	overrides map[string][]byte
 	// omitted are a snapshot's files too large to read (gitrepo.Snapshot.Omitted), by size.
 	omitted map[string]int64
+	// symlinks are the paths a snapshot's commit records as symlinks (gitrepo.Snapshot.Symlinks),
+	// which it does not hold: a directory render that would read one refuses (directory_files.go).
+	symlinks map[string]bool
 	// helm are the Application's helm options a chart is rendered with (WithHelm).
 	helm *HelmOptions
 	// dirOptions are the Application's directory options (WithDirectory): with them the path
@@ -80,7 +83,9 @@ func FromDir(dir string) (Source, error) {
 
 // FromSnapshot renders from a Git snapshot, in memory: no checkout, no temporary files.
 func FromSnapshot(s *gitrepo.Snapshot) (Source, error) {
-	return fromFiles(s.Files, s.Omitted, s.Revision)
+	src, err := fromFiles(s.Files, s.Omitted, s.Revision)
+	src.symlinks = s.Symlinks
+	return src, err
 }
 
 // fromFiles is a Source over files (slash-separated paths) held in memory. The omitted ones

@@ -102,5 +102,7 @@ func requestSource(dec *json.Decoder, req workerRequest) (Source, error) {
 		}
 		files[f.Name] = f.Data
 	}
-	return fromFiles(files, req.Omitted, req.Revision)
+	src, err := fromFiles(files, req.Omitted, req.Revision)
+	src.symlinks = req.Symlinks
+	return src, err
 }

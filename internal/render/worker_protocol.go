@@ -28,6 +28,8 @@ type workerRequest struct {
 	Overrides map[string][]byte `json:"overrides,omitempty"`
 	// Omitted are the snapshot's files too large to read, by size.
 	Omitted map[string]int64 `json:"omitted,omitempty"`
+	// Symlinks are the paths the snapshot's commit records as symlinks, which it does not hold.
+	Symlinks map[string]bool `json:"symlinks,omitempty"`
 	// Helm are the Application's helm options (Source.WithHelm), Directory its directory
 	// options (Source.WithDirectory).
 	Helm      *HelmOptions      `json:"helm,omitempty"`
@@ -96,7 +98,7 @@ type recordedRender struct {
 func writeRequest(w io.Writer, s Source, env string) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)
-	if err := enc.Encode(workerRequest{Env: env, Revision: s.revision, Dir: s.dir, Variant: s.variant, Overrides: s.overrides, Omitted: s.omitted, Helm: s.helm, Directory: s.dirOptions}); err != nil {
+	if err := enc.Encode(workerRequest{Env: env, Revision: s.revision, Dir: s.dir, Variant: s.variant, Overrides: s.overrides, Omitted: s.omitted, Symlinks: s.symlinks, Helm: s.helm, Directory: s.dirOptions}); err != nil {
 		return err
 	}
 	if s.dir == "" {
