@@ -136,7 +136,7 @@ func (h helmSource) layers(t *tree) ([]layer, map[string]any, error) {
 		}
 	}
 	which := "valuesObject"
-	if _, ok := helm["valuesObject"]; !ok && strings.TrimSpace(opts.Values) != "" {
+	if helm["valuesObject"] == nil && strings.TrimSpace(opts.Values) != "" {
 		which = "values"
 	}
 	if err := load(appValues, which, opts.Values); err != nil {
@@ -199,11 +199,11 @@ func (h helmSource) candidates(t *tree, o drift.Object, f drift.Field) ([]candid
 			return
 		}
 		if equalValue(v, f.Desired) || scalar(v) && scalar(f.Desired) && fmt.Sprint(normal(v)) == fmt.Sprint(normal(f.Desired)) {
-			exact = append(exact, h.candidate(layers[top], key, retype(v, f.Live)))
+			exact = append(exact, h.candidate(t, layers[top], key, retype(v, f.Live)))
 			return
 		}
 		if w, ok := changedPart(v, f.Desired, f.Live); ok {
-			c := h.candidate(layers[top], key, w)
+			c := h.candidate(t, layers[top], key, w)
 			c.part = true
 			part = append(part, c)
 		}
@@ -212,12 +212,20 @@ func (h helmSource) candidates(t *tree, o drift.Object, f drift.Field) ([]candid
 }
 
 // candidate sets key to value where l sets it: the parameter, the value file, the
-// Application's values; a value only the chart's values.yaml sets goes into the Application's
-// valuesObject (or its values, when that is what it uses).
-func (h helmSource) candidate(l layer, key []string, value any) candidate {
+// Application's values; a value only the chart's values.yaml sets, or a value file another
+// Application reads too (the chart's values.yaml listed, a file two Applications list), goes
+// into the Application's valuesObject (or its values, when that is what it uses), which Argo CD
+// merges over every value file.
+func (h helmSource) candidate(t *tree, l layer, key []string, value any) candidate {
 	dotted := strings.Join(key, ".")
 	c := candidate{key: dotted}
-	switch l.kind {
+	kind, shared := l.kind, ""
+	if kind == valueFile {
+		if shared = h.sharedValueFile(t, l.where); shared != "" {
+			kind = appValues
+		}
+	}
+	switch kind {
 	case parameter:
 		c.where = "helm parameter " + l.where + " of the Application in " + h.m.file
 		c.apply = func(t *tree) (*tree, error) {
@@ -235,13 +243,18 @@ func (h helmSource) candidate(l layer, key []string, value any) candidate {
 		}
 	default:
 		c.where = "helm values of the Application in " + h.m.file
+		if shared != "" {
+			c.where += ", not value file " + l.where + ": " + shared
+		}
 		c.apply = func(t *tree) (*tree, error) {
 			_, helm, err := h.options(t)
 			if err != nil {
 				return nil, err
 			}
+			// A valuesObject that is there but null leaves the values string in force: a value
+			// goes into the string then, as a valuesObject made would disable it.
 			values, isString := helm["values"].(string)
-			if _, ok := helm["valuesObject"]; ok || !isString || strings.TrimSpace(values) == "" {
+			if helm["valuesObject"] != nil || !isString || strings.TrimSpace(values) == "" {
 				return h.m.set(t, append([]step{"helm", "valuesObject"}, steps(key)...), value)
 			}
 			out, err := setValue("helm.values", []byte(values), key, value)

@@ -210,7 +210,7 @@ func assertRenders(t *testing.T, dir string, o drift.Object) {
 	t.Helper()
 	var app *argocd.App
 	err := filepath.Walk(filepath.Join(dir, "apps"), func(p string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() || path.Ext(p) != ".yaml" {
+		if err != nil || info.IsDir() || path.Ext(p) != ".yaml" && path.Ext(p) != ".json" {
 			return err
 		}
 		data, err := os.ReadFile(p)

@@ -52,6 +52,9 @@ func adoptOptions(t *tree, objs []drift.Object, why string) (int, []string) {
 	if err != nil {
 		return 0, objectNotes(objs, why+"; "+err.Error())
 	}
+	if r := sharedManifest(t, m.file, app.Name); r != "" {
+		return 0, objectNotes(objs, why+"; "+r)
+	}
 	for _, p := range argocdSourceFiles(app.Path, app.Name) {
 		if _, ok := t.file(p); ok {
 			return 0, objectNotes(objs, why+"; Argo CD merges "+p+" into its options: set the value there")
@@ -187,7 +190,11 @@ func adoptInto(t *tree, s optionSource, objs []drift.Object, why string) (int, [
 			}
 			switch len(pass) {
 			case 0:
-				if !tooMany {
+				switch {
+				case tooMany:
+				case !renders(t, s, base):
+					note(why + "; its chart renders differently each time (random or generated values: randAlphaNum, uuidv4, genCA), so no render shows what one value changes")
+				default:
 					note(why + "; no value of its options sets it alone")
 				}
 				continue
@@ -212,4 +219,19 @@ func adoptInto(t *tree, s optionSource, objs []drift.Object, why string) (int, [
 		}
 	}
 	return n, notes
+}
+
+// renders says whether s renders from t what it rendered as base: false for a chart with random
+// or generated values (randAlphaNum, uuidv4, genCA), which renders differently each time.
+func renders(t *tree, s optionSource, base *render.Result) bool {
+	again, err := s.render(t)
+	if err != nil || len(again.Objects) != len(base.Objects) {
+		return false
+	}
+	for i, u := range base.Objects {
+		if !equalValue(u.Object, again.Objects[i].Object) {
+			return false
+		}
+	}
+	return true
 }

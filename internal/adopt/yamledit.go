@@ -77,6 +77,15 @@ func normal(v any) any {
 // set writes value at path in document doc, creating the mappings the path names that are not
 // there.
 func (e *yamlEdit) set(doc int, path []step, value any) error {
+	// A file of CRLF lines is edited as LF lines and given its CRLFs back, inserted lines too.
+	if n := bytes.Count(e.data, []byte("\r\n")); n > 0 && n == bytes.Count(e.data, []byte("\n")) {
+		lf := &yamlEdit{name: e.name, data: bytes.ReplaceAll(e.data, []byte("\r\n"), []byte("\n"))}
+		if err := lf.set(doc, path, value); err != nil {
+			return err
+		}
+		e.data = bytes.ReplaceAll(lf.data, []byte("\n"), []byte("\r\n"))
+		return nil
+	}
 	want, err := yamlValues(e.data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.name, err)
@@ -87,7 +96,10 @@ func (e *yamlEdit) set(doc int, path []step, value any) error {
 	if want[doc], err = setPath(want[doc], path, normal(value)); err != nil {
 		return fmt.Errorf("%s: %w", e.name, err)
 	}
-	if out, err := e.textSet(doc, path, value); err == nil && sameValues(out, want) {
+	// A JSON file stays JSON: a text edit that leaves it JSON, else the file encoded again as
+	// JSON with its own indentation, and either read back with encoding/json.
+	isJSON := strings.HasSuffix(e.name, ".json")
+	if out, err := e.textSet(doc, path, value); err == nil && sameValues(out, want) && (!isJSON || json.Valid(out)) {
 		e.data = out
 		return nil
 	}
@@ -97,6 +109,9 @@ func (e *yamlEdit) set(doc int, path []step, value any) error {
 	}
 	if !sameValues(out, want) {
 		return fmt.Errorf("%s: the edit does not read back as written", e.name)
+	}
+	if isJSON && !json.Valid(out) {
+		return fmt.Errorf("%s: the edit is not JSON", e.name)
 	}
 	e.data = out
 	return nil

@@ -17,8 +17,11 @@ func replaceScalar(lines []string, n *yaml.Node, value any, inFlow bool) ([]byte
 	}
 	line := lines[n.Line-1]
 	nl := ""
-	if strings.HasSuffix(line, "\n") {
-		line, nl = strings.TrimSuffix(line, "\n"), "\n"
+	for _, end := range []string{"\r\n", "\n"} {
+		if strings.HasSuffix(line, end) {
+			line, nl = strings.TrimSuffix(line, end), end
+			break
+		}
 	}
 	start := byteCol(line, n.Column-1)
 	end := scalarEnd(line, start, n.Style, inFlow)
@@ -149,6 +152,19 @@ func (e *yamlEdit) encodeSet(doc int, path []step, value any) ([]byte, error) {
 			cur = cur.Content[s]
 		}
 	}
+	if strings.HasSuffix(e.name, ".json") {
+		if len(docs) != 1 {
+			return nil, fmt.Errorf("not one JSON document")
+		}
+		var b bytes.Buffer
+		if err := writeJSON(&b, docs[0], jsonIndent(e.data), 0); err != nil {
+			return nil, err
+		}
+		if bytes.HasSuffix(e.data, []byte("\n")) {
+			b.WriteString("\n")
+		}
+		return b.Bytes(), nil
+	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
@@ -161,4 +177,74 @@ func (e *yamlEdit) encodeSet(doc int, path []step, value any) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// jsonIndent is the indentation of a JSON file: that of its first indented line ("  " when none).
+func jsonIndent(data []byte) string {
+	for _, l := range strings.Split(string(data), "\n") {
+		if t := strings.TrimLeft(l, " \t"); t != "" && len(t) < len(l) {
+			return l[:len(l)-len(t)]
+		}
+	}
+	return "  "
+}
+
+// writeJSON writes the YAML node n as JSON, keys in their order, one entry a line.
+func writeJSON(b *bytes.Buffer, n *yaml.Node, indent string, depth int) error {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			b.WriteString("null")
+			return nil
+		}
+		return writeJSON(b, n.Content[0], indent, depth)
+	case yaml.AliasNode:
+		return writeJSON(b, n.Alias, indent, depth)
+	case yaml.MappingNode, yaml.SequenceNode:
+		open, closing, step := "{", "}", 2
+		if n.Kind == yaml.SequenceNode {
+			open, closing, step = "[", "]", 1
+		}
+		if len(n.Content) == 0 {
+			b.WriteString(open + closing)
+			return nil
+		}
+		b.WriteString(open + "\n")
+		for i := 0; i < len(n.Content); i += step {
+			b.WriteString(strings.Repeat(indent, depth+1))
+			if step == 2 {
+				key, err := jsonScalar(n.Content[i].Value)
+				if err != nil {
+					return err
+				}
+				b.WriteString(key + ": ")
+			}
+			if err := writeJSON(b, n.Content[i+step-1], indent, depth+1); err != nil {
+				return err
+			}
+			if i+step < len(n.Content) {
+				b.WriteString(",")
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString(strings.Repeat(indent, depth) + closing)
+		return nil
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	text, err := jsonScalar(v)
+	b.WriteString(text)
+	return err
+}
+
+func jsonScalar(v any) (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
