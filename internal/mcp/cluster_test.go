@@ -103,3 +103,13 @@ func noSecret(t *testing.T, res any) {
 	assert.NotContains(t, string(data), gitSecret)
 	assert.NotContains(t, string(data), liveSecret)
 }
+
+func TestExplainSaysWhatAHandEditToAnApplicationDisables(t *testing.T) {
+	app := drift.Object{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "argocd", Name: "llm-prod", Status: drift.Modified,
+		Fields: []drift.Field{{Path: ".spec.syncPolicy.automated.selfHeal", Desired: true, Live: false, Change: "changed"}}}
+	cs := connect(t, Options{Cluster: fakeCluster{extra: []drift.Object{app}}})
+	ex, res := call[Explanation](t, cs, "explain", map[string]any{"kind": "Application", "name": "llm-prod"})
+	require.False(t, res.IsError, errTextOf(res))
+	require.Len(t, ex.Fields, 1)
+	assert.Contains(t, ex.Fields[0].Disables, "self-heal")
+}

@@ -9,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/llm-gitops/platform/internal/adopt"
+	"github.com/llm-gitops/platform/internal/argocd"
 	"github.com/llm-gitops/platform/internal/drift"
 	"github.com/llm-gitops/platform/internal/episode"
 	"github.com/llm-gitops/platform/internal/notify"
@@ -59,6 +60,8 @@ type ExplainedField struct {
 	Time      string       `json:"time,omitempty"`
 	Person    string       `json:"person,omitempty"`
 	Actor     *drift.Actor `json:"actor,omitempty"`
+	// Disables says what a hand edit of an Argo CD Application's field turns off.
+	Disables string `json:"disables,omitempty"`
 }
 
 // Adoption is the change that adopts the live state into Git.
@@ -130,6 +133,9 @@ func explainField(kind string, f drift.Field) ExplainedField {
 		Manager: f.Manager, Operation: f.Operation, Time: f.Time}
 	if f.Actor != nil {
 		out.Person, out.Time = f.Actor.User, f.Actor.Time
+	}
+	if kind == "Application" {
+		out.Disables = argocd.HandEditDisables(f.Path, f.Live)
 	}
 	if kind == "Secret" { // its values never leave, masked or not
 		out.Git, out.Live, out.Secret = nil, nil, true

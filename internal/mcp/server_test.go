@@ -89,14 +89,17 @@ var replicasPath = drift.FieldPath{{FieldName: ptr("spec")}, {FieldName: ptr("re
 func ptr(s string) *string { return &s }
 
 // fakeCluster answers from one report: alice scaled qwen up by hand, bob edited a Secret.
-type fakeCluster struct{ open []episode.Episode }
+type fakeCluster struct {
+	open  []episode.Episode
+	extra []drift.Object // more drifted objects
+}
 
 func (fakeCluster) Envs() []string { return []string{"prod"} }
 
-func (fakeCluster) Report(context.Context, string) (*drift.Report, error) {
+func (f fakeCluster) Report(context.Context, string) (*drift.Report, error) {
 	alice := &drift.Actor{User: "alice", Verb: "patch", Time: "2026-12-07T10:00:00Z", Match: "changes"}
 	bob := &drift.Actor{User: "bob", Verb: "update", Time: "2026-12-07T11:00:00Z", Match: "changes"}
-	return &drift.Report{Env: "prod", Revision: "abc123", Objects: []drift.Object{
+	rep := &drift.Report{Env: "prod", Revision: "abc123", Objects: []drift.Object{
 		{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "llm", Name: "vllm-qwen", Status: drift.Modified,
 			Application: "llm-prod", Source: "overlays/prod",
 			Fields: []drift.Field{{Path: ".spec.replicas", FieldPath: replicasPath, Desired: int64(1), Live: int64(3), Change: "changed",
@@ -104,7 +107,9 @@ func (fakeCluster) Report(context.Context, string) (*drift.Report, error) {
 		{APIVersion: "v1", Kind: "Secret", Namespace: "llm", Name: "hf-token", Status: drift.Modified, Application: "llm-prod",
 			Fields: []drift.Field{{Path: ".data.token", Desired: gitSecret, Live: liveSecret, Change: "changed",
 				Writer: drift.Writer{Manager: "kubectl-edit", Operation: "Update"}, Actor: bob}}},
-	}, Applications: []drift.Application{{Name: "llm-prod", Path: "overlays/prod"}}}, nil
+	}, Applications: []drift.Application{{Name: "llm-prod", Path: "overlays/prod"}}}
+	rep.Objects = append(rep.Objects, f.extra...)
+	return rep, nil
 }
 
 func (fakeCluster) Blame(_ context.Context, env string, ref blame.Ref) (*blame.Blame, error) {
