@@ -54,6 +54,9 @@ type App struct {
 	Unrenderable string
 	// Project is the AppProject the Application belongs to.
 	Project string
+	// ControlPlaneNamespace is the namespace of Argo CD's control plane ("": argocd): an
+	// Application elsewhere is named <namespace>_<name> in its build environment (InstanceName).
+	ControlPlaneNamespace string
 	// Chart is the chart of a Helm chart repository the source names (spec.source.chart; RepoURL
 	// is the chart repository, TargetRevision its version or constraint); "" for a Git source.
 	Chart string
@@ -107,6 +110,29 @@ func (a *App) WithGitSpec(git *App) *App {
 		out.Sources = append(out.Sources, s)
 	}
 	return &out
+}
+
+// WithControlPlane returns the App with ControlPlaneNamespace ns (nil for a nil App).
+func (a *App) WithControlPlane(ns string) *App {
+	if a == nil {
+		return nil
+	}
+	out := *a
+	out.ControlPlaneNamespace = ns
+	return &out
+}
+
+// InstanceName is the Application's name as Argo CD's controller sends it to its repo-server
+// (Application.InstanceName, $ARGOCD_APP_NAME): its name in the control plane's namespace (or
+// none), else <namespace>_<name>.
+func (a *App) InstanceName() string {
+	cp := a.ControlPlaneNamespace
+	if cp == "" {
+		cp = "argocd"
+	}
+	app := v1alpha1.Application{}
+	app.Name, app.Namespace = a.Name, a.Namespace
+	return app.InstanceName(cp)
 }
 
 // SyncedRevisions are the revisions a was last synced to: SyncedRevision, then each source's

@@ -103,3 +103,30 @@ spec:
 	assert.Equal(t, &render.DirectoryOptions{DisableExtensionFilter: true}, app("{disableExtensionFilter: true}").DirectoryOptions("r"))
 	assert.True(t, app("{}").RendersAs(app("null")), "directory: {} renders as no directory block")
 }
+
+// Argo CD's controller names an Application outside its control plane's namespace
+// <namespace>_<name> to the repo-server (Application.InstanceName): $ARGOCD_APP_NAME is that.
+func TestBuildEnvironmentNamesTheInstance(t *testing.T) {
+	app := func(namespace string) *App {
+		a, err := FromUnstructured(decode(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: jobs, namespace: `+namespace+`}
+spec:
+  project: batch
+  source:
+    repoURL: https://git.example.com/p.git
+    path: jobs
+    directory: {jsonnet: {tlas: [{name: app, value: $ARGOCD_APP_NAME}]}}
+  destination: {server: https://kubernetes.default.svc, namespace: batch}
+`))
+		require.NoError(t, err)
+		return a
+	}
+	name := func(a *App) string { return a.DirectoryOptions("r").Jsonnet.Env["ARGOCD_APP_NAME"] }
+	assert.Equal(t, "jobs", name(app("argocd")), "in Argo CD's namespace (the default control plane)")
+	assert.Equal(t, "team-a_jobs", name(app("team-a")), "elsewhere: <namespace>_<name>")
+	assert.Equal(t, "jobs", name(app("team-a").WithControlPlane("team-a")), "in a control plane of its own namespace")
+	assert.Equal(t, "argocd_jobs", name(app("argocd").WithControlPlane("gitops")))
+	assert.Equal(t, "team-a_jobs", name((&App{Name: "jobs", Namespace: "team-a"}).WithGitSpec(app("team-a")).WithControlPlane("argocd")), "Git's spec, the live name")
+	assert.Equal(t, "team-a_jobs", app("team-a").InstanceName())
+}

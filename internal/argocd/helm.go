@@ -102,7 +102,7 @@ func (a *App) buildEnv(repoURL, sourcePath, targetRevision, revision string) v1a
 	}
 	var env v1alpha1.Env
 	for _, e := range [][2]string{
-		{"ARGOCD_APP_NAME", a.Name}, {"ARGOCD_APP_NAMESPACE", a.DestinationNamespace},
+		{"ARGOCD_APP_NAME", a.InstanceName()}, {"ARGOCD_APP_NAMESPACE", a.DestinationNamespace},
 		{"ARGOCD_APP_PROJECT_NAME", a.Project}, {"ARGOCD_APP_REVISION", revision},
 		{"ARGOCD_APP_REVISION_SHORT", short(7)}, {"ARGOCD_APP_REVISION_SHORT_8", short(8)},
 		{"ARGOCD_APP_SOURCE_REPO_URL", repoURL}, {"ARGOCD_APP_SOURCE_PATH", sourcePath},

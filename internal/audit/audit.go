@@ -300,6 +300,10 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 		app = u.app.WithGitSpec(u.git)
 		u.app = app
 	}
+	if app != nil && app.ControlPlaneNamespace != a.AppNamespace {
+		app = app.WithControlPlane(a.AppNamespace) // for $ARGOCD_APP_NAME (App.InstanceName)
+		u.app = app
+	}
 	if err := a.destination(ctx, u, app); err != nil {
 		return err
 	}
