@@ -93,9 +93,13 @@ func (a *Auditor) scope(c *live.Cache, res *render.Result, destNS string) (idx *
 			continue
 		}
 		if o.GetName() == "" {
+			name, note := o.GetGenerateName()+"*", "only a generateName: Argo CD creates a new object at each sync, so none is compared"
+			if o.GetGenerateName() == "" {
+				// A directory source's document may have no name: Argo CD keeps it, and fails to apply it.
+				name, note = "", "no name: Argo CD renders it and cannot apply it, so none is compared"
+			}
 			unknown = append(unknown, drift.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(),
-				Name: o.GetGenerateName() + "*", Status: drift.Unknown, Fields: []drift.Field{},
-				Note: "only a generateName: Argo CD creates a new object at each sync, so none is compared"})
+				Name: name, Status: drift.Unknown, Fields: []drift.Field{}, Note: note})
 			continue
 		}
 		m, err := c.Mapping(o.GroupVersionKind())
