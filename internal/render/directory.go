@@ -95,8 +95,10 @@ func (s Source) directory(rel string) (*Result, error) {
 	return res, nil
 }
 
-// decodeManifests decodes every document of one file into objects; a document that is not an
-// object with apiVersion, kind and a name is an error naming the file and the document.
+// decodeManifests decodes every document of helm template's output into objects; a document
+// that is not an object with apiVersion, kind and a name is an error naming the file and the
+// document. A directory source's files are read otherwise, as Argo CD reads them
+// (directoryFileObjects).
 func decodeManifests(file string, data []byte) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []*unstructured.Unstructured

@@ -245,11 +245,11 @@ func TestDirectoryManifestsAsArgoCDsRepoServerReadsThem(t *testing.T) {
 	runDirectoryCases(t, fixtureSources(t, map[string]string{
 		"app/cm.yaml": cm,
 		// A kustomize replacements file: a list, naming kind and metadata but none with a colon.
-		"app/replacements.yaml": "- source: {kind: ConfigMap, name: cm, fieldPath: metadata.name}\n  targets:\n  - select: {kind: Deployment}\n    fieldPaths: [metadata.annotations.x]\n",
-		"app/settings.yaml":     "apiVersion is: not a manifest\nkind: of settings\n- metadata\n",
-		"app/no-version.yaml":   "kind: ConfigMap\nmetadata: {name: no-version}\n",
-		"app/no-name.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {labels: {a: b}}\n",
-		"app/comments.yaml":     "---\n# nothing\n---\n\n---\n" + cm,
+		"app/replacements.yaml":      "- source: {kind: ConfigMap, name: cm, fieldPath: metadata.name}\n  targets:\n  - select: {kind: Deployment}\n    fieldPaths: [metadata.annotations.x]\n",
+		"app/settings.yaml":          "apiVersion is: not a manifest\nkind: of settings\n- metadata\n",
+		"app/no-version.yaml":        "kind: ConfigMap\nmetadata: {name: no-version}\n",
+		"app/no-name.yaml":           "apiVersion: v1\nkind: ConfigMap\nmetadata: {labels: {a: b}}\n",
+		"app/comments.yaml":          "---\n# nothing\n---\n\n---\n" + cm,
 		"app/sub/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nmetadata: {name: sub}\nresources: [cm.yaml]\n",
 		"app/sub/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sub-cm}\n",
 		"bad/second.yaml":            cm + "---\n- a list\n",
