@@ -517,6 +517,9 @@ func id(o *unstructured.Unstructured) string {
 	return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
 }
 
+// secretHidden stands for a Secret's value in a Change: never the value, in any output.
+const secretHidden = "(value hidden)"
+
 // diffObjects lists objects added, removed or changed from base to head.
 func diffObjects(base, head []*unstructured.Unstructured) []Change {
 	key := func(o *unstructured.Unstructured) string {
@@ -547,6 +550,11 @@ func diffObjects(base, head []*unstructured.Unstructured) []Change {
 				continue
 			}
 			c.Change = "changed"
+			if o.GroupVersionKind().GroupKind() == secretGK {
+				for i := range c.Fields { // a Secret's values never leave check: which field changed only
+					c.Fields[i].From, c.Fields[i].To = secretHidden, secretHidden
+				}
+			}
 		}
 		out = append(out, c)
 	}

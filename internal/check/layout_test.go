@@ -1,6 +1,7 @@
 package check
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -210,4 +211,30 @@ rules:
 	}
 	require.Len(t, warned, 1)
 	assert.Contains(t, warned[0], ".auditor.yaml rules[0]: no rule refs-reslove")
+}
+
+func TestASecretsValuesNeverLeaveTheCheck(t *testing.T) {
+	dir, commit := acmeRepo(t)
+	secret := func(password string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "services/web/base/secret.yaml"), []byte(
+			"apiVersion: v1\nkind: Secret\nmetadata: {name: web-creds}\nstringData: {password: "+password+"}\n"), 0o644))
+	}
+	secret("hunter2-OLD")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "services/web/base/kustomization.yaml"), []byte(
+		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [deployment.yaml, service.yaml, secret.yaml]\n"), 0o644))
+	commit("web: creds")
+	secret("hunter2-NEW")
+	commit("web: new password")
+	repo, err := gitrepo.Open(dir)
+	require.NoError(t, err)
+	res, err := Run(repo, "HEAD~1", "HEAD")
+	require.NoError(t, err)
+	out, err := json.Marshal(res)
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), "hunter2")
+	require.Len(t, res.Envs[0].Changes, 1)
+	c := res.Envs[0].Changes[0]
+	assert.Equal(t, "Secret", c.Kind)
+	require.NotEmpty(t, c.Fields, "which field changed is said")
+	assert.Equal(t, ".stringData.password", c.Fields[0].Path)
 }

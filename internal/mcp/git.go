@@ -30,7 +30,7 @@ type LedgerAtInput struct {
 type SchedulePlanInput struct {
 	Env      string `json:"env" jsonschema:"the environment (reads clusters/<env>/schedule.yaml)"`
 	Revision string `json:"revision,omitempty" jsonschema:"the Git revision to read (default HEAD)"`
-	Count    int    `json:"count,omitempty" jsonschema:"how many firings (default 10)"`
+	Count    int    `json:"count,omitempty" jsonschema:"how many firings, 1 to 400 (default 10)"`
 	From     string `json:"from,omitempty" jsonschema:"plan from this time, RFC 3339 (default now)"`
 }
 
@@ -112,8 +112,11 @@ func (t *tools) schedulePlan(ctx context.Context, _ *sdk.CallToolRequest, in Sch
 		return nil, SchedulePlan{}, errors.Join(err, requiredEnv(in.Env))
 	}
 	count := in.Count
-	if count <= 0 {
+	switch {
+	case count == 0:
 		count = 10
+	case count < 0 || count > maxFirings:
+		return nil, SchedulePlan{}, fmt.Errorf("count: want 1 to %d firings, not %d", maxFirings, count)
 	}
 	repo, err := t.repo(ctx)
 	if err != nil {
@@ -166,6 +169,9 @@ func (t *tools) capacity(_ context.Context, _ *sdk.CallToolRequest, in CapacityI
 	res, err := capacity.KV(kv)
 	return nil, res, err
 }
+
+// maxFirings bounds one schedule_plan answer: a year of daily peaks.
+const maxFirings = 400
 
 // timeOr parses an RFC 3339 time; now when s is empty.
 func timeOr(s, name string) (time.Time, error) {
