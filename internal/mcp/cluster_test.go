@@ -49,7 +49,8 @@ func TestExplainGivesFieldsPersonRestoreAndEpisodes(t *testing.T) {
 	assert.Contains(t, ex.Adopt.Notes[0], "no repository is configured", "without a repository no patch is written")
 
 	ex, _ = call[Explanation](t, cs, "explain", map[string]any{"kind": "ConfigMap", "name": "other"})
-	assert.Equal(t, "InSync", ex.Status)
+	assert.Equal(t, NotDrifted, ex.Status, "the report cannot tell in sync from not rendered")
+	assert.Contains(t, ex.Note, "in sync if one of its Applications renders it")
 }
 
 func TestSecretEditedByHandIsOnlyChanged(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 type Explanation struct {
 	Env      string `json:"env"`
 	Revision string `json:"revision"`
-	// Status is the object's drift (Modified, Missing, Extra, Unknown), InSync when the audit
-	// found none.
+	// Status is the object's drift (Modified, Missing, Extra, Unknown), NotDrifted when the
+	// env's report does not list it (Note says what that can mean).
 	Status      string `json:"status"`
 	APIVersion  string `json:"apiVersion,omitempty"`
 	Kind        string `json:"kind"`
@@ -83,8 +83,9 @@ func (t *tools) explain(ctx context.Context, _ *sdk.CallToolRequest, in ObjectIn
 	if err != nil {
 		return nil, nil, err
 	}
-	ex := &Explanation{Env: rep.Env, Revision: rep.Revision, Status: "InSync", Kind: in.Kind, Namespace: in.Namespace, Name: in.Name, Fields: []ExplainedField{}}
+	ex := &Explanation{Env: rep.Env, Revision: rep.Revision, Status: NotDrifted, Kind: in.Kind, Namespace: in.Namespace, Name: in.Name, Fields: []ExplainedField{}}
 	if o == nil {
+		ex.Note = notDrifted(rep)
 		return nil, ex, nil
 	}
 	ex.Status, ex.APIVersion, ex.Kind, ex.Namespace, ex.Cluster = o.Status, o.APIVersion, o.Kind, o.Namespace, o.Cluster
@@ -104,6 +105,27 @@ func (t *tools) explain(ctx context.Context, _ *sdk.CallToolRequest, in ObjectIn
 		}
 	}
 	return nil, ex, nil
+}
+
+// NotDrifted is explain's status of an object the env's report does not list: in sync when the
+// env renders it and its Application was audited; the report lists no object in sync, so a
+// misspelt or foreign object reads the same.
+const NotDrifted = "NotDrifted"
+
+// notDrifted says what an object the report does not list may be, naming the Applications that
+// were not audited (their objects were not compared).
+func notDrifted(rep *drift.Report) string {
+	note := "not among the env's drifted objects: in sync if one of its Applications renders it (kind as the API names it, such as Deployment, and its exact name)"
+	var skipped []string
+	for _, a := range rep.Applications {
+		if a.Error != "" {
+			skipped = append(skipped, a.Name)
+		}
+	}
+	if len(skipped) > 0 {
+		note += "; not audited, so not compared: the objects of " + strings.Join(skipped, ", ")
+	}
+	return note
 }
 
 // findObject is the report's object in names, nil when the report has none of it (in sync). A
