@@ -78,14 +78,22 @@ func (o *mcpOptions) Run(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
-// repo opens --repo once, for the Git tools.
+// repo opens --repo for the Git tools, once it opens: a failure (a server down, a repository
+// not there yet) is tried again at the next call, never kept for the session.
 func (o *mcpOptions) repo() func(context.Context) (*gitrepo.Repo, error) {
-	var once sync.Once
+	var mu sync.Mutex
 	var repo *gitrepo.Repo
-	var err error
 	return func(ctx context.Context) (*gitrepo.Repo, error) {
-		once.Do(func() { repo, err = gitOpts.open(ctx, o.diff.src.repo) })
-		return repo, err
+		mu.Lock()
+		defer mu.Unlock()
+		if repo != nil {
+			return repo, nil
+		}
+		r, err := gitOpts.open(context.WithoutCancel(ctx), o.diff.src.repo) // the clone outlives the call
+		if err == nil {
+			repo = r
+		}
+		return r, err
 	}
 }
 
@@ -105,7 +113,7 @@ type cliCluster struct {
 }
 
 func (c *cliCluster) auditor(ctx context.Context) (*audit.Auditor, error) {
-	if c.a == nil && c.err == nil {
+	if c.a == nil { // a failure (the cluster unreachable) is tried again at the next call
 		c.repo, c.a, c.err = c.o.auditor(context.WithoutCancel(ctx)) // the cache outlives the call
 	}
 	return c.a, c.err

@@ -62,7 +62,9 @@ var Tools = []string{"check", "ledger_at", "schedule_plan", "capacity", "drift",
 // New returns the server with its tools (those opts.Tools names, when it names any). A name
 // it does not know is an error listing the tools.
 func New(opts Options) (*sdk.Server, error) {
-	for _, t := range opts.Tools {
+	for i, t := range opts.Tools {
+		t = strings.TrimSpace(t) // "check, capacity" as a person types it
+		opts.Tools[i] = t
 		if !slices.Contains(Tools, t) {
 			return nil, fmt.Errorf("mcp: no tool %q (tools: %s)", t, strings.Join(Tools, ", "))
 		}

@@ -137,9 +137,9 @@ func TestListsEveryToolReadOnlyAndFiltered(t *testing.T) {
 	}
 	assert.ElementsMatch(t, Tools, names)
 
-	res, err = connect(t, Options{Tools: []string{"drift", "explain"}}).ListTools(context.Background(), nil)
+	res, err = connect(t, Options{Tools: []string{"drift", " explain"}}).ListTools(context.Background(), nil)
 	require.NoError(t, err)
-	assert.Len(t, res.Tools, 2)
+	assert.Len(t, res.Tools, 2, "a name as a person types it after a comma")
 	_, err = New(Options{Tools: []string{"delete"}})
 	assert.ErrorContains(t, err, `no tool "delete"`)
 }
