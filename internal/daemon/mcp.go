@@ -38,8 +38,9 @@ func (c mcpCluster) Episodes(_ context.Context, env string, limit int) ([]episod
 }
 
 // mcpHandler serves the MCP tools over streamable HTTP (at /mcp, behind the API's guard):
-// stateless, each request a JSON answer, so each is authorized on its own and none outlives the
-// server's write timeout.
+// stateless, each request a JSON answer, so each is authorized on its own. A handler runs to its
+// end whatever the write timeout; the tools bound themselves (one check at a time, a bounded
+// schedule plan, blame's own walk limit).
 func (d *Daemon) mcpHandler(b *blamer) (http.Handler, error) {
 	s, err := mcp.New(mcp.Options{
 		Cluster: mcpCluster{d: d, blame: b},

@@ -75,9 +75,19 @@ func (t *tools) addGit(s *sdk.Server, on func(string) bool) {
 	}
 }
 
+// checking holds one slot per check running in this process: a check reads two commits' files
+// and renders every env (seconds, a few hundred MiB), and cannot be cancelled.
+var checking = make(chan struct{}, 1)
+
 func (t *tools) check(ctx context.Context, _ *sdk.CallToolRequest, in CheckInput) (*sdk.CallToolResult, *check.Result, error) {
 	if in.Base == "" {
 		return nil, nil, errors.New("base is required")
+	}
+	select { // check.Run takes no context: bound how many run, process-wide
+	case checking <- struct{}{}:
+		defer func() { <-checking }()
+	default:
+		return nil, nil, errors.New("another check is running in this server: ask again when it ends")
 	}
 	repo, err := t.repo(ctx)
 	if err != nil {

@@ -85,3 +85,11 @@ func TestCheckNamesAnUnknownRevision(t *testing.T) {
 	_, res = call[check.Result](t, cs, "check", map[string]any{"base": ""})
 	assert.Contains(t, errText(t, res), "base is required")
 }
+
+func TestOneCheckAtATime(t *testing.T) {
+	cs := connect(t, thisRepo(t))
+	checking <- struct{}{} // a check running
+	_, res := call[map[string]any](t, cs, "check", map[string]any{"base": "HEAD"})
+	<-checking
+	assert.Contains(t, errText(t, res), "another check is running")
+}
