@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/llm-gitops/platform/internal/capacity"
 	"github.com/llm-gitops/platform/internal/check"
+	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/layout"
 	"github.com/llm-gitops/platform/internal/ledger"
+	"github.com/llm-gitops/platform/internal/render"
 	"github.com/llm-gitops/platform/internal/schedule"
 )
 
@@ -109,6 +114,9 @@ func (t *tools) ledgerAt(ctx context.Context, _ *sdk.CallToolRequest, in LedgerA
 	if err != nil {
 		return nil, ledger.Served{}, err
 	}
+	if err := knownEnv(repo, in.Env); err != nil {
+		return nil, ledger.Served{}, err
+	}
 	recs, err := ledger.Read(repo, in.Env, "")
 	if err != nil {
 		return nil, ledger.Served{}, err
@@ -130,6 +138,9 @@ func (t *tools) schedulePlan(ctx context.Context, _ *sdk.CallToolRequest, in Sch
 	}
 	repo, err := t.repo(ctx)
 	if err != nil {
+		return nil, SchedulePlan{}, err
+	}
+	if err := knownEnv(repo, in.Env); err != nil {
 		return nil, SchedulePlan{}, err
 	}
 	snap, err := repo.Snapshot(in.Revision)
@@ -193,6 +204,23 @@ func timeOr(s, name string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%s: want an RFC 3339 time (2025-03-01T12:00:00Z): %w", name, err)
 	}
 	return t, nil
+}
+
+// knownEnv says whether env is one of the repository's envs at HEAD (its layout), naming them
+// when it is not.
+func knownEnv(repo *gitrepo.Repo, env string) error {
+	src, err := render.AtRevision(repo, "HEAD")
+	if err != nil {
+		return err
+	}
+	l, err := layout.Read(src)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(l.Names(), env) {
+		return fmt.Errorf("unknown env %q (known envs: %s)", env, strings.Join(l.Names(), ", "))
+	}
+	return nil
 }
 
 func requiredEnv(env string) error {

@@ -46,7 +46,9 @@ func TestSchedulePlanGivesTheNextFirings(t *testing.T) {
 	assert.Len(t, got.Firings, 3)
 	assert.NotEmpty(t, got.Revision)
 	_, res = call[SchedulePlan](t, cs, "schedule_plan", map[string]any{"env": "nope"})
-	assert.Contains(t, errText(t, res), "clusters/nope/schedule.yaml")
+	assert.Contains(t, errText(t, res), `unknown env "nope" (known envs: dev, prod, staging)`)
+	_, res = call[SchedulePlan](t, cs, "ledger_at", map[string]any{"env": "nope"})
+	assert.Contains(t, errText(t, res), `unknown env "nope" (known envs: dev, prod, staging)`)
 	for _, n := range []int{-1, maxFirings + 1, 100000} { // a reader cannot make the server plan without bound
 		_, res = call[SchedulePlan](t, cs, "schedule_plan", map[string]any{"env": "prod", "count": n})
 		assert.Contains(t, errText(t, res), "count: want 1 to 400 firings", n)
