@@ -148,7 +148,10 @@ func (c *cliCluster) report(ctx context.Context, env string) (*drift.Report, err
 }
 
 // Blame walks the object's history from the revision Argo CD synced, as auditor blame does.
-func (c *cliCluster) Blame(ctx context.Context, env string, ref blame.Ref) (*blame.Blame, error) {
+func (c *cliCluster) Blame(ctx context.Context, env, cluster string, ref blame.Ref) (*blame.Blame, error) {
+	if cluster != "" {
+		return nil, fmt.Errorf("blame of an object on cluster %s: start auditor mcp with --context of that cluster, or ask auditor serve", cluster)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rep, err := c.report(ctx, env)

@@ -28,8 +28,8 @@ func (c mcpCluster) Report(_ context.Context, env string) (*drift.Report, error)
 	return c.d.Report(env)
 }
 
-func (c mcpCluster) Blame(ctx context.Context, env string, ref blame.Ref) (*blame.Blame, error) {
-	res, _, err := c.blame.blame(ctx, blameAsk{env: env, ref: ref})
+func (c mcpCluster) Blame(ctx context.Context, env, cluster string, ref blame.Ref) (*blame.Blame, error) {
+	res, _, err := c.blame.blame(ctx, blameAsk{env: env, cluster: cluster, ref: ref})
 	return res, err
 }
 

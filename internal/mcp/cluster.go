@@ -28,6 +28,7 @@ type ObjectInput struct {
 	Kind      string `json:"kind" jsonschema:"the object's kind, e.g. Deployment"`
 	Name      string `json:"name" jsonschema:"the object's name"`
 	Namespace string `json:"namespace,omitempty" jsonschema:"the object's namespace, when the name is not unique"`
+	Cluster   string `json:"cluster,omitempty" jsonschema:"the cluster it lives on, as reports name it, when the env spans several"`
 }
 
 // EpisodesInput picks episodes of drift.
@@ -130,7 +131,7 @@ func (t *tools) blame(ctx context.Context, _ *sdk.CallToolRequest, in ObjectInpu
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := c.Blame(ctx, env, ref)
+	b, err := c.Blame(ctx, env, in.Cluster, ref)
 	if err != nil {
 		return nil, nil, err
 	}

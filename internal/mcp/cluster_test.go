@@ -114,3 +114,15 @@ func TestExplainSaysWhatAHandEditToAnApplicationDisables(t *testing.T) {
 	require.Len(t, ex.Fields, 1)
 	assert.Contains(t, ex.Fields[0].Disables, "self-heal")
 }
+
+func TestAnObjectOnTwoClustersIsNamedByItsCluster(t *testing.T) {
+	rep := &drift.Report{Objects: []drift.Object{
+		{Kind: "Deployment", Namespace: "llm", Name: "vllm-qwen", Cluster: "eu", Status: drift.Modified},
+		{Kind: "Deployment", Namespace: "llm", Name: "vllm-qwen", Cluster: "us", Status: drift.Modified},
+	}}
+	_, err := findObject(rep, ObjectInput{Kind: "Deployment", Name: "vllm-qwen"})
+	assert.ErrorContains(t, err, "several places (llm on eu, llm on us): name its namespace or cluster")
+	o, err := findObject(rep, ObjectInput{Kind: "Deployment", Name: "vllm-qwen", Cluster: "us"})
+	require.NoError(t, err)
+	assert.Equal(t, "us", o.Cluster)
+}

@@ -133,7 +133,8 @@ func notDrifted(rep *drift.Report) string {
 func findObject(rep *drift.Report, in ObjectInput) (*drift.Object, error) {
 	var found []*drift.Object
 	for i, o := range rep.Objects {
-		if strings.EqualFold(o.Kind, in.Kind) && o.Name == in.Name && (in.Namespace == "" || o.Namespace == in.Namespace) {
+		if strings.EqualFold(o.Kind, in.Kind) && o.Name == in.Name && (in.Namespace == "" || o.Namespace == in.Namespace) &&
+			(in.Cluster == "" || o.Cluster == in.Cluster) {
 			found = append(found, &rep.Objects[i])
 		}
 	}
@@ -145,9 +146,13 @@ func findObject(rep *drift.Report, in ObjectInput) (*drift.Object, error) {
 	}
 	var where []string
 	for _, o := range found {
-		where = append(where, o.Namespace)
+		at := o.Namespace
+		if o.Cluster != "" {
+			at += " on " + o.Cluster
+		}
+		where = append(where, at)
 	}
-	return nil, fmt.Errorf("%s %s is in several namespaces (%s): name one", in.Kind, in.Name, strings.Join(where, ", "))
+	return nil, fmt.Errorf("%s %s is in several places (%s): name its namespace or cluster", in.Kind, in.Name, strings.Join(where, ", "))
 }
 
 func explainField(kind string, f drift.Field) ExplainedField {

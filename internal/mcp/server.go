@@ -37,8 +37,9 @@ type Cluster interface {
 	Envs() []string
 	// Report is the env's drift report, as GET /api/v1/drift and `auditor diff -o json` give it.
 	Report(ctx context.Context, env string) (*drift.Report, error)
-	// Blame is the commit behind each field of one object and the writes to the live object.
-	Blame(ctx context.Context, env string, ref blame.Ref) (*blame.Blame, error)
+	// Blame is the commit behind each field of one object and the writes to the live object;
+	// cluster names the member cluster it lives on ("" for Argo CD's own).
+	Blame(ctx context.Context, env, cluster string, ref blame.Ref) (*blame.Blame, error)
 	// Episodes are the open episodes of env (every env when "") and up to limit ended ones,
 	// most recent first; an error when this process keeps no history of drift.
 	Episodes(ctx context.Context, env string, limit int) (open, ended []episode.Episode, err error)

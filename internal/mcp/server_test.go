@@ -112,7 +112,7 @@ func (f fakeCluster) Report(context.Context, string) (*drift.Report, error) {
 	return rep, nil
 }
 
-func (fakeCluster) Blame(_ context.Context, env string, ref blame.Ref) (*blame.Blame, error) {
+func (fakeCluster) Blame(_ context.Context, env, _ string, ref blame.Ref) (*blame.Blame, error) {
 	if ref.Name != "hf-token" {
 		return nil, errors.New("not declared")
 	}
