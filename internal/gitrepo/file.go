@@ -17,13 +17,9 @@ import (
 func (r *Repo) ReadFile(rev, name string) ([]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	hash, err := r.resolve(rev)
+	hash, commit, err := r.commitAt(rev)
 	if err != nil {
 		return nil, err
-	}
-	commit, err := r.repo.CommitObject(plumbing.NewHash(hash))
-	if err != nil {
-		return nil, fmt.Errorf("read commit %s: %w", hash, err)
 	}
 	f, err := commit.File(name)
 	switch {
@@ -45,13 +41,9 @@ func (r *Repo) ReadFile(rev, name string) ([]byte, error) {
 func (r *Repo) ReadDir(rev, dir string) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	hash, err := r.resolve(rev)
+	hash, commit, err := r.commitAt(rev)
 	if err != nil {
 		return nil, err
-	}
-	commit, err := r.repo.CommitObject(plumbing.NewHash(hash))
-	if err != nil {
-		return nil, fmt.Errorf("read commit %s: %w", hash, err)
 	}
 	tree, err := commit.Tree()
 	if err != nil {
@@ -71,6 +63,19 @@ func (r *Repo) ReadDir(rev, dir string) ([]string, error) {
 		names = append(names, e.Name)
 	}
 	return names, nil
+}
+
+// commitAt resolves rev to its commit; r.mu is held.
+func (r *Repo) commitAt(rev string) (string, *object.Commit, error) {
+	hash, err := r.resolve(rev)
+	if err != nil {
+		return "", nil, err
+	}
+	commit, err := r.repo.CommitObject(plumbing.NewHash(hash))
+	if err != nil {
+		return "", nil, fmt.Errorf("read commit %s: %w", hash, err)
+	}
+	return hash, commit, nil
 }
 
 // ReadFileAt reads one file of the tree at another commit of the snapshot's repository (e.g. the
