@@ -8,7 +8,7 @@ COPY cmd ./cmd
 COPY internal ./internal
 ARG COMMIT=unknown
 ARG VERSION=
-RUN go build -trimpath -ldflags "-s -w -X github.com/llm-gitops/platform/internal/version.Commit=${COMMIT} -X github.com/llm-gitops/platform/internal/version.Version=${VERSION} -X helm.sh/helm/v4/internal/version.version=v4.3.1" -o /out/auditor ./cmd/auditor
+RUN go build -trimpath -ldflags "-s -w -X github.com/llm-gitops/platform/internal/engine/version.Commit=${COMMIT} -X github.com/llm-gitops/platform/internal/engine/version.Version=${VERSION} -X helm.sh/helm/v4/internal/version.version=v4.3.1" -o /out/auditor ./cmd/auditor
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/auditor /auditor

@@ -14,7 +14,7 @@ VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo
 IMAGE        ?= registry.example.com/llm/auditor:$(VERSION)
 PLATFORMS    := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # The Helm SDK reports its release to charts (.Capabilities.HelmVersion) as Argo CD's helm does.
-LDFLAGS      := -X github.com/llm-gitops/platform/internal/version.Commit=$(COMMIT) -X helm.sh/helm/v4/internal/version.version=v4.3.1
+LDFLAGS      := -X github.com/llm-gitops/platform/internal/engine/version.Commit=$(COMMIT) -X helm.sh/helm/v4/internal/version.version=v4.3.1
 TEST_TIMEOUT ?= 40m
 
 .PHONY: all build release image tools browser test test-unit vet demo cluster-up cluster-down bench fuzz fmt clean help
@@ -33,7 +33,7 @@ release: ## binaries for Linux (static) and macOS, amd64 and arm64, in dist/ wit
 	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; out=dist/auditor-$(VERSION)-$$os-$$arch; \
 	  echo ">>> $$out"; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath \
-	    -ldflags "-s -w $(LDFLAGS) -X github.com/llm-gitops/platform/internal/version.Version=$(VERSION)" \
+	    -ldflags "-s -w $(LDFLAGS) -X github.com/llm-gitops/platform/internal/engine/version.Version=$(VERSION)" \
 	    -o $$out ./cmd/auditor || exit 1; \
 	done
 	@cd dist && $$(command -v sha256sum || echo shasum -a 256) auditor-* > SHA256SUMS && cat SHA256SUMS
@@ -55,7 +55,7 @@ browser: ## the distribution's Chromium, for the web view's browser test (apt-ge
 	  if [ "$$(id -u)" = 0 ]; then apt-get install -y --no-install-recommends chromium >/dev/null || { apt-get update -qq && apt-get install -y --no-install-recommends chromium >/dev/null; }; \
 	  else echo "run as root: apt-get install chromium" >&2; exit 1; fi; }
 
-# Every test that needs the cluster runs here: missing binaries fail (internal/testcluster need.go).
+# Every test that needs the cluster runs here: missing binaries fail (internal/testing/testcluster need.go).
 test: export AUDITOR_TEST_CLUSTER := required
 test: tools browser vet ## vet and every test against the real API server
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...

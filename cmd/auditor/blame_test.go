@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/blame"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/gittest"
+	"github.com/llm-gitops/platform/internal/engine/blame"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/testing/gittest"
 )
 
 // TestBlameReadsTheLayout: in a repository of another layout (.auditor.yaml: a root over
@@ -20,7 +20,7 @@ import (
 // renders the object and says so; an env the layout does not list is a usage error listing it.
 func TestBlameReadsTheLayout(t *testing.T) {
 	dir := t.TempDir()
-	gittest.WriteFiles(t, dir, gittest.ReadTree(t, "../../internal/layout/testdata/acme", "."))
+	gittest.WriteFiles(t, dir, gittest.ReadTree(t, "../../internal/engine/layout/testdata/acme", "."))
 	gittest.Run(t, dir, "init", "-q", "-b", "main")
 	gittest.Run(t, dir, "add", "-A")
 	gittest.Run(t, dir, "commit", "-qm", "acme")

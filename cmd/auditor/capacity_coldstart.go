@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llm-gitops/platform/internal/capacity"
+	"github.com/llm-gitops/platform/internal/platform/capacity"
 )
 
 // coldStartOptions are the flags of `auditor capacity coldstart`.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llm-gitops/platform/internal/capacity"
+	"github.com/llm-gitops/platform/internal/platform/capacity"
 )
 
 // hpaOptions are the flags of `auditor capacity hpa`.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llm-gitops/platform/internal/capacity"
+	"github.com/llm-gitops/platform/internal/platform/capacity"
 )
 
 // kvOptions are the flags of `auditor capacity kv`.

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llm-gitops/platform/internal/check"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/render"
-	"github.com/llm-gitops/platform/internal/simulate"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/render"
+	"github.com/llm-gitops/platform/internal/platform/check"
+	"github.com/llm-gitops/platform/internal/platform/simulate"
 )
 
 // checkOptions are the flags of `auditor check`.

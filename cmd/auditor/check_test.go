@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/llm-gitops/platform/internal/check"
+	"github.com/llm-gitops/platform/internal/platform/check"
 )
 
 // TestWriteCheckShowsWarnings: a warning is printed beside the violations in both formats, and

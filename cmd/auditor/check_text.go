@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/llm-gitops/platform/internal/check"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/layout"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/layout"
+	"github.com/llm-gitops/platform/internal/platform/check"
 )
 
 // writeCheck prints the check's result per env, as text or as a Markdown comment (md).

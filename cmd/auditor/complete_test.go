@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/engine/render"
 )
 
 // The shell's completion (cobra's __complete, what the completion scripts call) offers the

@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/reposerver"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/reposerver"
 )
 
 // diffOptions are the flags of `auditor diff`.

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/layout"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/layout"
 )
 
 // onlyApplication narrows a report to one Application of the env's group (drift's

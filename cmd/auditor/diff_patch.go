@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/llm-gitops/platform/internal/adopt"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/adopt"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
 )
 
 // writeAdoptPatch prints the patch adopting every drifted field it can express into the

@@ -8,16 +8,17 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/llm-gitops/platform/internal/argocd"
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/auditlog"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/fleet"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/layout"
-	"github.com/llm-gitops/platform/internal/live"
-	"github.com/llm-gitops/platform/internal/render"
-	"github.com/llm-gitops/platform/internal/reposerver"
+	"github.com/llm-gitops/platform/internal/daemon/fleet"
+	"github.com/llm-gitops/platform/internal/engine/argocd"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/auditlog"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/layout"
+	"github.com/llm-gitops/platform/internal/engine/live"
+	"github.com/llm-gitops/platform/internal/engine/render"
+	"github.com/llm-gitops/platform/internal/engine/reposerver"
+	"github.com/llm-gitops/platform/internal/platform/cost"
 )
 
 // defaultCacheDir is the auditor's directory in the user's cache directory, "off" when there is none.
@@ -66,7 +67,7 @@ func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Audito
 	if err != nil {
 		return nil, nil, err
 	}
-	c := audit.Config{Repo: repo, Live: cache, AppNamespace: appNamespace, People: people}
+	c := audit.Config{Repo: repo, Live: cache, AppNamespace: appNamespace, People: people, Steps: []drift.Step{cost.Step{}}}
 	// An Application on another cluster is read through the kubeconfig context that reaches it.
 	if fl, err := fleet.FromKubeconfig(ctx, o.kube.rules(), cfg.Host); err == nil {
 		c.Clusters = fl.Resolve

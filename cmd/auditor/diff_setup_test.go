@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/gittest"
+	"github.com/llm-gitops/platform/internal/testing/gittest"
 )
 
 // TestDiffAllNeedsTheEnvsInOneNamespace: an audit reads Applications in one namespace, so

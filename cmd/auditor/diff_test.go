@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 // TestWriteTextNamesWhoMadeOrDeletedAnObject: a Missing object says who deleted it, an Extra

@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
 )
 
 // writeText prints one line per drifted field: object, path, desired → live, manager, how long ago.

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/llm-gitops/platform/internal/doctor"
-	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/engine/render"
+	"github.com/llm-gitops/platform/internal/platform/doctor"
 )
 
 // doctorOptions are the flags of `auditor doctor`.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
 )
 
 // TestDoctorExitCodes: on a bare API server (no CRDs) doctor exits 1 naming what to install; with

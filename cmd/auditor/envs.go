@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/layout"
-	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/layout"
+	"github.com/llm-gitops/platform/internal/engine/render"
 )
 
 // envFlagAnnotation marks a flag whose value names an env (--env, promote's --from and --to):

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llm-gitops/platform/internal/capacity"
-	"github.com/llm-gitops/platform/internal/schedule"
+	"github.com/llm-gitops/platform/internal/platform/capacity"
+	"github.com/llm-gitops/platform/internal/platform/schedule"
 )
 
 // The process exit codes of every command, as kubectl diff's.

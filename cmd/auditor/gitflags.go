@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
 )
 
 // gitFlags are the Git credentials and timeout of every command that reads or writes --repo: the

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llm-gitops/platform/internal/ledger"
+	"github.com/llm-gitops/platform/internal/platform/ledger"
 )
 
 // ledgerShowOptions are the flags and argument of `auditor ledger show`.

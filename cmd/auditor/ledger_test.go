@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/ledger"
+	"github.com/llm-gitops/platform/internal/platform/ledger"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

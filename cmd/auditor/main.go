@@ -6,7 +6,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/engine/render"
 )
 
 func main() {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/mcp"
+	"github.com/llm-gitops/platform/internal/daemon/mcp"
 )
 
 // inspector runs the official MCP Inspector's CLI (npm @modelcontextprotocol/inspector) against

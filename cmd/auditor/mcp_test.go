@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/mcp"
+	"github.com/llm-gitops/platform/internal/daemon/mcp"
 )
 
 // TestMCPServesOnStdioWithoutACluster: the Git tools answer, the cluster tools say there is no

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 // reportFormats are the -o formats of every command that reports; a command may add its own

@@ -20,13 +20,13 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/spf13/cobra"
 
-	"github.com/llm-gitops/platform/internal/adopt"
-	"github.com/llm-gitops/platform/internal/capacity"
-	"github.com/llm-gitops/platform/internal/check"
-	"github.com/llm-gitops/platform/internal/cost"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/profile"
-	"github.com/llm-gitops/platform/internal/schedule"
+	"github.com/llm-gitops/platform/internal/engine/adopt"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/platform/capacity"
+	"github.com/llm-gitops/platform/internal/platform/check"
+	"github.com/llm-gitops/platform/internal/platform/cost"
+	"github.com/llm-gitops/platform/internal/platform/profile"
+	"github.com/llm-gitops/platform/internal/platform/schedule"
 )
 
 // profileOptions are the flags of `auditor profile`.

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llm-gitops/platform/internal/check"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/ledger"
-	"github.com/llm-gitops/platform/internal/release"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/release"
+	"github.com/llm-gitops/platform/internal/platform/check"
+	"github.com/llm-gitops/platform/internal/platform/ledger"
 )
 
 // promoteOptions are the flags of `auditor promote`.

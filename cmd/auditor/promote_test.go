@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/ledger"
-	"github.com/llm-gitops/platform/internal/release"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/release"
+	"github.com/llm-gitops/platform/internal/platform/ledger"
 )
 
 // pinnedLedgerRepo is newLedgerRepo with the project's apps/ and staging and prod pinned to the

@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/llm-gitops/platform/internal/check"
+	"github.com/llm-gitops/platform/internal/platform/check"
 )
 
 // The reports of the commands that push, as -o json and -o yaml print them: what was committed

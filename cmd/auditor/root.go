@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llm-gitops/platform/internal/version"
+	"github.com/llm-gitops/platform/internal/engine/version"
 )
 
 // newRootCommand is `auditor` with every command.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llm-gitops/platform/internal/schedule"
+	"github.com/llm-gitops/platform/internal/platform/schedule"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

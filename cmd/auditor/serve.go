@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/llm-gitops/platform/internal/daemon"
-	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
 )
 
 // serveOptions are the flags of `auditor serve`.

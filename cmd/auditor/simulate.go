@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
-	"github.com/llm-gitops/platform/internal/profile"
-	"github.com/llm-gitops/platform/internal/schedule"
-	"github.com/llm-gitops/platform/internal/simulate"
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/platform/localcluster"
+	"github.com/llm-gitops/platform/internal/platform/profile"
+	"github.com/llm-gitops/platform/internal/platform/schedule"
+	"github.com/llm-gitops/platform/internal/platform/simulate"
 )
 
 // simulateOptions are the flags of `auditor simulate`.
@@ -150,7 +150,7 @@ func simulateOn(ctx context.Context, kube kubeFlags, objs []*unstructured.Unstru
 		cfg = c
 	} else {
 		fmt.Fprintln(os.Stderr, "starting a local cluster with kube-scheduler and kube-controller-manager ...")
-		c, err := testcluster.Start(ctx, testcluster.Options{Scheduler: true, ControllerManager: true})
+		c, err := localcluster.Start(ctx, localcluster.Options{Scheduler: true, ControllerManager: true})
 		if err != nil {
 			return nil, err
 		}

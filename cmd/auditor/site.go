@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llm-gitops/platform/internal/site"
+	"github.com/llm-gitops/platform/internal/platform/site"
 )
 
 func newSiteCommand() *cobra.Command {

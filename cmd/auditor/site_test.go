@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/gittest"
-	"github.com/llm-gitops/platform/internal/site"
+	"github.com/llm-gitops/platform/internal/platform/site"
+	"github.com/llm-gitops/platform/internal/testing/gittest"
 )
 
 // TestSiteSetAndShow: `site set` on a copy of the repository writes the values and lists the

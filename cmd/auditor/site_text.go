@@ -9,8 +9,8 @@ import (
 	"path"
 	"text/tabwriter"
 
-	"github.com/llm-gitops/platform/internal/render"
-	"github.com/llm-gitops/platform/internal/site"
+	"github.com/llm-gitops/platform/internal/engine/render"
+	"github.com/llm-gitops/platform/internal/platform/site"
 )
 
 // siteStatus reads env's site file from src and lists the example names the env's overlay and

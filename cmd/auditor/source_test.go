@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/blame"
-	"github.com/llm-gitops/platform/internal/release"
-	"github.com/llm-gitops/platform/internal/schedule"
+	"github.com/llm-gitops/platform/internal/engine/blame"
+	"github.com/llm-gitops/platform/internal/engine/release"
+	"github.com/llm-gitops/platform/internal/platform/schedule"
 )
 
 // render says on stderr what it read: the work tree or a commit, and the pin Argo CD syncs a

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/release"
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/release"
+	"github.com/llm-gitops/platform/internal/platform/localcluster"
 )
 
 // upstreamURL is the repository URL the manifests name (apps/, clusters/, the auditor's config and
@@ -112,7 +112,7 @@ func pinAll(work string) error {
 
 // bootstrap applies clusters/<env>/root.yaml of the published repository, as a person does once
 // per cluster, and waits until Argo CD has synced the env's Application at head.
-func bootstrap(ctx context.Context, c *testcluster.Cluster, dir, env, head string) error {
+func bootstrap(ctx context.Context, c *localcluster.Cluster, dir, env, head string) error {
 	root := filepath.Join(dir, "git", "work", "clusters", env, "root.yaml")
 	if out, err := c.Kubectl(ctx, "apply", "--server-side", "-f", root).CombinedOutput(); err != nil {
 		return fmt.Errorf("bootstrap %s: %v: %s", root, err, out)

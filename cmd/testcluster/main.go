@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/platform/localcluster"
 )
 
 func main() {
@@ -31,25 +31,25 @@ func main() {
 	_ = fs.Parse(os.Args[2:])
 	switch os.Args[1] {
 	case "up":
-		if st, ok := testcluster.Running(*dir); ok {
+		if st, ok := localcluster.Running(*dir); ok {
 			fmt.Printf("a local cluster already runs in %s (%s); `make cluster-down` stops it\nexport KUBECONFIG=%s\n", *dir, st.URL, st.Kubeconfig)
 			return
 		}
-		_ = testcluster.Down(*dir) // leftovers of a cluster that died
+		_ = localcluster.Down(*dir) // leftovers of a cluster that died
 		os.RemoveAll(*dir)
 		begin := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 		defer cancel()
-		c, err := testcluster.Start(ctx, testcluster.Options{Dir: *dir, Detach: true, Scheduler: *sched, ControllerManager: *cm, ArgoCD: *argo, Kwok: *kwok, Log: os.Stderr})
+		c, err := localcluster.Start(ctx, localcluster.Options{Dir: *dir, Detach: true, Scheduler: *sched, ControllerManager: *cm, ArgoCD: *argo, Kwok: *kwok, Log: os.Stderr})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
-			_ = testcluster.Down(*dir)
+			_ = localcluster.Down(*dir)
 			os.Exit(1)
 		}
 		if *kwok {
 			if err := addPoolNodes(ctx, c, *env); err != nil {
 				fmt.Fprintln(os.Stderr, "error:", err)
-				_ = testcluster.Down(*dir)
+				_ = localcluster.Down(*dir)
 				os.Exit(1)
 			}
 		}
@@ -62,16 +62,16 @@ func main() {
 			}
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "error:", err)
-				_ = testcluster.Down(*dir)
+				_ = localcluster.Down(*dir)
 				os.Exit(1)
 			}
 		}
-		var members []*testcluster.Member
+		var members []*localcluster.Member
 		for i := 2; i <= *clusters; i++ {
 			m, err := c.AddCluster(ctx, fmt.Sprintf("cluster-%d", i))
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "error:", err)
-				_ = testcluster.Down(*dir)
+				_ = localcluster.Down(*dir)
 				os.Exit(1)
 			}
 			members = append(members, m)
@@ -88,10 +88,10 @@ func main() {
 		}
 		fmt.Printf("local cluster up in %s (logs in %s)\nexport KUBECONFIG=%s\n", time.Since(begin).Round(100*time.Millisecond), c.Dir, c.Kubeconfig)
 	case "down":
-		if _, ok := testcluster.Running(*dir); !ok {
+		if _, ok := localcluster.Running(*dir); !ok {
 			fmt.Println("no local cluster running in", *dir)
 		}
-		if err := testcluster.Down(*dir); err != nil {
+		if err := localcluster.Down(*dir); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			os.Exit(1)
 		}

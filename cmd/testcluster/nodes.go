@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/llm-gitops/platform/internal/render"
-	"github.com/llm-gitops/platform/internal/simulate"
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/engine/render"
+	"github.com/llm-gitops/platform/internal/platform/localcluster"
+	"github.com/llm-gitops/platform/internal/platform/simulate"
 )
 
 // addPoolNodes adds kwok nodes modelled on env's NodePools (rendered from the working tree):
 // system, CPU and GPU pools with their labels, taints and capacity.
-func addPoolNodes(ctx context.Context, c *testcluster.Cluster, env string) error {
+func addPoolNodes(ctx context.Context, c *localcluster.Cluster, env string) error {
 	src, err := render.FromDir(".")
 	if err != nil {
 		return err

@@ -8,16 +8,16 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/release"
-	"github.com/llm-gitops/platform/internal/render"
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/release"
+	"github.com/llm-gitops/platform/internal/engine/render"
+	"github.com/llm-gitops/platform/internal/platform/localcluster"
 )
 
 // syncEnv plays Argo CD for the local cluster: renders env at revision, server-side applies it as
 // argocd-controller and records the Application's synced revision.
 func syncEnv(dir, env, repoURL, revision string) error {
-	st, ok := testcluster.Running(dir)
+	st, ok := localcluster.Running(dir)
 	if !ok {
 		return fmt.Errorf("no local cluster runs in %s: `make cluster-up` first", dir)
 	}
@@ -58,7 +58,7 @@ func syncEnv(dir, env, repoURL, revision string) error {
 	if err != nil {
 		return err
 	}
-	syncer, err := testcluster.NewSyncer(cfg)
+	syncer, err := localcluster.NewSyncer(cfg)
 	if err != nil {
 		return err
 	}
@@ -79,6 +79,6 @@ func syncEnv(dir, env, repoURL, revision string) error {
 			}
 		}
 	}
-	fmt.Printf("synced %s at %.12s: %d objects applied server-side as %s in %s\n", env, runs.Revision, len(res.Objects), testcluster.ArgoManager, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("synced %s at %.12s: %d objects applied server-side as %s in %s\n", env, runs.Revision, len(res.Objects), localcluster.ArgoManager, time.Since(start).Round(time.Millisecond))
 	return nil
 }

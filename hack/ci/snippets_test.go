@@ -23,7 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
-	"github.com/llm-gitops/platform/internal/gittest"
+	"github.com/llm-gitops/platform/internal/testing/gittest"
 )
 
 const (

@@ -10,11 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/live"
-	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/live"
+	"github.com/llm-gitops/platform/internal/engine/render"
+	"github.com/llm-gitops/platform/internal/platform/cost"
 )
 
 // newAuditor makes the Auditor of repo and the live cache c (liveConn keeps it while both are
@@ -31,6 +32,8 @@ func (d *Daemon) newAuditor(repo *gitrepo.Repo, c *live.Cache) *audit.Auditor {
 		Clusters:             d.clusters(),
 		Owns:                 d.ownsFunc(),
 		ClusterName:          d.clusterName(),
+		Steps:                []drift.Step{cost.Step{}},
+		Controllers:          d.cfg.controllersFor, // each env its own rules: nothing is written on the Auditor per audit
 		Drift: func(o *drift.Options) {
 			o.SecretKey = d.hmacKey
 			d.cfg.Extra.apply(o)

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/llm-gitops/platform/internal/sinks"
+	"github.com/llm-gitops/platform/internal/daemon/sinks"
 )
 
 // apiAuth returns the guard of the API routes the config asks for (nil: open).

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
 )
 
 // BenchmarkEditToMessage measures how long a manual change takes to reach a chat receiver through

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/blame"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/fleet"
-	"github.com/llm-gitops/platform/internal/render"
+	"github.com/llm-gitops/platform/internal/daemon/fleet"
+	"github.com/llm-gitops/platform/internal/engine/blame"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/render"
 )
 
 // blameTimeout bounds one blame walk (the HTTP server's write timeout is a minute).

@@ -13,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/fleet"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/reposerver"
-	"github.com/llm-gitops/platform/internal/sinks"
+	"github.com/llm-gitops/platform/internal/daemon/fleet"
+	"github.com/llm-gitops/platform/internal/daemon/sinks"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/reposerver"
 )
 
 // Config is the daemon's configuration file (YAML). Secrets — webhook URLs, bot tokens, the Git
@@ -314,13 +314,6 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
-func (d Duration) or(def time.Duration) time.Duration {
-	if d.Duration <= 0 {
-		return def
-	}
-	return d.Duration
-}
-
 var envRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
 
 // LoadConfig reads and validates a configuration file.
@@ -334,13 +327,14 @@ func LoadConfig(path string) (*Config, error) {
 	return parseConfig(path, data)
 }
 
-// parseConfig decodes and validates a configuration; path names it in errors.
+// parseConfig decodes a configuration, fills its defaults and validates it; path names it in
+// errors.
 func parseConfig(path string, data []byte) (*Config, error) {
 	var c Config
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	if err := c.validate(); err != nil {
+	if err := c.validate(); err != nil { // its defaults first
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return &c, nil

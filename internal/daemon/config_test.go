@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 // TestShippedConfigLoads loads the configuration base/auditor ships, as the pod would see it.

@@ -11,14 +11,27 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/llm-gitops/platform/internal/mcp"
-	"github.com/llm-gitops/platform/internal/sinks"
+	"github.com/llm-gitops/platform/internal/daemon/mcp"
+	"github.com/llm-gitops/platform/internal/daemon/sinks"
 )
 
 // pathName is what a name that becomes a file or directory under the state dir may be.
 var pathName = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$`)
 
+// validate fills the defaults the file left out (withDefaults), then checks it: decode →
+// defaults → validate.
 func (c *Config) validate() error {
+	c.withDefaults()
+	for _, check := range []func() error{c.checkBasics, c.checkClusters, c.checkSinksAndAPI, c.checkScope, c.checkControllersAndRoots} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return c.checkSelectionNamespaces(c.AppNamespace)
+}
+
+// checkBasics checks the repository, the envs, the state dir, leader election and the watched namespaces.
+func (c *Config) checkBasics() error {
 	if c.Repo == "" {
 		return fmt.Errorf("repo is required")
 	}
@@ -59,6 +72,11 @@ func (c *Config) validate() error {
 			return fmt.Errorf("watchNamespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
 		}
 	}
+	return nil
+}
+
+// checkClusters checks the member clusters: names, servers and kubeconfigs, each once.
+func (c *Config) checkClusters() error {
 	clusters := map[string]bool{}
 	for i, cl := range c.Clusters {
 		server := strings.TrimRight(cl.Server, "/")
@@ -79,6 +97,11 @@ func (c *Config) validate() error {
 			}
 		}
 	}
+	return nil
+}
+
+// checkSinksAndAPI checks the chat sinks (exactly one kind each, unique names), the Git webhook and the API.
+func (c *Config) checkSinksAndAPI() error {
 	seen := map[string]bool{}
 	for i, s := range c.Sinks {
 		n := 0
@@ -102,8 +125,6 @@ func (c *Config) validate() error {
 		return fmt.Errorf("webhook: a secret is required (secretFile or secretEnv); set insecure: true to accept unauthenticated pushes")
 	}
 	switch c.API.Auth {
-	case "":
-		c.API.Auth = APIAuthKubernetes
 	case APIAuthKubernetes, APIAuthNone:
 	case APIAuthToken:
 		if c.API.TokenFile == "" {
@@ -117,6 +138,11 @@ func (c *Config) validate() error {
 			return fmt.Errorf("api: mcpTools: no tool %q (tools: %s)", name, strings.Join(mcp.Tools, ", "))
 		}
 	}
+	return nil
+}
+
+// checkScope checks what is searched for as Extra and the controllers' identities, every error at once.
+func (c *Config) checkScope() error {
 	var errs []error
 	for i, k := range c.Extra.Kinds {
 		if parseGVK(k).Kind == "" {
@@ -140,9 +166,11 @@ func (c *Config) validate() error {
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
+	return errors.Join(errs...)
+}
+
+// checkControllersAndRoots checks the controller rules, the roots and the Application namespaces.
+func (c *Config) checkControllersAndRoots() error {
 	for i, r := range c.Controllers {
 		if r.Manager == "" {
 			return fmt.Errorf("controllers[%d]: manager is required", i)
@@ -158,12 +186,6 @@ func (c *Config) validate() error {
 			}
 		}
 	}
-	if c.Listen == "" {
-		c.Listen = ":8080"
-	}
-	if c.AppNamespace == "" {
-		c.AppNamespace, c.appNamespaceDefault = "argocd", true // the layout's namespace may replace it (startLayout)
-	}
 	for env, root := range c.Roots {
 		if !slices.Contains(c.Envs, env) {
 			return fmt.Errorf("roots: %q is not one of envs %v", env, c.Envs)
@@ -177,7 +199,7 @@ func (c *Config) validate() error {
 			return fmt.Errorf("appNamespaces: %q is not a namespace name (%s)", ns, strings.Join(errs, "; "))
 		}
 	}
-	return c.checkSelectionNamespaces(c.AppNamespace)
+	return nil
 }
 
 // checkSelectionNamespaces checks that each selection picks Applications in appNS (the envs'

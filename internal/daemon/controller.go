@@ -10,10 +10,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/live"
-	"github.com/llm-gitops/platform/internal/reconcile"
+	"github.com/llm-gitops/platform/internal/daemon/reconcile"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/live"
 )
 
 // work is what an env's next audit is asked to do. The reconcile queue merges the work asked of
@@ -53,7 +53,7 @@ func (w work) empty() bool { return len(w.refs) == 0 && !w.full && !w.fetched &&
 func (d *Daemon) newQueue() *reconcile.Queue[string, work] {
 	return reconcile.New(reconcile.Config[string, work]{
 		Reconcile: d.reconcileEnv, Merge: mergeWork, Empty: work.empty,
-		BaseDelay: time.Second, MaxDelay: d.cfg.FetchInterval.or(time.Minute),
+		BaseDelay: time.Second, MaxDelay: d.cfg.FetchInterval.Duration,
 		Idle: d.giveBackMemory,
 	})
 }
@@ -65,7 +65,7 @@ func (d *Daemon) ask(w work, debounced bool) {
 		ew := w
 		ew.refs = maps.Clone(w.refs) // each env's work is its own: the queue merges into it
 		if debounced {
-			d.queue.AddAfter(env, ew, d.cfg.Debounce.or(50*time.Millisecond))
+			d.queue.AddAfter(env, ew, d.cfg.Debounce.Duration)
 		} else {
 			d.queue.Add(env, ew)
 		}
@@ -130,7 +130,7 @@ func (d *Daemon) reconcileEnv(ctx context.Context, env string, w work) error {
 	if d.layout.refresh(); d.layout.moved(env) {
 		w.full = true // the env's Applications may be others now
 	}
-	if w.fetched && !w.full && d.envs.sinceFull(env) >= d.cfg.ResyncInterval.or(5*time.Minute) {
+	if w.fetched && !w.full && d.envs.sinceFull(env) >= d.cfg.ResyncInterval.Duration {
 		// Every ResyncInterval, a full audit takes up what no watch reports (argocd-cm's
 		// customizations when not watched, a CRD's new schema).
 		w.full = true
@@ -141,7 +141,6 @@ func (d *Daemon) reconcileEnv(ctx context.Context, env string, w work) error {
 	d.dropCaches()
 	c := d.conn.Cache()
 	a := d.conn.Auditor(d.git.Repo(), d.newAuditor)
-	a.Options.Controllers = d.cfg.controllersFor(env)
 	start := time.Now()
 	var rep *drift.Report
 	var err error
@@ -229,6 +228,6 @@ func (d *Daemon) fetchLoop(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
-	d.git.Run(ctx, d.cfg.FetchInterval.or(time.Minute), func() { d.ask(work{fetched: true}, false) })
+	d.git.Run(ctx, d.cfg.FetchInterval.Duration, func() { d.ask(work{fetched: true}, false) })
 	return nil
 }

@@ -20,20 +20,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
-	"github.com/llm-gitops/platform/internal/argocd"
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/auditlog"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/episode"
-	"github.com/llm-gitops/platform/internal/fleet"
-	"github.com/llm-gitops/platform/internal/lifecycle"
-	"github.com/llm-gitops/platform/internal/live"
-	"github.com/llm-gitops/platform/internal/notify"
-	"github.com/llm-gitops/platform/internal/outbox"
-	"github.com/llm-gitops/platform/internal/reconcile"
-	"github.com/llm-gitops/platform/internal/render"
-	"github.com/llm-gitops/platform/internal/reposerver"
-	"github.com/llm-gitops/platform/internal/sinks"
+	"github.com/llm-gitops/platform/internal/daemon/episode"
+	"github.com/llm-gitops/platform/internal/daemon/fleet"
+	"github.com/llm-gitops/platform/internal/daemon/lifecycle"
+	"github.com/llm-gitops/platform/internal/daemon/notify"
+	"github.com/llm-gitops/platform/internal/daemon/outbox"
+	"github.com/llm-gitops/platform/internal/daemon/reconcile"
+	"github.com/llm-gitops/platform/internal/daemon/sinks"
+	"github.com/llm-gitops/platform/internal/engine/argocd"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/auditlog"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/live"
+	"github.com/llm-gitops/platform/internal/engine/render"
+	"github.com/llm-gitops/platform/internal/engine/reposerver"
 )
 
 // Daemon is one running auditor.
@@ -94,10 +94,11 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	cfg.withDefaults() // a Config made in code, not read by LoadConfig
 	d := &Daemon{cfg: cfg, rest: restCfg, log: log, metrics: newMetrics(), envs: newEnvStates(),
 		connected: make(chan struct{}), listening: make(chan struct{}), conn: &liveConn{},
 		trackerState: &stateFile{path: filepath.Join(cfg.StateDir, "drift-state.json")}}
-	d.git = newGitSource(d.openRepo, cfg.FetchTimeout.or(30*time.Second), d.gitFetched)
+	d.git = newGitSource(d.openRepo, cfg.FetchTimeout.Duration, d.gitFetched)
 	d.layout = newRepoLayout(d.git.Repo, log, cfg.byConvention)
 	d.hooks, d.waits, d.lead = newInformerHooks(d.hook), newPeopleWaits(d.peopleOn), newLeadership(d.leaderChanged)
 	d.queue, d.ledgerWriter = d.newQueue(), newLedgerWriter()
@@ -242,7 +243,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		return names.RootName(env) // the env's link goes to its root
 	},
 		ReadFile: d.readFile}
-	d.notifier = notify.NewNotifier(notify.NotifierConfig{Window: cfg.FoldWindow.or(10 * time.Second), Options: opts,
+	d.notifier = notify.NewNotifier(notify.NotifierConfig{Window: cfg.FoldWindow.Duration, Options: opts,
 		Outboxes: outboxes, Tracker: d.tracker, Logger: log, Leading: true, OnEnqueued: d.saveTracker, Resolve: d.resolve})
 	return d, nil
 }

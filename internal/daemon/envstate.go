@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 // envStates holds each env's last audit: its report (the last that succeeded), its error (the

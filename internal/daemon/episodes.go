@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/atomicfile"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/episode"
-	"github.com/llm-gitops/platform/internal/notify"
+	"github.com/llm-gitops/platform/internal/daemon/episode"
+	"github.com/llm-gitops/platform/internal/daemon/notify"
+	"github.com/llm-gitops/platform/internal/engine/atomicfile"
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 func episodesFile(cfg *Config) string { return filepath.Join(cfg.StateDir, "episodes.json") }

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
 )
 
 var (

@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/gittest"
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/testing/gittest"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
 )
 
 // gitServer is the real `git http-backend` (basic auth) behind a switch that stalls requests,

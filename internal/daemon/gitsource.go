@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
 )
 
 // gitSource is the daemon's Git part: the repository audited, fetched every interval and on

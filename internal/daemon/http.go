@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/auditlog"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/server"
-	"github.com/llm-gitops/platform/internal/webview"
+	"github.com/llm-gitops/platform/internal/daemon/server"
+	"github.com/llm-gitops/platform/internal/daemon/webview"
+	"github.com/llm-gitops/platform/internal/engine/auditlog"
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 // backend adapts the daemon to the HTTP handlers.

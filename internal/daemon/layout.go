@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/layout"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/layout"
 )
 
 // repoLayout follows the repository's layout (.auditor.yaml) at its branch head: refresh reads

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
-	"github.com/llm-gitops/platform/internal/notify/message"
+	"github.com/llm-gitops/platform/internal/daemon/message"
 )
 
 // campaign runs leader election on a Lease until ctx ends; leadership lost is campaigned for again.
@@ -29,8 +29,8 @@ func (d *Daemon) campaign(ctx context.Context) error {
 			LockConfig: resourcelock.ResourceLockConfig{Identity: id}}
 		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 			Lock: lock, ReleaseOnCancel: true,
-			LeaseDuration: le.LeaseDuration.or(15 * time.Second), RenewDeadline: le.RenewDeadline.or(10 * time.Second),
-			RetryPeriod: le.RetryPeriod.or(2 * time.Second),
+			LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration,
+			RetryPeriod: le.RetryPeriod.Duration,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(lctx context.Context) {
 					d.log.Info("became leader: this replica posts reports", "identity", id)
@@ -51,14 +51,7 @@ func (d *Daemon) campaign(ctx context.Context) error {
 
 // lease returns the namespace and name of the leader Lease.
 func (le LeaderElectionConfig) lease() (namespace, name string) {
-	namespace, name = le.Namespace, le.Name
-	if namespace == "" {
-		namespace = "llm-system"
-	}
-	if name == "" {
-		name = "auditor"
-	}
-	return namespace, name
+	return le.Namespace, le.Name // withDefaults filled them
 }
 
 // shareRecords keeps each sink's delivery record in the leader Lease.

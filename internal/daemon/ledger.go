@@ -5,11 +5,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/audit"
+	"github.com/llm-gitops/platform/internal/engine/audit"
 
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/ledger"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/platform/ledger"
 )
 
 // LedgerConfig turns on the model ledger: when an env's synced revision changes, the records of
@@ -87,7 +87,7 @@ func (d *Daemon) syncLedger(ctx context.Context, env, revision string, seenAt ti
 		return err
 	}
 	req := ledger.SyncRequest{Env: env, Branch: d.cfg.Ledger.Branch, Revision: revision, SyncedAt: seenAt,
-		Deadline: time.Now().Add(2 * time.Minute), FetchTimeout: d.cfg.FetchTimeout.or(30 * time.Second), Renders: d.ledger}
+		Deadline: time.Now().Add(2 * time.Minute), FetchTimeout: d.cfg.FetchTimeout.Duration, Renders: d.ledger}
 	if u := d.cfg.Ledger.PrometheusURL; u != "" {
 		req.Metrics = (&ledger.Prometheus{URL: u}).ForRecord
 	}

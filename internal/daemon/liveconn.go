@@ -4,9 +4,9 @@ import (
 	"context"
 	"sync"
 
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/live"
 )
 
 // liveConn is the daemon's connection to Argo CD's cluster: the live cache (its informers) and

@@ -5,9 +5,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/live"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/live"
 )
 
 // TestLiveConnKeepsItsAuditorWhileRepoAndCacheStay: the Auditor (its schema and render caches)

@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/render"
-	"github.com/llm-gitops/platform/internal/sinks"
-	"github.com/llm-gitops/platform/internal/testcluster"
-	"github.com/llm-gitops/platform/internal/testfixture"
+	"github.com/llm-gitops/platform/internal/daemon/sinks"
+	"github.com/llm-gitops/platform/internal/engine/render"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
+	"github.com/llm-gitops/platform/internal/testing/testfixture"
 )
 
 var cluster *testcluster.Cluster

@@ -7,12 +7,12 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/llm-gitops/platform/internal/blame"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/episode"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/mcp"
-	"github.com/llm-gitops/platform/internal/version"
+	"github.com/llm-gitops/platform/internal/daemon/episode"
+	"github.com/llm-gitops/platform/internal/daemon/mcp"
+	"github.com/llm-gitops/platform/internal/engine/blame"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/version"
 )
 
 // mcpCluster answers the MCP server's cluster tools from what the daemon serves over /api/v1:

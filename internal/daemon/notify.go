@@ -6,11 +6,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/llm-gitops/platform/internal/atomicfile"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/episode"
-	"github.com/llm-gitops/platform/internal/notify"
-	"github.com/llm-gitops/platform/internal/notify/message"
+	"github.com/llm-gitops/platform/internal/daemon/episode"
+	"github.com/llm-gitops/platform/internal/daemon/message"
+	"github.com/llm-gitops/platform/internal/daemon/notify"
+	"github.com/llm-gitops/platform/internal/engine/atomicfile"
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 // resolve says how a resolved item ended: from its episode, else from the watch's copy of the

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/reconcile"
+	"github.com/llm-gitops/platform/internal/daemon/reconcile"
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 func TestWorkMergesWhatEachAskAsks(t *testing.T) {

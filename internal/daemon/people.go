@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 // peopleWait is how long a new drift waits for the audit event of the write that made it (the

@@ -9,9 +9,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/llm-gitops/platform/internal/blame"
-	"github.com/llm-gitops/platform/internal/episode"
-	"github.com/llm-gitops/platform/internal/gitrepo"
+	"github.com/llm-gitops/platform/internal/daemon/episode"
+	"github.com/llm-gitops/platform/internal/engine/blame"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
 )
 
 // commitOf names a revision of the repository, for an episode adopted into Git.
@@ -135,7 +135,7 @@ func (d *Daemon) openRepo(ctx context.Context) (*gitrepo.Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	octx, cancel := context.WithTimeout(ctx, d.cfg.FetchTimeout.or(30*time.Second))
+	octx, cancel := context.WithTimeout(ctx, d.cfg.FetchTimeout.Duration)
 	defer cancel()
 	return remote.Open(octx)
 }

@@ -18,10 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/manifest"
-	"github.com/llm-gitops/platform/internal/sinks"
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/daemon/sinks"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/manifest"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
 )
 
 // TestRolloutsAreNotAnnouncedEditsAre is the false-drift scenario through the daemon: an env of

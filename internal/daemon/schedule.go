@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/notify/message"
-	"github.com/llm-gitops/platform/internal/schedule"
+	"github.com/llm-gitops/platform/internal/daemon/message"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/platform/schedule"
 )
 
 // ScheduleConfig turns on the in-process firing of clusters/<env>/schedule.yaml.

@@ -20,12 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/fleet"
-	"github.com/llm-gitops/platform/internal/gittest"
-	"github.com/llm-gitops/platform/internal/shard"
-	"github.com/llm-gitops/platform/internal/sinks"
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/daemon/fleet"
+	"github.com/llm-gitops/platform/internal/daemon/shard"
+	"github.com/llm-gitops/platform/internal/daemon/sinks"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/testing/gittest"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
 )
 
 // shardedFleet is 30 Applications, each one ConfigMap in a namespace of its own, spread over
@@ -50,7 +50,7 @@ func newShardedFleet(t *testing.T, n int) *shardedFleet {
 		m, err := cluster.AddCluster(ctx, f.prefix+"-"+name)
 		require.NoError(t, err)
 		f.members = append(f.members, m)
-		targets[m.Name], servers[m.Name] = m.Cluster, m.URL
+		targets[m.Name], servers[m.Name] = &testcluster.Cluster{Cluster: m.Cluster}, m.URL
 	}
 	shards := []string{audit.InCluster, f.members[0].Name, f.members[1].Name}
 	for name, c := range targets {

@@ -7,19 +7,18 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/episode"
-	"github.com/llm-gitops/platform/internal/notify"
-	"github.com/llm-gitops/platform/internal/notify/message"
-	"github.com/llm-gitops/platform/internal/outbox"
-	"github.com/llm-gitops/platform/internal/shard"
+	"github.com/llm-gitops/platform/internal/daemon/episode"
+	"github.com/llm-gitops/platform/internal/daemon/message"
+	"github.com/llm-gitops/platform/internal/daemon/notify"
+	"github.com/llm-gitops/platform/internal/daemon/outbox"
+	"github.com/llm-gitops/platform/internal/daemon/shard"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 // sharding is how replicas share the work (leaderElection.shard): the clusters are shards,
@@ -181,7 +180,7 @@ func (d *Daemon) newSharding() error {
 	d.tracker.Forget(func(notify.Item) bool { return true })
 	s := d.sharding
 	s.sharder, err = shard.New(shard.Config{Leases: leases, Group: group, Identity: d.identity, Shards: d.cfg.shardNames(),
-		LeaseDuration: le.LeaseDuration.or(15 * time.Second), RetryPeriod: le.RetryPeriod.or(2 * time.Second),
+		LeaseDuration: le.LeaseDuration.Duration, RetryPeriod: le.RetryPeriod.Duration,
 		Acquired: d.acquireShard, Release: d.releaseShard, Log: d.log})
 	if err != nil {
 		return err

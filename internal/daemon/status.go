@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/drift"
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 func (d *Daemon) status() Status {

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/notify"
+	"github.com/llm-gitops/platform/internal/daemon/notify"
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 // A daemon restarted while an Application's cluster is unreachable has no audit of it to carry:

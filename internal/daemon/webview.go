@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llm-gitops/platform/internal/blame"
-	"github.com/llm-gitops/platform/internal/episode"
-	"github.com/llm-gitops/platform/internal/ledger"
-	"github.com/llm-gitops/platform/internal/schedule"
-	"github.com/llm-gitops/platform/internal/webview"
+	"github.com/llm-gitops/platform/internal/daemon/episode"
+	"github.com/llm-gitops/platform/internal/daemon/webview"
+	"github.com/llm-gitops/platform/internal/engine/blame"
+	"github.com/llm-gitops/platform/internal/platform/ledger"
+	"github.com/llm-gitops/platform/internal/platform/schedule"
 )
 
 // pages adapts the daemon to the web view. What it renders from Git (the models served, the

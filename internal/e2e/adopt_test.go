@@ -14,12 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/llm-gitops/platform/internal/adopt"
-	"github.com/llm-gitops/platform/internal/argocd"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/render"
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/engine/adopt"
+	"github.com/llm-gitops/platform/internal/engine/argocd"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/render"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
 )
 
 // TestAdoptHandScaledHelmDeploymentIntoValuesObject: a root Application (synced by real Argo

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
 )
 
 // TestApplicationOutsideArgoCDsNamespace syncs, with real Argo CD (apps in any namespace), an

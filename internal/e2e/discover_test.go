@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/testcluster"
-	"github.com/llm-gitops/platform/internal/testfixture"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
+	"github.com/llm-gitops/platform/internal/testing/testfixture"
 )
 
 // TestApplicationSetsAndTheSelectionJoinTheGroup: a root Application declares the fixture's prod

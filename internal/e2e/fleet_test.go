@@ -18,12 +18,12 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/llm-gitops/platform/internal/auditlog"
-	"github.com/llm-gitops/platform/internal/blame"
 	"github.com/llm-gitops/platform/internal/daemon"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/fleet"
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/daemon/fleet"
+	"github.com/llm-gitops/platform/internal/engine/auditlog"
+	"github.com/llm-gitops/platform/internal/engine/blame"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
 )
 
 // TestApplicationOnAnotherCluster: the env's root declares, besides the env's own Application,

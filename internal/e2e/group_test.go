@@ -23,11 +23,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/reposerver"
-	"github.com/llm-gitops/platform/internal/testcluster"
-	"github.com/llm-gitops/platform/internal/testfixture"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/reposerver"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
+	"github.com/llm-gitops/platform/internal/testing/testfixture"
 )
 
 // TestAppOfAppsAuditsEveryApplicationAndTheApplicationsThemselves: a root Application (an

@@ -19,19 +19,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/llm-gitops/platform/internal/daemon"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/gittest"
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/testing/gittest"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
 )
 
-// acme lays down a team's own repository of another layout (internal/layout/testdata/acme: the
+// acme lays down a team's own repository of another layout (internal/engine/layout/testdata/acme: the
 // root acme-root over clusters/prod/apps, a Kustomize service under services/web, a Helm chart
 // under charts/worker) in a fresh Git repository that Argo CD reads, its names made unique in
 // the shared cluster by prefix p. It returns the repository's directory.
 func acme(t *testing.T, p string) string {
 	t.Helper()
 	dir := t.TempDir()
-	files := gittest.ReadTree(t, "../layout/testdata/acme", ".")
+	files := gittest.ReadTree(t, "../engine/layout/testdata/acme", ".")
 	delete(files, ".auditor.yaml") // committed later: first the repository as a team has it
 	for name, content := range files {
 		content = strings.ReplaceAll(content, "REPO_URL", "file://"+dir)
@@ -194,7 +194,7 @@ sinks:
 
 	// .auditor.yaml committed: the daemon follows it at its next audit (a push's webhook asks for
 	// one), audits acme-root's tree, and the drift reaches chat, linked to the root.
-	layoutFile, err := os.ReadFile("../layout/testdata/acme/.auditor.yaml")
+	layoutFile, err := os.ReadFile("../engine/layout/testdata/acme/.auditor.yaml")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ".auditor.yaml"), []byte(strings.ReplaceAll(string(layoutFile), "acme-", p+"-acme-")), 0o644))
 	gittest.Run(t, dir, "add", "-A")

@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/llm-gitops/platform/internal/blame"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/mcp"
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/daemon/mcp"
+	"github.com/llm-gitops/platform/internal/engine/blame"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
 )
 
 // bearer adds a bearer token to every request.

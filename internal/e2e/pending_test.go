@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/llm-gitops/platform/internal/testcluster"
-	"github.com/llm-gitops/platform/internal/testfixture"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
+	"github.com/llm-gitops/platform/internal/testing/testfixture"
 )
 
 // TestPushedCommitIsPendingSyncUntilArgoCDSyncsIt: a commit Argo CD has seen but not synced

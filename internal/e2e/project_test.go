@@ -15,14 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/llm-gitops/platform/internal/testcluster"
-	"github.com/llm-gitops/platform/internal/testfixture"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
+	"github.com/llm-gitops/platform/internal/testing/testfixture"
 )
 
 // TestProjectRefusesAKindItDoesNotAllow: the env syncs in Git's AppProject (apps/prod/project.yaml,
 // names prefixed), and real Argo CD refuses a cluster-scoped kind the project does not whitelist
 // — a StorageClass added to overlays/prod — naming it, and never creates it: a new kind cannot
-// reach the cluster without its project (internal/render/projects_test.go keeps the two equal).
+// reach the cluster without its project (internal/engine/render/projects_test.go keeps the two equal).
 func TestProjectRefusesAKindItDoesNotAllow(t *testing.T) {
 	testcluster.Need(t)
 	// Synced once by hand, then one sync operation without retries: an automated sync would

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/llm-gitops/platform/internal/testcluster"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
 )
 
 // TestPinnedProdRunsItsPinAndItsApplicationsPatches: prod's Application is pinned to a commit

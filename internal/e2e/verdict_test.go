@@ -12,12 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/llm-gitops/platform/internal/audit"
-	"github.com/llm-gitops/platform/internal/drift"
-	"github.com/llm-gitops/platform/internal/gitrepo"
-	"github.com/llm-gitops/platform/internal/live"
-	"github.com/llm-gitops/platform/internal/testcluster"
-	"github.com/llm-gitops/platform/internal/testfixture"
+	"github.com/llm-gitops/platform/internal/engine/audit"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/live"
+	"github.com/llm-gitops/platform/internal/platform/cost"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
+	"github.com/llm-gitops/platform/internal/testing/testfixture"
 )
 
 // TestVerdictAgreesWithArgoCDStatus makes hand edits with the real kubectl and compares the
@@ -121,7 +122,7 @@ func newAuditor(t *testing.T, f *testfixture.Platform) *audit.Auditor {
 	require.NoError(t, err)
 	cache, err := live.New(ctx, cluster.Config)
 	require.NoError(t, err)
-	a := audit.New(audit.Config{Repo: repo, Live: cache})
+	a := audit.New(audit.Config{Repo: repo, Live: cache, Steps: []drift.Step{cost.Step{}}})
 	a.AppName = func(string) string { return f.App() }
 	return a
 }

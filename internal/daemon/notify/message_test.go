@@ -1,0 +1,214 @@
+package notify
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/llm-gitops/platform/internal/daemon/message"
+	"github.com/llm-gitops/platform/internal/daemon/notify/notifytest"
+	"github.com/llm-gitops/platform/internal/engine/drift"
+)
+
+func testOptions() Options {
+	return Options{ArgoCDURL: "https://argocd.example.com/", ReadFile: notifytest.ReadDevOverlay}
+}
+
+func TestDriftMessageGolden(t *testing.T) {
+	obj := notifytest.Deployment(notifytest.LogLevel, notifytest.Replicas, notifytest.Annotation, notifytest.Toleration,
+		notifytest.At(drift.Field{Desired: map[string]any{"containerPort": int64(8080), "name": "http"}, Change: drift.Removed, Writer: notifytest.KubectlEdit},
+			"spec", "template", "spec", "containers", fieldpath.KeyByFields("name", "api"), "ports", fieldpath.KeyByFields("containerPort", 8080, "protocol", "TCP")))
+	items := Items(notifytest.Report("dev", notifytest.Rev, obj))
+	var out strings.Builder
+	for _, it := range items {
+		out.WriteString("=== " + it.Key + "\n" + DriftMessage(it, testOptions()).PlainText())
+	}
+	notifytest.Golden(t, "drift-messages.golden.txt", []byte(out.String()))
+}
+
+func TestMissingAndExtraMessages(t *testing.T) {
+	missing := drift.Object{APIVersion: "v1", Kind: "Service", Namespace: "llm", Name: "rag", Status: drift.Missing}
+	extra := drift.Object{APIVersion: "v1", Kind: "ConfigMap", Namespace: "llm", Name: "tmp", Status: drift.Extra, Creator: &notifytest.KubectlEdit}
+	pool := drift.Object{APIVersion: "karpenter.sh/v1", Kind: "NodePool", Name: "gpu", Status: drift.Missing}
+	gate := drift.Object{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding", Name: "gate",
+		Status: drift.Missing, Application: "llm-policies"}
+	scaled := notifytest.Deployment(drift.Field{Path: ".spec.replicas", Desired: int64(2), Live: int64(5), Change: "changed"})
+	price := 5.58
+	scaled.Cost = &drift.Cost{GPUs: 3, Card: "l40s", USDPerHour: &price, Note: "replicas 2 → 5 on l40s: +3 GPUs, about +5.58 USD per hour"}
+	imageToo := notifytest.Deployment(drift.Field{Path: ".spec.template.spec.containers[name=vllm].image", Desired: "a", Live: "b", Change: "changed"})
+	imageToo.Name, imageToo.Cost = "vllm-image", scaled.Cost // the object's cost is said by the field that costs, once
+	generatedApp := drift.Object{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "argocd", Name: "gen-a", Status: drift.Modified,
+		Application: "root-dev", Source: drift.GeneratedSource + "tenants",
+		Fields: []drift.Field{{Path: ".spec.syncPolicy.automated.prune", Desired: true, Live: false, Change: "changed"}}}
+	tests := []struct {
+		obj       drift.Object
+		want, not []string
+	}{
+		{scaled, []string{"Cost: replicas 2 → 5 on l40s: +3 GPUs, about +5.58 USD per hour"}, nil},
+		{imageToo, []string{".image"}, []string{"Cost:"}},
+		// No Application syncs a generated one: its set's controller writes it.
+		{generatedApp, []string{"ApplicationSet tenants's controller writes it from its template"}, []string{"argocd app sync", "auditor render"}},
+		{missing, []string{"argocd app sync llm-dev --resource :Service:llm/rag", "auditor render --env dev --revision " + notifytest.Rev}, []string{"kubectl delete", "Adopt"}},
+		{pool, []string{"argocd app sync llm-dev --resource karpenter.sh:NodePool:gpu"}, nil},
+		// In an env of several Applications, the command syncs the object's own.
+		{gate, []string{"argocd app sync llm-policies --resource admissionregistration.k8s.io:ValidatingAdmissionPolicyBinding:gate"}, []string{"llm-dev"}},
+		{extra, []string{"kubectl delete configmap -n llm tmp", "add the live object to Git", "Created by: kubectl-edit (Update)"}, []string{"argocd app sync"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.obj.Name, func(t *testing.T) {
+			items := Items(notifytest.Report("dev", notifytest.Rev, tt.obj))
+			if len(items) != 1 {
+				t.Fatalf("items = %d", len(items))
+			}
+			text := DriftMessage(items[0], Options{}).PlainText()
+			for _, w := range tt.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("missing %q in:\n%s", w, text)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(text, w) {
+					t.Errorf("unexpected %q in:\n%s", w, text)
+				}
+			}
+		})
+	}
+}
+
+func TestFold(t *testing.T) {
+	var fields []drift.Field
+	for _, p := range []string{".a", ".b", ".c", ".d", ".e"} {
+		fields = append(fields, drift.Field{Path: p, Desired: "x", Live: "y", Change: drift.Changed, Writer: notifytest.KubectlEdit})
+	}
+	items := Items(notifytest.Report("dev", notifytest.Rev, notifytest.Deployment(fields...)))
+	opts := Options{MaxDigestItems: 3}
+	tests := []struct {
+		name            string
+		added, resolved []Item
+		wantKinds       []message.Kind
+		wantText        []string
+	}{
+		{"single drift", items[:1], nil, []message.Kind{message.KindDrift}, []string{"Drift in dev"}},
+		{"digest", items, nil, []message.Kind{message.KindDigest}, []string{"5 new drifts in dev", "• Deployment llm/api .c", "and 2 more", "argocd app sync llm-dev"}},
+		{"single resolved", nil, items[:1], []message.Kind{message.KindResolved}, []string{"Resolved in dev"}},
+		{"both", items[:2], items[2:], []message.Kind{message.KindDigest, message.KindResolved}, []string{"2 new drifts", "3 drifts resolved"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msgs := Fold("dev", tt.added, tt.resolved, opts)
+			var kinds []message.Kind
+			var text string
+			for _, m := range msgs {
+				kinds = append(kinds, m.Kind)
+				text += m.PlainText()
+			}
+			if len(kinds) != len(tt.wantKinds) {
+				t.Fatalf("kinds = %v, want %v", kinds, tt.wantKinds)
+			}
+			for i := range kinds {
+				if kinds[i] != tt.wantKinds[i] {
+					t.Errorf("kinds = %v, want %v", kinds, tt.wantKinds)
+				}
+			}
+			for _, w := range tt.wantText {
+				if !strings.Contains(text, w) {
+					t.Errorf("missing %q in:\n%s", w, text)
+				}
+			}
+		})
+	}
+}
+
+func TestFolderWindow(t *testing.T) {
+	got := make(chan []message.Message, 10)
+	f := NewFolder(50*time.Millisecond, Options{}, func(m []message.Message) { got <- m })
+	defer f.Close()
+	var fields []drift.Field
+	for _, p := range []string{".a", ".b", ".c"} {
+		fields = append(fields, drift.Field{Path: p, Desired: "x", Live: "y", Change: drift.Changed})
+	}
+	items := Items(notifytest.Report("dev", notifytest.Rev, notifytest.Deployment(fields...)))
+	prod := Items(notifytest.Report("prod", notifytest.Rev, notifytest.Deployment(fields[0])))
+	f.Add("dev", items[:1], nil)
+	f.Add("prod", prod, nil)
+	f.Add("dev", items[1:], nil)
+	f.Add("dev", nil, items[2:]) // appeared and went away within the window: cancels out
+	byEnv := map[string]message.Message{}
+	for range 2 {
+		select {
+		case ms := <-got:
+			if len(ms) != 1 {
+				t.Fatalf("want one message per env, got %d", len(ms))
+			}
+			byEnv[ms[0].Env] = ms[0]
+		case <-time.After(2 * time.Second):
+			t.Fatal("folder did not emit")
+		}
+	}
+	if m := byEnv["dev"]; m.Kind != message.KindDigest || len(m.Keys) != 2 {
+		t.Errorf("dev: kind %s keys %d, want digest of 2", m.Kind, len(m.Keys))
+	}
+	if m := byEnv["prod"]; m.Kind != message.KindDrift || len(m.Keys) != 1 {
+		t.Errorf("prod: kind %s keys %d, want one drift", m.Kind, len(m.Keys))
+	}
+	select {
+	case ms := <-got:
+		t.Errorf("unexpected extra emit %v", ms)
+	case <-time.After(80 * time.Millisecond):
+	}
+}
+
+// TestItemSummaryNamesWhoMadeOrDeletedAnObject: the resolution notice's "Was" line of a Missing
+// or Extra object names the person the audit events give.
+func TestItemSummaryNamesWhoMadeOrDeletedAnObject(t *testing.T) {
+	alice := &drift.Actor{User: "alice", Verb: "create", Match: "created"}
+	bob := &drift.Actor{User: "bob", Verb: "delete", Match: "deleted"}
+	creator := &drift.Writer{Manager: "kubectl-create", Operation: "Update"}
+	cm := func(status string, c *drift.Writer, a *drift.Actor) Item {
+		return Item{Env: "prod", Object: drift.Object{APIVersion: "v1", Kind: "ConfigMap", Namespace: "llm-rag", Name: "x", Status: status, Creator: c, Actor: a}}
+	}
+	cases := []struct {
+		name string
+		it   Item
+		want string
+	}{
+		{"missing", cm(drift.Missing, nil, nil), ": missing"},
+		{"missing, deleted by", cm(drift.Missing, nil, bob), ": missing (deleted by bob)"},
+		{"extra, tool", cm(drift.Extra, creator, nil), ": extra (created by kubectl-create)"},
+		{"extra, person and tool", cm(drift.Extra, creator, alice), ": extra (created by alice, kubectl-create)"},
+		{"extra, person", cm(drift.Extra, nil, alice), ": extra (created by alice)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := itemSummary(tc.it)
+			if !strings.HasSuffix(got, tc.want) {
+				t.Errorf("itemSummary = %q, want it to end in %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A digest of several drifts says the cost of each object whose drift changes GPU capacity, once,
+// listed or folded into "and K more".
+func TestDigestSaysWhatItCosts(t *testing.T) {
+	price := -1.86
+	gpu := notifytest.Deployment(
+		drift.Field{Path: `.spec.template.spec.containers[name=vllm].resources.limits["nvidia.com/gpu"]`, Desired: "1", Change: drift.Removed},
+		drift.Field{Path: `.spec.template.spec.containers[name=vllm].resources.requests["nvidia.com/gpu"]`, Desired: "1", Change: drift.Removed})
+	gpu.Name, gpu.Cost = "vllm-llama", &drift.Cost{GPUs: -1, Card: "l40s", USDPerHour: &price, Note: "nvidia.com/gpu 1 → 0 per pod on l40s: -1 GPUs"}
+	label := notifytest.Deployment(drift.Field{Path: ".metadata.labels.team", Live: "x", Change: drift.Added})
+	label.Name = "rag-api"
+	items := Items(notifytest.Report("prod", notifytest.Rev, label, label, gpu))
+	msg := DigestMessage("prod", message.KindDigest, items, Options{MaxDigestItems: 1})
+	text := msg.PlainText()
+	if n := strings.Count(text, "Cost:"); n != 1 {
+		t.Errorf("%d Cost lines, want 1:\n%s", n, text)
+	}
+	for _, w := range []string{"Cost: Deployment llm/vllm-llama: nvidia.com/gpu 1 → 0 per pod on l40s: -1 GPUs", "and 3 more"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("missing %q in:\n%s", w, text)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/llm-gitops/platform/internal/engine/argocd"
+	"github.com/llm-gitops/platform/internal/engine/render"
+	"github.com/llm-gitops/platform/internal/engine/reposerver"
+)
+
+// askRepoServer renders a unit by Argo CD's repo-server at the revisions Argo CD synced (the
+// forced revision for the sources of the audited repository): every source, with the
+// Application's own options and .argocd-source files, as the controller asks for them. A
+// repo-server that fails makes the Application Unknown with its reason; the others are audited.
+func (a *Auditor) askRepoServer(ctx context.Context, req Request, u *prepared, app *argocd.App) (*render.Result, error) {
+	spec := app.Spec()
+	revs := reposerver.SyncedRevisions(spec)
+	switch {
+	case app.Chart != "" && len(app.Sources) == 0, u.foreign:
+		// A chart of a chart repository, or another Git repository: the revision Argo CD synced,
+		// as it records it; the targetRevision when a revision of Git is asked for, or before a
+		// sync.
+		if revs[0] == "" || req.Revision != "" && !u.foreign {
+			revs[0] = app.TargetRevision
+		}
+		u.desired, u.head, u.pending = revs[0], revs[0], false
+	default:
+		var err error
+		if u.desired, u.head, u.pending, err = a.revisions(app, req); err != nil {
+			return nil, err
+		}
+		for i, s := range spec.Spec.GetSources() {
+			if s.Chart == "" && s.RepoURL == app.RepoURL && (len(app.Sources) == 0 || s.Path == app.Path || req.Revision != "") {
+				revs[i] = u.desired
+			}
+		}
+	}
+	settings, err := a.argoSettings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := u.on(a).Server()
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.RepoServer.Manifests(ctx, reposerver.Request{App: spec, Revisions: revs, KubeVersion: srv.Version,
+		APIVersions: srv.APIVersions, Settings: settings, ControllerNamespace: a.AppNamespace,
+		ProjectSourceRepos: a.projectSourceRepos(ctx, app.Project)})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &unitError{err.Error()}
+	}
+	reposerver.Untrack(res.Objects, settings)
+	return &render.Result{Env: u.key, Path: app.Path, Revision: u.desired, Objects: res.Objects}, nil
+}
+
+// argoSettings reads the argocd-cm settings the controller sends the repo-server (Argo CD's
+// defaults when the auditor may not read it), parsed once per version of the ConfigMap.
+func (a *Auditor) argoSettings(ctx context.Context) (reposerver.Settings, error) {
+	u, err := a.Live.GetDirect(ctx, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, a.AppNamespace, argocd.ConfigMapName)
+	var data map[string]string
+	rv := ""
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+	case err != nil:
+		return reposerver.Settings{}, fmt.Errorf("argocd-cm: %w", err)
+	default:
+		data, _, _ = unstructured.NestedStringMap(u.Object, "data")
+		rv = u.GetResourceVersion()
+	}
+	a.argoSettingsMu.Lock()
+	defer a.argoSettingsMu.Unlock()
+	if a.argoSettingsOf != nil && *a.argoSettingsOf == rv {
+		return a.argoSettingsV, nil
+	}
+	s, err := reposerver.SettingsFrom(ctx, data)
+	if err != nil {
+		return reposerver.Settings{}, err
+	}
+	a.argoSettingsV, a.argoSettingsOf = s, &rv
+	return s, nil
+}
+
+// projectSourceRepos is the AppProject's spec.sourceRepos, as the controller sends it (nil when
+// the auditor cannot read the project: the repo-server then only words some errors otherwise).
+func (a *Auditor) projectSourceRepos(ctx context.Context, project string) []string {
+	if project == "" {
+		project = "default"
+	}
+	u, err := a.Live.GetDirect(ctx, schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "AppProject"}, a.AppNamespace, project)
+	if err != nil {
+		return nil
+	}
+	repos, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "sourceRepos")
+	return repos
+}

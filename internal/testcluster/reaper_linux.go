@@ -1,6 +1,0 @@
-package testcluster
-
-import "syscall"
-
-// reaperAttr puts the reaper in its own session so signals to the test's process group miss it.
-func reaperAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package testcluster
-
-import "syscall"
-
-// reaperAttr puts the reaper in its own session so signals to the test's process group miss it.
-func reaperAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
