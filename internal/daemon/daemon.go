@@ -409,6 +409,18 @@ type EnvStatus struct {
 	// parse, or moves the envs to another namespace): the audits use the last good one, or fail
 	// with this error while there is none.
 	LayoutError string `json:"layoutError,omitempty"`
+	// Applications are the env's Applications in its last report, each with the engine that
+	// rendered it.
+	Applications []AppStatus `json:"applications,omitempty"`
+}
+
+// AppStatus is one Application of an env's last report: which engine rendered it
+// (drift.Application.Renderer), or why it was not audited.
+type AppStatus struct {
+	Name     string `json:"name"`
+	Cluster  string `json:"cluster,omitempty"`
+	Renderer string `json:"renderer,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // GitStatus says how fresh the audited Git state is.

@@ -18,6 +18,9 @@ func (d *Daemon) status() Status {
 		if rep != nil {
 			es.Revision, es.InSync, es.Drifted = rep.Revision, rep.InSync, len(rep.Objects)
 			es.HeadRevision, es.PendingSync = rep.HeadRevision, rep.PendingSync
+			for _, app := range rep.Applications {
+				es.Applications = append(es.Applications, AppStatus{Name: app.Name, Cluster: app.Cluster, Renderer: app.Renderer, Error: app.Error})
+			}
 		}
 		if err != nil {
 			es.Error = err.Error()

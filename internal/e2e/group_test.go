@@ -276,6 +276,17 @@ data:
 	ra.RepoServer = client
 	rrep := runAudit(t, ra, f.Env)
 	assert.Equal(t, engineSummary(rep), engineSummary(rrep), "in process, then by the repo-server")
+	assert.Equal(t, every(engines(rep), audit.RenderedInProcess), engines(rep), "each Application says which engine rendered it")
+	assert.Equal(t, every(engines(rep), audit.RenderedByRepoServer), engines(rrep), "the same Applications, each by the repo-server")
+	// Argo CD's repo-server unreachable: the engine in process renders each Application, saying
+	// so, and the verdicts are the same.
+	da := newAuditor(t, f)
+	da.RootName = a.RootName
+	da.RepoServer, err = reposerver.New(reposerver.Config{Address: unusedAddress(t), Plaintext: true})
+	require.NoError(t, err)
+	drep := runAudit(t, da, f.Env)
+	assert.Equal(t, engineSummary(rep), engineSummary(drep), "in process, then in process for want of the repo-server")
+	assert.Equal(t, every(engines(rep), audit.RenderedInProcess+" (repo-server unreachable)"), engines(drep))
 	// The chart's objects are the ones Argo CD tracks (its hook is neither audited nor Extra),
 	// and in sync with them: the in-process render is the repo-server's, values and all.
 	tracked := trackedResources(getApp(t, helmApp))

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"testing"
@@ -120,4 +121,34 @@ func engineSummary(rep *drift.Report) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// engines maps each audited Application of rep to the engine that rendered it.
+func engines(rep *drift.Report) map[string]string {
+	out := map[string]string{}
+	for _, app := range rep.Applications {
+		if app.Error == "" {
+			out[app.Name] = app.Renderer
+		}
+	}
+	return out
+}
+
+// every maps each Application of m to engine.
+func every(m map[string]string, engine string) map[string]string {
+	out := map[string]string{}
+	for name := range m {
+		out[name] = engine
+	}
+	return out
+}
+
+// unusedAddress is a loopback address nothing listens on (a port taken, then freed).
+func unusedAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
 }

@@ -107,6 +107,9 @@ type Config struct {
 	// destination without starting its cache. Nil audits every Application.
 	Owns        func(cluster string) bool
 	ClusterName func(server, name string) (string, bool)
+	// State, when set, is where incremental audits keep what they build on (default: a new one):
+	// the caller owns it.
+	State *State
 	// Controllers, when set, gives an env's controller rules (drift.Options.Controllers): the
 	// controllers whose writes to fields Git declares are not drift there. Nil: the comparison's
 	// defaults for every env.
@@ -125,25 +128,40 @@ type Auditor struct {
 	// Options are the comparison's options; Schema and Normalizer are filled per audit.
 	Options drift.Options
 
-	argoSettingsMu sync.Mutex
-	argoSettingsV  reposerver.Settings // argocd-cm's, for the repo-server
-	argoSettingsOf *string             // the resourceVersion they were read at ("": none)
+	// What the audits keep, each behind its own pointer: New sets every field of the Auditor and
+	// nothing writes one after.
+	state *State
+	cache *caches
+	count *counts
+	bgs   *backgroundState // the renders left to the background (behind)
+}
 
-	schemaMu     sync.Mutex
-	gitPatchesMu sync.Mutex
-	// gitPatches caches Git's Application patches per env at a branch head (audits without Argo CD).
-	gitPatches map[string][]render.Patch
-	schemaKey  string
-	schema     *drift.Schema
+// State is what incremental audits build on: the last full audit of each Application and of
+// each env's group. Config.State hands the caller's own; its zero value is empty and ready.
+type State struct {
+	mu     sync.Mutex
+	units  map[string]*prepared      // the last full audit of each Application, by unit key
+	last   map[string][]drift.Object // the drifted objects each unit's last audit found, by unit key
+	groups map[string]*groupState    // the last full audit of each env's group, for Update
+}
 
-	// bgs holds the renders left to the background (behind).
-	bgs *backgroundState
+// caches are what the Auditor read once and reads again only when it changed.
+type caches struct {
+	argoMu sync.Mutex
+	argo   reposerver.Settings // argocd-cm's, for the repo-server
+	argoOf *string             // the resourceVersion they were read at ("": none)
 
-	statesMu sync.Mutex
-	states   map[string]*prepared      // the last full audit of each Application, by unit key
-	last     map[string][]drift.Object // the drifted objects each unit's last audit found, by unit key
-	groups   map[string]*groupState    // the last full audit of each env's group, for Update
+	patchesMu sync.Mutex
+	// patches caches Git's Application patches per env at a branch head (audits without Argo CD).
+	patches map[string][]render.Patch
 
+	schemaMu  sync.Mutex
+	schemaKey string
+	schema    *drift.Schema
+}
+
+// counts are the audits done, by kind.
+type counts struct {
 	runs, updates, aloneAudits atomic.Int64
 }
 
@@ -158,7 +176,9 @@ func (a *Auditor) controllers(env string) []drift.ControllerRule {
 // Counts returns how many full audits of the cluster's state ended with a report (Run without a
 // revision, including those Update fell back to) and how many incremental ones (Update on top of
 // the last full audit) this Auditor did.
-func (a *Auditor) Counts() (full, incremental int64) { return a.runs.Load(), a.updates.Load() }
+func (a *Auditor) Counts() (full, incremental int64) {
+	return a.count.runs.Load(), a.count.updates.Load()
+}
 
 // New returns an Auditor made with cfg, a default applied to each field it leaves unset: the
 // repository's conventions (Application llm-<env> in argocd, root-<env> over it), an in-memory
@@ -201,7 +221,10 @@ func New(cfg Config) *Auditor {
 	if cfg.MaxApplications <= 0 {
 		cfg.MaxApplications = 1000
 	}
-	return &Auditor{Config: cfg, Options: opts, bgs: &backgroundState{}}
+	if cfg.State == nil {
+		cfg.State = &State{}
+	}
+	return &Auditor{Config: cfg, Options: opts, state: cfg.State, cache: &caches{}, count: &counts{}, bgs: &backgroundState{}}
 }
 
 // Request says what to audit.
@@ -253,7 +276,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	rep := a.merge(req.Env, units, ex)
 	if req.Revision == "" {
 		a.keepGroup(req.Env, units, away, heads, ex)
-		a.runs.Add(1)
+		a.count.runs.Add(1)
 	}
 	return rep, nil
 }
@@ -446,7 +469,16 @@ func (r byRepoServer) renderUnit(ctx context.Context, req Request, u *prepared, 
 		return inProcess(r).renderUnit(ctx, req, u, app, lap)
 	}
 	u.renderedBy = RenderedByRepoServer
-	return r.a.askRepoServer(ctx, req, u, app)
+	res, err := r.a.askRepoServer(ctx, req, u, app)
+	if errors.Is(err, reposerver.ErrUnreachable) && app.Unrenderable == "" {
+		// Argo CD's repo-server down or unreachable: the engine in process renders what it can,
+		// saying so, rather than leave the Application unaudited.
+		if own, ownErr := inProcess(r).renderUnit(ctx, req, u, app, lap); ownErr == nil {
+			u.renderedBy = RenderedInProcess + " (repo-server unreachable)"
+			return own, nil
+		}
+	}
+	return res, err
 }
 
 // inProcess renders with the engine in this process, as Argo CD's repo-server would: a chart

@@ -104,9 +104,9 @@ func (a *Auditor) background(req Request) bool {
 	if a.RenderedInBackground == nil || a.Renders == nil || a.Renders.Worker == nil || req.Revision != "" {
 		return false
 	}
-	a.statesMu.Lock()
-	defer a.statesMu.Unlock()
-	return a.states[req.Env] != nil
+	a.state.mu.Lock()
+	defer a.state.mu.Unlock()
+	return a.state.units[req.Env] != nil
 }
 
 // take hands an ended background render of key to the audit that wants it: its error,

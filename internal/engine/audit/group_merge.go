@@ -94,7 +94,7 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 		if lead == nil || u.main {
 			lead = u
 		}
-		entry.Revision = u.desired
+		entry.Revision, entry.Renderer = u.desired, u.renderedBy
 		entry.Objects = u.idx.Len()
 		u.merged = nil
 		for _, o := range u.report.Objects {
@@ -209,36 +209,36 @@ func (a *Auditor) awayOf(units []*prepared, head string) ([]awayApp, map[string]
 
 // keepGroup keeps the group's last full audit for Update, and each unit's for its own lookups.
 func (a *Auditor) keepGroup(env string, units []*prepared, away []awayApp, heads map[string]string, ex *drift.Excusals) {
-	a.statesMu.Lock()
-	defer a.statesMu.Unlock()
-	if a.states == nil {
-		a.states = map[string]*prepared{}
-		a.groups = map[string]*groupState{}
+	a.state.mu.Lock()
+	defer a.state.mu.Unlock()
+	if a.state.units == nil {
+		a.state.units = map[string]*prepared{}
+		a.state.groups = map[string]*groupState{}
 	}
-	if a.last == nil {
-		a.last = map[string][]drift.Object{}
+	if a.state.last == nil {
+		a.state.last = map[string][]drift.Object{}
 	}
 	keep := map[string]bool{}
 	for _, u := range units {
 		keep[u.key] = true
 	}
-	for k, st := range a.states { // units the group no longer has
+	for k, st := range a.state.units { // units the group no longer has
 		if st.env() == env {
-			delete(a.states, k)
+			delete(a.state.units, k)
 		}
 	}
-	for k := range a.last {
+	for k := range a.state.last {
 		if unitEnv(k) == env && !keep[k] {
-			delete(a.last, k)
+			delete(a.state.last, k)
 		}
 	}
 	for _, u := range units {
 		if u.err == nil {
-			a.states[u.key] = u
-			a.last[u.key] = u.merged // a failed unit keeps what its last audit found
+			a.state.units[u.key] = u
+			a.state.last[u.key] = u.merged // a failed unit keeps what its last audit found
 		}
 	}
-	a.groups[env] = &groupState{units: units, away: away, heads: heads, ex: ex}
+	a.state.groups[env] = &groupState{units: units, away: away, heads: heads, ex: ex}
 }
 
 // source is what u's Application renders, as drift.Object.Source says it.
@@ -333,7 +333,7 @@ func (c *compared) Live(o *drift.Object) (*unstructured.Unstructured, bool) {
 
 // lastObjects are the drifted objects the last audit of a unit (by key) found, as merged.
 func (a *Auditor) lastObjects(key string) []drift.Object {
-	a.statesMu.Lock()
-	defer a.statesMu.Unlock()
-	return a.last[key]
+	a.state.mu.Lock()
+	defer a.state.mu.Unlock()
+	return a.state.last[key]
 }

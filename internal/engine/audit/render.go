@@ -128,10 +128,10 @@ func (a *Auditor) patches(app *argocd.App, env string) ([]render.Patch, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.gitPatchesMu.Lock()
-	defer a.gitPatchesMu.Unlock()
+	a.cache.patchesMu.Lock()
+	defer a.cache.patchesMu.Unlock()
 	key := env + "@" + head
-	if p, ok := a.gitPatches[key]; ok {
+	if p, ok := a.cache.patches[key]; ok {
 		return p, nil
 	}
 	src, err := render.AtRevision(a.Repo, head)
@@ -142,14 +142,14 @@ func (a *Auditor) patches(app *argocd.App, env string) ([]render.Patch, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.gitPatches == nil {
-		a.gitPatches = map[string][]render.Patch{}
+	if a.cache.patches == nil {
+		a.cache.patches = map[string][]render.Patch{}
 	}
-	for k := range a.gitPatches { // one head per env is enough
+	for k := range a.cache.patches { // one head per env is enough
 		if strings.HasPrefix(k, env+"@") {
-			delete(a.gitPatches, k)
+			delete(a.cache.patches, k)
 		}
 	}
-	a.gitPatches[key] = p
+	a.cache.patches[key] = p
 	return p, nil
 }

@@ -75,16 +75,16 @@ func (a *Auditor) argoSettings(ctx context.Context) (reposerver.Settings, error)
 		data, _, _ = unstructured.NestedStringMap(u.Object, "data")
 		rv = u.GetResourceVersion()
 	}
-	a.argoSettingsMu.Lock()
-	defer a.argoSettingsMu.Unlock()
-	if a.argoSettingsOf != nil && *a.argoSettingsOf == rv {
-		return a.argoSettingsV, nil
+	a.cache.argoMu.Lock()
+	defer a.cache.argoMu.Unlock()
+	if a.cache.argoOf != nil && *a.cache.argoOf == rv {
+		return a.cache.argo, nil
 	}
 	s, err := reposerver.SettingsFrom(ctx, data)
 	if err != nil {
 		return reposerver.Settings{}, err
 	}
-	a.argoSettingsV, a.argoSettingsOf = s, &rv
+	a.cache.argo, a.cache.argoOf = s, &rv
 	return s, nil
 }
 

@@ -155,16 +155,16 @@ func (a *Auditor) schemaFor(ctx context.Context, c *live.Cache, kinds []schema.G
 	if err != nil {
 		return nil, err
 	}
-	a.schemaMu.Lock()
-	defer a.schemaMu.Unlock()
-	if a.schema != nil && a.schemaKey == key {
-		return a.schema, nil
+	a.cache.schemaMu.Lock()
+	defer a.cache.schemaMu.Unlock()
+	if a.cache.schema != nil && a.cache.schemaKey == key {
+		return a.cache.schema, nil
 	}
 	s, err := drift.NewSchema(models)
 	if err != nil {
 		return nil, err
 	}
-	a.schema, a.schemaKey = s, key
+	a.cache.schema, a.cache.schemaKey = s, key
 	return s, nil
 }
 

@@ -33,9 +33,9 @@ var fullAuditKinds = []drift.Ref{
 // autoscaler, argocd-cm when watched). A CRD's new schema and argocd-cm's customizations when not
 // watched are taken up at the next full audit.
 func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*drift.Report, error) {
-	a.statesMu.Lock()
-	g := a.groups[env]
-	a.statesMu.Unlock()
+	a.state.mu.Lock()
+	g := a.state.groups[env]
+	a.state.mu.Unlock()
 	if g == nil {
 		return a.Run(ctx, Request{Env: env})
 	}
@@ -88,8 +88,8 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 		}
 		units[i] = next
 	}
-	a.updates.Add(1)
-	a.aloneAudits.Add(int64(len(again)))
+	a.count.updates.Add(1)
+	a.count.aloneAudits.Add(int64(len(again)))
 	rep := a.merge(env, units, ex)
 	a.keepGroup(env, units, g.away, g.heads, ex)
 	return rep, nil
@@ -134,7 +134,7 @@ func (a *Auditor) syncMoved(p awayApp) bool {
 
 // AloneAudits is how many times Update audited one Application of a group again alone (its own
 // desired state moved) rather than the whole group.
-func (a *Auditor) AloneAudits() int64 { return a.aloneAudits.Load() }
+func (a *Auditor) AloneAudits() int64 { return a.count.aloneAudits.Load() }
 
 // leaf says whether u can be audited again alone: an Application Git declares in its parent's
 // render (not the root, not the env's own, not one an ApplicationSet or the selection brought in),

@@ -157,9 +157,9 @@ const argoOnlyNote = "Argo CD reports OutOfSync where the auditor's comparison f
 // keepArgoOnly carries the objects only Argo CD flagged in the env's last full audit of the same
 // revision into rep, when Argo CD has no verdict now: no verdict is not a resolution.
 func (a *Auditor) keepArgoOnly(rep *drift.Report, refs []drift.Ref) {
-	a.statesMu.Lock()
-	st := a.states[rep.Env]
-	a.statesMu.Unlock()
+	a.state.mu.Lock()
+	st := a.state.units[rep.Env]
+	a.state.mu.Unlock()
 	if st == nil || st.report == nil || st.report.Revision != rep.Revision {
 		return
 	}

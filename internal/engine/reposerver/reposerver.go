@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	"github.com/argoproj/argo-cd/v3/reposerver/apiclient"
 	"github.com/argoproj/argo-cd/v3/util/settings"
 	utiltls "github.com/argoproj/argo-cd/v3/util/tls"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -184,6 +187,10 @@ type Result struct {
 	Revisions []string
 }
 
+// ErrUnreachable wraps a Manifests error that says the repo-server could not be reached (gRPC
+// Unavailable, or its deadline passed while the caller's had not): the render itself may be fine.
+var ErrUnreachable = errors.New("repo-server unreachable")
+
 // Manifests asks the repo-server for the manifests of every source of req.App, as the
 // controller does (controller/state.go GetRepoObjs in Argo CD v3.6.1).
 func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
@@ -252,6 +259,9 @@ func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
 			InstallationID:                  req.Settings.InstallationID,
 		})
 		if err != nil {
+			if code := status.Code(err); code == codes.Unavailable || code == codes.DeadlineExceeded && ctx.Err() == nil {
+				err = fmt.Errorf("%w: %w", ErrUnreachable, err)
+			}
 			return nil, fmt.Errorf("Application %s: source %d of %d: repo-server: %w", app.Name, i+1, len(sources), err)
 		}
 		for j, m := range resp.Manifests {
