@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/llm-gitops/platform/internal/engine/audit"
-	"github.com/llm-gitops/platform/internal/engine/gitrepo"
 	"github.com/llm-gitops/platform/internal/engine/reposerver"
 )
 
@@ -119,19 +118,17 @@ func (o *diffOptions) Validate() error {
 func (o *diffOptions) Run(ctx context.Context, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	repo, a, err := o.auditor(ctx)
-	if err != nil {
-		return failed(err)
-	}
 	var stages []string
+	var timing func(string, time.Duration)
 	if o.timings {
-		a.Timing = func(stage string, took time.Duration) {
+		timing = func(stage string, took time.Duration) {
 			stages = append(stages, fmt.Sprintf("%s=%.3fs", stage, took.Seconds()))
 		}
 		defer func() { fmt.Fprintln(os.Stderr, "timings:", strings.Join(stages, " ")) }()
 	}
-	if gitrepo.IsURL(o.src.repo) {
-		a.RepoURL = o.src.repo
+	repo, a, err := o.auditor(ctx, timing)
+	if err != nil {
+		return failed(err)
 	}
 	if o.all {
 		return o.runAll(ctx, w, a)

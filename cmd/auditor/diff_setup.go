@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/llm-gitops/platform/internal/daemon/fleet"
 	"github.com/llm-gitops/platform/internal/engine/argocd"
@@ -31,7 +32,7 @@ func defaultCacheDir() string {
 }
 
 // auditor opens the repository and the cluster and sets up the audit the flags ask for.
-func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Auditor, error) {
+func (o *diffOptions) auditor(ctx context.Context, timing func(stage string, took time.Duration)) (*gitrepo.Repo, *audit.Auditor, error) {
 	repo, err := gitOpts.open(ctx, o.src.repo)
 	if err != nil {
 		return nil, nil, err
@@ -67,7 +68,7 @@ func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Audito
 	if err != nil {
 		return nil, nil, err
 	}
-	c := audit.Config{Repo: repo, Live: cache, AppNamespace: appNamespace, People: people, Steps: []drift.Step{cost.Step{}}}
+	c := audit.Config{Repo: repo, Live: cache, AppNamespace: appNamespace, People: people, Steps: []drift.Step{cost.Step{}}, Timing: timing}
 	// An Application on another cluster is read through the kubeconfig context that reaches it.
 	if fl, err := fleet.FromKubeconfig(ctx, o.kube.rules(), cfg.Host); err == nil {
 		c.Clusters = fl.Resolve
@@ -79,6 +80,9 @@ func (o *diffOptions) auditor(ctx context.Context) (*gitrepo.Repo, *audit.Audito
 	}
 	// The other envs' roots in the cluster are theirs, not Extra.
 	audit.UseLayout(&c, l)
+	if gitrepo.IsURL(o.src.repo) {
+		c.RepoURL = o.src.repo
+	}
 	var key []byte
 	if o.cacheDir != "off" && o.cacheDir != "" {
 		c.Renders = render.NewCache(filepath.Join(o.cacheDir, "render"), 4)

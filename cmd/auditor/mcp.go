@@ -114,7 +114,7 @@ type cliCluster struct {
 
 func (c *cliCluster) auditor(ctx context.Context) (*audit.Auditor, error) {
 	if c.a == nil { // a failure (the cluster unreachable) is tried again at the next call
-		c.repo, c.a, c.err = c.o.auditor(context.WithoutCancel(ctx)) // the cache outlives the call
+		c.repo, c.a, c.err = c.o.auditor(context.WithoutCancel(ctx), nil) // the cache outlives the call
 	}
 	return c.a, c.err
 }
