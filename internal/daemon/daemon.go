@@ -44,49 +44,84 @@ type Daemon struct {
 	metrics *metrics
 
 	// The parts: each owns its state and its lock.
-	git   *gitSource     // the repository, fetched outside the audits
-	conn  *liveConn      // Argo CD's cluster: the live cache and the Auditor made of it
-	hooks *informerHooks // the informers the audits subscribed to (the reconcile worker's alone)
-	waits *peopleWaits   // reports held back for their people
-	lead  *leadership    // whether this replica leads, and whether the first leader is known
-	// layout is the repository's layout at the branch head; appNS the namespace of the envs'
-	// Applications, decided once the repository is open (startLayout, before connected closes).
+	git  *gitSource // the repository, fetched outside the audits
+	conn *liveConn  // Argo CD's cluster: the live cache and the Auditor made of it
+	// layout is the repository's layout at the branch head.
 	layout *repoLayout
-	appNS  string
+	*auditWork
+	*renderParts
+	*deliveryParts
+	*webParts
+	*replicaParts
+}
 
-	envs         *envStates                     // each env's last audit
-	queue        *reconcile.Queue[string, work] // the work asked of each env's next audit
-	people       *auditlog.Store                // audit events, when configured
-	episodes     *episode.Book                  // drift episodes, saved in the state dir
-	adoptRenders *render.Cache                  // renders of the walks that name adopting commits (audits only)
-	ledger       *render.Cache                  // renders of the ledger's commits and of the web view's serving state
-	ledgerWriter *ledgerWriter                  // appends the ledger, in the background
-	blames       *blamer                        // serves /api/v1/blame, with its own renders
-	worker       *render.Worker                 // runs the audits' renders in a child process; nil with RenderInProcess
-	repoServer   *reposerver.Client             // renders by Argo CD's repo-server; nil renders in process
-	fleet        *fleet.Fleet                   // the clusters besides Argo CD's own; nil without
-	stopFleet    context.CancelFunc             // ends the fleet's informers
-	hmacKey      []byte                         // keys the HMACs that stand for Secret values in reports
-	rendered     atomic.Int64                   // renders kustomize ran, as of the last audit
-	freeMemory   atomic.Bool                    // a full audit ran: the heap's free pages go back once the queue is idle
+// auditWork is the auditing: each env's last audit, the work asked of the next, what the audits
+// subscribed to and the people behind their drift.
+type auditWork struct {
+	envs   *envStates                     // each env's last audit
+	queue  *reconcile.Queue[string, work] // the work asked of each env's next audit
+	hooks  *informerHooks                 // the informers the audits subscribed to (the reconcile worker's alone)
+	waits  *peopleWaits                   // reports held back for their people
+	people *auditlog.Store                // audit events, when configured
+	// appNS is the namespace of the envs' Applications, decided once the repository is open
+	// (startLayout, before connected closes).
+	appNS   string
+	hmacKey []byte // keys the HMACs that stand for Secret values in reports
+}
 
+// renderParts are the renders besides the audits' own, and where renders run.
+type renderParts struct {
+	adoptRenders *render.Cache      // renders of the walks that name adopting commits (audits only)
+	ledger       *render.Cache      // renders of the ledger's commits and of the web view's serving state
+	ledgerWriter *ledgerWriter      // appends the ledger, in the background
+	blames       *blamer            // serves /api/v1/blame, with its own renders
+	worker       *render.Worker     // runs the audits' renders in a child process; nil with RenderInProcess
+	repoServer   *reposerver.Client // renders by Argo CD's repo-server; nil renders in process
+	rendered     atomic.Int64       // renders kustomize ran, as of the last audit
+	freeMemory   atomic.Bool        // a full audit ran: the heap's free pages go back once the queue is idle
+}
+
+// deliveryParts take drift to chat: the tracker of what was announced, the notifier, the
+// outboxes and their dispatchers, and the episodes.
+type deliveryParts struct {
 	outboxes     []*outbox.Outbox
 	tracker      *notify.Tracker
 	trackerState *stateFile // what has been announced, saved
 	notifier     *notify.Notifier
 	dispatchers  []*outbox.Dispatcher
-	secret       string
-	authorize    func(*http.Request) (int, string)
+	episodes     *episode.Book // drift episodes, saved in the state dir
+}
 
-	identity  string        // this replica's name in the Lease
-	connected chan struct{} // closed once Git and the cluster are open
-	ready     atomic.Bool
+// webParts serve HTTP: the Git webhook's secret, the API's authorization, the address.
+type webParts struct {
+	secret    string
+	authorize func(*http.Request) (int, string)
 	addr      string
 	listening chan struct{}
+	ready     atomic.Bool
+}
 
+// replicaParts say what this replica is among others and which clusters it reads: its name,
+// its leadership, the shards it holds, the fleet.
+type replicaParts struct {
+	identity  string        // this replica's name in the Lease
+	connected chan struct{} // closed once Git and the cluster are open
+	lead      *leadership   // whether this replica leads, and whether the first leader is known
 	// sharding is how replicas share the work (leaderElection.shard); nil: every replica
 	// audits everything, and the leader posts.
-	sharding *sharding
+	sharding  *sharding
+	fleet     *fleet.Fleet       // the clusters besides Argo CD's own; nil without
+	stopFleet context.CancelFunc // ends the fleet's informers
+}
+
+// newDaemon is a Daemon of cfg with its parts made and nothing opened.
+func newDaemon(cfg *Config, restCfg *rest.Config, log *slog.Logger) *Daemon {
+	return &Daemon{cfg: cfg, rest: restCfg, log: log, metrics: newMetrics(), conn: &liveConn{},
+		auditWork:     &auditWork{envs: newEnvStates()},
+		renderParts:   &renderParts{},
+		deliveryParts: &deliveryParts{trackerState: &stateFile{path: filepath.Join(cfg.StateDir, "drift-state.json")}},
+		webParts:      &webParts{listening: make(chan struct{})},
+		replicaParts:  &replicaParts{connected: make(chan struct{})}}
 }
 
 // New prepares a daemon: sinks, outboxes and the tracker state are opened; nothing runs yet.
@@ -95,9 +130,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		log = slog.Default()
 	}
 	cfg.withDefaults() // a Config made in code, not read by LoadConfig
-	d := &Daemon{cfg: cfg, rest: restCfg, log: log, metrics: newMetrics(), envs: newEnvStates(),
-		connected: make(chan struct{}), listening: make(chan struct{}), conn: &liveConn{},
-		trackerState: &stateFile{path: filepath.Join(cfg.StateDir, "drift-state.json")}}
+	d := newDaemon(cfg, restCfg, log)
 	d.git = newGitSource(d.openRepo, cfg.FetchTimeout.Duration, d.gitFetched)
 	d.layout = newRepoLayout(d.git.Repo, log, cfg.byConvention)
 	d.hooks, d.waits, d.lead = newInformerHooks(d.hook), newPeopleWaits(d.peopleOn), newLeadership(d.leaderChanged)

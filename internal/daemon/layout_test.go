@@ -60,7 +60,7 @@ func layoutDaemon(t *testing.T, cfg *Config, repo *gitrepo.Repo, log *bytes.Buff
 	}
 	cfg.StateDir = t.TempDir()
 	require.NoError(t, cfg.validate())
-	d := &Daemon{cfg: cfg, log: slog.New(slog.NewTextHandler(log, nil))}
+	d := newDaemon(cfg, nil, slog.New(slog.NewTextHandler(log, nil)))
 	d.layout = newRepoLayout(func() *gitrepo.Repo { return repo }, d.log, cfg.byConvention)
 	return d
 }

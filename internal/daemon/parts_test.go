@@ -42,7 +42,7 @@ func TestWorkMergesWhatEachAskAsks(t *testing.T) {
 }
 
 func TestAskGivesEachEnvItsOwnWork(t *testing.T) {
-	d := &Daemon{cfg: &Config{Envs: []string{"dev", "prod"}, Debounce: Duration{Duration: 100 * time.Millisecond}}}
+	d := newDaemon(&Config{Envs: []string{"dev", "prod"}, Debounce: Duration{Duration: 100 * time.Millisecond}}, nil, nil)
 	got := make(chan string, 10)
 	seen := map[string]work{}
 	var mu sync.Mutex

@@ -24,7 +24,7 @@ func TestUnseenDriftOfAnApplicationNotAuditedStands(t *testing.T) {
 	require.NoError(t, err)
 	state, err := json.Marshal(before)
 	require.NoError(t, err)
-	d := &Daemon{tracker: notify.NewTracker()} // the restarted daemon
+	d := &Daemon{deliveryParts: &deliveryParts{tracker: notify.NewTracker()}} // the restarted daemon
 	require.NoError(t, json.Unmarshal(state, d.tracker))
 
 	outage := &drift.Report{Env: "prod", Revision: "r1", Applications: []drift.Application{
