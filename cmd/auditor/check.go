@@ -32,7 +32,8 @@ one per directory under overlays/), prints what changes in the rendered cluster 
 first), and runs the rules on what each env's Applications render.
 
 On any repository it runs the generic rules: the ValidatingAdmissionPolicies of policies/,
-evaluated offline with the API server's own CEL machinery; sync-wave order; the first sync; every
+evaluated offline with the API server's own CEL machinery; sync-wave order; the first sync; a
+route a wave after its backends; Jobs that can sync again (Force=true,Replace=true); every
 reference between objects resolves; the flows of base/network/flows.yaml; each Application
 renders. A rule is turned off in .auditor.yaml with a reason, printed beside what it silences; a
 change that lowers that bar (a rule off, an env or the profile dropped) fails as layout-gate.
@@ -54,7 +55,8 @@ without a digest and logged probe paths) and the GPU node rules (a GPU NodePool'
 rendered, has a root volume of at least 100Gi and a pinned AMI; a budget of 0 nodes covers
 business hours, a bounded one the rest, expireAfter Never; a GPU Deployment's PDB never lets
 several replicas all go at once; GPU Jobs and CronJobs ignore DisruptionTarget in their podFailurePolicy and carry
-karpenter.sh/do-not-disrupt) and the security rules (every namespace
+karpenter.sh/do-not-disrupt), the spread of every replicated CPU workload over zones and nodes,
+and the security rules (every namespace
 enforces a Pod Security level at a pinned version and has a default-deny NetworkPolicy that
 leaves DNS open; every container in a namespace enforcing restricted fits restricted; every flow
 of base/network/flows.yaml, monitor scrape, route backend and pod DNS lookup passes the

@@ -54,6 +54,9 @@ spec:
     metadata: {labels: {app: {{ .Release.Name }}}}
     spec:
       securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+      topologySpreadConstraints:
+        - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app: {{ .Release.Name }}}}}
+        - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app: {{ .Release.Name }}}}}
       containers:
         - name: api
           image: registry.example.com/llm/api:{{ .Values.image.tag }}

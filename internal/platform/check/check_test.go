@@ -96,7 +96,7 @@ func TestCheck(t *testing.T) {
 		{"vLLM grace period shorter than the drain", "base/vllm/qwen.yaml", "terminationGracePeriodSeconds: 90", "terminationGracePeriodSeconds: 60", []string{"vllm-drain"}},
 		{"vLLM without the weights marker init container", "base/vllm/qwen.yaml", "value: /models/qwen/a09a35458c702b33eeacc393d103063234e8bc28.ready", "value: /models/qwen/latest.ready", []string{"vllm-weights"}},
 		{"vLLM in float16 on a bf16 card", "overlays/prod/canary/canary.yaml", "- --dtype=auto", "- --dtype=float16", []string{"vllm-dtype"}},
-		{"Gateway after its HTTPRoute", "base/gateway/kustomization.yaml", `sync-wave: "-1"`, `sync-wave: "1"`, []string{"sync-wave-order"}},
+		{"Gateway after its HTTPRoute", "base/gateway/kustomization.yaml", `sync-wave: "-1"`, `sync-wave: "2"`, []string{"sync-wave-order"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -178,15 +178,15 @@ func TestCheckBadInput(t *testing.T) {
 // wants one violation naming the route and the Gateway.
 func TestCheckWaveOrderNamesBothObjects(t *testing.T) {
 	dir, commit, edit := repoCopy(t)
-	edit("base/gateway/kustomization.yaml", `sync-wave: "-1"`, `sync-wave: "1"`)
-	commit("Gateway in wave 1")
+	edit("base/gateway/kustomization.yaml", `sync-wave: "-1"`, `sync-wave: "2"`) // the vLLM routes' wave: only rag-api's (1) is earlier
+	commit("Gateway in wave 2")
 	res := runCheck(t, dir)
 	assert.False(t, res.Passed)
 	for _, env := range res.Envs {
 		waves := violations(env, "sync-wave-order")
 		require.Len(t, waves, 1, "%s: %+v", env.Env, env.Violations)
 		assert.Equal(t, "HTTPRoute llm-api/rag-api", waves[0].Object)
-		assert.Contains(t, waves[0].Message, "needs Gateway llm-inference/llm-gateway (sync wave 1, its parentRef)")
+		assert.Contains(t, waves[0].Message, "needs Gateway llm-inference/llm-gateway (sync wave 2, its parentRef)")
 	}
 }
 

@@ -151,7 +151,9 @@ func judge(t *tree, envSrc render.Source, env string) (*findings, error) {
 	for _, one := range append([][]*unstructured.Unstructured{r.own}, r.other...) {
 		add(waveOrder(one), nil)
 		add(firstSyncSplits(one), nil)
+		add(routesAfterBackends(one), nil)
 	}
+	add(jobsSyncAgain(objs), nil)
 	add(refsResolve(objs), nil)
 	add(flowsAllowed(envSrc, t.src, env, objs))
 	l, err := layoutOf(t.src)
@@ -197,6 +199,7 @@ func platformRules(t *tree, envSrc render.Source, env string, objs []*unstructur
 	out.security = posture
 	add(v, w)
 	add(restrictedPods(objs), nil)
+	add(replicasSpread(objs), nil)
 	add(capacityInvariants(objs))
 	measured, v, w := trafficProfiles(t.snap, env, objs)
 	add(v, w)

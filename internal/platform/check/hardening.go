@@ -1,0 +1,193 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/llm-gitops/platform/internal/platform/cost"
+)
+
+// The topology keys a replicated workload spreads over: zones first, then nodes.
+const (
+	zoneKey = "topology.kubernetes.io/zone"
+	hostKey = "kubernetes.io/hostname"
+)
+
+// replicasSpread checks that every CPU workload that runs two replicas or more (its replicas, or
+// its autoscaler's minimum) spreads them over zones and nodes: topologySpreadConstraints on
+// topology.kubernetes.io/zone and kubernetes.io/hostname, or a pod anti-affinity on the node.
+// Without either, the scheduler and a consolidating autoscaler (Karpenter) may put every replica
+// on one node, and losing that node is an outage. GPU workloads are the GPU pool's business
+// (gpu-disruption-budget): a GPU node holds what its cards allow.
+func replicasSpread(objs []*unstructured.Unstructured) []Violation {
+	mins := minimumScales(objs)
+	var out []Violation
+	for _, o := range objs {
+		switch o.GroupVersionKind().GroupKind() {
+		case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
+		default:
+			continue
+		}
+		pod := podTemplate(o)
+		if pod == nil || cost.GPUs(pod) > 0 {
+			continue
+		}
+		n := workloadMinimum(o, mins)
+		if n < 2 {
+			continue
+		}
+		var missing []string
+		for _, key := range []string{zoneKey, hostKey} {
+			if !spreadsOver(pod, key) {
+				missing = append(missing, key)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		out = append(out, Violation{Rule: "replicas-spread", Object: id(o), Message: fmt.Sprintf(
+			"%s runs %d replicas with nothing spreading them over %s: one node lost can take them all; add topologySpreadConstraints (maxSkew: 1, whenUnsatisfiable: ScheduleAnyway) on %s",
+			id(o), n, strings.Join(missing, " and "), strings.Join(missing, " and "))})
+	}
+	return out
+}
+
+// spreadsOver reports whether a pod spec spreads its replicas over key: a topology spread
+// constraint on it, or (for nodes) a pod anti-affinity on it.
+func spreadsOver(pod map[string]any, key string) bool {
+	constraints, _, _ := unstructured.NestedSlice(pod, "topologySpreadConstraints")
+	for _, c := range constraints {
+		if m, ok := c.(map[string]any); ok && m["topologyKey"] == key {
+			return true
+		}
+	}
+	if key != hostKey {
+		return false
+	}
+	required, _, _ := unstructured.NestedSlice(pod, "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+	preferred, _, _ := unstructured.NestedSlice(pod, "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
+	for _, t := range required {
+		if m, ok := t.(map[string]any); ok && m["topologyKey"] == key {
+			return true
+		}
+	}
+	for _, t := range preferred {
+		if term, _, _ := unstructured.NestedMap(asMap(t), "podAffinityTerm"); term["topologyKey"] == key {
+			return true
+		}
+	}
+	return false
+}
+
+// jobsSyncAgain checks that every Job Argo CD syncs as a plain resource (not a hook) can be synced
+// again after a change: a Job's pod template is immutable, so a changed image or argument at the
+// same name fails every sync until someone deletes the Job by hand. The sync options Force=true
+// and Replace=true make Argo CD delete and recreate it; a hook (argocd.argoproj.io/hook) is
+// recreated by its delete policy.
+func jobsSyncAgain(objs []*unstructured.Unstructured) []Violation {
+	var out []Violation
+	for _, o := range objs {
+		if o.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "batch", Kind: "Job"}) {
+			continue
+		}
+		if _, hook := o.GetAnnotations()[hookAnnotation]; hook {
+			continue
+		}
+		if opts := syncOptions(o); opts["Force"] == "true" && opts["Replace"] == "true" {
+			continue
+		}
+		out = append(out, Violation{Rule: "job-sync-again", Object: id(o), Message: fmt.Sprintf(
+			"%s is synced as a plain resource, and a Job's pod template cannot change: its next change of image or arguments fails every sync of the Application; annotate it %s: Force=true,Replace=true (Argo CD then deletes and recreates it)",
+			id(o), syncOptionsAnnotation)})
+	}
+	return out
+}
+
+// routeKinds are the Gateway API routes whose backendRefs send traffic to Services.
+var routeKinds = []schema.GroupKind{
+	{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}, {Group: "gateway.networking.k8s.io", Kind: "GRPCRoute"},
+}
+
+// routesAfterBackends checks that a route is in a later sync wave than the workloads behind its
+// backends (the Deployments and StatefulSets whose pods its Services select). Argo CD applies a
+// wave only once the one before is healthy: a route in the same wave as a new backend sends
+// traffic to it from the start, through its whole cold start (minutes for a model), where a later
+// wave sends it once the backend is available.
+func routesAfterBackends(objs []*unstructured.Unstructured) []Violation {
+	services := map[string]*unstructured.Unstructured{}
+	var workloads []*unstructured.Unstructured
+	for _, o := range objs {
+		switch o.GroupVersionKind().GroupKind() {
+		case schema.GroupKind{Kind: "Service"}:
+			services[o.GetNamespace()+"/"+o.GetName()] = o
+		case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
+			workloads = append(workloads, o)
+		}
+	}
+	var out []Violation
+	for _, r := range objs {
+		if !slices.Contains(routeKinds, r.GroupVersionKind().GroupKind()) {
+			continue
+		}
+		if _, hook := r.GetAnnotations()[hookAnnotation]; hook {
+			continue
+		}
+		rw, err := syncWave(r)
+		if err != nil {
+			continue // reported by sync-wave-order
+		}
+		for _, w := range backendWorkloads(r, services, workloads) {
+			ww, err := syncWave(w)
+			if err != nil || ww < rw {
+				continue
+			}
+			out = append(out, Violation{Rule: "route-after-backend", Object: id(r), Message: fmt.Sprintf(
+				"%s (sync wave %d) sends traffic to %s (sync wave %d): Argo CD applies them together, so a new backend takes requests through its whole cold start; put the route in wave %d",
+				id(r), rw, id(w), ww, ww+1)})
+		}
+	}
+	return out
+}
+
+// backendWorkloads are the workloads whose pods the Services of a route's backendRefs select.
+func backendWorkloads(route *unstructured.Unstructured, services map[string]*unstructured.Unstructured, workloads []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	rules, _, _ := unstructured.NestedSlice(route.Object, "spec", "rules")
+	for _, rule := range rules {
+		refs, _, _ := unstructured.NestedSlice(asMap(rule), "backendRefs")
+		for _, ref := range refs {
+			m := asMap(ref)
+			if g, _ := m["group"].(string); g != "" {
+				continue // not a Service
+			}
+			if k, _ := m["kind"].(string); k != "" && k != "Service" {
+				continue
+			}
+			ns, _ := m["namespace"].(string)
+			if ns == "" {
+				ns = route.GetNamespace()
+			}
+			name, _ := m["name"].(string)
+			svc := services[ns+"/"+name]
+			if svc == nil {
+				continue
+			}
+			sel, found, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+			if !found || len(sel) == 0 {
+				continue
+			}
+			for _, w := range workloads {
+				podLabels, _, _ := unstructured.NestedStringMap(w.Object, "spec", "template", "metadata", "labels")
+				if w.GetNamespace() == ns && labels.SelectorFromSet(sel).Matches(labels.Set(podLabels)) && !slices.Contains(out, w) {
+					out = append(out, w)
+				}
+			}
+		}
+	}
+	return out
+}
