@@ -16,14 +16,18 @@
 
 {{- define "auditor.selectorLabels" -}}
 app.kubernetes.io/name: auditor
+{{- if .Values.helmLabels }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
 {{- end -}}
 
 {{- define "auditor.labels" -}}
 {{ include "auditor.selectorLabels" . }}
+{{- if .Values.helmLabels }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end }}
 {{- with .Values.commonLabels }}
 {{ toYaml . }}
 {{- end }}
@@ -44,7 +48,7 @@ argocd-repo-server-tls
 {{- end -}}
 
 {{- define "auditor.image" -}}
-{{- $tag := default .Chart.AppVersion .Values.image.tag -}}
+{{- $tag := default (printf "v%s" .Chart.AppVersion) .Values.image.tag -}}
 {{- if .Values.image.digest -}}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
 {{- else -}}
