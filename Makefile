@@ -15,31 +15,46 @@ IMAGE        ?= registry.example.com/llm/auditor:$(VERSION)
 PLATFORMS    := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # The Helm SDK reports its release to charts (.Capabilities.HelmVersion) as Argo CD's helm does.
 LDFLAGS      := -X github.com/llm-gitops/platform/internal/engine/version.Commit=$(COMMIT) -X helm.sh/helm/v4/internal/version.version=v4.3.1
+# Every binary is static (no cgo), stripped (-s -w), without local paths (-trimpath) or a build
+# id, and stamped with VERSION: the same source gives the same bytes. DEBUG=1 keeps the symbols.
+GO_BUILD     := CGO_ENABLED=0 go build -trimpath -ldflags "$(if $(DEBUG),,-s -w -buildid=) $(LDFLAGS) -X github.com/llm-gitops/platform/internal/engine/version.Version=$(VERSION)"
+# The chart is released with the binary: vX.Y.Z is chart version X.Y.Z (charts/auditor/Chart.yaml).
+CHART_VERSION = $(shell sed -n 's/^version: *//p' charts/auditor/Chart.yaml)
+HELM         := $(CURDIR)/bin/helm-v4.3.1/helm
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build release image tools browser test test-unit vet demo cluster-up cluster-down bench fuzz fmt clean help
+.PHONY: all build release chart-version auditor-base image tools browser test test-unit vet demo cluster-up cluster-down bench fuzz fmt clean help
 
 all: build
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-build: ## build bin/auditor
+build: ## build bin/auditor: static, stripped, stamped with VERSION (DEBUG=1 keeps symbols)
 	@mkdir -p bin
-	go build -ldflags "$(LDFLAGS)" -o bin/auditor ./cmd/auditor
+	$(GO_BUILD) -o bin/auditor ./cmd/auditor
 
-release: ## binaries for Linux (static) and macOS, amd64 and arm64, in dist/ with SHA256SUMS (VERSION=v1.2.3)
+release: chart-version ## binaries for Linux and macOS, amd64 and arm64, and the chart, in dist/ with SHA256SUMS (VERSION=v1.2.3)
 	@rm -rf dist && mkdir -p dist
 	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; out=dist/auditor-$(VERSION)-$$os-$$arch; \
 	  echo ">>> $$out"; \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath \
-	    -ldflags "-s -w $(LDFLAGS) -X github.com/llm-gitops/platform/internal/engine/version.Version=$(VERSION)" \
-	    -o $$out ./cmd/auditor || exit 1; \
+	  GOOS=$$os GOARCH=$$arch $(GO_BUILD) -o $$out ./cmd/auditor || exit 1; \
 	done
+	@if [[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+ ]]; then $(HELM) package charts/auditor -d dist; \
+	  else echo "(no chart: VERSION $(VERSION) is not a release tag)"; fi
 	@cd dist && $$(command -v sha256sum || echo shasum -a 256) auditor-* > SHA256SUMS && cat SHA256SUMS
+	@ls -l dist/auditor-*-linux-amd64 && file dist/auditor-*-linux-amd64
 
-image: ## the container image (Dockerfile) as IMAGE; push it with docker push
-	docker build --build-arg COMMIT=$(COMMIT) --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+chart-version: ## a release tag vX.Y.Z must be charts/auditor's version and appVersion X.Y.Z
+	@if [[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+ ]]; then \
+	  app=$$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}/\1/p' charts/auditor/Chart.yaml); \
+	  if [ "v$(CHART_VERSION)" != "$(VERSION)" ] || [ "v$$app" != "$(VERSION)" ]; then \
+	    echo "charts/auditor/Chart.yaml says version $(CHART_VERSION), appVersion $$app; the release is $(VERSION): set both to $(VERSION:v%=%)" >&2; exit 1; fi; \
+	fi
+
+image: ## the container image (Dockerfile) as IMAGE; push it with docker push (GO_IMAGE, BASE_IMAGE: base images pinned by digest)
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) docker build --build-arg COMMIT=$(COMMIT) --build-arg VERSION=$(VERSION) \
+	  $(if $(GO_IMAGE),--build-arg GO_IMAGE=$(GO_IMAGE)) $(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE)) -t $(IMAGE) .
 	@echo "built $(IMAGE); push it with: docker push $(IMAGE)"
 	@echo "(IMAGE=your.registry/llm/auditor:tag make image builds it under your name)"
 
@@ -90,3 +105,6 @@ fmt:
 
 clean: cluster-down
 	rm -rf bin/auditor dist .cluster
+
+auditor-base: ## render charts/auditor into base/auditor/auditor.yaml (the platform's values) and deploy/auditor/auditor.yaml (the defaults)
+	@hack/auditor-base.sh $(HELM)

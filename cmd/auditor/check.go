@@ -184,7 +184,7 @@ func checkPlacement(snap *gitrepo.Snapshot, res *check.Result) error {
 	if err != nil {
 		return err
 	}
-	rep, err := simulateOn(context.Background(), kubeFlags{}, prod.Objects, simulate.Options{Env: "prod", RunCronJobs: true})
+	rep, err := simulateOn(context.Background(), kubeFlags{}, clusterBinDirs{}, prod.Objects, simulate.Options{Env: "prod", RunCronJobs: true})
 	if err != nil {
 		return err
 	}

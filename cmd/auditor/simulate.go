@@ -22,6 +22,7 @@ import (
 type simulateOptions struct {
 	src            sourceFlags
 	kube           kubeFlags
+	bins           clusterBinDirs
 	env, nodesFile string
 	output         string
 	failNodes      []string
@@ -35,7 +36,8 @@ func newSimulateCommand() *cobra.Command {
 		Use:   "simulate --env ENV [--nodes FILE] [--fail-node NAME]... [--fail-zone ZONE]... [-o text|json|yaml]",
 		Short: "Prove placement with the real kube-scheduler on a model of the env's node pools",
 		Long: `simulate starts a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler;
-built by make tools) — or uses --kubeconfig's, which must run the scheduler and controller-manager —
+built by make tools; from --kube-bin-dir and --etcd-bin-dir, else $KUBE_BIN_DIR and $ETCD_BIN_DIR,
+else the checkout's bin/, the auditor's own directory or $XDG_CACHE_HOME/auditor) — or uses --kubeconfig's, which must run the scheduler and controller-manager —
 creates Nodes modelling the overlay's NodePools (labels, taints, allocatable cpu/memory/GPUs; counts
 from --nodes or the NodePool limits), applies the rendered overlay, fires every CronJob once, and
 reports where the scheduler put each pod: per pool, pending pods with the scheduler's reason, GPUs
@@ -56,6 +58,7 @@ Exit codes: 0 no violations, 1 violations, >1 error.`,
 	addReportOutput(cmd, &o.output)
 	o.src.add(cmd)
 	o.kube.add(cmd)
+	o.bins.add(cmd)
 	return cmd
 }
 
@@ -82,7 +85,8 @@ func (o *simulateOptions) Run(_ context.Context, w io.Writer) error {
 			return failed(err)
 		}
 	}
-	rep, err := simulateOn(context.Background(), o.kube, res.Objects, opts)
+	o.bins.Repo = o.src.repo
+	rep, err := simulateOn(context.Background(), o.kube, o.bins, res.Objects, opts)
 	if err != nil {
 		return failed(err)
 	}
@@ -139,8 +143,8 @@ func writeSimulation(w io.Writer, rep *simulate.Report) {
 }
 
 // simulateOn runs a placement simulation on kube's cluster when --kubeconfig names one, else on
-// a fresh local four-process cluster (make tools), stopped afterwards.
-func simulateOn(ctx context.Context, kube kubeFlags, objs []*unstructured.Unstructured, opts simulate.Options) (*simulate.Report, error) {
+// a fresh local four-process cluster of bins' binaries (make tools), stopped afterwards.
+func simulateOn(ctx context.Context, kube kubeFlags, bins clusterBinDirs, objs []*unstructured.Unstructured, opts simulate.Options) (*simulate.Report, error) {
 	var cfg *rest.Config
 	if kube.kubeconfig != "" {
 		c, err := kube.config()
@@ -149,6 +153,9 @@ func simulateOn(ctx context.Context, kube kubeFlags, objs []*unstructured.Unstru
 		}
 		cfg = c
 	} else {
+		if err := bins.resolve(); err != nil {
+			return nil, err
+		}
 		fmt.Fprintln(os.Stderr, "starting a local cluster with kube-scheduler and kube-controller-manager ...")
 		c, err := localcluster.Start(ctx, localcluster.Options{Scheduler: true, ControllerManager: true})
 		if err != nil {

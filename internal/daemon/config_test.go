@@ -10,21 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
 	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
-// TestShippedConfigLoads loads the configuration base/auditor ships, as the pod would see it.
+// TestShippedConfigLoads loads the configuration base/auditor ships (charts/auditor's render),
+// as the pod would see it.
 func TestShippedConfigLoads(t *testing.T) {
-	data, err := os.ReadFile("../../base/auditor/config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cm struct{ Data map[string]string }
-	if err := yaml.Unmarshal(data, &cm); err != nil {
-		t.Fatal(err)
-	}
+	cm := shippedConfigMap(t)
 	file := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(file, []byte(cm.Data["config.yaml"]), 0o644); err != nil {
 		t.Fatal(err)

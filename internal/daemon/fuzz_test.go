@@ -11,7 +11,7 @@ import (
 // file, and a config it accepts only has names that stay inside the state dir when they become
 // paths (sink outboxes).
 func FuzzParseConfig(f *testing.F) {
-	if data, err := os.ReadFile("../../base/auditor/config.yaml"); err == nil {
+	if data, err := os.ReadFile("../../base/auditor/auditor.yaml"); err == nil {
 		f.Add(data)
 	}
 	f.Add([]byte("repo: x\nenvs: [prod]\nstateDir: /tmp/x\nsinks: [{name: a, slack: {urlFile: /f}}]\n"))

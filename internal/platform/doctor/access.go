@@ -220,7 +220,7 @@ func auditorChecks(ctx context.Context, kube kubernetes.Interface, objs []*unstr
 			shown = append(shown[:5:5], fmt.Sprintf("%d more", len(denied)-5))
 		}
 		c.Detail = fmt.Sprintf("denied %d of %d: %s", len(denied), len(needs), strings.Join(shown, "; "))
-		c.Fix = "grant them in base/auditor/rbac.yaml (get, list and watch; its Leases in " + ns + ")"
+		c.Fix = "grant them with charts/auditor's rbac values, base/auditor/values.yaml here (get, list and watch; its Leases in " + ns + ")"
 	}
 	return []Check{c}
 }

@@ -262,7 +262,7 @@ data:
 	access := check(t, rep, "auditor", "auditor's access (llm-system/auditor)")
 	assert.False(t, access.OK)
 	assert.Regexp(t, `^denied (\d+) of \d+: `, access.Detail)
-	assert.Contains(t, access.Fix, "base/auditor/rbac.yaml")
+	assert.Contains(t, access.Fix, "charts/auditor")
 	// With the RBAC the env renders for it.
 	var rbac []string
 	for _, o := range objs {
