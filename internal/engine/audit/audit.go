@@ -474,7 +474,7 @@ func (r byRepoServer) renderUnit(ctx context.Context, req Request, u *prepared, 
 		// Argo CD's repo-server down or unreachable: the engine in process renders what it can,
 		// saying so, rather than leave the Application unaudited.
 		if own, ownErr := inProcess(r).renderUnit(ctx, req, u, app, lap); ownErr == nil {
-			u.renderedBy = RenderedInProcess + " (repo-server unreachable)"
+			u.renderedBy = RenderedInProcess + " (repo-server unreachable: " + err.Error() + ")"
 			return own, nil
 		}
 	}

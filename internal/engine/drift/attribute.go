@@ -114,7 +114,7 @@ func addedFields(liveObj *unstructured.Unstructured, gk schema.GroupKind, desire
 				g.excused = true
 				return
 			}
-			if applier && trackingField(leaf) {
+			if trackingField(leaf) && (applier || opts.tracksItself(liveObj, leaf)) {
 				g.excused = true
 				return
 			}
@@ -303,6 +303,18 @@ func trackingField(p fieldpath.Path) bool {
 		return true
 	}
 	return false
+}
+
+// tracksItself says whether the tracking annotation at leaf is the one Argo CD gives l as an
+// object of opts.Application (<app>:<group>/<kind>:<namespace>/<name>): Argo CD writes it on
+// every object it syncs, under whatever manager its sync used (a Replace=true sync replaces the
+// object as "argocd", not by server-side apply). Another value (copied from another object, or
+// another Application's) is drift.
+func (opts *Options) tracksItself(l *unstructured.Unstructured, leaf fieldpath.Path) bool {
+	if opts.Application == "" || *leaf[2].FieldName != "argocd.argoproj.io/tracking-id" {
+		return false
+	}
+	return trackedBy(l.GroupVersionKind(), l) == opts.Application
 }
 
 // countsForAdded keeps spec-like fields, labels and annotations; not status or bookkeeping.

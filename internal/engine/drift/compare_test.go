@@ -604,3 +604,48 @@ spec:
 		})
 	}
 }
+
+// TestReplacedObjectsTrackingAnnotation: a Replace=true sync writes the object as "argocd"
+// (an update, not the applier's server-side apply). Its tracking annotation naming the object
+// as the audited Application's is Argo CD's bookkeeping, whoever wrote it; one naming another
+// object or Application is drift.
+func TestReplacedObjectsTrackingAnnotation(t *testing.T) {
+	git := `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: sync, namespace: ns1}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: sync, image: sync:1}]
+`
+	opts := drift.DefaultOptions()
+	opts.Schema = builtins
+	opts.Normalizer = nil
+	opts.Application = "llm-prod"
+	for _, tc := range []struct {
+		name, id string
+		drift    bool
+	}{
+		{"the Application's own id", "llm-prod:batch/Job:ns1/sync", false},
+		{"another Application's id", "llm-dev:batch/Job:ns1/sync", true},
+		{"another object's id, copied", "llm-prod:batch/Job:ns1/other", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, l := parse(t, git), parse(t, git)
+			l.SetAnnotations(map[string]string{"argocd.argoproj.io/tracking-id": tc.id})
+			l.SetManagedFields([]metav1.ManagedFieldsEntry{
+				mf("argocd", "Update", "", `{"f:metadata":{"f:annotations":{".":{},"f:argocd.argoproj.io/tracking-id":{}}},"f:spec":{"f:template":{"f:spec":{"f:restartPolicy":{},"f:containers":{"k:{\"name\":\"sync\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`),
+			})
+			o := drift.CompareObject(d, l, nil, &opts)
+			if !tc.drift {
+				assert.Nil(t, o, "Argo CD's own tracking annotation")
+				return
+			}
+			require.NotNil(t, o)
+			require.Len(t, o.Fields, 1)
+			assert.Equal(t, drift.Added, o.Fields[0].Change)
+		})
+	}
+}

@@ -106,10 +106,17 @@ func New(cfg Config) (*Client, error) {
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	// A CA given is a CA checked against: it never stands beside an unverified connection.
-	tlsCfg := utiltls.Configuration{DisableTLS: cfg.Plaintext, StrictValidation: cfg.StrictTLS || cfg.CAFile != ""}
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
+	// A CA given is a CA checked against: it never stands beside an unverified connection. A CA
+	// file that does not exist (Argo CD made no argocd-repo-server-tls Secret: its repo-server
+	// signs its own certificate) leaves the connection as Argo CD's controller makes it by
+	// default, unverified, unless StrictTLS asks for verification.
+	caFile := cfg.CAFile
+	if _, err := os.Stat(caFile); caFile != "" && errors.Is(err, os.ErrNotExist) && !cfg.StrictTLS {
+		caFile = ""
+	}
+	tlsCfg := utiltls.Configuration{DisableTLS: cfg.Plaintext, StrictValidation: cfg.StrictTLS || caFile != ""}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
 		if err != nil {
 			return nil, fmt.Errorf("repo-server CA: %w", err)
 		}
@@ -187,6 +194,13 @@ type Result struct {
 	Revisions []string
 }
 
+// tlsFailure says whether err is a TLS handshake's failure (a wrong CA, a certificate for
+// another name): a misconfiguration to report, never a repo-server merely out of reach.
+func tlsFailure(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "handshake") || strings.Contains(msg, "x509") || strings.Contains(msg, "certificate")
+}
+
 // ErrUnreachable wraps a Manifests error that says the repo-server could not be reached (gRPC
 // Unavailable, or its deadline passed while the caller's had not): the render itself may be fine.
 var ErrUnreachable = errors.New("repo-server unreachable")
@@ -259,7 +273,7 @@ func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
 			InstallationID:                  req.Settings.InstallationID,
 		})
 		if err != nil {
-			if code := status.Code(err); code == codes.Unavailable || code == codes.DeadlineExceeded && ctx.Err() == nil {
+			if code := status.Code(err); (code == codes.Unavailable || code == codes.DeadlineExceeded && ctx.Err() == nil) && !tlsFailure(err) {
 				err = fmt.Errorf("%w: %w", ErrUnreachable, err)
 			}
 			return nil, fmt.Errorf("Application %s: source %d of %d: repo-server: %w", app.Name, i+1, len(sources), err)

@@ -95,8 +95,8 @@ func jobsSyncAgain(objs []*unstructured.Unstructured) []Violation {
 		if o.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "batch", Kind: "Job"}) {
 			continue
 		}
-		if _, hook := o.GetAnnotations()[hookAnnotation]; hook {
-			continue
+		if isHook(o) || o.GetName() == "" {
+			continue // a hook is recreated by its delete policy; a generateName Job is new at every sync
 		}
 		if opts := syncOptions(o); opts["Force"] == "true" && opts["Replace"] == "true" {
 			continue
@@ -106,6 +106,15 @@ func jobsSyncAgain(objs []*unstructured.Unstructured) []Violation {
 			id(o), syncOptionsAnnotation)})
 	}
 	return out
+}
+
+// isHook says whether Argo CD runs o as a hook rather than syncing it: its own hook annotation,
+// or Helm's, which Argo CD maps to its hooks.
+func isHook(o *unstructured.Unstructured) bool {
+	a := o.GetAnnotations()
+	_, argo := a[hookAnnotation]
+	_, helm := a["helm.sh/hook"]
+	return argo || helm
 }
 
 // routeKinds are the Gateway API routes whose backendRefs send traffic to Services.
@@ -134,7 +143,7 @@ func routesAfterBackends(objs []*unstructured.Unstructured) []Violation {
 		if !slices.Contains(routeKinds, r.GroupVersionKind().GroupKind()) {
 			continue
 		}
-		if _, hook := r.GetAnnotations()[hookAnnotation]; hook {
+		if isHook(r) {
 			continue
 		}
 		rw, err := syncWave(r)

@@ -91,6 +91,7 @@ func TestJobsSyncAgain(t *testing.T) {
 		{name: "Force and Replace", annotations: "argocd.argoproj.io/sync-options: 'Force=true,Replace=true'"},
 		{name: "with other options", annotations: "argocd.argoproj.io/sync-options: 'Prune=false, Replace=true, Force=true'"},
 		{name: "a hook", annotations: "argocd.argoproj.io/hook: PreSync"},
+		{name: "a Helm hook, which Argo CD runs as one", annotations: "helm.sh/hook: pre-upgrade"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := parseObjects(t, fmt.Sprintf(syncedJob, tc.annotations))
