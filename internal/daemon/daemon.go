@@ -384,12 +384,11 @@ func (d *Daemon) tryConnect(ctx context.Context) error {
 		stop()
 		return err
 	}
-	// Scoped, the auditor reads namespaced kinds (Secrets included) only where the envs live,
-	// and Applications only in Argo CD's namespaces.
-	if len(d.cfg.WatchNamespaces) > 0 {
-		c.ScopeTo(d.cfg.WatchNamespaces, map[schema.GroupVersionKind][]string{
-			argocd.ApplicationGVK: append([]string{d.appNamespace()}, d.cfg.AppNamespaces...)})
-	}
+	// Applications are read only in Argo CD's namespaces, where Argo CD reconciles them (its
+	// Role there is all the auditor needs for them); scoped, namespaced kinds (Secrets included)
+	// only where the envs live.
+	c.ScopeTo(d.cfg.WatchNamespaces, map[schema.GroupVersionKind][]string{
+		argocd.ApplicationGVK: append([]string{d.appNamespace()}, d.cfg.AppNamespaces...)})
 	// Applications change when Argo CD syncs: a new synced revision is a reason to re-audit.
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -307,7 +307,7 @@ func unreachable(u *prepared, err error) error {
 	if u.cluster == nil || !transportError(err) {
 		return err
 	}
-	return &unitError{fmt.Sprintf("Application %s: cluster %s unreachable: %v", u.name, u.clusterName, err)}
+	return &unitError{msg: fmt.Sprintf("Application %s: cluster %s unreachable: %v", u.name, u.clusterName, err)}
 }
 
 // transportError says err is a connection the cluster's API server did not take or broke off
@@ -473,10 +473,12 @@ func (r byRepoServer) renderUnit(ctx context.Context, req Request, u *prepared, 
 	if errors.Is(err, reposerver.ErrUnreachable) && app.Unrenderable == "" {
 		// Argo CD's repo-server down or unreachable: the engine in process renders what it can,
 		// saying so, rather than leave the Application unaudited.
-		if own, ownErr := inProcess(r).renderUnit(ctx, req, u, app, lap); ownErr == nil {
+		own, ownErr := inProcess(r).renderUnit(ctx, req, u, app, lap)
+		if ownErr == nil {
 			u.renderedBy = RenderedInProcess + " (repo-server unreachable: " + err.Error() + ")"
 			return own, nil
 		}
+		return nil, &unitError{msg: fmt.Sprintf("%v; rendered in process instead: %v", err, ownErr), cause: err}
 	}
 	return res, err
 }
@@ -490,7 +492,7 @@ func (r inProcess) renderUnit(ctx context.Context, req Request, u *prepared, app
 	a := r.a
 	u.renderedBy = RenderedInProcess
 	if u.group && app != nil && app.Unrenderable != "" { // alone, an env renders its overlay's source
-		return nil, &unitError{fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
+		return nil, &unitError{msg: fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
 	}
 	var err error
 	if app != nil && app.Chart != "" && len(app.Sources) == 0 {
@@ -507,14 +509,14 @@ func (r inProcess) renderUnit(ctx context.Context, req Request, u *prepared, app
 			}
 			return a.Repo.ReadFile(rev, name)
 		}); err != nil {
-			return nil, &unitError{fmt.Sprintf("Application %s: %v", u.name, err)}
+			return nil, &unitError{msg: fmt.Sprintf("Application %s: %v", u.name, err)}
 		}
 		u.app = app
 		if err := app.TypeError(); err != nil {
-			return nil, &unitError{fmt.Sprintf("Application %s: %v (Argo CD refuses to render it)", u.name, err)}
+			return nil, &unitError{msg: fmt.Sprintf("Application %s: %v (Argo CD refuses to render it)", u.name, err)}
 		}
 		if u.group && app.Unrenderable != "" {
-			return nil, &unitError{fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
+			return nil, &unitError{msg: fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
 		}
 	}
 	lap("git")

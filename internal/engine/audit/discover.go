@@ -123,12 +123,12 @@ func (a *Auditor) discovered(ctx context.Context, req Request, app *argocd.App, 
 		repoURL = a.RepoURL
 	}
 	if repoURL == "" && a.RepoServer == nil && app.Chart == "" {
-		u.err = &unitError{fmt.Sprintf("Application %s: the auditor cannot tell whether %s is the repository it reads (give it the repository's URL)", u.name, app.RepoURL)}
+		u.err = &unitError{msg: fmt.Sprintf("Application %s: the auditor cannot tell whether %s is the repository it reads (give it the repository's URL)", u.name, app.RepoURL)}
 		return u, nil
 	}
 	u.foreign = app.Chart == "" && !argocd.SameRepo(app.RepoURL, repoURL)
 	if u.foreign && a.RepoServer == nil && app.Unrenderable == "" {
-		u.err = &unitError{fmt.Sprintf("Application %s: its source is another repository (%s); the auditor reads %s", u.name, app.RepoURL, repoURL)}
+		u.err = &unitError{msg: fmt.Sprintf("Application %s: its source is another repository (%s); the auditor reads %s", u.name, app.RepoURL, repoURL)}
 		return u, nil
 	}
 	err := a.prepare(ctx, req, u, lap)

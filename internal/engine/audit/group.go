@@ -103,9 +103,15 @@ type prepared struct {
 }
 
 // unitError is a reason an Application cannot be audited that is not a failure of the audit.
-type unitError struct{ msg string }
+type unitError struct {
+	msg   string
+	cause error // what it wraps, when it says one
+}
 
 func (e *unitError) Error() string { return e.msg }
+
+// Unwrap is the error the reason wraps, if any (reposerver.ErrUnreachable, say).
+func (e *unitError) Unwrap() error { return e.cause }
 
 // unitKey keys an Application of env's group: env/name in Argo CD's namespace, env/ns/name in
 // another (two Applications of one name in two namespaces are two units).
@@ -179,7 +185,7 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 	}
 	beyond := func(ns, name, parent, via string) *prepared {
 		return &prepared{key: a.unitKey(req.Env, ns, name), name: name, appNS: ns, parent: parent, via: via, group: true,
-			err: &unitError{fmt.Sprintf("Application %s: not audited: the group has more than %d Applications, the most one audit renders", name, a.MaxApplications)}}
+			err: &unitError{msg: fmt.Sprintf("Application %s: not audited: the group has more than %d Applications, the most one audit renders", name, a.MaxApplications)}}
 	}
 	listed := map[string][]*unstructured.Unstructured{}
 	follow := func(queue []*prepared) error {
@@ -300,7 +306,7 @@ func (a *Auditor) member(ctx context.Context, req Request, parent *prepared, rep
 	}
 	u.foreign = u.git.Chart == "" && !argocd.SameRepo(u.git.RepoURL, repoURL)
 	if u.foreign && a.RepoServer == nil && u.git.Unrenderable == "" {
-		u.err = &unitError{fmt.Sprintf("Application %s: its source is another repository (%s); the auditor reads %s", u.name, u.git.RepoURL, repoURL)}
+		u.err = &unitError{msg: fmt.Sprintf("Application %s: its source is another repository (%s); the auditor reads %s", u.name, u.git.RepoURL, repoURL)}
 		return u, nil
 	}
 	if u.app, u.err = a.application(ctx, r.Namespace, r.Name); u.err != nil {
@@ -475,11 +481,11 @@ func (a *Auditor) destination(ctx context.Context, u *prepared, app *argocd.App)
 		}
 	}
 	if a.Clusters == nil {
-		return &unitError{fmt.Sprintf("Application %s: its destination %s is not the cluster the auditor reads, and no other cluster is configured", u.name, dest)}
+		return &unitError{msg: fmt.Sprintf("Application %s: its destination %s is not the cluster the auditor reads, and no other cluster is configured", u.name, dest)}
 	}
 	c, name, err := a.Clusters(ctx, app.DestinationServer, app.DestinationName)
 	if err != nil {
-		return &unitError{fmt.Sprintf("Application %s: %v", u.name, err)}
+		return &unitError{msg: fmt.Sprintf("Application %s: %v", u.name, err)}
 	}
 	u.cluster, u.clusterName = c, name
 	return nil

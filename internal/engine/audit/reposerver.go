@@ -55,7 +55,7 @@ func (a *Auditor) askRepoServer(ctx context.Context, req Request, u *prepared, a
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &unitError{err.Error()}
+		return nil, &unitError{msg: err.Error(), cause: err}
 	}
 	reposerver.Untrack(res.Objects, settings)
 	return &render.Result{Env: u.key, Path: app.Path, Revision: u.desired, Objects: res.Objects}, nil

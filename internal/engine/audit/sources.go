@@ -28,13 +28,13 @@ func (a *Auditor) renderSources(ctx context.Context, u *prepared, app *argocd.Ap
 			continue
 		}
 		if !argocd.SameRepo(s.RepoURL, app.RepoURL) {
-			return nil, &unitError{fmt.Sprintf("Application %s: source %d is another repository (%s); the auditor reads %s", u.name, j+1, s.RepoURL, app.RepoURL)}
+			return nil, &unitError{msg: fmt.Sprintf("Application %s: source %d is another repository (%s); the auditor reads %s", u.name, j+1, s.RepoURL, app.RepoURL)}
 		}
 		if s.Path == "" {
 			continue // a ref source: read by the others' value files
 		}
 		if len(s.KustomizeUnsupported) > 0 {
-			return nil, &unitError{fmt.Sprintf("Application %s: source %d sets kustomize options the auditor does not apply yet (%v)", u.name, j+1, s.KustomizeUnsupported)}
+			return nil, &unitError{msg: fmt.Sprintf("Application %s: source %d sets kustomize options the auditor does not apply yet (%v)", u.name, j+1, s.KustomizeUnsupported)}
 		}
 		rev, err := a.sourceRevision(app, j, u.desired, req)
 		if err != nil {
@@ -81,7 +81,7 @@ func (a *Auditor) renderChart(ctx context.Context, u *prepared, app *argocd.App,
 	ref := render.ChartRef{RepoURL: app.RepoURL, Chart: app.Chart, Version: version}
 	files, resolved, err := a.Charts.Fetch(ctx, ref)
 	if err != nil {
-		return nil, &unitError{fmt.Sprintf("Application %s: %v", u.name, err)}
+		return nil, &unitError{msg: fmt.Sprintf("Application %s: %v", u.name, err)}
 	}
 	u.desired, u.head, u.pending = version, version, false
 	srv, err := u.on(a).Server()
@@ -96,7 +96,7 @@ func (a *Auditor) renderChart(ctx context.Context, u *prepared, app *argocd.App,
 	u.target = render.ChartTarget(ref, resolved)
 	res, err := render.Engine{}.Render(ctx, src, render.Target{Name: u.target, Variant: render.Variant{Helm: h}})
 	if err != nil {
-		return nil, &unitError{fmt.Sprintf("Application %s: chart %s %s: %v", u.name, app.Chart, resolved, err)}
+		return nil, &unitError{msg: fmt.Sprintf("Application %s: chart %s %s: %v", u.name, app.Chart, resolved, err)}
 	}
 	res.Path = app.RepoURL + " " + app.Chart
 	return res, nil
