@@ -48,15 +48,7 @@ func Run(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructure
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	if opts.Groups == nil {
-		opts.Groups = GroupsFromNodePools(objs)
-	}
-	if opts.Settle == 0 {
-		opts.Settle = 3 * time.Second
-	}
-	if opts.Timeout == 0 {
-		opts.Timeout = 2 * time.Minute
-	}
+	opts = withDefaults(opts, objs)
 	objs = scaled(objs, opts.Scale)
 	ns := Nodes(opts.Groups)
 	if opts.FailNodes, err = withZones(opts.FailNodes, opts.FailZones, ns); err != nil {
@@ -102,12 +94,7 @@ func Run(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructure
 	if err != nil {
 		return nil, err
 	}
-	var left []*corev1.Node
-	for _, n := range ns {
-		if !slices.Contains(opts.FailNodes, n.Name) {
-			left = append(left, n)
-		}
-	}
+	left := remaining(ns, opts.FailNodes)
 	rep, err := report(ctx, cs, objs, opts, left, slices.Compact(slices.Sorted(slices.Values(append(preempted, more...)))))
 	if err != nil {
 		return nil, err
@@ -125,6 +112,32 @@ func Run(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructure
 	}
 	sort.Slice(rep.Failure.Replaced, func(i, j int) bool { return rep.Failure.Replaced[i].Pod < rep.Failure.Replaced[j].Pod })
 	return rep, scaledFit(ctx, cs, objs, opts.Scale, rep)
+}
+
+// withDefaults fills what opts leaves unset: the node groups from objs' node pools, a settle
+// time of 3 s and a timeout of 2 minutes.
+func withDefaults(opts Options, objs []*unstructured.Unstructured) Options {
+	if opts.Groups == nil {
+		opts.Groups = GroupsFromNodePools(objs)
+	}
+	if opts.Settle == 0 {
+		opts.Settle = 3 * time.Second
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 2 * time.Minute
+	}
+	return opts
+}
+
+// remaining is the nodes of ns not named in failed.
+func remaining(ns []*corev1.Node, failed []string) []*corev1.Node {
+	var left []*corev1.Node
+	for _, n := range ns {
+		if !slices.Contains(failed, n.Name) {
+			left = append(left, n)
+		}
+	}
+	return left
 }
 
 // scaled copies objs with the Deployments of scale at their replica counts.
