@@ -59,30 +59,8 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		h(3, fmt.Sprintf("%s%s: %s changed, %s", e.Env, pinned, count(len(e.Changes), "object"), count(len(e.Violations), "violation")))
 		writeFindings(w, md, "VIOLATION", ":x:", e.Violations)
 		writeInherited(w, md, e.Inherited, e.ForkError, "broken before this change")
-		forced := make([]check.Violation, len(e.Forced))
-		for i, v := range e.Forced {
-			v.Message += " (the promotion was forced past it: " + e.ForcedReason + ")"
-			forced[i] = v
-		}
-		writeFindings(w, md, "FORCED", ":warning:", forced)
-		writeFindings(w, md, "WARNING", ":warning:", e.Warnings) // reported, not failing the check
-		off := make([]check.Violation, len(e.Silenced))
-		for i, v := range e.Silenced {
-			v.Message += " (rule off in " + layout.LayoutFile + ": " + v.Reason + ")"
-			off[i] = v.Violation
-		}
-		writeFindings(w, md, "OFF", ":no_entry_sign:", off)
-		if len(e.Applications) > 0 {
-			var parts []string
-			for _, a := range e.Applications {
-				if a.Error == "" {
-					parts = append(parts, fmt.Sprintf("%s (%s, %s)", a.Name, a.Path, count(a.Objects, "object")))
-				}
-			}
-			if len(parts) > 0 {
-				fmt.Fprintf(w, "  also rendered and checked: %s\n", strings.Join(parts, ", "))
-			}
-		}
+		writeForcedAndOff(w, md, e)
+		writeAlsoRendered(w, e.Applications)
 		writeSecurity(w, e.Security, md)
 		writeGPUPools(w, e.GPUPools, md)
 		check.WriteKVCache(w, e.KVCache, md)
@@ -104,6 +82,40 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		fmt.Fprintln(w)
 		if e.Next != nil {
 			writeNext(w, h, md, e.Env, e.Revision, head, e.Next)
+		}
+	}
+}
+
+// writeForcedAndOff writes e's findings the promotion was forced past, its warnings, and those
+// of rules the layout turns off, each saying so.
+func writeForcedAndOff(w io.Writer, md bool, e check.EnvResult) {
+	forced := make([]check.Violation, len(e.Forced))
+	for i, v := range e.Forced {
+		v.Message += " (the promotion was forced past it: " + e.ForcedReason + ")"
+		forced[i] = v
+	}
+	writeFindings(w, md, "FORCED", ":warning:", forced)
+	writeFindings(w, md, "WARNING", ":warning:", e.Warnings) // reported, not failing the check
+	off := make([]check.Violation, len(e.Silenced))
+	for i, v := range e.Silenced {
+		v.Message += " (rule off in " + layout.LayoutFile + ": " + v.Reason + ")"
+		off[i] = v.Violation
+	}
+	writeFindings(w, md, "OFF", ":no_entry_sign:", off)
+}
+
+// writeAlsoRendered writes the other Applications rendered and checked with the env, those
+// that rendered, if any.
+func writeAlsoRendered(w io.Writer, apps []check.AppRender) {
+	if len(apps) > 0 {
+		var parts []string
+		for _, a := range apps {
+			if a.Error == "" {
+				parts = append(parts, fmt.Sprintf("%s (%s, %s)", a.Name, a.Path, count(a.Objects, "object")))
+			}
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "  also rendered and checked: %s\n", strings.Join(parts, ", "))
 		}
 	}
 }
