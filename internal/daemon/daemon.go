@@ -88,6 +88,56 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 			return nil, err
 		}
 	}
+	if err := d.startFleet(cfg); err != nil {
+		return nil, err
+	}
+	d.registerGauges()
+	d.startWorker()
+	d.adoptRenders, d.ledger = d.renderCache(2), d.renderCache(2)
+	d.adoptRenders.Urgent = true // its walks run inside the audits: they must not queue behind a blame walk
+	d.blames = d.blameHandler()
+	d.registerAuditCounters()
+	key, err := drift.InstallKey(filepath.Join(cfg.StateDir, "secret-hmac.key"))
+	if err != nil {
+		return nil, err
+	}
+	d.hmacKey = key
+	if d.episodes, err = loadEpisodes(cfg); err != nil {
+		return nil, err
+	}
+	d.tracker = notify.NewTracker()
+	if data, err := os.ReadFile(d.trackerState.path); err == nil {
+		if err := json.Unmarshal(data, d.tracker); err != nil {
+			return nil, fmt.Errorf("drift state %s: %w", d.trackerState.path, err)
+		}
+	}
+	outboxes, err := d.openSinks(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	d.outboxes = outboxes
+	d.identity = leaderIdentity(cfg.LeaderElection)
+	if cfg.AuditEvents.enabled() || slices.ContainsFunc(cfg.Clusters, func(c fleet.Cluster) bool { return c.AuditLog != "" }) {
+		d.people = auditlog.NewStore(cfg.AuditEvents.Max)
+	}
+	switch {
+	case d.sharding != nil:
+		if err := d.newSharding(); err != nil {
+			return nil, err
+		}
+	case cfg.LeaderElection.Enabled:
+		if err := d.shareRecords(); err != nil {
+			return nil, err
+		}
+	}
+	d.notifier = d.newNotifier(cfg, log, outboxes)
+	return d, nil
+}
+
+// startFleet starts the watches of cfg's other clusters, each scoped to the namespaces cfg
+// watches unless it names its own, and registers their reachability.
+func (d *Daemon) startFleet(cfg *Config) error {
+	var err error
 	if len(cfg.Clusters) > 0 {
 		clusters := slices.Clone(cfg.Clusters)
 		for i := range clusters {
@@ -98,7 +148,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		fctx, stop := context.WithCancel(context.Background())
 		if d.fleet, err = fleet.New(fctx, clusters); err != nil {
 			stop()
-			return nil, err
+			return err
 		}
 		d.stopFleet = stop
 		if d.sharding != nil {
@@ -106,6 +156,11 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		}
 		d.metrics.reg.MustRegister(newReachability(d.fleet, d.owns))
 	}
+	return nil
+}
+
+// registerGauges registers the gauges of the audit queue's depth and of the render engine.
+func (d *Daemon) registerGauges() {
 	d.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_audit_queue_depth",
 		Help: "Envs waiting for an audit in the work queue (a pause after a failure is not counted)."},
 		func() float64 { return float64(d.queue.Len()) }))
@@ -113,10 +168,11 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	d.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "auditor_render_engine",
 		Help:        "How Applications are rendered: 1 for the engine named by the label (repo-server: Argo CD's; in-process).",
 		ConstLabels: prometheus.Labels{"engine": engine}}, func() float64 { return 1 }))
-	d.startWorker()
-	d.adoptRenders, d.ledger = d.renderCache(2), d.renderCache(2)
-	d.adoptRenders.Urgent = true // its walks run inside the audits: they must not queue behind a blame walk
-	d.blames = d.blameHandler()
+}
+
+// registerAuditCounters registers the counters of watch starts, of audits by mode and of
+// Applications audited again alone.
+func (d *Daemon) registerAuditCounters() {
 	d.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "auditor_watch_starts_total",
 		Help: "Watch requests the informers made: one per kind, then one per reconnect."}, func() float64 {
 		c := d.conn.Cache()
@@ -147,20 +203,10 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		}
 		return 0
 	}))
-	key, err := drift.InstallKey(filepath.Join(cfg.StateDir, "secret-hmac.key"))
-	if err != nil {
-		return nil, err
-	}
-	d.hmacKey = key
-	if d.episodes, err = loadEpisodes(cfg); err != nil {
-		return nil, err
-	}
-	d.tracker = notify.NewTracker()
-	if data, err := os.ReadFile(d.trackerState.path); err == nil {
-		if err := json.Unmarshal(data, d.tracker); err != nil {
-			return nil, fmt.Errorf("drift state %s: %w", d.trackerState.path, err)
-		}
-	}
+}
+
+// openSinks opens the outbox of each of cfg's sinks and starts a dispatcher for it.
+func (d *Daemon) openSinks(cfg *Config, log *slog.Logger) ([]*outbox.Outbox, error) {
 	var outboxes []*outbox.Outbox
 	for _, sc := range cfg.Sinks {
 		sink, err := newSink(sc)
@@ -182,21 +228,11 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		d.dispatchers = append(d.dispatchers, disp)
 		d.metrics.sinkMetrics(sc.Name, disp)
 	}
-	d.outboxes = outboxes
-	d.identity = leaderIdentity(cfg.LeaderElection)
-	if cfg.AuditEvents.enabled() || slices.ContainsFunc(cfg.Clusters, func(c fleet.Cluster) bool { return c.AuditLog != "" }) {
-		d.people = auditlog.NewStore(cfg.AuditEvents.Max)
-	}
-	switch {
-	case d.sharding != nil:
-		if err := d.newSharding(); err != nil {
-			return nil, err
-		}
-	case cfg.LeaderElection.Enabled:
-		if err := d.shareRecords(); err != nil {
-			return nil, err
-		}
-	}
+	return outboxes, nil
+}
+
+// newNotifier is the notifier of the daemon's audits, posting to outboxes under the audits' names.
+func (d *Daemon) newNotifier(cfg *Config, log *slog.Logger, outboxes []*outbox.Outbox) *notify.Notifier {
 	var names audit.Config // the audits' names: the layout's at the branch head, the config's
 	d.naming(&names)
 	opts := notify.Options{ArgoCDURL: cfg.ArgoCDURL, AppName: func(env string) string {
@@ -206,9 +242,8 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 		return names.RootName(env) // the env's link goes to its root
 	},
 		ReadFile: d.readFile}
-	d.notifier = notify.NewNotifier(notify.NotifierConfig{Window: cfg.FoldWindow.Duration, Options: opts,
+	return notify.NewNotifier(notify.NotifierConfig{Window: cfg.FoldWindow.Duration, Options: opts,
 		Outboxes: outboxes, Tracker: d.tracker, Logger: log, Leading: true, OnEnqueued: d.saveTracker, Resolve: d.resolve})
-	return d, nil
 }
 
 // Run audits until ctx ends, then flushes and stops every goroutine it started. Its parts run
