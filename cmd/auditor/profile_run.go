@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/engine/adopt"
 	"github.com/llm-gitops/platform/internal/platform/cost"
@@ -50,11 +51,7 @@ func (o *profileOptions) Run(ctx context.Context, w io.Writer) error {
 		return failed(err)
 	}
 	settings.GPUsPerReplica, settings.Card = cost.PodGPUs(wl.Deployment)
-	prices := &cost.Prices{}
-	for _, obj := range res.Objects {
-		prices.AddRules(obj)
-	}
-	settings.PricePerGPUHour, _ = prices.Price(settings.Card)
+	settings.PricePerGPUHour = pricePerGPUHour(res.Objects, settings.Card)
 
 	client, err := api.NewClient(api.Config{Address: o.prom, Client: &http.Client{Timeout: 60 * time.Second, Transport: o.prometheusTransport}})
 	if err != nil {
@@ -68,12 +65,7 @@ func (o *profileOptions) Run(ctx context.Context, w io.Writer) error {
 		return failed(err)
 	}
 	p.Plan = profile.Plan{Utilization: o.utilization, TTFTSeconds: o.ttft.Seconds()}
-	switch {
-	case p.Replica.Samples == 0 && o.replicaThroughput > 0:
-		p.Replica.RequestsPerSecond, p.Replica.Stated = o.replicaThroughput, true
-	case o.replicaThroughput > 0:
-		fmt.Fprintf(o.stderr, "auditor: --replica-throughput ignored: replicas saturated in the window, and their throughput is measured (%s req/s)\n", fnum(p.Replica.RequestsPerSecond))
-	}
+	o.stateThroughput(p)
 	prop, err := profile.Propose(p, settings, p.Targets())
 	if err != nil {
 		return failed(err)
@@ -88,23 +80,12 @@ func (o *profileOptions) Run(ctx context.Context, w io.Writer) error {
 		return failed(err)
 	}
 	var diff strings.Builder
-	for _, c := range changes {
-		d, err := adopt.FileDiff(c.path, c.before, c.after)
-		if err != nil {
-			return failed(err)
-		}
-		diff.WriteString(d)
+	if err := writeDiffs(&diff, changes); err != nil {
+		return failed(err)
 	}
 	if o.write {
-		for _, c := range changes {
-			full := filepath.Join(o.src.repo, filepath.FromSlash(c.path))
-			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-				return failed(err)
-			}
-			if err := os.WriteFile(full, c.after, 0o644); err != nil {
-				return failed(err)
-			}
-			fmt.Fprintf(o.stderr, "auditor: wrote %s\n", c.path)
+		if err := o.writeFiles(changes); err != nil {
+			return failed(err)
 		}
 		if len(more) > 0 {
 			if err := o.verifyThreshold(prop.Threshold.Proposed); err != nil {
@@ -114,19 +95,73 @@ func (o *profileOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	seqs := maxNumSeqs(wl, p)
 	return writeReport(w, o.output, profileReport{Profile: p, Proposal: prop, MaxNumSeqs: seqs, Diff: diff.String()}, func() error {
-		writeProfile(w, p, prop, settings, loc)
-		if seqs != "" {
-			fmt.Fprintf(w, "\n--max-num-seqs at the measured p95 lengths (rule vllm-max-num-seqs of auditor check):\n  %s\n", seqs)
-		}
-		if diff.Len() > 0 {
-			what := "to write with --write"
-			if o.write {
-				what = "written to the work tree"
-			}
-			fmt.Fprintf(w, "\nChanges (%s):\n%s", what, diff.String())
-		}
-		return nil
+		return o.writeProfileText(w, p, prop, settings, loc, seqs, &diff)
 	})
+}
+
+// writeProfileText writes the profile p and its proposal prop as text, with the --max-num-seqs
+// seqs says and the changes in diff.
+func (o *profileOptions) writeProfileText(w io.Writer, p *profile.Profile, prop *profile.Proposal, settings profile.Settings, loc *time.Location, seqs string, diff *strings.Builder) error {
+	writeProfile(w, p, prop, settings, loc)
+	if seqs != "" {
+		fmt.Fprintf(w, "\n--max-num-seqs at the measured p95 lengths (rule vllm-max-num-seqs of auditor check):\n  %s\n", seqs)
+	}
+	if diff.Len() > 0 {
+		what := "to write with --write"
+		if o.write {
+			what = "written to the work tree"
+		}
+		fmt.Fprintf(w, "\nChanges (%s):\n%s", what, diff.String())
+	}
+	return nil
+}
+
+// pricePerGPUHour is the price of a GPU hour of card by the pricing rules among objs.
+func pricePerGPUHour(objs []*unstructured.Unstructured, card string) float64 {
+	prices := &cost.Prices{}
+	for _, obj := range objs {
+		prices.AddRules(obj)
+	}
+	price, _ := prices.Price(card)
+	return price
+}
+
+// stateThroughput takes --replica-throughput as a replica's throughput when no replica
+// saturated in p's window, and says it is ignored when one did.
+func (o *profileOptions) stateThroughput(p *profile.Profile) {
+	switch {
+	case p.Replica.Samples == 0 && o.replicaThroughput > 0:
+		p.Replica.RequestsPerSecond, p.Replica.Stated = o.replicaThroughput, true
+	case o.replicaThroughput > 0:
+		fmt.Fprintf(o.stderr, "auditor: --replica-throughput ignored: replicas saturated in the window, and their throughput is measured (%s req/s)\n", fnum(p.Replica.RequestsPerSecond))
+	}
+}
+
+// writeDiffs writes to diff the unified diff of each of changes.
+func writeDiffs(diff *strings.Builder, changes []fileChange) error {
+	for _, c := range changes {
+		d, err := adopt.FileDiff(c.path, c.before, c.after)
+		if err != nil {
+			return err
+		}
+		diff.WriteString(d)
+	}
+	return nil
+}
+
+// writeFiles writes each of changes to the work tree, saying so.
+func (o *profileOptions) writeFiles(changes []fileChange) error {
+	for _, c := range changes {
+		full := filepath.Join(o.src.repo, filepath.FromSlash(c.path))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, c.after, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.stderr, "auditor: wrote %s\n", c.path)
+	}
+	return nil
 }
 
 // location is the profile's time zone: --time-zone, else the schedule's first peak's, else UTC.
