@@ -18,20 +18,7 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 	fmt.Fprintln(w)
 	group := len(rep.Applications) > 1
 	if group {
-		for _, app := range rep.Applications {
-			if app.Error != "" {
-				fmt.Fprintf(w, "Application %s: not audited — %s\n", app.Name, app.Error)
-				continue
-			}
-			via := ""
-			if app.Via != "" {
-				via = ", via " + app.Via
-			}
-			if app.Cluster != "" {
-				via += ", on cluster " + app.Cluster
-			}
-			fmt.Fprintf(w, "Application %s (%s at %s%s): %d objects, %d drifted\n", app.Name, app.Path, gitrepo.Short(app.Revision), via, app.Objects, app.Drifted)
-		}
+		writeApplications(w, rep.Applications)
 	}
 	for _, o := range rep.Objects {
 		id := objectID(o.Kind, o.Namespace, o.Name)
@@ -78,19 +65,7 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 			if o.Cost != nil {
 				fmt.Fprintf(w, "           cost: %s\n", o.Cost.Note)
 			}
-			for _, f := range o.Fields {
-				by := who(f.Manager, f.Operation, f.Subresource, f.Time, now)
-				if f.Actor != nil {
-					by = f.Actor.Person() + " with " + by
-					if f.Manager == "" {
-						by = personAt(f.Actor)
-					}
-				}
-				if f.Borrowed != "" {
-					by += " (under " + f.Borrowed + "'s name: not that controller)"
-				}
-				fmt.Fprintf(w, "           %-50s %s  %s → %s  by %s\n", f.Path, f.Change, short(f.Desired), short(f.Live), by)
-			}
+			writeFields(w, o.Fields, now)
 		}
 	}
 	for _, a := range rep.ArgoCDOnly {
@@ -105,6 +80,41 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 		return
 	}
 	fmt.Fprintf(w, "%d objects drifted, %d fields\n", n, f)
+}
+
+// writeApplications writes a line for each of apps: what it audited, or why it did not.
+func writeApplications(w io.Writer, apps []drift.Application) {
+	for _, app := range apps {
+		if app.Error != "" {
+			fmt.Fprintf(w, "Application %s: not audited — %s\n", app.Name, app.Error)
+			continue
+		}
+		via := ""
+		if app.Via != "" {
+			via = ", via " + app.Via
+		}
+		if app.Cluster != "" {
+			via += ", on cluster " + app.Cluster
+		}
+		fmt.Fprintf(w, "Application %s (%s at %s%s): %d objects, %d drifted\n", app.Name, app.Path, gitrepo.Short(app.Revision), via, app.Objects, app.Drifted)
+	}
+}
+
+// writeFields writes a line for each drifted field: its path, change, values and who wrote it.
+func writeFields(w io.Writer, fields []drift.Field, now time.Time) {
+	for _, f := range fields {
+		by := who(f.Manager, f.Operation, f.Subresource, f.Time, now)
+		if f.Actor != nil {
+			by = f.Actor.Person() + " with " + by
+			if f.Manager == "" {
+				by = personAt(f.Actor)
+			}
+		}
+		if f.Borrowed != "" {
+			by += " (under " + f.Borrowed + "'s name: not that controller)"
+		}
+		fmt.Fprintf(w, "           %-50s %s  %s → %s  by %s\n", f.Path, f.Change, short(f.Desired), short(f.Live), by)
+	}
 }
 
 // personAt names an actor and the request they made: "alice (patch 2025-03-01T12:00:00Z)".

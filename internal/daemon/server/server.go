@@ -117,23 +117,7 @@ func New(b Backend, reg *prometheus.Registry, opts Options) http.Handler {
 		mux.HandleFunc("/mcp", guard(opts.MCP.ServeHTTP))
 	}
 	mux.HandleFunc("GET /api/v1/status", guard(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.Status()) }))
-	mux.HandleFunc("GET /api/v1/drift", guard(func(w http.ResponseWriter, r *http.Request) {
-		env := r.URL.Query().Get("env")
-		envs := b.Envs()
-		if env == "" && len(envs) == 1 {
-			env = envs[0]
-		}
-		if env == "" {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "?env= is required", "envs": envs})
-			return
-		}
-		rep, err := b.Report(env)
-		if err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": err.Error(), "env": env})
-			return
-		}
-		writeJSON(w, http.StatusOK, rep)
-	}))
+	mux.HandleFunc("GET /api/v1/drift", guard(driftHandler(b)))
 	if opts.Webhook == nil {
 		return mux
 	}
@@ -158,6 +142,27 @@ func New(b Backend, reg *prometheus.Registry, opts Options) http.Handler {
 		_, _ = io.WriteString(w, "fetch scheduled\n")
 	})
 	return mux
+}
+
+// driftHandler serves the drift report of the ?env= asked for, or of the only env there is.
+func driftHandler(b Backend) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		env := r.URL.Query().Get("env")
+		envs := b.Envs()
+		if env == "" && len(envs) == 1 {
+			env = envs[0]
+		}
+		if env == "" {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "?env= is required", "envs": envs})
+			return
+		}
+		rep, err := b.Report(env)
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": err.Error(), "env": env})
+			return
+		}
+		writeJSON(w, http.StatusOK, rep)
+	}
 }
 
 // authentic checks GitHub's X-Hub-Signature-256 (HMAC-SHA256 of the body) or GitLab's

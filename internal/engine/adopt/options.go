@@ -163,12 +163,7 @@ func adoptInto(t *tree, s optionSource, objs []drift.Object, why string) (int, [
 			var nextRes *render.Result
 			tooMany := false
 			for _, part := range []bool{false, true} {
-				var tier []candidate
-				for _, c := range cands {
-					if c.part == part {
-						tier = append(tier, c)
-					}
-				}
+				tier := tierOf(cands, part)
 				if len(tier) > maxCandidates {
 					note(fmt.Sprintf("%s; %d values of its options hold Git's value: too many to try", why, len(tier)))
 					tooMany = true
@@ -200,25 +195,49 @@ func adoptInto(t *tree, s optionSource, objs []drift.Object, why string) (int, [
 				continue
 			case 1:
 			default:
-				var keys []string
-				for _, c := range pass {
-					keys = append(keys, c.key+" ("+c.where+")")
-				}
-				note(why + "; each of these values sets it, none is written: " + strings.Join(keys, ", "))
+				note(why + "; each of these values sets it, none is written: " + candidateList(pass))
 				continue
 			}
 			*t, base = *next, nextRes
-			for i2, o2 := range objs {
-				for j2, f2 := range o2.Fields {
-					if v, ok := valueAt(renderedObject(base, o2), f2); !done[[2]int{i2, j2}] && ok && f2.Change == drift.Changed && equalValue(v, f2.Live) {
-						done[[2]int{i2, j2}] = true
-						n++
-					}
-				}
-			}
+			n += markDone(base, objs, done)
 		}
 	}
 	return n, notes
+}
+
+// candidateList is each of pass as its key and where it is, comma-separated.
+func candidateList(pass []candidate) string {
+	var keys []string
+	for _, c := range pass {
+		keys = append(keys, c.key+" ("+c.where+")")
+	}
+	return strings.Join(keys, ", ")
+}
+
+// tierOf is the candidates of cands that are (part) or are not parts of a value.
+func tierOf(cands []candidate, part bool) []candidate {
+	var tier []candidate
+	for _, c := range cands {
+		if c.part == part {
+			tier = append(tier, c)
+		}
+	}
+	return tier
+}
+
+// markDone marks in done each changed field of objs that base now renders as live has it, and
+// returns how many it marked.
+func markDone(base *render.Result, objs []drift.Object, done map[[2]int]bool) int {
+	n := 0
+	for i2, o2 := range objs {
+		for j2, f2 := range o2.Fields {
+			if v, ok := valueAt(renderedObject(base, o2), f2); !done[[2]int{i2, j2}] && ok && f2.Change == drift.Changed && equalValue(v, f2.Live) {
+				done[[2]int{i2, j2}] = true
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // renders says whether s renders from t what it rendered as base: false for a chart with random

@@ -132,6 +132,15 @@ func GroupIn(env, revision string, repo Repo, objs ...drift.Object) (*Adoption, 
 		out.Fields += n
 		out.Notes = append(out.Notes, notes...)
 	}
+	if err := out.addTreeDiffs(trees, revs, revision); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// addTreeDiffs adds to out the unified diff of the changes in each tree, in the order of revs,
+// with a note for each written against a revision other than revision.
+func (out *Adoption) addTreeDiffs(trees map[string]*tree, revs []string, revision string) error {
 	for _, rev := range revs {
 		changes := trees[rev].changes()
 		if len(changes) == 0 {
@@ -139,7 +148,7 @@ func GroupIn(env, revision string, repo Repo, objs ...drift.Object) (*Adoption, 
 		}
 		d, err := unifiedDiff(changes)
 		if err != nil {
-			return nil, fmt.Errorf("adopt patch: %w", err)
+			return fmt.Errorf("adopt patch: %w", err)
 		}
 		if rev != revision {
 			var files []string
@@ -150,5 +159,5 @@ func GroupIn(env, revision string, repo Repo, objs ...drift.Object) (*Adoption, 
 		}
 		out.Diff += d
 	}
-	return out, nil
+	return nil
 }

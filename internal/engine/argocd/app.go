@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -257,19 +256,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 	src := 0
 	switch {
 	case len(app.Spec.Sources) > 0:
-		src = -1
-		for j, s := range app.Spec.Sources {
-			if strings.HasPrefix(s.Path, "overlays/") {
-				src = j
-				break
-			}
-		}
-		for j, s := range app.Spec.Sources {
-			if src < 0 && s.Path != "" {
-				src = j
-			}
-		}
-		src = max(src, 0)
+		src = primarySource(app.Spec.Sources)
 		s := app.Spec.Sources[src]
 		a.RepoURL, a.TargetRevision, a.Path = s.RepoURL, s.TargetRevision, s.Path
 		compared = ""
@@ -317,34 +304,10 @@ func FromUnstructured(u *unstructured.Unstructured) (*App, error) {
 		return nil, fmt.Errorf("application %s: %w", app.Name, err)
 	}
 	if op := app.Status.OperationState; op != nil {
-		o := &Operation{Phase: string(op.Phase), Message: op.Message}
-		switch {
-		case op.SyncResult != nil && src < len(op.SyncResult.Revisions):
-			o.Revision = op.SyncResult.Revisions[src]
-		case op.SyncResult != nil && op.SyncResult.Revision != "":
-			o.Revision = op.SyncResult.Revision
-		case op.Operation.Sync != nil && src < len(op.Operation.Sync.Revisions):
-			o.Revision = op.Operation.Sync.Revisions[src]
-		case op.Operation.Sync != nil:
-			o.Revision = op.Operation.Sync.Revision
-		}
-		a.Operation = o
+		a.Operation = operationOf(op, src)
 	}
 	if app.Status.ReconciledAt != nil && app.Status.Resources != nil {
-		st := &Status{Revision: compared, ReconciledAt: app.Status.ReconciledAt.UTC().Format(time.RFC3339),
-			Resources: make(map[string]string, len(app.Status.Resources)), comparedTo: app.Status.Sync.ComparedTo.Source}
-		for _, r := range app.Status.Resources {
-			st.Resources[ResourceKey(r.Group, r.Kind, r.Namespace, r.Name)] = string(r.Status)
-		}
-		for _, c := range app.Status.Conditions {
-			if c.Type == v1alpha1.ApplicationConditionComparisonError || c.Type == v1alpha1.ApplicationConditionInvalidSpecError {
-				st.Error = c.Type + ": " + c.Message
-			}
-		}
-		if st.Error == "" && app.Status.Sync.Status == v1alpha1.SyncStatusCodeUnknown {
-			st.Error = "sync status Unknown"
-		}
-		a.Status = st
+		a.Status = statusOf(&app, compared)
 	}
 	return a, nil
 }

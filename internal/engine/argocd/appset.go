@@ -103,6 +103,14 @@ func Generate(git, live *unstructured.Unstructured, namespace string) (*Generate
 			out.Applications = append(out.Applications, obj)
 		}
 	}
+	out.addIgnores(declared)
+	return &out, nil
+}
+
+// addIgnores adds to out.Ignores, for each generated Application, the differences the declared
+// ApplicationSet has Argo CD ignore: its preserved labels and annotations, and its
+// ignoreApplicationDifferences entries that name the Application or every one.
+func (out *Generated) addIgnores(declared *v1alpha1.ApplicationSet) {
 	var preserved []string
 	if p := declared.Spec.PreservedFields; p != nil {
 		for _, k := range p.Labels {
@@ -125,7 +133,6 @@ func Generate(git, live *unstructured.Unstructured, namespace string) (*Generate
 				Name: app.GetName(), Namespace: app.GetNamespace(), JSONPointers: ig.JSONPointers, JQPathExpressions: ig.JQPathExpressions})
 		}
 	}
-	return &out, nil
 }
 
 // appSet decodes an ApplicationSet.

@@ -70,23 +70,7 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 		if u.err != nil || u.report == nil {
 			if u.err != nil {
 				entry.Error = u.err.Error()
-				// Not audited is not in sync: the Application stands as an Unknown object of
-				// the one that declares it.
-				rep.Objects = append(rep.Objects, drift.Object{APIVersion: argocd.ApplicationGVK.GroupVersion().String(),
-					Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name, Status: drift.Unknown,
-					Fields: []drift.Field{}, Application: u.parent, Note: "not audited: " + u.err.Error()})
-				seen[clusterRef{ref: drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name}}] = true
-				// What its last audit found stands, said to be that: a drift not seen now (its
-				// cluster unreachable, its new commit not rendering) is not a drift resolved.
-				for _, o := range a.lastObjects(u.key) {
-					k := clusterRef{o.Cluster, drift.RefOfObject(&o)}
-					if seen[k] {
-						continue
-					}
-					seen[k] = true
-					o.Note = strings.TrimPrefix(o.Note+"; "+drift.NotAuditedNowNote, "; ")
-					rep.Objects = append(rep.Objects, o)
-				}
+				a.addNotAudited(rep, u, seen)
 			}
 			rep.Applications = append(rep.Applications, entry)
 			continue
@@ -131,15 +115,7 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 		rep.Applications = append(rep.Applications, entry)
 	}
 	if lead != nil {
-		rep.Revision = lead.desired
-		for i := range rep.Objects {
-			if rep.Objects[i].Revision == rep.Revision {
-				rep.Objects[i].Revision = "" // said once, by the report
-			}
-		}
-		if lead.head != lead.desired {
-			rep.PendingSync, rep.HeadRevision = lead.pending, lead.head
-		}
+		setLead(rep, lead)
 	}
 	drift.SortObjects(rep.Objects)
 	a.excusals(rep, ex)
@@ -148,6 +124,43 @@ func (a *Auditor) merge(env string, units []*prepared, ex *drift.Excusals) *drif
 	}
 	rep.InSync = len(rep.Objects) == 0
 	return rep
+}
+
+// addNotAudited adds to rep the unit u that was not audited, as an Unknown object of the
+// Application that declares it, and the objects its last audit found, said to be that; seen
+// records each object listed.
+func (a *Auditor) addNotAudited(rep *drift.Report, u *prepared, seen map[clusterRef]bool) {
+	// Not audited is not in sync: the Application stands as an Unknown object of
+	// the one that declares it.
+	rep.Objects = append(rep.Objects, drift.Object{APIVersion: argocd.ApplicationGVK.GroupVersion().String(),
+		Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name, Status: drift.Unknown,
+		Fields: []drift.Field{}, Application: u.parent, Note: "not audited: " + u.err.Error()})
+	seen[clusterRef{ref: drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name}}] = true
+	// What its last audit found stands, said to be that: a drift not seen now (its
+	// cluster unreachable, its new commit not rendering) is not a drift resolved.
+	for _, o := range a.lastObjects(u.key) {
+		k := clusterRef{o.Cluster, drift.RefOfObject(&o)}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		o.Note = strings.TrimPrefix(o.Note+"; "+drift.NotAuditedNowNote, "; ")
+		rep.Objects = append(rep.Objects, o)
+	}
+}
+
+// setLead sets rep's revision, and its pending sync, from the lead unit's, and clears each
+// object's revision that is the report's.
+func setLead(rep *drift.Report, lead *prepared) {
+	rep.Revision = lead.desired
+	for i := range rep.Objects {
+		if rep.Objects[i].Revision == rep.Revision {
+			rep.Objects[i].Revision = "" // said once, by the report
+		}
+	}
+	if lead.head != lead.desired {
+		rep.PendingSync, rep.HeadRevision = lead.pending, lead.head
+	}
 }
 
 // clusterRef is an object of one cluster ("" for Argo CD's own).

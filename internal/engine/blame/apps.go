@@ -146,11 +146,7 @@ func inApplications(ctx context.Context, snaps *gitrepo.Snapshots, renders *rend
 		if c.Path == "" || p == skip {
 			continue
 		}
-		key := p + "\x00" + c.Namespace
-		if c.variant != nil {
-			k, _ := render.CacheRevision("", c.variant(rev))
-			key += "\x00" + k
-		}
+		key := candidateKey(c, p, rev)
 		if tried[key] {
 			s.look(c.Name, p, "")
 			continue
@@ -197,6 +193,17 @@ func inApplications(ctx context.Context, snaps *gitrepo.Snapshots, renders *rend
 	}
 	nd.Applications = s.looked
 	return nil, nd, rootErr
+}
+
+// candidateKey is what a candidate at the clean path p is tried once by: its path, its namespace
+// and, for a variant, the cache revision of its render at rev.
+func candidateKey(c candidate, p, rev string) string {
+	key := p + "\x00" + c.Namespace
+	if c.variant != nil {
+		k, _ := render.CacheRevision("", c.variant(rev))
+		key += "\x00" + k
+	}
+	return key
 }
 
 // declared are the Applications among objs, as candidates of the given level; those the walk

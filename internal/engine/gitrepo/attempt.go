@@ -37,16 +37,9 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 	tracking := plumbing.NewRemoteReferenceName("origin", onto)
 	local := plumbing.NewBranchReferenceName(req.Branch)
 	spec := config.RefSpec(fmt.Sprintf("+%s:%s", plumbing.NewBranchReferenceName(onto), tracking))
-	err = repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, RefSpecs: []config.RefSpec{spec}})
-	missing := false
-	switch {
-	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
-	case errors.Is(err, transport.ErrEmptyRemoteRepository), isNoMatchingRef(err):
-		missing = true
-	case isAuthErr(err):
-		return "", "", &AuthError{URL: redactURL(r.cfg.URL), Err: err}
-	default:
-		return "", "", fmt.Errorf("fetch %s: %w", redactURL(r.cfg.URL), err)
+	missing, err := r.fetchSpec(ctx, repo, auth, spec)
+	if err != nil {
+		return "", "", err
 	}
 	var head *object.Commit
 	if missing {
@@ -86,6 +79,51 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 	if base != nil && treeHash == base.Hash {
 		return "", parent, nil
 	}
+	hash, err := writeCommit(repo, req, treeHash, head, signer)
+	if err != nil {
+		return "", parent, err
+	}
+	if r.cfg.DryRun {
+		r.recordDry(req.Branch, hash)
+		return hash.String(), parent, nil
+	}
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(local, hash)); err != nil {
+		return "", parent, &permanentError{err}
+	}
+	if err := r.pushBranch(ctx, repo, auth, local, req.Branch); err != nil {
+		return "", parent, err
+	}
+	_ = repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewRemoteReferenceName("origin", req.Branch), hash))
+	return hash.String(), parent, nil
+}
+
+// recordDry records hash as the dry run's last commit on branch, which the next attempt goes on from.
+func (r *Remote) recordDry(branch string, hash plumbing.Hash) {
+	if r.dry == nil {
+		r.dry = map[string]plumbing.Hash{}
+	}
+	r.dry[branch] = hash
+}
+
+// fetchSpec fetches spec from origin, saying whether the branch it names is missing there.
+func (r *Remote) fetchSpec(ctx context.Context, repo *git.Repository, auth transport.AuthMethod, spec config.RefSpec) (bool, error) {
+	err := repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, RefSpecs: []config.RefSpec{spec}})
+	missing := false
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+	case errors.Is(err, transport.ErrEmptyRemoteRepository), isNoMatchingRef(err):
+		missing = true
+	case isAuthErr(err):
+		return false, &AuthError{URL: redactURL(r.cfg.URL), Err: err}
+	default:
+		return false, fmt.Errorf("fetch %s: %w", redactURL(r.cfg.URL), err)
+	}
+	return missing, nil
+}
+
+// writeCommit stores in repo the commit of req's author and message with tree treeHash, on head
+// (none: a root commit), signed by signer if there is one; its errors are permanent.
+func writeCommit(repo *git.Repository, req *UpdateRequest, treeHash plumbing.Hash, head *object.Commit, signer *openpgp.Entity) (plumbing.Hash, error) {
 	now := time.Now()
 	sig := object.Signature{Name: req.Author.Name, Email: req.Author.Email, When: now}
 	c := &object.Commit{Author: sig, Committer: sig, Message: renderMessage(req.Message, req.Trailers), TreeHash: treeHash}
@@ -94,40 +132,35 @@ func (r *Remote) attempt(ctx context.Context, auth transport.AuthMethod, signer 
 	}
 	if signer != nil {
 		if err := signCommit(c, signer); err != nil {
-			return "", parent, &permanentError{err}
+			return plumbing.ZeroHash, &permanentError{err}
 		}
 	}
 	obj := repo.Storer.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
-		return "", parent, &permanentError{err}
+		return plumbing.ZeroHash, &permanentError{err}
 	}
 	hash, err := repo.Storer.SetEncodedObject(obj)
 	if err != nil {
-		return "", parent, &permanentError{err}
+		return plumbing.ZeroHash, &permanentError{err}
 	}
-	if r.cfg.DryRun {
-		if r.dry == nil {
-			r.dry = map[string]plumbing.Hash{}
-		}
-		r.dry[req.Branch] = hash
-		return hash.String(), parent, nil
-	}
-	if err := repo.Storer.SetReference(plumbing.NewHashReference(local, hash)); err != nil {
-		return "", parent, &permanentError{err}
-	}
-	err = repo.PushContext(ctx, &git.PushOptions{RemoteName: "origin", Auth: auth,
+	return hash, nil
+}
+
+// pushBranch pushes local to origin, an error saying whether the server refused it or the
+// credentials.
+func (r *Remote) pushBranch(ctx context.Context, repo *git.Repository, auth transport.AuthMethod, local plumbing.ReferenceName, branch string) error {
+	err := repo.PushContext(ctx, &git.PushOptions{RemoteName: "origin", Auth: auth,
 		RefSpecs: []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:%s", local, local))}})
 	switch {
 	case err == nil:
 	case isAuthErr(err):
-		return "", parent, &AuthError{URL: redactURL(r.cfg.URL), Err: err}
+		return &AuthError{URL: redactURL(r.cfg.URL), Err: err}
 	case refused(err):
-		return "", parent, &RejectedError{Branch: req.Branch, URL: redactURL(r.cfg.URL), Err: err}
+		return &RejectedError{Branch: branch, URL: redactURL(r.cfg.URL), Err: err}
 	default:
-		return "", parent, fmt.Errorf("push %s to %s: %w", req.Branch, redactURL(r.cfg.URL), err)
+		return fmt.Errorf("push %s to %s: %w", branch, redactURL(r.cfg.URL), err)
 	}
-	_ = repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewRemoteReferenceName("origin", req.Branch), hash))
-	return hash.String(), parent, nil
+	return nil
 }
 
 // RejectedError reports that the server refused the push for a reason that does not look like

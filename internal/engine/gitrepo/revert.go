@@ -125,20 +125,7 @@ func revertChanges(repo *git.Repository, target, head *object.Commit) (*object.T
 	if err != nil {
 		return nil, nil, err
 	}
-	paths := map[string]bool{}
-	for _, ch := range diff {
-		if ch.From.Name != "" {
-			paths[ch.From.Name] = true
-		}
-		if ch.To.Name != "" {
-			paths[ch.To.Name] = true
-		}
-	}
-	sorted := make([]string, 0, len(paths))
-	for p := range paths {
-		sorted = append(sorted, p)
-	}
-	sort.Strings(sorted)
+	sorted := changedPaths(diff)
 	changes := map[string][]byte{}
 	for _, path := range sorted {
 		p, pOK, err := readFileAt(ptree, path)
@@ -175,6 +162,25 @@ func revertChanges(repo *git.Repository, target, head *object.Commit) (*object.T
 		}
 	}
 	return htree, changes, nil
+}
+
+// changedPaths is the paths diff changes, from either side, sorted and each once.
+func changedPaths(diff object.Changes) []string {
+	paths := map[string]bool{}
+	for _, ch := range diff {
+		if ch.From.Name != "" {
+			paths[ch.From.Name] = true
+		}
+		if ch.To.Name != "" {
+			paths[ch.To.Name] = true
+		}
+	}
+	sorted := make([]string, 0, len(paths))
+	for p := range paths {
+		sorted = append(sorted, p)
+	}
+	sort.Strings(sorted)
+	return sorted
 }
 
 // blame finds the commit after target (on head's first-parent chain) that made path conflict:

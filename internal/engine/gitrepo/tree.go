@@ -49,20 +49,7 @@ func writeTree(s storer.EncodedObjectStorer, base *object.Tree, changes map[stri
 			}
 			continue
 		}
-		obj := s.NewEncodedObject()
-		obj.SetType(plumbing.BlobObject)
-		obj.SetSize(int64(len(content)))
-		w, err := obj.Writer()
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		if _, err := w.Write(content); err != nil {
-			return plumbing.ZeroHash, err
-		}
-		if err := w.Close(); err != nil {
-			return plumbing.ZeroHash, err
-		}
-		h, err := s.SetEncodedObject(obj)
+		h, err := writeBlob(s, content)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
@@ -106,6 +93,29 @@ func writeTree(s storer.EncodedObjectStorer, base *object.Tree, changes map[stri
 		}
 		entries[dir] = object.TreeEntry{Name: dir, Mode: filemode.Dir, Hash: h}
 	}
+	return encodeTree(s, entries)
+}
+
+// writeBlob stores content in s as a blob, returning its hash.
+func writeBlob(s storer.EncodedObjectStorer, content []byte) (plumbing.Hash, error) {
+	obj := s.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	obj.SetSize(int64(len(content)))
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := w.Write(content); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := w.Close(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return s.SetEncodedObject(obj)
+}
+
+// encodeTree stores in s the tree of entries, in Git's order, returning its hash.
+func encodeTree(s storer.EncodedObjectStorer, entries map[string]object.TreeEntry) (plumbing.Hash, error) {
 	list := make([]object.TreeEntry, 0, len(entries))
 	for _, e := range entries {
 		list = append(list, e)

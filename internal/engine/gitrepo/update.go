@@ -129,11 +129,8 @@ func (r *Remote) update(ctx context.Context, req *UpdateRequest, compute compute
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if req.Branch == "" || strings.ContainsAny(req.Branch, " ~^:?*[\\") {
-		return Result{}, fmt.Errorf("update: invalid branch %q", req.Branch)
-	}
-	if req.Author.Name == "" || req.Author.Email == "" {
-		return Result{}, errors.New("update: author name and email are required")
+	if err := checkUpdate(req); err != nil {
+		return Result{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -145,27 +142,11 @@ func (r *Remote) update(ctx context.Context, req *UpdateRequest, compute compute
 	if err != nil {
 		return Result{}, err
 	}
-	deadline := req.Deadline
-	if deadline.IsZero() {
-		if d, ok := ctx.Deadline(); ok {
-			deadline = d
-		} else {
-			deadline = time.Now().Add(time.Minute)
-		}
-	}
+	deadline := updateDeadline(ctx, req.Deadline)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 
-	b := req.Backoff
-	if b.Initial <= 0 {
-		b.Initial = 100 * time.Millisecond
-	}
-	if b.Max <= 0 {
-		b.Max = 5 * time.Second
-	}
-	if b.Multiplier < 1 {
-		b.Multiplier = 2
-	}
+	b := req.Backoff.withDefaults()
 	// Each sleep is drawn from [d/2, d), d doubling from Initial up to Max: wait.Backoff jitters
 	// upwards only, so it steps half the delays with a jitter of 1.
 	steps := wait.Backoff{Duration: b.Initial / 2, Factor: b.Multiplier, Jitter: 1, Cap: b.Max / 2, Steps: math.MaxInt32}
@@ -183,13 +164,7 @@ func (r *Remote) update(ctx context.Context, req *UpdateRequest, compute compute
 		var commit, parent string
 		commit, parent, err = r.attempt(ctx, auth, signer, req, compute)
 		if err == nil {
-			res.Parent = parent
-			if commit == "" {
-				res.NoChange = true
-			}
-			res.Commit = commit
-			res.DryRun = r.cfg.DryRun
-			return res, nil
+			return r.succeeded(res, commit, parent), nil
 		}
 		var perm *permanentError
 		var authErr *AuthError
@@ -224,4 +199,52 @@ func (r *Remote) update(ctx context.Context, req *UpdateRequest, compute compute
 		case <-t.C:
 		}
 	}
+}
+
+// succeeded is res of an update whose attempt made commit on parent (none: nothing to change).
+func (r *Remote) succeeded(res Result, commit, parent string) Result {
+	res.Parent = parent
+	if commit == "" {
+		res.NoChange = true
+	}
+	res.Commit = commit
+	res.DryRun = r.cfg.DryRun
+	return res
+}
+
+// checkUpdate says what req lacks: a valid branch name, an author's name and email.
+func checkUpdate(req *UpdateRequest) error {
+	if req.Branch == "" || strings.ContainsAny(req.Branch, " ~^:?*[\\") {
+		return fmt.Errorf("update: invalid branch %q", req.Branch)
+	}
+	if req.Author.Name == "" || req.Author.Email == "" {
+		return errors.New("update: author name and email are required")
+	}
+	return nil
+}
+
+// updateDeadline is deadline, or when it is zero ctx's deadline, or without one a minute from now.
+func updateDeadline(ctx context.Context, deadline time.Time) time.Time {
+	if deadline.IsZero() {
+		if d, ok := ctx.Deadline(); ok {
+			deadline = d
+		} else {
+			deadline = time.Now().Add(time.Minute)
+		}
+	}
+	return deadline
+}
+
+// withDefaults fills what b leaves unset: 100 ms initial, 5 s at most, doubling.
+func (b Backoff) withDefaults() Backoff {
+	if b.Initial <= 0 {
+		b.Initial = 100 * time.Millisecond
+	}
+	if b.Max <= 0 {
+		b.Max = 5 * time.Second
+	}
+	if b.Multiplier < 1 {
+		b.Multiplier = 2
+	}
+	return b
 }

@@ -75,10 +75,7 @@ func (r *Repo) WorkTree() (*Snapshot, error) {
 			continue
 		}
 		if info.Size() > MaxFileSize {
-			if snap.Omitted == nil {
-				snap.Omitted = map[string]int64{}
-			}
-			snap.Omitted[e.Name] = info.Size()
+			snap.omit(e.Name, info.Size())
 			continue
 		}
 		data, err := os.ReadFile(p)
@@ -101,6 +98,21 @@ func (r *Repo) WorkTree() (*Snapshot, error) {
 		}
 	}
 	snap.Changed = Changed(at, snap)
+	snap.addStaged(at, staged)
+	return snap, nil
+}
+
+// omit records name, of size bytes, as left out of the snapshot for its size.
+func (snap *Snapshot) omit(name string, size int64) {
+	if snap.Omitted == nil {
+		snap.Omitted = map[string]int64{}
+	}
+	snap.Omitted[name] = size
+}
+
+// addStaged adds to snap.Staged, sorted, the paths whose staged blob (in staged) is neither what
+// the work tree holds nor what HEAD's snapshot at has: the change the index holds.
+func (snap *Snapshot) addStaged(at *Snapshot, staged map[string]plumbing.Hash) {
 	for name, h := range staged {
 		data, ok := snap.Files[name]
 		if !ok || plumbing.ComputeHash(plumbing.BlobObject, data) == h {
@@ -112,7 +124,6 @@ func (r *Repo) WorkTree() (*Snapshot, error) {
 		snap.Staged = append(snap.Staged, name)
 	}
 	sort.Strings(snap.Staged)
-	return snap, nil
 }
 
 // Changed lists the paths whose content differs between two snapshots, sorted. An omitted file

@@ -205,34 +205,11 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 			return nil
 		}
 		old := c.informers[gvk]
-		w = &watched{gvk: gvk, meta: !must && MetadataOnly[gvk], stop: make(chan struct{})}
-		var nss []string
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			nss = c.namespacesOf(gvk)
+		w = c.newWatched(gvk, m, must)
+		if err := c.runWatched(w, m, gvk); err != nil {
+			return err
 		}
-		if nss == nil {
-			w.all = c.newInformer(m.Resource, metav1.NamespaceAll, w.meta)
-		} else {
-			w.byNS = map[string]cache.SharedIndexInformer{}
-			for _, ns := range nss {
-				w.byNS[ns] = c.newInformer(m.Resource, ns, w.meta)
-			}
-		}
-		for _, inf := range w.each() {
-			if !w.meta && !decodedKinds[m.Resource.GroupResource()] {
-				if _, err := inf.AddEventHandler(c.history.handler()); err != nil {
-					return fmt.Errorf("watch %s: %w", gvk.Kind, err)
-				}
-			}
-			go inf.Run(w.stop)
-		}
-		go func() { // the informers end with the cache, or when replaced
-			select {
-			case <-c.ctx.Done():
-				w.close()
-			case <-w.stop:
-			}
-		}()
+		go c.closeWith(w) // the informers end with the cache, or when replaced
 		if old != nil {
 			// Metadata informers replaced by full ones: readers keep the old until the new have
 			// synced (an empty store would read as every Secret gone).
@@ -268,13 +245,60 @@ func (c *Cache) Watch(ctx context.Context, required, optional []schema.GroupVers
 		}
 	}
 	if !ok {
-		var late []schema.GroupVersionKind
-		for i, ok := range synced {
-			if !ok() {
-				late = append(late, named[i])
+		return &NotSyncedError{Kinds: lateKinds(synced, named), Err: context.Cause(wctx)}
+	}
+	return nil
+}
+
+// closeWith closes w's informers when the cache ends, unless w is stopped first (replaced).
+func (c *Cache) closeWith(w *watched) {
+	select {
+	case <-c.ctx.Done():
+		w.close()
+	case <-w.stop:
+	}
+}
+
+// lateKinds is the kinds of named whose informer in synced has not synced.
+func lateKinds(synced []cache.InformerSynced, named []schema.GroupVersionKind) []schema.GroupVersionKind {
+	var late []schema.GroupVersionKind
+	for i, ok := range synced {
+		if !ok() {
+			late = append(late, named[i])
+		}
+	}
+	return late
+}
+
+// newWatched is the informers of gvk, mapped to m: of metadata only when not must and gvk is
+// read so, one for all namespaces or one for each namespace the cache watches gvk in.
+func (c *Cache) newWatched(gvk schema.GroupVersionKind, m *meta.RESTMapping, must bool) *watched {
+	w := &watched{gvk: gvk, meta: !must && MetadataOnly[gvk], stop: make(chan struct{})}
+	var nss []string
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		nss = c.namespacesOf(gvk)
+	}
+	if nss == nil {
+		w.all = c.newInformer(m.Resource, metav1.NamespaceAll, w.meta)
+	} else {
+		w.byNS = map[string]cache.SharedIndexInformer{}
+		for _, ns := range nss {
+			w.byNS[ns] = c.newInformer(m.Resource, ns, w.meta)
+		}
+	}
+	return w
+}
+
+// runWatched runs each informer of w, the full ones of a kind not decoded elsewhere recording
+// their events in the cache's history.
+func (c *Cache) runWatched(w *watched, m *meta.RESTMapping, gvk schema.GroupVersionKind) error {
+	for _, inf := range w.each() {
+		if !w.meta && !decodedKinds[m.Resource.GroupResource()] {
+			if _, err := inf.AddEventHandler(c.history.handler()); err != nil {
+				return fmt.Errorf("watch %s: %w", gvk.Kind, err)
 			}
 		}
-		return &NotSyncedError{Kinds: late, Err: context.Cause(wctx)}
+		go inf.Run(w.stop)
 	}
 	return nil
 }

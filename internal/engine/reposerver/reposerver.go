@@ -222,15 +222,9 @@ func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
 		}
 		return sources[i].TargetRevision
 	}
-	refs := v1alpha1.RefTargetRevisionMapping{}
-	for i, s := range sources {
-		if s.Ref != "" {
-			r, err := c.repository(s.RepoURL)
-			if err != nil {
-				return nil, err
-			}
-			refs["$"+s.Ref] = &v1alpha1.RefTarget{Repo: r, TargetRevision: revision(i), Chart: s.Chart}
-		}
+	refs, err := c.refTargets(sources, revision)
+	if err != nil {
+		return nil, err
 	}
 	project := app.Spec.Project
 	if project == "" {
@@ -289,6 +283,21 @@ func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
 		out.Revisions = append(out.Revisions, resp.Revision)
 	}
 	return out, nil
+}
+
+// refTargets is the ref sources of sources, by "$" and their ref, each at its revision(i).
+func (c *Client) refTargets(sources v1alpha1.ApplicationSources, revision func(int) string) (v1alpha1.RefTargetRevisionMapping, error) {
+	refs := v1alpha1.RefTargetRevisionMapping{}
+	for i, s := range sources {
+		if s.Ref != "" {
+			r, err := c.repository(s.RepoURL)
+			if err != nil {
+				return nil, err
+			}
+			refs["$"+s.Ref] = &v1alpha1.RefTarget{Repo: r, TargetRevision: revision(i), Chart: s.Chart}
+		}
+	}
+	return refs, nil
 }
 
 // SyncedRevisions returns the revisions Argo CD last synced app at, one per source ("" where it

@@ -120,6 +120,34 @@ func (h HPA) Desired(current int32, metric, target float64, history []Recommenda
 			current, metric, target, float64(current)*metric/target, d.Raw, d.Ratio, h.Tolerance*100))
 	}
 
+	h.stabilize(&d, current, history)
+
+	d.Desired = d.Stabilized
+	if d.Desired < h.MinReplicas {
+		d.Desired = h.MinReplicas
+		d.Steps = append(d.Steps, fmt.Sprintf("clamped up to minReplicas %d", h.MinReplicas))
+	}
+	if h.MaxReplicas > 0 && d.Desired > h.MaxReplicas {
+		d.Desired = h.MaxReplicas
+		d.Steps = append(d.Steps, fmt.Sprintf("clamped down to maxReplicas %d", h.MaxReplicas))
+	}
+
+	d.FirstStep = d.Desired
+	if d.Desired > current {
+		limit := max(2*int64(current), int64(current)+4)
+		if int64(d.Desired) > limit {
+			d.FirstStep = int32(limit)
+			d.Steps = append(d.Steps, fmt.Sprintf("the default scale-up policy (+100 %% or +4 pods per 15 s, whichever is more) "+
+				"gets there in steps: %d first", d.FirstStep))
+		}
+	}
+	d.Steps = append(d.Steps, fmt.Sprintf("desired replicas: %d", d.Desired))
+	return d, nil
+}
+
+// stabilize sets d.Stabilized from d.Raw and the recommendations of history within the
+// scale-up and scale-down windows, and adds the step saying why.
+func (h HPA) stabilize(d *HPADecision, current int32, history []Recommendation) {
 	// Stabilisation, as the controller's stabilizeRecommendationWithBehaviors does it.
 	up, down := d.Raw, d.Raw
 	for _, r := range history {
@@ -158,26 +186,4 @@ func (h HPA) Desired(current int32, metric, target float64, history []Recommenda
 		d.Steps = append(d.Steps, fmt.Sprintf("stabilisation: nothing to stabilise (scale-up window %s, scale-down window %s)",
 			secs(h.ScaleUpWindow), secs(h.ScaleDownWindow)))
 	}
-
-	d.Desired = d.Stabilized
-	if d.Desired < h.MinReplicas {
-		d.Desired = h.MinReplicas
-		d.Steps = append(d.Steps, fmt.Sprintf("clamped up to minReplicas %d", h.MinReplicas))
-	}
-	if h.MaxReplicas > 0 && d.Desired > h.MaxReplicas {
-		d.Desired = h.MaxReplicas
-		d.Steps = append(d.Steps, fmt.Sprintf("clamped down to maxReplicas %d", h.MaxReplicas))
-	}
-
-	d.FirstStep = d.Desired
-	if d.Desired > current {
-		limit := max(2*int64(current), int64(current)+4)
-		if int64(d.Desired) > limit {
-			d.FirstStep = int32(limit)
-			d.Steps = append(d.Steps, fmt.Sprintf("the default scale-up policy (+100 %% or +4 pods per 15 s, whichever is more) "+
-				"gets there in steps: %d first", d.FirstStep))
-		}
-	}
-	d.Steps = append(d.Steps, fmt.Sprintf("desired replicas: %d", d.Desired))
-	return d, nil
 }

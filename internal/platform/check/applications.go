@@ -75,18 +75,7 @@ func otherApplications(apps, src render.Source, env layout.Env) (objs [][]*unstr
 			out = append(out, ar)
 			continue
 		}
-		switch {
-		case app.Unrenderable != "":
-			ar.Error = "not rendered: " + app.Unrenderable
-		case app.Chart != "":
-			ar.Error = fmt.Sprintf("not rendered: Helm chart %s %s from %s: check renders from Git and fetches no chart repository", app.Chart, app.TargetRevision, app.RepoURL)
-		case platform != "" && otherRepo(app, platform) != "":
-			ar.Error = "not rendered: its source is another repository (" + otherRepo(app, platform) + ")"
-		case platform == "" && len(app.Sources) == 0 && !src.Has(app.Path):
-			ar.Error = "not rendered: no " + app.Path + " in this repository (is its source another repository?)"
-		case len(app.KustomizeUnsupported) > 0:
-			ar.Error = fmt.Sprintf("not rendered: kustomize options the auditor does not apply (%v)", app.KustomizeUnsupported)
-		}
+		ar.Error = notRendered(app, platform, src)
 		if ar.Error != "" {
 			warnings = append(warnings, Violation{Rule: "application-renders", Object: name, Message: ar.Error})
 			out = append(out, ar)
@@ -124,6 +113,24 @@ func otherApplications(apps, src render.Source, env layout.Env) (objs [][]*unstr
 		out = append(out, ar)
 	}
 	return objs, out, violations, warnings, nil
+}
+
+// notRendered says why check does not render app, whose platform repository is platform: ""
+// when it renders it.
+func notRendered(app *argocd.App, platform string, src render.Source) string {
+	switch {
+	case app.Unrenderable != "":
+		return "not rendered: " + app.Unrenderable
+	case app.Chart != "":
+		return fmt.Sprintf("not rendered: Helm chart %s %s from %s: check renders from Git and fetches no chart repository", app.Chart, app.TargetRevision, app.RepoURL)
+	case platform != "" && otherRepo(app, platform) != "":
+		return "not rendered: its source is another repository (" + otherRepo(app, platform) + ")"
+	case platform == "" && len(app.Sources) == 0 && !src.Has(app.Path):
+		return "not rendered: no " + app.Path + " in this repository (is its source another repository?)"
+	case len(app.KustomizeUnsupported) > 0:
+		return fmt.Sprintf("not rendered: kustomize options the auditor does not apply (%v)", app.KustomizeUnsupported)
+	}
+	return ""
 }
 
 // rootRepo is the repository env's root reads (its manifest's repoURL), "" when Git holds no

@@ -148,14 +148,7 @@ func (s *flowsSpec) flows(objs []*unstructured.Unstructured) ([]flow, []string, 
 		if err != nil {
 			return nil, nil, err
 		}
-		proto := f.Protocol
-		if proto == "" {
-			proto = corev1.ProtocolTCP
-		}
-		why := f.Why
-		if why == "" {
-			why = f.From + " → " + f.To
-		}
+		proto, why := f.protoAndWhy()
 		for _, a := range from {
 			for _, b := range to {
 				out = append(out, flow{src: a, dst: b, port: f.Port, proto: proto, why: why})
@@ -167,13 +160,7 @@ func (s *flowsSpec) flows(objs []*unstructured.Unstructured) ([]flow, []string, 
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, p := range pods {
-			for _, d := range dns {
-				for _, proto := range []corev1.Protocol{corev1.ProtocolUDP, corev1.ProtocolTCP} {
-					out = append(out, flow{src: p, dst: d, port: 53, proto: proto, why: "DNS"})
-				}
-			}
-		}
+		out = append(out, dnsFlows(pods, dns)...)
 	}
 	if s.Derive.Monitors != "" {
 		scraper, err := resolve(s.Derive.Monitors)
@@ -202,6 +189,33 @@ func (s *flowsSpec) flows(objs []*unstructured.Unstructured) ([]flow, []string, 
 		}
 	}
 	return out, misses, nil
+}
+
+// protoAndWhy is the flow's protocol, TCP unless it says, and its reason, "from → to" unless
+// it says.
+func (f flowSpec) protoAndWhy() (corev1.Protocol, string) {
+	proto := f.Protocol
+	if proto == "" {
+		proto = corev1.ProtocolTCP
+	}
+	why := f.Why
+	if why == "" {
+		why = f.From + " → " + f.To
+	}
+	return proto, why
+}
+
+// dnsFlows is the flows from each of pods to each DNS server of dns, on port 53 over UDP and TCP.
+func dnsFlows(pods, dns []netPeer) []flow {
+	var out []flow
+	for _, p := range pods {
+		for _, d := range dns {
+			for _, proto := range []corev1.Protocol{corev1.ProtocolUDP, corev1.ProtocolTCP} {
+				out = append(out, flow{src: p, dst: d, port: 53, proto: proto, why: "DNS"})
+			}
+		}
+	}
+	return out
 }
 
 // peers are the pods an endpoint stands for: the rendered ones its labels select in its

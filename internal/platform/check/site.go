@@ -90,19 +90,25 @@ func siteValues(envSrc, appsSrc render.Source, env string, objs []*unstructured.
 		}
 	}
 	if len(template) > 0 {
-		shown := template
-		if len(shown) > 5 {
-			shown = append(shown[:5:5], fmt.Sprintf("%d more", len(template)-5))
-		}
-		why := site.Path(env) + " is still the template's"
-		if env == "dev" {
-			why = "dev may run on a test cluster"
-		}
-		warnings = append(warnings, Violation{Rule: "site-values", Object: site.Path(env), Message: fmt.Sprintf(
-			"%d example names would be deployed (%s; a warning while %s): set the site's values with `auditor site set --env %s KEY=VALUE ...`",
-			len(template), strings.Join(shown, "; "), why, env)})
+		warnings = append(warnings, templateWarning(env, template))
 	}
 	return violations, warnings
+}
+
+// templateWarning is the warning that env would deploy the example names of template, the
+// first five shown.
+func templateWarning(env string, template []string) Violation {
+	shown := template
+	if len(shown) > 5 {
+		shown = append(shown[:5:5], fmt.Sprintf("%d more", len(template)-5))
+	}
+	why := site.Path(env) + " is still the template's"
+	if env == "dev" {
+		why = "dev may run on a test cluster"
+	}
+	return Violation{Rule: "site-values", Object: site.Path(env), Message: fmt.Sprintf(
+		"%d example names would be deployed (%s; a warning while %s): set the site's values with `auditor site set --env %s KEY=VALUE ...`",
+		len(template), strings.Join(shown, "; "), why, env)}
 }
 
 func readSite(src render.Source, env string) (*site.Values, error) {

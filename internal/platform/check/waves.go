@@ -202,26 +202,34 @@ func podRefs(pod map[string]any, ns string) []objRef {
 					out = append(out, opt("Secret", n, "envFrom of container "+cname, asMap(ef), "secretRef", "optional"))
 				}
 			}
-			envs, _, _ := unstructured.NestedSlice(cm, "env")
-			for _, e := range envs {
-				em := asMap(e)
-				ename, _, _ := unstructured.NestedString(em, "name")
-				via := fmt.Sprintf("env %s of container %s", ename, cname)
-				if n, _, _ := unstructured.NestedString(em, "valueFrom", "configMapKeyRef", "name"); n != "" {
-					ref := opt("ConfigMap", n, via, em, "valueFrom", "configMapKeyRef", "optional")
-					if k, _, _ := unstructured.NestedString(em, "valueFrom", "configMapKeyRef", "key"); k != "" {
-						ref.keys = []string{k}
-					}
-					out = append(out, ref)
-				}
-				if n, _, _ := unstructured.NestedString(em, "valueFrom", "secretKeyRef", "name"); n != "" {
-					ref := opt("Secret", n, via, em, "valueFrom", "secretKeyRef", "optional")
-					if k, _, _ := unstructured.NestedString(em, "valueFrom", "secretKeyRef", "key"); k != "" {
-						ref.keys = []string{k}
-					}
-					out = append(out, ref)
-				}
+			out = append(out, envRefs(cm, cname, opt)...)
+		}
+	}
+	return out
+}
+
+// envRefs is the ConfigMap and Secret keys the env of the container cm, named cname, takes its
+// values from; opt makes a reference that may say optional: true.
+func envRefs(cm map[string]any, cname string, opt func(kind, name, via string, m map[string]any, path ...string) objRef) []objRef {
+	var out []objRef
+	envs, _, _ := unstructured.NestedSlice(cm, "env")
+	for _, e := range envs {
+		em := asMap(e)
+		ename, _, _ := unstructured.NestedString(em, "name")
+		via := fmt.Sprintf("env %s of container %s", ename, cname)
+		if n, _, _ := unstructured.NestedString(em, "valueFrom", "configMapKeyRef", "name"); n != "" {
+			ref := opt("ConfigMap", n, via, em, "valueFrom", "configMapKeyRef", "optional")
+			if k, _, _ := unstructured.NestedString(em, "valueFrom", "configMapKeyRef", "key"); k != "" {
+				ref.keys = []string{k}
 			}
+			out = append(out, ref)
+		}
+		if n, _, _ := unstructured.NestedString(em, "valueFrom", "secretKeyRef", "name"); n != "" {
+			ref := opt("Secret", n, via, em, "valueFrom", "secretKeyRef", "optional")
+			if k, _, _ := unstructured.NestedString(em, "valueFrom", "secretKeyRef", "key"); k != "" {
+				ref.keys = []string{k}
+			}
+			out = append(out, ref)
 		}
 	}
 	return out

@@ -34,10 +34,7 @@ var conditions = map[string]string{"ClusterIssuer": "Ready", "ClusterSecretStore
 
 // objectChecks: each cluster-scoped object the render names and does not create exists.
 func objectChecks(ctx context.Context, dyn dynamic.Interface, objs []*unstructured.Unstructured, served map[schema.GroupVersion]map[string]resource) []Check {
-	rendered := map[string]bool{}
-	for _, o := range objs {
-		rendered[o.GroupVersionKind().Group+"/"+o.GetKind()+"/"+o.GetName()] = true
-	}
+	rendered := renderedKeys(objs)
 	refs := map[string]*ref{}
 	var defaultClass []string // claims without a storageClassName: the default StorageClass's
 	add := func(gvr schema.GroupVersionResource, kind, name string, by *unstructured.Unstructured, fix string) {
@@ -107,39 +104,52 @@ func objectChecks(ctx context.Context, dyn dynamic.Interface, objs []*unstructur
 	}
 	var out []Check
 	for _, k := range slices.Sorted(maps.Keys(refs)) {
-		r := refs[k]
-		c := Check{Area: "object", Name: r.kind + " " + r.name, Detail: "named by " + strings.Join(r.by, ", ")}
-		if _, ok := served[r.gvr.GroupVersion()][r.kind]; !ok {
-			c.Detail = fmt.Sprintf("its API (%s) is not served; %s", r.gvr.GroupVersion(), c.Detail)
-			c.Fix = "install " + operatorOf(r.gvr.Group) + ", then: " + r.fix
-			out = append(out, c)
-			continue
-		}
-		obj, err := dyn.Resource(r.gvr).Get(ctx, r.name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			c.OK = true
-			if r.condition != "" {
-				if ok, why := conditionTrue(obj, r.condition); !ok {
-					c.OK = false
-					c.Detail = fmt.Sprintf("exists but is not %s (%s); %s", r.condition, why, c.Detail)
-					c.Fix = "see its controller's logs: what uses it stays unhealthy, and later sync waves wait"
-				}
-			}
-		case apierrors.IsNotFound(err):
-			c.Detail = "missing; " + c.Detail
-			c.Fix = r.fix
-		default:
-			c.Error = true
-			c.Detail = "cannot read it: " + err.Error()
-			c.Fix = "let the kubeconfig's user get " + r.gvr.Resource
-		}
-		out = append(out, c)
+		out = append(out, refs[k].check(ctx, dyn, served))
 	}
 	if len(defaultClass) > 0 {
 		out = append(out, defaultStorageClass(ctx, dyn, defaultClass))
 	}
 	return out
+}
+
+// renderedKeys is the group/kind/name of each of objs.
+func renderedKeys(objs []*unstructured.Unstructured) map[string]bool {
+	rendered := map[string]bool{}
+	for _, o := range objs {
+		rendered[o.GroupVersionKind().Group+"/"+o.GetKind()+"/"+o.GetName()] = true
+	}
+	return rendered
+}
+
+// check is the check of the object r names: its API served, the object there, and working
+// when r has a condition that says so.
+func (r *ref) check(ctx context.Context, dyn dynamic.Interface, served map[schema.GroupVersion]map[string]resource) Check {
+	c := Check{Area: "object", Name: r.kind + " " + r.name, Detail: "named by " + strings.Join(r.by, ", ")}
+	if _, ok := served[r.gvr.GroupVersion()][r.kind]; !ok {
+		c.Detail = fmt.Sprintf("its API (%s) is not served; %s", r.gvr.GroupVersion(), c.Detail)
+		c.Fix = "install " + operatorOf(r.gvr.Group) + ", then: " + r.fix
+		return c
+	}
+	obj, err := dyn.Resource(r.gvr).Get(ctx, r.name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		c.OK = true
+		if r.condition != "" {
+			if ok, why := conditionTrue(obj, r.condition); !ok {
+				c.OK = false
+				c.Detail = fmt.Sprintf("exists but is not %s (%s); %s", r.condition, why, c.Detail)
+				c.Fix = "see its controller's logs: what uses it stays unhealthy, and later sync waves wait"
+			}
+		}
+	case apierrors.IsNotFound(err):
+		c.Detail = "missing; " + c.Detail
+		c.Fix = r.fix
+	default:
+		c.Error = true
+		c.Detail = "cannot read it: " + err.Error()
+		c.Fix = "let the kubeconfig's user get " + r.gvr.Resource
+	}
+	return c
 }
 
 // appendBy adds o to the list of the objects naming something, up to three.

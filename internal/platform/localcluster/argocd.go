@@ -87,20 +87,8 @@ func (c *Cluster) startArgoCD(ctx context.Context, ports []int) error {
 	c.procs = append(c.procs, redis)
 
 	work := filepath.Join(c.Dir, "argocd")
-	for _, d := range []string{"tls", "ssh", "gpg", "tmp", "bin"} {
-		if err := os.MkdirAll(filepath.Join(work, d), 0o755); err != nil {
-			return fmt.Errorf("argocd dirs: %w", err)
-		}
-	}
-	// The repo-server runs these scripts of Argo CD's (its image puts them in /usr/local/bin).
-	for _, script := range []string{"git-verify-wrapper.sh", "gpg-wrapper.sh"} {
-		data, err := os.ReadFile(filepath.Join(module, "hack", script))
-		if err != nil {
-			return fmt.Errorf("argocd scripts: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(work, "bin", script), data, 0o755); err != nil {
-			return fmt.Errorf("argocd scripts: %w", err)
-		}
+	if err := argoWorkDir(work, module); err != nil {
+		return err
 	}
 	common := []string{
 		"ARGOCD_FAKE_IN_CLUSTER=true", "KUBECONFIG=" + c.Kubeconfig,
@@ -149,6 +137,27 @@ func (c *Cluster) startArgoCD(ctx context.Context, ports []int) error {
 	c.argoEnv = common
 	c.ArgoCDMetrics = "127.0.0.1:" + strconv.Itoa(ports[3])
 	return waitHTTP(ctx, ctrl, "http://"+c.ArgoCDMetrics+"/healthz", nil, 60*time.Second)
+}
+
+// argoWorkDir makes Argo CD's data directories under work, and puts in its bin the scripts of
+// Argo CD's module the repo-server runs.
+func argoWorkDir(work, module string) error {
+	for _, d := range []string{"tls", "ssh", "gpg", "tmp", "bin"} {
+		if err := os.MkdirAll(filepath.Join(work, d), 0o755); err != nil {
+			return fmt.Errorf("argocd dirs: %w", err)
+		}
+	}
+	// The repo-server runs these scripts of Argo CD's (its image puts them in /usr/local/bin).
+	for _, script := range []string{"git-verify-wrapper.sh", "gpg-wrapper.sh"} {
+		data, err := os.ReadFile(filepath.Join(module, "hack", script))
+		if err != nil {
+			return fmt.Errorf("argocd scripts: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(work, "bin", script), data, 0o755); err != nil {
+			return fmt.Errorf("argocd scripts: %w", err)
+		}
+	}
+	return nil
 }
 
 // startApplicationSets runs Argo CD's ApplicationSet controller (metrics, probe and webhook on

@@ -140,14 +140,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) (keys pki, etcdURL stri
 	if keys, err = writePKI(c.Dir); err != nil {
 		return keys, "", nil, err
 	}
-	tokens := fmt.Sprintf("%s,admin,admin-uid,system:masters\n%s,%s,auditor-uid\n", AdminToken, ReaderToken, ReaderUser)
-	// kube-controller-manager under its own name, as on a real cluster (admission policies that
-	// tell its writes apart, such as the GPU-taint exemption for DaemonSet pods, see it so).
-	tokens += fmt.Sprintf("%s,system:kube-controller-manager,kcm-uid,system:masters\n", controllerManagerToken)
-	for _, p := range People {
-		tokens += fmt.Sprintf("%s,%s,%s-uid,\"%s\"\n", p.Token, p.Name, p.Name, strings.Join(p.Groups, ","))
-	}
-	tokens += fmt.Sprintf("%s,%s,%s-uid\n", AuditWebhookToken, AuditWebhookUser, AuditWebhookUser)
+	tokens := tokensCSV()
 	tokenFile := filepath.Join(c.Dir, "tokens.csv")
 	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
 		return keys, etcdURL, ports, fmt.Errorf("write token file: %w", err)
@@ -181,24 +174,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) (keys pki, etcdURL stri
 	policy := filepath.Join(root, "clusters", "audit-policy.yaml")
 	c.AuditLog = filepath.Join(c.Dir, "audit.log")
 	c.logf("starting kube-apiserver %s on %s", KubernetesVersion, c.URL)
-	c.apiArgs = []string{
-		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[2]),
-		"--endpoint-reconciler-type=none",
-		"--tls-cert-file=" + keys.servingCert, "--tls-private-key-file=" + keys.servingKey,
-		"--client-ca-file=" + keys.caCert,
-		"--token-auth-file=" + tokenFile,
-		"--authorization-mode=RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + keys.saPub,
-		"--service-account-signing-key-file=" + keys.saKey,
-		"--service-cluster-ip-range=10.96.0.0/16",
-		"--allow-privileged=true",
-		// The platform's audit policy (writes at RequestResponse, Secrets at Metadata), logged as
-		// JSON lines where the auditor can read them.
-		"--audit-policy-file=" + policy, "--audit-log-path=" + c.AuditLog, "--audit-log-format=json",
-		"--audit-log-maxsize=100",
-	}
+	c.apiArgs = apiServerArgs(etcdURL, ports[2], keys, tokenFile, policy, c.AuditLog)
 	if c.opts.AuditWebhook && !c.opts.Detach {
 		kc, err := c.startAuditRelay(ports[10], keys)
 		if err != nil {
@@ -226,4 +202,41 @@ func (c *Cluster) startControlPlane(ctx context.Context) (keys pki, etcdURL stri
 		return keys, etcdURL, ports, err
 	}
 	return keys, etcdURL, ports, nil
+}
+
+// tokensCSV is the kube-apiserver's static token file: the admin, the reader, the
+// controller-manager, each of People and the audit webhook.
+func tokensCSV() string {
+	tokens := fmt.Sprintf("%s,admin,admin-uid,system:masters\n%s,%s,auditor-uid\n", AdminToken, ReaderToken, ReaderUser)
+	// kube-controller-manager under its own name, as on a real cluster (admission policies that
+	// tell its writes apart, such as the GPU-taint exemption for DaemonSet pods, see it so).
+	tokens += fmt.Sprintf("%s,system:kube-controller-manager,kcm-uid,system:masters\n", controllerManagerToken)
+	for _, p := range People {
+		tokens += fmt.Sprintf("%s,%s,%s-uid,\"%s\"\n", p.Token, p.Name, p.Name, strings.Join(p.Groups, ","))
+	}
+	tokens += fmt.Sprintf("%s,%s,%s-uid\n", AuditWebhookToken, AuditWebhookUser, AuditWebhookUser)
+	return tokens
+}
+
+// apiServerArgs is the kube-apiserver's flags: etcd at etcdURL, serving on port with keys,
+// tokens from tokenFile, and the audit policy at policy logging to auditLog.
+func apiServerArgs(etcdURL string, port int, keys pki, tokenFile, policy, auditLog string) []string {
+	return []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--endpoint-reconciler-type=none",
+		"--tls-cert-file=" + keys.servingCert, "--tls-private-key-file=" + keys.servingKey,
+		"--client-ca-file=" + keys.caCert,
+		"--token-auth-file=" + tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + keys.saPub,
+		"--service-account-signing-key-file=" + keys.saKey,
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--allow-privileged=true",
+		// The platform's audit policy (writes at RequestResponse, Secrets at Metadata), logged as
+		// JSON lines where the auditor can read them.
+		"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog, "--audit-log-format=json",
+		"--audit-log-maxsize=100",
+	}
 }

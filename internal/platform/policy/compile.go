@@ -63,19 +63,7 @@ func New(objs []*unstructured.Unstructured) (*Set, error) {
 		return nil, errors.Join(errs...)
 	}
 
-	for _, b := range bindings {
-		p, ok := policies[b.Spec.PolicyName]
-		if !ok {
-			errs = append(errs, fmt.Errorf("ValidatingAdmissionPolicyBinding %s: policy %q not found", b.Name, b.Spec.PolicyName))
-			continue
-		}
-		if len(b.Spec.ValidationActions) == 0 {
-			errs = append(errs, fmt.Errorf("ValidatingAdmissionPolicyBinding %s: validationActions is required", b.Name))
-			continue
-		}
-		defaultBinding(b)
-		p.bindings = append(p.bindings, b)
-	}
+	errs = append(errs, bindPolicies(policies, bindings)...)
 
 	s := &Set{params: params}
 	names := make([]string, 0, len(policies))
@@ -105,6 +93,26 @@ func New(objs []*unstructured.Unstructured) (*Set, error) {
 		return nil, errors.Join(errs...)
 	}
 	return s, nil
+}
+
+// bindPolicies defaults each binding and adds it to the policy it names, returning an error for
+// each binding whose policy is not in policies or that has no validation actions.
+func bindPolicies(policies map[string]*compiledPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) []error {
+	var errs []error
+	for _, b := range bindings {
+		p, ok := policies[b.Spec.PolicyName]
+		if !ok {
+			errs = append(errs, fmt.Errorf("ValidatingAdmissionPolicyBinding %s: policy %q not found", b.Name, b.Spec.PolicyName))
+			continue
+		}
+		if len(b.Spec.ValidationActions) == 0 {
+			errs = append(errs, fmt.Errorf("ValidatingAdmissionPolicyBinding %s: validationActions is required", b.Name))
+			continue
+		}
+		defaultBinding(b)
+		p.bindings = append(p.bindings, b)
+	}
+	return errs
 }
 
 // defaultPolicy applies the API server's defaults (SetDefaults_ValidatingAdmissionPolicySpec,

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
@@ -34,17 +35,7 @@ func (s *Set) Evaluate(obj *unstructured.Unstructured, namespaceLabels map[strin
 	if ns == "" && namespaced {
 		ns = metav1.NamespaceDefault
 	}
-	var namespace *corev1.Namespace
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	if ns != "" {
-		lbls := map[string]string{}
-		for k, v := range namespaceLabels {
-			lbls[k] = v
-		}
-		lbls[MetadataNameLabel] = ns
-		namespace = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: lbls}}
-		_ = indexer.Add(namespace)
-	}
+	namespace, indexer := namespaceIndexer(ns, namespaceLabels)
 	// The namespace is always in the lister, so the matcher never falls back to its (nil) client.
 	policyMatcher := generic.NewPolicyMatcher(matching.NewMatcher(listersv1.NewNamespaceLister(indexer), nil))
 
@@ -103,25 +94,50 @@ func (s *Set) Evaluate(obj *unstructured.Unstructured, namespaceLabels map[strin
 				configError(p, b, fmt.Errorf("object %s would need conversion to %s, not supported offline", gvk, matchKind))
 				continue
 			}
-			for _, param := range params {
-				res := cp.validator.Validate(ctx, matchResource, versionedAttr, param, namespace, celconfig.RuntimeCELCostBudget, nil)
-				for _, d := range res.Decisions {
-					if d.Action != validating.ActionDeny {
-						continue
-					}
-					for _, a := range b.Spec.ValidationActions {
-						if a == admissionregistrationv1.Deny {
-							deny(p, b, d.Message)
-						}
-					}
-				}
-				for _, a := range res.AuditAnnotations {
-					if a.Action == validating.AuditAnnotationActionError {
-						deny(p, b, a.Error)
-					}
-				}
-			}
+			validateParams(ctx, cp, matchResource, versionedAttr, params, namespace, b.Spec.ValidationActions, func(msg string) { deny(p, b, msg) })
 		}
 	}
 	return out
+}
+
+// namespaceIndexer is the namespace ns, with namespaceLabels and its name label, and an
+// indexer holding it; none and an empty indexer when ns is "".
+func namespaceIndexer(ns string, namespaceLabels map[string]string) (*corev1.Namespace, cache.Indexer) {
+	var namespace *corev1.Namespace
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if ns != "" {
+		lbls := map[string]string{}
+		for k, v := range namespaceLabels {
+			lbls[k] = v
+		}
+		lbls[MetadataNameLabel] = ns
+		namespace = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: lbls}}
+		_ = indexer.Add(namespace)
+	}
+	return namespace, indexer
+}
+
+// validateParams validates the object of versionedAttr against cp with each of params, calling
+// deny with each message of a decision to deny (when actions hold Deny) and of each audit
+// annotation in error.
+func validateParams(ctx context.Context, cp *compiledPolicy, matchResource schema.GroupVersionResource, versionedAttr *admission.VersionedAttributes,
+	params []runtime.Object, namespace *corev1.Namespace, actions []admissionregistrationv1.ValidationAction, deny func(string)) {
+	for _, param := range params {
+		res := cp.validator.Validate(ctx, matchResource, versionedAttr, param, namespace, celconfig.RuntimeCELCostBudget, nil)
+		for _, d := range res.Decisions {
+			if d.Action != validating.ActionDeny {
+				continue
+			}
+			for _, a := range actions {
+				if a == admissionregistrationv1.Deny {
+					deny(d.Message)
+				}
+			}
+		}
+		for _, a := range res.AuditAnnotations {
+			if a.Action == validating.AuditAnnotationActionError {
+				deny(a.Error)
+			}
+		}
+	}
 }

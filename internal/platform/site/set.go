@@ -27,18 +27,10 @@ type Change struct {
 // and quoting stay, and the diff shows only the values. Nothing is written when a key or value
 // is invalid or a file does not parse.
 func Set(dir, env string, pairs map[string]string) ([]Change, error) {
-	var keys []string
-	for k, v := range pairs {
-		key, ok := Lookup(k)
-		if !ok {
-			return nil, fmt.Errorf("unknown site key %q (known: %s)", k, strings.Join(Names(), ", "))
-		}
-		if err := key.Check(v); err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
+	keys, err := checkedKeys(pairs)
+	if err != nil {
+		return nil, err
 	}
-	slices.SortFunc(keys, func(a, b string) int { return slices.Index(Names(), a) - slices.Index(Names(), b) })
 
 	siteFile := Path(env)
 	st, err := load(dir, siteFile)
@@ -103,25 +95,52 @@ func Set(dir, env string, pairs map[string]string) ([]Change, error) {
 	}
 
 	// Every edit is parsed again before anything is written.
-	for name, t := range edits {
-		var doc yaml.Node
-		if err := yaml.Unmarshal(t.bytes(), &doc); err != nil {
-			return nil, fmt.Errorf("%s: the edit does not parse: %w", name, err)
-		}
-	}
-	if now, err := Parse(env, st.bytes()); err != nil {
+	if err := verifyEdits(env, siteFile, st, edits, keys, pairs); err != nil {
 		return nil, err
-	} else {
-		for _, k := range keys {
-			if now.Values[k] != pairs[k] {
-				return nil, fmt.Errorf("%s: data.%s reads %q after the edit, not %q", siteFile, k, now.Values[k], pairs[k])
-			}
-		}
 	}
 	if err := writeAll(dir, edits); err != nil {
 		return nil, err
 	}
 	return changes, nil
+}
+
+// checkedKeys is the keys of pairs in the order of Names, each a known site key whose value
+// passes its check.
+func checkedKeys(pairs map[string]string) ([]string, error) {
+	var keys []string
+	for k, v := range pairs {
+		key, ok := Lookup(k)
+		if !ok {
+			return nil, fmt.Errorf("unknown site key %q (known: %s)", k, strings.Join(Names(), ", "))
+		}
+		if err := key.Check(v); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return slices.Index(Names(), a) - slices.Index(Names(), b) })
+	return keys, nil
+}
+
+// verifyEdits parses every edit again, and the site file st of env, whose keys must read what
+// pairs sets: before anything is written.
+func verifyEdits(env, siteFile string, st *text, edits map[string]*text, keys []string, pairs map[string]string) error {
+	for name, t := range edits {
+		var doc yaml.Node
+		if err := yaml.Unmarshal(t.bytes(), &doc); err != nil {
+			return fmt.Errorf("%s: the edit does not parse: %w", name, err)
+		}
+	}
+	if now, err := Parse(env, st.bytes()); err != nil {
+		return err
+	} else {
+		for _, k := range keys {
+			if now.Values[k] != pairs[k] {
+				return fmt.Errorf("%s: data.%s reads %q after the edit, not %q", siteFile, k, now.Values[k], pairs[k])
+			}
+		}
+	}
+	return nil
 }
 
 // writeAll writes every edited file beside itself first, with the file's mode, and renames them

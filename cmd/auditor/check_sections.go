@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/platform/check"
+)
+
+// writeNext prints a pinned env at its next promotion: what the promotion would change, what of
+// that the checked change brings, and the violations it introduces and inherits.
+func writeNext(w io.Writer, h func(int, string), md bool, env, pin, head string, n *check.NextPromotion) {
+	h(3, fmt.Sprintf("%s at next promotion (%s → %s): %s change (%d by this change), %s",
+		env, gitrepo.Short(pin), head, count(len(n.Changes), "object"), len(n.Introduced), count(len(n.Violations), "violation")))
+	if len(n.Violations) > 0 {
+		fmt.Fprintf(w, "%s runs its pin %s. This change reaches %s when the head is promoted, and there it breaks:\n", env, gitrepo.Short(pin), env)
+		if md {
+			fmt.Fprintln(w)
+		}
+	}
+	writeFindings(w, md, "VIOLATION", ":x:", n.Violations)
+	writeInherited(w, md, n.Inherited, n.ForkError, "broken before this change; auditor promote refuses it")
+	writeFindings(w, md, "WARNING", ":warning:", n.Warnings)
+	if len(n.Introduced) > 0 {
+		if md {
+			fmt.Fprintln(w, "\n<details><summary>what this change does to the next promotion</summary>\n\n```diff")
+		}
+		writeChanges(w, n.Introduced)
+		if md {
+			fmt.Fprintln(w, "```\n</details>")
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// failing names each section that fails the check, with its rules.
+func failing(res *check.Result) []string {
+	var out []string
+	add := func(what string, vs []check.Violation) {
+		if len(vs) == 0 {
+			return
+		}
+		var rules []string
+		for _, v := range vs {
+			if !slices.Contains(rules, v.Rule) {
+				rules = append(rules, v.Rule)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s (%s)", what, strings.Join(rules, ", ")))
+	}
+	for _, e := range res.Envs {
+		what := e.Env
+		if e.Next != nil {
+			what += " at its pin"
+		}
+		add(what, e.Violations)
+		if e.Next != nil {
+			add(e.Env+" at next promotion", e.Next.Violations)
+		}
+	}
+	return out
+}
+
+// count is "1 violation", "2 violations".
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// writeInherited prints the violations the env had before the change (they do not fail it), each
+// with why, or why none could be known.
+func writeInherited(w io.Writer, md bool, vs []check.Violation, forkErr, why string) {
+	if forkErr != "" {
+		writeFindings(w, md, "NOTE", ":information_source:", []check.Violation{{Rule: "inherited", Object: "fork point", Message: forkErr}})
+	}
+	out := make([]check.Violation, len(vs))
+	for i, v := range vs {
+		v.Message += " (" + why + ")"
+		out[i] = v
+	}
+	writeFindings(w, md, "INHERITED", ":warning:", out)
+}
+
+// writeFindings prints violations or warnings, one a line: as text with the word, or as a
+// Markdown list item with the emoji.
+func writeFindings(w io.Writer, md bool, word, emoji string, vs []check.Violation) {
+	for _, v := range vs {
+		if md {
+			fmt.Fprintf(w, "- %s **%s** `%s`: %s\n", emoji, v.Rule, v.Object, v.Message)
+		} else {
+			fmt.Fprintf(w, "  %s %s %s: %s\n", word, v.Rule, v.Object, v.Message)
+		}
+	}
+}
+
+// writeSecurity prints what each namespace enforces: the Pod Security level, the default-deny
+// NetworkPolicy and the one that keeps DNS open ("none" where missing; the violations say why).
+func writeSecurity(w io.Writer, namespaces []check.NamespaceSecurity, md bool) {
+	if len(namespaces) == 0 {
+		return
+	}
+	if md {
+		fmt.Fprintln(w, "\n| namespace | Pod Security (enforce) | default deny | DNS egress |\n|---|---|---|---|")
+	}
+	for _, n := range namespaces {
+		if md {
+			fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", n.Namespace, orNone(n.PodSecurity), orNone(n.DefaultDeny), orNone(n.DNS))
+		} else {
+			fmt.Fprintf(w, "  SECURITY %s pod-security=%s default-deny=%s dns=%s\n", n.Namespace, orNone(n.PodSecurity), orNone(n.DefaultDeny), orNone(n.DNS))
+		}
+	}
+}
+
+// writeGPUPools prints each GPU NodePool's node class (root volume, AMI), disruption budgets and
+// expiry: what keeps GPU nodes in business hours (the violations say what is wrong).
+func writeGPUPools(w io.Writer, pools []check.GPUPool, md bool) {
+	if len(pools) == 0 {
+		return
+	}
+	if md {
+		fmt.Fprintln(w, "\n| GPU NodePool | node class | root volume | AMI | disruption budgets (UTC) | expireAfter |\n|---|---|---|---|---|---|")
+	}
+	for _, p := range pools {
+		budgets := strings.Join(p.Budgets, "; ")
+		if md {
+			fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s |\n", p.Pool, p.NodeClass, orNone(p.RootVolume), orNone(p.AMI), orNone(budgets), p.ExpireAfter)
+		} else {
+			fmt.Fprintf(w, "  GPU-POOL %s node-class=%s root=%s ami=%s budgets=%s expireAfter=%s\n", p.Pool, p.NodeClass, orNone(p.RootVolume), orNone(p.AMI), orNone(budgets), p.ExpireAfter)
+		}
+	}
+}
+
+// orNone is s, or "none" when empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
