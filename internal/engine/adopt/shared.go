@@ -3,6 +3,7 @@ package adopt
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -173,7 +174,9 @@ func sharedManifest(t *tree, file, name string) string {
 		}
 	}
 	users := map[string]bool{}
-	for dir := range reach {
+	// In order: with several kustomizations patching the Application, the message names the
+	// same one every time.
+	for _, dir := range slices.Sorted(maps.Keys(reach)) {
 		top := true
 		for other := range reach {
 			if other != dir && slices.Contains(listed(other), dir) {
