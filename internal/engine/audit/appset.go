@@ -27,7 +27,7 @@ import (
 // compared all the same (Git says it), with a note (u.createOnly). A set whose Applications
 // cannot be generated gets a note; their objects are still audited by their live spec. ns is
 // the namespace scope gives an object the render gives none.
-func (a *Auditor) withGenerated(ctx context.Context, u *prepared, res *render.Result, ns string) (*render.Result, error) {
+func (a *Auditor) withGenerated(ctx context.Context, u *unit, res *render.Result, ns string) (*render.Result, error) {
 	var sets []*unstructured.Unstructured
 	declared := map[string]bool{} // namespace/name of the Applications the render declares
 	n := len(res.Objects)
@@ -109,7 +109,7 @@ func (a *Auditor) withGenerated(ctx context.Context, u *prepared, res *render.Re
 // generatedOptions narrows a unit's comparison options for the Applications its ApplicationSets
 // generate: they are normalized by their set's exemptions alone, not by the unit's
 // ignoreDifferences, which Argo CD applies to what the unit syncs.
-func (u *prepared) generatedOptions(opts *drift.Options) error {
+func (u *unit) generatedOptions(opts *drift.Options) error {
 	if len(u.generated) == 0 {
 		return nil
 	}
@@ -148,7 +148,7 @@ func (s *splitNormalizer) Normalize(desired, live *unstructured.Unstructured, pt
 // generatedVerdicts says of each generated Application in objs that no Application of Argo CD
 // compares it (its set's controller writes it), instead of a verdict on it; and, under a policy
 // that never updates it, that Git's template reaches it only when it is made again.
-func (u *prepared) generatedVerdicts(objs []drift.Object) {
+func (u *unit) generatedVerdicts(objs []drift.Object) {
 	for i := range objs {
 		o := &objs[i]
 		set, ok := u.generated[drift.RefOfObject(o)]
@@ -165,7 +165,7 @@ func (u *prepared) generatedVerdicts(objs []drift.Object) {
 }
 
 // withoutGenerated leaves the generated Applications out of refs (no Argo CD verdict on them).
-func (u *prepared) withoutGenerated(refs []drift.Ref) []drift.Ref {
+func (u *unit) withoutGenerated(refs []drift.Ref) []drift.Ref {
 	if len(u.generated) == 0 {
 		return refs
 	}

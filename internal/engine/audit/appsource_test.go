@@ -15,17 +15,17 @@ import (
 // path names nothing: its objects are adopted into that path.
 func TestAppSourceSaysWhereAnApplicationIsDeclared(t *testing.T) {
 	a := &Auditor{Config: Config{AppNamespace: "argocd"}}
-	root := &prepared{name: "root-prod", target: render.AppTarget("apps/prod"), root: true, selfFile: "clusters/prod/root.yaml"}
-	chart := &prepared{name: "api", target: render.AppTarget("charts/api"), parent: "root-prod", renderedAs: renderedChart}
-	plain := &prepared{name: "gate", target: render.AppTarget("apps/gate"), parent: "root-prod"}
-	generated := &prepared{name: "api-dev", target: render.AppTarget("charts/api"), parent: "root-prod", renderedAs: renderedChart, via: "ApplicationSet apis"}
-	opts := &prepared{name: "worker", target: render.AppTarget("extras"), parent: "api", renderedAs: renderedWithOptions}
-	selfChart := &prepared{name: "root-prod", target: render.AppTarget("charts/apps"), root: true, selfFile: "clusters/prod/root.yaml", renderedAs: renderedChart}
-	units := []*prepared{root, chart, plain, generated, opts}
+	root := &unit{name: "root-prod", target: render.AppTarget("apps/prod"), root: true, selfFile: "clusters/prod/root.yaml"}
+	chart := &unit{name: "api", target: render.AppTarget("charts/api"), parent: "root-prod", renderedAs: renderedChart}
+	plain := &unit{name: "gate", target: render.AppTarget("apps/gate"), parent: "root-prod"}
+	generated := &unit{name: "api-dev", target: render.AppTarget("charts/api"), parent: "root-prod", renderedAs: renderedChart, via: "ApplicationSet apis"}
+	opts := &unit{name: "worker", target: render.AppTarget("extras"), parent: "api", renderedAs: renderedWithOptions}
+	selfChart := &unit{name: "root-prod", target: render.AppTarget("charts/apps"), root: true, selfFile: "clusters/prod/root.yaml", renderedAs: renderedChart}
+	units := []*unit{root, chart, plain, generated, opts}
 	assert.Equal(t, "apps/prod", chart.appSource(a, units))
 	assert.Empty(t, plain.appSource(a, units))
 	assert.Empty(t, root.appSource(a, units))
 	assert.Equal(t, drift.GeneratedSource+"apis", generated.appSource(a, units))
 	assert.Equal(t, "Helm chart charts/api", opts.appSource(a, units), "its parent renders a chart: adopt says so")
-	assert.Equal(t, "clusters/prod/root.yaml", selfChart.appSource(a, []*prepared{selfChart}))
+	assert.Equal(t, "clusters/prod/root.yaml", selfChart.appSource(a, []*unit{selfChart}))
 }

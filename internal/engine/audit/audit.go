@@ -35,7 +35,7 @@ type Auditor struct {
 // each env's group. Config.State hands the caller's own; its zero value is empty and ready.
 type State struct {
 	mu     sync.Mutex
-	units  map[string]*prepared      // the last full audit of each Application, by unit key
+	units  map[string]*unit      // the last full audit of each Application, by unit key
 	last   map[string][]drift.Object // the drifted objects each unit's last audit found, by unit key
 	groups map[string]*groupState    // the last full audit of each env's group, for Update
 }
@@ -153,7 +153,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 	declared := a.declaredBy(units)
 	ex := drift.NewExcusals()
 	away, heads := a.awayOf(units, head)
-	units = slices.DeleteFunc(units, func(p *prepared) bool { return p.elsewhere })
+	units = slices.DeleteFunc(units, func(p *unit) bool { return p.elsewhere })
 	for _, p := range units {
 		if p.err != nil {
 			continue

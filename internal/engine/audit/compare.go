@@ -10,7 +10,7 @@ import (
 )
 
 // compare brings the live cache up for a prepared unit's kinds and compares: its report.
-func (a *Auditor) compare(ctx context.Context, req Request, u *prepared, declared map[clusterRef]string, ex *drift.Excusals, lap func(string)) error {
+func (a *Auditor) compare(ctx context.Context, req Request, u *unit, declared map[clusterRef]string, ex *drift.Excusals, lap func(string)) error {
 	wctx, cancel := context.WithTimeout(ctx, a.SyncTimeout)
 	err := u.on(a).Watch(wctx, u.kinds, a.Options.ExtraKinds)
 	cancel()

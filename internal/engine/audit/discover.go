@@ -116,8 +116,8 @@ func fromList(items []*unstructured.Unstructured, keep func(*unstructured.Unstru
 // declares, by its live spec. via says how it was found; repoURL is the repository the auditor
 // reads (an Application of another one needs Argo CD's repo-server). What keeps it from being
 // audited is its err; only a cancelled audit or a background render is returned.
-func (a *Auditor) discovered(ctx context.Context, req Request, app *argocd.App, parent, via, repoURL string, lap func(string)) (*prepared, error) {
-	u := &prepared{key: a.unitKey(req.Env, app.Namespace, app.Name), name: app.Name, appNS: app.Namespace, parent: parent, group: true,
+func (a *Auditor) discovered(ctx context.Context, req Request, app *argocd.App, parent, via, repoURL string, lap func(string)) (*unit, error) {
+	u := &unit{key: a.unitKey(req.Env, app.Namespace, app.Name), name: app.Name, appNS: app.Namespace, parent: parent, group: true,
 		via: via, app: app, target: render.AppTarget(app.Path)}
 	if repoURL == "" {
 		repoURL = a.RepoURL
@@ -162,7 +162,7 @@ func (a *Auditor) otherEnvs(env, ns, name string) bool {
 // withoutRoot prepares an env the cluster has no root Application of: its own Application over
 // overlays/<env>, and the Applications its selection picks. With a selection, the env's own
 // Application is left out when the cluster has none (the env is the selection's Applications).
-func (a *Auditor) withoutRoot(ctx context.Context, req Request, main *prepared, lap func(string)) ([]*prepared, error) {
+func (a *Auditor) withoutRoot(ctx context.Context, req Request, main *unit, lap func(string)) ([]*unit, error) {
 	if main.name == "" && a.selection(req.Env) == nil {
 		// The env is its root's tree alone (a repository of another layout): nothing to audit.
 		root := a.RootName(req.Env)
@@ -175,7 +175,7 @@ func (a *Auditor) withoutRoot(ctx context.Context, req Request, main *prepared, 
 		if err := a.prepare(ctx, req, main, lap); err != nil {
 			return nil, err
 		}
-		return []*prepared{main}, nil
+		return []*unit{main}, nil
 	}
 	var app *argocd.App
 	if main.name != "" {
@@ -184,7 +184,7 @@ func (a *Auditor) withoutRoot(ctx context.Context, req Request, main *prepared, 
 			return nil, err
 		}
 	}
-	var units []*prepared
+	var units []*unit
 	repoURL := ""
 	if app != nil {
 		main.app, repoURL = app, app.RepoURL

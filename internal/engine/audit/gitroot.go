@@ -125,7 +125,7 @@ func withObjects(res *render.Result, objs ...*unstructured.Unstructured) (*rende
 }
 
 // on is the live cache of the unit's destination cluster.
-func (u *prepared) on(a *Auditor) *live.Cache {
+func (u *unit) on(a *Auditor) *live.Cache {
 	if u.cluster != nil {
 		return u.cluster
 	}
@@ -134,7 +134,7 @@ func (u *prepared) on(a *Auditor) *live.Cache {
 
 // destination resolves the cluster app syncs to: Argo CD's own (in-cluster) is Live, another is
 // Config.Clusters', whose error makes the Application not audited.
-func (a *Auditor) destination(ctx context.Context, u *prepared, app *argocd.App) error {
+func (a *Auditor) destination(ctx context.Context, u *unit, app *argocd.App) error {
 	u.cluster, u.clusterName, u.elsewhere = nil, "", false
 	if app == nil || argocd.InCluster(app.DestinationServer, app.DestinationName) {
 		u.elsewhere = a.Owns != nil && !a.Owns(InCluster)

@@ -30,8 +30,8 @@ var argoKinds = []schema.GroupKind{
 	{Group: "argoproj.io", Kind: "ApplicationSet"},
 }
 
-// prepared is one Application of an env's group: what its audit read, rendered and found.
-type prepared struct {
+// unit is one Application of an env's group: what its audit read, rendered and found.
+type unit struct {
 	// key keys the unit's state, verdict memo and background render: the env for its own
 	// Application (AppName), env/name for the others.
 	key string
@@ -121,8 +121,8 @@ func (a *Auditor) unitKey(env, ns, name string) string {
 func RootName(env string) string { return "root-" + env }
 
 // prepareGroup finds and prepares the Applications of req.Env's group.
-func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string)) ([]*prepared, error) {
-	main := &prepared{key: req.Env, name: a.AppName(req.Env), appNS: a.AppNamespace, target: req.Env, main: true}
+func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string)) ([]*unit, error) {
+	main := &unit{key: req.Env, name: a.AppName(req.Env), appNS: a.AppNamespace, target: req.Env, main: true}
 	var root *argocd.App
 	if name := a.RootName(req.Env); name != "" {
 		var err error
@@ -133,7 +133,7 @@ func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string
 	if root == nil {
 		return a.withoutRoot(ctx, req, main, lap)
 	}
-	top := &prepared{key: a.unitKey(req.Env, root.Namespace, root.Name), name: root.Name, appNS: root.Namespace, app: root,
+	top := &unit{key: a.unitKey(req.Env, root.Namespace, root.Name), name: root.Name, appNS: root.Namespace, app: root,
 		target: render.AppTarget(root.Path), group: true}
 	var err error
 	if top.git, top.self, err = a.gitRoot(req.Env, root); err != nil {
@@ -154,19 +154,19 @@ func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string
 		// Application alone, the root listed as not audited.
 		top.err = err
 		if main.name == "" { // an env of its root's tree alone: nothing else to audit
-			return []*prepared{top}, nil
+			return []*unit{top}, nil
 		}
 		if err := a.prepare(ctx, req, main, lap); err != nil {
 			return nil, err
 		}
-		return []*prepared{top, main}, nil
+		return []*unit{top, main}, nil
 	}
 	top.root = true
-	return a.grow(ctx, req, []*prepared{top}, root.RepoURL, lap)
+	return a.grow(ctx, req, []*unit{top}, root.RepoURL, lap)
 }
 
 // env is the env a unit's key belongs to.
-func (u *prepared) env() string { return unitEnv(u.key) }
+func (u *unit) env() string { return unitEnv(u.key) }
 
 // unitEnv is the env of a unit's key (env, or env/name).
 func unitEnv(key string) string {

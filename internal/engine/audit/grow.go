@@ -17,7 +17,7 @@ import (
 // grow adds to units (prepared already) the Applications they declare, followed down; those the
 // ApplicationSets among them generated; then those the env's selection picks, followed down too.
 // repoURL is the repository the auditor reads.
-func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repoURL string, lap func(string)) ([]*prepared, error) {
+func (a *Auditor) grow(ctx context.Context, req Request, units []*unit, repoURL string, lap func(string)) ([]*unit, error) {
 	seen := map[string]bool{}
 	for _, u := range units {
 		seen[u.ns(a)+"/"+u.name] = true
@@ -27,12 +27,12 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 	full := func(pending int, ns, name string) bool {
 		return len(units)+pending >= a.MaxApplications && (ns != a.AppNamespace || name != a.AppName(req.Env))
 	}
-	beyond := func(ns, name, parent, via string) *prepared {
-		return &prepared{key: a.unitKey(req.Env, ns, name), name: name, appNS: ns, parent: parent, via: via, group: true,
+	beyond := func(ns, name, parent, via string) *unit {
+		return &unit{key: a.unitKey(req.Env, ns, name), name: name, appNS: ns, parent: parent, via: via, group: true,
 			err: &unitError{msg: fmt.Sprintf("Application %s: not audited: the group has more than %d Applications, the most one audit renders", name, a.MaxApplications)}}
 	}
 	listed := map[string][]*unstructured.Unstructured{}
-	follow := func(queue []*prepared) error {
+	follow := func(queue []*unit) error {
 		for ; len(queue) > 0; queue = queue[1:] {
 			parent := queue[0]
 			if parent.err != nil || parent.idx == nil {
@@ -42,7 +42,7 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 				if r.Group != argocd.ApplicationGVK.Group {
 					continue
 				}
-				var found []*prepared
+				var found []*unit
 				switch r.Kind {
 				case argocd.ApplicationGVK.Kind:
 					if _, gen := parent.generated[r]; gen || seen[r.Namespace+"/"+r.Name] {
@@ -98,7 +98,7 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 	if err != nil {
 		return nil, err
 	}
-	var picked []*prepared
+	var picked []*unit
 	for _, app := range apps {
 		if seen[app.Namespace+"/"+app.Name] || a.otherEnvs(req.Env, app.Namespace, app.Name) {
 			continue
@@ -129,8 +129,8 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*prepared, repo
 // member prepares Application r that parent declares. What keeps it from being audited is its
 // err; only what stops the env's audit (the env's own Application failing, a background render)
 // is returned.
-func (a *Auditor) member(ctx context.Context, req Request, parent *prepared, repoURL string, r drift.Ref, lap func(string)) (*prepared, error) {
-	u := &prepared{key: a.unitKey(req.Env, r.Namespace, r.Name), name: r.Name, appNS: r.Namespace, parent: parent.ref(a), group: true}
+func (a *Auditor) member(ctx context.Context, req Request, parent *unit, repoURL string, r drift.Ref, lap func(string)) (*unit, error) {
+	u := &unit{key: a.unitKey(req.Env, r.Namespace, r.Name), name: r.Name, appNS: r.Namespace, parent: parent.ref(a), group: true}
 	d, ok := parent.idx.Desired(r)
 	if !ok {
 		return nil, fmt.Errorf("Application %s is not in %s's render", r.Name, parent.name)

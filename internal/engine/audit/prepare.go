@@ -36,7 +36,7 @@ func declaresNoApplications(app *argocd.App) bool {
 // cluster did not answer (a refused or broken connection, a timeout, an API server that is not
 // serving): the same words the fleet uses once its probes agree, so the first audit after an
 // outage already says "cluster X unreachable" rather than the transport's error alone.
-func unreachable(u *prepared, err error) error {
+func unreachable(u *unit, err error) error {
 	if u.cluster == nil || !transportError(err) {
 		return err
 	}
@@ -57,7 +57,7 @@ func transportError(err error) bool {
 
 // prepare reads a unit's Application, picks its revision, renders it and scopes the render:
 // everything before the comparison.
-func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap func(string)) error {
+func (a *Auditor) prepare(ctx context.Context, req Request, u *unit, lap func(string)) error {
 	if u.app == nil && u.git == nil {
 		app, err := a.application(ctx, u.appNS, u.name)
 		if err != nil {
@@ -91,7 +91,7 @@ func (a *Auditor) prepare(ctx context.Context, req Request, u *prepared, lap fun
 }
 
 // index scopes a unit's render: its objects indexed, their kinds, the Unknown ones and hooks.
-func (a *Auditor) index(ctx context.Context, u *prepared, app *argocd.App, res *render.Result, lap func(string), keep bool) error {
+func (a *Auditor) index(ctx context.Context, u *unit, app *argocd.App, res *render.Result, lap func(string), keep bool) error {
 	var err error
 	if keep {
 		u.rendered = res

@@ -17,7 +17,7 @@ import (
 // forced revision for the sources of the audited repository): every source, with the
 // Application's own options and .argocd-source files, as the controller asks for them. A
 // repo-server that fails makes the Application Unknown with its reason; the others are audited.
-func (a *Auditor) askRepoServer(ctx context.Context, req Request, u *prepared, app *argocd.App) (*render.Result, error) {
+func (a *Auditor) askRepoServer(ctx context.Context, req Request, u *unit, app *argocd.App) (*render.Result, error) {
 	spec := app.Spec()
 	revs := reposerver.SyncedRevisions(spec)
 	switch {

@@ -20,7 +20,7 @@ import (
 // each at its own revision with its own kustomize patches and helm options (value files of a
 // ref source read from that source at its revision), the objects joined in source order. Every
 // source must be of the repository the auditor reads.
-func (a *Auditor) renderSources(ctx context.Context, u *prepared, app *argocd.App, req Request) (*render.Result, error) {
+func (a *Auditor) renderSources(ctx context.Context, u *unit, app *argocd.App, req Request) (*render.Result, error) {
 	joined := &render.Result{Env: u.target, Path: render.TargetPath(u.target), Revision: u.desired}
 	var digests []string
 	for j, s := range app.Sources {
@@ -71,7 +71,7 @@ func (a *Auditor) renderSources(ctx context.Context, u *prepared, app *argocd.Ap
 // Argo CD synced (else its targetRevision), and renders it with the Application's helm options
 // and the cluster's version and API versions. A repository out of reach makes the Application
 // Unknown with the reason; the others are audited.
-func (a *Auditor) renderChart(ctx context.Context, u *prepared, app *argocd.App, req Request) (*render.Result, error) {
+func (a *Auditor) renderChart(ctx context.Context, u *unit, app *argocd.App, req Request) (*render.Result, error) {
 	// The version Argo CD synced, as it records it (its verdicts are keyed by that string);
 	// Git's targetRevision when a revision of Git is asked for, or before a sync.
 	version := app.SyncedRevision

@@ -15,7 +15,7 @@ import (
 // (byRepoServer) or the in-process engine (inProcess). Config.RepoServer picks one (renderer);
 // nothing else chooses.
 type unitRenderer interface {
-	renderUnit(ctx context.Context, req Request, u *prepared, app *argocd.App, lap func(string)) (*render.Result, error)
+	renderUnit(ctx context.Context, req Request, u *unit, app *argocd.App, lap func(string)) (*render.Result, error)
 }
 
 // renderer is the Auditor's unitRenderer.
@@ -30,7 +30,7 @@ func (a *Auditor) renderer() unitRenderer {
 // own has nothing to ask it for: it is rendered in process.
 type byRepoServer struct{ a *Auditor }
 
-func (r byRepoServer) renderUnit(ctx context.Context, req Request, u *prepared, app *argocd.App, lap func(string)) (*render.Result, error) {
+func (r byRepoServer) renderUnit(ctx context.Context, req Request, u *unit, app *argocd.App, lap func(string)) (*render.Result, error) {
 	if app == nil {
 		return inProcess(r).renderUnit(ctx, req, u, app, lap)
 	}
@@ -54,7 +54,7 @@ func (r byRepoServer) renderUnit(ctx context.Context, req Request, u *prepared, 
 // Application's options and .argocd-source files.
 type inProcess struct{ a *Auditor }
 
-func (r inProcess) renderUnit(ctx context.Context, req Request, u *prepared, app *argocd.App, lap func(string)) (*render.Result, error) {
+func (r inProcess) renderUnit(ctx context.Context, req Request, u *unit, app *argocd.App, lap func(string)) (*render.Result, error) {
 	a := r.a
 	u.renderedBy = RenderedInProcess
 	if u.group && app != nil && app.Unrenderable != "" { // alone, an env renders its overlay's source
@@ -95,7 +95,7 @@ func (r inProcess) renderUnit(ctx context.Context, req Request, u *prepared, app
 // renderSource renders the one source of u's Application (or the env's overlay, without one)
 // at u's revision with the Application's options; the env's own render is left to the
 // background when the audit allows it.
-func (r inProcess) renderSource(ctx context.Context, req Request, u *prepared, app *argocd.App) (*render.Result, error) {
+func (r inProcess) renderSource(ctx context.Context, req Request, u *unit, app *argocd.App) (*render.Result, error) {
 	a := r.a
 	patches, err := a.patches(app, req.Env)
 	if err != nil {

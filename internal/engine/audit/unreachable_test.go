@@ -20,10 +20,10 @@ import (
 // cluster being unreachable, as the fleet's probes say it; an answer of the API server is not.
 func TestUnreachableNamesTheClusterOfATransportError(t *testing.T) {
 	refused := fmt.Errorf("prod: openapi v3 discovery: %w", &url.Error{Op: "Get", URL: "https://127.0.0.1:41623/openapi/v3", Err: syscall.ECONNREFUSED})
-	member := &prepared{name: "edge", cluster: &live.Cache{}, clusterName: "edge-1"}
+	member := &unit{name: "edge", cluster: &live.Cache{}, clusterName: "edge-1"}
 	for _, tc := range []struct {
 		name string
-		u    *prepared
+		u    *unit
 		err  error
 		want string
 	}{
@@ -35,7 +35,7 @@ func TestUnreachableNamesTheClusterOfATransportError(t *testing.T) {
 		{"a cache that never synced", member, fmt.Errorf("configmaps not synced: %w", context.DeadlineExceeded), "configmaps not synced: context deadline exceeded"},
 		{"a certificate", member, &url.Error{Op: "Get", URL: "https://x", Err: errors.New("x509: certificate signed by unknown authority")}, `Get "https://x": x509: certificate signed by unknown authority`},
 		{"an answer about the request", member, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("no")), `configmaps "x" is forbidden: no`},
-		{"Argo CD's own cluster", &prepared{name: "prod"}, refused, refused.Error()},
+		{"Argo CD's own cluster", &unit{name: "prod"}, refused, refused.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, unreachable(tc.u, tc.err).Error())

@@ -39,7 +39,7 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 	if g == nil {
 		return a.Run(ctx, Request{Env: env})
 	}
-	again := map[*prepared]bool{} // units whose own desired state moved: audited again alone
+	again := map[*unit]bool{} // units whose own desired state moved: audited again alone
 	for _, u := range g.units {
 		if u.err != nil {
 			if names(refs, u) {
@@ -68,7 +68,7 @@ func (a *Auditor) Update(ctx context.Context, env string, refs []drift.Ref) (*dr
 	if len(again) > 0 {
 		declared = a.declaredBy(g.units) // the same as the next audit's: an Application audited again declares what it did
 	}
-	units := make([]*prepared, len(g.units))
+	units := make([]*unit, len(g.units))
 	for i, u := range g.units {
 		units[i] = u
 		if u.err != nil {
@@ -139,7 +139,7 @@ func (a *Auditor) AloneAudits() int64 { return a.count.aloneAudits.Load() }
 // leaf says whether u can be audited again alone: an Application Git declares in its parent's
 // render (not the root, not the env's own, not one an ApplicationSet or the selection brought in),
 // that declares no Argo CD object, generates none, and is audited on this replica.
-func (u *prepared) leaf(a *Auditor) bool {
+func (u *unit) leaf(a *Auditor) bool {
 	return u.group && !u.root && !u.main && u.git != nil && u.via == "" && u.self == nil && !u.elsewhere &&
 		len(u.generated) == 0 && len(u.ignores) == 0 && u.idx != nil && !declaresArgoObjects(u.idx)
 }
@@ -157,8 +157,8 @@ func declaresArgoObjects(idx *drift.Index) bool {
 // declares, ex the tally the audit adds to. It says false when the result cannot stand beside
 // the group's last audit (the render declares other objects, or another cluster, or the audit
 // failed): the full audit must run instead.
-func (a *Auditor) auditAlone(ctx context.Context, env string, old *prepared, declared map[clusterRef]string, ex *drift.Excusals) (*prepared, bool) {
-	u := &prepared{key: old.key, name: old.name, appNS: old.appNS, target: old.target, parent: old.parent,
+func (a *Auditor) auditAlone(ctx context.Context, env string, old *unit, declared map[clusterRef]string, ex *drift.Excusals) (*unit, bool) {
+	u := &unit{key: old.key, name: old.name, appNS: old.appNS, target: old.target, parent: old.parent,
 		group: old.group, git: old.git, foreign: old.foreign}
 	app, err := a.application(ctx, old.ns(a), old.name)
 	if err != nil || app == nil || !app.RendersAs(old.git) {
@@ -181,7 +181,7 @@ func (a *Auditor) auditAlone(ctx context.Context, env string, old *prepared, dec
 }
 
 // updateUnit re-audits refs on top of one Application's last full audit: its next state.
-func (a *Auditor) updateUnit(ctx context.Context, st *prepared, refs []drift.Ref, ex *drift.Excusals) (*prepared, error) {
+func (a *Auditor) updateUnit(ctx context.Context, st *unit, refs []drift.Ref, ex *drift.Excusals) (*unit, error) {
 	opts := st.opts
 	opts.Controllers = a.controllers(unitEnv(st.key))
 	opts.Excused = ex
@@ -246,7 +246,7 @@ func (a *Auditor) updateUnit(ctx context.Context, st *prepared, refs []drift.Ref
 }
 
 // ns is the namespace of the unit's Application.
-func (u *prepared) ns(a *Auditor) string {
+func (u *unit) ns(a *Auditor) string {
 	if u.appNS == "" {
 		return a.AppNamespace
 	}
@@ -255,7 +255,7 @@ func (u *prepared) ns(a *Auditor) string {
 
 // ref names the Application in reports as Argo CD's CLI does: its name, or namespace/name when
 // it is outside Argo CD's namespace (two Applications of one name may then be in the group).
-func (u *prepared) ref(a *Auditor) string {
+func (u *unit) ref(a *Auditor) string {
 	if ns := u.ns(a); ns != a.AppNamespace {
 		return ns + "/" + u.name
 	}
@@ -264,7 +264,7 @@ func (u *prepared) ref(a *Auditor) string {
 
 // instance is the name Argo CD's tracking ids give the Application: its name, or namespace_name
 // when it is outside Argo CD's namespace.
-func (u *prepared) instance(a *Auditor) string {
+func (u *unit) instance(a *Auditor) string {
 	if ns := u.ns(a); ns != a.AppNamespace {
 		return ns + "_" + u.name
 	}
@@ -286,7 +286,7 @@ const (
 )
 
 // fullReason says whether refs can be re-audited alone on top of st, and what moved if not.
-func (a *Auditor) fullReason(env string, st *prepared, refs []drift.Ref) moved {
+func (a *Auditor) fullReason(env string, st *unit, refs []drift.Ref) moved {
 	named := false // this unit's Application; another env's says nothing about this one
 	for _, r := range refs {
 		if r.Group == argocd.ApplicationGVK.Group && r.Kind == argocd.ApplicationGVK.Kind {
@@ -335,7 +335,7 @@ func (a *Auditor) fullReason(env string, st *prepared, refs []drift.Ref) moved {
 }
 
 // names says whether refs name u's Application.
-func names(refs []drift.Ref, u *prepared) bool {
+func names(refs []drift.Ref, u *unit) bool {
 	return slices.ContainsFunc(refs, func(r drift.Ref) bool {
 		return r.Group == argocd.ApplicationGVK.Group && r.Kind == argocd.ApplicationGVK.Kind && r.Name == u.name && r.Namespace == u.appNS
 	})
@@ -345,7 +345,7 @@ func names(refs []drift.Ref, u *prepared) bool {
 // declares: an ApplicationSet changed, or an Application that is not a member changed while the
 // group has a selection or an ApplicationSet's Applications (it may be new to either). Only a
 // full audit takes such an Application in; re-auditing it alone would call it Extra.
-func (a *Auditor) mayJoin(env string, units []*prepared, refs []drift.Ref) bool {
+func (a *Auditor) mayJoin(env string, units []*unit, refs []drift.Ref) bool {
 	open := a.selection(env) != nil
 	member := map[string]bool{}
 	for _, u := range units {
