@@ -15,12 +15,12 @@ import (
 // path names nothing: its objects are adopted into that path.
 func TestAppSourceSaysWhereAnApplicationIsDeclared(t *testing.T) {
 	a := &Auditor{Config: Config{AppNamespace: "argocd"}}
-	root := &unit{name: "root-prod", target: render.AppTarget("apps/prod"), root: true, selfFile: "clusters/prod/root.yaml"}
+	root := &unit{name: "root-prod", target: render.AppTarget("apps/prod"), role: roleRoot, selfFile: "clusters/prod/root.yaml"}
 	chart := &unit{name: "api", target: render.AppTarget("charts/api"), parent: "root-prod", renderedAs: renderedChart}
 	plain := &unit{name: "gate", target: render.AppTarget("apps/gate"), parent: "root-prod"}
 	generated := &unit{name: "api-dev", target: render.AppTarget("charts/api"), parent: "root-prod", renderedAs: renderedChart, via: "ApplicationSet apis"}
 	opts := &unit{name: "worker", target: render.AppTarget("extras"), parent: "api", renderedAs: renderedWithOptions}
-	selfChart := &unit{name: "root-prod", target: render.AppTarget("charts/apps"), root: true, selfFile: "clusters/prod/root.yaml", renderedAs: renderedChart}
+	selfChart := &unit{name: "root-prod", target: render.AppTarget("charts/apps"), role: roleRoot, selfFile: "clusters/prod/root.yaml", renderedAs: renderedChart}
 	units := []*unit{root, chart, plain, generated, opts}
 	assert.Equal(t, "apps/prod", chart.appSource(a, units))
 	assert.Empty(t, plain.appSource(a, units))

@@ -35,7 +35,7 @@ type Auditor struct {
 // each env's group. Config.State hands the caller's own; its zero value is empty and ready.
 type State struct {
 	mu     sync.Mutex
-	units  map[string]*unit      // the last full audit of each Application, by unit key
+	units  map[string]*unit          // the last full audit of each Application, by unit key
 	last   map[string][]drift.Object // the drifted objects each unit's last audit found, by unit key
 	groups map[string]*groupState    // the last full audit of each env's group, for Update
 }
@@ -159,7 +159,7 @@ func (a *Auditor) Run(ctx context.Context, req Request) (*drift.Report, error) {
 			continue
 		}
 		if err := a.compare(ctx, req, p, declared, ex, lap); err != nil {
-			if p.main || !p.group {
+			if p.own() || !p.inGroup() {
 				return nil, err
 			}
 			p.err = unreachable(p, err) // this Application is not audited; the others are

@@ -41,7 +41,7 @@ func (a *Auditor) compare(ctx context.Context, req Request, u *unit, declared ma
 	opts.Hooks = u.hooks
 	opts.Excused = ex
 	opts.Events = a.events(u.on(a), u.clusterName)
-	if u.group {
+	if u.inGroup() {
 		opts.ExtraOnlyIn = map[string][]schema.GroupKind{a.AppNamespace: argoKinds}
 		name := u.ref(a)
 		opts.DeclaredElsewhere = func(r drift.Ref) bool {

@@ -117,7 +117,7 @@ func fromList(items []*unstructured.Unstructured, keep func(*unstructured.Unstru
 // reads (an Application of another one needs Argo CD's repo-server). What keeps it from being
 // audited is its err; only a cancelled audit or a background render is returned.
 func (a *Auditor) discovered(ctx context.Context, req Request, app *argocd.App, parent, via, repoURL string, lap func(string)) (*unit, error) {
-	u := &unit{key: a.unitKey(req.Env, app.Namespace, app.Name), name: app.Name, appNS: app.Namespace, parent: parent, group: true,
+	u := &unit{key: a.unitKey(req.Env, app.Namespace, app.Name), name: app.Name, appNS: app.Namespace, parent: parent, role: roleMember,
 		via: via, app: app, target: render.AppTarget(app.Path)}
 	if repoURL == "" {
 		repoURL = a.RepoURL

@@ -39,9 +39,9 @@ type unit struct {
 	// the env for overlays/<env>); parent the Application that declares it, as reports name it
 	// (ref; "" for the root).
 	name, appNS, target, parent string
-	// main marks the env's own Application; group says the env has more than it (a root, or a
-	// selection); root marks the root.
-	main, group, root bool
+	// role is what the Application is to its env: its own (alone, or in a group), the group's
+	// root, or a member.
+	role role
 	// renderedAs says how its path was rendered when not as a plain kustomization or directory:
 	// as a Helm chart, or with the Application's kustomize options.
 	renderedAs string
@@ -97,6 +97,26 @@ type unit struct {
 	createOnly map[string]bool
 }
 
+// role is what a unit is to its env.
+type role uint8
+
+const (
+	// roleMember is an Application of the env's group that is neither its own nor its root.
+	roleMember role = iota
+	// roleAlone is the env's own Application when the env is that Application alone.
+	roleAlone
+	// roleOwn is the env's own Application in a group (a root's tree, or a selection).
+	roleOwn
+	// roleRoot is the root of the env's group (the app-of-apps).
+	roleRoot
+)
+
+// own says whether u is the env's own Application (AppName), alone or in a group.
+func (u *unit) own() bool { return u.role == roleAlone || u.role == roleOwn }
+
+// inGroup says whether the env of u is a group of Applications rather than u alone.
+func (u *unit) inGroup() bool { return u.role != roleAlone }
+
 // unitError is a reason an Application cannot be audited that is not a failure of the audit.
 type unitError struct {
 	msg   string
@@ -122,7 +142,7 @@ func RootName(env string) string { return "root-" + env }
 
 // prepareGroup finds and prepares the Applications of req.Env's group.
 func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string)) ([]*unit, error) {
-	main := &unit{key: req.Env, name: a.AppName(req.Env), appNS: a.AppNamespace, target: req.Env, main: true}
+	main := &unit{key: req.Env, name: a.AppName(req.Env), appNS: a.AppNamespace, target: req.Env, role: roleAlone}
 	var root *argocd.App
 	if name := a.RootName(req.Env); name != "" {
 		var err error
@@ -134,7 +154,7 @@ func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string
 		return a.withoutRoot(ctx, req, main, lap)
 	}
 	top := &unit{key: a.unitKey(req.Env, root.Namespace, root.Name), name: root.Name, appNS: root.Namespace, app: root,
-		target: render.AppTarget(root.Path), group: true}
+		target: render.AppTarget(root.Path), role: roleMember}
 	var err error
 	if top.git, top.self, err = a.gitRoot(req.Env, root); err != nil {
 		return nil, err
@@ -161,7 +181,7 @@ func (a *Auditor) prepareGroup(ctx context.Context, req Request, lap func(string
 		}
 		return []*unit{top, main}, nil
 	}
-	top.root = true
+	top.role = roleRoot
 	return a.grow(ctx, req, []*unit{top}, root.RepoURL, lap)
 }
 

@@ -16,13 +16,13 @@ import (
 // and own Applications.
 func (a *Auditor) declaredBy(units []*unit) map[clusterRef]string {
 	out := map[clusterRef]string{}
-	if len(units) == 0 || !units[0].group {
+	if len(units) == 0 || !units[0].inGroup() {
 		return out
 	}
 	app := func(name string) clusterRef { // Argo CD's objects are on its own cluster
 		return clusterRef{ref: drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: a.AppNamespace, Name: name}}
 	}
-	if units[0].root {
+	if units[0].role == roleRoot {
 		out[clusterRef{ref: drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: units[0].ns(a), Name: units[0].name}}] = units[0].name + " (root)"
 	}
 	// Argo CD's built-in project, made by its API server; the other envs' roots and Applications.
@@ -75,7 +75,7 @@ func (a *Auditor) merge(env string, units []*unit, ex *drift.Excusals) *drift.Re
 			rep.Applications = append(rep.Applications, entry)
 			continue
 		}
-		if lead == nil || u.main {
+		if lead == nil || u.own() {
 			lead = u
 		}
 		entry.Revision, entry.Renderer = u.desired, u.renderedBy
@@ -107,7 +107,7 @@ func (a *Auditor) merge(env string, units []*unit, ex *drift.Excusals) *drift.Re
 			entry.Drifted++
 		}
 		rep.ArgoCDOnly = append(rep.ArgoCDOnly, u.report.ArgoCDOnly...)
-		if rep.Operation == nil || u.main {
+		if rep.Operation == nil || u.own() {
 			if u.report.Operation != nil {
 				rep.Operation = u.report.Operation
 			}
@@ -279,7 +279,7 @@ func (u *unit) appSource(a *Auditor, units []*unit) string {
 		return ""
 	case strings.HasPrefix(u.via, "ApplicationSet "):
 		return drift.GeneratedSource + strings.TrimPrefix(u.via, "ApplicationSet ")
-	case u.root:
+	case u.role == roleRoot:
 		return u.selfFile
 	}
 	for _, p := range units {

@@ -28,7 +28,7 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*unit, repoURL 
 		return len(units)+pending >= a.MaxApplications && (ns != a.AppNamespace || name != a.AppName(req.Env))
 	}
 	beyond := func(ns, name, parent, via string) *unit {
-		return &unit{key: a.unitKey(req.Env, ns, name), name: name, appNS: ns, parent: parent, via: via, group: true,
+		return &unit{key: a.unitKey(req.Env, ns, name), name: name, appNS: ns, parent: parent, via: via, role: roleMember,
 			err: &unitError{msg: fmt.Sprintf("Application %s: not audited: the group has more than %d Applications, the most one audit renders", name, a.MaxApplications)}}
 	}
 	listed := map[string][]*unstructured.Unstructured{}
@@ -120,7 +120,9 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*unit, repoURL 
 	}
 	if len(units) > 1 {
 		for _, u := range units {
-			u.group = true // the env's own Application too: its namespaces are shared
+			if u.role == roleAlone {
+				u.role = roleOwn // the env's own Application too: its namespaces are shared
+			}
 		}
 	}
 	return units, nil
@@ -130,7 +132,7 @@ func (a *Auditor) grow(ctx context.Context, req Request, units []*unit, repoURL 
 // err; only what stops the env's audit (the env's own Application failing, a background render)
 // is returned.
 func (a *Auditor) member(ctx context.Context, req Request, parent *unit, repoURL string, r drift.Ref, lap func(string)) (*unit, error) {
-	u := &unit{key: a.unitKey(req.Env, r.Namespace, r.Name), name: r.Name, appNS: r.Namespace, parent: parent.ref(a), group: true}
+	u := &unit{key: a.unitKey(req.Env, r.Namespace, r.Name), name: r.Name, appNS: r.Namespace, parent: parent.ref(a), role: roleMember}
 	d, ok := parent.idx.Desired(r)
 	if !ok {
 		return nil, fmt.Errorf("Application %s is not in %s's render", r.Name, parent.name)
@@ -143,7 +145,7 @@ func (a *Auditor) member(ctx context.Context, req Request, parent *unit, repoURL
 	}
 	u.target = render.AppTarget(u.git.Path)
 	if r.Name == a.AppName(req.Env) && r.Namespace == a.AppNamespace {
-		u.key, u.main = req.Env, true
+		u.key, u.role = req.Env, roleOwn
 		if path.Clean(u.git.Path) == render.OverlayPath(req.Env) {
 			u.target = req.Env
 		}
@@ -154,7 +156,7 @@ func (a *Auditor) member(ctx context.Context, req Request, parent *unit, repoURL
 		return u, nil
 	}
 	if u.app, u.err = a.application(ctx, r.Namespace, r.Name); u.err != nil {
-		if u.main || ctx.Err() != nil {
+		if u.own() || ctx.Err() != nil {
 			return nil, u.err
 		}
 		return u, nil
@@ -165,7 +167,7 @@ func (a *Auditor) member(ctx context.Context, req Request, parent *unit, repoURL
 	case err == nil:
 	case ctx.Err() != nil: // cancelled: no verdict on this Application, nor on the env
 		return nil, ctx.Err()
-	case errors.As(err, &rendering), u.main && !isUnitError(err):
+	case errors.As(err, &rendering), u.own() && !isUnitError(err):
 		return nil, err
 	default:
 		u.err = err

@@ -57,7 +57,7 @@ type inProcess struct{ a *Auditor }
 func (r inProcess) renderUnit(ctx context.Context, req Request, u *unit, app *argocd.App, lap func(string)) (*render.Result, error) {
 	a := r.a
 	u.renderedBy = RenderedInProcess
-	if u.group && app != nil && app.Unrenderable != "" { // alone, an env renders its overlay's source
+	if u.inGroup() && app != nil && app.Unrenderable != "" { // alone, an env renders its overlay's source
 		return nil, &unitError{msg: fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
 	}
 	var err error
@@ -81,7 +81,7 @@ func (r inProcess) renderUnit(ctx context.Context, req Request, u *unit, app *ar
 		if err := app.TypeError(); err != nil {
 			return nil, &unitError{msg: fmt.Sprintf("Application %s: %v (Argo CD refuses to render it)", u.name, err)}
 		}
-		if u.group && app.Unrenderable != "" {
+		if u.inGroup() && app.Unrenderable != "" {
 			return nil, &unitError{msg: fmt.Sprintf("Application %s: the auditor cannot render %s yet", u.name, app.Unrenderable)}
 		}
 	}
@@ -120,7 +120,7 @@ func (r inProcess) renderSource(ctx context.Context, req Request, u *unit, app *
 		u.renderedAs = renderedWithOptions // names, images, labels: an overlay patch may not reach them
 	}
 	var targets targetRenderer = a.foreground()
-	if u.main && u.target == req.Env && a.background(req) {
+	if u.own() && u.target == req.Env && a.background(req) {
 		targets = a.behind() // the env's own render may take minutes: its last report stands meanwhile
 	}
 	return targets.renderTarget(ctx, u.key, u.target, u.desired, v)

@@ -140,7 +140,7 @@ func (a *Auditor) AloneAudits() int64 { return a.count.aloneAudits.Load() }
 // render (not the root, not the env's own, not one an ApplicationSet or the selection brought in),
 // that declares no Argo CD object, generates none, and is audited on this replica.
 func (u *unit) leaf(a *Auditor) bool {
-	return u.group && !u.root && !u.main && u.git != nil && u.via == "" && u.self == nil && !u.elsewhere &&
+	return u.role == roleMember && u.git != nil && u.via == "" && u.self == nil && !u.elsewhere &&
 		len(u.generated) == 0 && len(u.ignores) == 0 && u.idx != nil && !declaresArgoObjects(u.idx)
 }
 
@@ -159,7 +159,7 @@ func declaresArgoObjects(idx *drift.Index) bool {
 // failed): the full audit must run instead.
 func (a *Auditor) auditAlone(ctx context.Context, env string, old *unit, declared map[clusterRef]string, ex *drift.Excusals) (*unit, bool) {
 	u := &unit{key: old.key, name: old.name, appNS: old.appNS, target: old.target, parent: old.parent,
-		group: old.group, git: old.git, foreign: old.foreign}
+		role: old.role, git: old.git, foreign: old.foreign}
 	app, err := a.application(ctx, old.ns(a), old.name)
 	if err != nil || app == nil || !app.RendersAs(old.git) {
 		// Its live spec is not Git's as the parent's last render declared it: a hand edit, or a
@@ -318,7 +318,7 @@ func (a *Auditor) fullReason(env string, st *unit, refs []drift.Ref) moved {
 	} else if st.live {
 		return groupMoved // its Application is gone
 	}
-	if st.main && !st.group {
+	if st.role == roleAlone {
 		if _, ok := a.Live.Get(argocd.ApplicationGVK, a.AppNamespace, a.RootName(env)); ok {
 			return groupMoved // a root Application appeared: the env is a group now
 		}
