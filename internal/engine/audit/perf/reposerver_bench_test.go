@@ -86,7 +86,7 @@ func BenchmarkDiffThroughRepoServer3000(b *testing.B) {
 		b.ReportMetric(repoServerObjects, "objects")
 	})
 	if strings.Join(ours, " ") != strings.Join(edited, " ") || strings.Join(theirs, " ") != strings.Join(edited, " ") {
-		b.Fatalf("the edited ConfigMaps are %v;\nauditor diff names %v;\nkubectl diff names %v", edited, ours, theirs)
+		b.Fatalf("the edited ConfigMaps are %d: %.300v;\nauditor diff names %d: %.300v;\nkubectl diff names %d: %.300v", len(edited), edited, len(ours), ours, len(theirs), theirs)
 	}
 }
 
@@ -106,11 +106,15 @@ func writeRepoServerRepo(b *testing.B, env, ns string) string {
 		}
 	}
 	files := []string{"namespace.yaml"}
-	write(filepath.Join("overlays", env, "namespace.yaml"), []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n"))
+	// Each object carries the tracking annotation Argo CD writes on it, as Git's objects do in
+	// BenchmarkDiffEndToEnd: kubectl diff (as Argo CD's field manager) would remove it otherwise.
+	write(filepath.Join("overlays", env, "namespace.yaml"), []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+
+		"\n  annotations: {"+testcluster.TrackingAnnotation+": \"llm-"+env+":/Namespace:/"+ns+"\"}\n"))
 	var doc strings.Builder
 	for j := 1; j < repoServerObjects; j++ {
 		name := fmt.Sprintf("cm-%05d", j)
-		fmt.Fprintf(&doc, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  model: %s\n  gpu: l40s\n", name, ns, name)
+		fmt.Fprintf(&doc, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  annotations: {%s: \"llm-%s:/ConfigMap:%s/%s\"}\ndata:\n  model: %s\n  gpu: l40s\n",
+			name, ns, testcluster.TrackingAnnotation, env, ns, name, name)
 		if j%100 == 0 || j == repoServerObjects-1 {
 			f := fmt.Sprintf("configmaps-%02d.yaml", (j-1)/100)
 			write(filepath.Join("overlays", env, f), []byte(doc.String()))
