@@ -11,7 +11,8 @@ import (
 )
 
 // Server is what Argo CD's application controller reads of a cluster for its repo-server's
-// renders: the server version (as ParseGeneric prints it, e.g. 1.37.2) and every API version
+// renders: the server version (as the controller sends it since Argo CD 3.6: "v" and what
+// ParseGeneric prints, e.g. v1.37.2, vendor suffixes dropped) and every API version
 // it serves, as "group/version" and "group/version/Kind" (of resources that can be listed and
 // watched, in every version served), sorted.
 type Server struct {
@@ -44,7 +45,9 @@ func (c *Cache) Server() (Server, error) {
 		return Server{}, fmt.Errorf("api resources: %w", err)
 	}
 	seen := map[string]bool{}
-	s := Server{Version: parsed.String()}
+	// The repo-server keys its manifest cache on this string and these versions: sent exactly as
+	// the controller sends them, an audit reads the render Argo CD already made.
+	s := Server{Version: "v" + parsed.String()}
 	for _, l := range lists {
 		for _, r := range l.APIResources {
 			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "watch") {

@@ -108,8 +108,9 @@ func writeRepoServerRepo(b *testing.B, env, ns string) string {
 	files := []string{"namespace.yaml"}
 	// Each object carries the tracking annotation Argo CD writes on it, as Git's objects do in
 	// BenchmarkDiffEndToEnd: kubectl diff (as Argo CD's field manager) would remove it otherwise.
+	// Argo CD writes a cluster-scoped object's with the destination namespace in it.
 	write(filepath.Join("overlays", env, "namespace.yaml"), []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+
-		"\n  annotations: {"+testcluster.TrackingAnnotation+": \"llm-"+env+":/Namespace:/"+ns+"\"}\n"))
+		"\n  annotations: {"+testcluster.TrackingAnnotation+": \"llm-"+env+":/Namespace:"+ns+"/"+ns+"\"}\n"))
 	var doc strings.Builder
 	for j := 1; j < repoServerObjects; j++ {
 		name := fmt.Sprintf("cm-%05d", j)
