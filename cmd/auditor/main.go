@@ -6,11 +6,16 @@ import (
 	"context"
 	"os"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/llm-gitops/platform/internal/engine/render"
 )
 
 func main() {
 	render.ServeWorkerIfChild() // `auditor serve` renders in a child process of this binary
+	// Argo CD's libraries log through logrus; their info lines narrate their own informers
+	// ("Starting configmap/secret informers"), nothing a user of a command asked about.
+	logrus.SetLevel(logrus.WarnLevel)
 	ctx, cancel := context.WithCancel(context.Background())
 	gitOpts.ctx, gitOpts.cancel = ctx, cancel // a signal cancels the command once it holds a clone (gitFlags.remote)
 	err := newRootCommand().ExecuteContext(ctx)
