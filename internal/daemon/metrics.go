@@ -26,6 +26,7 @@ type metrics struct {
 	episodesOpen   *prometheus.GaugeVec
 	episodeLength  *prometheus.HistogramVec
 	applications   *prometheus.GaugeVec
+	notAudited     *prometheus.GaugeVec // the Applications of applications that could not be audited
 }
 
 func newMetrics() *metrics {
@@ -56,7 +57,10 @@ func newMetrics() *metrics {
 	m.applications = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "auditor_application_audited",
 		Help: "1 for each Application this replica audited in its last audit of the env, with its cluster (replicas that share the work audit each Application once)."},
 		[]string{"env", "application", "cluster"})
-	m.reg.MustRegister(m.applications, m.driftedObjects, m.driftedFields, m.auditDuration, m.lastSuccess, m.auditErrors,
+	m.notAudited = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "auditor_application_not_audited",
+		Help: "1 for each Application this replica could not audit in its last audit of the env (its chart repository or cluster unreachable, its source not rendering): its objects were not compared."},
+		[]string{"env", "application", "cluster"})
+	m.reg.MustRegister(m.applications, m.notAudited, m.driftedObjects, m.driftedFields, m.auditDuration, m.lastSuccess, m.auditErrors,
 		m.gitLastFetch, m.gitFetchErrors, m.leader, m.episodesOpen, m.episodeLength, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -81,8 +85,12 @@ func (m *metrics) observe(rep *drift.Report) {
 	m.driftedObjects.DeletePartialMatch(prometheus.Labels{"env": rep.Env})
 	m.driftedFields.DeletePartialMatch(prometheus.Labels{"env": rep.Env})
 	m.applications.DeletePartialMatch(prometheus.Labels{"env": rep.Env})
+	m.notAudited.DeletePartialMatch(prometheus.Labels{"env": rep.Env})
 	for _, app := range rep.Applications {
 		m.applications.WithLabelValues(rep.Env, app.Name, shardOf(app.Cluster)).Set(1)
+		if app.Error != "" {
+			m.notAudited.WithLabelValues(rep.Env, app.Name, shardOf(app.Cluster)).Set(1)
+		}
 	}
 	for _, o := range rep.Objects {
 		m.driftedObjects.WithLabelValues(rep.Env, o.Kind).Inc()

@@ -19,6 +19,9 @@ const (
 	KindDrift    Kind = "drift"    // one new drift
 	KindResolved Kind = "resolved" // drift that went away
 	KindDigest   Kind = "digest"   // many new drifts folded together
+	// KindNotAudited says an Application could not be audited (its chart repository or cluster
+	// unreachable, its source not rendering): not drift, since nothing of its objects is known.
+	KindNotAudited Kind = "not-audited"
 )
 
 // Line is one line of a message: an optional label and a text, shown as code when Code is set

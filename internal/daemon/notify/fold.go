@@ -1,11 +1,13 @@
 package notify
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/llm-gitops/platform/internal/daemon/message"
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 // DefaultFoldWindow is how long a Folder collects items of an env before emitting them.
@@ -15,6 +17,15 @@ const DefaultFoldWindow = 10 * time.Second
 // ResolvedMessage for a single item, one digest (DigestMessage) for several.
 func Fold(env string, added, resolved []Item, opts Options) []message.Message {
 	var out []message.Message
+	// An Application that could not be audited is not drift: it gets a message of its own,
+	// never a line of a drift digest.
+	added = slices.DeleteFunc(slices.Clone(added), func(it Item) bool {
+		if _, ok := drift.NotAudited(&it.Object); ok {
+			out = append(out, NotAuditedMessage(it, opts))
+			return true
+		}
+		return false
+	})
 	switch len(added) {
 	case 0:
 	case 1:

@@ -83,6 +83,9 @@ func TestFold(t *testing.T) {
 		fields = append(fields, drift.Field{Path: p, Desired: "x", Live: "y", Change: drift.Changed, Writer: notifytest.KubectlEdit})
 	}
 	items := Items(notifytest.Report("dev", notifytest.Rev, notifytest.Deployment(fields...)))
+	unaudited := Items(notifytest.Report("dev", notifytest.Rev, drift.Object{APIVersion: "argoproj.io/v1alpha1", Kind: "Application",
+		Namespace: "argocd", Name: "gpu-operator", Status: drift.Unknown, Fields: []drift.Field{},
+		Note: drift.NotAuditedPrefix + `chart repository https://helm.ngc.nvidia.com/nvidia: dial tcp: lookup helm.ngc.nvidia.com: no such host`}))
 	opts := Options{MaxDigestItems: 3}
 	tests := []struct {
 		name            string
@@ -94,6 +97,13 @@ func TestFold(t *testing.T) {
 		{"digest", items, nil, []message.Kind{message.KindDigest}, []string{"5 new drifts in dev", "• Deployment llm/api .c", "and 2 more", "argocd app sync llm-dev"}},
 		{"single resolved", nil, items[:1], []message.Kind{message.KindResolved}, []string{"Resolved in dev"}},
 		{"both", items[:2], items[2:], []message.Kind{message.KindDigest, message.KindResolved}, []string{"2 new drifts", "3 drifts resolved"}},
+		// An Application that could not be audited is said as such, never counted as drift.
+		{"not audited beside one drift", append(items[:1:1], unaudited...), nil, []message.Kind{message.KindNotAudited, message.KindDrift},
+			[]string{"Not audited in dev: Application argocd/gpu-operator", "Cause: chart repository https://helm.ngc.nvidia.com/nvidia: dial tcp", "Runbook: " + NotAuditedRunbook, "Drift in dev: Deployment llm/api .a"}},
+		{"not audited beside a digest", append(items[:2:2], unaudited...), nil, []message.Kind{message.KindNotAudited, message.KindDigest},
+			[]string{"2 new drifts in dev"}},
+		{"audited again", nil, unaudited, []message.Kind{message.KindResolved},
+			[]string{"Audited again in dev: Application argocd/gpu-operator", "Was: Application argocd/gpu-operator: not audited (chart repository"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -114,10 +114,30 @@ func adoptLine(env, revision string, o drift.Object, opts Options) message.Line 
 	return message.Line{Label: label, Text: a.Diff, Code: true}
 }
 
+// NotAuditedRunbook is the runbook a not-audited message points to, under the repository's docs.
+const NotAuditedRunbook = "docs/runbooks/AuditorApplicationNotAudited.md"
+
+// NotAuditedMessage says an Application could not be audited, and why. It is titled as what it
+// is, not as drift: its objects were not compared, so no drift in them is known or reported
+// until an audit succeeds again; the drift its last audit found still stands.
+func NotAuditedMessage(it Item, opts Options) message.Message {
+	o := it.Object
+	cause, _ := drift.NotAudited(&o)
+	title := fmt.Sprintf("Not audited in %s: %s", it.Env, objectName(o))
+	lines := []message.Line{{Label: "Env", Text: it.Env}, {Label: "Object", Text: o.APIVersion + " " + objectName(o)},
+		{Label: "Cause", Text: message.Truncate(cause, 500)},
+		{Label: "Meaning", Text: "its objects are not compared with Git until an audit succeeds: a hand edit to them is not reported meanwhile; the other Applications are audited"},
+		{Label: "Runbook", Text: NotAuditedRunbook}}
+	return newMessage(message.KindNotAudited, it.Env, title, lines, []string{it.Key}, opts)
+}
+
 // ResolvedMessage announces that a drift item went away.
 func ResolvedMessage(it Item, opts Options) message.Message {
 	o := it.Object
 	title := fmt.Sprintf("Resolved in %s: %s", it.Env, objectName(o))
+	if _, ok := drift.NotAudited(&o); ok {
+		title = fmt.Sprintf("Audited again in %s: %s", it.Env, objectName(o))
+	}
 	lines := []message.Line{{Label: "Env", Text: it.Env}, {Label: "Object", Text: o.APIVersion + " " + objectName(o)}}
 	if f := it.Field(); f != nil {
 		title += " " + f.Path
@@ -141,6 +161,9 @@ func ResolvedMessage(it Item, opts Options) message.Message {
 // itemSummary is a one-line description of an item.
 func itemSummary(it Item) string {
 	o := MaskSecrets(it.Object)
+	if cause, ok := drift.NotAudited(&o); ok {
+		return message.Truncate(objectName(o)+": not audited ("+cause+")", 300)
+	}
 	switch o.Status {
 	case drift.Missing:
 		if o.Actor != nil {

@@ -134,7 +134,7 @@ func (a *Auditor) addNotAudited(rep *drift.Report, u *unit, seen map[clusterRef]
 	// the one that declares it.
 	rep.Objects = append(rep.Objects, drift.Object{APIVersion: argocd.ApplicationGVK.GroupVersion().String(),
 		Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name, Status: drift.Unknown,
-		Fields: []drift.Field{}, Application: u.parent, Note: "not audited: " + u.err.Error()})
+		Fields: []drift.Field{}, Application: u.parent, Note: drift.NotAuditedPrefix + u.err.Error()})
 	seen[clusterRef{ref: drift.Ref{Group: argocd.ApplicationGVK.Group, Kind: argocd.ApplicationGVK.Kind, Namespace: u.ns(a), Name: u.name}}] = true
 	// What its last audit found stands, said to be that: a drift not seen now (its
 	// cluster unreachable, its new commit not rendering) is not a drift resolved.

@@ -1,5 +1,7 @@
 package drift
 
+import "strings"
+
 // Report is the result of one audit of one environment. Its JSON form is the documented,
 // stable output of `auditor diff -o json` and of the daemon's GET /api/v1/drift.
 type Report struct {
@@ -68,6 +70,20 @@ type Application struct {
 // NotAuditedNowNote marks an object of an Application not audited now (its cluster unreachable,
 // its source not rendering), as its last audit found it: a drift nobody can see is not resolved.
 const NotAuditedNowNote = "as its Application's last audit found it: that Application is not audited now"
+
+// NotAuditedPrefix begins the note of an Application that could not be audited (its chart
+// repository unreachable, its source not rendering, its cluster unknown): it stands in the report
+// as an Unknown object, its cause after the prefix.
+const NotAuditedPrefix = "not audited: "
+
+// NotAudited says whether o stands for an Application that could not be audited, and why. It is
+// not drift: nothing is known of its objects.
+func NotAudited(o *Object) (cause string, ok bool) {
+	if o.Status != Unknown || o.Kind != "Application" {
+		return "", false
+	}
+	return strings.CutPrefix(o.Note, NotAuditedPrefix)
+}
 
 // Operation is an Argo CD sync operation the report must be read with.
 type Operation struct {

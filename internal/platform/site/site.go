@@ -44,6 +44,7 @@ var Keys = []Key{
 	{"registry", "the registry and path of the platform's own images (rag-api, the batch jobs, the auditor)", "registry.example.com/llm", registry},
 	{"nodeRole", "the IAM role of the nodes Karpenter starts", "KarpenterNodeRole-llm-platform", nonEmpty},
 	{"clusterName", "the karpenter.sh/discovery tag of the cluster's subnets and security groups", "llm-platform", nonEmpty},
+	{"nvidiaCharts", "the Helm repository of the NVIDIA GPU Operator chart: NVIDIA's, or the site's mirror when air-gapped", "https://helm.ngc.nvidia.com/nvidia", httpURL},
 }
 
 // Lookup returns the key named name.

@@ -72,6 +72,8 @@ var acme = map[string]string{
 	"registry":    "ghcr.io/acme/ml",
 	"nodeRole":    "KarpenterNodeRole-acme-prod",
 	"clusterName": "acme-prod",
+	// An air-gapped site: the GPU Operator chart from its own mirror.
+	"nvidiaCharts": "https://charts.acme.io/nvidia",
 }
 
 // TestSetEveryKeyLeavesNoExample sets every key of prod and renders what Argo CD would apply:
@@ -123,7 +125,8 @@ func TestSetEveryKeyLeavesNoExample(t *testing.T) {
 	}
 	assert.Equal(t, "https://git.acme.io/ml/platform.git", get("Application llm-prod", "spec", "source", "repoURL"))
 	assert.Equal(t, "https://git.acme.io/ml/platform.git", get("AppProject llm-prod", "spec", "sourceRepos", 0))
-	assert.Equal(t, "https://helm.ngc.nvidia.com/nvidia", get("Application gpu-operator", "spec", "source", "repoURL"), "a chart repository is not the site's")
+	assert.Equal(t, "https://charts.acme.io/nvidia", get("Application gpu-operator", "spec", "source", "repoURL"), "the chart from the site's mirror")
+	assert.Equal(t, "https://charts.acme.io/nvidia", get("AppProject gpu-stack", "spec", "sourceRepos", 0), "the project allows the mirror")
 	assert.Equal(t, "llm.acme.io", get("Certificate llm-gateway-tls", "spec", "dnsNames", 0))
 	assert.Equal(t, "acme-ca", get("Certificate llm-gateway-tls", "spec", "issuerRef", "name"))
 	assert.Equal(t, "vault", get("ExternalSecret pgvector-rag", "spec", "secretStoreRef", "name"))
@@ -311,7 +314,7 @@ func TestProblems(t *testing.T) {
 	assert.Equal(t, []string{
 		`domain: "https://llm.acme.io" is not a DNS name (label "https://llm")`,
 		"issuer: not set (the cert-manager ClusterIssuer that signs the Gateway's certificate)",
-		"regsitry: not a site key (known: gitURL, gitWebURL, domain, issuer, secretStore, argocdURL, registry, nodeRole, clusterName)",
+		"regsitry: not a site key (known: gitURL, gitWebURL, domain, issuer, secretStore, argocdURL, registry, nodeRole, clusterName, nvidiaCharts)",
 	}, v.Problems())
 }
 
