@@ -55,3 +55,28 @@ func TestWriteTextNamesTheCluster(t *testing.T) {
 	assert.Contains(t, b.String(), "Application edge (edge at abc, on cluster edge-1): 1 objects, 1 drifted")
 	assert.Contains(t, b.String(), "Missing  ConfigMap edge/settings on cluster edge-1 [edge]: in Git, not in the cluster")
 }
+
+// TestWriteTextCountsNotAuditedApart: an Application that could not be audited is said as such
+// and is not counted as a drifted object, beside drift or alone.
+func TestWriteTextCountsNotAuditedApart(t *testing.T) {
+	unaudited := drift.Object{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "argocd", Name: "gpu-operator",
+		Status: drift.Unknown, Note: drift.NotAuditedPrefix + "chart repository https://helm.ngc.nvidia.com/nvidia: no such host"}
+	missing := drift.Object{Kind: "ConfigMap", Namespace: "llm-rag", Name: "prompts", Status: drift.Missing}
+	cases := []struct {
+		name string
+		objs []drift.Object
+		want string
+	}{
+		{"alone", []drift.Object{unaudited}, "no drift in what was audited; 1 Applications not audited (their objects not compared)\n"},
+		{"beside drift", []drift.Object{unaudited, missing}, "1 objects drifted, 1 fields; 1 Applications not audited (their objects not compared)\n"},
+		{"drift only", []drift.Object{missing}, "1 objects drifted, 1 fields\n"},
+		{"nothing", nil, "in sync: no drift\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			writeText(&b, &drift.Report{Env: "prod", Revision: "abc", Objects: tc.objs}, time.Now())
+			assert.True(t, strings.HasSuffix(b.String(), tc.want), "got:\n%s", b.String())
+		})
+	}
+}

@@ -75,11 +75,19 @@ func writeText(w io.Writer, rep *drift.Report, now time.Time) {
 		fmt.Fprintf(w, "note: %s\n", note)
 	}
 	n, f := rep.Counts()
-	if n == 0 {
+	unaudited := ""
+	if u := rep.NotAuditedCount(); u > 0 {
+		unaudited = fmt.Sprintf("; %d Applications not audited (their objects not compared)", u)
+	}
+	switch {
+	case n == 0 && unaudited == "":
 		fmt.Fprintln(w, "in sync: no drift")
 		return
+	case n == 0:
+		fmt.Fprintf(w, "no drift in what was audited%s\n", unaudited)
+		return
 	}
-	fmt.Fprintf(w, "%d objects drifted, %d fields\n", n, f)
+	fmt.Fprintf(w, "%d objects drifted, %d fields%s\n", n, f, unaudited)
 }
 
 // writeApplications writes a line for each of apps: what it audited, or why it did not.

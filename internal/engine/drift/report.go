@@ -248,9 +248,14 @@ const (
 	VerdictNone = "none"
 )
 
-// Counts returns the number of drifted objects and fields.
+// Counts returns the number of drifted objects and fields; an Application that could not be
+// audited is neither.
 func (r *Report) Counts() (objects, fields int) {
-	for _, o := range r.Objects {
+	for i := range r.Objects {
+		o := &r.Objects[i]
+		if _, ok := NotAudited(o); ok {
+			continue // an Application not audited: nothing is known of its objects (NotAuditedCount)
+		}
 		objects++
 		fields += len(o.Fields)
 		if len(o.Fields) == 0 {
@@ -258,4 +263,15 @@ func (r *Report) Counts() (objects, fields int) {
 		}
 	}
 	return objects, fields
+}
+
+// NotAuditedCount is how many Applications of the report could not be audited.
+func (r *Report) NotAuditedCount() int {
+	n := 0
+	for i := range r.Objects {
+		if _, ok := NotAudited(&r.Objects[i]); ok {
+			n++
+		}
+	}
+	return n
 }
