@@ -141,3 +141,37 @@ func TestRoutesAfterBackends(t *testing.T) {
 		})
 	}
 }
+
+func TestImageDigests(t *testing.T) {
+	const digest = "@sha256:6ac4807063bbecddca0250bfbcff52acf18c22263b904d12919349e6d0a408f1"
+	const workload = `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: qdrant, namespace: llm-rag}
+spec:
+  template:
+    spec:
+      initContainers: [{name: init, image: "%s"}]
+      containers: [{name: qdrant, image: "%s"}]`
+	const cnpg = `apiVersion: postgresql.cnpg.io/v1
+kind: Cluster
+metadata: {name: pgvector, namespace: llm-rag}
+spec: {instances: 3, imageName: "%s"}`
+	for _, tc := range []struct {
+		name, manifest string
+		want           []string
+	}{
+		{name: "every image by digest", manifest: fmt.Sprintf(workload, "busybox:1.37"+digest, "qdrant/qdrant:v1.15.4"+digest)},
+		{name: "a container by tag", manifest: fmt.Sprintf(workload, "busybox:1.37"+digest, "qdrant/qdrant:v1.15.4"),
+			want: []string{"image-digest StatefulSet llm-rag/qdrant: container qdrant: image qdrant/qdrant:v1.15.4 is pinned by tag only"}},
+		{name: "an init container by tag", manifest: fmt.Sprintf(workload, "busybox:1.37", "qdrant/qdrant:v1.15.4"+digest),
+			want: []string{"image-digest StatefulSet llm-rag/qdrant: container init: image busybox:1.37 is pinned by tag only"}},
+		{name: "the template's registry is site-values' business", manifest: fmt.Sprintf(workload, "registry.example.com/llm/init:1", "qdrant/qdrant:v1.15.4"+digest)},
+		{name: "a PostgreSQL cluster by tag", manifest: fmt.Sprintf(cnpg, "ghcr.io/cloudnative-pg/postgresql:17.5"),
+			want: []string{"image-digest Cluster llm-rag/pgvector: imageName: image ghcr.io/cloudnative-pg/postgresql:17.5 is pinned by tag only"}},
+		{name: "a PostgreSQL cluster by digest", manifest: fmt.Sprintf(cnpg, "ghcr.io/cloudnative-pg/postgresql:17.5"+digest)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assertViolations(t, tc.want, imageDigests(parseObjects(t, tc.manifest)))
+		})
+	}
+}

@@ -200,6 +200,7 @@ func platformRules(t *tree, envSrc render.Source, env string, objs []*unstructur
 	add(v, w)
 	add(restrictedPods(objs), nil)
 	add(replicasSpread(objs), nil)
+	add(imageDigests(objs), nil)
 	add(capacityInvariants(objs))
 	measured, v, w := trafficProfiles(t.snap, env, objs)
 	add(v, w)
