@@ -147,6 +147,10 @@ type ExtraConfig struct {
 	Except []string `json:"except,omitempty"`
 	// Ignore are more label selectors (kubectl's syntax) of objects never Extra.
 	Ignore []string `json:"ignore,omitempty"`
+	// Own are the auditor's own objects, by name, as "group/Kind:namespace/name" (the chart's
+	// RoleBindings in the namespaces it reads): never Extra, wherever they are. A name, not a
+	// label: a label is a claim anyone can make.
+	Own []string `json:"own,omitempty"`
 }
 
 // apply puts the scope into opts.
@@ -159,6 +163,32 @@ func (e ExtraConfig) apply(opts *drift.Options) {
 		opts.ExtraExcept = append(slices.Clone(opts.ExtraExcept), parseGroupKind(k))
 	}
 	opts.ExtraIgnore = append(slices.Clone(opts.ExtraIgnore), e.Ignore...)
+	if len(e.Own) > 0 {
+		opts.ExtraOwn = map[drift.Ref]bool{}
+		for _, o := range e.Own {
+			if r, ok := parseRef(o); ok {
+				opts.ExtraOwn[r] = true
+			}
+		}
+	}
+}
+
+// parseRef reads "group/Kind:namespace/name" ("Kind:namespace/name" for the core group,
+// ":name" for a cluster-scoped object).
+func parseRef(s string) (drift.Ref, bool) {
+	kind, obj, ok := strings.Cut(s, ":")
+	if !ok || kind == "" {
+		return drift.Ref{}, false
+	}
+	gk := parseGroupKind(kind)
+	ns, name, found := strings.Cut(obj, "/")
+	if !found {
+		ns, name = "", obj
+	}
+	if name == "" {
+		return drift.Ref{}, false
+	}
+	return drift.Ref{Group: gk.Group, Kind: gk.Kind, Namespace: ns, Name: name}, true
 }
 
 // parseGroupKind reads "group/Kind", or "Kind" for the core group.

@@ -105,7 +105,8 @@ controllers:
 }
 
 func TestExtraScopeConfig(t *testing.T) {
-	cfg := ExtraConfig{Kinds: []string{"networking.k8s.io/v1/IngressClass", "v1/Event"}, Except: []string{"scheduling.k8s.io/PriorityClass", "Namespace"}, Ignore: []string{"team=sre"}}
+	cfg := ExtraConfig{Kinds: []string{"networking.k8s.io/v1/IngressClass", "v1/Event"}, Except: []string{"scheduling.k8s.io/PriorityClass", "Namespace"}, Ignore: []string{"team=sre"},
+		Own: []string{"rbac.authorization.k8s.io/RoleBinding:llm-rag/auditor-read", "ConfigMap:llm-rag/auditor-state", "rbac.authorization.k8s.io/ClusterRole:auditor-read"}}
 	opts := drift.DefaultOptions()
 	cfg.apply(&opts)
 	assert.Contains(t, opts.ExtraKinds, schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "IngressClass"})
@@ -113,10 +114,15 @@ func TestExtraScopeConfig(t *testing.T) {
 	assert.Contains(t, opts.ExtraExcept, schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"})
 	assert.Contains(t, opts.ExtraExcept, schema.GroupKind{Kind: "Namespace"})
 	assert.Contains(t, opts.ExtraIgnore, "team=sre")
+	assert.Equal(t, map[drift.Ref]bool{
+		{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding", Namespace: "llm-rag", Name: "auditor-read"}: true,
+		{Kind: "ConfigMap", Namespace: "llm-rag", Name: "auditor-state"}:                                      true,
+		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "auditor-read"}:                       true,
+	}, opts.ExtraOwn)
 	assert.True(t, opts.ExtraRendered)
 	assert.NotContains(t, drift.DefaultExtraKinds, schema.GroupVersionKind{Version: "v1", Kind: "Event"}, "the defaults are not changed")
 
-	for _, bad := range []ExtraConfig{{Kinds: []string{"IngressClass"}}, {Except: []string{"a/b/C"}}, {Ignore: []string{"a in (b"}}} {
+	for _, bad := range []ExtraConfig{{Kinds: []string{"IngressClass"}}, {Except: []string{"a/b/C"}}, {Ignore: []string{"a in (b"}}, {Own: []string{"RoleBinding"}}, {Own: []string{"RoleBinding:llm-rag/"}}} {
 		c := Config{Repo: ".", Envs: []string{"prod"}, StateDir: t.TempDir(), Extra: bad}
 		assert.Error(t, c.validate(), "%+v", bad)
 	}

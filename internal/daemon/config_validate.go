@@ -159,6 +159,11 @@ func (c *Config) checkScope() error {
 			errs = append(errs, fmt.Errorf("extra.ignore[%d]: %w", i, err))
 		}
 	}
+	for i, o := range c.Extra.Own {
+		if _, ok := parseRef(o); !ok {
+			errs = append(errs, fmt.Errorf("extra.own[%d]: %q is not group/Kind:namespace/name (rbac.authorization.k8s.io/RoleBinding:llm-rag/auditor-read)", i, o))
+		}
+	}
 	for m, users := range c.Identities {
 		for _, u := range users {
 			if _, err := path.Match(u, ""); err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/llm-gitops/platform/internal/engine/argocd"
@@ -48,9 +50,13 @@ func (a *Auditor) askRepoServer(ctx context.Context, req Request, u *unit, app *
 	if err != nil {
 		return nil, err
 	}
+	repos, integrity, err := a.project(ctx, app.Project)
+	if err != nil {
+		return nil, &unitError{msg: err.Error(), cause: err}
+	}
 	res, err := a.RepoServer.Manifests(ctx, reposerver.Request{App: spec, Revisions: revs, KubeVersion: srv.Version,
 		APIVersions: srv.APIVersions, Settings: settings, ControllerNamespace: a.AppNamespace,
-		ProjectSourceRepos: a.projectSourceRepos(ctx, app.Project)})
+		ProjectSourceRepos: repos, SourceIntegrity: integrity})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -88,16 +94,25 @@ func (a *Auditor) argoSettings(ctx context.Context) (reposerver.Settings, error)
 	return s, nil
 }
 
-// projectSourceRepos is the AppProject's spec.sourceRepos, as the controller sends it (nil when
-// the auditor cannot read the project: the repo-server then only words some errors otherwise).
-func (a *Auditor) projectSourceRepos(ctx context.Context, project string) []string {
-	if project == "" {
-		project = "default"
+// project reads the Application's AppProject for what the controller sends the repo-server with
+// it: its spec.sourceRepos and its effective source-integrity policy (sourceIntegrity, or the
+// legacy signatureKeys), with which the repo-server verifies the commit's signature before it
+// renders. A project that does not exist sends neither, as for the controller; one the auditor
+// cannot read is an error: rendering without its policy would render a commit Argo CD refuses.
+func (a *Auditor) project(ctx context.Context, name string) ([]string, *v1alpha1.SourceIntegrity, error) {
+	if name == "" {
+		name = "default"
 	}
-	u, err := a.Live.GetDirect(ctx, schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "AppProject"}, a.AppNamespace, project)
-	if err != nil {
-		return nil
+	u, err := a.Live.GetDirect(ctx, schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "AppProject"}, a.AppNamespace, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("AppProject %s/%s: %w (its source-integrity policy is sent with every render)", a.AppNamespace, name, err)
 	}
-	repos, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "sourceRepos")
-	return repos
+	var proj v1alpha1.AppProject
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &proj); err != nil {
+		return nil, nil, fmt.Errorf("AppProject %s/%s: %w", a.AppNamespace, name, err)
+	}
+	return proj.Spec.SourceRepos, proj.EffectiveSourceIntegrity(), nil
 }

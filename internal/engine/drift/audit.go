@@ -83,6 +83,9 @@ type Options struct {
 	ExtraRendered bool
 	ExtraExcept   []schema.GroupKind
 	ExtraIgnore   []string
+	// ExtraOwn are the auditor's own objects, by name (its install's RoleBindings in the
+	// namespaces it reads): never Extra, wherever they are.
+	ExtraOwn map[Ref]bool
 	// ExtraOnlyIn narrows the search in some namespaces to some kinds: in Argo CD's namespace,
 	// where an app-of-apps puts Applications, only Argo CD's kinds are the env's (the rest there
 	// is Argo CD's install, its Secrets among it).

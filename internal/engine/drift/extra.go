@@ -104,7 +104,8 @@ func (idx *Index) extra(gvk schema.GroupVersionKind, l *unstructured.Unstructure
 		len(l.GetOwnerReferences()) > 0 || systemObjects[gvk.Kind+"/"+l.GetName()] || kubernetesOwn(gvk, l) {
 		return nil
 	}
-	if slices.Contains(opts.ExtraExcept, gvk.GroupKind()) || ns == "" && opts.extraIgnored(l) {
+	if slices.Contains(opts.ExtraExcept, gvk.GroupKind()) || ns == "" && opts.extraIgnored(l) ||
+		opts.ExtraOwn[Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: l.GetName()}] {
 		return nil
 	}
 	if only, ok := opts.ExtraOnlyIn[ns]; ok && !slices.Contains(only, gvk.GroupKind()) {

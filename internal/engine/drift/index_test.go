@@ -153,3 +153,23 @@ func TestExtraClaimsAnObjectMakes(t *testing.T) {
 	assert.Equal(t, []string{"ClusterRoleBinding//claims-to-be-a-hook", "ClusterRoleBinding//copied-annotation", "ClusterRoleBinding//crd-install", "ClusterRoleBinding//hook-by-hand", "ClusterRoleBinding//orphan",
 		"ClusterRoleBinding//plain", "ClusterRoleBinding//skipped", "Secret/rag/helm-made"}, got)
 }
+
+// TestExtraLeavesTheAuditorsOwnObjects: a RoleBinding the auditor's install made in an env's
+// namespace (Options.ExtraOwn, by name) is not Extra; one beside it with the same labels is.
+func TestExtraLeavesTheAuditorsOwnObjects(t *testing.T) {
+	rb := func(name string) *unstructured.Unstructured {
+		u := parse(t, "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: "+name+", namespace: rag, labels: {app.kubernetes.io/name: auditor}}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}\n")
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{mf("helm", "Update", "", `{"f:roleRef":{}}`)})
+		return u
+	}
+	live := mapLive{rb("auditor-read"), rb("auditor-read-too")}
+	opts := drift.DefaultOptions()
+	opts.ExtraOwn = map[drift.Ref]bool{{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding", Namespace: "rag", Name: "auditor-read"}: true}
+	var got []string
+	for _, o := range drift.Audit([]*unstructured.Unstructured{parse(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: rag}\n")}, live, opts) {
+		if o.Status == drift.Extra {
+			got = append(got, o.Kind+"/"+o.Namespace+"/"+o.Name)
+		}
+	}
+	assert.Equal(t, []string{"RoleBinding/rag/auditor-read-too"}, got)
+}

@@ -184,6 +184,10 @@ type Request struct {
 	// ProjectSourceRepos is the AppProject's spec.sourceRepos (the repo-server checks a
 	// multi-source Application's ref sources against it).
 	ProjectSourceRepos []string
+	// SourceIntegrity is the AppProject's effective source-integrity policy
+	// (AppProject.EffectiveSourceIntegrity): the repo-server verifies the commit against it, and
+	// keys its cache on it, as for the controller.
+	SourceIntegrity *v1alpha1.SourceIntegrity
 }
 
 // Result is the repo-server's answer for every source of an Application.
@@ -254,12 +258,20 @@ func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
 			ProjectSourceRepos:              req.ProjectSourceRepos,
 			AnnotationManifestGeneratePaths: app.GetAnnotation(v1alpha1.AnnotationKeyManifestGeneratePaths),
 			InstallationID:                  req.Settings.InstallationID,
+			SourceIntegrity:                 req.SourceIntegrity,
+			VerifySignature:                 req.SourceIntegrity != nil, //nolint:staticcheck // as the controller sends it
 		})
 		if err != nil {
 			if code := status.Code(err); (code == codes.Unavailable || code == codes.DeadlineExceeded && ctx.Err() == nil) && !tlsFailure(err) {
 				err = fmt.Errorf("%w: %w", ErrUnreachable, err)
 			}
 			return nil, fmt.Errorf("Application %s: source %d of %d: repo-server: %w", app.Name, i+1, len(sources), err)
+		}
+		// The repo-server renders whatever the verdict; the controller refuses a commit that
+		// fails the project's source integrity (a ComparisonError, and no sync). So does the
+		// auditor: that render is not what Git, as Argo CD trusts it, says.
+		if err := resp.SourceIntegrityResult.AsError(); err != nil {
+			return nil, fmt.Errorf("Application %s: source %d of %d: the project's source integrity refuses revision %s: %w", app.Name, i+1, len(sources), resp.Revision, err)
 		}
 		for j, m := range resp.Manifests {
 			u := &unstructured.Unstructured{}

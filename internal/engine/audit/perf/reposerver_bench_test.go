@@ -24,7 +24,8 @@ const repoServerObjects = 3000
 // and ConfigMaps) that real Argo CD synced, with 30 ConfigMaps edited by hand:
 // `auditor diff --repo-server` (the render Argo CD's repo-server made, from its cache) against
 // `kubectl diff --server-side -k` of the same overlay. It fails unless both name exactly the
-// edited ConfigMaps.
+// edited ConfigMaps, and unless the repo-server answered each of the auditor's requests from the
+// render Argo CD's controller cached (its log: hits, no miss).
 //
 //	go test -run '^$' -bench '^BenchmarkDiffThroughRepoServer3000$' -benchtime 3x -timeout 60m ./internal/engine/audit/perf
 func BenchmarkDiffThroughRepoServer3000(b *testing.B) {
@@ -72,6 +73,8 @@ func BenchmarkDiffThroughRepoServer3000(b *testing.B) {
 		return out
 	}
 	var ours, theirs []string
+	rsLog := filepath.Join(c.Dir, "argocd-repo-server.log")
+	before := fileSize(rsLog)
 	b.Run("auditor-diff-repo-server", func(b *testing.B) {
 		for b.Loop() {
 			ours = reported(b, exe(bin, "diff", "--env", env, "--repo", dir, "-o", "json", "--cache-dir=off",
@@ -79,6 +82,12 @@ func BenchmarkDiffThroughRepoServer3000(b *testing.B) {
 		}
 		b.ReportMetric(repoServerObjects, "objects")
 	})
+	// Each of the auditor's requests was answered from the render Argo CD's controller made: the
+	// repo-server logs a hit for llm-rs and no miss (a miss is a fresh kustomize render).
+	hits, misses := cacheAnswers(b, rsLog, before, "llm-"+env)
+	if hits == 0 || misses > 0 {
+		b.Fatalf("the repo-server answered the auditor with %d cache hits and %d misses for llm-%s: the auditor's request is not the controller's", hits, misses, env)
+	}
 	b.Run("kubectl-diff-k", func(b *testing.B) {
 		for b.Loop() {
 			theirs = diffed(exe("kubectl", "diff", "--server-side", "--field-manager=argocd-controller", "--force-conflicts", "-k", filepath.Join(dir, "overlays", env)))
@@ -143,4 +152,26 @@ func writeRepoServerRepo(b *testing.B, env, ns string) string {
 		gitIn(b, dir, args...)
 	}
 	return dir
+}
+
+// cacheAnswers counts the repo-server's "manifest cache hit" and "manifest cache miss" lines for
+// Application app in its log after offset.
+func cacheAnswers(b *testing.B, path string, offset int64, app string) (hits, misses int) {
+	b.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data[offset:]), "\n") {
+		if !strings.Contains(line, "application="+app+" ") {
+			continue
+		}
+		switch {
+		case strings.Contains(line, `msg="manifest cache hit"`):
+			hits++
+		case strings.Contains(line, `msg="manifest cache miss"`):
+			misses++
+		}
+	}
+	return hits, misses
 }
