@@ -107,6 +107,9 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 		}
 		res.Envs = append(res.Envs, *er)
 	}
+	if stagedStacks(headTree.snap, res) {
+		res.Passed = false
+	}
 	if gate := weakened(baseTree.src, l); len(gate) > 0 {
 		res.Passed = false
 		for env, vs := range gate {
@@ -152,6 +155,7 @@ func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, fork, head *tr
 	}
 	er.Revision = envHead.Revision()
 	er.Applications, er.Security, er.GPUPools, er.KVCache = v.applications, v.security, v.gpuPools, v.kvCache
+	er.GPUStack = v.gpuStack
 	er.Warnings = append(er.Warnings, v.warnings...)
 	er.Silenced = v.silenced
 	// Before the change: at the fork point, and at base when the head forked from an older one.
@@ -178,6 +182,7 @@ func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, fork, head *tr
 			baseObjs = r.objects()
 		}
 	}
+	er.Warnings = append(er.Warnings, stackDrift(baseObjs, v.objects)...)
 	if er.Changes = diffObjects(baseObjs, v.objects); er.Changes == nil {
 		er.Changes = []Change{}
 	}

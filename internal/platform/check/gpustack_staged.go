@@ -1,0 +1,96 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/release"
+	"github.com/llm-gitops/platform/internal/platform/gpustack"
+	"github.com/llm-gitops/platform/internal/platform/ledger"
+)
+
+// stageBefore is the env before env on the promotion path (staging for prod); "" when none.
+func stageBefore(env string) string {
+	i := slices.Index(release.Order, env)
+	if i <= 0 {
+		return ""
+	}
+	return release.Order[i-1]
+}
+
+// stagedStacks is the rule gpu-stack-staged over the envs of a check: a triple an env would move
+// to (at what it runs, or at its next promotion) must be one the env before it on the promotion
+// path runs or will run at the head, or one that env's GPU stack ledger shows it ran healthy.
+// A triple changed in prod's overlay alone never reaches staging first. It reports whether it
+// added a violation.
+func stagedStacks(head *gitrepo.Snapshot, res *Result) bool {
+	added := false
+	for i := range res.Envs {
+		e := &res.Envs[i]
+		prev := stageBefore(e.Env)
+		j := slices.IndexFunc(res.Envs, func(o EnvResult) bool { return o.Env == prev })
+		if prev == "" || j < 0 {
+			continue
+		}
+		target, violations := e.GPUStack, &e.Violations
+		if e.Next != nil {
+			target, violations = e.Next.GPUStack, &e.Next.Violations
+		}
+		if target == nil || (e.GPUStack != nil && e.GPUStack.Same(*target)) {
+			continue // no triple, or the env keeps the one it runs
+		}
+		p := &res.Envs[j]
+		if (p.GPUStack != nil && p.GPUStack.Same(*target)) || (p.Next != nil && p.Next.GPUStack != nil && p.Next.GPUStack.Same(*target)) {
+			continue
+		}
+		records, err := stackLedger(head, prev)
+		if err != nil {
+			continue // the rule ledger says it
+		}
+		if _, ok := ledger.HealthySince(records, *target); ok {
+			continue
+		}
+		*violations = append(*violations, Violation{Rule: "gpu-stack-staged", Object: gpustack.File + " envs." + e.Env, Message: fmt.Sprintf(
+			"%s would run %s, which %s does not run, will not run at this change, and never ran healthy (%s): change the triple where %s takes it first, then promote",
+			e.Env, target, prev, ledger.StackPath(prev), prev)})
+		added = true
+	}
+	return added
+}
+
+// stackLedger reads env's GPU stack ledger from a snapshot (none: no records).
+func stackLedger(snap *gitrepo.Snapshot, env string) ([]ledger.StackRecord, error) {
+	data, ok, err := snap.File(ledger.StackPath(env))
+	if err != nil || !ok {
+		return nil, err
+	}
+	return ledger.ParseStacks(ledger.StackPath(env), data)
+}
+
+// soaked is the rule gpu-stack-soak of a promotion: env moving from the triple before to the
+// one after must take a triple the env before it on the path has run healthy for the table's
+// soak time, by that env's GPU stack ledger at head.
+func soaked(head *gitrepo.Snapshot, table *gpustack.Table, env string, before, after *gpustack.Triple, now time.Time) []Violation {
+	prev := stageBefore(env)
+	if prev == "" || table == nil || after == nil || (before != nil && before.Same(*after)) {
+		return nil
+	}
+	records, err := stackLedger(head, prev)
+	if err != nil {
+		return []Violation{{Rule: "ledger", Object: ledger.StackPath(prev), Message: err.Error()}}
+	}
+	obj := gpustack.File + " envs." + env
+	since, ok := ledger.HealthySince(records, *after)
+	switch {
+	case !ok:
+		return []Violation{{Rule: "gpu-stack-soak", Object: obj, Message: fmt.Sprintf(
+			"%s would run %s, which %s has never run healthy (%s): promote it to %s first and let it soak %s", env, after, prev, ledger.StackPath(prev), prev, table.Soak)}}
+	case now.Sub(since) < table.Soak.Duration:
+		return []Violation{{Rule: "gpu-stack-soak", Object: obj, Message: fmt.Sprintf(
+			"%s would run %s, which %s has run healthy since %s, %s of the %s soak: wait until %s",
+			env, after, prev, since.UTC().Format(time.RFC3339), now.Sub(since).Truncate(time.Minute), table.Soak, since.Add(table.Soak.Duration).UTC().Format(time.RFC3339))}}
+	}
+	return nil
+}
