@@ -183,6 +183,7 @@ func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, fork, head *tr
 		}
 	}
 	er.Warnings = append(er.Warnings, stackDrift(baseObjs, v.objects)...)
+	er.stackBase, er.stackRuns = partsOf(baseObjs), partsOf(v.objects)
 	if er.Changes = diffObjects(baseObjs, v.objects); er.Changes == nil {
 		er.Changes = []Change{}
 	}

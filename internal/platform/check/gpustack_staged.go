@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/llm-gitops/platform/internal/engine/gitrepo"
 	"github.com/llm-gitops/platform/internal/engine/release"
 	"github.com/llm-gitops/platform/internal/platform/gpustack"
@@ -20,11 +22,11 @@ func stageBefore(env string) string {
 	return release.Order[i-1]
 }
 
-// stagedStacks is the rule gpu-stack-staged over the envs of a check: a triple an env would move
-// to (at what it runs, or at its next promotion) must be one the env before it on the promotion
-// path runs or will run at the head, or one that env's GPU stack ledger shows it ran healthy.
-// A triple changed in prod's overlay alone never reaches staging first. It reports whether it
-// added a violation.
+// stagedStacks is the rule gpu-stack-staged over the envs of a check: a triple an env moves to
+// (at what it runs, from base; at its next promotion, from its pin) must be one the env before
+// it on the promotion path runs or will run at the head, or one that env's GPU stack ledger
+// shows it ran healthy. A triple changed in prod's overlay alone never reaches staging first.
+// It reports whether it added a violation.
 func stagedStacks(head *gitrepo.Snapshot, res *Result) bool {
 	added := false
 	for i := range res.Envs {
@@ -34,28 +36,37 @@ func stagedStacks(head *gitrepo.Snapshot, res *Result) bool {
 		if prev == "" || j < 0 {
 			continue
 		}
-		target, violations := e.GPUStack, &e.Violations
-		if e.Next != nil {
-			target, violations = e.Next.GPUStack, &e.Next.Violations
-		}
-		if target == nil || (e.GPUStack != nil && e.GPUStack.Same(*target)) {
-			continue // no triple, or the env keeps the one it runs
-		}
 		p := &res.Envs[j]
-		if (p.GPUStack != nil && p.GPUStack.Same(*target)) || (p.Next != nil && p.Next.GPUStack != nil && p.Next.GPUStack.Same(*target)) {
-			continue
+		staged := func(t gpustack.Triple) bool {
+			if (p.stackRuns != nil && samePinned(*p.stackRuns, t)) || (p.Next != nil && p.Next.GPUStack != nil && samePinned(*p.Next.GPUStack, t)) {
+				return true
+			}
+			records, err := stackLedger(head, prev)
+			if err != nil {
+				return true // the rule ledger says it
+			}
+			_, ok := ledger.HealthySince(records, t)
+			return ok
 		}
-		records, err := stackLedger(head, prev)
-		if err != nil {
-			continue // the rule ledger says it
+		moves := []struct {
+			from, to   *gpustack.Triple
+			violations *[]Violation
+		}{{e.stackBase, e.GPUStack, &e.Violations}}
+		if e.Next != nil {
+			moves = append(moves, struct {
+				from, to   *gpustack.Triple
+				violations *[]Violation
+			}{e.stackRuns, e.Next.GPUStack, &e.Next.Violations})
 		}
-		if _, ok := ledger.HealthySince(records, *target); ok {
-			continue
+		for _, m := range moves {
+			if m.to == nil || (m.from != nil && samePinned(*m.from, *m.to)) || staged(*m.to) {
+				continue
+			}
+			*m.violations = append(*m.violations, Violation{Rule: "gpu-stack-staged", Object: gpustack.File + " envs." + e.Env, Message: fmt.Sprintf(
+				"%s would run %s, which %s does not run, will not run at this change, and never ran healthy (%s): change the triple where %s takes it first, then promote",
+				e.Env, m.to, prev, ledger.StackPath(prev), prev)})
+			added = true
 		}
-		*violations = append(*violations, Violation{Rule: "gpu-stack-staged", Object: gpustack.File + " envs." + e.Env, Message: fmt.Sprintf(
-			"%s would run %s, which %s does not run, will not run at this change, and never ran healthy (%s): change the triple where %s takes it first, then promote",
-			e.Env, target, prev, ledger.StackPath(prev), prev)})
-		added = true
 	}
 	return added
 }
@@ -94,3 +105,17 @@ func soaked(head *gitrepo.Snapshot, table *gpustack.Table, env string, before, a
 	}
 	return nil
 }
+
+// partsOf is the AMI and image an env's objects pin (its GPU Operator is the head's in every
+// render of a check); nil without GPUs.
+func partsOf(objs []*unstructured.Unstructured) *gpustack.Triple {
+	s := stackOf(objs, nil)
+	if s.none() {
+		return nil
+	}
+	tr := s.triple(nil)
+	return &tr
+}
+
+// samePinned compares the parts an env's overlay pins: its AMI and image.
+func samePinned(a, b gpustack.Triple) bool { return a.AMI == b.AMI && a.Image == b.Image }
