@@ -82,10 +82,11 @@ func stackLedger(snap *gitrepo.Snapshot, env string) ([]ledger.StackRecord, erro
 
 // soaked is the rule gpu-stack-soak of a promotion: env moving from the triple before to the
 // one after must take a triple the env before it on the path has run healthy for the table's
-// soak time, by that env's GPU stack ledger at head.
+// soak time, by that env's GPU stack ledger at head. The first pinned env (staging) is the stand
+// itself: what follows the branch before it (dev) soaks nothing.
 func soaked(head *gitrepo.Snapshot, table *gpustack.Table, env string, before, after *gpustack.Triple, now time.Time) []Violation {
 	prev := stageBefore(env)
-	if prev == "" || table == nil || after == nil || (before != nil && before.Same(*after)) {
+	if prev == "" || prev == release.Following || table == nil || after == nil || (before != nil && before.Same(*after)) {
 		return nil
 	}
 	records, err := stackLedger(head, prev)
