@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/llm-gitops/platform/internal/engine/gitrepo"
 	"github.com/llm-gitops/platform/internal/engine/release"
 	"github.com/llm-gitops/platform/internal/platform/gpustack"
-	"github.com/llm-gitops/platform/internal/platform/ledger"
 )
 
 // TestPromoteGPUStackSoak: a new AMI reaches staging at once, but prod only once staging's GPU
@@ -48,25 +46,22 @@ func TestPromoteGPUStackSoak(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "WARNING gpu-stack-drift NodePool gpu: NodePool gpu: its AMI moves al2023@v20260714 → al2023@v20261101, so Karpenter replaces every node of the pool by drift, within its disruption budgets (1 nodes; 0 nodes from \"0 5 * * 1-5\" for 14h (Empty, Drifted, Underutilized))")
 
+	triple := "AMI al2023@v20261101 (driver 580.200.01), image sha256:8a69ffad015f (CUDA 13.0), GPU Operator v26.7.0"
 	promoteProd := func(args ...string) (string, error) {
 		return runCmd(t, newPromoteCommand(), append([]string{"--repo", url, "--from", "staging", "--to", "prod", "--direct"}, args...)...)
 	}
-	triple := "AMI al2023@v20261101 (driver 580.200.01), image sha256:8a69ffad015f (CUDA 13.0), GPU Operator v26.7.0"
 	out, err = promoteProd()
 	require.Error(t, err)
 	assert.Contains(t, out, "VIOLATION gpu-stack-soak clusters/gpu-stack.yaml envs.prod: prod would run "+triple+", which staging has never run healthy (clusters/staging/gpu-stack-ledger.jsonl)")
 	assert.Contains(t, out, "promotion refused")
 
+	// Staging's GPU nodes run the new AMI and its vLLM Deployments are available: say so.
 	healthy := func(ago time.Duration) {
 		t.Helper()
-		rec := ledger.StackRecord{Env: "staging", Triple: gpustack.Triple{AMI: "al2023@v20261101", Driver: "580.200.01",
-			Image: "sha256:8a69ffad015f138d7170c4ddc429e230a3bc1c1719f67e14324749df200a4b90", CUDA: "13.0", GPUOperator: "v26.7.0"},
-			Revision: newAMI, HealthyAt: time.Now().Add(-ago).UTC().Truncate(time.Second)}
-		line, err := json.Marshal(rec)
-		require.NoError(t, err)
-		require.NoError(t, os.MkdirAll(filepath.Join(l.work, "clusters/staging"), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(l.work, ledger.StackPath("staging")), append(line, '\n'), 0o644))
-		l.commit("staging runs the new triple healthy")
+		at := time.Now().Add(-ago).UTC().Truncate(time.Second)
+		out, err := runCmd(t, newLedgerCommand(), "stack", "--repo", url, "--env", "staging", "--healthy-at", at.Format(time.RFC3339))
+		require.NoError(t, err, out)
+		assert.Contains(t, out, "clusters/staging/gpu-stack-ledger.jsonl: "+triple+" healthy since "+at.Format(time.RFC3339))
 	}
 	healthy(time.Hour)
 	out, err = promoteProd()
@@ -77,6 +72,7 @@ func TestPromoteGPUStackSoak(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "forced past 1 violation: INC-4711")
 
+	// A day later (recorded as such: the test does not wait), the soak is over.
 	healthy(25 * time.Hour)
 	out, err = promoteProd()
 	require.NoError(t, err, out)

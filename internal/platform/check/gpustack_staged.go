@@ -120,3 +120,35 @@ func partsOf(objs []*unstructured.Unstructured) *gpustack.Triple {
 
 // samePinned compares the parts an env's overlay pins: its AMI and image.
 func samePinned(a, b gpustack.Triple) bool { return a.AMI == b.AMI && a.Image == b.Image }
+
+// EnvStack is the GPU stack triple env runs when the repository's branch is at head (its pin,
+// for a pinned env), and the commit it renders at; nil when it has no GPUs or the revision has
+// no clusters/gpu-stack.yaml.
+func EnvStack(repo *gitrepo.Repo, head, env string) (*gpustack.Triple, string, error) {
+	t, err := treeAt(repo, head, "head")
+	if err != nil {
+		return nil, "", err
+	}
+	src, err := newReleaseSources(repo).source(t, env)
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := renderEnv(t, src, env)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", t.name(src), err)
+	}
+	table, err := stackTable(src)
+	if err != nil || table == nil {
+		return nil, src.Revision(), err
+	}
+	var apps []*unstructured.Unstructured
+	if a, err := appsOf(t.src, env); err == nil && a != nil {
+		apps = a.Objects
+	}
+	s := stackOf(r.objects(), apps)
+	if s.none() {
+		return nil, src.Revision(), nil
+	}
+	tr := s.triple(table)
+	return &tr, src.Revision(), nil
+}

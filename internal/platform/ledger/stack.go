@@ -3,11 +3,13 @@ package ledger
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"path"
 	"time"
 
+	"github.com/llm-gitops/platform/internal/engine/gitrepo"
 	"github.com/llm-gitops/platform/internal/platform/gpustack"
 )
 
@@ -61,4 +63,41 @@ func HealthySince(records []StackRecord, t gpustack.Triple) (time.Time, bool) {
 		}
 	}
 	return first, !first.IsZero()
+}
+
+// AppendStack commits rec to its env's GPU stack ledger on branch through Remote.Update, re-read
+// at the branch head on every attempt. A triple the ledger already has since rec's time or
+// earlier is not appended again (Result.NoChange); an earlier time is (the ledger keeps the
+// earliest: HealthySince).
+func AppendStack(ctx context.Context, remote *gitrepo.Remote, branch string, rec StackRecord, deadline time.Time) (gitrepo.Result, error) {
+	if rec.Env == "" || rec.AMI == "" || rec.Image == "" || rec.Revision == "" || rec.HealthyAt.IsZero() {
+		return gitrepo.Result{}, fmt.Errorf("append %s: env, ami, image, revision and healthyAt are required", StackPath(rec.Env))
+	}
+	if branch == "" {
+		branch = "main"
+	}
+	file := StackPath(rec.Env)
+	return remote.Update(ctx, gitrepo.UpdateRequest{
+		Branch: branch, Author: Bot, Deadline: deadline,
+		Message: fmt.Sprintf("ledger(%s): GPU stack healthy since %s: %s", rec.Env, rec.HealthyAt.UTC().Format(time.RFC3339), rec.Triple),
+		Change: func(s *gitrepo.Snapshot) (map[string][]byte, error) {
+			cur := s.Files[file]
+			existing, err := ParseStacks(file, cur)
+			if err != nil {
+				return nil, err
+			}
+			if since, ok := HealthySince(existing, rec.Triple); ok && !rec.HealthyAt.Before(since) {
+				return nil, nil
+			}
+			line, err := json.Marshal(rec)
+			if err != nil {
+				return nil, err
+			}
+			next := append([]byte(nil), cur...)
+			if len(next) > 0 && next[len(next)-1] != '\n' {
+				next = append(next, '\n')
+			}
+			return map[string][]byte{file: append(append(next, line...), '\n')}, nil
+		},
+	})
 }
