@@ -216,7 +216,7 @@ func stackDrift(before, after []*unstructured.Unstructured) []Violation {
 			continue
 		}
 		out = append(out, Violation{Rule: "gpu-stack-drift", Object: "NodePool " + p.Pool, Message: fmt.Sprintf(
-			"NodePool %s: its AMI moves %s → %s, so Karpenter replaces every node of the pool by drift, within its disruption budgets (%s); each vLLM replica there cold-starts on a new node",
+			"NodePool %s: its AMI moves %s → %s, so Karpenter replaces every node of the pool by drift, within its disruption budgets (%s); each vLLM replica there cold-starts on a new node, launched while the old one still counts against the pool's limit (rule gpu-pool-n-plus-one)",
 			p.Pool, orNone(was), orNone(p.AMI), orNone(strings.Join(p.Budgets, "; ")))})
 	}
 	oldImg := map[string]string{}

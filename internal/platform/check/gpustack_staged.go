@@ -27,7 +27,7 @@ func stageBefore(env string) string {
 // it on the promotion path runs or will run at the head, or one that env's GPU stack ledger
 // shows it ran healthy. A triple changed in prod's overlay alone never reaches staging first.
 // It reports whether it added a violation.
-func stagedStacks(head *gitrepo.Snapshot, res *Result) bool {
+func stagedStacks(head *gitrepo.Snapshot, res *Result, stacks map[string]*envStacks) bool {
 	added := false
 	for i := range res.Envs {
 		e := &res.Envs[i]
@@ -36,9 +36,12 @@ func stagedStacks(head *gitrepo.Snapshot, res *Result) bool {
 		if prev == "" || j < 0 {
 			continue
 		}
-		p := &res.Envs[j]
+		p, es, ps := &res.Envs[j], stacks[e.Env], stacks[prev]
+		if es == nil || ps == nil {
+			continue // not checked
+		}
 		staged := func(t gpustack.Triple) bool {
-			if (p.stackRuns != nil && samePinned(*p.stackRuns, t)) || (p.Next != nil && p.Next.GPUStack != nil && samePinned(*p.Next.GPUStack, t)) {
+			if (ps.runs != nil && samePinned(*ps.runs, t)) || (p.Next != nil && p.Next.GPUStack != nil && samePinned(*p.Next.GPUStack, t)) {
 				return true
 			}
 			records, err := stackLedger(head, prev)
@@ -51,12 +54,12 @@ func stagedStacks(head *gitrepo.Snapshot, res *Result) bool {
 		moves := []struct {
 			from, to   *gpustack.Triple
 			violations *[]Violation
-		}{{e.stackBase, e.GPUStack, &e.Violations}}
+		}{{es.base, e.GPUStack, &e.Violations}}
 		if e.Next != nil {
 			moves = append(moves, struct {
 				from, to   *gpustack.Triple
 				violations *[]Violation
-			}{e.stackRuns, e.Next.GPUStack, &e.Next.Violations})
+			}{es.runs, e.Next.GPUStack, &e.Next.Violations})
 		}
 		for _, m := range moves {
 			if m.to == nil || (m.from != nil && samePinned(*m.from, *m.to)) || staged(*m.to) {
@@ -106,6 +109,10 @@ func soaked(head *gitrepo.Snapshot, table *gpustack.Table, env string, before, a
 	}
 	return nil
 }
+
+// envStacks are the AMI and image an env pins at base and at what it runs (its pin, from which
+// its next promotion moves); nil without GPUs.
+type envStacks struct{ base, runs *gpustack.Triple }
 
 // partsOf is the AMI and image an env's objects pin (its GPU Operator is the head's in every
 // render of a check); nil without GPUs.

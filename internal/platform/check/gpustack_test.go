@@ -112,6 +112,6 @@ func TestCheckGPUStackOnHead(t *testing.T) {
 				drift = append(drift, w.Message)
 			}
 		}
-		assert.Equal(t, []string{`NodePool gpu: its AMI moves al2023@v20260714 → al2023@v20261101, so Karpenter replaces every node of the pool by drift, within its disruption budgets (1 nodes; 0 nodes from "0 5 * * 1-5" for 14h (Empty, Drifted, Underutilized)); each vLLM replica there cold-starts on a new node`}, drift, env.Env)
+		assert.Equal(t, []string{`NodePool gpu: its AMI moves al2023@v20260714 → al2023@v20261101, so Karpenter replaces every node of the pool by drift, within its disruption budgets (1 nodes; 0 nodes from "0 5 * * 1-5" for 14h (Empty, Drifted, Underutilized)); each vLLM replica there cold-starts on a new node, launched while the old one still counts against the pool's limit (rule gpu-pool-n-plus-one)`}, drift, env.Env)
 	}
 }

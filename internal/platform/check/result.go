@@ -57,9 +57,6 @@ type EnvResult struct {
 	// GPUStack is the env's GPU stack triple: AMI and driver, image digest and CUDA, GPU Operator
 	// (nil without GPUs or without clusters/gpu-stack.yaml at the env's revision).
 	GPUStack *gpustack.Triple `json:"gpuStack,omitempty"`
-	// stackBase and stackRuns are the AMI and image the env pins at base and at what it runs
-	// (its pin, from which its next promotion moves); nil without GPUs.
-	stackBase, stackRuns *gpustack.Triple
 	// Apps lists what changes in what the env's app-of-apps syncs from main (apps/<env>: its
 	// Applications, their pins and patches, projects, the GPU stack): it reaches the env unpinned.
 	Apps []Change `json:"apps,omitempty"`
