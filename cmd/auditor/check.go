@@ -55,7 +55,9 @@ without a digest and logged probe paths) and the GPU node rules (a GPU NodePool'
 rendered, has a root volume of at least 100Gi and a pinned AMI; a budget of 0 nodes covers
 business hours, a bounded one the rest, expireAfter Never; a GPU Deployment's PDB never lets
 several replicas all go at once; GPU Jobs and CronJobs ignore DisruptionTarget in their podFailurePolicy and carry
-karpenter.sh/do-not-disrupt), the spread of every replicated CPU workload over zones and nodes,
+karpenter.sh/do-not-disrupt; the GPU stack of clusters/gpu-stack.yaml: the AMI's driver runs the
+image's CUDA, each part is known and as the env states it, prod takes a triple staging runs or
+ran), the spread of every replicated CPU workload over zones and nodes,
 and the security rules (every namespace
 enforces a Pod Security level at a pinned version and has a default-deny NetworkPolicy that
 leaves DNS open; every container in a namespace enforcing restricted fits restricted; every flow

@@ -8,6 +8,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/engine/gitrepo"
 	"github.com/llm-gitops/platform/internal/platform/check"
+	"github.com/llm-gitops/platform/internal/platform/gpustack"
 )
 
 // writeNext prints a pinned env at its next promotion: what the promotion would change, what of
@@ -24,6 +25,7 @@ func writeNext(w io.Writer, h func(int, string), md bool, env, pin, head string,
 	writeFindings(w, md, "VIOLATION", ":x:", n.Violations)
 	writeInherited(w, md, n.Inherited, n.ForkError, "broken before this change; auditor promote refuses it")
 	writeFindings(w, md, "WARNING", ":warning:", n.Warnings)
+	writeGPUStack(w, n.GPUStack, md)
 	if len(n.Introduced) > 0 {
 		if md {
 			fmt.Fprintln(w, "\n<details><summary>what this change does to the next promotion</summary>\n\n```diff")
@@ -133,6 +135,20 @@ func writeGPUPools(w io.Writer, pools []check.GPUPool, md bool) {
 			fmt.Fprintf(w, "  GPU-POOL %s node-class=%s root=%s ami=%s budgets=%s expireAfter=%s\n", p.Pool, p.NodeClass, orNone(p.RootVolume), orNone(p.AMI), orNone(budgets), p.ExpireAfter)
 		}
 	}
+}
+
+// writeGPUStack prints the env's GPU stack triple: the AMI and its driver, the inference image
+// and its CUDA, the GPU Operator (clusters/gpu-stack.yaml; the violations say what is wrong).
+func writeGPUStack(w io.Writer, t *gpustack.Triple, md bool) {
+	if t == nil {
+		return
+	}
+	if md {
+		fmt.Fprintf(w, "\nGPU stack: %s\n", t)
+		return
+	}
+	fmt.Fprintf(w, "  GPU-STACK ami=%s driver=%s image=%s cuda=%s gpu-operator=%s\n",
+		orNone(t.AMI), orNone(t.Driver), orNone(t.Image), orNone(t.CUDA), orNone(t.GPUOperator))
 }
 
 // orNone is s, or "none" when empty.

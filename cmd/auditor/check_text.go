@@ -63,6 +63,7 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		writeAlsoRendered(w, e.Applications)
 		writeSecurity(w, e.Security, md)
 		writeGPUPools(w, e.GPUPools, md)
+		writeGPUStack(w, e.GPUStack, md)
 		check.WriteKVCache(w, e.KVCache, md)
 		if md && len(e.Changes)+len(e.Apps) > 0 {
 			fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")

@@ -28,7 +28,7 @@ Queries read the ledger at the repository's HEAD (main for a URL).`,
 	}
 	flagErrorsExit2(cmd)
 	cmd.AddCommand(newLedgerListCommand(), newLedgerAtCommand(), newLedgerShowCommand(),
-		newLedgerRebuildCommand(), newLedgerSyncCommand())
+		newLedgerRebuildCommand(), newLedgerSyncCommand(), newLedgerStackCommand())
 	return cmd
 }
 

@@ -79,6 +79,7 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 		res.Fork = fork.snap.Revision
 	}
 	releases := newReleaseSources(repo)
+	stacks := map[string]*envStacks{}
 	var errs []error
 	for _, env := range envs {
 		e, _ := l.Env(env)
@@ -93,7 +94,8 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 			res.Passed = false
 			continue
 		}
-		er, err := checkEnv(repo, releases, baseTree, fork, headTree, env)
+		stacks[env] = &envStacks{}
+		er, err := checkEnv(repo, releases, baseTree, fork, headTree, env, stacks[env])
 		if err != nil { // said, and the other envs still checked
 			errs = append(errs, err)
 			res.Envs = append(res.Envs, EnvResult{Env: env, Error: err.Error(), Violations: []Violation{}, Changes: []Change{}})
@@ -106,6 +108,9 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 			res.Passed = false
 		}
 		res.Envs = append(res.Envs, *er)
+	}
+	if stagedStacks(headTree.snap, res, stacks) {
+		res.Passed = false
 	}
 	if gate := weakened(baseTree.src, l); len(gate) > 0 {
 		res.Passed = false
@@ -137,8 +142,9 @@ func forkPoint(repo *gitrepo.Repo, base *tree, head *gitrepo.Snapshot) (*tree, e
 
 // checkEnv judges env at what it runs at head (its pin, for a pinned env), lists what changes
 // from base, runs the repository's rules on apps/<env> and, for a pinned env, previews its next
-// promotion. What the env broke at the fork point already is inherited.
-func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, fork, head *tree, env string) (*EnvResult, error) {
+// promotion. What the env broke at the fork point already is inherited. It fills stacks with the
+// env's GPU stack parts at base and at what it runs.
+func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, fork, head *tree, env string, stacks *envStacks) (*EnvResult, error) {
 	// Each env is rendered at the revision it runs: its pin (apps/<env>/release.yaml) at base
 	// and at head, so a change of base/ shows in prod at its pin once a promotion moves the pin,
 	// and in its next promotion at once.
@@ -152,6 +158,7 @@ func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, fork, head *tr
 	}
 	er.Revision = envHead.Revision()
 	er.Applications, er.Security, er.GPUPools, er.KVCache = v.applications, v.security, v.gpuPools, v.kvCache
+	er.GPUStack = v.gpuStack
 	er.Warnings = append(er.Warnings, v.warnings...)
 	er.Silenced = v.silenced
 	// Before the change: at the fork point, and at base when the head forked from an older one.
@@ -178,6 +185,8 @@ func checkEnv(repo *gitrepo.Repo, releases *releaseSources, base, fork, head *tr
 			baseObjs = r.objects()
 		}
 	}
+	er.Warnings = append(er.Warnings, stackDrift(baseObjs, v.objects)...)
+	stacks.base, stacks.runs = partsOf(baseObjs), partsOf(v.objects)
 	if er.Changes = diffObjects(baseObjs, v.objects); er.Changes == nil {
 		er.Changes = []Change{}
 	}

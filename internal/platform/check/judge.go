@@ -10,6 +10,7 @@ import (
 
 	"github.com/llm-gitops/platform/internal/engine/gitrepo"
 	"github.com/llm-gitops/platform/internal/engine/render"
+	"github.com/llm-gitops/platform/internal/platform/gpustack"
 	"github.com/llm-gitops/platform/internal/platform/policy"
 )
 
@@ -125,6 +126,8 @@ type findings struct {
 	security []NamespaceSecurity
 	gpuPools []GPUPool
 	kvCache  []KVCacheUse
+	// gpuStack is the env's GPU stack triple (nil: no GPUs, or no clusters/gpu-stack.yaml).
+	gpuStack *gpustack.Triple
 }
 
 // judge renders env from envSrc with the other Applications of its root at t, and runs the
@@ -191,6 +194,9 @@ func platformRules(t *tree, envSrc render.Source, env string, objs []*unstructur
 	add(vllmDtype(objs), nil)
 	out.gpuPools = gpuPoolPosture(objs)
 	add(gpuNodeClassRoot(objs), nil)
+	if err := gpuStackRule(t, envSrc, env, objs, out, add); err != nil {
+		return err
+	}
 	add(gpuDisruptionBudget(objs), nil)
 	add(drainPossible(objs), nil)
 	add(batchPreemption(objs), nil)
@@ -208,5 +214,31 @@ func platformRules(t *tree, envSrc render.Source, env string, objs []*unstructur
 	out.kvCache = kv
 	add(v, w)
 	add(siteValues(envSrc, t.src, env, objs))
+	return nil
+}
+
+// gpuStackRule reads env's GPU stack triple from its render and runs the rule gpu-stack on it,
+// with the table at the env's revision (its AMIs, images, CUDA minimums and stated triple) and
+// at t (the GPU Operator, which apps/ syncs from there).
+func gpuStackRule(t *tree, envSrc render.Source, env string, objs []*unstructured.Unstructured, out *findings, add func(v, w []Violation)) error {
+	table, err := stackTable(envSrc)
+	if err != nil {
+		return err
+	}
+	head, err := stackTable(t.src)
+	if err != nil {
+		return err
+	}
+	var apps []*unstructured.Unstructured
+	if r, err := appsOf(t.src, env); err == nil && r != nil {
+		apps = r.Objects
+	}
+	s := stackOf(objs, apps)
+	if table == nil || s.none() {
+		return nil
+	}
+	tr := s.triple(table)
+	out.gpuStack = &tr
+	add(gpuStack(table, head, env, s), nil)
 	return nil
 }

@@ -188,7 +188,50 @@ func weakened(base render.Source, head *layout.Layout) map[string][]Violation {
 
 // ruleNames are the rules check runs besides the admission policies (each its policy's name).
 // layout-gate is not among them: a layout cannot turn it off.
-var ruleNames = map[string]bool{"alert-runbook": true, "application-renders": true, "backup-offsite": true, "batch-preemption": true, "capacity-gpu-pool-limit": true, "capacity-keda-reach": true, "capacity-kv-cache": true, "capacity-startup-probe": true, "cascade-stateful": true, "drain-possible": true, "first-sync": true, "flows-allowed": true, "gpu-disruption-budget": true, "gpu-nodeclass-root": true, "gpu-pool-n-plus-one": true, "image-digest": true, "job-sync-again": true, "replicas-spread": true, "route-after-backend": true, "keda-fallback": true, "ledger": true, "namespace-pod-security": true, "network-default-deny": true, "pod-security-restricted": true, "refs-resolve": true, "release-patches": true, "release-pinned": true, "schedule": true, "site-values": true, "stateful-retain": true, "sync-wave-order": true, "traffic-profile": true, "vllm-access-log": true, "vllm-drain": true, "vllm-dtype": true, "vllm-image-digest": true, "vllm-max-num-seqs": true, "vllm-weights": true}
+var ruleNames = map[string]bool{
+	"alert-runbook": true,
+	"application-renders": true,
+	"backup-offsite": true,
+	"batch-preemption": true,
+	"capacity-gpu-pool-limit": true,
+	"capacity-keda-reach": true,
+	"capacity-kv-cache": true,
+	"capacity-startup-probe": true,
+	"cascade-stateful": true,
+	"drain-possible": true,
+	"first-sync": true,
+	"flows-allowed": true,
+	"gpu-disruption-budget": true,
+	"gpu-nodeclass-root": true,
+	"gpu-pool-n-plus-one": true,
+	"gpu-stack": true,
+	"gpu-stack-drift": true,
+	"gpu-stack-soak": true,
+	"gpu-stack-staged": true,
+	"image-digest": true,
+	"job-sync-again": true,
+	"keda-fallback": true,
+	"ledger": true,
+	"namespace-pod-security": true,
+	"network-default-deny": true,
+	"pod-security-restricted": true,
+	"refs-resolve": true,
+	"release-patches": true,
+	"release-pinned": true,
+	"replicas-spread": true,
+	"route-after-backend": true,
+	"schedule": true,
+	"site-values": true,
+	"stateful-retain": true,
+	"sync-wave-order": true,
+	"traffic-profile": true,
+	"vllm-access-log": true,
+	"vllm-drain": true,
+	"vllm-dtype": true,
+	"vllm-image-digest": true,
+	"vllm-max-num-seqs": true,
+	"vllm-weights": true,
+}
 
 // unknownRules warns of each rule the layout turns off that check does not run: neither one of
 // ruleNames nor an admission policy of policies/ at src. A misspelt name turns nothing off.

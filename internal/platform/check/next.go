@@ -2,12 +2,14 @@ package check
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llm-gitops/platform/internal/engine/gitrepo"
 	"github.com/llm-gitops/platform/internal/engine/release"
 	"github.com/llm-gitops/platform/internal/engine/render"
+	"github.com/llm-gitops/platform/internal/platform/gpustack"
 )
 
 // NextPromotion is a pinned env judged as it would run if the head were promoted to it: the
@@ -32,6 +34,8 @@ type NextPromotion struct {
 	// inherited).
 	ForkError string      `json:"forkError,omitempty"`
 	Warnings  []Violation `json:"warnings,omitempty"`
+	// GPUStack is the GPU stack triple the env would run.
+	GPUStack *gpustack.Triple `json:"gpuStack,omitempty"`
 }
 
 // nextPromotion judges env at head's overlay (pinObjs are what it renders at its pin), and at
@@ -46,7 +50,8 @@ func nextPromotion(base, fork, head *tree, env string, pinObjs []*unstructured.U
 	if err != nil {
 		return nil, fmt.Errorf("%s, %s at next promotion: %w", head.describe(), env, err)
 	}
-	n := &NextPromotion{Revision: head.snap.Revision, Changes: diffObjects(pinObjs, v.objects), Warnings: v.warnings}
+	n := &NextPromotion{Revision: head.snap.Revision, Changes: diffObjects(pinObjs, v.objects), Warnings: v.warnings, GPUStack: v.gpuStack}
+	n.Warnings = append(n.Warnings, stackDrift(pinObjs, v.objects)...)
 	var forkObjs []*unstructured.Unstructured
 	var known []Violation
 	fv, err := promotedFindings(fork, env)
@@ -98,6 +103,9 @@ func (v Violation) key() string { return v.Rule + "\x00" + v.Object }
 
 // fullKey identifies a violation across two renders: its rule, object and message.
 func (v Violation) fullKey() string { return v.key() + "\x00" + v.Message }
+
+// now is the clock the soak of a promotion is measured with.
+var now = time.Now
 
 // PromotionCheck is what moving a pinned env from one commit to another does, judged as auditor
 // check judges it.
@@ -151,5 +159,22 @@ func Promotion(repo *gitrepo.Repo, env, head, oldRev, newRev string) (*Promotion
 		before = r.objects()
 	}
 	out.Changes = diffObjects(before, v.objects)
+	out.Warnings = append(out.Warnings, stackDrift(before, v.objects)...)
+	if v.gpuStack != nil {
+		table, err := stackTable(newSrc)
+		if err != nil {
+			return nil, err
+		}
+		var apps []*unstructured.Unstructured
+		if r, err := appsOf(t.src, env); err == nil && r != nil {
+			apps = r.Objects
+		}
+		var was *gpustack.Triple
+		if s := stackOf(before, apps); !s.none() {
+			tr := s.triple(table)
+			was = &tr
+		}
+		out.Violations = append(out.Violations, soaked(t.snap, table, env, was, v.gpuStack, now())...)
+	}
 	return out, nil
 }

@@ -50,6 +50,9 @@ func dataFiles(snap *gitrepo.Snapshot, env string) []Violation {
 			out = append(out, Violation{Rule: "ledger", Object: ledger.Path(env), Message: err.Error()})
 		}
 	}
+	if _, err := stackLedger(snap, env); err != nil {
+		out = append(out, Violation{Rule: "ledger", Object: ledger.StackPath(env), Message: err.Error()})
+	}
 	return out
 }
 

@@ -2,6 +2,7 @@ package check
 
 import (
 	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/platform/gpustack"
 )
 
 // Result is the outcome of a check, per env (prod first).
@@ -53,6 +54,9 @@ type EnvResult struct {
 	Security []NamespaceSecurity `json:"security,omitempty"`
 	// GPUPools is what each GPU NodePool gives its nodes (node class, root, AMI) and its budgets.
 	GPUPools []GPUPool `json:"gpuPools,omitempty"`
+	// GPUStack is the env's GPU stack triple: AMI and driver, image digest and CUDA, GPU Operator
+	// (nil without GPUs or without clusters/gpu-stack.yaml at the env's revision).
+	GPUStack *gpustack.Triple `json:"gpuStack,omitempty"`
 	// Apps lists what changes in what the env's app-of-apps syncs from main (apps/<env>: its
 	// Applications, their pins and patches, projects, the GPU stack): it reaches the env unpinned.
 	Apps []Change `json:"apps,omitempty"`
