@@ -3,6 +3,8 @@ package check
 import (
 	"fmt"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // pooled is a vLLM Deployment, its InferencePool and picker Service, and a route to the pool:
@@ -115,4 +117,41 @@ func TestRoutesAfterBackendsThroughPools(t *testing.T) {
 	objs[len(objs)-1].SetAnnotations(map[string]string{"argocd.argoproj.io/sync-wave": "1"})
 	assertViolations(t, []string{"route-after-backend HTTPRoute llm-inference/qwen: HTTPRoute llm-inference/qwen (sync wave 1) sends traffic to Deployment llm-inference/vllm-qwen (sync wave 1)"},
 		routesAfterBackends(objs))
+}
+
+// TestCheckInferenceRules: each rule of the inference gateway fails the gate on an edit of the
+// repository, naming the object, in every env that renders it; the repository as it is passes.
+func TestCheckInferenceRules(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, old, new, rule, object, message string
+		envs                                        int
+	}{
+		{"a pool selector that matches no pod", "base/vllm/pools.yaml", "app.kubernetes.io/name: vllm-llama", "app.kubernetes.io/name: vllm-llama-old",
+			"inference-pool", "InferencePool llm-inference/llama", "selects no vLLM pod (selector app.kubernetes.io/name=vllm-llama-old)", 3},
+		{"a route to a pool that is not rendered", "base/vllm/llama.yaml", "kind: InferencePool\n          name: llama", "kind: InferencePool\n          name: llama-v2",
+			"inference-route", "HTTPRoute llm-inference/llama", "sends to InferencePool llm-inference/llama-v2, which the env does not render", 3},
+		{"a route to a pool of another namespace", "base/vllm/llama.yaml", "kind: InferencePool\n          name: llama", "kind: InferencePool\n          namespace: llm-batch\n          name: llama",
+			"inference-route", "HTTPRoute llm-inference/llama", "sends to InferencePool llm-batch/llama in another namespace", 3},
+		{"a canary whose weights do not sum", "overlays/prod/canary/route-split.yaml", "weight: 10", "weight: 20",
+			"inference-canary-weights", "HTTPRoute llm-inference/qwen", "rule 1 splits between pools with weights summing to 110", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, commit, edit := repoCopy(t)
+			edit(tc.file, tc.old, tc.new)
+			commit(tc.name)
+			res := runCheck(t, dir)
+			assert.False(t, res.Passed)
+			failed := 0
+			for _, env := range res.Envs {
+				got := violations(env, tc.rule)
+				if len(got) == 0 {
+					continue
+				}
+				failed++
+				assert.Equal(t, tc.object, got[0].Object, env.Env)
+				assert.Contains(t, got[0].Message, tc.message, env.Env)
+			}
+			assert.Equal(t, tc.envs, failed, "envs failing %s", tc.rule)
+		})
+	}
 }
