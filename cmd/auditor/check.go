@@ -34,8 +34,9 @@ first), and runs the rules on what each env's Applications render.
 On any repository it runs the generic rules: the ValidatingAdmissionPolicies of policies/,
 evaluated offline with the API server's own CEL machinery; sync-wave order; the first sync; a
 route a wave after its backends; Jobs that can sync again (Force=true,Replace=true); every
-reference between objects resolves; the flows of base/network/flows.yaml; each Application
-renders. A rule is turned off in .auditor.yaml with a reason, printed beside what it silences; a
+reference between objects resolves; a route's InferencePool is rendered in its namespace and a
+split between pools weighs 100; the flows of base/network/flows.yaml (a pool's endpoint picker
+among them); each Application renders. A rule is turned off in .auditor.yaml with a reason, printed beside what it silences; a
 change that lowers that bar (a rule off, an env or the profile dropped) fails as layout-gate.
 
 Where .auditor.yaml says profile: llm-platform (this repository does), this platform's rules run
@@ -51,7 +52,8 @@ Clusters archive WAL through the Barman Cloud plugin to a rendered ObjectStore w
 ScheduledBackups use method plugin) and the vLLM rules (the
 grace period covers the preStop sleep and --shutdown-timeout; an init container waits for the
 weights revision's marker a weights-sync Job writes; --dtype fits the card; warnings for an image
-without a digest and logged probe paths) and the GPU node rules (a GPU NodePool's EC2NodeClass is
+without a digest and logged probe paths; every InferencePool selects vLLM pods and names a
+rendered endpoint picker) and the GPU node rules (a GPU NodePool's EC2NodeClass is
 rendered, has a root volume of at least 100Gi and a pinned AMI; a budget of 0 nodes covers
 business hours, a bounded one the rest, expireAfter Never; a GPU Deployment's PDB never lets
 several replicas all go at once; GPU Jobs and CronJobs ignore DisruptionTarget in their podFailurePolicy and carry

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"time"
@@ -77,6 +78,25 @@ func TestArgoCDSyncsProdOnKwokNodes(t *testing.T) {
 	}
 	assert.NoError(t, err, "application health: %v", unhealthy)
 	assert.Empty(t, unhealthy)
+
+	// The request path: a pool per model and the canary's, each Synced with the health the test
+	// cluster declares for it, and their endpoint pickers running.
+	var pools []string
+	for _, r := range resources {
+		m := r.(map[string]any)
+		if resourceName(m, false) != "inference.networking.k8s.io/InferencePool" {
+			continue
+		}
+		h, _, _ := unstructured.NestedString(m, "health", "status")
+		pools = append(pools, fmt.Sprintf("%s %v %s", m["name"], m["status"], h))
+	}
+	assert.ElementsMatch(t, []string{"llama Synced Healthy", "qwen Synced Healthy", "qwen-canary Synced Healthy"}, pools)
+	pickers, err := cs.CoreV1().Pods(f.NS("inference")).List(ctx, metav1.ListOptions{LabelSelector: "platform.llm/component=endpoint-picker"})
+	require.NoError(t, err)
+	assert.Len(t, pickers.Items, 3, "%v", podPhases(pickers))
+	for _, p := range pickers.Items {
+		assert.True(t, p.Status.Phase == corev1.PodRunning && podReady(&p), "%s: %v", p.Name, podPhases(pickers))
+	}
 }
 
 // resourceName names an entry of an Application's status.resources: group/kind, and with

@@ -164,3 +164,28 @@ func TestAuditLogNamesWhoMadeAndDeletedObjects(t *testing.T) {
 	assert.Contains(t, text, "ConfigMap "+api+"/hotfix: in the cluster, not in Git — created by alice with kubectl-create")
 	assert.Contains(t, text, "ConfigMap "+declared.Namespace+"/"+declared.Name+": in Git, not in the cluster — deleted by bob (delete ")
 }
+
+// TestHandEditOfAPoolSelectorNamesThePerson: alice points InferencePool qwen at pods of another
+// name with `kubectl edit`. The pool is drift like any object, on its selector, and the audit log
+// names her.
+func TestHandEditOfAPoolSelectorNamesThePerson(t *testing.T) {
+	testcluster.Need(t)
+	f := newFixture(t)
+	kubectlEditAs(t, "alice", f.NS("inference"), "inferencepool/qwen", `s/app.kubernetes.io\/name: vllm-qwen$/app.kubernetes.io\/name: vllm-qwen-old/`)
+
+	out, code := runAuditorStdout(t, buildAuditor(t), "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig,
+		"--audit-log", cluster.AuditLog, "-o", "json")
+	require.Equal(t, 1, code, out)
+	var rep drift.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	pool := object(t, &rep, "InferencePool", "qwen")
+	require.Len(t, pool.Fields, 1, "only the selector drifted:\n%s", dump(&rep))
+	sel := pool.Fields[0]
+	assert.Contains(t, sel.Path, ".spec.selector.matchLabels")
+	assert.Equal(t, drift.Changed, sel.Change)
+	assert.Equal(t, "vllm-qwen-old", sel.Live)
+	assert.Equal(t, "vllm-qwen", sel.Desired)
+	require.NotNil(t, sel.Actor, "no person on the pool's selector:\n%s", dump(&rep))
+	assert.Equal(t, "alice", sel.Actor.User)
+	assert.Equal(t, "kubectl-edit", sel.Manager)
+}

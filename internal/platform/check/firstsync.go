@@ -44,14 +44,14 @@ func firstSyncSplits(objs []*unstructured.Unstructured) []Violation {
 					weight = 1
 				}
 				ref := gatewayRef(bm, "", "Service", o.GetNamespace(), "its backendRef")
-				for _, wl := range serviceWorkloads(ref, objs) {
+				for _, wl := range append(serviceWorkloads(ref, objs), refPoolWorkloads(ref, objs)...) {
 					ww, err := syncWave(wl)
 					if err != nil || ww < w {
 						continue
 					}
 					out = append(out, Violation{Rule: "first-sync", Object: id(o), Message: fmt.Sprintf(
-						"%s (sync wave %d) sends weight %d to Service %s/%s, whose pods come from %s (sync wave %d): Argo CD applies the split before those pods are ready, so their share of requests meets a cold start; put %s in wave %d or later",
-						id(o), w, weight, ref.namespace, ref.name, id(wl), ww, id(o), ww+1)})
+						"%s (sync wave %d) sends weight %d to %s %s/%s, whose pods come from %s (sync wave %d): Argo CD applies the split before those pods are ready, so their share of requests meets a cold start; put %s in wave %d or later",
+						id(o), w, weight, ref.gk.Kind, ref.namespace, ref.name, id(wl), ww, id(o), ww+1)})
 				}
 			}
 		}
@@ -96,4 +96,17 @@ func serviceWorkloads(ref objRef, objs []*unstructured.Unstructured) []*unstruct
 		}
 	}
 	return out
+}
+
+// refPoolWorkloads are the workloads whose pods the InferencePool ref names selects.
+func refPoolWorkloads(ref objRef, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	if ref.gk != inferencePoolGK {
+		return nil
+	}
+	for _, p := range objects(objs, inferencePoolGK) {
+		if p.GetNamespace() == ref.namespace && p.GetName() == ref.name {
+			return poolWorkloads(p, objs, false)
+		}
+	}
+	return nil
 }

@@ -66,6 +66,6 @@ func TestCheckFirstSyncCanary(t *testing.T) {
 		msgs = append(msgs, v.Message)
 	}
 	all := strings.Join(msgs, "\n")
-	assert.Contains(t, all, "sends weight 10 to Service llm-inference/vllm-qwen-canary, whose pods come from Deployment llm-inference/vllm-qwen-canary (sync wave 1)")
-	assert.Contains(t, all, "sends weight 90 to Service llm-inference/vllm-qwen, whose pods come from Deployment llm-inference/vllm-qwen (sync wave 1)")
+	assert.Contains(t, all, "sends weight 10 to InferencePool llm-inference/qwen-canary, whose pods come from Deployment llm-inference/vllm-qwen-canary (sync wave 1)")
+	assert.Contains(t, all, "sends weight 90 to InferencePool llm-inference/qwen, whose pods come from Deployment llm-inference/vllm-qwen (sync wave 1)")
 }

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/llm-gitops/platform/internal/engine/manifest"
@@ -210,6 +211,13 @@ func routeBackends(objs []*unstructured.Unstructured, pods []netPeer) (out []tar
 			refs, _, _ := unstructured.NestedSlice(rm, "backendRefs")
 			for _, ref := range refs {
 				b, _ := ref.(map[string]any)
+				if g, _ := b["group"].(string); g == inferencePoolGK.Group {
+					if kind, _ := b["kind"].(string); kind == inferencePoolGK.Kind {
+						found, m := poolTargets(objs, services, r, b, pods)
+						out, misses = append(out, found...), append(misses, m...)
+					}
+					continue
+				}
 				if kind, _ := b["kind"].(string); kind != "" && kind != "Service" {
 					continue
 				}
@@ -228,6 +236,50 @@ func routeBackends(objs []*unstructured.Unstructured, pods []netPeer) (out []tar
 		}
 	}
 	return out, misses
+}
+
+// poolTargets resolves a route's InferencePool backend ref to the pods it sends to: the pool's
+// pods on its target ports, and its endpoint picker's pods on the picker's port (the Gateway asks
+// the picker first: a picker it cannot reach fails every request of the route).
+func poolTargets(objs []*unstructured.Unstructured, services map[string]*unstructured.Unstructured, r *unstructured.Unstructured, ref map[string]any, pods []netPeer) (out []target, misses []string) {
+	route := fmt.Sprintf("%s %s/%s", r.GetKind(), r.GetNamespace(), r.GetName())
+	name, _ := ref["name"].(string)
+	ns, _ := ref["namespace"].(string)
+	if ns == "" {
+		ns = r.GetNamespace()
+	}
+	var pool *unstructured.Unstructured
+	for _, p := range objectsOf(objs, inferencePoolGK.Group, inferencePoolGK.Kind) {
+		if p.GetNamespace() == ns && p.GetName() == name {
+			pool = p
+		}
+	}
+	if pool == nil {
+		return nil, []string{fmt.Sprintf("%s backend InferencePool %s/%s is not rendered: its traffic is not checked", route, ns, name)}
+	}
+	poolName := fmt.Sprintf("InferencePool %s/%s", ns, name)
+	sel, _, _ := unstructured.NestedStringMap(pool.Object, "spec", "selector", "matchLabels")
+	ports, _, _ := unstructured.NestedSlice(pool.Object, "spec", "targetPorts")
+	for _, p := range pods {
+		if len(sel) == 0 || p.namespace != ns || !labels.SelectorFromSet(sel).Matches(labels.Set(p.labels)) {
+			continue
+		}
+		for _, tp := range ports {
+			if n, _, _ := unstructured.NestedInt64(asMap(tp), "number"); n > 0 {
+				out = append(out, target{pod: p, port: int32(n), why: route + " to the pods of " + poolName})
+			}
+		}
+	}
+	if len(out) == 0 {
+		misses = append(misses, fmt.Sprintf("%s backend %s selects no rendered pod: its traffic is not checked", route, poolName))
+	}
+	epp, _, _ := unstructured.NestedString(pool.Object, "spec", "endpointPickerRef", "name")
+	eppPort, _, _ := unstructured.NestedInt64(pool.Object, "spec", "endpointPickerRef", "port", "number")
+	picker := backendTargets(services[ns+"/"+epp], eppPort, pods, "the Gateway asks the endpoint picker of "+poolName+" ("+route+")")
+	if len(picker) == 0 {
+		misses = append(misses, fmt.Sprintf("%s: the endpoint picker %s/%s:%d of %s resolves to no rendered pod and port: its traffic is not checked", route, ns, epp, eppPort, poolName))
+	}
+	return append(out, picker...), misses
 }
 
 // backendTargets resolves a route's backend Service port to the pods behind it.

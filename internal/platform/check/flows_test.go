@@ -95,9 +95,16 @@ func TestFlowsAllowedNamesEachDeniedFlow(t *testing.T) {
 			rule := spec["egress"].([]any)[0].(map[string]any)
 			rule["ports"] = []any{map[string]any{"protocol": "TCP", "port": "metrics"}}
 		}, []string{
-			"gateway → Deployment llm-inference/vllm-qwen: 8000/TCP (HTTPRoute llm-inference/qwen to its backend) is denied: egress of the source: no rule of NetworkPolicy allow-dns, default-deny, llm-gateway in llm-inference allows it",
-			"gateway → Deployment llm-inference/vllm-qwen-canary: 8000/TCP (HTTPRoute llm-inference/qwen to its backend) is denied: egress of the source: no rule of NetworkPolicy allow-dns, default-deny, llm-gateway in llm-inference allows it",
-			"gateway → Deployment llm-inference/vllm-llama: 8000/TCP (HTTPRoute llm-inference/llama to its backend) is denied: egress of the source: no rule of NetworkPolicy allow-dns, default-deny, llm-gateway in llm-inference allows it",
+			"gateway → Deployment llm-inference/vllm-qwen: 8000/TCP (HTTPRoute llm-inference/qwen to the pods of InferencePool llm-inference/qwen) is denied: egress of the source: no rule of NetworkPolicy allow-dns, default-deny, llm-gateway in llm-inference allows it",
+			"gateway → Deployment llm-inference/vllm-qwen-canary: 8000/TCP (HTTPRoute llm-inference/qwen to the pods of InferencePool llm-inference/qwen-canary) is denied: egress of the source: no rule of NetworkPolicy allow-dns, default-deny, llm-gateway in llm-inference allows it",
+			"gateway → Deployment llm-inference/vllm-llama: 8000/TCP (HTTPRoute llm-inference/llama to the pods of InferencePool llm-inference/llama) is denied: egress of the source: no rule of NetworkPolicy allow-dns, default-deny, llm-gateway in llm-inference allows it",
+		}},
+		{"the endpoint pickers no longer admit the Gateway", "llm-inference/endpoint-picker", func(spec map[string]any) {
+			spec["ingress"] = spec["ingress"].([]any)[1:] // Prometheus only
+		}, []string{
+			"gateway → Deployment llm-inference/epp-qwen: 9002/TCP (the Gateway asks the endpoint picker of InferencePool llm-inference/qwen (HTTPRoute llm-inference/qwen)) is denied: ingress of the destination: no rule of NetworkPolicy default-deny, endpoint-picker in llm-inference allows it",
+			"gateway → Deployment llm-inference/epp-qwen-canary: 9002/TCP (the Gateway asks the endpoint picker of InferencePool llm-inference/qwen-canary (HTTPRoute llm-inference/qwen)) is denied: ingress of the destination: no rule of NetworkPolicy default-deny, endpoint-picker in llm-inference allows it",
+			"gateway → Deployment llm-inference/epp-llama: 9002/TCP (the Gateway asks the endpoint picker of InferencePool llm-inference/llama (HTTPRoute llm-inference/llama)) is denied: ingress of the destination: no rule of NetworkPolicy default-deny, endpoint-picker in llm-inference allows it",
 		}},
 	}
 	for _, tc := range cases {
@@ -154,7 +161,7 @@ func TestFlowsAllowedWarnsOfWhatItCannotCheck(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{
 		"ServiceMonitor llm-monitoring/rag-api endpoint metrics resolves to no rendered pod and port: its scrape is not checked (declare its pods in base/network/flows.yaml)",
-		"HTTPRoute llm-inference/llama backend llm-inference/vllm-llama-old:8000 resolves to no rendered pod and port: its traffic is not checked",
+		"HTTPRoute llm-inference/llama backend InferencePool llm-inference/vllm-llama-old is not rendered: its traffic is not checked",
 	}, got)
 
 	old, err := render.FromDir(t.TempDir())

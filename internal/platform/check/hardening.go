@@ -150,7 +150,7 @@ func routesAfterBackends(objs []*unstructured.Unstructured) []Violation {
 		if err != nil {
 			continue // reported by sync-wave-order
 		}
-		for _, w := range backendWorkloads(r, services, workloads) {
+		for _, w := range append(backendWorkloads(r, services, workloads), poolBackendWorkloads(r, objs)...) {
 			ww, err := syncWave(w)
 			if err != nil || ww < rw {
 				continue
@@ -193,6 +193,28 @@ func backendWorkloads(route *unstructured.Unstructured, services map[string]*uns
 			for _, w := range workloads {
 				podLabels, _, _ := unstructured.NestedStringMap(w.Object, "spec", "template", "metadata", "labels")
 				if w.GetNamespace() == ns && labels.SelectorFromSet(sel).Matches(labels.Set(podLabels)) && !slices.Contains(out, w) {
+					out = append(out, w)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// poolBackendWorkloads are the workloads whose pods the InferencePools of a route's backendRefs
+// select: a pool's pods take the route's traffic as a Service's do.
+func poolBackendWorkloads(route *unstructured.Unstructured, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, b := range backendRefsOf([]*unstructured.Unstructured{route}) {
+		if !b.isPool() {
+			continue
+		}
+		for _, p := range objects(objs, inferencePoolGK) {
+			if p.GetNamespace() != b.ns || p.GetName() != b.name {
+				continue
+			}
+			for _, w := range poolWorkloads(p, objs, false) {
+				if !slices.Contains(out, w) {
 					out = append(out, w)
 				}
 			}

@@ -158,6 +158,8 @@ func judge(t *tree, envSrc render.Source, env string) (*findings, error) {
 	}
 	add(jobsSyncAgain(objs), nil)
 	add(refsResolve(objs), nil)
+	add(inferenceRoutes(objs), nil)
+	add(inferenceCanaryWeights(objs), nil)
 	add(flowsAllowed(envSrc, t.src, env, objs))
 	l, err := layoutOf(t.src)
 	if err != nil {
@@ -192,6 +194,7 @@ func platformRules(t *tree, envSrc render.Source, env string, objs []*unstructur
 	add(vllmDrain(objs), nil)
 	add(vllmWeights(objs), nil)
 	add(vllmDtype(objs), nil)
+	add(inferencePools(objs), nil)
 	out.gpuPools = gpuPoolPosture(objs)
 	add(gpuNodeClassRoot(objs), nil)
 	if err := gpuStackRule(t, envSrc, env, objs, out, add); err != nil {

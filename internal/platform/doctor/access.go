@@ -40,7 +40,7 @@ func healthChecks(ctx context.Context, kube kubernetes.Interface, objs []*unstru
 	var out []Check
 	for _, o := range objs {
 		gk := o.GroupVersionKind().GroupKind()
-		if seen[gk] || !strings.Contains(gk.Group, ".") || strings.HasSuffix(gk.Group, ".k8s.io") && gk.Group != "gateway.networking.k8s.io" {
+		if seen[gk] || !strings.Contains(gk.Group, ".") || strings.HasSuffix(gk.Group, ".k8s.io") && gk.Group != "gateway.networking.k8s.io" && gk.Group != "inference.networking.k8s.io" {
 			continue // core and built-in groups: Argo CD's Go health checks or none
 		}
 		seen[gk] = true

@@ -218,6 +218,9 @@ spec:
 	setCondition(t, "clustersecretstore", "platform", "Ready", "True")
 	rep = run(t, objs)
 	assert.True(t, rep.OK, "%v", failing(rep))
+	assert.Equal(t, "controller istio.io/gateway-controller: Istio (with ENABLE_GATEWAY_API_INFERENCE_EXTENSION=true)",
+		check(t, rep, "object", "GatewayClass istio routes to InferencePools").Detail)
+	assert.Equal(t, "v1 InferencePool", check(t, rep, "api", "API inference.networking.k8s.io").Detail)
 	assert.Equal(t, "gp3 for the claims of StatefulSet llm-rag/qdrant, Cluster llm-rag/pgvector, StatefulSet llm-system/auditor",
 		check(t, rep, "object", "default StorageClass").Detail)
 

@@ -64,7 +64,7 @@ func (st State) Sorted() []Serving {
 
 // ServedState extracts the served models from rendered objects: every Deployment with the
 // annotation (or label) platform.llm/model. Its share comes from the HTTPRoute rule whose
-// backendRefs name the Service selecting the Deployment's pods; its warm minimum from the
+// backendRefs name the Service or InferencePool selecting the Deployment's pods; its warm minimum from the
 // ScaledObject targeting it.
 func ServedState(objs []*unstructured.Unstructured) State {
 	var deployments, services, routes, scaled []*unstructured.Unstructured
@@ -74,7 +74,7 @@ func ServedState(objs []*unstructured.Unstructured) State {
 		switch o.GetKind() {
 		case "Deployment":
 			deployments = append(deployments, o)
-		case "Service":
+		case "Service", "InferencePool":
 			services = append(services, o)
 		case "HTTPRoute":
 			routes = append(routes, o)
@@ -163,15 +163,20 @@ func replicas(d *unstructured.Unstructured, scaled []*unstructured.Unstructured)
 	return n
 }
 
-// share finds the first HTTPRoute rule sending traffic to a Service selecting the Deployment's
-// pods and returns the Deployment's percentage of the rule's total weight.
+// share finds the first HTTPRoute rule sending traffic to a Service or an InferencePool
+// selecting the Deployment's pods and returns the Deployment's percentage of the rule's total
+// weight. services holds both kinds.
 func share(d *unstructured.Unstructured, podLabels map[string]string, services, routes []*unstructured.Unstructured) (float64, bool) {
-	svcNames := map[string]bool{}
+	svcNames := map[string]bool{} // kind/name
 	for _, s := range services {
 		if s.GetNamespace() != d.GetNamespace() {
 			continue
 		}
-		sel, found, _ := unstructured.NestedStringMap(s.Object, "spec", "selector")
+		selPath := []string{"spec", "selector"}
+		if s.GetKind() == "InferencePool" {
+			selPath = append(selPath, "matchLabels")
+		}
+		sel, found, _ := unstructured.NestedStringMap(s.Object, selPath...)
 		if !found || len(sel) == 0 {
 			continue
 		}
@@ -183,7 +188,7 @@ func share(d *unstructured.Unstructured, podLabels map[string]string, services, 
 			}
 		}
 		if match {
-			svcNames[s.GetName()] = true
+			svcNames[s.GetKind()+"/"+s.GetName()] = true
 		}
 	}
 	if len(svcNames) == 0 {
@@ -210,12 +215,15 @@ func share(d *unstructured.Unstructured, podLabels map[string]string, services, 
 				}
 				total += w
 				kind, _ := m["kind"].(string)
+				if kind == "" {
+					kind = "Service"
+				}
 				ns, _ := m["namespace"].(string)
 				if ns == "" {
 					ns = rt.GetNamespace()
 				}
 				name, _ := m["name"].(string)
-				if (kind == "" || kind == "Service") && ns == d.GetNamespace() && svcNames[name] {
+				if ns == d.GetNamespace() && svcNames[kind+"/"+name] {
 					mine += w
 					hit = true
 				}

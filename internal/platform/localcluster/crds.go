@@ -41,6 +41,9 @@ var UpstreamCRDs = []CRDSource{
 	{"sigs.k8s.io/gateway-api", "v1.7.0", []string{
 		"config/crd/standard/gateway.networking.k8s.io_gatewayclasses.yaml", "config/crd/standard/gateway.networking.k8s.io_gateways.yaml",
 		"config/crd/standard/gateway.networking.k8s.io_httproutes.yaml", "config/crd/standard/gateway.networking.k8s.io_referencegrants.yaml"}},
+	// InferencePool (v1): the routes' backends, each with its endpoint picker.
+	{"sigs.k8s.io/gateway-api-inference-extension", "v1.6.2", []string{
+		"config/crd/bases/inference.networking.k8s.io_inferencepools.yaml"}},
 	{"github.com/prometheus-operator/prometheus-operator", "v0.85.0", []string{
 		"example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml",
 		"example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml",

@@ -117,6 +117,7 @@ func TestUpstreamCRDsValidateSchemas(t *testing.T) {
 	ns := cluster.Namespace(t)
 	app := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
 	so := schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
+	pool := schema.GroupVersionResource{Group: "inference.networking.k8s.io", Version: "v1", Resource: "inferencepools"}
 	cases := []struct {
 		name    string
 		gvr     schema.GroupVersionResource
@@ -169,6 +170,31 @@ metadata: {name: broken2, namespace: NS}
 spec:
   scaleTargetRef: {name: vllm-qwen}
 `, "triggers"},
+		{"valid inferencepool", pool, `
+apiVersion: inference.networking.k8s.io/v1
+kind: InferencePool
+metadata: {name: qwen, namespace: NS}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/name: vllm-qwen}}
+  targetPorts: [{number: 8000}]
+  endpointPickerRef: {kind: Service, name: epp-qwen, port: {number: 9002}, failureMode: FailClose}
+`, ""},
+		{"inferencepool without target ports", pool, `
+apiVersion: inference.networking.k8s.io/v1
+kind: InferencePool
+metadata: {name: broken, namespace: NS}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/name: vllm-qwen}}
+`, "targetPorts"},
+		{"inferencepool whose picker Service has no port", pool, `
+apiVersion: inference.networking.k8s.io/v1
+kind: InferencePool
+metadata: {name: broken2, namespace: NS}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/name: vllm-qwen}}
+  targetPorts: [{number: 8000}]
+  endpointPickerRef: {name: epp-qwen}
+`, "port is required"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

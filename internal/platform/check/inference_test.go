@@ -1,0 +1,157 @@
+package check
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// pooled is a vLLM Deployment, its InferencePool and picker Service, and a route to the pool:
+// %[1]s the pool's selector, %[2]s the picker Service's name, %[3]s the route's backendRefs.
+const pooled = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm-qwen, namespace: llm-inference, annotations: {argocd.argoproj.io/sync-wave: "1"}}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/name: vllm-qwen}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: vllm-qwen, platform.llm/component: vllm}}
+    spec: {containers: [{name: vllm, image: vllm:1, ports: [{name: http, containerPort: 8000}]}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: epp-qwen, namespace: llm-inference}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/name: epp-qwen}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: epp-qwen, platform.llm/component: endpoint-picker}}
+    spec: {containers: [{name: epp, image: epp:1, ports: [{name: grpc, containerPort: 9002}]}]}
+---
+apiVersion: inference.networking.k8s.io/v1
+kind: InferencePool
+metadata: {name: qwen, namespace: llm-inference, annotations: {argocd.argoproj.io/sync-wave: "1"}}
+spec:
+  selector: {matchLabels: {%[1]s}}
+  targetPorts: [{number: 8000}]
+  endpointPickerRef: {kind: Service, name: epp-qwen, port: {number: 9002}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: %[2]s, namespace: llm-inference}
+spec: {selector: {app.kubernetes.io/name: epp-qwen}, ports: [{name: grpc, port: 9002, targetPort: grpc}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: qwen, namespace: llm-inference, annotations: {argocd.argoproj.io/sync-wave: "2"}}
+spec:
+  parentRefs: [{name: llm-gateway}]
+  rules: [{backendRefs: [%[3]s]}]`
+
+const toPool = "{group: inference.networking.k8s.io, kind: InferencePool, name: qwen}"
+
+func TestInferencePools(t *testing.T) {
+	for _, tc := range []struct {
+		name, selector, picker string
+		want                   []string
+	}{
+		{name: "the pool selects the vLLM pods and names its picker", selector: "app.kubernetes.io/name: vllm-qwen", picker: "epp-qwen"},
+		{name: "a selector that matches no pod", selector: "app.kubernetes.io/name: vllm-qwen-old", picker: "epp-qwen",
+			want: []string{"inference-pool InferencePool llm-inference/qwen: selects no vLLM pod (selector app.kubernetes.io/name=vllm-qwen-old)"}},
+		{name: "a selector that matches the picker, not vLLM", selector: "app.kubernetes.io/name: epp-qwen", picker: "epp-qwen",
+			want: []string{"inference-pool InferencePool llm-inference/qwen: selects no vLLM pod"}},
+		{name: "its picker's Service is not rendered", selector: "app.kubernetes.io/name: vllm-qwen", picker: "epp-other",
+			want: []string{"inference-pool InferencePool llm-inference/qwen: its endpoint picker Service llm-inference/epp-qwen is not rendered"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := parseObjects(t, fmt.Sprintf(pooled, tc.selector, tc.picker, toPool))
+			assertViolations(t, tc.want, inferencePools(objs))
+		})
+	}
+}
+
+func TestInferenceRoutes(t *testing.T) {
+	for _, tc := range []struct {
+		name, backends string
+		want           []string
+	}{
+		{name: "a pool of the route's namespace", backends: toPool},
+		{name: "a Service", backends: "{name: vllm-qwen, port: 8000}"},
+		{name: "a pool the env does not render", backends: "{group: inference.networking.k8s.io, kind: InferencePool, name: llama}",
+			want: []string{"inference-route HTTPRoute llm-inference/qwen: sends to InferencePool llm-inference/llama, which the env does not render"}},
+		{name: "a pool in another namespace", backends: "{group: inference.networking.k8s.io, kind: InferencePool, name: qwen, namespace: team-b}",
+			want: []string{"inference-route HTTPRoute llm-inference/qwen: sends to InferencePool team-b/qwen in another namespace"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := parseObjects(t, fmt.Sprintf(pooled, "app.kubernetes.io/name: vllm-qwen", "epp-qwen", tc.backends))
+			assertViolations(t, tc.want, inferenceRoutes(objs))
+		})
+	}
+}
+
+func TestInferenceCanaryWeights(t *testing.T) {
+	canary := func(stable, canary string) string {
+		return fmt.Sprintf("{group: inference.networking.k8s.io, kind: InferencePool, name: qwen%s}, {group: inference.networking.k8s.io, kind: InferencePool, name: qwen-canary%s}", stable, canary)
+	}
+	for _, tc := range []struct {
+		name, backends string
+		want           []string
+	}{
+		{name: "90 and 10", backends: canary(", weight: 90", ", weight: 10")},
+		{name: "one pool, any weight", backends: "{group: inference.networking.k8s.io, kind: InferencePool, name: qwen, weight: 7}"},
+		{name: "two Services are not a pool canary", backends: "{name: a, port: 80, weight: 9}, {name: b, port: 80, weight: 1}"},
+		{name: "90 and 20", backends: canary(", weight: 90", ", weight: 20"),
+			want: []string{"inference-canary-weights HTTPRoute llm-inference/qwen: rule 1 splits between pools with weights summing to 110 (InferencePool qwen 90, InferencePool qwen-canary 20), not 100"}},
+		{name: "no weights: 1 each", backends: canary("", ""),
+			want: []string{"inference-canary-weights HTTPRoute llm-inference/qwen: rule 1 splits between pools with weights summing to 2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := parseObjects(t, fmt.Sprintf(pooled, "app.kubernetes.io/name: vllm-qwen", "epp-qwen", tc.backends))
+			assertViolations(t, tc.want, inferenceCanaryWeights(objs))
+		})
+	}
+}
+
+func TestRoutesAfterBackendsThroughPools(t *testing.T) {
+	objs := parseObjects(t, fmt.Sprintf(pooled, "app.kubernetes.io/name: vllm-qwen", "epp-qwen", toPool))
+	assertViolations(t, nil, routesAfterBackends(objs))
+	objs[len(objs)-1].SetAnnotations(map[string]string{"argocd.argoproj.io/sync-wave": "1"})
+	assertViolations(t, []string{"route-after-backend HTTPRoute llm-inference/qwen: HTTPRoute llm-inference/qwen (sync wave 1) sends traffic to Deployment llm-inference/vllm-qwen (sync wave 1)"},
+		routesAfterBackends(objs))
+}
+
+// TestCheckInferenceRules: each rule of the inference gateway fails the gate on an edit of the
+// repository, naming the object, in every env that renders it; the repository as it is passes.
+func TestCheckInferenceRules(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, old, new, rule, object, message string
+		envs                                        int
+	}{
+		{"a pool selector that matches no pod", "base/vllm/pools.yaml", "app.kubernetes.io/name: vllm-llama", "app.kubernetes.io/name: vllm-llama-old",
+			"inference-pool", "InferencePool llm-inference/llama", "selects no vLLM pod (selector app.kubernetes.io/name=vllm-llama-old)", 3},
+		{"a route to a pool that is not rendered", "base/vllm/llama.yaml", "kind: InferencePool\n          name: llama", "kind: InferencePool\n          name: llama-v2",
+			"inference-route", "HTTPRoute llm-inference/llama", "sends to InferencePool llm-inference/llama-v2, which the env does not render", 3},
+		{"a route to a pool of another namespace", "base/vllm/llama.yaml", "kind: InferencePool\n          name: llama", "kind: InferencePool\n          namespace: llm-batch\n          name: llama",
+			"inference-route", "HTTPRoute llm-inference/llama", "sends to InferencePool llm-batch/llama in another namespace", 3},
+		{"a canary whose weights do not sum", "overlays/prod/canary/route-split.yaml", "weight: 10", "weight: 20",
+			"inference-canary-weights", "HTTPRoute llm-inference/qwen", "rule 1 splits between pools with weights summing to 110", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, commit, edit := repoCopy(t)
+			edit(tc.file, tc.old, tc.new)
+			commit(tc.name)
+			res := runCheck(t, dir)
+			assert.False(t, res.Passed)
+			failed := 0
+			for _, env := range res.Envs {
+				got := violations(env, tc.rule)
+				if len(got) == 0 {
+					continue
+				}
+				failed++
+				assert.Equal(t, tc.object, got[0].Object, env.Env)
+				assert.Contains(t, got[0].Message, tc.message, env.Env)
+			}
+			assert.Equal(t, tc.envs, failed, "envs failing %s", tc.rule)
+		})
+	}
+}
