@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -164,23 +163,6 @@ func (o *checkOptions) headTree(repo *gitrepo.Repo) (*gitrepo.Snapshot, error) {
 		}
 	}
 	return repo.Snapshot(o.head)
-}
-
-// treeName says which tree a command read, for stderr: a work tree with its uncommitted
-// changes, or a commit.
-func treeName(location, rev string, snap *gitrepo.Snapshot) string {
-	if snap.Revision == "" {
-		staged := ""
-		if len(snap.Staged) > 0 {
-			staged = fmt.Sprintf("; staged content that is not on disk is not read: %s", strings.Join(snap.Staged, ", "))
-		}
-		return fmt.Sprintf("the work tree of %s (%s differ from HEAD %s; untracked files are not read%s)",
-			snap.WorkTree, count(len(snap.Changed), "file"), gitrepo.Short(snap.Parent), staged)
-	}
-	if rev == "" && !gitrepo.IsURL(location) {
-		return readAt(location, "HEAD", snap.Revision) + ", whose work tree is clean"
-	}
-	return readAt(location, rev, snap.Revision)
 }
 
 // checkPlacement runs the prod placement simulation at head on a fresh local cluster and adds
