@@ -63,7 +63,7 @@ Exit codes: 0 done, >1 error.`,
 	cmd.Flags().IntVar(&o.maxCommits, "max-commits", blame.DefaultMaxCommits, "walk at most this many first-parent commits back")
 	cmd.Flags().BoolVar(&o.gitOnly, "git-only", false, "Git history only: do not read the cluster (start from --revision or the branch head)")
 	cmd.Flags().StringVar(&o.auditLog, "audit-log", "", "the API server's audit log (JSON lines, --audit-log-path): the writes to the object and the people behind them")
-	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
+	addArgoCDNamespaceFlag(cmd, &o.appNamespace, "namespace of Argo CD and its Applications")
 	cmd.Flags().StringVar(&o.applier, "applier", "argocd-controller", "field manager of the GitOps sync")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
 	o.src.add(cmd)
@@ -136,7 +136,7 @@ func (o *blameOptions) Run(ctx context.Context, w io.Writer) error {
 			Renders: renders, // the audit's render of the synced revision is the walk's first
 			Drift:   func(opts *drift.Options) { opts.Applier = o.applier }}
 		audit.UseLayout(&c, l) // the env's root, its manifest, projects and selector, as diff finds them
-		if e, ok := l.Env(o.env); ok && o.src.cmd != nil && !o.src.cmd.Flags().Changed("app-namespace") {
+		if e, ok := l.Env(o.env); ok && o.src.cmd != nil && !argocdNamespaceSet(o.src.cmd) {
 			c.AppNamespace = e.Namespace
 		}
 		a := audit.New(c)

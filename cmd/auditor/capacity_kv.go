@@ -32,7 +32,11 @@ token, times --context tokens per conversation, and how many such conversations 
 
 With --gpu-memory, --weights-size and --max-num-seqs it checks a vLLM configuration instead
 (--context is then --max-model-len): --max-num-seqs sequences at --max-model-len must fit in
-gpu-memory × --gpu-memory-utilization − weights; exit code 1 when they do not.
+gpu-memory × --gpu-memory-utilization − weights; exit code 1 when they do not. It also
+says how many sequences at --max-model-len fit after vLLM's activation and CUDA graph overhead
+(an estimate: 1 GiB + 1 MiB per batched token): the count auditor check reports.
+
+Without the vLLM check, exit code 1 when no conversation fits in --free-memory.
 
 Sizes: 10Gi, 10GiB, 16GB, 16G or a byte count.`,
 		Example: `  auditor capacity kv --layers 32 --kv-heads 8 --head-dim 128 --dtype fp16 --context 8000 --free-memory 10GiB
@@ -97,6 +101,9 @@ func (o *kvOptions) Run(_ context.Context, w io.Writer) error {
 	if res.VLLM != nil && !res.VLLM.Fits {
 		return found("KV cache does not fit")
 	}
+	if res.ConversationsThatFit != nil && *res.ConversationsThatFit == 0 { // a finding, as a failed vLLM check
+		return found("no conversation fits")
+	}
 	return nil
 }
 
@@ -145,5 +152,9 @@ func writeKV(w io.Writer, res capacity.KVResult) {
 			verdict = "DOES NOT FIT"
 		}
 		fmt.Fprintf(w, "vllm worst case:        %s: %s\n", verdict, res.VLLM.Explanation)
+		if res.SeqsAfterOverhead != nil {
+			fmt.Fprintf(w, "after the overhead:     %d sequences at --max-model-len %d fit (auditor check's count)\n",
+				*res.SeqsAfterOverhead, res.ContextTokens)
+		}
 	}
 }

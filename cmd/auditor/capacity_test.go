@@ -38,6 +38,12 @@ func TestCapacityCommand(t *testing.T) {
 				"10737418240 B (10 GiB)", "conversations that fit: 10"},
 		},
 		{
+			name:     "kv where no conversation fits is a finding",
+			args:     []string{"kv", "--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--context", "8000", "--free-memory", "512Mi"},
+			code:     1,
+			contains: []string{"conversations that fit: 0"},
+		},
+		{
 			name:     "kv without free memory",
 			args:     []string{"kv", "--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--context", "8000"},
 			contains: []string{"131072"},
@@ -53,7 +59,7 @@ func TestCapacityCommand(t *testing.T) {
 			name: "kv vllm check that fits",
 			args: []string{"kv", "--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--context", "8192",
 				"--gpu-memory", "48305799168", "--weights-size", "16060522496", "--max-num-seqs", "16"},
-			contains: []string{"vllm worst case:        fits"},
+			contains: []string{"vllm worst case:        fits", "conversations that fit: 25", "after the overhead:     22 sequences at --max-model-len 8192 fit"},
 		},
 		{
 			name: "hpa seed",

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +17,7 @@ import (
 // checkOptions are the flags of `auditor check`.
 type checkOptions struct {
 	repo, base, head, output string
-	simulate                 bool
+	simulate, verbose        bool
 	cmd                      *cobra.Command
 }
 
@@ -79,6 +78,11 @@ Without --head, a directory's work tree is checked as git diff HEAD sees it: eve
 as it is on disk, committed or not (untracked files are not read: git add them). A URL or a bare
 repository is checked at HEAD. stderr says which tree was read.
 
+Text and markdown list the violations, and the warnings on objects the change touches; the other
+warnings and the inherited violations are counted, one line each. Text wraps to the terminal, or
+to 100 columns. --verbose lists everything, with what each namespace enforces, the GPU pools and
+each vLLM Deployment's KV cache.
+
 Exit codes: 0 pass, 1 violations, >1 error.`,
 		Example: `  auditor check --base HEAD~1                                   # the work tree (pre-commit)
   auditor check --base origin/main --head HEAD -o markdown > comment.md`,
@@ -88,6 +92,7 @@ Exit codes: 0 pass, 1 violations, >1 error.`,
 	cmd.Flags().StringVar(&o.base, "base", "", "base revision (e.g. origin/main)")
 	cmd.Flags().StringVar(&o.head, "head", "", "head revision (default: the work tree of a directory, HEAD of a URL)")
 	addOutputFlag(cmd, &o.output, "markdown: a pull request comment", "text", "markdown", "json", "yaml")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "print the full inventory: every warning and inherited violation, namespaces, GPU pools, KV cache")
 	cmd.Flags().BoolVar(&o.simulate, "simulate", false, "also prove prod's placement with the real kube-scheduler (starts a local cluster; make tools)")
 	return cmd
 }
@@ -129,7 +134,11 @@ func (o *checkOptions) Run(ctx context.Context, w io.Writer) error {
 		}
 	}
 	err = writeReport(w, o.output, res, func() error {
-		writeCheck(w, res, o.output == "markdown")
+		v := checkView{md: o.output == "markdown", verbose: o.verbose}
+		if !v.md {
+			v.width = outputWidth(w)
+		}
+		writeCheck(w, res, v)
 		return nil
 	})
 	if err != nil {
@@ -158,23 +167,6 @@ func (o *checkOptions) headTree(repo *gitrepo.Repo) (*gitrepo.Snapshot, error) {
 		}
 	}
 	return repo.Snapshot(o.head)
-}
-
-// treeName says which tree a command read, for stderr: a work tree with its uncommitted
-// changes, or a commit.
-func treeName(location, rev string, snap *gitrepo.Snapshot) string {
-	if snap.Revision == "" {
-		staged := ""
-		if len(snap.Staged) > 0 {
-			staged = fmt.Sprintf("; staged content that is not on disk is not read: %s", strings.Join(snap.Staged, ", "))
-		}
-		return fmt.Sprintf("the work tree of %s (%s differ from HEAD %s; untracked files are not read%s)",
-			snap.WorkTree, count(len(snap.Changed), "file"), gitrepo.Short(snap.Parent), staged)
-	}
-	if rev == "" && !gitrepo.IsURL(location) {
-		return readAt(location, "HEAD", snap.Revision) + ", whose work tree is clean"
-	}
-	return readAt(location, rev, snap.Revision)
 }
 
 // checkPlacement runs the prod placement simulation at head on a fresh local cluster and adds

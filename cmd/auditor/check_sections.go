@@ -13,7 +13,8 @@ import (
 
 // writeNext prints a pinned env at its next promotion: what the promotion would change, what of
 // that the checked change brings, and the violations it introduces and inherits.
-func writeNext(w io.Writer, h func(int, string), md bool, env, pin, head string, n *check.NextPromotion) {
+func (v checkView) writeNext(w io.Writer, h func(int, string), env, pin, head string, n *check.NextPromotion) {
+	md := v.md
 	h(3, fmt.Sprintf("%s at next promotion (%s → %s): %s change (%d by this change), %s",
 		env, gitrepo.Short(pin), head, count(len(n.Changes), "object"), len(n.Introduced), count(len(n.Violations), "violation")))
 	if len(n.Violations) > 0 {
@@ -22,9 +23,9 @@ func writeNext(w io.Writer, h func(int, string), md bool, env, pin, head string,
 			fmt.Fprintln(w)
 		}
 	}
-	writeFindings(w, md, "VIOLATION", ":x:", n.Violations)
-	writeInherited(w, md, n.Inherited, n.ForkError, "broken before this change; auditor promote refuses it")
-	writeFindings(w, md, "WARNING", ":warning:", n.Warnings)
+	v.writeFindings(w, "VIOLATION", ":x:", n.Violations)
+	v.writeInherited(w, n.Inherited, n.ForkError, "broken before this change; auditor promote refuses it")
+	v.writeWarnings(w, n.Warnings, changedObjects(n.Introduced))
 	writeGPUStack(w, n.GPUStack, md)
 	if len(n.Introduced) > 0 {
 		if md {
@@ -75,29 +76,21 @@ func count(n int, what string) string {
 }
 
 // writeInherited prints the violations the env had before the change (they do not fail it), each
-// with why, or why none could be known.
-func writeInherited(w io.Writer, md bool, vs []check.Violation, forkErr, why string) {
+// with why, or why none could be known; unless verbose, only how many of which rules.
+func (v checkView) writeInherited(w io.Writer, vs []check.Violation, forkErr, why string) {
 	if forkErr != "" {
-		writeFindings(w, md, "NOTE", ":information_source:", []check.Violation{{Rule: "inherited", Object: "fork point", Message: forkErr}})
+		v.writeFindings(w, "NOTE", ":information_source:", []check.Violation{{Rule: "inherited", Object: "fork point", Message: forkErr}})
+	}
+	if !v.verbose {
+		v.writeSummary(w, "inherited violation", why, vs)
+		return
 	}
 	out := make([]check.Violation, len(vs))
-	for i, v := range vs {
-		v.Message += " (" + why + ")"
-		out[i] = v
+	for i, f := range vs {
+		f.Message += " (" + why + ")"
+		out[i] = f
 	}
-	writeFindings(w, md, "INHERITED", ":warning:", out)
-}
-
-// writeFindings prints violations or warnings, one a line: as text with the word, or as a
-// Markdown list item with the emoji.
-func writeFindings(w io.Writer, md bool, word, emoji string, vs []check.Violation) {
-	for _, v := range vs {
-		if md {
-			fmt.Fprintf(w, "- %s **%s** `%s`: %s\n", emoji, v.Rule, v.Object, v.Message)
-		} else {
-			fmt.Fprintf(w, "  %s %s %s: %s\n", word, v.Rule, v.Object, v.Message)
-		}
-	}
+	v.writeFindings(w, "INHERITED", ":warning:", out)
 }
 
 // writeSecurity prints what each namespace enforces: the Pod Security level, the default-deny
@@ -157,4 +150,21 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// treeName says which tree a command read, for stderr: a work tree with its uncommitted
+// changes, or a commit.
+func treeName(location, rev string, snap *gitrepo.Snapshot) string {
+	if snap.Revision == "" {
+		staged := ""
+		if len(snap.Staged) > 0 {
+			staged = fmt.Sprintf("; staged content that is not on disk is not read: %s", strings.Join(snap.Staged, ", "))
+		}
+		return fmt.Sprintf("the work tree of %s (%s differ from HEAD %s; untracked files are not read%s)",
+			snap.WorkTree, count(len(snap.Changed), "file"), gitrepo.Short(snap.Parent), staged)
+	}
+	if rev == "" && !gitrepo.IsURL(location) {
+		return readAt(location, "HEAD", snap.Revision) + ", whose work tree is clean"
+	}
+	return readAt(location, rev, snap.Revision)
 }

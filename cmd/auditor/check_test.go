@@ -22,7 +22,7 @@ func TestWriteCheckShowsWarnings(t *testing.T) {
 		{true, "- :warning: **capacity-kv** `Deployment llm-inference/vllm-qwen`: KV cache uses 61%"},
 	} {
 		var b strings.Builder
-		writeCheck(&b, res, tc.md)
+		writeCheck(&b, res, checkView{md: tc.md, verbose: true})
 		assert.Contains(t, b.String(), tc.want)
 		assert.Contains(t, b.String(), "PASS")
 	}
@@ -46,7 +46,7 @@ func TestWriteCheckShowsSecurity(t *testing.T) {
 			"| `llm-api` | restricted:v1.37 | default-deny | allow-dns |", "| `llm-rag` | none | none | none |"}},
 	} {
 		var b strings.Builder
-		writeCheck(&b, res, tc.md)
+		writeCheck(&b, res, checkView{md: tc.md, verbose: true})
 		for _, w := range tc.want {
 			assert.Contains(t, b.String(), w)
 		}
@@ -72,9 +72,62 @@ func TestWriteCheckShowsGPUPools(t *testing.T) {
 			"| `gpu` | gpu | 200Gi on /dev/xvda | al2023@v20260714 | 1 nodes; 0 nodes from \"0 5 * * 1-5\" for 14h (Empty, Drifted, Underutilized) | Never |"}},
 	} {
 		var b strings.Builder
-		writeCheck(&b, res, tc.md)
+		writeCheck(&b, res, checkView{md: tc.md, verbose: true})
 		for _, w := range tc.want {
 			assert.Contains(t, b.String(), w)
 		}
+	}
+}
+
+// TestWriteCheckQuiet: without --verbose, check lists the warnings on objects the change touches,
+// counts the others and the inherited violations by rule, leaves the inventory out, and wraps
+// every line at the width; --verbose lists everything.
+func TestWriteCheckQuiet(t *testing.T) {
+	long := strings.Repeat("a long explanation of the finding ", 8)
+	res := &check.Result{Base: "aaa", Head: "bbb", Passed: true, Envs: []check.EnvResult{{Env: "prod",
+		Changes: []check.Change{{Kind: "Deployment", Namespace: "llm-inference", Name: "vllm-qwen", Change: "changed"}},
+		Warnings: []check.Violation{
+			{Rule: "vllm-max-num-seqs", Object: "Deployment llm-inference/vllm-qwen", Message: "under-sized: " + long},
+			{Rule: "vllm-max-num-seqs", Object: "Deployment llm-inference/vllm-llama", Message: "under-sized"},
+			{Rule: "namespace-pod-security", Object: "Namespace llm-monitoring", Message: "privileged"},
+		},
+		Inherited: []check.Violation{{Rule: "job-sync-again", Object: "Job a", Message: "x"}, {Rule: "job-sync-again", Object: "Job b", Message: "x"}},
+		Security:  []check.NamespaceSecurity{{Namespace: "llm-api"}},
+	}}}
+	var quiet strings.Builder
+	writeCheck(&quiet, res, checkView{width: 80})
+	out := quiet.String()
+	joined := strings.ReplaceAll(out, "\n    ", " ") // the wrapped lines, unwrapped
+	assert.Contains(t, out, "  WARNING vllm-max-num-seqs Deployment llm-inference/vllm-qwen: under-sized:")
+	assert.NotContains(t, out, "vllm-llama")
+	assert.Contains(t, joined, "2 more warnings, on what this change leaves alone (vllm-max-num-seqs, namespace-pod-security)")
+	assert.Contains(t, joined, "2 inherited violations, broken before this change (job-sync-again ×2); --verbose lists them")
+	assert.NotContains(t, out, "SECURITY")
+	for _, line := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, len([]rune(line)), 80, line)
+	}
+
+	var verbose strings.Builder
+	writeCheck(&verbose, res, checkView{verbose: true, width: 80})
+	for _, want := range []string{"  WARNING vllm-max-num-seqs (2):", "    Deployment llm-inference/vllm-llama: under-sized",
+		"  WARNING namespace-pod-security Namespace llm-monitoring: privileged", "  INHERITED job-sync-again (2):", "  SECURITY llm-api"} {
+		assert.Contains(t, verbose.String(), want)
+	}
+}
+
+// TestWrap: lines break at spaces within the width, the rest indented; a word longer than the
+// width stays whole; 0 does not wrap.
+func TestWrap(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"  short", 20, "  short\n"},
+		{"  one two three four five", 12, "  one two\n    three\n    four\n    five\n"},
+		{"  averyveryverylongword x", 10, "  averyveryverylongword\n    x\n"},
+		{"  one two three four five", 0, "  one two three four five\n"},
+	} {
+		assert.Equal(t, tc.want, wrap(tc.in, tc.width, "    "), tc.in)
 	}
 }

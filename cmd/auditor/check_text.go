@@ -10,13 +10,15 @@ import (
 	"github.com/llm-gitops/platform/internal/platform/check"
 )
 
-// writeCheck prints the check's result per env, as text or as a Markdown comment (md).
-func writeCheck(w io.Writer, res *check.Result, md bool) {
+// writeCheck prints the check's result per env, as text or as a Markdown comment (v.md). Unless
+// v.verbose, it lists only the findings on what the change touches and counts the rest.
+func writeCheck(w io.Writer, res *check.Result, v checkView) {
+	md := v.md
 	h := func(level int, s string) {
 		if md {
 			fmt.Fprintf(w, "%s %s\n\n", strings.Repeat("#", level), s)
 		} else {
-			fmt.Fprintf(w, "== %s\n", s)
+			fmt.Fprint(w, wrap("== "+s, v.width, "   "))
 		}
 	}
 	verdict := "PASS"
@@ -57,14 +59,16 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 			pinned = " at its pin " + gitrepo.Short(e.Revision)
 		}
 		h(3, fmt.Sprintf("%s%s: %s changed, %s", e.Env, pinned, count(len(e.Changes), "object"), count(len(e.Violations), "violation")))
-		writeFindings(w, md, "VIOLATION", ":x:", e.Violations)
-		writeInherited(w, md, e.Inherited, e.ForkError, "broken before this change")
-		writeForcedAndOff(w, md, e)
-		writeAlsoRendered(w, e.Applications)
-		writeSecurity(w, e.Security, md)
-		writeGPUPools(w, e.GPUPools, md)
+		v.writeFindings(w, "VIOLATION", ":x:", e.Violations)
+		v.writeInherited(w, e.Inherited, e.ForkError, "broken before this change")
+		v.writeForcedAndOff(w, e, changedObjects(e.Changes, e.Apps))
 		writeGPUStack(w, e.GPUStack, md)
-		check.WriteKVCache(w, e.KVCache, md)
+		if v.verbose {
+			writeAlsoRendered(w, e.Applications)
+			writeSecurity(w, e.Security, md)
+			writeGPUPools(w, e.GPUPools, md)
+			check.WriteKVCache(w, e.KVCache, md)
+		}
 		if md && len(e.Changes)+len(e.Apps) > 0 {
 			fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")
 		}
@@ -82,27 +86,43 @@ func writeCheck(w io.Writer, res *check.Result, md bool) {
 		}
 		fmt.Fprintln(w)
 		if e.Next != nil {
-			writeNext(w, h, md, e.Env, e.Revision, head, e.Next)
+			v.writeNext(w, h, e.Env, e.Revision, head, e.Next)
 		}
 	}
 }
 
-// writeForcedAndOff writes e's findings the promotion was forced past, its warnings, and those
-// of rules the layout turns off, each saying so.
-func writeForcedAndOff(w io.Writer, md bool, e check.EnvResult) {
+// writeForcedAndOff writes e's findings the promotion was forced past, its warnings (unless
+// verbose, only those on changed objects), and those of rules the layout turns off, each saying so.
+func (v checkView) writeForcedAndOff(w io.Writer, e check.EnvResult, changed map[string]bool) {
 	forced := make([]check.Violation, len(e.Forced))
-	for i, v := range e.Forced {
-		v.Message += " (the promotion was forced past it: " + e.ForcedReason + ")"
-		forced[i] = v
+	for i, f := range e.Forced {
+		f.Message += " (the promotion was forced past it: " + e.ForcedReason + ")"
+		forced[i] = f
 	}
-	writeFindings(w, md, "FORCED", ":warning:", forced)
-	writeFindings(w, md, "WARNING", ":warning:", e.Warnings) // reported, not failing the check
+	v.writeFindings(w, "FORCED", ":warning:", forced)
+	v.writeWarnings(w, e.Warnings, changed) // reported, not failing the check
 	off := make([]check.Violation, len(e.Silenced))
-	for i, v := range e.Silenced {
-		v.Message += " (rule off in " + layout.LayoutFile + ": " + v.Reason + ")"
-		off[i] = v.Violation
+	for i, s := range e.Silenced {
+		s.Message += " (rule off in " + layout.LayoutFile + ": " + s.Reason + ")"
+		off[i] = s.Violation
 	}
-	writeFindings(w, md, "OFF", ":no_entry_sign:", off)
+	v.writeFindings(w, "OFF", ":no_entry_sign:", off)
+}
+
+// writeWarnings writes the warnings: unless verbose, those on changed objects, and a count of
+// the rest.
+func (v checkView) writeWarnings(w io.Writer, ws []check.Violation, changed map[string]bool) {
+	if v.verbose {
+		v.writeFindings(w, "WARNING", ":warning:", ws)
+		return
+	}
+	shown, rest := split(ws, changed)
+	v.writeFindings(w, "WARNING", ":warning:", shown)
+	word, what := "warning", "none on what this change touches"
+	if len(shown) > 0 {
+		word, what = "more warning", "on what this change leaves alone"
+	}
+	v.writeSummary(w, word, what, rest)
 }
 
 // writeAlsoRendered writes the other Applications rendered and checked with the env, those

@@ -50,8 +50,9 @@ func exitAndError(t *testing.T, args ...string) (int, string) {
 }
 
 // TestCommandContract holds every command to the CLI's conventions: exit 2 for bad input
-// (an unknown subcommand, output format, time, env or Application), the Git flags exactly where
-// --repo is, and one time flag, --at.
+// (an unknown subcommand, output format, time, env, revision, Application or a repository that
+// does not exist), each said in the same words by every command; the Git flags exactly where
+// --repo is; one time flag, --at; one Argo CD namespace flag, --argocd-namespace.
 func TestCommandContract(t *testing.T) {
 	repo := newLedgerRepo(t)
 	// Which Applications an env has is known once the cluster is read: the commands taking
@@ -70,6 +71,17 @@ func TestCommandContract(t *testing.T) {
 		}
 		return kubeconfig
 	}
+	// The arguments a command needs before it reads --repo.
+	positional := map[string][]string{"rollback": {"HEAD"}, "ledger show": {"0123abcd"}, "blame": {"Deployment/vllm-qwen"},
+		"site set": {"domain=llm.example.org"}}
+	// The directory each command reads (site set edits a work tree), and its other required flags.
+	repoOf := func(path string) string {
+		if path == "site set" {
+			return repo.work
+		}
+		return "file://" + repo.bare
+	}
+	required := []string{"peak", "to", "model", "prometheus"}
 	gitFlags := []string{"git-username", "git-password-file", "git-ssh-key-file", "git-known-hosts-file", "git-timeout"}
 	all := commands(newRootCommand())
 	require.Contains(t, all, "ledger at")
@@ -83,6 +95,11 @@ func TestCommandContract(t *testing.T) {
 			flags := cmd.Flags()
 			for _, name := range gitFlags {
 				assert.Equal(t, flags.Lookup("repo") != nil, flags.Lookup(name) != nil, "--%s is where --repo is", name)
+			}
+			if f := flags.Lookup("app-namespace"); f != nil {
+				assert.True(t, f.Hidden, "--app-namespace is a hidden alias of --argocd-namespace")
+				assert.NotEmpty(t, f.Deprecated, "--app-namespace says to use --argocd-namespace")
+				assert.NotNil(t, flags.Lookup("argocd-namespace"), "--argocd-namespace is where --app-namespace is")
 			}
 			for _, name := range []string{"time", "now"} {
 				if f := flags.Lookup(name); f != nil {
@@ -100,16 +117,28 @@ func TestCommandContract(t *testing.T) {
 				assert.Equal(t, codeError, exitOf(t, append(args, "--env", "dev", "--selector", "team in (a")...), "malformed selector")
 			}
 			if flags.Lookup("env") != nil && flags.Lookup("repo") != nil && path != "serve" {
-				bad := append(args, "--repo", "file://"+repo.bare, "--env", "qa")
-				for _, req := range []string{"peak", "to"} { // required flags besides --env
+				bad := append(args, "--repo", repoOf(path), "--env", "qa")
+				for _, req := range required { // required flags besides --env
 					if flags.Lookup(req) != nil {
 						bad = append(bad, "--"+req, "x")
 					}
 				}
-				if path == "rollback" {
-					bad = append(bad, "HEAD")
+				bad = append(bad, positional[path]...)
+				code, msg := exitAndError(t, bad...)
+				assert.Equal(t, codeError, code, "unknown env: %s", msg)
+				assert.Contains(t, msg, `unknown env "qa" (known envs: dev, prod, staging)`, "one wording for an unknown env")
+			}
+			if flags.Lookup("repo") != nil {
+				missing := append(args, "--repo", "/nonexistent/platform")
+				for _, req := range append([]string{"env", "base"}, required...) {
+					if flags.Lookup(req) != nil {
+						missing = append(missing, "--"+req, "prod")
+					}
 				}
-				assert.Equal(t, codeError, exitOf(t, bad...), "unknown env")
+				missing = append(missing, positional[path]...)
+				code, msg := exitAndError(t, missing...)
+				assert.Equal(t, codeError, code, "missing repository: %s", msg)
+				assert.Equal(t, "error: repository /nonexistent/platform does not exist\n", msg, "one wording for a missing repository")
 			}
 			if flags.Lookup("app") != nil {
 				t.Run("unknown app", func(t *testing.T) {
@@ -133,9 +162,41 @@ func TestCommandContract(t *testing.T) {
 				})
 			}
 			if flags.Lookup("revision") != nil && flags.Lookup("env") != nil {
-				assert.Equal(t, codeError, exitOf(t, append(args, "--repo", "file://"+repo.bare, "--env", "dev", "--revision", "nosuch")...),
-					"unknown revision")
+				rev := append(args, "--repo", "file://"+repo.bare, "--env", "dev", "--revision", "nosuch")
+				for _, req := range required {
+					if flags.Lookup(req) != nil {
+						rev = append(rev, "--"+req, "x")
+					}
+				}
+				code, msg := exitAndError(t, append(rev, positional[path]...)...)
+				assert.Equal(t, codeError, code, "unknown revision: %s", msg)
+				assert.Contains(t, msg, `revision "nosuch" not found in file://`+repo.bare, "one wording for an unknown revision")
 			}
+		})
+	}
+}
+
+// TestExitCodesOfFindings: a finding exits 1 whatever the command, as drift and violations do;
+// a result with nothing to report exits 0.
+func TestExitCodesOfFindings(t *testing.T) {
+	kv := []string{"capacity", "kv", "--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--context", "8000"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"kv: conversations fit", append(kv, "--free-memory", "10GiB"), codeOK},
+		{"kv: no conversation fits", append(kv, "--free-memory", "512Mi"), codeFound},
+		{"kv: vLLM worst case does not fit", append(kv, "--gpu-memory", "48305799168", "--weights-size", "16060522496", "--max-num-seqs", "64"), codeFound},
+		{"coldstart: probe covers it", []string{"capacity", "coldstart", "--startup-probe-budget", "600s"}, codeOK},
+		{"coldstart: probe too short", []string{"capacity", "coldstart", "--startup-probe-budget", "60s"}, codeFound},
+		{"hpa: a decision is no finding", []string{"capacity", "hpa", "--current", "4", "--metric", "30", "--target", "10"}, codeOK},
+		{"version", []string{"version"}, codeOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, msg := exitAndError(t, tc.args...)
+			assert.Equal(t, tc.code, code, msg)
+			assert.Empty(t, msg, "a finding is said on stdout, not as an error")
 		})
 	}
 }

@@ -53,7 +53,7 @@ With the env's root Application (root-<env>) in the cluster, every Application u
 audited, the Applications themselves included; --app NAME reports one of them. --all audits every
 env of the repository (-o json: a list of reports).
 
---selector and --project add the cluster's Applications they pick (in --app-namespace) to the
+--selector and --project add the cluster's Applications they pick (in --argocd-namespace) to the
 env's group. Applications an ApplicationSet of the group generated are always added. Git holds
 no manifest of such an Application: its objects are compared with its live source's render.
 
@@ -79,7 +79,7 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 // cluster, the env's Applications, the renderer, the audit log, the cache (diff's, and the
 // commands that audit as diff does).
 func (o *diffOptions) addAuditFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.appNamespace, "app-namespace", "argocd", "namespace of the Argo CD Applications")
+	addArgoCDNamespaceFlag(cmd, &o.appNamespace, "namespace of Argo CD and its Applications")
 	cmd.Flags().StringVar(&o.selector, "selector", "", "also audit the Applications whose labels match this selector (kubectl's syntax)")
 	cmd.Flags().StringSliceVar(&o.projects, "project", nil, "also audit the Applications of this AppProject (repeatable; with --selector, both must match)")
 	cmd.Flags().StringVar(&o.root, "root", "", "the env's root Application (app-of-apps; default: .auditor.yaml's, else root-<env>): with it in the cluster, every Application under it is audited; the env need not be listed anywhere")

@@ -42,7 +42,7 @@ func (o *diffOptions) auditor(ctx context.Context, timing func(stage string, too
 		return nil, nil, err
 	}
 	appNamespace := o.appNamespace
-	if o.src.cmd != nil && !o.src.cmd.Flags().Changed("app-namespace") {
+	if o.src.cmd != nil && !argocdNamespaceSet(o.src.cmd) {
 		// The env's namespace, as the layout says; with --all, the one every env is in.
 		var only []string
 		if !o.all {

@@ -25,7 +25,7 @@ func TestDiffAllNeedsTheEnvsInOneNamespace(t *testing.T) {
 	assert.Contains(t, err.Error(), "different namespaces (prod in acme-cd; staging in argocd)")
 	assert.Contains(t, err.Error(), "audit each with --env")
 	// One env, or a namespace named: the cluster is what fails next.
-	for _, args := range [][]string{{"--env", "prod"}, {"--all", "--app-namespace", "argocd"}} {
+	for _, args := range [][]string{{"--env", "prod"}, {"--all", "--argocd-namespace", "argocd"}, {"--all", "--app-namespace", "argocd"}} {
 		_, err = runCmd(t, newDiffCommand(), append(args, "--repo", dir, "--kubeconfig", "/nonexistent")...)
 		require.Error(t, err, "%v", args)
 		assert.NotContains(t, err.Error(), "different namespaces", "%v", args)

@@ -52,7 +52,7 @@ answer (marked ?).`,
 	}
 	addEnvFlag(cmd, &o.env, "env", "env (as the repository's .auditor.yaml names it, else a directory under overlays/)")
 	addReportOutput(cmd, &o.output)
-	cmd.Flags().StringVar(&o.argocdNS, "argocd-namespace", "argocd", "namespace of Argo CD's argocd-cm")
+	addArgoCDNamespaceFlag(cmd, &o.argocdNS, "namespace of Argo CD and its argocd-cm")
 	cmd.Flags().StringVar(&o.sa, "auditor", "llm-system/auditor", "the auditor's ServiceAccount, namespace/name")
 	o.src.add(cmd)
 	o.kube.add(cmd)

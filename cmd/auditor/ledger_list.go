@@ -68,10 +68,11 @@ func printRecordsWide(w io.Writer, recs []ledger.Record) error { return recordTa
 
 func recordTable(w io.Writer, recs []ledger.Record, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	header := "ID\tCOMMITTED\tENV\tKIND\tMODEL\tDEPLOYMENT\tVERSION\tSHARE\tREPLICAS\tREVISION\tSUBJECT"
+	header := "ID\tCOMMITTED\tENV\tKIND\tMODEL\tDEPLOYMENT\tVERSION\tSHARE\tREPLICAS\tREVISION"
 	if wide {
 		header += "\tNAMESPACE\tWEIGHTS\tIMAGE\tAUTHOR\tSYNCED"
 	}
+	header += "\tSUBJECT" // last, and clipped: a commit subject can be hundreds of characters
 	fmt.Fprintln(tw, header)
 	for _, r := range recs {
 		kind := string(r.Kind)
@@ -85,18 +86,33 @@ func recordTable(w io.Writer, recs []ledger.Record, wide bool) error {
 		if r.Reverts != "" {
 			subject = "reverts " + gitrepo.Short(r.Reverts) + ": " + subject
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%%\t%d\t%s\t%s", r.ID, r.CommittedAt.UTC().Format(time.RFC3339),
-			r.Env, kind, r.Model, r.Deployment, r.Version, pct(r.SharePercent), r.Replicas, gitrepo.Short(r.Revision), subject)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%%\t%d\t%s", r.ID, r.CommittedAt.UTC().Format(time.RFC3339),
+			r.Env, kind, r.Model, r.Deployment, r.Version, pct(r.SharePercent), r.Replicas, gitrepo.Short(r.Revision))
 		if wide {
 			synced := "-"
 			if r.SyncedAt != nil {
 				synced = r.SyncedAt.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "\t%s\t%s@%s\t%s\t%s\t%s", orNone(r.Namespace), orNone(r.WeightsURI), gitrepo.Short(r.WeightsRevision), orNone(r.Image), r.Author, synced)
+			fmt.Fprintf(tw, "\t%s\t%s@%s\t%s\t%s\t%s", orNone(r.Namespace), clip(orNone(r.WeightsURI), cellWidth),
+				gitrepo.Short(r.WeightsRevision), clip(orNone(r.Image), cellWidth), clip(r.Author, cellWidth), synced)
 		}
-		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "\t%s\n", clip(subject, subjectWidth))
 	}
 	return tw.Flush()
+}
+
+// The widest a ledger table's free-text cells get: -o json has them whole.
+const (
+	subjectWidth = 50
+	cellWidth    = 40
+)
+
+// clip shortens s to n characters, ending it with "…" when it was longer.
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 func pct(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

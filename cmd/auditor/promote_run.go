@@ -56,8 +56,9 @@ func (o *promoteOptions) run(ctx context.Context, w io.Writer) (*promoteReport, 
 		gitrepo.Short(plan.Old), gitrepo.Short(plan.New), direction, len(changes))
 	writeChanges(w, changes)
 	fmt.Fprintf(w, "check %s at %s: %s\n", o.to, gitrepo.Short(plan.New), count(len(rep.Violations), "violation"))
-	writeFindings(w, false, "VIOLATION", "", rep.Violations)
-	writeFindings(w, false, "WARNING", "", rep.Warnings)
+	v := checkView{verbose: true, width: outputWidth(w)}
+	v.writeFindings(w, "VIOLATION", "", rep.Violations)
+	v.writeFindings(w, "WARNING", "", rep.Warnings)
 	refused := len(rep.Violations) > 0 && !o.force
 	switch {
 	case refused:

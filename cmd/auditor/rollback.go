@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -71,6 +73,15 @@ func (o *rollbackOptions) Run(ctx context.Context, w io.Writer) error {
 	if err := checkRepoEnvs(repo, o.branch, o.envs...); err != nil {
 		return err
 	}
+	if after, ok := strings.CutPrefix(o.sha, "HEAD"); ok && (after == "" || strings.ContainsAny(after[:1], "~^")) {
+		// HEAD is the branch's head on the remote, not the head of a clone or of the caller's checkout.
+		h, err := repo.Resolve(o.branch + after)
+		if err != nil {
+			return failed(fmt.Errorf("rollback %s: %w", o.sha, err))
+		}
+		fmt.Fprintf(os.Stderr, "auditor: %s is %s, %s%s of %s\n", o.sha, gitrepo.Short(h), o.branch, after, gitrepo.RedactURL(o.repo))
+		o.sha = h
+	}
 	req := ledger.RollbackRequest{Branch: o.branch, Envs: o.envs}
 	if o.prom != "" {
 		req.Metrics = (&ledger.Prometheus{URL: o.prom}).ForRecord
@@ -80,6 +91,8 @@ func (o *rollbackOptions) Run(ctx context.Context, w io.Writer) error {
 	switch {
 	case errors.As(err, &conflict):
 		return failed(fmt.Errorf("rollback refused: %w", err))
+	case errors.Is(err, gitrepo.ErrNotOnBranch):
+		return failed(fmt.Errorf("rollback %s: revision %q not found on branch %s of %s", o.sha, o.sha, o.branch, gitrepo.RedactURL(o.repo)))
 	case err != nil && res.Revert.Commit == "" && !res.Revert.NoChange:
 		return failed(err)
 	}

@@ -258,7 +258,7 @@ stringData:
 	}
 	out, _ := json.Marshal(rep)
 	bin := buildAuditor(t)
-	cli, _ := runAuditor(t, bin, "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig, "--app-namespace", "argocd")
+	cli, _ := runAuditor(t, bin, "diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig, "--argocd-namespace", "argocd")
 	// The API server's audit log, written with the platform's policy, has the writes but not the
 	// values (nor any service-account token).
 	auditLog, err := os.ReadFile(cluster.AuditLog)

@@ -273,14 +273,24 @@ func CompareRendered(from, to map[string]any, pt *typed.ParseableType) []FieldCh
 	delete(from, "status")
 	delete(to, "status")
 	var out []FieldChange
+	back := compareDeclared(from, to, pt, nil).diffs
+	removed := map[string]bool{} // a field removed is said once, as removed, though both passes see it
+	for _, d := range back {
+		if d.change == Removed {
+			removed[Display(d.path)] = true
+		}
+	}
 	for _, d := range compareDeclared(to, from, pt, nil).diffs {
 		c := FieldChange{Path: Display(d.path), From: d.live, To: d.desired, Change: Changed, FieldPath: FieldPath(d.path)}
 		if d.change == Removed { // declared in to, absent from from
 			c.Change, c.From = Added, nil
 		}
+		if removed[c.Path] && d.desired == nil {
+			continue
+		}
 		out = append(out, c)
 	}
-	for _, d := range compareDeclared(from, to, pt, nil).diffs {
+	for _, d := range back {
 		if d.change == Removed {
 			out = append(out, FieldChange{Path: Display(d.path), From: d.desired, Change: Removed, FieldPath: FieldPath(d.path)})
 		}

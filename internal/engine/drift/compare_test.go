@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/yaml"
 
 	"github.com/llm-gitops/platform/internal/engine/argocd"
@@ -647,5 +648,23 @@ spec:
 			require.Len(t, o.Fields, 1)
 			assert.Equal(t, drift.Added, o.Fields[0].Change)
 		})
+	}
+}
+
+// TestCompareRenderedSaysARemovedFieldOnce: a field one revision drops from an item of a keyed
+// list (a LimitRange's default limits) is one change, removed.
+func TestCompareRenderedSaysARemovedFieldOnce(t *testing.T) {
+	types := argocd.StaticSchema([]schema.GroupVersionKind{{Version: "v1", Kind: "LimitRange"}})
+	from := parse(t, `{apiVersion: v1, kind: LimitRange, metadata: {name: defaults, namespace: llm-monitoring},
+  spec: {limits: [{type: Container, defaultRequest: {cpu: 250m}, default: {cpu: "1", memory: 1Gi}}]}}`)
+	to := parse(t, `{apiVersion: v1, kind: LimitRange, metadata: {name: defaults, namespace: llm-monitoring},
+  spec: {limits: [{type: Container, defaultRequest: {cpu: 250m}}]}}`)
+	for _, pt := range []*typed.ParseableType{types.Type(from.GroupVersionKind()), nil} {
+		got := drift.CompareRendered(from.Object, to.Object, pt)
+		var paths []string
+		for _, c := range got {
+			paths = append(paths, c.Path+" "+c.Change)
+		}
+		assert.Equal(t, []string{".spec.limits[0].default " + drift.Removed}, paths)
 	}
 }

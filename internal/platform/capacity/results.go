@@ -10,6 +10,10 @@ type KVResult struct {
 	FreeMemoryBytes      *int64   `json:"freeMemoryBytes,omitempty"`
 	ConversationsThatFit *int64   `json:"conversationsThatFit,omitempty"`
 	VLLM                 *VLLMFit `json:"vllm,omitempty"`
+	// SeqsAfterOverhead is, for a vLLM configuration, how many sequences at --max-model-len the
+	// KV cache holds after the weights and DefaultOverhead (FullLengthSeqs): the count auditor
+	// check reports beside rule vllm-max-num-seqs.
+	SeqsAfterOverhead *int64 `json:"seqsAfterOverhead,omitempty"`
 }
 
 // HPAResult is an HPA decision with the rules it was taken under.
@@ -99,6 +103,11 @@ func KV(in KVInput) (KVResult, error) {
 			return res, err
 		}
 		res.VLLM = &fit
+		n, err := FullLengthSeqs(SeqsConfig{VLLM: c, Overhead: DefaultOverhead()})
+		if err != nil {
+			return res, err
+		}
+		res.SeqsAfterOverhead = &n
 		free := fit.KVAvailableBytes
 		res.FreeMemoryBytes = &free
 	case in.FreeMemoryBytes != nil:

@@ -188,6 +188,22 @@ func SizeMaxNumSeqs(c SeqsConfig) (SeqsFit, error) {
 	return f, nil
 }
 
+// FullLengthSeqs returns how many sequences at --max-model-len the KV cache holds after the
+// weights and c's overhead estimate, in whole blocks: a profile of --max-model-len tokens sized
+// by SizeMaxNumSeqs. Qwen2.5-7B on an L40S at 32768 tokens holds 13 (CheckVLLM, which counts no
+// overhead, fits 15). auditor check and auditor capacity kv both report this count.
+func FullLengthSeqs(c SeqsConfig) (int64, error) {
+	if c.VLLM.MaxModelLen <= 0 {
+		return 0, fmt.Errorf("full-length sequences: --max-model-len %d must be positive: %w", c.VLLM.MaxModelLen, ErrInvalid)
+	}
+	c.Traffic = Traffic{PromptTokens: c.VLLM.MaxModelLen}
+	f, err := SizeMaxNumSeqs(c)
+	if err != nil {
+		return 0, err
+	}
+	return f.ProfileSeqs, nil
+}
+
 // VLLMBudget returns what vLLM may use of a card: ⌊gpuMemoryBytes × utilization⌋.
 func VLLMBudget(gpuMemoryBytes int64, utilization float64) int64 {
 	return int64(float64(gpuMemoryBytes) * utilization)

@@ -36,8 +36,9 @@ type KVCacheUse struct {
 	Percent float64 `json:"percent"`
 	// ProfileSeqs is how many sequences of the profile the KV cache holds.
 	ProfileSeqs int64 `json:"profileSeqs"`
-	// FullLengthSeqs is how many sequences at --max-model-len the KV cache holds (after the
-	// overhead, which rule capacity-kv-cache leaves out): above it, long requests are preempted.
+	// FullLengthSeqs is how many sequences at --max-model-len the KV cache holds after the
+	// overhead, which rule capacity-kv-cache leaves out (capacity.FullLengthSeqs, which `auditor
+	// capacity kv` prints too): above it, long requests are preempted.
 	FullLengthSeqs int64 `json:"fullLengthSeqs"`
 	// Source is where the profile's lengths came from: "annotations" or "measured profile".
 	Source string `json:"source"`
@@ -100,8 +101,8 @@ func vllmMaxNumSeqs(objs []*unstructured.Unstructured, measured map[string]capac
 		}
 		use := KVCacheUse{Object: id(o), MaxNumSeqs: cfg.VLLM.MaxNumSeqs, SeqTokens: fit.SeqTokens, UsedTokens: fit.UsedTokens,
 			KVTokens: fit.KVTokens, Percent: 100 * fit.UsedFraction, ProfileSeqs: fit.ProfileSeqs, Source: source}
-		if cfg.VLLM.MaxModelLen > 0 {
-			use.FullLengthSeqs = fit.KVTokens / cfg.VLLM.MaxModelLen
+		if n, err := capacity.FullLengthSeqs(cfg); err == nil {
+			use.FullLengthSeqs = n
 		}
 		uses = append(uses, use)
 		switch {
@@ -110,14 +111,21 @@ func vllmMaxNumSeqs(objs []*unstructured.Unstructured, measured map[string]capac
 		case float64(use.MaxNumSeqs) < underUsed*float64(use.ProfileSeqs):
 			why := fmt.Sprintf(". Up to %d, even a batch of requests at --max-model-len %d fits", use.FullLengthSeqs, cfg.VLLM.MaxModelLen)
 			if use.MaxNumSeqs >= use.FullLengthSeqs {
-				why = fmt.Sprintf(". --max-model-len %d holds it down: %d sequences at that length fill the cache (rule capacity-kv-cache "+
-					"counts no overhead); a larger batch preempts long requests when they come together, a lower --max-model-len avoids it",
+				why = fmt.Sprintf(". --max-model-len %d holds it down: %d sequences at that length fill the cache (after the overhead; "+
+					"rule capacity-kv-cache counts none); a larger batch preempts long requests when they come together, a lower --max-model-len avoids it",
 					cfg.VLLM.MaxModelLen, use.FullLengthSeqs)
 			}
 			add(&warnings, "under-sized for its traffic profile: %s%s", fit.Explanation, why)
 		}
 	}
 	return uses, violations, warnings
+}
+
+// KVCacheUses is each vLLM Deployment's use of its KV cache among objs at the traffic profile its
+// annotations state, as auditor check reports it.
+func KVCacheUses(objs []*unstructured.Unstructured) []KVCacheUse {
+	uses, _, _ := vllmMaxNumSeqs(objs, nil)
+	return uses
 }
 
 // WriteKVCache prints, per vLLM Deployment, how much of its KV cache --max-num-seqs can use at

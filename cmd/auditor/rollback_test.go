@@ -1,0 +1,36 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRollbackHEAD: HEAD and HEAD~N name commits of --branch on the remote; a commit the branch
+// does not have is said in the words of an unknown revision, exit 2.
+func TestRollbackHEAD(t *testing.T) {
+	l := newLedgerRepo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(l.work, "docs/runbooks/note.md"), []byte("a note\n"), 0o644))
+	head := l.commit("docs: a note")
+	url := "file://" + l.bare
+	for _, rev := range []string{"HEAD", "HEAD~0"} {
+		out, err := runCmd(t, newRollbackCommand(), rev, "--repo", url, "--dry-run", "-o", "json")
+		require.NoError(t, err, "%s: %s", rev, out)
+		var dry struct {
+			Revert string `json:"revert"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &dry), out)
+		assert.Len(t, dry.Revert, 40, rev)
+	}
+	before := l.git(time.Now(), "--git-dir", l.bare, "rev-parse", "main")
+	assert.Equal(t, head, before, "the dry runs pushed nothing")
+
+	code, msg := exitAndError(t, "rollback", "0123456789abcdef", "--repo", url, "--dry-run")
+	assert.Equal(t, codeError, code)
+	assert.Contains(t, msg, `revision "0123456789abcdef" not found on branch main of `+url)
+}
