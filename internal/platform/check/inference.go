@@ -115,7 +115,14 @@ func inferenceCanaryWeights(objs []*unstructured.Unstructured) []Violation {
 	var out []Violation
 	for _, k := range order {
 		refs := split[k]
-		if len(refs) < 2 || !slices.ContainsFunc(refs, routeBackendRef.isPool) {
+		if !slices.ContainsFunc(refs, routeBackendRef.isPool) {
+			continue
+		}
+		if len(refs) == 1 {
+			if refs[0].weight == 0 {
+				out = append(out, Violation{Rule: "inference-canary-weights", Object: id(k.route), Message: fmt.Sprintf(
+					"rule %d sends to %s %s alone with weight 0: the Gateway sends it nothing, and every request of the rule fails", k.rule+1, refs[0].kind, refs[0].name)})
+			}
 			continue
 		}
 		var sum int64
@@ -157,9 +164,83 @@ func inferencePools(objs []*unstructured.Unstructured) []Violation {
 		case (kind == "" || kind == "Service") && !services[p.GetNamespace()+"/"+name]:
 			out = append(out, Violation{Rule: "inference-pool", Object: id(p), Message: fmt.Sprintf(
 				"its endpoint picker Service %s/%s is not rendered", p.GetNamespace(), name)})
+		case kind == "" || kind == "Service":
+			out = append(out, pickerProblems(p, name, objs)...)
+		}
+		if model := p.GetLabels()["platform.llm/model"]; model != "" {
+			for _, w := range poolWorkloads(p, objs, true) {
+				podLabels, _, _ := unstructured.NestedStringMap(w.Object, "spec", "template", "metadata", "labels")
+				if got := podLabels["platform.llm/model"]; got != model {
+					out = append(out, Violation{Rule: "inference-pool", Object: id(p), Message: fmt.Sprintf(
+						"is the pool of model %s but selects the pods of %s, whose model is %q: its requests reach a server that does not serve %s",
+						model, id(w), got, model)})
+				}
+			}
 		}
 	}
 	return out
+}
+
+// pickerProblems checks the endpoint picker Service name of pool: the port the pool names is one
+// of the Service's, the Service selects a rendered picker Deployment, and that picker serves
+// this pool (--pool-name and --pool-namespace). Any of them wrong, each request of the pool gets
+// a 503 (failureMode FailClose) or is picked among another pool's pods.
+func pickerProblems(pool *unstructured.Unstructured, name string, objs []*unstructured.Unstructured) []Violation {
+	var svc *unstructured.Unstructured
+	for _, o := range objects(objs, schema.GroupKind{Kind: "Service"}) {
+		if o.GetNamespace() == pool.GetNamespace() && o.GetName() == name {
+			svc = o
+		}
+	}
+	if svc == nil {
+		return nil
+	}
+	var out []Violation
+	port, _, _ := unstructured.NestedInt64(pool.Object, "spec", "endpointPickerRef", "port", "number")
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if port != 0 && !slices.ContainsFunc(ports, func(p any) bool { n, _, _ := unstructured.NestedInt64(asMap(p), "port"); return n == port }) {
+		out = append(out, Violation{Rule: "inference-pool", Object: id(pool), Message: fmt.Sprintf(
+			"names port %d of its endpoint picker %s, which has no such port: every request of the pool fails", port, id(svc))})
+	}
+	sel, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+	var pickers []*unstructured.Unstructured
+	for _, d := range objects(objs, schema.GroupKind{Group: "apps", Kind: "Deployment"}) {
+		podLabels, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "labels")
+		if d.GetNamespace() == svc.GetNamespace() && len(sel) > 0 && labels.SelectorFromSet(sel).Matches(labels.Set(podLabels)) {
+			pickers = append(pickers, d)
+		}
+	}
+	if len(pickers) == 0 {
+		return append(out, Violation{Rule: "inference-pool", Object: id(pool), Message: fmt.Sprintf(
+			"its endpoint picker %s selects no rendered Deployment (selector %s): no picker answers the Gateway", id(svc), labels.SelectorFromSet(sel))})
+	}
+	for _, d := range pickers {
+		pod := podTemplate(d)
+		cs, _, _ := unstructured.NestedSlice(pod, "containers")
+		for _, c := range cs {
+			args, _, _ := unstructured.NestedStringSlice(asMap(c), "args")
+			for flag, want := range map[string]string{"--pool-name": pool.GetName(), "--pool-namespace": pool.GetNamespace()} {
+				if got, ok := flagValue(args, flag); ok && got != want {
+					out = append(out, Violation{Rule: "inference-pool", Object: id(pool), Message: fmt.Sprintf(
+						"its endpoint picker %s serves %s=%s, not %s: it picks among another pool's pods", id(d), flag, got, want)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// flagValue is the value of flag in args, as --flag=value or --flag value.
+func flagValue(args []string, flag string) (string, bool) {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v, true
+		}
+		if a == flag && i+1 < len(args) {
+			return args[i+1], true
+		}
+	}
+	return "", false
 }
 
 // poolWorkloads are the rendered Deployments and StatefulSets in pool's namespace whose pods it

@@ -2,9 +2,11 @@ package check
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // pooled is a vLLM Deployment, its InferencePool and picker Service, and a route to the pool:
@@ -15,7 +17,7 @@ metadata: {name: vllm-qwen, namespace: llm-inference, annotations: {argocd.argop
 spec:
   selector: {matchLabels: {app.kubernetes.io/name: vllm-qwen}}
   template:
-    metadata: {labels: {app.kubernetes.io/name: vllm-qwen, platform.llm/component: vllm}}
+    metadata: {labels: {app.kubernetes.io/name: vllm-qwen, platform.llm/component: vllm, platform.llm/model: qwen}}
     spec: {containers: [{name: vllm, image: vllm:1, ports: [{name: http, containerPort: 8000}]}]}
 ---
 apiVersion: apps/v1
@@ -25,11 +27,11 @@ spec:
   selector: {matchLabels: {app.kubernetes.io/name: epp-qwen}}
   template:
     metadata: {labels: {app.kubernetes.io/name: epp-qwen, platform.llm/component: endpoint-picker}}
-    spec: {containers: [{name: epp, image: epp:1, ports: [{name: grpc, containerPort: 9002}]}]}
+    spec: {containers: [{name: epp, image: epp:1, args: [--pool-name=qwen, --pool-namespace=llm-inference], ports: [{name: grpc, containerPort: 9002}]}]}
 ---
 apiVersion: inference.networking.k8s.io/v1
 kind: InferencePool
-metadata: {name: qwen, namespace: llm-inference, annotations: {argocd.argoproj.io/sync-wave: "1"}}
+metadata: {name: qwen, namespace: llm-inference, labels: {platform.llm/model: qwen}, annotations: {argocd.argoproj.io/sync-wave: "1"}}
 spec:
   selector: {matchLabels: {%[1]s}}
   targetPorts: [{number: 8000}]
@@ -69,6 +71,33 @@ func TestInferencePools(t *testing.T) {
 	}
 }
 
+// TestInferencePoolPickers: the picker and the pods a pool names must be the ones that serve it.
+func TestInferencePoolPickers(t *testing.T) {
+	for _, tc := range []struct {
+		name, old, new string
+		want           []string
+	}{
+		{name: "as rendered"},
+		{name: "a picker port the Service lacks", old: "port: {number: 9002}", new: "port: {number: 9003}",
+			want: []string{"inference-pool InferencePool llm-inference/qwen: names port 9003 of its endpoint picker Service llm-inference/epp-qwen, which has no such port"}},
+		{name: "a picker Service without its Deployment", old: "spec: {selector: {app.kubernetes.io/name: epp-qwen}, ports:", new: "spec: {selector: {app.kubernetes.io/name: epp-gone}, ports:",
+			want: []string{"inference-pool InferencePool llm-inference/qwen: its endpoint picker Service llm-inference/epp-qwen selects no rendered Deployment"}},
+		{name: "a picker serving another pool", old: "--pool-name=qwen", new: "--pool-name=llama",
+			want: []string{"inference-pool InferencePool llm-inference/qwen: its endpoint picker Deployment llm-inference/epp-qwen serves --pool-name=llama, not qwen"}},
+		{name: "a pool selecting another model's pods", old: "platform.llm/model: qwen}}\n    spec: {containers: [{name: vllm", new: "platform.llm/model: llama}}\n    spec: {containers: [{name: vllm",
+			want: []string{"inference-pool InferencePool llm-inference/qwen: is the pool of model qwen but selects the pods of Deployment llm-inference/vllm-qwen, whose model is \"llama\""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			manifest := fmt.Sprintf(pooled, "app.kubernetes.io/name: vllm-qwen", "epp-qwen", toPool)
+			if tc.old != "" {
+				require.Contains(t, manifest, tc.old)
+				manifest = strings.Replace(manifest, tc.old, tc.new, 1)
+			}
+			assertViolations(t, tc.want, inferencePools(parseObjects(t, manifest)))
+		})
+	}
+}
+
 func TestInferenceRoutes(t *testing.T) {
 	for _, tc := range []struct {
 		name, backends string
@@ -98,6 +127,8 @@ func TestInferenceCanaryWeights(t *testing.T) {
 	}{
 		{name: "90 and 10", backends: canary(", weight: 90", ", weight: 10")},
 		{name: "one pool, any weight", backends: "{group: inference.networking.k8s.io, kind: InferencePool, name: qwen, weight: 7}"},
+		{name: "one pool, weight 0", backends: "{group: inference.networking.k8s.io, kind: InferencePool, name: qwen, weight: 0}",
+			want: []string{"inference-canary-weights HTTPRoute llm-inference/qwen: rule 1 sends to InferencePool qwen alone with weight 0"}},
 		{name: "two Services are not a pool canary", backends: "{name: a, port: 80, weight: 9}, {name: b, port: 80, weight: 1}"},
 		{name: "90 and 20", backends: canary(", weight: 90", ", weight: 20"),
 			want: []string{"inference-canary-weights HTTPRoute llm-inference/qwen: rule 1 splits between pools with weights summing to 110 (InferencePool qwen 90, InferencePool qwen-canary 20), not 100"}},
