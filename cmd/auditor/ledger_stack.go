@@ -78,6 +78,9 @@ func (o *ledgerStackOptions) Run(ctx context.Context, w io.Writer) error {
 	if triple == nil {
 		return failed(fmt.Errorf("%s at %s runs no GPU stack triple (no GPUs, or no clusters/gpu-stack.yaml there)", o.env, gitrepo.Short(rev)))
 	}
+	if err := o.checkHealthyAt(repo, rev); err != nil {
+		return err
+	}
 	rec := ledger.StackRecord{Env: o.env, Triple: *triple, Revision: rev, HealthyAt: o.at}
 	res, err := ledger.AppendStack(ctx, remote, o.branch, rec, time.Now().Add(2*time.Minute))
 	if err != nil {
@@ -99,4 +102,22 @@ func (o *ledgerStackOptions) Run(ctx context.Context, w io.Writer) error {
 		_, err := fmt.Fprintf(w, "%s: %s healthy since %s, commit %s%s\n", rep.File, triple, o.at.Format(time.RFC3339), gitrepo.Short(res.Commit), pushed)
 		return err
 	})
+}
+
+// checkHealthyAt refuses a time the env cannot have run its triple healthy at: in the future, or
+// before the revision it runs was committed. A back-dated record would count as soak the env
+// never did. (A time between that commit and the promotion that pinned it is not caught.)
+func (o *ledgerStackOptions) checkHealthyAt(repo *gitrepo.Repo, rev string) error {
+	if o.at.After(time.Now().Add(time.Minute)) {
+		return usageErr("--healthy-at %s is in the future", o.at.Format(time.RFC3339))
+	}
+	c, err := repo.CommitOf(rev)
+	if err != nil {
+		return failed(err)
+	}
+	if since := c.Committer.When.UTC().Truncate(time.Second); o.at.Before(since) {
+		return usageErr("--healthy-at %s is before %s's revision %s was committed (%s): it cannot have run the triple healthy then",
+			o.at.Format(time.RFC3339), o.env, gitrepo.Short(rev), since.Format(time.RFC3339))
+	}
+	return nil
 }

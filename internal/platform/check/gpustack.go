@@ -72,7 +72,11 @@ func stackOf(objs, apps []*unstructured.Unstructured) pinnedStack {
 	for _, a := range apps {
 		if chart, _, _ := unstructured.NestedString(a.Object, "spec", "source", "chart"); chart == "gpu-operator" {
 			s.operator, _, _ = unstructured.NestedString(a.Object, "spec", "source", "targetRevision")
-			s.operatorDriver, _, _ = unstructured.NestedBool(a.Object, "spec", "source", "helm", "valuesObject", "driver", "enabled")
+			// The chart's default is driver.enabled=true: only an explicit false in valuesObject
+			// leaves the AMI's driver the one that runs (values and parameters are not read, so
+			// they do not count as saying it).
+			enabled, found, _ := unstructured.NestedBool(a.Object, "spec", "source", "helm", "valuesObject", "driver", "enabled")
+			s.operatorDriver = !found || enabled
 		}
 	}
 	return s
@@ -133,7 +137,7 @@ func gpuStack(t, head *gpustack.Table, env string, s pinnedStack) []Violation {
 		}
 	}
 	if s.operatorDriver {
-		bad("Application gpu-operator", "the GPU Operator installs its own driver (driver.enabled): the AMI's driver in %s is then not the one that runs; keep driver.enabled=false with an AMI that ships one", gpustack.File)
+		bad("Application gpu-operator", "the GPU Operator installs its own driver (driver.enabled is true, or not set to false in helm.valuesObject, the chart's default being true): the AMI's driver in %s is then not the one that runs; set driver.enabled: false in valuesObject with an AMI that ships one", gpustack.File)
 	}
 	for _, img := range s.images {
 		digest := gpustack.Digest(img.value)

@@ -125,8 +125,8 @@ func partsOf(objs []*unstructured.Unstructured) *gpustack.Triple {
 	return &tr
 }
 
-// samePinned compares the parts an env's overlay pins: its AMI and image.
-func samePinned(a, b gpustack.Triple) bool { return a.AMI == b.AMI && a.Image == b.Image }
+// samePinned compares the parts an env's overlay pins: its AMI and image (Triple.Same).
+func samePinned(a, b gpustack.Triple) bool { return a.Same(b) }
 
 // EnvStack is the GPU stack triple env runs when the repository's branch is at head (its pin,
 // for a pinned env), and the commit it renders at; nil when it has no GPUs or the revision has

@@ -53,6 +53,9 @@ func TestCheckGPUStackNegatives(t *testing.T) {
 			edit("base/node-pools/nodeclass-gpu.yaml", "alias: al2023@v20260714", "alias: al2023@v20261101")
 		}, "gpu-stack", map[string][]string{"dev": {"EC2NodeClass gpu (NodePool gpu) pins AMI al2023@v20261101, but clusters/gpu-stack.yaml states al2023@v20260714 for dev: a change of one part of the triple states the whole triple"},
 			"staging": {"states al2023@v20260714 for staging"}, "prod": {"states al2023@v20260714 for prod"}}},
+		{"the GPU Operator's driver left to the chart's default (enabled)", func(edit func(rel, old, new string)) {
+			edit("apps/common/gpu-operator.yaml", "        driver:\n          enabled: false\n", "")
+		}, "gpu-stack", map[string][]string{"dev": {"the GPU Operator installs its own driver"}}},
 		{"a triple changed in prod's overlay that staging never ran", func(edit func(rel, old, new string)) {
 			edit(gpustack.File, "images:\n", "images:\n  - {image: vllm/vllm-openai:v0.31.0, digest: \""+newDigest+"\", cuda: \"13.0\", source: test}\n")
 			edit("overlays/prod/kustomization.yaml", "digest: "+headDigest, "digest: "+newDigest)

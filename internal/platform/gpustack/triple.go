@@ -15,9 +15,11 @@ type Triple struct {
 	GPUOperator string `json:"gpuOperator,omitempty"`
 }
 
-// Same says whether two triples pin the same parts (the driver and the CUDA follow from them).
+// Same says whether two triples pin the same promoted parts: the AMI and the image (the driver
+// and the CUDA follow from them). The GPU Operator is not among them: apps/ syncs it from main to
+// every env at once, so no promotion carries it and no soak can hold it back.
 func (t Triple) Same(o Triple) bool {
-	return t.AMI == o.AMI && t.Image == o.Image && t.GPUOperator == o.GPUOperator
+	return t.AMI == o.AMI && t.Image == o.Image
 }
 
 // Zero says whether the triple names nothing (an env without GPUs).
