@@ -163,9 +163,9 @@ func driftLine(f Field, d drift.Field) string {
 	}
 	switch {
 	case d.Actor != nil && writer != "":
-		s += " — by " + d.Actor.Person() + " with " + writer
+		s += " — by " + d.Actor.Person() + " with " + writer + d.Actor.NamedBy()
 	case d.Actor != nil:
-		s += " — by " + d.Actor.Person() + " (" + d.Actor.Verb + " " + d.Actor.Time + ")"
+		s += " — by " + d.Actor.Person() + " (" + d.Actor.Verb + " " + d.Actor.Time + ")" + d.Actor.NamedBy()
 	case writer != "":
 		s += " — by " + writer
 	default:
