@@ -113,7 +113,7 @@ func writeFields(w io.Writer, fields []drift.Field, now time.Time) {
 	for _, f := range fields {
 		by := who(f.Manager, f.Operation, f.Subresource, f.Time, now)
 		if f.Actor != nil {
-			by = f.Actor.Person() + " with " + by
+			by = f.Actor.Person() + " with " + by + f.Actor.NamedBy()
 			if f.Manager == "" {
 				by = personAt(f.Actor)
 			}
@@ -127,7 +127,7 @@ func writeFields(w io.Writer, fields []drift.Field, now time.Time) {
 
 // personAt names an actor and the request they made: "alice (patch 2025-03-01T12:00:00Z)".
 func personAt(a *drift.Actor) string {
-	return a.Person() + " (" + a.Verb + " " + a.Time + ")"
+	return a.Person() + " (" + a.Verb + " " + a.Time + ")" + a.NamedBy()
 }
 
 // who names a field manager, its operation and subresource, and how long ago it wrote.

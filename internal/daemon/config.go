@@ -227,12 +227,32 @@ type AuditEventsConfig struct {
 	// File follows a JSON-lines audit log (kube-apiserver --audit-log-path, or a managed
 	// cluster's log export written to a file).
 	File string `json:"file,omitempty"`
+	// Admission serves a validating admission webhook that observes writes to Argo CD's own
+	// cluster (it never refuses one): the source that works on a managed cluster (EKS, GKE, AKS),
+	// whose kube-apiserver flags nobody can set. See docs/audit.md.
+	Admission *AdmissionConfig `json:"admission,omitempty"`
 	// Max bounds the events held in memory (default auditlog.DefaultMax).
 	Max int `json:"max,omitempty"`
 }
 
+// AdmissionConfig is the admission webhook's listener: HTTPS, as the API server calls webhooks.
+type AdmissionConfig struct {
+	// Listen is its address (default ":8443"); POST /api/v1/admission.
+	Listen string `json:"listen,omitempty"`
+	// CertFile and KeyFile are its serving certificate and key (PEM), read again when they
+	// change (cert-manager renews them in place). The ValidatingWebhookConfiguration's caBundle
+	// must hold their CA.
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
+	// ClientCAFile, when set, admits only callers with a client certificate it signed (a
+	// self-managed kube-apiserver given a client certificate for webhooks in its
+	// AdmissionConfiguration). Managed clusters present none: keep the port reachable from the
+	// API server only (a NetworkPolicy).
+	ClientCAFile string `json:"clientCAFile,omitempty"`
+}
+
 // enabled says whether any source is configured.
-func (a AuditEventsConfig) enabled() bool { return a.Webhook || a.File != "" }
+func (a AuditEventsConfig) enabled() bool { return a.Webhook || a.File != "" || a.Admission != nil }
 
 // ControllerConfig is a drift.ControllerRule for some envs (every env when Envs is empty).
 type ControllerConfig struct {

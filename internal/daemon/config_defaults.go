@@ -11,13 +11,15 @@ import (
 // The configuration's defaults: a key the file leaves out takes its value here, before
 // validate sees the file, and nowhere else.
 const (
-	DefaultListen         = ":8080"
-	DefaultAppNamespace   = "argocd"
-	DefaultFetchTimeout   = 30 * time.Second
-	DefaultFetchInterval  = time.Minute
-	DefaultResyncInterval = 5 * time.Minute
-	DefaultDebounce       = 50 * time.Millisecond
-	DefaultFoldWindow     = 10 * time.Second
+	DefaultListen = ":8080"
+	// DefaultAdmissionListen is where the admission webhook listens (auditEvents.admission).
+	DefaultAdmissionListen = ":8443"
+	DefaultAppNamespace    = "argocd"
+	DefaultFetchTimeout    = 30 * time.Second
+	DefaultFetchInterval   = time.Minute
+	DefaultResyncInterval  = 5 * time.Minute
+	DefaultDebounce        = 50 * time.Millisecond
+	DefaultFoldWindow      = 10 * time.Second
 	// The leader Lease's timing, client-go's leader election's usual values.
 	DefaultLeaseDuration = 15 * time.Second
 	DefaultRenewDeadline = 10 * time.Second
@@ -55,6 +57,9 @@ func (c *Config) withDefaults() {
 	duration(&c.Episodes.MaxAge, episode.DefaultMaxAge)
 	if c.AuditEvents.Max <= 0 {
 		c.AuditEvents.Max = auditlog.DefaultMax
+	}
+	if a := c.AuditEvents.Admission; a != nil {
+		orDefault(&a.Listen, DefaultAdmissionListen)
 	}
 }
 

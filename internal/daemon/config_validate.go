@@ -41,6 +41,9 @@ func (c *Config) checkBasics() error {
 	if c.AuditEvents.Webhook && c.API.Auth != "" && c.API.Auth != APIAuthKubernetes {
 		return fmt.Errorf("auditEvents.webhook needs api.auth: kubernetes (kube-apiserver's webhook with an identity of its own, allowed to create audit-events.%s): with a shared token or none, whoever reaches the API could post events naming anyone", APIGroup)
 	}
+	if a := c.AuditEvents.Admission; a != nil && (a.CertFile == "" || a.KeyFile == "") {
+		return fmt.Errorf("auditEvents.admission needs certFile and keyFile: the API server calls webhooks over HTTPS only")
+	}
 	if c.RepoAuth.URL != "" {
 		return fmt.Errorf("repoAuth: url is repo's; leave it out")
 	}

@@ -50,7 +50,7 @@ func newDaemon(cfg *Config, restCfg *rest.Config, log *slog.Logger) *Daemon {
 		auditWork:     &auditWork{envs: newEnvStates()},
 		renderParts:   &renderParts{},
 		deliveryParts: &deliveryParts{trackerState: &stateFile{path: filepath.Join(cfg.StateDir, "drift-state.json")}},
-		webParts:      &webParts{listening: make(chan struct{})},
+		webParts:      &webParts{listening: make(chan struct{}), admissionListening: make(chan struct{})},
 		replicaParts:  &replicaParts{connected: make(chan struct{})}}
 }
 

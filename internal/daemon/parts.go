@@ -60,7 +60,10 @@ type webParts struct {
 	authorize func(*http.Request) (int, string)
 	addr      string
 	listening chan struct{}
-	ready     atomic.Bool
+	// admissionAddr is where the admission webhook listens, once admissionListening is closed.
+	admissionAddr      string
+	admissionListening chan struct{}
+	ready              atomic.Bool
 }
 
 // replicaParts say what this replica is among others and which clusters it reads: its name,
@@ -80,6 +83,9 @@ type replicaParts struct {
 func (d *Daemon) parts() *lifecycle.Group {
 	g := lifecycle.NewGroup(d.log)
 	g.Add("http", d.serveHTTP)
+	if d.people != nil && d.cfg.AuditEvents.Admission != nil {
+		g.Add("admission webhook", d.serveAdmission)
+	}
 	if d.people != nil {
 		logs := []auditlog.File{{Path: d.cfg.AuditEvents.File}}
 		for _, c := range d.cfg.Clusters {

@@ -32,12 +32,20 @@ func fieldWriterText(f drift.Field) string {
 	if a := f.Actor; a != nil {
 		user := a.Person()
 		if f.Manager == "" {
-			return user + " (" + a.Verb + " at " + a.Time + ", from the audit log)"
+			from := "the audit log"
+			switch a.From {
+			case "admission":
+				from = "the admission webhook"
+			case "":
+			default:
+				from = "the " + a.From
+			}
+			return user + " (" + a.Verb + " at " + a.Time + ", from " + from + ")"
 		}
 		if f.Borrowed != "" {
-			return user + " with " + writerText(f.Writer) + ", under " + f.Borrowed + "'s name: not that controller"
+			return user + " with " + writerText(f.Writer) + ", under " + f.Borrowed + "'s name: not that controller" + a.NamedBy()
 		}
-		return user + " with " + writerText(f.Writer)
+		return user + " with " + writerText(f.Writer) + a.NamedBy()
 	}
 	if f.Manager == "" && f.Change == drift.Removed {
 		return "unknown (a removal leaves no managedFields entry and no watched update named its writer)"

@@ -222,3 +222,26 @@ func TestDigestSaysWhatItCosts(t *testing.T) {
 		}
 	}
 }
+
+// TestMessagesSayWhichSourceNamedThePerson: a field's writer and a deletion name the person
+// and the source that named them (the admission webhook here); a person without a source (an
+// older report) reads as before.
+func TestMessagesSayWhichSourceNamedThePerson(t *testing.T) {
+	alice := &drift.Actor{User: "alice", Verb: "delete", Time: "2026-12-07T21:00:00Z", From: "admission"}
+	missing := drift.Object{APIVersion: "v1", Kind: "Service", Namespace: "llm", Name: "rag", Status: drift.Missing, Actor: alice}
+	text := DriftMessage(Items(notifytest.Report("dev", notifytest.Rev, missing))[0], testOptions()).PlainText()
+	if !strings.Contains(text, "Deleted by: alice (delete at 2026-12-07T21:00:00Z) (named by the admission webhook)") {
+		t.Errorf("the deletion names alice and the admission webhook:\n%s", text)
+	}
+	bob := &drift.Actor{User: "bob", Verb: "update", Time: "2026-12-07T21:00:00Z", From: "admission"}
+	edited := notifytest.Deployment(drift.Field{Path: ".spec.replicas", Desired: int64(2), Live: int64(5), Change: "changed", Writer: notifytest.KubectlEdit, Actor: bob})
+	text = DriftMessage(Items(notifytest.Report("dev", notifytest.Rev, edited))[0], testOptions()).PlainText()
+	if !strings.Contains(text, "Written by: bob with kubectl-edit") || !strings.Contains(text, "(named by the admission webhook)") {
+		t.Errorf("the field names bob and the admission webhook:\n%s", text)
+	}
+	old := *bob
+	old.From = ""
+	if got := fieldWriterText(drift.Field{Writer: notifytest.KubectlEdit, Actor: &old}); strings.Contains(got, "named by") {
+		t.Errorf("no source, nothing said: %s", got)
+	}
+}

@@ -27,8 +27,11 @@ func DriftMessage(it Item, opts Options) message.Message {
 	case o.Status == drift.Missing:
 		title = fmt.Sprintf("Missing in %s: %s", it.Env, objectName(o))
 		lines = append(lines,
-			message.Line{Label: "Drift", Text: "declared in Git at " + it.Revision + " but absent from the cluster"},
-			restoreLine(app, o))
+			message.Line{Label: "Drift", Text: "declared in Git at " + it.Revision + " but absent from the cluster"})
+		if a := o.Actor; a != nil {
+			lines = append(lines, message.Line{Label: "Deleted by", Text: a.Person() + " (" + a.Verb + " at " + a.Time + ")" + a.NamedBy()})
+		}
+		lines = append(lines, restoreLine(app, o))
 		if o.Cluster == "" { // the env's render applies to Argo CD's own cluster
 			lines = append(lines, message.Line{Label: "or", Text: ApplyCommand(it.Env, it.Revision), Code: true})
 		}
@@ -167,7 +170,7 @@ func itemSummary(it Item) string {
 	switch o.Status {
 	case drift.Missing:
 		if o.Actor != nil {
-			return objectName(o) + ": missing (deleted by " + o.Actor.User + ")"
+			return objectName(o) + ": missing (deleted by " + o.Actor.User + ")" + o.Actor.NamedBy()
 		}
 		return objectName(o) + ": missing"
 	case drift.Extra:
@@ -199,9 +202,9 @@ func itemSummary(it Item) string {
 	s := objectName(o) + " " + f.Path + ": " + FormatValue(f.Desired) + " → " + FormatValue(f.Live)
 	switch {
 	case f.Actor != nil && f.Manager != "":
-		s += " (" + f.Actor.User + ", " + f.Manager + ")"
+		s += " (" + f.Actor.User + ", " + f.Manager + ")" + f.Actor.NamedBy()
 	case f.Actor != nil:
-		s += " (" + f.Actor.User + ")"
+		s += " (" + f.Actor.User + ")" + f.Actor.NamedBy()
 	case f.Manager != "":
 		s += " (" + f.Manager + ")"
 	case f.Change == drift.Removed:

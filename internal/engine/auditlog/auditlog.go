@@ -2,7 +2,9 @@
 // field: the write that made it, matched by object and by the resourceVersion the write produced
 // or the field manager and time managedFields recorded. Events come from a JSON-lines audit log
 // file (--audit-log-path) or kube-apiserver's webhook backend (--audit-webhook-config-file, batch
-// mode); a reader for a managed cluster's exported log adds another Source.
+// mode), both set by kube-apiserver flags; or from admission (AdmissionHandler: a validating
+// admission webhook that observes writes and never refuses one), which any cluster, managed ones
+// included, can call. A reader for a managed cluster's exported log adds another Source.
 package auditlog
 
 import (
@@ -41,6 +43,7 @@ type write struct {
 	subresource     string // scale for kubectl scale and the HPA
 	resourceVersion string // of the object the write returned
 	system          bool   // a Kubernetes identity (system:…: controllers, nodes, service accounts)
+	admitted        bool   // seen in admission (AddAdmission): it may have been refused after; only its changes name it
 	changesFrom     source // where changes come from
 	truncated       bool   // changes are not all it changed (Write.ChangesTruncated)
 	changeBytes     int32  // what changes take (heldSize), counted in Store.changeBytes

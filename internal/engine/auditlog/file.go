@@ -85,7 +85,7 @@ func Handler(s *Store) http.Handler {
 			return
 		}
 		for i := range list.Items {
-			s.Add(&list.Items[i])
+			s.addEvent("", &list.Items[i], SourceAuditWebhook)
 		}
 		w.WriteHeader(http.StatusOK)
 	})

@@ -16,7 +16,8 @@ import (
 // or map, a list item, a parent removed) or below it (a key of an atomic map f names) — the
 // newest, when what it left there is f's live value (nothing, for a removed field). When the
 // newest write touching the path left another value there, a write whose changes are not known
-// set the live one: nil, and the other rules decide.
+// set the live one: nil, and the other rules decide. A write seen only in admission that left
+// another value is passed over: the API server may have refused it after.
 func byChanges(ws []*write, f *drift.Field) *write {
 	if f.Path == "" || f.Path == "." {
 		return nil // the whole object (compared without types): not a field
@@ -29,6 +30,11 @@ func byChanges(ws []*write, f *drift.Field) *write {
 		}
 		if agrees {
 			return ws[i]
+		}
+		if ws[i].admitted {
+			// Admitted but not what is live: refused after admission (a later admission step,
+			// a quota, a dry run) or overwritten since. An older write may still have set it.
+			continue
 		}
 		return nil
 	}

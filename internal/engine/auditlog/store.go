@@ -18,7 +18,10 @@ func (s *Store) Add(ev *auditv1.Event) { s.AddFrom("", ev) }
 
 // AddFrom is Add for an event the API server of cluster logged: its writes match that cluster's
 // objects only.
-func (s *Store) AddFrom(cluster string, ev *auditv1.Event) {
+func (s *Store) AddFrom(cluster string, ev *auditv1.Event) { s.addEvent(cluster, ev, SourceAuditLog) }
+
+// addEvent is AddFrom naming where the event came from (drift.Actor.From).
+func (s *Store) addEvent(cluster string, ev *auditv1.Event, from string) {
 	if ev.Stage != auditv1.StageResponseComplete || !writeVerbs[ev.Verb] || ev.ObjectRef == nil || ev.ObjectRef.Name == "" ||
 		ev.ObjectRef.Subresource == "status" || ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 300 {
 		return
@@ -32,15 +35,20 @@ func (s *Store) AddFrom(cluster string, ev *auditv1.Event) {
 	nw := write{at: at, uid: uid, manager: manager(ev), subresource: ev.ObjectRef.Subresource, resourceVersion: rv,
 		system: strings.HasPrefix(ev.User.Username, "system:") && ev.ImpersonatedUser == nil,
 		actor: drift.Actor{User: ev.User.Username, Groups: ev.User.Groups, SourceIPs: ev.SourceIPs, UserAgent: ev.UserAgent,
-			Verb: ev.Verb, Time: at.Format(time.RFC3339), AuditID: string(ev.AuditID)}}
+			Verb: ev.Verb, Time: at.Format(time.RFC3339), AuditID: string(ev.AuditID), From: from}}
 	if ev.ImpersonatedUser != nil {
 		nw.actor.ImpersonatedUser = ev.ImpersonatedUser.Username
 	}
 	key := Object{Cluster: cluster, Group: ev.ObjectRef.APIGroup, Resource: ev.ObjectRef.Resource, Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name}
-	changes, from, more := s.changesOf(key, ev, resp, uid, at)
+	changes, src, more := s.changesOf(key, ev, resp, uid, at)
 	var size int
 	nw.changes, size, nw.truncated = hold(changes, more)
-	nw.changesFrom, nw.changeBytes = from, int32(size)
+	nw.changesFrom, nw.changeBytes = src, int32(size)
+	s.insert(key, nw)
+}
+
+// insert holds nw as a write to key, evicting the oldest past the bounds.
+func (s *Store) insert(key Object, nw write) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Writes are allocated in slabs, in the order added: an object's writes stay close in memory

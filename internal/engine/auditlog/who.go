@@ -66,7 +66,9 @@ type Live struct {
 //     unless every such write is older than that time (the write that set it is not held yet);
 //   - else, for a removed field, the newest such write by a person.
 //
-// Writes to an object of another UID (deleted and made again) are left out.
+// Writes to an object of another UID (deleted and made again) are left out. A write seen only in
+// admission (AddAdmission) names its person by the first rule alone: the API server may have
+// refused it after.
 func (s *Store) Who(obj Object, live Live, f *drift.Field, applier string) *drift.Actor {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -78,6 +80,9 @@ func (s *Store) Who(obj Object, live Live, f *drift.Field, applier string) *drif
 	}
 	removed := f.Manager == ""
 	mine := func(w *write) bool {
+		if w.admitted {
+			return false // maybe refused after admission: only its changes name it (byChanges)
+		}
 		if removed {
 			return w.manager != applier && w.subresource == "" && !w.system
 		}
@@ -156,6 +161,9 @@ func (s *Store) Creator(obj Object, uid string) *drift.Actor {
 		if uid != "" && w.uid == uid {
 			return pick(w, MatchCreated)
 		}
+		if w.admitted {
+			continue // a create admitted but maybe refused: only its UID, the live one's, names it
+		}
 		if unknown == nil && (w.uid == "" || uid == "") {
 			unknown = w
 		}
@@ -186,7 +194,7 @@ func (s *Store) Deleter(obj Object) *drift.Actor {
 // than a second before at (a managedFields time, which has whole seconds).
 func writeSince(ws []*write, manager, subresource string, at time.Time) bool {
 	for _, w := range ws {
-		if w.manager == manager && w.subresource == subresource && !w.at.Before(at.Add(-time.Second)) {
+		if !w.admitted && w.manager == manager && w.subresource == subresource && !w.at.Before(at.Add(-time.Second)) {
 			return true
 		}
 	}

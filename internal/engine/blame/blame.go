@@ -157,6 +157,9 @@ type Write struct {
 	// events keep of one write (64 fields, 4 KiB), or its changes were dropped, oldest first, to
 	// keep them within their memory bound.
 	ChangesTruncated bool `json:"changesTruncated,omitempty"`
+	// From is the source that saw the write (drift.Actor.From). A write seen only in
+	// "admission" was admitted, not necessarily made: a later step may have refused it.
+	From string `json:"from,omitempty"`
 }
 
 // Change is a field a write changed: Old → New. Change is changed, added, removed, or set (the

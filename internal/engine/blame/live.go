@@ -58,7 +58,7 @@ func (b *Blame) AddLive(c Cluster, people *auditlog.Store, rep *drift.Report) {
 	for _, w := range ws {
 		out := Write{User: w.Actor.User, ImpersonatedUser: w.Actor.ImpersonatedUser, Groups: w.Actor.Groups, Tool: w.Manager,
 			Subresource: w.Subresource, Verb: w.Actor.Verb, Time: w.Actor.Time, UserAgent: w.Actor.UserAgent, AuditID: w.Actor.AuditID,
-			ResourceVersion: w.ResourceVersion, ChangesFrom: w.ChangesFrom, ChangesTruncated: w.ChangesTruncated, Changes: []Change{}}
+			ResourceVersion: w.ResourceVersion, ChangesFrom: w.ChangesFrom, ChangesTruncated: w.ChangesTruncated, Changes: []Change{}, From: w.Actor.From}
 		for _, ch := range w.Changes {
 			out.Changes = append(out.Changes, Change{Path: ch.Path, Old: ch.From, New: ch.To, Change: ch.Change})
 		}

@@ -64,6 +64,9 @@ func WriteText(w io.Writer, b *Blame) error {
 		}
 		for _, wr := range b.Writes {
 			lines := changeLines(wr)
+			if wr.From == "admission" {
+				lines[0] += " (admitted; made only if the live object shows it)"
+			}
 			p.printf("  %-20s  %-*s  %-*s  %-6s  %s\n", wr.Time, ww, drift.Cut(writer(wr), personWidth), tw, drift.Cut(tool(wr), personWidth), wr.Verb, lines[0])
 			for _, l := range lines[1:] {
 				p.printf("  %-20s  %-*s  %-*s  %-6s  %s\n", "", ww, "", tw, "", "", l)
@@ -163,9 +166,9 @@ func driftLine(f Field, d drift.Field) string {
 	}
 	switch {
 	case d.Actor != nil && writer != "":
-		s += " — by " + d.Actor.Person() + " with " + writer
+		s += " — by " + d.Actor.Person() + " with " + writer + d.Actor.NamedBy()
 	case d.Actor != nil:
-		s += " — by " + d.Actor.Person() + " (" + d.Actor.Verb + " " + d.Actor.Time + ")"
+		s += " — by " + d.Actor.Person() + " (" + d.Actor.Verb + " " + d.Actor.Time + ")" + d.Actor.NamedBy()
 	case writer != "":
 		s += " — by " + writer
 	default:

@@ -11,3 +11,15 @@ func Person(user, impersonatedUser string) string {
 
 // Person names the actor: the user, and whom they acted as.
 func (a *Actor) Person() string { return Person(a.User, a.ImpersonatedUser) }
+
+// NamedBy says where the person was named, for a report's text: " (named by the admission
+// webhook)", " (named by the audit log)"; "" when From is not set.
+func (a *Actor) NamedBy() string {
+	switch a.From {
+	case "":
+		return ""
+	case "admission":
+		return " (named by the admission webhook)"
+	}
+	return " (named by the " + a.From + ")"
+}

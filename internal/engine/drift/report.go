@@ -210,6 +210,10 @@ type Actor struct {
 	// under the field's manager) or "latest write" (a removed field: the newest write to the
 	// object not the applier's); for an object (Object.Actor), "created" or "deleted".
 	Match string `json:"match"`
+	// From names the source that named the person: "audit log" (a file kube-apiserver or a
+	// managed cluster's export wrote), "audit webhook" (kube-apiserver's webhook backend) or
+	// "admission" (the auditor's validating admission webhook, which any cluster can call).
+	From string `json:"from,omitempty"`
 }
 
 // Writer is a managedFields entry: who wrote, how, and when. An empty Manager means nobody can be
