@@ -46,6 +46,10 @@ func ParseStacks(file string, data []byte) ([]StackRecord, error) {
 		if r.Env == "" || r.AMI == "" || r.Image == "" || r.Revision == "" || r.HealthyAt.IsZero() {
 			return nil, &ParseError{File: file, Line: n, Err: fmt.Errorf("env, ami, image, revision and healthyAt are required")}
 		}
+		if env := path.Base(path.Dir(file)); path.Base(file) == "gpu-stack-ledger.jsonl" && r.Env != env {
+			// A record of another env in this file would count as this env's soak.
+			return nil, &ParseError{File: file, Line: n, Err: fmt.Errorf("env %q in %s's ledger", r.Env, env)}
+		}
 		out = append(out, r)
 	}
 	if err := sc.Err(); err != nil {

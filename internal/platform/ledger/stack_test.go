@@ -16,6 +16,8 @@ func TestParseStacks(t *testing.T) {
 			`{"env":"staging","ami":"a@v2","image":"sha256:1","revision":"c2","healthyAt":"2026-12-02T09:00:00Z"}`, ""},
 		{"no healthyAt", `{"env":"staging","ami":"a@v1","image":"sha256:1","revision":"c1"}`, "gpu-stack-ledger.jsonl:1: env, ami, image, revision and healthyAt are required"},
 		{"unknown field", `{"env":"staging","ami":"a@v1","image":"sha256:1","revision":"c1","healthyAt":"2026-12-01T09:00:00Z","ok":true}`, `unknown field "ok"`},
+		{"another env's record", `{"env":"prod","ami":"a@v1","image":"sha256:1","revision":"c1","healthyAt":"2026-12-01T09:00:00Z"}`,
+			`clusters/staging/gpu-stack-ledger.jsonl:1: env "prod" in staging's ledger`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			recs, err := ParseStacks(StackPath("staging"), []byte(tc.data))
