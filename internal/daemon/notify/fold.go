@@ -33,6 +33,13 @@ func Fold(env string, added, resolved []Item, opts Options) []message.Message {
 	default:
 		out = append(out, DigestMessage(env, message.KindDigest, added, opts))
 	}
+	resolved = slices.DeleteFunc(slices.Clone(resolved), func(it Item) bool {
+		if _, ok := drift.NotAudited(&it.Object); ok {
+			out = append(out, ResolvedMessage(it, opts)) // "Audited again", never "N drifts resolved"
+			return true
+		}
+		return false
+	})
 	switch len(resolved) {
 	case 0:
 	case 1:

@@ -104,6 +104,8 @@ func TestFold(t *testing.T) {
 			[]string{"2 new drifts in dev"}},
 		{"audited again", nil, unaudited, []message.Kind{message.KindResolved},
 			[]string{"Audited again in dev: Application argocd/gpu-operator", "Was: Application argocd/gpu-operator: not audited (chart repository"}},
+		{"audited again beside resolved drifts", nil, append(items[:2:2], unaudited...), []message.Kind{message.KindResolved, message.KindResolved},
+			[]string{"Audited again in dev: Application argocd/gpu-operator", "2 drifts resolved in dev"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

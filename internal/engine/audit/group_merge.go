@@ -144,7 +144,9 @@ func (a *Auditor) addNotAudited(rep *drift.Report, u *unit, seen map[clusterRef]
 			continue
 		}
 		seen[k] = true
-		o.Note = strings.TrimPrefix(o.Note+"; "+drift.NotAuditedNowNote, "; ")
+		if !strings.Contains(o.Note, drift.NotAuditedNowNote) { // said once, audit after audit
+			o.Note = strings.TrimPrefix(o.Note+"; "+drift.NotAuditedNowNote, "; ")
+		}
 		rep.Objects = append(rep.Objects, o)
 	}
 }
