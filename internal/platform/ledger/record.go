@@ -134,8 +134,24 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // id, a known kind, an env, a model and a revision, and ids must be unique; otherwise the error is
 // a *ParseError naming file and line.
 func Parse(file string, data []byte) ([]Record, error) {
-	var out []Record
 	seen := map[string]int{}
+	return parseLines(file, data, func(n int, r Record) error {
+		if err := r.validate(); err != nil {
+			return err
+		}
+		if first, dup := seen[r.ID]; dup {
+			return fmt.Errorf("duplicate id %s (first on line %d)", r.ID, first)
+		}
+		seen[r.ID] = n
+		return nil
+	})
+}
+
+// parseLines reads JSON Lines of T (empty lines skipped, unknown fields and trailing data
+// refused), each then judged by check with its line number; any error is a *ParseError naming
+// file and line.
+func parseLines[T any](file string, data []byte, check func(line int, v T) error) ([]T, error) {
+	var out []T
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	n := 0
@@ -145,23 +161,19 @@ func Parse(file string, data []byte) ([]Record, error) {
 		if len(line) == 0 {
 			continue
 		}
-		var r Record
+		var v T
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
+		if err := dec.Decode(&v); err != nil {
 			return nil, &ParseError{File: file, Line: n, Err: err}
 		}
 		if dec.More() {
 			return nil, &ParseError{File: file, Line: n, Err: fmt.Errorf("trailing data after the record")}
 		}
-		if err := r.validate(); err != nil {
+		if err := check(n, v); err != nil {
 			return nil, &ParseError{File: file, Line: n, Err: err}
 		}
-		if first, dup := seen[r.ID]; dup {
-			return nil, &ParseError{File: file, Line: n, Err: fmt.Errorf("duplicate id %s (first on line %d)", r.ID, first)}
-		}
-		seen[r.ID] = n
-		out = append(out, r)
+		out = append(out, v)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, &ParseError{File: file, Line: n + 1, Err: err}

@@ -1,8 +1,6 @@
 package ledger
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,34 +26,16 @@ func StackPath(env string) string { return path.Join("clusters", env, "gpu-stack
 // ParseStacks reads a GPU stack ledger (JSON Lines); each line needs an env, an AMI, an image, a
 // revision and the time the triple became healthy, or the error names file and line.
 func ParseStacks(file string, data []byte) ([]StackRecord, error) {
-	var out []StackRecord
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	n := 0
-	for sc.Scan() {
-		n++
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var r StackRecord
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			return nil, &ParseError{File: file, Line: n, Err: err}
-		}
+	return parseLines(file, data, func(_ int, r StackRecord) error {
 		if r.Env == "" || r.AMI == "" || r.Image == "" || r.Revision == "" || r.HealthyAt.IsZero() {
-			return nil, &ParseError{File: file, Line: n, Err: fmt.Errorf("env, ami, image, revision and healthyAt are required")}
+			return fmt.Errorf("env, ami, image, revision and healthyAt are required")
 		}
 		if env := path.Base(path.Dir(file)); path.Base(file) == "gpu-stack-ledger.jsonl" && r.Env != env {
 			// A record of another env in this file would count as this env's soak.
-			return nil, &ParseError{File: file, Line: n, Err: fmt.Errorf("env %q in %s's ledger", r.Env, env)}
+			return fmt.Errorf("env %q in %s's ledger", r.Env, env)
 		}
-		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, &ParseError{File: file, Line: n + 1, Err: err}
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // HealthySince is the earliest time the records say the triple ran healthy; false when never.
