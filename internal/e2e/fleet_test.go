@@ -210,7 +210,7 @@ func TestApplicationOnAnotherCluster(t *testing.T) {
 		return false
 	}, time.Minute, time.Second, "the edge cluster was never audited again")
 	assert.Equal(t, []fleet.Status{{Name: member.Name, Server: member.URL, Reachable: true}}, withoutDetail(fl.Status()))
-	c.wait(t, "message that the outage ended", func(m string) bool { return strings.Contains(m, "Resolved") && strings.Contains(m, edge) })
+	c.wait(t, "message that the outage ended", func(m string) bool { return strings.Contains(m, "Audited again") && strings.Contains(m, edge) })
 	settle(t, f, c, f.Prefix+"-settle-2")
 	// The messages about the edge cluster, by title: the set says each was posted once.
 	var titles []string
@@ -226,11 +226,11 @@ func TestApplicationOnAnotherCluster(t *testing.T) {
 	sort.Strings(titles)
 	settings := "ConfigMap " + dest + "/edge-settings on cluster " + member.Name
 	assert.Equal(t, []string{
-		"Drift in prod: Application argocd/" + edge,
+		"Audited again in prod: Application argocd/" + edge,
 		"Drift in prod: " + settings + " .data.model",
 		"Drift in prod: " + settings + " .data.replicas",
-		"Resolved in prod: Application argocd/" + edge,
-	}, titles, "one outage message and its end; each edge edit once; none called resolved:\n%s", strings.Join(c.messages(), "\n---\n"))
+		"Not audited in prod: Application argocd/" + edge,
+	}, titles, "one outage message (not drift) and its end; each edge edit once; none called resolved:\n%s", strings.Join(c.messages(), "\n---\n"))
 }
 
 // withoutDetail drops the error text and the time of each status.

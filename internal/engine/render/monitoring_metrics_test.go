@@ -86,6 +86,7 @@ var auditorMetrics = map[string]string{
 	"auditor_watch_starts_total":                       "counter",
 	"auditor_cluster_reachable":                        "gauge",
 	"auditor_application_audited":                      "gauge",
+	"auditor_application_not_audited":                  "gauge",
 	"auditor_shard_held":                               "gauge",
 	"auditor_shard_members":                            "gauge",
 	"auditor_shard_moves_total":                        "counter",
