@@ -385,8 +385,9 @@ func TestOverlaysPassPolicies(t *testing.T) {
 			}
 			// Negative control: the policies do match the rendered objects.
 			for _, o := range res.Objects {
-				if o.GetKind() != "Deployment" || o.GetNamespace() != "llm-inference" {
-					continue
+				component, _, _ := unstructured.NestedString(o.Object, "spec", "template", "metadata", "labels", "platform.llm/component")
+				if o.GetKind() != "Deployment" || o.GetNamespace() != "llm-inference" || component != "vllm" {
+					continue // the model servers; the endpoint pickers beside them are not GPU workloads
 				}
 				c := o.DeepCopy()
 				containers, _, _ := unstructured.NestedSlice(c.Object, "spec", "template", "spec", "containers")

@@ -70,7 +70,7 @@ func (v *Values) ExampleKeys() []string {
 func (v *Values) UnchangedKeys() []string {
 	var out []string
 	for _, k := range Keys {
-		if val, ok := v.Values[k.Name]; ok && val == k.Example && len(Examples(val)) == 0 {
+		if val, ok := v.Values[k.Name]; ok && val == k.Example && len(Examples(val)) == 0 && !realDefaults[k.Name] {
 			out = append(out, k.Name)
 		}
 	}
@@ -117,3 +117,7 @@ func walkStrings(v any, fn func(string)) {
 		}
 	}
 }
+
+// realDefaults are the keys whose template value is not an example but what most sites use
+// (NVIDIA's own chart repository): kept, it needs no confirming.
+var realDefaults = map[string]bool{"nvidiaCharts": true}
