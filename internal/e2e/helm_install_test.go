@@ -115,8 +115,8 @@ sinks:
     slack: {urlFile: /etc/auditor/secrets/slack-url}
 rbac:
   extraRules:
-    - apiGroups: [gateway.networking.k8s.io, keda.sh, monitoring.coreos.com, postgresql.cnpg.io, barmancloud.cnpg.io, cert-manager.io, external-secrets.io]
-      resources: [gateways, httproutes, scaledobjects, servicemonitors, podmonitors, prometheusrules, clusters, databases, scheduledbackups, objectstores, certificates, externalsecrets]
+    - apiGroups: [gateway.networking.k8s.io, keda.sh, monitoring.coreos.com, postgresql.cnpg.io, barmancloud.cnpg.io, cert-manager.io, external-secrets.io, inference.networking.k8s.io]
+      resources: [gateways, httproutes, scaledobjects, servicemonitors, podmonitors, prometheusrules, clusters, databases, scheduledbackups, objectstores, certificates, externalsecrets, inferencepools]
       verbs: [get, list, watch]
   extraClusterRules:
     - apiGroups: [karpenter.sh, karpenter.k8s.aws]
@@ -158,7 +158,7 @@ func startChartDaemon(t *testing.T, config string, secret map[string][]byte, res
 	require.NoError(t, os.WriteFile(file, []byte(config+"debounce: 20ms\nfoldWindow: 300ms\n"), 0o600))
 	cfg, err := daemon.LoadConfig(file)
 	require.NoError(t, err, "the chart's config:\n%s", config)
-	d, err := daemon.New(cfg, restCfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d, err := daemon.New(cfg, restCfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
