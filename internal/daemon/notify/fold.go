@@ -19,13 +19,7 @@ func Fold(env string, added, resolved []Item, opts Options) []message.Message {
 	var out []message.Message
 	// An Application that could not be audited is not drift: it gets a message of its own,
 	// never a line of a drift digest.
-	added = slices.DeleteFunc(slices.Clone(added), func(it Item) bool {
-		if _, ok := drift.NotAudited(&it.Object); ok {
-			out = append(out, NotAuditedMessage(it, opts))
-			return true
-		}
-		return false
-	})
+	added = apart(added, func(it Item) { out = append(out, NotAuditedMessage(it, opts)) })
 	switch len(added) {
 	case 0:
 	case 1:
@@ -33,13 +27,8 @@ func Fold(env string, added, resolved []Item, opts Options) []message.Message {
 	default:
 		out = append(out, DigestMessage(env, message.KindDigest, added, opts))
 	}
-	resolved = slices.DeleteFunc(slices.Clone(resolved), func(it Item) bool {
-		if _, ok := drift.NotAudited(&it.Object); ok {
-			out = append(out, ResolvedMessage(it, opts)) // "Audited again", never "N drifts resolved"
-			return true
-		}
-		return false
-	})
+	// "Audited again", never a line of "N drifts resolved".
+	resolved = apart(resolved, func(it Item) { out = append(out, ResolvedMessage(it, opts)) })
 	switch len(resolved) {
 	case 0:
 	case 1:
@@ -48,6 +37,18 @@ func Fold(env string, added, resolved []Item, opts Options) []message.Message {
 		out = append(out, DigestMessage(env, message.KindResolved, resolved, opts))
 	}
 	return out
+}
+
+// apart hands each item that stands for an Application not audited to say, and returns the
+// others: such an item gets a message of its own, never a place in a digest.
+func apart(items []Item, say func(Item)) []Item {
+	return slices.DeleteFunc(slices.Clone(items), func(it Item) bool {
+		_, ok := drift.NotAudited(&it.Object)
+		if ok {
+			say(it)
+		}
+		return ok
+	})
 }
 
 // Folder collects items per env for Window after the first one arrives, then emits them folded

@@ -218,9 +218,9 @@ func pickerProblems(pool *unstructured.Unstructured, name string, objs []*unstru
 		pod := podTemplate(d)
 		cs, _, _ := unstructured.NestedSlice(pod, "containers")
 		for _, c := range cs {
-			args, _, _ := unstructured.NestedStringSlice(asMap(c), "args")
+			args := flags(asMap(c)["args"])
 			for flag, want := range map[string]string{"--pool-name": pool.GetName(), "--pool-namespace": pool.GetNamespace()} {
-				if got, ok := flagValue(args, flag); ok && got != want {
+				if got, ok := args[flag]; ok && got != want {
 					out = append(out, Violation{Rule: "inference-pool", Object: id(pool), Message: fmt.Sprintf(
 						"its endpoint picker %s serves %s=%s, not %s: it picks among another pool's pods", id(d), flag, got, want)})
 				}
@@ -228,19 +228,6 @@ func pickerProblems(pool *unstructured.Unstructured, name string, objs []*unstru
 		}
 	}
 	return out
-}
-
-// flagValue is the value of flag in args, as --flag=value or --flag value.
-func flagValue(args []string, flag string) (string, bool) {
-	for i, a := range args {
-		if v, ok := strings.CutPrefix(a, flag+"="); ok {
-			return v, true
-		}
-		if a == flag && i+1 < len(args) {
-			return args[i+1], true
-		}
-	}
-	return "", false
 }
 
 // poolWorkloads are the rendered Deployments and StatefulSets in pool's namespace whose pods it
