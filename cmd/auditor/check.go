@@ -67,7 +67,7 @@ NetworkPolicies) and the
 monitoring rule (every PrometheusRule alert has a runbook_url naming a file of docs/runbooks/ at
 --head) and the site rule (overlays/<env>/site/site.yaml sets every site value, well formed;
 once it is no longer the template's, staging and prod deploy no example.com name: see auditor
-site). Each env's section ends with what its namespaces enforce.
+site). The report ends with each GPU stack triple, once, and the env sections that run it.
 
 A pinned env (apps/<env>/release.yaml names a commit) is judged twice: at its pin, what Argo CD
 runs today, and at its next promotion, the head's overlay as auditor promote would move the pin.
@@ -78,9 +78,11 @@ Without --head, a directory's work tree is checked as git diff HEAD sees it: eve
 as it is on disk, committed or not (untracked files are not read: git add them). A URL or a bare
 repository is checked at HEAD. stderr says which tree was read.
 
-Text and markdown list the violations, and the warnings on objects the change touches; the other
-warnings and the inherited violations are counted, one line each. Text wraps to the terminal, or
-to 100 columns. --verbose lists everything, with what each namespace enforces, the GPU pools and
+Text and markdown list the violations, the warnings on what the change touches (an object it
+changes, a file it edits), and, once each, the warnings at risk on what it leaves alone (an
+Application check cannot render, example names staging or prod would deploy); the other
+warnings and the inherited violations are counted, one line each (in markdown, a folded list).
+Text wraps to the terminal, or to 100 columns. --verbose lists everything, with what each namespace enforces, the GPU pools and
 each vLLM Deployment's KV cache.
 
 Exit codes: 0 pass, 1 violations, >1 error.`,

@@ -13,8 +13,9 @@ import (
 
 // writeNext prints a pinned env at its next promotion: what the promotion would change, what of
 // that the checked change brings, and the violations it introduces and inherits.
-func (v checkView) writeNext(w io.Writer, h func(int, string), env, pin, head string, n *check.NextPromotion) {
-	md := v.md
+// t is what the change brings to it; seen the at-risk warnings listed already.
+func (v checkView) writeNext(w io.Writer, h func(int, string), e check.EnvResult, head string, t touched, seen listed) {
+	md, env, pin, n := v.md, e.Env, e.Revision, e.Next
 	h(3, fmt.Sprintf("%s at next promotion (%s → %s): %s change (%d by this change), %s",
 		env, gitrepo.Short(pin), head, count(len(n.Changes), "object"), len(n.Introduced), count(len(n.Violations), "violation")))
 	if len(n.Violations) > 0 {
@@ -25,8 +26,7 @@ func (v checkView) writeNext(w io.Writer, h func(int, string), env, pin, head st
 	}
 	v.writeFindings(w, "VIOLATION", ":x:", n.Violations)
 	v.writeInherited(w, n.Inherited, n.ForkError, "broken before this change; auditor promote refuses it")
-	v.writeWarnings(w, n.Warnings, changedObjects(n.Introduced))
-	writeGPUStack(w, n.GPUStack, md)
+	v.writeWarnings(w, env, n.Warnings, t, seen)
 	if len(n.Introduced) > 0 {
 		if md {
 			fmt.Fprintln(w, "\n<details><summary>what this change does to the next promotion</summary>\n\n```diff")
@@ -130,18 +130,38 @@ func writeGPUPools(w io.Writer, pools []check.GPUPool, md bool) {
 	}
 }
 
-// writeGPUStack prints the env's GPU stack triple: the AMI and its driver, the inference image
-// and its CUDA, the GPU Operator (clusters/gpu-stack.yaml; the violations say what is wrong).
-func writeGPUStack(w io.Writer, t *gpustack.Triple, md bool) {
+// gpuStacks are the GPU stack triples of a check's sections, each with the sections that run it.
+type gpuStacks struct {
+	triples []gpustack.Triple
+	where   [][]string
+}
+
+// add records section env+what's triple t (nil: none).
+func (g *gpuStacks) add(env, what string, t *gpustack.Triple) {
 	if t == nil {
 		return
 	}
-	if md {
-		fmt.Fprintf(w, "\nGPU stack: %s\n", t)
-		return
+	i := slices.Index(g.triples, *t)
+	if i < 0 {
+		g.triples, g.where = append(g.triples, *t), append(g.where, nil)
+		i = len(g.triples) - 1
 	}
-	fmt.Fprintf(w, "  GPU-STACK ami=%s driver=%s image=%s cuda=%s gpu-operator=%s\n",
-		orNone(t.AMI), orNone(t.Driver), orNone(t.Image), orNone(t.CUDA), orNone(t.GPUOperator))
+	g.where[i] = append(g.where[i], env+what)
+}
+
+// write prints each triple once, after the envs, with the sections that run it: the AMI and its
+// driver, the inference image and its CUDA, the GPU Operator (clusters/gpu-stack.yaml; the
+// violations say what is wrong).
+func (g *gpuStacks) write(w io.Writer, v checkView) {
+	for i, t := range g.triples {
+		where := strings.Join(g.where[i], ", ")
+		if v.md {
+			fmt.Fprintf(w, "GPU stack of %s: %s\n\n", where, t)
+			continue
+		}
+		fmt.Fprint(w, wrap(fmt.Sprintf("GPU-STACK of %s: ami=%s driver=%s image=%s cuda=%s gpu-operator=%s",
+			where, orNone(t.AMI), orNone(t.Driver), orNone(t.Image), orNone(t.CUDA), orNone(t.GPUOperator)), v.width, "  "))
+	}
 }
 
 // orNone is s, or "none" when empty.

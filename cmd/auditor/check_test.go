@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/llm-gitops/platform/internal/platform/check"
+	"github.com/llm-gitops/platform/internal/platform/gpustack"
 )
 
 // TestWriteCheckShowsWarnings: a warning is printed beside the violations in both formats, and
@@ -130,4 +131,75 @@ func TestWrap(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, wrap(tc.in, tc.width, "    "), tc.in)
 	}
+}
+
+// TestPickListsWhatChangedOrIsAtRisk: the quiet view lists a warning on an object the change
+// touches, on a file it edits, or at risk (once per env, and once across envs for the same
+// message); it counts the rest.
+func TestPickListsWhatChangedOrIsAtRisk(t *testing.T) {
+	tch := touchedBy([]string{"overlays/prod/site/site.yaml", "clusters/prod/root.yaml"},
+		[]check.Change{{Kind: "Deployment", Namespace: "llm-api", Name: "rag-api"}, {Kind: "Namespace", Name: "llm-api"}})
+	apps := check.Violation{Rule: "application-renders", Object: "Application gpu-operator", Message: "not rendered", Risk: "its objects are not checked"}
+	for _, tc := range []struct {
+		name   string
+		env    string
+		seen   []check.Violation // listed already, in prod
+		f      check.Violation
+		listed bool
+	}{
+		{"changed object", "prod", nil, check.Violation{Rule: "replicas-spread", Object: "Deployment llm-api/rag-api"}, true},
+		{"changed cluster-scoped object", "prod", nil, check.Violation{Rule: "namespace-pod-security", Object: "Namespace llm-api"}, true},
+		{"object left alone", "prod", nil, check.Violation{Rule: "replicas-spread", Object: "Deployment llm-api/other"}, false},
+		{"edited file", "prod", nil, check.Violation{Rule: "site-values", Object: "overlays/prod/site/site.yaml"}, true},
+		{"edited file named as a file", "prod", nil, check.Violation{Rule: "site-values", Object: "file clusters/prod/root.yaml"}, true},
+		{"file left alone", "staging", nil, check.Violation{Rule: "flows-allowed", Object: "base/network/flows.yaml"}, false},
+		{"at risk", "prod", nil, apps, true},
+		{"at risk, listed in another env", "dev", []check.Violation{apps}, apps, false},
+		{"at risk, another message listed in another env", "dev", []check.Violation{apps},
+			check.Violation{Rule: apps.Rule, Object: apps.Object, Message: "other", Risk: apps.Risk}, true},
+		{"at risk, same object listed at the env's pin", "prod", []check.Violation{apps},
+			check.Violation{Rule: apps.Rule, Object: apps.Object, Message: "other", Risk: apps.Risk}, false},
+		{"changed and listed already", "prod", []check.Violation{{Rule: "site-values", Object: "overlays/prod/site/site.yaml"}},
+			check.Violation{Rule: "site-values", Object: "overlays/prod/site/site.yaml"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seen := listed{}
+			for _, s := range tc.seen {
+				seen.add("prod", s)
+			}
+			shown, rest := tch.pick(tc.env, []check.Violation{tc.f}, seen)
+			assert.Equal(t, tc.listed, len(shown) == 1, "listed")
+			assert.Equal(t, !tc.listed, len(rest) == 1, "counted")
+		})
+	}
+}
+
+// TestWriteCheckQuietOnADocsChange: a change that touches no object lists the warnings at risk
+// once, counts the rest, prints one GPU stack line for the envs that share it, and the Markdown
+// comment folds what it leaves out (its reader cannot run --verbose).
+func TestWriteCheckQuietOnADocsChange(t *testing.T) {
+	apps := check.Violation{Rule: "application-renders", Object: "Application gpu-operator", Message: "not rendered", Risk: "its objects are not checked"}
+	other := check.Violation{Rule: "namespace-pod-security", Object: "Namespace llm-monitoring", Message: "privileged"}
+	stack := &gpustack.Triple{AMI: "al2023@v1", Driver: "580", Image: "sha256:" + strings.Repeat("a", 64), CUDA: "13.0", GPUOperator: "v26"}
+	res := &check.Result{Base: "aaa", Head: "bbb", Passed: true, Paths: []string{"docs/platform.md"}, Envs: []check.EnvResult{
+		{Env: "prod", Warnings: []check.Violation{apps, other}, GPUStack: stack},
+		{Env: "dev", Warnings: []check.Violation{apps, other}, GPUStack: stack},
+	}}
+	var text strings.Builder
+	writeCheck(&text, res, checkView{width: 100})
+	out := text.String()
+	assert.Equal(t, 1, strings.Count(out, "WARNING application-renders"), out)
+	assert.Equal(t, 1, strings.Count(out, "GPU-STACK"), out)
+	assert.Contains(t, out, "GPU-STACK of prod, dev: ami=al2023@v1")
+	joined := strings.ReplaceAll(out, "\n    ", " ")
+	assert.Contains(t, joined, "2 warnings, none on what this change touches (application-renders, namespace-pod-security); --verbose lists them")
+	for _, line := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, len([]rune(line)), 100, line)
+	}
+
+	var md strings.Builder
+	writeCheck(&md, res, checkView{md: true})
+	assert.NotContains(t, md.String(), "--verbose")
+	assert.Contains(t, md.String(), "<details><summary>1 more warning, on what this change leaves alone (namespace-pod-security)</summary>")
+	assert.Contains(t, md.String(), "- :warning: **namespace-pod-security** `Namespace llm-monitoring`: privileged")
 }

@@ -43,6 +43,8 @@ func writeCheck(w io.Writer, res *check.Result, v checkView) {
 		fmt.Fprintf(w, "Violations already there at %s, where the head forked from %s, are inherited: listed, not failing.\n\n",
 			gitrepo.Short(res.Fork), gitrepo.Short(res.Base))
 	}
+	var stacks gpuStacks
+	seen := listed{}
 	for _, e := range res.Envs {
 		if e.Error != "" {
 			h(3, e.Env+": not checked")
@@ -61,8 +63,8 @@ func writeCheck(w io.Writer, res *check.Result, v checkView) {
 		h(3, fmt.Sprintf("%s%s: %s changed, %s", e.Env, pinned, count(len(e.Changes), "object"), count(len(e.Violations), "violation")))
 		v.writeFindings(w, "VIOLATION", ":x:", e.Violations)
 		v.writeInherited(w, e.Inherited, e.ForkError, "broken before this change")
-		v.writeForcedAndOff(w, e, changedObjects(e.Changes, e.Apps))
-		writeGPUStack(w, e.GPUStack, md)
+		v.writeForcedAndOff(w, e, touchedBy(res.Paths, e.Changes, e.Apps), seen)
+		stacks.add(e.Env, "", e.GPUStack)
 		if v.verbose {
 			writeAlsoRendered(w, e.Applications)
 			writeSecurity(w, e.Security, md)
@@ -86,21 +88,23 @@ func writeCheck(w io.Writer, res *check.Result, v checkView) {
 		}
 		fmt.Fprintln(w)
 		if e.Next != nil {
-			v.writeNext(w, h, e.Env, e.Revision, head, e.Next)
+			v.writeNext(w, h, e, head, touchedBy(res.Paths, e.Next.Introduced), seen)
+			stacks.add(e.Env, " at next promotion", e.Next.GPUStack)
 		}
 	}
+	stacks.write(w, v)
 }
 
 // writeForcedAndOff writes e's findings the promotion was forced past, its warnings (unless
-// verbose, only those on changed objects), and those of rules the layout turns off, each saying so.
-func (v checkView) writeForcedAndOff(w io.Writer, e check.EnvResult, changed map[string]bool) {
+// verbose, see writeWarnings), and those of rules the layout turns off, each saying so.
+func (v checkView) writeForcedAndOff(w io.Writer, e check.EnvResult, t touched, seen listed) {
 	forced := make([]check.Violation, len(e.Forced))
 	for i, f := range e.Forced {
 		f.Message += " (the promotion was forced past it: " + e.ForcedReason + ")"
 		forced[i] = f
 	}
 	v.writeFindings(w, "FORCED", ":warning:", forced)
-	v.writeWarnings(w, e.Warnings, changed) // reported, not failing the check
+	v.writeWarnings(w, e.Env, e.Warnings, t, seen) // reported, not failing the check
 	off := make([]check.Violation, len(e.Silenced))
 	for i, s := range e.Silenced {
 		s.Message += " (rule off in " + layout.LayoutFile + ": " + s.Reason + ")"
@@ -109,14 +113,14 @@ func (v checkView) writeForcedAndOff(w io.Writer, e check.EnvResult, changed map
 	v.writeFindings(w, "OFF", ":no_entry_sign:", off)
 }
 
-// writeWarnings writes the warnings: unless verbose, those on changed objects, and a count of
-// the rest.
-func (v checkView) writeWarnings(w io.Writer, ws []check.Violation, changed map[string]bool) {
+// writeWarnings writes the warnings: unless verbose, those on what the change touches and
+// those at risk (touched.pick), and a count of the rest.
+func (v checkView) writeWarnings(w io.Writer, env string, ws []check.Violation, t touched, seen listed) {
 	if v.verbose {
 		v.writeFindings(w, "WARNING", ":warning:", ws)
 		return
 	}
-	shown, rest := split(ws, changed)
+	shown, rest := t.pick(env, ws, seen)
 	v.writeFindings(w, "WARNING", ":warning:", shown)
 	word, what := "warning", "none on what this change touches"
 	if len(shown) > 0 {

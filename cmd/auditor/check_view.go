@@ -34,35 +34,68 @@ func outputWidth(w io.Writer) int {
 	return defaultWidth
 }
 
-// changedObjects is the set of objects the changes touch, as findings name them
-// ("Kind namespace/name" or "Kind name").
-func changedObjects(sets ...[]check.Change) map[string]bool {
-	out := map[string]bool{}
+// touched is what a change touches: the objects its render changes, as findings name them
+// ("Kind namespace/name" or "Kind name"), and the files it edits (check.Result.Paths).
+type touched struct{ objects, paths map[string]bool }
+
+// touchedBy is what paths and the changes of sets touch.
+func touchedBy(paths []string, sets ...[]check.Change) touched {
+	t := touched{objects: map[string]bool{}, paths: map[string]bool{}}
+	for _, p := range paths {
+		t.paths[p] = true
+	}
 	for _, cs := range sets {
 		for _, c := range cs {
 			if c.Namespace == "" {
-				out[c.Kind+" "+c.Name] = true
+				t.objects[c.Kind+" "+c.Name] = true
 			} else {
-				out[c.Kind+" "+c.Namespace+"/"+c.Name] = true
+				t.objects[c.Kind+" "+c.Namespace+"/"+c.Name] = true
 			}
 		}
 	}
-	return out
+	return t
 }
 
-// split parts vs into the findings on changed objects and the rest.
-func split(vs []check.Violation, changed map[string]bool) (shown, rest []check.Violation) {
-	for _, v := range vs {
-		if changed[v.Object] {
-			shown = append(shown, v)
-		} else {
-			rest = append(rest, v)
+// on reports whether finding f is on what the change touches: an object it changes, or a file
+// it edits (a file-level finding names the file, sometimes as "file PATH").
+func (t touched) on(f check.Violation) bool {
+	return t.objects[f.Object] || t.paths[strings.TrimPrefix(f.Object, "file ")]
+}
+
+// listed are the at-risk warnings the quiet view listed already: by env, rule and object (the
+// same warning at an env's pin and at its next promotion), and by rule, object and message (the
+// same warning in another env). A warning listed once is counted after.
+type listed map[string]bool
+
+func (l listed) has(env string, f check.Violation) bool {
+	return l[env+"|"+f.Rule+"|"+f.Object] || l[f.Rule+"|"+f.Object+"|"+f.Message]
+}
+
+func (l listed) add(env string, f check.Violation) {
+	l[env+"|"+f.Rule+"|"+f.Object], l[f.Rule+"|"+f.Object+"|"+f.Message] = true, true
+}
+
+// pick parts env's warnings ws into those the quiet view lists and the rest, counted: listed
+// are those on what the change touches, and those at risk (check.Violation.Risk) not in seen,
+// which it fills.
+func (t touched) pick(env string, ws []check.Violation, seen listed) (shown, rest []check.Violation) {
+	for _, f := range ws {
+		switch {
+		case t.on(f):
+			shown = append(shown, f)
+		case f.Risk != "" && !seen.has(env, f):
+			seen.add(env, f)
+			f.Message += " (at risk: " + f.Risk + ")"
+			shown = append(shown, f)
+		default:
+			rest = append(rest, f)
 		}
 	}
 	return shown, rest
 }
 
-// writeSummary prints one line for findings left out of the quiet view: how many, of which rules.
+// writeSummary prints what the quiet view leaves out: as text, one line saying how many of which
+// rules (--verbose lists them); as Markdown, where --verbose cannot be run, a collapsed list.
 func (v checkView) writeSummary(w io.Writer, word, what string, vs []check.Violation) {
 	if len(vs) == 0 {
 		return
@@ -80,12 +113,14 @@ func (v checkView) writeSummary(w io.Writer, word, what string, vs []check.Viola
 			rules[i] = fmt.Sprintf("%s ×%d", r, n[r])
 		}
 	}
-	line := fmt.Sprintf("%s, %s (%s); --verbose lists them", count(len(vs), word), what, strings.Join(rules, ", "))
+	line := fmt.Sprintf("%s, %s (%s)", count(len(vs), word), what, strings.Join(rules, ", "))
 	if v.md {
-		fmt.Fprintf(w, "- %s\n", line)
+		fmt.Fprintf(w, "\n<details><summary>%s</summary>\n\n", line)
+		v.writeFindings(w, "", ":warning:", vs)
+		fmt.Fprint(w, "\n</details>\n\n")
 		return
 	}
-	fmt.Fprint(w, wrap("  "+line, v.width, "    "))
+	fmt.Fprint(w, wrap("  "+line+"; --verbose lists them", v.width, "    "))
 }
 
 // writeFindings prints violations or warnings: as text, grouped by rule and wrapped; as a

@@ -27,6 +27,9 @@ type AppRender struct {
 	Error   string `json:"error,omitempty"`
 }
 
+// notChecked is the risk of an Application check does not render: no rule runs on its objects.
+const notChecked = "its objects are not checked"
+
 // otherApplications renders every Application of apps/<env> (read from apps, the revision the
 // env's app-of-apps syncs) but the env's own that syncs a path of the platform repository (the
 // env's Application's), from src (the revision the env runs: its pin), as Argo CD would: a
@@ -51,7 +54,7 @@ func otherApplications(apps, src render.Source, env layout.Env) (objs [][]*unstr
 	for ; len(queue) > 0; queue = queue[1:] {
 		o := queue[0]
 		if isApplicationSet(o) {
-			warnings = append(warnings, Violation{Rule: "application-renders", Object: "ApplicationSet " + o.GetName(),
+			warnings = append(warnings, Violation{Rule: "application-renders", Object: "ApplicationSet " + o.GetName(), Risk: notChecked,
 				Message: "not rendered: the Applications it generates come from its generators and the cluster's state; check reads Git alone"})
 			continue
 		}
@@ -77,7 +80,7 @@ func otherApplications(apps, src render.Source, env layout.Env) (objs [][]*unstr
 		}
 		ar.Error = notRendered(app, platform, src)
 		if ar.Error != "" {
-			warnings = append(warnings, Violation{Rule: "application-renders", Object: name, Message: ar.Error})
+			warnings = append(warnings, Violation{Rule: "application-renders", Object: name, Message: ar.Error, Risk: notChecked})
 			out = append(out, ar)
 			continue
 		}
@@ -105,7 +108,7 @@ func otherApplications(apps, src render.Source, env layout.Env) (objs [][]*unstr
 		switch {
 		case errors.As(err, &limit):
 			ar.Error = "not rendered: " + err.Error()
-			warnings = append(warnings, Violation{Rule: "application-renders", Object: name, Message: ar.Error})
+			warnings = append(warnings, Violation{Rule: "application-renders", Object: name, Message: ar.Error, Risk: notChecked})
 		case err != nil:
 			ar.Error = err.Error()
 			violations = append(violations, Violation{Rule: "application-renders", Object: name, Message: err.Error()})

@@ -19,6 +19,7 @@
 package check
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -78,6 +79,7 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 	if fork != baseTree {
 		res.Fork = fork.snap.Revision
 	}
+	res.Paths = changedPaths(fork.snap, head)
 	releases := newReleaseSources(repo)
 	stacks := map[string]*envStacks{}
 	var errs []error
@@ -124,6 +126,23 @@ func RunTree(repo *gitrepo.Repo, base string, head *gitrepo.Snapshot) (*Result, 
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// changedPaths are the files that differ between two snapshots (added, removed or edited), sorted.
+func changedPaths(a, b *gitrepo.Snapshot) []string {
+	var out []string
+	for name, data := range a.Files {
+		if other, ok := b.Files[name]; !ok || !bytes.Equal(data, other) {
+			out = append(out, name)
+		}
+	}
+	for name := range b.Files {
+		if _, ok := a.Files[name]; !ok {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // forkPoint is the tree of the merge base of base and head's commit: base itself when it is an

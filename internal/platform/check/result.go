@@ -16,6 +16,9 @@ type Result struct {
 	// Fork is the merge base of Base and Head when it is not Base: what was broken there and at
 	// Base already is inherited rather than introduced.
 	Fork string `json:"fork,omitempty"`
+	// Paths are the files the change touches, from the fork point to the head: a finding whose
+	// object is one of them (a file-level finding) is on what the change touches.
+	Paths []string `json:"paths,omitempty"`
 	// Errors name the envs that could not be checked, and why (EnvResult.Error).
 	Errors []string `json:"errors,omitempty"`
 	// Passed is false when any env has a violation, at what it runs or at its next promotion,
@@ -86,6 +89,10 @@ type Violation struct {
 	Rule    string `json:"rule"`
 	Object  string `json:"object"`
 	Message string `json:"message"`
+	// Risk, on a warning, says why it matters though the change leaves its object alone (an
+	// Application whose objects go unchecked, example names a production env would deploy):
+	// such a warning is listed with those on what the change touches, never only counted.
+	Risk string `json:"risk,omitempty"`
 }
 
 // AddPlacement adds a placement simulation of env's overlay at the head (see internal/platform/simulate)

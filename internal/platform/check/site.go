@@ -102,11 +102,11 @@ func templateWarning(env string, template []string) Violation {
 	if len(shown) > 5 {
 		shown = append(shown[:5:5], fmt.Sprintf("%d more", len(template)-5))
 	}
-	why := site.Path(env) + " is still the template's"
+	why, risk := site.Path(env)+" is still the template's", "a production env would deploy example names"
 	if env == "dev" {
-		why = "dev may run on a test cluster"
+		why, risk = "dev may run on a test cluster", ""
 	}
-	return Violation{Rule: "site-values", Object: site.Path(env), Message: fmt.Sprintf(
+	return Violation{Rule: "site-values", Object: site.Path(env), Risk: risk, Message: fmt.Sprintf(
 		"%d example names would be deployed (%s; a warning while %s): set the site's values with `auditor site set --env %s KEY=VALUE ...`",
 		len(template), strings.Join(shown, "; "), why, env)}
 }
