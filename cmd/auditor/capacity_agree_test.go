@@ -15,8 +15,8 @@ import (
 )
 
 // TestCheckAndCapacityKVAgree: auditor check and auditor capacity kv count the same sequences at
-// --max-model-len, after the overhead, for the repository's vllm-qwen in prod; capacity kv's
-// worst case, which counts no overhead, passes prod's --max-num-seqs.
+// --max-model-len, after the overhead, for the repository's vllm-qwen in prod: 13, prod's
+// --max-num-seqs, which capacity kv passes (exit 0); one more fails it (exit 1).
 func TestCheckAndCapacityKVAgree(t *testing.T) {
 	src, err := render.FromDir("../..")
 	require.NoError(t, err)
@@ -49,9 +49,16 @@ func TestCheckAndCapacityKVAgree(t *testing.T) {
 	}
 	res, code := kv(use.MaxNumSeqs)
 	require.NotNil(t, res.VLLM)
-	require.NotNil(t, res.SeqsAfterOverhead)
-	assert.Equal(t, use.FullLengthSeqs, *res.SeqsAfterOverhead, "sequences at --max-model-len after the overhead")
+	assert.Equal(t, use.FullLengthSeqs, res.VLLM.MaxFullLengthSeqs, "one count: check's and capacity kv's")
 	assert.Equal(t, int64(13), use.FullLengthSeqs, "qwen on an L40S at 32768 tokens")
+	assert.Equal(t, use.FullLengthSeqs, use.MaxNumSeqs, "prod's --max-num-seqs is what fits")
 	assert.Equal(t, codeOK, code, "prod's --max-num-seqs %d fits the worst case", use.MaxNumSeqs)
-	assert.Equal(t, res.VLLM.MaxFullLengthSeqs, use.MaxNumSeqs, "before the overhead, exactly prod's --max-num-seqs fit")
+	more, code := kv(use.MaxNumSeqs + 1)
+	assert.False(t, more.VLLM.Fits)
+	assert.Equal(t, codeFound, code, "one sequence more does not fit")
+	gate, err := cfg.WithOverhead() // what rule capacity-kv-cache checks
+	require.NoError(t, err)
+	fit, err := capacity.CheckVLLM(gate)
+	require.NoError(t, err)
+	assert.Equal(t, *res.VLLM, fit, "the gate and capacity kv: one computation")
 }

@@ -16,7 +16,7 @@ type kvOptions struct {
 	context                        int64
 	freeMemory, gpuMemory, weights string
 	utilization                    float64
-	maxNumSeqs                     int64
+	maxNumSeqs, batched            int64
 	output                         string
 	vllm                           bool // the vLLM check was asked for
 }
@@ -32,9 +32,9 @@ token, times --context tokens per conversation, and how many such conversations 
 
 With --gpu-memory, --weights-size and --max-num-seqs it checks a vLLM configuration instead
 (--context is then --max-model-len): --max-num-seqs sequences at --max-model-len must fit in
-gpu-memory × --gpu-memory-utilization − weights; exit code 1 when they do not. It also
-says how many sequences at --max-model-len fit after vLLM's activation and CUDA graph overhead
-(an estimate: 1 GiB + 1 MiB per batched token): the count auditor check reports.
+gpu-memory × --gpu-memory-utilization − weights − vLLM's activation and CUDA graph overhead (an
+estimate: 1 GiB + 1 MiB per batched token, --max-num-batched-tokens); exit code 1 when they do
+not. auditor check (rule capacity-kv-cache) counts the same.
 
 Without the vLLM check, exit code 1 when no conversation fits in --free-memory.
 
@@ -56,6 +56,7 @@ Sizes: 10Gi, 10GiB, 16GB, 16G or a byte count.`,
 	f.StringVar(&o.weights, "weights-size", "", "weights in GPU memory, for the vLLM check (platform.llm/weights-bytes)")
 	f.Float64Var(&o.utilization, "gpu-memory-utilization", 0.9, "vLLM --gpu-memory-utilization, for the vLLM check")
 	f.Int64Var(&o.maxNumSeqs, "max-num-seqs", 0, "vLLM --max-num-seqs, for the vLLM check")
+	f.Int64Var(&o.batched, "max-num-batched-tokens", 0, "vLLM --max-num-batched-tokens, for the vLLM check's overhead (default: vLLM's for the card)")
 	addReportOutput(cmd, &o.output)
 	return cmd
 }
@@ -121,6 +122,7 @@ func (o *kvOptions) compute() (capacity.KVResult, error) {
 		}
 		in.VLLM = &capacity.VLLMConfig{WeightsBytes: weights, GPUMemoryBytes: gpu,
 			GPUMemoryUtilization: o.utilization, MaxNumSeqs: o.maxNumSeqs}
+		in.MaxNumBatchedTokens = o.batched
 	case o.freeMemory != "":
 		free, err := capacity.ParseBytes(o.freeMemory)
 		if err != nil {
@@ -152,9 +154,5 @@ func writeKV(w io.Writer, res capacity.KVResult) {
 			verdict = "DOES NOT FIT"
 		}
 		fmt.Fprintf(w, "vllm worst case:        %s: %s\n", verdict, res.VLLM.Explanation)
-		if res.SeqsAfterOverhead != nil {
-			fmt.Fprintf(w, "after the overhead:     %d sequences at --max-model-len %d fit (auditor check's count)\n",
-				*res.SeqsAfterOverhead, res.ContextTokens)
-		}
 	}
 }

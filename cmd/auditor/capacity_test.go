@@ -53,13 +53,13 @@ func TestCapacityCommand(t *testing.T) {
 			args: []string{"kv", "--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--context", "16384",
 				"--gpu-memory", "48305799168", "--weights-size", "16060522496", "--max-num-seqs", "64"},
 			code:     1,
-			contains: []string{"DOES NOT FIT", "conversations that fit: 12", "Lower --max-num-seqs to 12"},
+			contains: []string{"DOES NOT FIT", "conversations that fit: 11", "Lower --max-num-seqs to 11", "3 GiB of activation/graph overhead (estimate)"},
 		},
 		{
 			name: "kv vllm check that fits",
 			args: []string{"kv", "--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--context", "8192",
 				"--gpu-memory", "48305799168", "--weights-size", "16060522496", "--max-num-seqs", "16"},
-			contains: []string{"vllm worst case:        fits", "conversations that fit: 25", "after the overhead:     22 sequences at --max-model-len 8192 fit"},
+			contains: []string{"vllm worst case:        fits", "conversations that fit: 22", "leaves 22.53 GiB for the KV cache"},
 		},
 		{
 			name: "hpa seed",

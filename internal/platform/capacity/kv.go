@@ -119,6 +119,9 @@ type VLLMConfig struct {
 	// MaxNumSeqs is --max-num-seqs, the most sequences batched at once (vLLM's default is 256
 	// on most GPUs; the platform sets it explicitly).
 	MaxNumSeqs int64 `json:"maxNumSeqs"`
+	// OverheadBytes is the memory vLLM keeps out of the KV cache besides the weights:
+	// activations, CUDA graphs, the CUDA context (Overhead; SeqsConfig.WithOverhead sets it).
+	OverheadBytes int64 `json:"overheadBytes,omitempty"`
 }
 
 // VLLMFit is the verdict of CheckVLLM with the numbers behind it.
@@ -127,8 +130,8 @@ type VLLMFit struct {
 	BytesPerToken int64 `json:"bytesPerToken"`
 	// BudgetBytes is GPUMemoryBytes × GPUMemoryUtilization, what vLLM may use.
 	BudgetBytes int64 `json:"budgetBytes"`
-	// KVAvailableBytes is BudgetBytes − WeightsBytes, what is left for the KV cache; negative
-	// when the weights alone do not fit.
+	// KVAvailableBytes is BudgetBytes − WeightsBytes − OverheadBytes, what is left for the KV
+	// cache; negative when the weights and the overhead do not fit.
 	KVAvailableBytes int64 `json:"kvAvailableBytes"`
 	// SequenceBytes is the KV cache of one sequence at MaxModelLen.
 	SequenceBytes int64 `json:"sequenceBytes"`
@@ -154,8 +157,8 @@ type VLLMFit struct {
 // GPUMemoryBytes × GPUMemoryUtilization − WeightsBytes. It also reports the weaker condition
 // vLLM itself enforces at start-up (one full-length sequence fits) and how many full-length
 // sequences do fit. Activations, CUDA graphs and the CUDA context, which vLLM also takes out
-// of the budget, are not counted: a configuration that fails here fails on the GPU too, one
-// that barely passes may not.
+// of the budget, are c.OverheadBytes: the platform's estimate (SeqsConfig.WithOverhead) is
+// what auditor check and auditor capacity kv count.
 func CheckVLLM(c VLLMConfig) (VLLMFit, error) {
 	var f VLLMFit
 	bpt, err := BytesPerToken(c.Model)
@@ -165,8 +168,8 @@ func CheckVLLM(c VLLMConfig) (VLLMFit, error) {
 	switch {
 	case c.GPUMemoryBytes <= 0:
 		return f, fmt.Errorf("vllm check: GPU memory %d B must be positive: %w", c.GPUMemoryBytes, ErrInvalid)
-	case c.WeightsBytes < 0:
-		return f, fmt.Errorf("vllm check: weights %d B must not be negative: %w", c.WeightsBytes, ErrInvalid)
+	case c.WeightsBytes < 0 || c.OverheadBytes < 0:
+		return f, fmt.Errorf("vllm check: weights %d B and overhead %d B must not be negative: %w", c.WeightsBytes, c.OverheadBytes, ErrInvalid)
 	case !(c.GPUMemoryUtilization > 0 && c.GPUMemoryUtilization <= 1):
 		return f, fmt.Errorf("vllm check: --gpu-memory-utilization %g must be in (0, 1]: %w", c.GPUMemoryUtilization, ErrInvalid)
 	case c.MaxModelLen <= 0:
@@ -176,7 +179,7 @@ func CheckVLLM(c VLLMConfig) (VLLMFit, error) {
 	}
 	f.BytesPerToken = bpt
 	f.BudgetBytes = int64(math.Floor(float64(c.GPUMemoryBytes) * c.GPUMemoryUtilization))
-	f.KVAvailableBytes = f.BudgetBytes - c.WeightsBytes
+	f.KVAvailableBytes = f.BudgetBytes - c.WeightsBytes - c.OverheadBytes
 	if f.SequenceBytes, err = mul(bpt, c.MaxModelLen); err != nil {
 		return f, fmt.Errorf("vllm check: sequence bytes: %w", err)
 	}
@@ -190,14 +193,22 @@ func CheckVLLM(c VLLMConfig) (VLLMFit, error) {
 	f.SequenceFits = f.MaxFullLengthSeqs >= 1
 	f.Fits = f.KVAvailableBytes >= f.WorstCaseBytes
 
-	head := fmt.Sprintf("%s × %.2f = %s usable, minus %s of weights, leaves %s for the KV cache; "+
+	overhead := ""
+	if c.OverheadBytes > 0 {
+		overhead = fmt.Sprintf(" and %s of activation/graph overhead (estimate)", HumanBytes(c.OverheadBytes))
+	}
+	head := fmt.Sprintf("%s × %.2f = %s usable, minus %s of weights%s, leaves %s for the KV cache; "+
 		"%d seqs × %d tokens × %d B/token needs %s",
 		HumanBytes(c.GPUMemoryBytes), c.GPUMemoryUtilization, HumanBytes(f.BudgetBytes),
-		HumanBytes(c.WeightsBytes), HumanBytes(f.KVAvailableBytes),
+		HumanBytes(c.WeightsBytes), overhead, HumanBytes(f.KVAvailableBytes),
 		c.MaxNumSeqs, c.MaxModelLen, bpt, HumanBytes(f.WorstCaseBytes))
 	switch {
 	case f.KVAvailableBytes <= 0:
-		f.Explanation = head + ": the weights alone do not fit in the usable memory; vLLM will not start."
+		what := "the weights alone do"
+		if c.OverheadBytes > 0 {
+			what = "the weights and the overhead do"
+		}
+		f.Explanation = head + ": " + what + " not fit in the usable memory; vLLM will not start."
 	case f.Fits:
 		f.Explanation = head + fmt.Sprintf(": fits (%s to spare); every sequence can reach --max-model-len at full batch.",
 			HumanBytes(f.KVAvailableBytes-f.WorstCaseBytes))

@@ -154,6 +154,18 @@ func TestCheckVLLM(t *testing.T) {
 			checkNumbers: true, wantWorst: 16384 * 64 * 131072, wantKVAvail: 43475219251 - 16060522496,
 		},
 		{
+			name: "base/vllm/qwen.yaml: 15 × 32768 fit before the overhead",
+			c: VLLMConfig{Model: Model{Layers: 28, KVHeads: 4, HeadDim: 128, DType: "bf16"}, WeightsBytes: 15231233024, GPUMemoryBytes: l40s,
+				GPUMemoryUtilization: 0.90, MaxModelLen: 32768, MaxNumSeqs: 15},
+			fits: true, seqOK: true, maxSeqs: 15, explainHas: "fits",
+		},
+		{
+			name: "base/vllm/qwen.yaml: after 3 GiB of overhead 13 × 32768 fit, not 15",
+			c: VLLMConfig{Model: Model{Layers: 28, KVHeads: 4, HeadDim: 128, DType: "bf16"}, WeightsBytes: 15231233024, GPUMemoryBytes: l40s,
+				GPUMemoryUtilization: 0.90, MaxModelLen: 32768, MaxNumSeqs: 15, OverheadBytes: 3 << 30},
+			fits: false, seqOK: true, maxSeqs: 13, explainHas: "and 3 GiB of activation/graph overhead (estimate)",
+		},
+		{
 			name: "weights larger than the budget",
 			c: VLLMConfig{Model: llama, WeightsBytes: 45 << 30, GPUMemoryBytes: l40s,
 				GPUMemoryUtilization: 0.90, MaxModelLen: 8192, MaxNumSeqs: 1},

@@ -3,17 +3,15 @@ package capacity
 // KVResult is the KV cache arithmetic of one model and context length, as `auditor capacity kv`
 // prints it: per token, per conversation and, given free memory, how many conversations fit.
 type KVResult struct {
-	Model                Model    `json:"model"`
-	BytesPerToken        int64    `json:"bytesPerToken"`
-	ContextTokens        int64    `json:"contextTokens"`
-	ConversationBytes    int64    `json:"conversationBytes"`
-	FreeMemoryBytes      *int64   `json:"freeMemoryBytes,omitempty"`
-	ConversationsThatFit *int64   `json:"conversationsThatFit,omitempty"`
-	VLLM                 *VLLMFit `json:"vllm,omitempty"`
-	// SeqsAfterOverhead is, for a vLLM configuration, how many sequences at --max-model-len the
-	// KV cache holds after the weights and DefaultOverhead (FullLengthSeqs): the count auditor
-	// check reports beside rule vllm-max-num-seqs.
-	SeqsAfterOverhead *int64 `json:"seqsAfterOverhead,omitempty"`
+	Model                Model  `json:"model"`
+	BytesPerToken        int64  `json:"bytesPerToken"`
+	ContextTokens        int64  `json:"contextTokens"`
+	ConversationBytes    int64  `json:"conversationBytes"`
+	FreeMemoryBytes      *int64 `json:"freeMemoryBytes,omitempty"`
+	ConversationsThatFit *int64 `json:"conversationsThatFit,omitempty"`
+	// VLLM is the verdict on a vLLM configuration, after the weights and the overhead estimate
+	// (DefaultOverhead): the count auditor check reports and gates on.
+	VLLM *VLLMFit `json:"vllm,omitempty"`
 }
 
 // HPAResult is an HPA decision with the rules it was taken under.
@@ -81,6 +79,8 @@ type KVInput struct {
 	ContextTokens   int64
 	FreeMemoryBytes *int64
 	VLLM            *VLLMConfig
+	// MaxNumBatchedTokens sizes the vLLM check's overhead (0: vLLM's default for the card).
+	MaxNumBatchedTokens int64
 }
 
 // KV works the KV cache of in: bytes per token and per conversation, and how many conversations
@@ -98,16 +98,17 @@ func KV(in KVInput) (KVResult, error) {
 	case in.VLLM != nil:
 		c := *in.VLLM
 		c.Model, c.MaxModelLen = in.Model, in.ContextTokens
+		if c.OverheadBytes == 0 {
+			sc := SeqsConfig{VLLM: c, MaxNumBatchedTokens: in.MaxNumBatchedTokens, Overhead: DefaultOverhead()}
+			if c, err = sc.WithOverhead(); err != nil {
+				return res, err
+			}
+		}
 		fit, err := CheckVLLM(c)
 		if err != nil {
 			return res, err
 		}
 		res.VLLM = &fit
-		n, err := FullLengthSeqs(SeqsConfig{VLLM: c, Overhead: DefaultOverhead()})
-		if err != nil {
-			return res, err
-		}
-		res.SeqsAfterOverhead = &n
 		free := fit.KVAvailableBytes
 		res.FreeMemoryBytes = &free
 	case in.FreeMemoryBytes != nil:

@@ -188,20 +188,35 @@ func SizeMaxNumSeqs(c SeqsConfig) (SeqsFit, error) {
 	return f, nil
 }
 
-// FullLengthSeqs returns how many sequences at --max-model-len the KV cache holds after the
-// weights and c's overhead estimate, in whole blocks: a profile of --max-model-len tokens sized
-// by SizeMaxNumSeqs. Qwen2.5-7B on an L40S at 32768 tokens holds 13 (CheckVLLM, which counts no
-// overhead, fits 15). auditor check and auditor capacity kv both report this count.
-func FullLengthSeqs(c SeqsConfig) (int64, error) {
-	if c.VLLM.MaxModelLen <= 0 {
-		return 0, fmt.Errorf("full-length sequences: --max-model-len %d must be positive: %w", c.VLLM.MaxModelLen, ErrInvalid)
+// WithOverhead is c's replica with the overhead estimate at its batch (--max-num-batched-tokens,
+// or vLLM's default for the card) set: what CheckVLLM counts as vLLM does.
+func (c SeqsConfig) WithOverhead() (VLLMConfig, error) {
+	batched := c.MaxNumBatchedTokens
+	if batched == 0 {
+		batched = DefaultMaxNumBatchedTokens(c.VLLM.GPUMemoryBytes)
 	}
-	c.Traffic = Traffic{PromptTokens: c.VLLM.MaxModelLen}
-	f, err := SizeMaxNumSeqs(c)
+	v := c.VLLM
+	var err error
+	if v.OverheadBytes, err = c.Overhead.Bytes(batched); err != nil {
+		return v, fmt.Errorf("vllm check: %w", err)
+	}
+	return v, nil
+}
+
+// FullLengthSeqs returns how many sequences at --max-model-len the KV cache holds after the
+// weights and c's overhead estimate: CheckVLLM's count on c.WithOverhead(). Qwen2.5-7B on an
+// L40S at 32768 tokens holds 13. auditor check (rule capacity-kv-cache and the report) and
+// auditor capacity kv all use this count.
+func FullLengthSeqs(c SeqsConfig) (int64, error) {
+	v, err := c.WithOverhead()
 	if err != nil {
 		return 0, err
 	}
-	return f.ProfileSeqs, nil
+	f, err := CheckVLLM(v)
+	if err != nil {
+		return 0, err
+	}
+	return f.MaxFullLengthSeqs, nil
 }
 
 // VLLMBudget returns what vLLM may use of a card: ⌊gpuMemoryBytes × utilization⌋.

@@ -183,3 +183,31 @@ func TestThousands(t *testing.T) {
 		assert.Equal(t, want, Thousands(n))
 	}
 }
+
+// TestFullLengthSeqsIsCheckVLLMsCount: the sequences at --max-model-len after the overhead are
+// CheckVLLM's count on the replica with its overhead, at vLLM's default batch for the card or
+// at --max-num-batched-tokens.
+func TestFullLengthSeqsIsCheckVLLMsCount(t *testing.T) {
+	qwen := VLLMConfig{Model: Model{Layers: 28, KVHeads: 4, HeadDim: 128, DType: "bf16"}, WeightsBytes: 15231233024,
+		GPUMemoryBytes: 48305799168, GPUMemoryUtilization: 0.90, MaxModelLen: 32768, MaxNumSeqs: 13}
+	for _, tc := range []struct {
+		batched, want int64
+	}{{0, 13}, {2048, 13}, {8192, 9}} {
+		c := SeqsConfig{VLLM: qwen, MaxNumBatchedTokens: tc.batched, Overhead: DefaultOverhead()}
+		n, err := FullLengthSeqs(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := c.WithOverhead()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fit, err := CheckVLLM(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != tc.want || fit.MaxFullLengthSeqs != n || fit.Fits != (tc.want >= 13) {
+			t.Errorf("batched %d: FullLengthSeqs %d, CheckVLLM %d (fits %v); want %d", tc.batched, n, fit.MaxFullLengthSeqs, fit.Fits, tc.want)
+		}
+	}
+}

@@ -104,7 +104,11 @@ func vllmChecks(o *unstructured.Unstructured, pod map[string]any) []Violation {
 		return nil
 	}
 	c := cs[0].(map[string]any)
-	fit, err := capacity.CheckVLLM(vllmConfig(ann, flags(c["args"])))
+	cfg, err := SeqsConfigOf(o).WithOverhead()
+	var fit capacity.VLLMFit
+	if err == nil {
+		fit, err = capacity.CheckVLLM(cfg)
+	}
 	switch {
 	case err != nil:
 		out = append(out, Violation{Rule: "capacity-kv-cache", Object: obj, Message: "model facts missing or invalid (annotations platform.llm/model-*, weights-bytes, gpu-memory-bytes; args --max-model-len, --max-num-seqs): " + err.Error()})

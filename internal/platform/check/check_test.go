@@ -88,7 +88,8 @@ func TestCheck(t *testing.T) {
 	}{
 		{"image bump passes", "overlays/prod/kustomization.yaml", "newTag: 1.4.2", "newTag: 1.4.3", nil},
 		{"latest image fails", "overlays/prod/kustomization.yaml", "newTag: 1.4.2", "newTag: latest", []string{"llm-images-pinned"}},
-		{"more sequences than the KV cache holds", "base/vllm/llama.yaml", "--max-num-seqs=12", "--max-num-seqs=64", []string{"capacity-kv-cache"}},
+		{"more sequences than the KV cache holds", "base/vllm/llama.yaml", "--max-num-seqs=11", "--max-num-seqs=64", []string{"capacity-kv-cache"}},
+		{"more sequences than the KV cache holds after the overhead", "base/vllm/llama.yaml", "--max-num-seqs=11", "--max-num-seqs=12", []string{"capacity-kv-cache"}},
 		{"more replicas than the GPU pool", "overlays/prod/scaling.yaml", "maxReplicaCount: 8", "maxReplicaCount: 12", []string{"capacity-gpu-pool-limit"}},
 		{"probe budget below the cold start", "base/vllm/qwen.yaml", "failureThreshold: 36", "failureThreshold: 10", []string{"capacity-startup-probe"}},
 		{"probe budget without its margin over the cold start", "base/vllm/qwen.yaml", "failureThreshold: 36", "failureThreshold: 33", []string{"capacity-startup-probe"}},

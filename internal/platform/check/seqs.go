@@ -37,8 +37,8 @@ type KVCacheUse struct {
 	// ProfileSeqs is how many sequences of the profile the KV cache holds.
 	ProfileSeqs int64 `json:"profileSeqs"`
 	// FullLengthSeqs is how many sequences at --max-model-len the KV cache holds after the
-	// overhead, which rule capacity-kv-cache leaves out (capacity.FullLengthSeqs, which `auditor
-	// capacity kv` prints too): above it, long requests are preempted.
+	// overhead (capacity.FullLengthSeqs: rule capacity-kv-cache and `auditor capacity kv` count
+	// the same): above it, long requests are preempted.
 	FullLengthSeqs int64 `json:"fullLengthSeqs"`
 	// Source is where the profile's lengths came from: "annotations" or "measured profile".
 	Source string `json:"source"`
@@ -111,8 +111,8 @@ func vllmMaxNumSeqs(objs []*unstructured.Unstructured, measured map[string]capac
 		case float64(use.MaxNumSeqs) < underUsed*float64(use.ProfileSeqs):
 			why := fmt.Sprintf(". Up to %d, even a batch of requests at --max-model-len %d fits", use.FullLengthSeqs, cfg.VLLM.MaxModelLen)
 			if use.MaxNumSeqs >= use.FullLengthSeqs {
-				why = fmt.Sprintf(". --max-model-len %d holds it down: %d sequences at that length fill the cache (after the overhead; "+
-					"rule capacity-kv-cache counts none); a larger batch preempts long requests when they come together, a lower --max-model-len avoids it",
+				why = fmt.Sprintf(". --max-model-len %d holds it down: %d sequences at that length fill the cache (after the overhead, "+
+					"as rule capacity-kv-cache counts); a larger batch preempts long requests when they come together, a lower --max-model-len avoids it",
 					cfg.VLLM.MaxModelLen, use.FullLengthSeqs)
 			}
 			add(&warnings, "under-sized for its traffic profile: %s%s", fit.Explanation, why)

@@ -33,11 +33,11 @@ func TestVLLMMaxNumSeqs(t *testing.T) {
 	}{
 		// 150 × 1,904 = 285,600 of 436,352: 65.5 %, more than half of the 229 the profile allows.
 		{name: "well sized", obj: qwenOnL40S("150", "2048", p95), wantUse: true, usedTokens: 285600},
-		// 15 × 1,904 = 28,560: 6.5 %; 436,352 / 32,768 = 13 full-length sequences fit, 15 >= 13.
-		{name: "held down by --max-model-len (the repository's qwen)", obj: qwenOnL40S("15", "32768", p95),
-			warning: []string{"Deployment llm-inference/vllm-qwen", "under-sized", "--max-num-seqs 15 × 1,904 tokens", "28,560 of 436,352 KV tokens: 6.5 %",
+		// 13 × 1,904 = 24,752: 5.7 %; 436,352 / 32,768 = 13 full-length sequences fit, 13 >= 13.
+		{name: "held down by --max-model-len (the repository's qwen)", obj: qwenOnL40S("13", "32768", p95),
+			warning: []string{"Deployment llm-inference/vllm-qwen", "under-sized", "--max-num-seqs 13 × 1,904 tokens", "24,752 of 436,352 KV tokens: 5.7 %",
 				"the profile allows 229 sequences", "--max-model-len 32768 holds it down: 13 sequences at that length fill the cache"},
-			wantUse: true, usedTokens: 28560},
+			wantUse: true, usedTokens: 24752},
 		// 436,352 / 4,096 = 106 full-length sequences: nothing but the setting holds it at 40.
 		{name: "under-sized for no reason", obj: qwenOnL40S("40", "4096", p95),
 			warning: []string{"under-sized", "the profile allows 229", "Up to 106, even a batch of requests at --max-model-len 4096 fits"},
@@ -146,8 +146,8 @@ func TestCheckMaxNumSeqsOnHead(t *testing.T) {
 	type row struct {
 		seqs, used, kv, profile, fullLength int64
 	}
-	qwen := row{15, 15 * 1904, 436352, 229, 13}
-	llama := row{12, 12 * 1600, 184576, 115, 11}
+	qwen := row{13, 13 * 1904, 436352, 229, 13}
+	llama := row{11, 11 * 1600, 184576, 115, 11}
 	want := map[string]map[string]row{
 		"prod":    {"Deployment llm-inference/vllm-qwen": qwen, "Deployment llm-inference/vllm-qwen-canary": qwen, "Deployment llm-inference/vllm-llama": llama},
 		"staging": {"Deployment llm-inference/vllm-qwen": qwen, "Deployment llm-inference/vllm-llama": llama},
