@@ -156,6 +156,11 @@ spec:
 kind: Cluster
 metadata: {name: pgvector, namespace: llm-rag}
 spec: {instances: 3, imageName: "%s"}`
+	const pod = `apiVersion: v1
+kind: Pod
+metadata: {name: debug, namespace: llm-rag}
+spec:
+  containers: [{name: sh, image: "%s"}]`
 	for _, tc := range []struct {
 		name, manifest string
 		want           []string
@@ -169,6 +174,15 @@ spec: {instances: 3, imageName: "%s"}`
 		{name: "a PostgreSQL cluster by tag", manifest: fmt.Sprintf(cnpg, "ghcr.io/cloudnative-pg/postgresql:17.5"),
 			want: []string{"image-digest Cluster llm-rag/pgvector: imageName: image ghcr.io/cloudnative-pg/postgresql:17.5 is pinned by tag only"}},
 		{name: "a PostgreSQL cluster by digest", manifest: fmt.Sprintf(cnpg, "ghcr.io/cloudnative-pg/postgresql:17.5"+digest)},
+		{name: "a bare Pod by tag", manifest: fmt.Sprintf(pod, "busybox:1.37"),
+			want: []string{"image-digest Pod llm-rag/debug: container sh: image busybox:1.37 is pinned by tag only"}},
+		{name: "a bare Pod by digest", manifest: fmt.Sprintf(pod, "busybox:1.37"+digest)},
+		{name: "a digest cut short", manifest: fmt.Sprintf(workload, "busybox:1.37"+digest, "qdrant/qdrant:v1.15.4@sha256:0123"),
+			want: []string{"image-digest StatefulSet llm-rag/qdrant: container qdrant: image qdrant/qdrant:v1.15.4@sha256:0123 has no sha256 digest of 64 hex digits"}},
+		{name: "a digest of another algorithm", manifest: fmt.Sprintf(workload, "busybox:1.37@sha512:"+strings.Repeat("0", 128), "qdrant/qdrant:v1.15.4"+digest),
+			want: []string{"image-digest StatefulSet llm-rag/qdrant: container init: image busybox:1.37@sha512:"}},
+		{name: "a digest in capitals", manifest: fmt.Sprintf(workload, "busybox:1.37"+strings.ToUpper(digest), "qdrant/qdrant:v1.15.4"+digest),
+			want: []string{"image-digest StatefulSet llm-rag/qdrant: container init: image busybox:1.37@SHA256:"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assertViolations(t, tc.want, imageDigests(parseObjects(t, tc.manifest)))

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -10,21 +11,29 @@ import (
 	"github.com/llm-gitops/platform/internal/platform/site"
 )
 
-// imageDigests checks that every image an env runs is pinned by digest: each container, init
-// container and ephemeral container of a workload's pod template, and a CloudNativePG Cluster's
-// imageName. A tag can be re-pushed: one promoted commit would then run different bits in each
+// digest is a pinned image's reference: @sha256: and 64 lowercase hex digits, at the end.
+var digest = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
+
+// imageDigests checks that every image an env runs is pinned by digest (@sha256: and 64 hex
+// digits): each container, init container and ephemeral container of a workload's pod template
+// or a bare Pod, and a CloudNativePG Cluster's imageName. A tag can be re-pushed: one promoted commit would then run different bits in each
 // env, and a rollback by `git revert` would not bring the old bits back. An image of an example
 // registry (registry.example.com, the template's) is left to the site-values rule: the site's own
 // build pins its digests once the site sets its registry.
 func imageDigests(objs []*unstructured.Unstructured) []Violation {
 	var out []Violation
 	pinned := func(o *unstructured.Unstructured, where, image string) {
-		if image == "" || strings.Contains(image, "@sha256:") || len(site.Examples(image)) > 0 {
-			return
+		switch {
+		case image == "" || digest.MatchString(image) || len(site.Examples(image)) > 0:
+		case strings.Contains(image, "@"):
+			out = append(out, Violation{Rule: "image-digest", Object: id(o), Message: fmt.Sprintf(
+				"%s: image %s has no sha256 digest of 64 hex digits: the kubelet cannot pull it by that digest; pin the published one (name:tag@sha256:...)",
+				where, image)})
+		default:
+			out = append(out, Violation{Rule: "image-digest", Object: id(o), Message: fmt.Sprintf(
+				"%s: image %s is pinned by tag only: a re-pushed tag runs other bits under the same commit; pin it by digest (name:tag@sha256:..., or digest: in the overlay's images)",
+				where, image)})
 		}
-		out = append(out, Violation{Rule: "image-digest", Object: id(o), Message: fmt.Sprintf(
-			"%s: image %s is pinned by tag only: a re-pushed tag runs other bits under the same commit; pin it by digest (name:tag@sha256:..., or digest: in the overlay's images)",
-			where, image)})
 	}
 	for _, o := range objs {
 		if o.GroupVersionKind().GroupKind() == (schema.GroupKind{Group: "postgresql.cnpg.io", Kind: "Cluster"}) {
@@ -33,6 +42,9 @@ func imageDigests(objs []*unstructured.Unstructured) []Violation {
 			continue
 		}
 		pod := podTemplate(o)
+		if o.GroupVersionKind().GroupKind() == (schema.GroupKind{Kind: "Pod"}) {
+			pod, _, _ = unstructured.NestedMap(o.Object, "spec")
+		}
 		if pod == nil {
 			continue
 		}

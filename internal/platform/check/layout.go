@@ -85,7 +85,13 @@ func hasOptions(src render.Source, app *argocd.App) bool {
 // (each with its reason, for the report).
 func silence(l *layout.Layout, env string, found []Violation) (kept []Violation, off []Silenced) {
 	for _, v := range found {
-		if why := l.Off(v.Rule, env); why != "" {
+		why := l.Off(v.Rule, env)
+		for old, now := range ruleAliases {
+			if why == "" && now == v.Rule {
+				why = l.Off(old, env)
+			}
+		}
+		if why != "" {
 			off = append(off, Silenced{Violation: v, Reason: why})
 			continue
 		}
@@ -235,6 +241,10 @@ var ruleNames = map[string]bool{
 	"vllm-max-num-seqs":        true,
 	"vllm-weights":             true,
 }
+
+// ruleAliases are the old names of rules folded into others: a layout that turns the old name
+// off turns the new one off (vllm-image-digest is image-digest's on vLLM images).
+var ruleAliases = map[string]string{"vllm-image-digest": "image-digest"}
 
 // unknownRules warns of each rule the layout turns off that check does not run: neither one of
 // ruleNames nor an admission policy of policies/ at src. A misspelt name turns nothing off.

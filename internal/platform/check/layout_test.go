@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llm-gitops/platform/internal/engine/gitrepo"
+	"github.com/llm-gitops/platform/internal/engine/layout"
 	"github.com/llm-gitops/platform/internal/testing/gittest"
 )
 
@@ -237,4 +238,19 @@ func TestASecretsValuesNeverLeaveTheCheck(t *testing.T) {
 	assert.Equal(t, "Secret", c.Kind)
 	require.NotEmpty(t, c.Fields, "which field changed is said")
 	assert.Equal(t, ".stringData.password", c.Fields[0].Path)
+}
+
+// TestAnOldRuleNameStillTurnsItsRuleOff: vllm-image-digest, folded into image-digest, turns
+// image-digest off where a layout names it, and is no unknown rule.
+func TestAnOldRuleNameStillTurnsItsRuleOff(t *testing.T) {
+	l, err := layout.Parse([]byte("rules:\n  - name: vllm-image-digest\n    envs: [dev]\n    reason: dev pulls tags\n"))
+	require.NoError(t, err)
+	found := []Violation{{Rule: "image-digest", Object: "Deployment a/b", Message: "by tag"}, {Rule: "replicas-spread", Object: "Deployment a/b"}}
+	kept, off := silence(l, "dev", found)
+	assert.Equal(t, found[1:], kept)
+	assert.Equal(t, []Silenced{{Violation: found[0], Reason: "dev pulls tags"}}, off)
+	kept, off = silence(l, "prod", found)
+	assert.Equal(t, found, kept)
+	assert.Empty(t, off)
+	assert.True(t, ruleNames["vllm-image-digest"], "a layout may still name it")
 }

@@ -164,10 +164,10 @@ func vllmDtype(objs []*unstructured.Unstructured) []Violation {
 	return out
 }
 
-// vllmWarnings reports what is not wrong but not pinned or noisy: a vLLM image by tag only (rule
-// vllm-image-digest; a tag can be re-pushed, a digest cannot), and a vLLM container whose HTTP
-// probe paths are written to the access log at every probe (rule vllm-access-log; neither
-// --disable-uvicorn-access-log nor --disable-access-log-for-endpoints covering them).
+// vllmWarnings reports what is not wrong but noisy: a vLLM container whose HTTP probe paths are
+// written to the access log at every probe (rule vllm-access-log; neither
+// --disable-uvicorn-access-log nor --disable-access-log-for-endpoints covering them). An image
+// without a digest is rule image-digest's, as every image.
 func vllmWarnings(objs []*unstructured.Unstructured) []Violation {
 	var out []Violation
 	for _, o := range objs {
@@ -177,11 +177,6 @@ func vllmWarnings(objs []*unstructured.Unstructured) []Violation {
 		}
 		for _, c := range vllmContainers(pod) {
 			name, _, _ := unstructured.NestedString(c, "name")
-			image, _, _ := unstructured.NestedString(c, "image")
-			if !strings.Contains(image, "@sha256:") {
-				out = append(out, Violation{Rule: "vllm-image-digest", Object: id(o), Message: fmt.Sprintf(
-					"container %s: image %s is pinned by tag only; pin the published digest (image@sha256:...)", name, image)})
-			}
 			if logged := loggedProbePaths(c); len(logged) > 0 {
 				out = append(out, Violation{Rule: "vllm-access-log", Object: id(o), Message: fmt.Sprintf(
 					"container %s: every probe of %s is an access log line; add --disable-access-log-for-endpoints=%s (vLLM >= 0.16)",
