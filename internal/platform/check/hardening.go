@@ -5,8 +5,10 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/llm-gitops/platform/internal/platform/cost"
@@ -41,47 +43,77 @@ func replicasSpread(objs []*unstructured.Unstructured) []Violation {
 		if n < 2 {
 			continue
 		}
-		var missing []string
+		podLabels, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "labels")
+		var missing, other []string
 		for _, key := range []string{zoneKey, hostKey} {
-			if !spreadsOver(pod, key) {
+			switch spreads, elsewhere := spreadsOver(pod, labels.Set(podLabels), key); {
+			case spreads:
+			case elsewhere:
+				missing, other = append(missing, key), append(other, key)
+			default:
 				missing = append(missing, key)
 			}
 		}
 		if len(missing) == 0 {
 			continue
 		}
+		why := ""
+		if len(other) > 0 {
+			why = fmt.Sprintf(" (the labelSelector of its constraint on %s does not match its pods' labels: it spreads other pods)", strings.Join(other, " and "))
+		}
 		out = append(out, Violation{Rule: "replicas-spread", Object: id(o), Message: fmt.Sprintf(
-			"%s runs %d replicas with nothing spreading them over %s: one node lost can take them all; add topologySpreadConstraints (maxSkew: 1, whenUnsatisfiable: ScheduleAnyway) on %s",
-			id(o), n, strings.Join(missing, " and "), strings.Join(missing, " and "))})
+			"%s runs %d replicas with nothing spreading them over %s%s: one node lost can take them all; add topologySpreadConstraints (maxSkew: 1, whenUnsatisfiable: ScheduleAnyway) on %s whose labelSelector matches the pod template's labels",
+			id(o), n, strings.Join(missing, " and "), why, strings.Join(missing, " and "))})
 	}
 	return out
 }
 
-// spreadsOver reports whether a pod spec spreads its replicas over key: a topology spread
-// constraint on it, or (for nodes) a pod anti-affinity on it.
-func spreadsOver(pod map[string]any, key string) bool {
+// spreadsOver reports whether a pod spec with podLabels spreads its replicas over key: a topology
+// spread constraint on it, or (for nodes) a pod anti-affinity on it, whose labelSelector selects
+// the pods themselves (the scheduler counts only the pods it selects; none without one).
+// elsewhere is true when there is such a constraint but its selector misses the pods.
+func spreadsOver(pod map[string]any, podLabels labels.Set, key string) (spreads, elsewhere bool) {
+	var terms []map[string]any
 	constraints, _, _ := unstructured.NestedSlice(pod, "topologySpreadConstraints")
 	for _, c := range constraints {
-		if m, ok := c.(map[string]any); ok && m["topologyKey"] == key {
-			return true
+		terms = append(terms, asMap(c))
+	}
+	if key == hostKey {
+		required, _, _ := unstructured.NestedSlice(pod, "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+		preferred, _, _ := unstructured.NestedSlice(pod, "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
+		for _, t := range required {
+			terms = append(terms, asMap(t))
+		}
+		for _, t := range preferred {
+			term, _, _ := unstructured.NestedMap(asMap(t), "podAffinityTerm")
+			terms = append(terms, term)
 		}
 	}
-	if key != hostKey {
+	for _, t := range terms {
+		if t["topologyKey"] != key {
+			continue
+		}
+		if selectorSelects(t["labelSelector"], podLabels) {
+			return true, false
+		}
+		elsewhere = true
+	}
+	return false, elsewhere
+}
+
+// selectorSelects reports whether a labelSelector (matchLabels, matchExpressions) selects podLabels; a
+// missing or malformed one selects nothing, as the scheduler reads it.
+func selectorSelects(selector any, podLabels labels.Set) bool {
+	m, ok := selector.(map[string]any)
+	if !ok {
 		return false
 	}
-	required, _, _ := unstructured.NestedSlice(pod, "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
-	preferred, _, _ := unstructured.NestedSlice(pod, "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
-	for _, t := range required {
-		if m, ok := t.(map[string]any); ok && m["topologyKey"] == key {
-			return true
-		}
+	var ls metav1.LabelSelector
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &ls); err != nil {
+		return false
 	}
-	for _, t := range preferred {
-		if term, _, _ := unstructured.NestedMap(asMap(t), "podAffinityTerm"); term["topologyKey"] == key {
-			return true
-		}
-	}
-	return false
+	sel, err := metav1.LabelSelectorAsSelector(&ls)
+	return err == nil && sel.Matches(podLabels)
 }
 
 // jobsSyncAgain checks that every Job Argo CD syncs as a plain resource (not a hook) can be synced

@@ -36,9 +36,15 @@ spec:
 %s      containers: [{name: api, image: api:1, resources: {limits: {%s}}}]`
 
 func TestReplicasSpread(t *testing.T) {
-	zones := "      topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}]\n"
-	nodes := "      topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway}]\n"
-	both := "      topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}, {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule}]\n"
+	const sel = "labelSelector: {matchLabels: {app: api}}"
+	zones := "      topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway, " + sel + "}]\n"
+	nodes := "      topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway, " + sel + "}]\n"
+	both := "      topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway, " + sel +
+		"}, {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchExpressions: [{key: app, operator: In, values: [api, web]}]}}]\n"
+	otherPods := strings.ReplaceAll(both, "{app: api}", "{app: web}")
+	otherPods = strings.ReplaceAll(otherPods, "values: [api, web]", "values: [web]")
+	noSelector := "      topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}, {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway}]\n"
+	antiAffinityOnOthers := zones + "      affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}]}}\n"
 	zonesAndAntiAffinity := zones + "      affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 100, podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: api}}}}]}}\n"
 	hpa := `
 ---
@@ -61,6 +67,12 @@ spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}, minRe
 		{name: "zones and nodes", replicas: "3", spread: both, limits: "cpu: '1'"},
 		{name: "zones and an anti-affinity on nodes", replicas: "3", spread: zonesAndAntiAffinity, limits: "cpu: '1'"},
 		{name: "one replica", replicas: "1", limits: "cpu: '1'"},
+		{name: "constraints selecting other pods", replicas: "3", spread: otherPods, limits: "cpu: '1'",
+			want: []string{"replicas-spread Deployment llm-api/api: Deployment llm-api/api runs 3 replicas with nothing spreading them over topology.kubernetes.io/zone and kubernetes.io/hostname (the labelSelector of its constraint on topology.kubernetes.io/zone and kubernetes.io/hostname does not match its pods' labels"}},
+		{name: "constraints without a labelSelector select no pod", replicas: "3", spread: noSelector, limits: "cpu: '1'",
+			want: []string{"replicas-spread Deployment llm-api/api: Deployment llm-api/api runs 3 replicas with nothing spreading them over topology.kubernetes.io/zone and kubernetes.io/hostname (the labelSelector"}},
+		{name: "an anti-affinity on other pods", replicas: "3", spread: antiAffinityOnOthers, limits: "cpu: '1'",
+			want: []string{"replicas-spread Deployment llm-api/api: Deployment llm-api/api runs 3 replicas with nothing spreading them over kubernetes.io/hostname (the labelSelector"}},
 		{name: "a GPU workload is the GPU pool's business", replicas: "3", limits: "nvidia.com/gpu: 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

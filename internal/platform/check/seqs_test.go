@@ -107,8 +107,8 @@ func TestWriteKVCache(t *testing.T) {
 // the Deployment in each env; the canary states its own profile and passes.
 func TestCheckMaxNumSeqsNegative(t *testing.T) {
 	dir, commit, edit := repoCopy(t)
-	edit("base/vllm/qwen.yaml", `platform.llm/traffic-prompt-tokens: "1500"`, `platform.llm/traffic-prompt-tokens: "30000"`)
-	commit("qwen's prompts grow to 30,000 tokens")
+	edit("base/vllm/qwen.yaml", `platform.llm/traffic-prompt-tokens: "1500"`, `platform.llm/traffic-prompt-tokens: "34000"`)
+	commit("qwen's prompts grow to 34,000 tokens")
 	res := runCheck(t, dir)
 	assert.False(t, res.Passed)
 	for _, env := range res.Envs {
@@ -128,7 +128,7 @@ func TestCheckMaxNumSeqsNegative(t *testing.T) {
 	prod := res.Envs[0]
 	for _, v := range prod.Violations {
 		if v.Rule == "vllm-max-num-seqs" {
-			assert.Contains(t, v.Message, "--max-num-seqs 15 × 30,400 tokens (30,000 prompt + 400 response in blocks of 16) = 456,000 of 436,352 KV tokens")
+			assert.Contains(t, v.Message, "--max-num-seqs 13 × 34,400 tokens (34,000 prompt + 400 response in blocks of 16) = 447,200 of 436,352 KV tokens")
 		}
 	}
 }
