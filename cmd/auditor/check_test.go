@@ -203,3 +203,22 @@ func TestWriteCheckQuietOnADocsChange(t *testing.T) {
 	assert.Contains(t, md.String(), "<details><summary>1 more warning, on what this change leaves alone (namespace-pod-security)</summary>")
 	assert.Contains(t, md.String(), "- :warning: **namespace-pod-security** `Namespace llm-monitoring`: privileged")
 }
+
+// TestWriteCheckVerboseWraps: the inventory --verbose adds (namespaces, GPU pools, KV cache)
+// wraps at the width too.
+func TestWriteCheckVerboseWraps(t *testing.T) {
+	res := &check.Result{Base: "aaa", Head: "bbb", Passed: true, Envs: []check.EnvResult{{Env: "prod",
+		GPUPools: []check.GPUPool{{Pool: "gpu", NodeClass: "gpu", RootVolume: "200Gi on /dev/xvda", AMI: "al2023@v20260714",
+			Budgets: []string{"1 nodes", `0 nodes from "0 5 * * 1-5" for 14h (Empty, Drifted, Underutilized)`}, ExpireAfter: "Never"}},
+		KVCache: []check.KVCacheUse{{Object: "Deployment llm-inference/vllm-qwen", MaxNumSeqs: 13, SeqTokens: 1904, UsedTokens: 24752,
+			KVTokens: 436352, Percent: 5.67, ProfileSeqs: 229, FullLengthSeqs: 13}},
+	}}}
+	var b strings.Builder
+	writeCheck(&b, res, checkView{verbose: true, width: 80})
+	out := b.String()
+	assert.Contains(t, out, "  GPU-POOL gpu node-class=gpu")
+	assert.Contains(t, out, "  KV-CACHE Deployment llm-inference/vllm-qwen")
+	for _, line := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, len([]rune(line)), 80, line)
+	}
+}

@@ -66,10 +66,12 @@ func writeCheck(w io.Writer, res *check.Result, v checkView) {
 		v.writeForcedAndOff(w, e, touchedBy(res.Paths, e.Changes, e.Apps), seen)
 		stacks.add(e.Env, "", e.GPUStack)
 		if v.verbose {
-			writeAlsoRendered(w, e.Applications)
-			writeSecurity(w, e.Security, md)
-			writeGPUPools(w, e.GPUPools, md)
-			check.WriteKVCache(w, e.KVCache, md)
+			v.wrapped(w, func(w io.Writer) {
+				writeAlsoRendered(w, e.Applications)
+				writeSecurity(w, e.Security, md)
+				writeGPUPools(w, e.GPUPools, md)
+				check.WriteKVCache(w, e.KVCache, md)
+			})
 		}
 		if md && len(e.Changes)+len(e.Apps) > 0 {
 			fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")

@@ -153,6 +153,22 @@ func (v checkView) writeFindings(w io.Writer, word, emoji string, vs []check.Vio
 	}
 }
 
+// wrapped runs write and prints what it wrote, as text each line wrapped to the width (Markdown
+// tables stay whole).
+func (v checkView) wrapped(w io.Writer, write func(io.Writer)) {
+	var b strings.Builder
+	write(&b)
+	if v.md {
+		fmt.Fprint(w, b.String())
+		return
+	}
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if line = strings.TrimSuffix(line, "\n"); line != "" {
+			fmt.Fprint(w, wrap(line, v.width, "    "))
+		}
+	}
+}
+
 // wrap breaks s at spaces into lines of at most width columns (a longer word stays whole), the
 // lines after the first indented; each line ends in a newline. A width of 0 does not wrap.
 func wrap(s string, width int, indent string) string {
