@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -170,7 +171,18 @@ func TestCommandContract(t *testing.T) {
 				}
 				code, msg := exitAndError(t, append(rev, positional[path]...)...)
 				assert.Equal(t, codeError, code, "unknown revision: %s", msg)
-				assert.Contains(t, msg, `revision "nosuch" not found in file://`+repo.bare, "one wording for an unknown revision")
+				assert.Contains(t, msg, `revision "nosuch" not found in file://`+repo.bare+"\n", "one wording for an unknown revision, nothing after it")
+			}
+			for _, name := range []string{"base", "head"} {
+				if flags.Lookup(name) == nil {
+					continue
+				}
+				for _, bad := range []string{"nosuch", "nosuch^{tree"} { // go-git's text is not passed on
+					revs := append(args, "--repo", "file://"+repo.bare, "--base", "HEAD", "--"+name, bad)
+					code, msg := exitAndError(t, revs...)
+					assert.Equal(t, codeError, code, "unknown --%s: %s", name, msg)
+					assert.Contains(t, msg, fmt.Sprintf("revision %q not found in file://%s\n", bad, repo.bare), "--%s: one wording for an unknown revision", name)
+				}
 			}
 		})
 	}

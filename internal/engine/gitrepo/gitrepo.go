@@ -116,10 +116,25 @@ func (r *Repo) resolve(rev string) (string, error) {
 	}
 	h, err := r.repo.ResolveRevision(plumbing.Revision(rev))
 	if err != nil {
-		return "", fmt.Errorf("revision %q not found in %s: %w", rev, redactURL(r.location), err)
+		return "", &RevisionError{Rev: rev, Location: redactURL(r.location), Err: err}
 	}
 	return h.String(), nil
 }
+
+// RevisionError is a revision a repository does not have, or that does not parse: every
+// command says it in these words; go-git's own (ErrReferenceNotFound, a parse error) is kept
+// for errors.Is only.
+type RevisionError struct {
+	Rev, Location string
+	Err           error
+}
+
+func (e *RevisionError) Error() string {
+	return fmt.Sprintf("revision %q not found in %s", e.Rev, e.Location)
+}
+
+// Unwrap is go-git's error.
+func (e *RevisionError) Unwrap() error { return e.Err }
 
 // Snapshot reads every regular file of the tree at rev.
 func (r *Repo) Snapshot(rev string) (*Snapshot, error) {

@@ -124,7 +124,7 @@ func Resolve(repo *gitrepo.Repo, req Request) (Plan, error) {
 	switch {
 	case req.Revision != "":
 		if p.New, err = repo.Resolve(req.Revision); err != nil {
-			return Plan{}, fmt.Errorf("promote: revision %s: %w", req.Revision, err)
+			return Plan{}, fmt.Errorf("promote: %w", err) // it names the revision
 		}
 	default:
 		from, ok, err := Read(snap.Files, req.From)
