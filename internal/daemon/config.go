@@ -45,11 +45,15 @@ type Config struct {
 	// informer per namespace and kind): it then needs read rights there only, Secrets included.
 	// A namespaced object Git puts elsewhere is reported Unknown, naming its namespace.
 	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
-	// AppNamespace and AppNamePrefix locate each env's own Argo CD Application (<prefix><env>;
-	// absent: llm-; "" names it <env>). An env of Roots has none.
-	// Left out, the repository's layout may say where the envs' Applications are (startLayout).
-	AppNamespace  string  `json:"appNamespace,omitempty"`
+	// AppNamespace (key argocdNamespace: Argo CD's namespace) and AppNamePrefix locate each
+	// env's own Argo CD Application (<prefix><env>; absent: llm-; "" names it <env>). An env of
+	// Roots has none. Left out, the repository's layout may say where the envs' Applications
+	// are (startLayout).
+	AppNamespace  string  `json:"argocdNamespace,omitempty"`
 	AppNamePrefix *string `json:"appNamePrefix,omitempty"`
+	// DeprecatedAppNamespace is key appNamespace, argocdNamespace's old name: still read (into
+	// AppNamespace), the same value or argocdNamespace unset.
+	DeprecatedAppNamespace string `json:"appNamespace,omitempty"`
 	// appNamespaceDefault says AppNamespace is validate's default, not the file's.
 	appNamespaceDefault bool
 	// AppNamespaces are more namespaces holding Applications (Argo CD's apps in any namespace:

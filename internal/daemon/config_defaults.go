@@ -45,6 +45,9 @@ func (c *Config) withDefaults() {
 	orDefault(&le.Name, DefaultLeaseName)
 	orDefault(&c.Listen, DefaultListen)
 	if c.AppNamespace == "" {
+		c.AppNamespace = c.DeprecatedAppNamespace
+	}
+	if c.AppNamespace == "" {
 		c.AppNamespace, c.appNamespaceDefault = DefaultAppNamespace, true // the layout's namespace may replace it (startLayout)
 	}
 	orDefault(&c.API.Auth, APIAuthKubernetes)

@@ -40,34 +40,35 @@ func TestShippedConfigLoads(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	cases := map[string]string{
-		"repo is required":                 "envs: [prod]\nstateDir: /tmp/x\n",
-		"exactly one of":                   "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nsinks: [{name: a}]\n",
-		"unknown field":                    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nsinkz: []\n",
-		"duration \"soon\"":                "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nfetchInterval: soon\n",
-		"stateDir is required":             "repo: x\nenvs: [prod]\n",
-		"at least one environm":            "repo: x\nstateDir: /tmp/x\n",
-		"manager is required":              "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{paths: [/spec/replicas]}]\n",
-		"not a JSON pointer":               "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [spec.replicas]}]\n",
-		`env "qa" is not one`:              "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [/spec], envs: [qa]}]\n",
-		"webhook: a secret is required":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nwebhook: {}\n",
-		"auth token needs tokenFile":       "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: token}\n",
-		`auth "magic"`:                     "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: magic}\n",
-		`mcpTools: no tool "delete"`:       "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {mcpTools: [drift, delete]}\n",
-		"unknown field \"path\"":           "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, path: /spec}]\n",
-		`applications: "qa" is not one`:    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {qa: {projects: [p]}}\n",
-		"projects or selector is requi":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {namespaces: [argocd]}}\n",
-		"applications.prod.selector":       "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {selector: 'team in (a'}}\n",
-		"is not a namespace name":          "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {projects: [p], namespaces: [Argo_CD]}}\n",
-		"is neither appNamespace (argocd)": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {projects: [p], namespaces: [team-a]}}\n",
-		"appNamespaces: \"Team_A\"":        "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nappNamespaces: [Team_A]\n",
-		"name, server and kubeconfig are":  "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: edge, server: 'https://e'}]\n",
-		"a second cluster of that name":    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: e, server: 'https://e', kubeconfig: k}, {name: f, server: 'https://e', kubeconfig: k}]\n",
-		"name \"arn:aws:eks\"":             "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: 'arn:aws:eks', server: 'https://e', kubeconfig: k}]\n",
-		"Argo CD's own cluster is":         "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: in-cluster, server: 'https://x', kubeconfig: k}]\n",
-		"shard needs leaderElection.enab":  "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nleaderElection: {shard: true}\n",
-		`roots: "qa" is not one`:           "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nroots: {qa: acme-root}\n",
-		`roots.prod: "Acme Root"`:          "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nroots: {prod: Acme Root}\n",
-		"\"eu.prod\": with leaderElection": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nleaderElection: {enabled: true, shard: true}\nclusters: [{name: eu.prod, server: 'https://e', kubeconfig: k}]\n",
+		"repo is required":                                  "envs: [prod]\nstateDir: /tmp/x\n",
+		"exactly one of":                                    "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nsinks: [{name: a}]\n",
+		"unknown field":                                     "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nsinkz: []\n",
+		"duration \"soon\"":                                 "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nfetchInterval: soon\n",
+		"stateDir is required":                              "repo: x\nenvs: [prod]\n",
+		"at least one environm":                             "repo: x\nstateDir: /tmp/x\n",
+		"manager is required":                               "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{paths: [/spec/replicas]}]\n",
+		"not a JSON pointer":                                "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [spec.replicas]}]\n",
+		`env "qa" is not one`:                               "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, paths: [/spec], envs: [qa]}]\n",
+		"webhook: a secret is required":                     "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nwebhook: {}\n",
+		"auth token needs tokenFile":                        "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: token}\n",
+		`auth "magic"`:                                      "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {auth: magic}\n",
+		`mcpTools: no tool "delete"`:                        "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napi: {mcpTools: [drift, delete]}\n",
+		"unknown field \"path\"":                            "repo: x\nenvs: [prod]\nstateDir: /tmp/x\ncontrollers: [{manager: m, path: /spec}]\n",
+		`applications: "qa" is not one`:                     "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {qa: {projects: [p]}}\n",
+		"projects or selector is requi":                     "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {namespaces: [argocd]}}\n",
+		"applications.prod.selector":                        "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {selector: 'team in (a'}}\n",
+		"is not a namespace name":                           "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {projects: [p], namespaces: [Argo_CD]}}\n",
+		"is neither argocdNamespace (argocd)":               "repo: x\nenvs: [prod]\nstateDir: /tmp/x\napplications: {prod: {projects: [p], namespaces: [team-a]}}\n",
+		"appNamespace is argocdNamespace's deprecated name": "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nargocdNamespace: argocd\nappNamespace: gitops\n",
+		"appNamespaces: \"Team_A\"":                         "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nappNamespaces: [Team_A]\n",
+		"name, server and kubeconfig are":                   "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: edge, server: 'https://e'}]\n",
+		"a second cluster of that name":                     "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: e, server: 'https://e', kubeconfig: k}, {name: f, server: 'https://e', kubeconfig: k}]\n",
+		"name \"arn:aws:eks\"":                              "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: 'arn:aws:eks', server: 'https://e', kubeconfig: k}]\n",
+		"Argo CD's own cluster is":                          "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nclusters: [{name: in-cluster, server: 'https://x', kubeconfig: k}]\n",
+		"shard needs leaderElection.enab":                   "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nleaderElection: {shard: true}\n",
+		`roots: "qa" is not one`:                            "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nroots: {qa: acme-root}\n",
+		`roots.prod: "Acme Root"`:                           "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nroots: {prod: Acme Root}\n",
+		"\"eu.prod\": with leaderElection":                  "repo: x\nenvs: [prod]\nstateDir: /tmp/x\nleaderElection: {enabled: true, shard: true}\nclusters: [{name: eu.prod, server: 'https://e', kubeconfig: k}]\n",
 	}
 	for want, doc := range cases {
 		file := filepath.Join(t.TempDir(), "c.yaml")
@@ -155,5 +156,20 @@ func TestEnvApplicationNames(t *testing.T) {
 		require.NoError(t, err, tc.doc)
 		assert.Equal(t, tc.app, cfg.appName("prod"), tc.doc)
 		assert.Equal(t, tc.root, cfg.rootName("prod"), tc.doc)
+	}
+}
+
+// TestArgoCDNamespaceAndItsDeprecatedName: argocdNamespace sets the Applications' namespace;
+// appNamespace, its old name, still does; both are accepted when they agree.
+func TestArgoCDNamespaceAndItsDeprecatedName(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{"argocdNamespace: gitops\n", "gitops"},
+		{"appNamespace: gitops\n", "gitops"},
+		{"argocdNamespace: gitops\nappNamespace: gitops\n", "gitops"},
+		{"", DefaultAppNamespace},
+	} {
+		c, err := parseConfig("c.yaml", []byte("repo: x\nenvs: [prod]\nstateDir: /tmp/x\n"+tc.doc))
+		require.NoError(t, err, tc.doc)
+		assert.Equal(t, tc.want, c.AppNamespace, tc.doc)
 	}
 }

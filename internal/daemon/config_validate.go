@@ -21,6 +21,9 @@ var pathName = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$`)
 // validate fills the defaults the file left out (withDefaults), then checks it: decode →
 // defaults → validate.
 func (c *Config) validate() error {
+	if d := c.DeprecatedAppNamespace; d != "" && c.AppNamespace != "" && d != c.AppNamespace {
+		return fmt.Errorf("appNamespace %q and argocdNamespace %q: appNamespace is argocdNamespace's deprecated name; keep argocdNamespace", d, c.AppNamespace)
+	}
 	c.withDefaults()
 	for _, check := range []func() error{c.checkBasics, c.checkClusters, c.checkSinksAndAPI, c.checkScope, c.checkControllersAndRoots} {
 		if err := check(); err != nil {
@@ -222,7 +225,7 @@ func (c *Config) checkSelectionNamespaces(appNS string) error {
 			if ns != appNS && !slices.Contains(c.AppNamespaces, ns) {
 				// The daemon watches Applications there only: elsewhere a new or edited
 				// Application would go unseen.
-				return fmt.Errorf("applications.%s.namespaces: %q is neither appNamespace (%s%s) nor one of appNamespaces: the daemon watches Applications there only", env, ns, appNS, from)
+				return fmt.Errorf("applications.%s.namespaces: %q is neither argocdNamespace (%s%s) nor one of appNamespaces: the daemon watches Applications there only", env, ns, appNS, from)
 			}
 		}
 	}

@@ -234,7 +234,7 @@ func (d *Daemon) startLayout() error {
 	if l := d.layout.current(); l != nil && l.File != "" && ns == d.cfg.AppNamespace {
 		for _, env := range d.cfg.Envs {
 			if e, ok := l.Env(env); ok && e.Namespace != ns {
-				d.log.Warn("appNamespace wins over the layout's namespace", "env", env, "appNamespace", ns, "layout", e.Namespace)
+				d.log.Warn("argocdNamespace wins over the layout's namespace", "env", env, "argocdNamespace", ns, "layout", e.Namespace)
 			}
 		}
 	}

@@ -252,7 +252,7 @@ func TestDaemonTakesTheLayoutsNamespace(t *testing.T) {
 		d := layoutDaemon(t, &Config{Envs: []string{"prod", "staging"}, AppNamespace: "gitops"}, repo, &log)
 		require.NoError(t, d.startLayout())
 		assert.Equal(t, "gitops", d.appNamespace())
-		assert.Contains(t, log.String(), "appNamespace wins over the layout's namespace")
+		assert.Contains(t, log.String(), "argocdNamespace wins over the layout's namespace")
 	})
 	t.Run("a selection outside the layout's namespace", func(t *testing.T) {
 		_, repo := layoutRepo(t, file("acme-cd", "acme-cd"))
@@ -261,7 +261,7 @@ func TestDaemonTakesTheLayoutsNamespace(t *testing.T) {
 			Applications: map[string]AppSelectionConfig{"prod": {Namespaces: []string{"argocd"}, Projects: []string{"web"}}}}, repo, &log)
 		err := d.startLayout()
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), `applications.prod.namespaces: "argocd" is neither appNamespace (acme-cd, from the repository's layout) nor one of appNamespaces`)
+		assert.Contains(t, err.Error(), `applications.prod.namespaces: "argocd" is neither argocdNamespace (acme-cd, from the repository's layout) nor one of appNamespaces`)
 	})
 	t.Run("two namespaces: refused at start, without retries", func(t *testing.T) {
 		dir, _ := layoutRepo(t, file("acme-cd", "argocd"))
