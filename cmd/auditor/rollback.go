@@ -31,8 +31,9 @@ func newRollbackCommand() *cobra.Command {
 		Long: `rollback commits the reverse of SHA on the branch (git's revert message, line-level: later
 commits that changed other lines are kept) and pushes it, retrying when the branch moved. It
 refuses when a later commit changed the same lines, naming that commit. Then each environment's
-ledger (--env, default all) gets rollback records (reverts: SHA) for the served versions the
-revert changed, in a following commit of auditor-bot.`,
+ledger (--env; default, every env that has one: clusters/<env>/model-ledger.jsonl) gets rollback
+records (reverts: SHA) for the served versions the revert changed, in a following commit of
+auditor-bot. A rollback starts no ledger an env does not have, unless --env names it.`,
 		Example: `  auditor rollback 3f2c1ab --repo https://git.example.com/platform.git --env prod`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -47,7 +48,7 @@ revert changed, in a following commit of auditor-bot.`,
 	flagErrorsExit2(cmd)
 	addRepoFlag(cmd, &o.repo, "repository: a URL (or a bare repository directory)")
 	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to revert on")
-	cmd.Flags().StringSliceVar(&o.envs, "env", nil, "environments whose ledgers record the rollback (default: all)")
+	cmd.Flags().StringSliceVar(&o.envs, "env", nil, "environments whose ledgers record the rollback (default: those that have a ledger)")
 	markEnvFlag(cmd, "env")
 	cmd.Flags().StringVar(&o.prom, "prometheus", "", "Prometheus base URL: metrics snapshot on the rollback records")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the revert and the ledger records it would add; push nothing")

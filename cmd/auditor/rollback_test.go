@@ -34,3 +34,23 @@ func TestRollbackHEAD(t *testing.T) {
 	assert.Equal(t, codeError, code)
 	assert.Contains(t, msg, `revision "0123456789abcdef" not found on branch main of `+url)
 }
+
+// TestRollbackStartsNoLedger: a dry run of a docs commit on a repository whose envs keep no
+// ledger lists no record (it used to list every env's history as the ledger sync would start
+// it); --env starts that env's ledger, and only its.
+func TestRollbackStartsNoLedger(t *testing.T) {
+	l := newLedgerRepo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(l.work, "docs/runbooks/note.md"), []byte("a note\n"), 0o644))
+	l.commit("docs: a note")
+	url := "file://" + l.bare
+	out, err := runCmd(t, newRollbackCommand(), "HEAD", "--repo", url, "--dry-run")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "no served model changed: no ledger record")
+	for _, env := range []string{" dev ", " staging ", " prod "} {
+		assert.NotContains(t, out, env, "no record of an env without a ledger")
+	}
+	out, err = runCmd(t, newRollbackCommand(), "HEAD", "--repo", url, "--dry-run", "--env", "prod")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, " prod ", "--env starts its ledger")
+	assert.NotContains(t, out, " dev ")
+}

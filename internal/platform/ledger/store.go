@@ -300,8 +300,9 @@ type RollbackResult struct {
 }
 
 // Rollback reverts sha on the branch (Remote.Revert: line-level, pushed with retry; a
-// *gitrepo.RevertConflictError names the later commit that prevents it), then syncs the ledgers,
-// which appends rollback records (reverts: sha) for every served version the revert changed.
+// *gitrepo.RevertConflictError names the later commit that prevents it), then syncs the ledgers
+// of req.Envs (default: the envs that have one at the branch), which appends rollback records
+// (reverts: sha) for every served version the revert changed.
 func Rollback(ctx context.Context, remote *gitrepo.Remote, sha string, req RollbackRequest) (RollbackResult, error) {
 	out := RollbackResult{Synced: map[string]SyncResult{}}
 	if req.Branch == "" {
@@ -316,24 +317,14 @@ func Rollback(ctx context.Context, remote *gitrepo.Remote, sha string, req Rollb
 		return out, err
 	}
 	envs := req.Envs
-	if len(envs) == 0 {
+	if len(envs) == 0 { // the envs that keep a ledger: a rollback starts none
 		repo, err := remote.Open(ctx)
 		if err != nil {
 			return out, err
 		}
-		snap, err := repo.Snapshot(req.Branch)
-		if err != nil {
+		if envs, err = Envs(repo, req.Branch); err != nil {
 			return out, err
 		}
-		seen := map[string]bool{}
-		for p := range snap.Files {
-			parts := strings.Split(p, "/")
-			if len(parts) == 3 && parts[0] == "overlays" && parts[2] == "kustomization.yaml" && !seen[parts[1]] {
-				seen[parts[1]] = true
-				envs = append(envs, parts[1])
-			}
-		}
-		sort.Strings(envs)
 	}
 	var errs []error
 	for _, env := range envs {
