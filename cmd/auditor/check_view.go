@@ -26,7 +26,7 @@ type checkView struct {
 
 // outputWidth is the width of w's terminal, or defaultWidth when w is not one.
 func outputWidth(w io.Writer) int {
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := w.(*os.File); ok && isTerminal(w) {
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
 			return cols
 		}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,21 +58,30 @@ func (o *ledgerListOptions) Run(_ context.Context, w io.Writer) error {
 	return writeReport(w, o.output, recs, nil)
 }
 
-// printRecords prints records as a table, one a line.
-func printRecords(w io.Writer, recs []ledger.Record) error { return recordTable(w, recs, false) }
-
-// printRecordsWide is printRecords with the namespace, the weights, the image, the author and
-// when the revision was first seen synced.
-func printRecordsWide(w io.Writer, recs []ledger.Record) error { return recordTable(w, recs, true) }
-
-func recordTable(w io.Writer, recs []ledger.Record, wide bool) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	header := "ID\tCOMMITTED\tENV\tKIND\tMODEL\tDEPLOYMENT\tVERSION\tSHARE\tREPLICAS\tREVISION"
-	if wide {
-		header += "\tNAMESPACE\tWEIGHTS\tIMAGE\tAUTHOR\tSYNCED"
+// printRecords prints records as a table, one a line, within the terminal's width, or 120
+// columns when w is not a terminal.
+func printRecords(w io.Writer, recs []ledger.Record) error {
+	width := outputWidth(w)
+	if width == defaultWidth && !isTerminal(w) {
+		width = tableWidth
 	}
-	header += "\tSUBJECT" // last, and clipped: a commit subject can be hundreds of characters
-	fmt.Fprintln(tw, header)
+	return recordTable(w, recs, false, width)
+}
+
+// printRecordsWide is printRecords with the revision, the namespace, the weights, the image, the
+// author and when the revision was first seen synced, at any width.
+func printRecordsWide(w io.Writer, recs []ledger.Record) error { return recordTable(w, recs, true, 0) }
+
+// recordTable prints recs as a table. Unless wide, within width columns: the subject, last,
+// clipped to what the other columns leave, or on a line of its own below its row when that is
+// under minSubject (-o wide and -o json have it whole).
+func recordTable(w io.Writer, recs []ledger.Record, wide bool, width int) error {
+	header := []string{"ID", "COMMITTED", "ENV", "KIND", "MODEL", "DEPLOYMENT", "VERSION", "SHARE", "REPLICAS"}
+	if wide {
+		header = append(header, "REVISION", "NAMESPACE", "WEIGHTS", "IMAGE", "AUTHOR", "SYNCED")
+	}
+	rows := [][]string{header}
+	var subjects []string
 	for _, r := range recs {
 		kind := string(r.Kind)
 		if r.Effect != "" {
@@ -86,25 +94,62 @@ func recordTable(w io.Writer, recs []ledger.Record, wide bool) error {
 		if r.Reverts != "" {
 			subject = "reverts " + gitrepo.Short(r.Reverts) + ": " + subject
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%%\t%d\t%s", r.ID, r.CommittedAt.UTC().Format(time.RFC3339),
-			r.Env, kind, r.Model, r.Deployment, r.Version, pct(r.SharePercent), r.Replicas, gitrepo.Short(r.Revision))
+		row := []string{r.ID, r.CommittedAt.UTC().Format(time.RFC3339), r.Env, kind, r.Model, r.Deployment, r.Version,
+			pct(r.SharePercent) + "%", strconv.Itoa(int(r.Replicas))}
 		if wide {
 			synced := "-"
 			if r.SyncedAt != nil {
 				synced = r.SyncedAt.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "\t%s\t%s@%s\t%s\t%s\t%s", orNone(r.Namespace), clip(orNone(r.WeightsURI), cellWidth),
-				gitrepo.Short(r.WeightsRevision), clip(orNone(r.Image), cellWidth), clip(r.Author, cellWidth), synced)
+			row = append(row, gitrepo.Short(r.Revision), orNone(r.Namespace), clip(orNone(r.WeightsURI), cellWidth)+"@"+gitrepo.Short(r.WeightsRevision),
+				clip(orNone(r.Image), cellWidth), clip(r.Author, cellWidth), synced)
 		}
-		fmt.Fprintf(tw, "\t%s\n", clip(subject, subjectWidth))
+		rows = append(rows, row)
+		subjects = append(subjects, subject)
 	}
-	return tw.Flush()
+	widths := make([]int, len(header))
+	for _, row := range rows {
+		for i, cell := range row {
+			widths[i] = max(widths[i], len([]rune(cell)))
+		}
+	}
+	room, used := subjectWidth, 0
+	for _, n := range widths {
+		used += n + 2
+	}
+	if !wide && width > 0 {
+		room = min(room, width-used)
+	}
+	for i, row := range rows {
+		var b strings.Builder
+		for j, cell := range row {
+			b.WriteString(cell + strings.Repeat(" ", widths[j]-len([]rune(cell))+2))
+		}
+		line := strings.TrimRight(b.String(), " ")
+		subject := "SUBJECT" // last, and clipped: a commit subject can be hundreds of characters
+		if i > 0 {
+			subject = subjects[i-1]
+		}
+		switch {
+		case room >= minSubject:
+			line += strings.Repeat(" ", max(0, used-len([]rune(line)))) + clip(subject, room)
+		case i > 0: // too little room beside the row: the subject below it
+			line += "\n  └ " + clip(subject, max(minSubject, width-4))
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // The widest a ledger table's free-text cells get: -o json has them whole.
 const (
 	subjectWidth = 50
 	cellWidth    = 40
+	minSubject   = 12
+	// tableWidth is how wide a table printed to a pipe gets.
+	tableWidth = 120
 )
 
 // clip shortens s to n characters, ending it with "…" when it was longer.

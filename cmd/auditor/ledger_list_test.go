@@ -21,17 +21,32 @@ func TestRecordTableWidth(t *testing.T) {
 		WeightsURI: "s3://models/meta-llama/Llama-3.1-8B-Instruct-with-a-long-name", Image: "registry.example.com/vllm/vllm-openai:v0.11.0-with-a-long-tag",
 		Author: "Seed maintainers <maintainers@users.noreply.a-very-long-host.example>"}
 	for _, tc := range []struct {
-		wide bool
-		max  int
-	}{{false, 160}, {true, 330}} {
+		wide         bool
+		width, max   int
+		subject      string // "" for none
+		wantRevision bool
+	}{
+		{false, 160, 160, "a very long commit subject a very long commit sub…", false},
+		{false, 140, 140, "a very long commit subject a very long commit…", false}, // what the other columns leave
+		{false, 120, 120, "a very long commit subjec…", false},
+		{false, 100, 100, "", false}, // too little left: below the row
+		{true, 0, 350, "a very long commit subject a very long commit sub…", true},
+	} {
 		var b strings.Builder
-		require.NoError(t, recordTable(&b, []ledger.Record{rec}, tc.wide))
+		require.NoError(t, recordTable(&b, []ledger.Record{rec}, tc.wide, tc.width))
 		lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-		require.Len(t, lines, 2)
-		assert.True(t, strings.HasSuffix(lines[0], "SUBJECT"), "SUBJECT is the last column: %s", lines[0])
-		assert.Contains(t, lines[1], "a very long commit subject a very long commit sub…")
+		if tc.subject != "" {
+			require.Len(t, lines, 2)
+			assert.True(t, strings.HasSuffix(lines[0], "SUBJECT"), "SUBJECT is the last column: %s", lines[0])
+			assert.True(t, strings.HasSuffix(lines[1], tc.subject), "width %d: %s", tc.width, lines[1])
+		} else {
+			require.Len(t, lines, 3)
+			assert.NotContains(t, lines[0], "SUBJECT", "width %d", tc.width)
+			assert.True(t, strings.HasPrefix(lines[2], "  └ a very long commit subject a very long"), "the subject below its row: %s", lines[2])
+		}
+		assert.Equal(t, tc.wantRevision, strings.Contains(lines[0], "REVISION"), "width %d: %s", tc.width, lines[0])
 		for _, l := range lines {
-			assert.LessOrEqual(t, len([]rune(l)), tc.max, "wide=%v: %s", tc.wide, l)
+			assert.LessOrEqual(t, len([]rune(l)), tc.max, "wide=%v width %d: %s", tc.wide, tc.width, l)
 		}
 	}
 }

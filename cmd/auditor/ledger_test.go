@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,19 +52,24 @@ func TestLedgerAndRollbackCommands(t *testing.T) {
 
 	// list: text, json, --model.
 	out, err = runCmd(t, newLedgerCommand(), "list", "--repo", url, "--env", "prod")
-	if err != nil || strings.Count(out, "\n") != 6 || !strings.Contains(out, "changed (share)") || !strings.Contains(out, "prod: qwen canary 50%") {
+	if err != nil || strings.Count(out, "\n")-strings.Count(out, "\n  └ ") != 6 || !strings.Contains(out, "changed (share)") || !strings.Contains(out, "prod: qwen canary 50%") {
 		t.Fatalf("list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, len([]rune(line)), tableWidth, "a table in a pipe: %s", line)
 	}
 	// -o wide: the same rows with the namespace, weights, image, author and sync time.
 	wide, err := runCmd(t, newLedgerCommand(), "list", "--repo", url, "--env", "prod", "-o", "wide")
 	require.NoError(t, err)
 	wideLines, textLines := strings.Split(strings.TrimSpace(wide), "\n"), strings.Split(strings.TrimSpace(out), "\n")
+	textLines = slices.DeleteFunc(textLines, func(l string) bool { return strings.HasPrefix(l, "  └ ") }) // subjects below their rows
 	require.Len(t, wideLines, len(textLines))
 	assert.True(t, strings.HasSuffix(wideLines[0], "SYNCED  SUBJECT"), wideLines[0])
 	for _, col := range []string{"NAMESPACE", "WEIGHTS", "IMAGE", "AUTHOR"} {
 		assert.Contains(t, wideLines[0], col)
 	}
 	assert.Contains(t, wide, "vllm/vllm-openai:", "the image column")
+	assert.Contains(t, wide, "prod: qwen canary 50%", "the subject")
 	var list []ledger.Record
 	out, err = runCmd(t, newLedgerCommand(), "list", "--repo", url, "--model", "llama", "-o", "json")
 	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Deployment != "vllm-llama" {
