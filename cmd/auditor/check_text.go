@@ -73,28 +73,33 @@ func writeCheck(w io.Writer, res *check.Result, v checkView) {
 				check.WriteKVCache(w, e.KVCache, md)
 			})
 		}
-		if md && len(e.Changes)+len(e.Apps) > 0 {
-			fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")
-		}
-		writeChanges(w, e.Changes)
-		if len(e.Apps) > 0 {
-			if e.Next != nil { // pinned: what the root syncs reaches the env from the branch
-				fmt.Fprintf(w, "%s (synced from main, unpinned): %s changed\n", e.AppsPath, count(len(e.Apps), "object"))
-			} else {
-				fmt.Fprintf(w, "%s (what the root syncs): %s changed\n", e.AppsPath, count(len(e.Apps), "object"))
-			}
-			writeChanges(w, e.Apps)
-		}
-		if md && len(e.Changes)+len(e.Apps) > 0 {
-			fmt.Fprintln(w, "```\n</details>")
-		}
-		fmt.Fprintln(w)
+		writeRendered(w, e, md)
 		if e.Next != nil {
 			v.writeNext(w, h, e, head, touchedBy(res.Paths, e.Next.Introduced), seen)
 			stacks.add(e.Env, " at next promotion", e.Next.GPUStack)
 		}
 	}
 	stacks.write(w, v)
+}
+
+// writeRendered prints what changes in e's render and in what its root syncs (folded in Markdown).
+func writeRendered(w io.Writer, e check.EnvResult, md bool) {
+	if md && len(e.Changes)+len(e.Apps) > 0 {
+		fmt.Fprintln(w, "\n<details><summary>rendered changes</summary>\n\n```diff")
+	}
+	writeChanges(w, e.Changes)
+	if len(e.Apps) > 0 {
+		if e.Next != nil { // pinned: what the root syncs reaches the env from the branch
+			fmt.Fprintf(w, "%s (synced from main, unpinned): %s changed\n", e.AppsPath, count(len(e.Apps), "object"))
+		} else {
+			fmt.Fprintf(w, "%s (what the root syncs): %s changed\n", e.AppsPath, count(len(e.Apps), "object"))
+		}
+		writeChanges(w, e.Apps)
+	}
+	if md && len(e.Changes)+len(e.Apps) > 0 {
+		fmt.Fprintln(w, "```\n</details>")
+	}
+	fmt.Fprintln(w)
 }
 
 // writeForcedAndOff writes e's findings the promotion was forced past, its warnings (unless

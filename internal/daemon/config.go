@@ -45,14 +45,11 @@ type Config struct {
 	// informer per namespace and kind): it then needs read rights there only, Secrets included.
 	// A namespaced object Git puts elsewhere is reported Unknown, naming its namespace.
 	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
-	// AppNamespace (key argocdNamespace: Argo CD's namespace) and AppNamePrefix locate each
-	// env's own Argo CD Application (<prefix><env>; absent: llm-; "" names it <env>). An env of
-	// Roots has none. Left out, the repository's layout may say where the envs' Applications
-	// are (startLayout).
+	// AppNamespace (key argocdNamespace) and AppNamePrefix locate each env's own Argo CD Application
+	// (<prefix><env>; absent: llm-; "" names it <env>; none for Roots); left out, the layout may.
 	AppNamespace  string  `json:"argocdNamespace,omitempty"`
 	AppNamePrefix *string `json:"appNamePrefix,omitempty"`
-	// DeprecatedAppNamespace is key appNamespace, argocdNamespace's old name: still read (into
-	// AppNamespace), the same value or argocdNamespace unset.
+	// DeprecatedAppNamespace is argocdNamespace's old name, appNamespace: still read.
 	DeprecatedAppNamespace string `json:"appNamespace,omitempty"`
 	// appNamespaceDefault says AppNamespace is validate's default, not the file's.
 	appNamespaceDefault bool
@@ -66,9 +63,8 @@ type Config struct {
 	// RootNamePrefix names each env's root Application (<prefix><env>; absent: root-): when the
 	// cluster has it, the env is every Application under it, the Applications themselves included.
 	RootNamePrefix *string `json:"rootNamePrefix,omitempty"`
-	// Roots names an env's root Application (env → name in appNamespace), whatever the names
-	// of the others: the env is the root's tree (and its selection), with no Application of its
-	// own. The repository's .auditor.yaml may say the same (root:); this wins.
+	// Roots names an env's root Application (env → name in argocdNamespace): the env is the root's
+	// tree (and its selection), with no Application of its own; this wins over .auditor.yaml's root:.
 	Roots map[string]string `json:"roots,omitempty"`
 	// Applications picks, per env, Applications from the cluster into the env's group beside its
 	// root's tree (those an ApplicationSet of the group generated are always in it): see
