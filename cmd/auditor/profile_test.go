@@ -63,7 +63,7 @@ func TestProfileCommandWritesTheProfileAndTheMissingPeak(t *testing.T) {
 		"+  - name: days-10-25-0900",
 		"lead time: 14m36s",
 		"1 GPU a replica on l40s at 1.861 USD per GPU-hour",
-		"--max-num-seqs 15 × 2,384 tokens (1,875 prompt + 494 response in blocks of 16)",
+		"--max-num-seqs 13 × 2,384 tokens (1,875 prompt + 494 response in blocks of 16)",
 		"the profile allows 183 sequences",
 		"+++ b/clusters/prod/profiles/qwen.yaml",
 		"+++ b/overlays/prod/profile-vllm-qwen.yaml",
