@@ -257,10 +257,7 @@ func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
 			VerifySignature:                 req.SourceIntegrity != nil, //nolint:staticcheck // as the controller sends it
 		})
 		if err != nil {
-			if code := status.Code(err); (code == codes.Unavailable || code == codes.DeadlineExceeded && ctx.Err() == nil) && !tlsFailure(err) {
-				err = fmt.Errorf("%w: %w", ErrUnreachable, err)
-			}
-			return nil, fmt.Errorf("Application %s: source %d of %d: repo-server: %w", app.Name, i+1, len(sources), err)
+			return nil, fmt.Errorf("Application %s: source %d of %d: repo-server: %w", app.Name, i+1, len(sources), callError(ctx, err))
 		}
 		// The repo-server renders whatever the verdict; the controller refuses a commit that
 		// fails the project's source integrity (a ComparisonError, and no sync). So does the
@@ -268,15 +265,35 @@ func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
 		if err := resp.SourceIntegrityResult.AsError(); err != nil {
 			return nil, fmt.Errorf("Application %s: source %d of %d: the project's source integrity refuses revision %s: %w", app.Name, i+1, len(sources), resp.Revision, err)
 		}
-		for j, m := range resp.Manifests {
-			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON([]byte(m)); err != nil {
-				// Never the manifest itself in the message: it may be a Secret.
-				return nil, fmt.Errorf("Application %s: source %d: manifest %d of the repo-server does not decode", app.Name, i+1, j+1)
-			}
-			out.Objects = append(out.Objects, u)
+		objs, err := decodeManifests(app.Name, i, resp.Manifests)
+		if err != nil {
+			return nil, err
 		}
+		out.Objects = append(out.Objects, objs...)
 		out.Revisions = append(out.Revisions, resp.Revision)
+	}
+	return out, nil
+}
+
+// callError marks err ErrUnreachable when the repo-server could not be reached (not a TLS
+// failure, not the caller's own deadline).
+func callError(ctx context.Context, err error) error {
+	if code := status.Code(err); (code == codes.Unavailable || code == codes.DeadlineExceeded && ctx.Err() == nil) && !tlsFailure(err) {
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	return err
+}
+
+// decodeManifests decodes the manifests the repo-server rendered for source i of app.
+func decodeManifests(app string, i int, manifests []string) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(manifests))
+	for j, m := range manifests {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON([]byte(m)); err != nil {
+			// Never the manifest itself in the message: it may be a Secret.
+			return nil, fmt.Errorf("Application %s: source %d: manifest %d of the repo-server does not decode", app, i+1, j+1)
+		}
+		out = append(out, u)
 	}
 	return out, nil
 }
