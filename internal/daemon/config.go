@@ -83,6 +83,9 @@ type Config struct {
 	Debounce Duration `json:"debounce,omitempty"`
 	// FoldWindow folds drift that follows a first report into one digest (default 10s).
 	FoldWindow Duration `json:"foldWindow,omitempty"`
+	// AuditWorkers is how many envs are audited at once (default 1). Each full audit holds its
+	// env's render and live objects in memory: two at once need about twice the peak.
+	AuditWorkers int `json:"auditWorkers,omitempty"`
 	// Webhook enables POST /api/v1/git-webhook, authenticated by a shared secret (GitHub HMAC or
 	// GitLab token); absent, Git is fetched on the interval only.
 	Webhook *WebhookConfig `json:"webhook,omitempty"`

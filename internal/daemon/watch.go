@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"sync"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,7 +35,9 @@ func (d *Daemon) liveObject(cluster, apiVersion, kind, namespace, name string) (
 // informerHooks is the part that subscribes the audits to the informers they started. Only the
 // reconcile worker uses it, between audits: it has no lock.
 type informerHooks struct {
-	hook   func(schema.GroupVersionKind, cache.SharedIndexInformer)
+	hook func(schema.GroupVersionKind, cache.SharedIndexInformer)
+
+	mu     sync.Mutex // the audits' workers add at once
 	hooked map[cache.SharedIndexInformer]bool
 }
 
@@ -44,6 +48,8 @@ func newInformerHooks(hook func(schema.GroupVersionKind, cache.SharedIndexInform
 // add subscribes to every informer of c not subscribed to yet: its Applications, the kinds every
 // audit reads, and the kinds the audits started (new ones too: a kind's informers can be replaced).
 func (h *informerHooks) add(c *live.Cache) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	kinds := append([]schema.GroupVersionKind{argocd.ApplicationGVK}, drift.DefaultExtraKinds...)
 	kinds = append(kinds, c.Kinds()...)
 	for _, gvk := range kinds {
@@ -60,6 +66,8 @@ func (h *informerHooks) add(c *live.Cache) {
 // forget forgets the informers of a cache that is being stopped: they, and their objects, are
 // no longer referenced.
 func (h *informerHooks) forget(c *live.Cache) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, gvk := range c.Kinds() {
 		for _, inf := range c.Informers(gvk) {
 			delete(h.hooked, inf)
