@@ -91,8 +91,9 @@ func NewFolder(window time.Duration, opts Options, emit func([]message.Message))
 
 // Add queues new and resolved items of env, folded per cluster. An item that appears and is
 // resolved within one window is announced both ways (a hand edit that selfHeal reverted in a
-// second is still a hand edit to report); an item resolved and back within one window cancels
-// its resolution (chat already holds it as open).
+// second is still a hand edit to report), unless it is only Argo CD's verdict
+// (drift.ArgoCDOnly), whose status lags a write by a reconcile: that cancels out. An item
+// resolved and back within one window cancels its resolution (chat already holds it as open).
 func (f *Folder) Add(env string, added, resolved []Item) {
 	type part struct{ added, resolved []Item }
 	parts := map[string]*part{}
@@ -173,6 +174,10 @@ func (f *Folder) add(key foldKey, added, resolved []Item) {
 		b.added[it.Key] = it
 	}
 	for _, it := range resolved {
+		if _, ok := b.added[it.Key]; ok && drift.ArgoCDOnly(&it.Object) {
+			delete(b.added, it.Key)
+			continue
+		}
 		b.resolved[it.Key] = it
 	}
 }

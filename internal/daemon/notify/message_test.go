@@ -179,8 +179,9 @@ func TestFolderWindow(t *testing.T) {
 
 // TestFolderAnnouncesAnEditRevertedWithinTheWindow: with the leading edge on, a first item opens
 // the window; a hand edit made and reverted (selfHeal) inside that window is still announced, its
-// drift and then its resolution. An item resolved and back inside the window stays open: its
-// resolution is not said.
+// drift and then its resolution. Argo CD's verdict alone, there and gone inside the window (its
+// status lagging the revert), is not said. An item resolved and back inside the window stays
+// open: its resolution is not said.
 func TestFolderAnnouncesAnEditRevertedWithinTheWindow(t *testing.T) {
 	got := make(chan []message.Message, 10)
 	f := NewFolder(100*time.Millisecond, Options{}, func(m []message.Message) { got <- m })
@@ -191,11 +192,17 @@ func TestFolderAnnouncesAnEditRevertedWithinTheWindow(t *testing.T) {
 	}
 	first := Items(notifytest.Report("prod", notifytest.Rev, notifytest.Deployment(field(".spec.paused"))))
 	edit := Items(notifytest.Report("prod", notifytest.Rev, notifytest.Deployment(field(".spec.replicas"))))
-	f.Add("prod", first, nil) // leading edge: sent at once, opens the window
-	f.Add("prod", edit, nil)  // alice's edit, inside the window
-	f.Add("prod", nil, edit)  // selfHeal put it back, inside the window
-	f.Add("prod", nil, first) // resolved ...
-	f.Add("prod", first, nil) // ... and back: still open
+	// Argo CD's status still says OutOfSync after the auditor saw the revert: its verdict alone.
+	lagging := notifytest.Deployment(field(".spec.template"))
+	lagging.Name, lagging.Note = "lagging", drift.ArgoCDOnlyNote
+	argoOnly := Items(notifytest.Report("prod", notifytest.Rev, lagging))
+	f.Add("prod", first, nil)    // leading edge: sent at once, opens the window
+	f.Add("prod", edit, nil)     // alice's edit, inside the window
+	f.Add("prod", argoOnly, nil) // Argo CD's status lags ...
+	f.Add("prod", nil, edit)     // selfHeal put it back, inside the window
+	f.Add("prod", nil, argoOnly) // ... and catches up: cancels out
+	f.Add("prod", nil, first)    // resolved ...
+	f.Add("prod", first, nil)    // ... and back: still open
 	var kinds []message.Kind
 	var keys []string
 	for range 2 {
