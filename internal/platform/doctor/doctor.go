@@ -110,6 +110,7 @@ func Run(ctx context.Context, cfg *rest.Config, env string, objs []*unstructured
 	rep.Checks = append(rep.Checks, objectChecks(ctx, dyn, objs, served)...)
 	rep.Checks = append(rep.Checks, prometheusChecks(ctx, dyn, objs, served)...)
 	rep.Checks = append(rep.Checks, inferenceChecks(ctx, dyn, objs, served)...)
+	rep.Checks = append(rep.Checks, poolStatusChecks(ctx, dyn, objs, served)...)
 	rep.Checks = append(rep.Checks, healthChecks(ctx, kube, objs, opts.ArgoCDNamespace)...)
 	rep.Checks = append(rep.Checks, auditorChecks(ctx, kube, objs, served, opts.Auditor, opts.ArgoCDNamespace)...)
 	rep.OK = true
