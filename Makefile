@@ -71,9 +71,16 @@ browser: ## the distribution's Chromium, for the web view's browser test (apt-ge
 	  else echo "run as root: apt-get install chromium" >&2; exit 1; fi; }
 
 # Every test that needs the cluster runs here: missing binaries fail (internal/testing/testcluster need.go).
+# gotestsum runs go test and, at the end, lists the slowest tests (bin/test-report.json keeps them all).
+GOTESTSUM := $(CURDIR)/bin/gotestsum-v1.13.0/gotestsum
+$(GOTESTSUM):
+	@echo "building gotestsum v1.13.0 from the Go module proxy"
+	@GOBIN=$(dir $@) GOFLAGS= go install gotest.tools/gotestsum@v1.13.0
+
 test: export AUDITOR_TEST_CLUSTER := required
-test: tools browser vet ## vet and every test against the real API server
-	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test: tools browser vet $(GOTESTSUM) ## vet and every test against the real API server; lists the slowest tests at the end
+	@$(GOTESTSUM) --format pkgname-and-test-fails --jsonfile bin/test-report.json -- -count=1 -timeout $(TEST_TIMEOUT) ./...; rc=$$?; \
+	  echo "slowest tests (over 60 s):"; $(GOTESTSUM) tool slowest --jsonfile bin/test-report.json --threshold 60s | head -25; exit $$rc
 
 test-unit: ## every test that needs no cluster (under 3 min on 2 cores with a warm build cache; longer cold)
 	AUDITOR_TEST_CLUSTER=off go test -count=1 ./...

@@ -51,8 +51,8 @@ Clusters archive WAL through the Barman Cloud plugin to a rendered ObjectStore w
 ScheduledBackups use method plugin) and the vLLM rules (the
 grace period covers the preStop sleep and --shutdown-timeout; an init container waits for the
 weights revision's marker a weights-sync Job writes; --dtype fits the card; a warning for logged probe
-paths; every InferencePool selects vLLM pods and names a
-rendered endpoint picker) and the GPU node rules (a GPU NodePool's EC2NodeClass is
+paths; every InferencePool selects vLLM pods no other pool selects, on the port vLLM serves on,
+and names a rendered endpoint picker its RBAC lets start) and the GPU node rules (a GPU NodePool's EC2NodeClass is
 rendered, has a root volume of at least 100Gi and a pinned AMI; a budget of 0 nodes covers
 business hours, a bounded one the rest, expireAfter Never; a GPU Deployment's PDB never lets
 several replicas all go at once; GPU Jobs and CronJobs ignore DisruptionTarget in their podFailurePolicy and carry

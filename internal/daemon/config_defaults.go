@@ -20,6 +20,8 @@ const (
 	DefaultResyncInterval  = 5 * time.Minute
 	DefaultDebounce        = 50 * time.Millisecond
 	DefaultFoldWindow      = 10 * time.Second
+	// DefaultAuditWorkers audits one env at a time: the peak memory of one full audit.
+	DefaultAuditWorkers = 1
 	// The leader Lease's timing, client-go's leader election's usual values.
 	DefaultLeaseDuration = 15 * time.Second
 	DefaultRenewDeadline = 10 * time.Second
@@ -51,6 +53,9 @@ func (c *Config) withDefaults() {
 		c.AppNamespace, c.appNamespaceDefault = DefaultAppNamespace, true // the layout's namespace may replace it (startLayout)
 	}
 	orDefault(&c.API.Auth, APIAuthKubernetes)
+	if c.AuditWorkers <= 0 {
+		c.AuditWorkers = DefaultAuditWorkers
+	}
 	if c.OutboxMax <= 0 {
 		c.OutboxMax = outbox.DefaultOutboxMax
 	}

@@ -49,6 +49,7 @@ func (d *Daemon) tryConnect(ctx context.Context) error {
 	// Applications are read only in Argo CD's namespaces, where Argo CD reconciles them (its
 	// Role there is all the auditor needs for them); scoped, namespaced kinds (Secrets included)
 	// only where the envs live.
+	c.SetInformerHook(d.hooks.starting) // every informer watched for changes from its start
 	c.ScopeTo(d.cfg.WatchNamespaces, map[schema.GroupVersionKind][]string{
 		argocd.ApplicationGVK: append([]string{d.appNamespace()}, d.cfg.AppNamespaces...)})
 	// Applications change when Argo CD syncs: a new synced revision is a reason to re-audit.

@@ -107,9 +107,10 @@ func (d *Daemon) runAudits(ctx context.Context) error {
 		return nil
 	}
 	d.ask(work{full: true}, false)
-	// One worker: the audits share one Auditor (its schema and render caches), whose options
-	// are set per env, and renders run one at a time in the render worker anyway.
-	d.queue.Run(ctx, 1)
+	// An env is reconciled by one worker at a time (the queue's guarantee); auditWorkers envs at
+	// once share the one Auditor, which nothing writes after New, and the render worker, which
+	// runs its renders in turn.
+	d.queue.Run(ctx, d.cfg.AuditWorkers)
 	return nil
 }
 

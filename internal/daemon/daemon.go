@@ -151,6 +151,7 @@ func (d *Daemon) startFleet(cfg *Config) error {
 			return err
 		}
 		d.stopFleet = stop
+		d.fleet.OnInformer = d.hooks.starting
 		if d.sharding != nil {
 			d.fleet.Probes = d.owns // each replica probes the clusters it audits
 		}

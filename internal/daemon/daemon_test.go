@@ -793,3 +793,43 @@ func TestNewRevisionRendersInTheBackground(t *testing.T) {
 	assert.Equal(t, map[string]string{"big-00006": "Missing", "big-00007": "Modified"}, statuses, "the ConfigMap made by hand during the render")
 	assert.Equal(t, workers+1, d.d.worker.Started(), "big's render ran once: the commit made during it did not restart it")
 }
+
+// TestTwoAuditWorkersAuditTwoEnvs: with auditWorkers 2, dev and prod are audited by two workers
+// sharing one Auditor and one render worker. Both envs get their report, prod in sync (dev is
+// not deployed in this cluster: every object of it is missing), and a hand edit in prod reaches
+// chat with its field and tool. Run with -race, it is the check that the reconcile step is safe
+// for several workers.
+func TestTwoAuditWorkersAuditTwoEnvs(t *testing.T) {
+	testcluster.Need(t)
+	h := newHarness(t)
+	cfg := h.config(t.TempDir())
+	cfg.Envs = []string{"dev", "prod"}
+	cfg.AuditWorkers = 2
+	d := start(t, cfg) // waits for /readyz: every env has a report
+	st := d.d.status()
+	require.Len(t, st.Envs, 2)
+	for _, e := range st.Envs {
+		assert.Empty(t, e.Error, "%s: %+v", e.Env, e)
+		assert.NotEmpty(t, e.Revision, "%s has a report: %+v", e.Env, e)
+	}
+	assert.False(t, st.Envs[0].InSync, "dev is not deployed here: %+v", st.Envs[0])
+	assert.True(t, st.Envs[1].InSync, "prod: %+v", st.Envs[1])
+
+	prodMessages := func() []string {
+		var out []string
+		for _, m := range h.receivers[0].messages() {
+			if strings.Contains(m, "in prod") {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	require.Empty(t, prodMessages(), "prod is in sync")
+	h.p.KubectlEdit(h.p.NS("rag"), "statefulset/qdrant", `s/^  replicas: 1$/  replicas: 3/`)
+	require.Eventually(t, func() bool { return len(prodMessages()) > 0 }, 30*time.Second, 20*time.Millisecond,
+		"no message for prod's edit; dev's and others:\n%s", strings.Join(h.receivers[0].messages(), "\n---\n"))
+	prod := prodMessages()
+	assert.Contains(t, prod[0], "qdrant")
+	assert.Contains(t, prod[0], "spec.replicas")
+	assert.Contains(t, prod[0], "kubectl-edit")
+}

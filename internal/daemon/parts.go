@@ -22,7 +22,7 @@ import (
 type auditWork struct {
 	envs   *envStates                     // each env's last audit
 	queue  *reconcile.Queue[string, work] // the work asked of each env's next audit
-	hooks  *informerHooks                 // the informers the audits subscribed to (the reconcile worker's alone)
+	hooks  *informerHooks                 // the informers the audits subscribed to
 	waits  *peopleWaits                   // reports held back for their people
 	people *auditlog.Store                // audit events, when configured
 	// appNS is the namespace of the envs' Applications, decided once the repository is open

@@ -4,15 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
@@ -60,7 +65,7 @@ func TestStateFileSavesWholeStatesOneAtATime(t *testing.T) {
 func TestInformerHooksSubscribeOncePerInformer(t *testing.T) {
 	testcluster.Need(t)
 	hooked := map[cache.SharedIndexInformer]int{}
-	h := newInformerHooks(func(_ schema.GroupVersionKind, inf cache.SharedIndexInformer) { hooked[inf]++ })
+	h := newInformerHooks(func(_ schema.GroupVersionKind, inf cache.SharedIndexInformer, _ bool) { hooked[inf]++ })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c, err := live.New(ctx, cluster.Config)
@@ -80,6 +85,60 @@ func TestInformerHooksSubscribeOncePerInformer(t *testing.T) {
 	for _, inf := range infs {
 		assert.Equal(t, 2, hooked[inf], "a forgotten informer was not subscribed to again")
 	}
+}
+
+// TestInformersHookedFromTheirStartSkipOnlyTheirInitialList: an informer hooked before it runs
+// (as the daemon's caches do) touches nothing for the objects its first list brings, which the
+// audit that started it reads, and touches each object made after. An informer hooked after it
+// synced (the daemon's fallback) has its store replayed: each object in it is touched, since it
+// may have changed before the handler came. Real informers against the test cluster.
+func TestInformersHookedFromTheirStartSkipOnlyTheirInitialList(t *testing.T) {
+	testcluster.Need(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := cluster.Namespace(t)
+	cs, err := cluster.Clientset()
+	require.NoError(t, err)
+	mkCM := func(name string) {
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	var mu sync.Mutex
+	touched := map[string]bool{} // "<which cache>/<name>" of the test's namespace
+	hooks := func(which string) *informerHooks {
+		touch := func(_ schema.GroupVersionKind, obj any) {
+			if o, ok := obj.(metav1.Object); ok && o.GetNamespace() == ns {
+				mu.Lock()
+				touched[which+"/"+o.GetName()] = true
+				mu.Unlock()
+			}
+		}
+		return newInformerHooks(func(gvk schema.GroupVersionKind, inf cache.SharedIndexInformer, fromStart bool) {
+			_, _ = inf.AddEventHandler(changes(gvk, fromStart, touch, func(drift.Ref) {}))
+		})
+	}
+	seen := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Sorted(maps.Keys(touched))
+	}
+	cm := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	mkCM("before")
+
+	early, late := hooks("early"), hooks("late")
+	c1, err := live.New(ctx, cluster.Config)
+	require.NoError(t, err)
+	c1.SetInformerHook(early.starting)
+	require.NoError(t, c1.Watch(ctx, []schema.GroupVersionKind{cm}, nil))
+	early.add(c1) // as after each audit: nothing hooked twice
+	c2, err := live.New(ctx, cluster.Config)
+	require.NoError(t, err)
+	require.NoError(t, c2.Watch(ctx, []schema.GroupVersionKind{cm}, nil))
+	late.add(c2)
+
+	mkCM("after")
+	want := []string{"early/after", "late/after", "late/before"}
+	require.Eventually(t, func() bool { return slices.Equal(seen(), want) }, 30*time.Second, 20*time.Millisecond, "touched: %v", seen())
 }
 
 // TestShardingTakesAndGivesShards: a shard taken after its holding ended is not held; a shard

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"sync"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,33 +35,60 @@ func (d *Daemon) liveObject(cluster, apiVersion, kind, namespace, name string) (
 // informerHooks is the part that subscribes the audits to the informers they started. Only the
 // reconcile worker uses it, between audits: it has no lock.
 type informerHooks struct {
-	hook   func(schema.GroupVersionKind, cache.SharedIndexInformer)
+	// hook subscribes to one informer; fromStart says it has not run yet, so its initial list
+	// (read by the audit that waits for it) is no change to audit.
+	hook func(gvk schema.GroupVersionKind, inf cache.SharedIndexInformer, fromStart bool)
+
+	mu     sync.Mutex // the audits' workers add at once
 	hooked map[cache.SharedIndexInformer]bool
 }
 
-func newInformerHooks(hook func(schema.GroupVersionKind, cache.SharedIndexInformer)) *informerHooks {
+func newInformerHooks(hook func(schema.GroupVersionKind, cache.SharedIndexInformer, bool)) *informerHooks {
 	return &informerHooks{hook: hook, hooked: map[cache.SharedIndexInformer]bool{}}
 }
 
 // add subscribes to every informer of c not subscribed to yet: its Applications, the kinds every
 // audit reads, and the kinds the audits started (new ones too: a kind's informers can be replaced).
 func (h *informerHooks) add(c *live.Cache) {
+	type informer struct {
+		gvk schema.GroupVersionKind
+		inf cache.SharedIndexInformer
+	}
+	// Read from the cache before taking the lock: starting holds it under the cache's own.
+	var infs []informer
 	kinds := append([]schema.GroupVersionKind{argocd.ApplicationGVK}, drift.DefaultExtraKinds...)
-	kinds = append(kinds, c.Kinds()...)
-	for _, gvk := range kinds {
+	for _, gvk := range append(kinds, c.Kinds()...) {
 		for _, inf := range c.Informers(gvk) {
-			if h.hooked[inf] {
-				continue
-			}
-			h.hooked[inf] = true
-			h.hook(gvk, inf)
+			infs = append(infs, informer{gvk, inf})
 		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, i := range infs {
+		if !h.hooked[i.inf] {
+			h.hooked[i.inf] = true
+			h.hook(i.gvk, i.inf, false)
+		}
+	}
+}
+
+// starting subscribes to an informer the cache is about to run (live.Cache.SetInformerHook):
+// every event after its initial list is a change. The informers started after an audit need
+// no replay of what that audit read.
+func (h *informerHooks) starting(gvk schema.GroupVersionKind, inf cache.SharedIndexInformer) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.hooked[inf] {
+		h.hooked[inf] = true
+		h.hook(gvk, inf, true)
 	}
 }
 
 // forget forgets the informers of a cache that is being stopped: they, and their objects, are
 // no longer referenced.
 func (h *informerHooks) forget(c *live.Cache) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, gvk := range c.Kinds() {
 		for _, inf := range c.Informers(gvk) {
 			delete(h.hooked, inf)
@@ -67,12 +96,25 @@ func (h *informerHooks) forget(c *live.Cache) {
 	}
 }
 
-// hook subscribes to one informer of gvk: a change to an object re-audits it (status-only
-// writes and resyncs are ignored); a change to an Application's spec or synced revision
-// re-audits in full.
-func (d *Daemon) hook(gvk schema.GroupVersionKind, inf cache.SharedIndexInformer) {
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { d.touch(gvk, obj) },
+// hook subscribes to one informer of gvk (see changes).
+func (d *Daemon) hook(gvk schema.GroupVersionKind, inf cache.SharedIndexInformer, fromStart bool) {
+	_, _ = inf.AddEventHandler(changes(gvk, fromStart, d.touch, d.touchRef))
+}
+
+// changes is the handler of one informer of gvk: a change to an object is touched (status-only
+// writes and resyncs are ignored); a change to an Application's spec or synced revision touches
+// the Application, and its resources whose verdict moved are touched by ref. An informer hooked
+// before it runs (fromStart) skips its initial list: the audit that started it waits for that
+// list and reads it. One hooked later gets its store replayed as additions, each touched, since
+// it may hold changes no handler saw.
+func changes(gvk schema.GroupVersionKind, fromStart bool, touch func(schema.GroupVersionKind, any), touchRef func(drift.Ref)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if initial && fromStart {
+				return
+			}
+			touch(gvk, obj)
+		},
 		UpdateFunc: func(old, cur any) {
 			if live.SameVersion(old, cur) {
 				return // a resync or a relist: nothing changed (and nothing decoded)
@@ -86,16 +128,16 @@ func (d *Daemon) hook(gvk schema.GroupVersionKind, inf cache.SharedIndexInformer
 				// The resources whose verdict moved are re-audited; the Application too when
 				// what it says of the desired state or a sync moved.
 				for _, r := range verdictsChanged(o, n) {
-					d.touchRef(r)
+					touchRef(r)
 				}
 				if !appStateChanged(o, n) {
 					return
 				}
 			}
-			d.touch(gvk, cur)
+			touch(gvk, cur)
 		},
-		DeleteFunc: func(obj any) { d.touch(gvk, obj) },
-	})
+		DeleteFunc: func(obj any) { touch(gvk, obj) },
+	}
 }
 
 // changed says whether an update can change a verdict: not a resync (same resourceVersion) and

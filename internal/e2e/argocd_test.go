@@ -81,16 +81,21 @@ func TestArgoCDSyncsProdOnKwokNodes(t *testing.T) {
 
 	// The request path: a pool per model and the canary's, each Synced with the health the test
 	// cluster declares for it, and their endpoint pickers running.
-	var pools []string
+	var pools, objectives []string
 	for _, r := range resources {
 		m := r.(map[string]any)
-		if resourceName(m, false) != "inference.networking.k8s.io/InferencePool" {
-			continue
-		}
 		h, _, _ := unstructured.NestedString(m, "health", "status")
-		pools = append(pools, fmt.Sprintf("%s %v %s", m["name"], m["status"], h))
+		switch resourceName(m, false) {
+		case "inference.networking.k8s.io/InferencePool":
+			pools = append(pools, fmt.Sprintf("%s %v %s", m["name"], m["status"], h))
+		case "inference.networking.x-k8s.io/InferenceObjective":
+			objectives = append(objectives, fmt.Sprintf("%s %v %s", m["name"], m["status"], h))
+		}
 	}
 	assert.ElementsMatch(t, []string{"llama Synced Healthy", "qwen Synced Healthy", "qwen-canary Synced Healthy"}, pools)
+	// Each model's priorities: interactive and batch (the canary takes no batch).
+	assert.ElementsMatch(t, []string{"llama-batch Synced Healthy", "llama-interactive Synced Healthy",
+		"qwen-batch Synced Healthy", "qwen-interactive Synced Healthy"}, objectives)
 	pickers, err := cs.CoreV1().Pods(f.NS("inference")).List(ctx, metav1.ListOptions{LabelSelector: "platform.llm/component=endpoint-picker"})
 	require.NoError(t, err)
 	assert.Len(t, pickers.Items, 3, "%v", podPhases(pickers))

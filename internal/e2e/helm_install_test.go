@@ -115,8 +115,8 @@ sinks:
     slack: {urlFile: /etc/auditor/secrets/slack-url}
 rbac:
   extraRules:
-    - apiGroups: [gateway.networking.k8s.io, keda.sh, monitoring.coreos.com, postgresql.cnpg.io, barmancloud.cnpg.io, cert-manager.io, external-secrets.io, inference.networking.k8s.io]
-      resources: [gateways, httproutes, scaledobjects, servicemonitors, podmonitors, prometheusrules, clusters, databases, scheduledbackups, objectstores, certificates, externalsecrets, inferencepools]
+    - apiGroups: [gateway.networking.k8s.io, keda.sh, monitoring.coreos.com, postgresql.cnpg.io, barmancloud.cnpg.io, cert-manager.io, external-secrets.io, inference.networking.k8s.io, inference.networking.x-k8s.io]
+      resources: [gateways, httproutes, scaledobjects, servicemonitors, podmonitors, prometheusrules, clusters, databases, scheduledbackups, objectstores, certificates, externalsecrets, inferencepools, inferenceobjectives]
       verbs: [get, list, watch]
   extraClusterRules:
     - apiGroups: [karpenter.sh, karpenter.k8s.aws]

@@ -17,8 +17,10 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"golang.org/x/sync/errgroup"
@@ -75,6 +77,8 @@ type Fleet struct {
 	// Probes, when set, picks the clusters Watch probes: a replica that shares the work probes
 	// those it audits. Nil probes every one. A cluster not probed keeps its last status.
 	Probes func(name string) bool
+	// OnInformer, when set, is given to each cluster's cache (live.Cache.SetInformerHook).
+	OnInformer func(schema.GroupVersionKind, cache.SharedIndexInformer)
 
 	mu      sync.Mutex
 	members []*member
@@ -213,6 +217,9 @@ func (m *member) get(ctx context.Context, f *Fleet) (*live.Cache, error) {
 		stop()
 		m.setReachable(err)
 		return nil, &UnreachableError{Cluster: m.Name, Err: err}
+	}
+	if f.OnInformer != nil {
+		c.SetInformerHook(f.OnInformer)
 	}
 	if len(m.WatchNamespaces) > 0 {
 		c.ScopeTo(m.WatchNamespaces, nil) // namespaced kinds, Secrets included, only there

@@ -89,9 +89,11 @@ func NewFolder(window time.Duration, opts Options, emit func([]message.Message))
 	return &Folder{window: window, opts: opts, emit: emit, pending: map[foldKey]*foldBuf{}, inflight: map[*foldBuf]bool{}}
 }
 
-// Add queues new and resolved items of env, folded per cluster. An item resolved within the
-// window it appeared in cancels out (neither is announced); an item that reappears cancels its
-// resolution.
+// Add queues new and resolved items of env, folded per cluster. An item that appears and is
+// resolved within one window is announced both ways (a hand edit that selfHeal reverted in a
+// second is still a hand edit to report), unless it is only Argo CD's verdict
+// (drift.ArgoCDOnly), whose status lags a write by a reconcile: that cancels out. An item
+// resolved and back within one window cancels its resolution (chat already holds it as open).
 func (f *Folder) Add(env string, added, resolved []Item) {
 	type part struct{ added, resolved []Item }
 	parts := map[string]*part{}
@@ -172,7 +174,7 @@ func (f *Folder) add(key foldKey, added, resolved []Item) {
 		b.added[it.Key] = it
 	}
 	for _, it := range resolved {
-		if _, ok := b.added[it.Key]; ok {
+		if _, ok := b.added[it.Key]; ok && drift.ArgoCDOnly(&it.Object) {
 			delete(b.added, it.Key)
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/llm-gitops/platform/internal/daemon/message"
@@ -146,30 +147,77 @@ func TestFolderWindow(t *testing.T) {
 	f.Add("dev", items[:1], nil)
 	f.Add("prod", prod, nil)
 	f.Add("dev", items[1:], nil)
-	f.Add("dev", nil, items[2:]) // appeared and went away within the window: cancels out
-	byEnv := map[string]message.Message{}
+	f.Add("dev", nil, items[2:]) // appeared and went away within the window: both said
+	byEnv := map[string][]message.Message{}
 	for range 2 {
 		select {
 		case ms := <-got:
-			if len(ms) != 1 {
-				t.Fatalf("want one message per env, got %d", len(ms))
-			}
-			byEnv[ms[0].Env] = ms[0]
+			byEnv[ms[0].Env] = ms
 		case <-time.After(2 * time.Second):
 			t.Fatal("folder did not emit")
 		}
 	}
-	if m := byEnv["dev"]; m.Kind != message.KindDigest || len(m.Keys) != 2 {
-		t.Errorf("dev: kind %s keys %d, want digest of 2", m.Kind, len(m.Keys))
+	type said struct {
+		Kind message.Kind
+		Keys int
 	}
-	if m := byEnv["prod"]; m.Kind != message.KindDrift || len(m.Keys) != 1 {
-		t.Errorf("prod: kind %s keys %d, want one drift", m.Kind, len(m.Keys))
+	summary := func(ms []message.Message) []said {
+		var out []said
+		for _, m := range ms {
+			out = append(out, said{m.Kind, len(m.Keys)})
+		}
+		return out
 	}
+	assert.Equal(t, []said{{message.KindDigest, 3}, {message.KindResolved, 1}}, summary(byEnv["dev"]), "dev")
+	assert.Equal(t, []said{{message.KindDrift, 1}}, summary(byEnv["prod"]), "prod")
 	select {
 	case ms := <-got:
 		t.Errorf("unexpected extra emit %v", ms)
 	case <-time.After(80 * time.Millisecond):
 	}
+}
+
+// TestFolderAnnouncesAnEditRevertedWithinTheWindow: with the leading edge on, a first item opens
+// the window; a hand edit made and reverted (selfHeal) inside that window is still announced, its
+// drift and then its resolution. Argo CD's verdict alone, there and gone inside the window (its
+// status lagging the revert), is not said. An item resolved and back inside the window stays
+// open: its resolution is not said.
+func TestFolderAnnouncesAnEditRevertedWithinTheWindow(t *testing.T) {
+	got := make(chan []message.Message, 10)
+	f := NewFolder(100*time.Millisecond, Options{}, func(m []message.Message) { got <- m })
+	f.SetLeading(true)
+	defer f.Close()
+	field := func(p string) drift.Field {
+		return drift.Field{Path: p, Desired: "1", Live: "3", Change: drift.Changed}
+	}
+	first := Items(notifytest.Report("prod", notifytest.Rev, notifytest.Deployment(field(".spec.paused"))))
+	edit := Items(notifytest.Report("prod", notifytest.Rev, notifytest.Deployment(field(".spec.replicas"))))
+	// Argo CD's status still says OutOfSync after the auditor saw the revert: its verdict alone.
+	lagging := notifytest.Deployment(field(".spec.template"))
+	lagging.Name, lagging.Note = "lagging", drift.ArgoCDOnlyNote
+	argoOnly := Items(notifytest.Report("prod", notifytest.Rev, lagging))
+	f.Add("prod", first, nil)    // leading edge: sent at once, opens the window
+	f.Add("prod", edit, nil)     // alice's edit, inside the window
+	f.Add("prod", argoOnly, nil) // Argo CD's status lags ...
+	f.Add("prod", nil, edit)     // selfHeal put it back, inside the window
+	f.Add("prod", nil, argoOnly) // ... and catches up: cancels out
+	f.Add("prod", nil, first)    // resolved ...
+	f.Add("prod", first, nil)    // ... and back: still open
+	var kinds []message.Kind
+	var keys []string
+	for range 2 {
+		select {
+		case ms := <-got:
+			for _, m := range ms {
+				kinds = append(kinds, m.Kind)
+				keys = append(keys, m.Keys...)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("folder emitted only %v", kinds)
+		}
+	}
+	assert.Equal(t, []message.Kind{message.KindDrift, message.KindDrift, message.KindResolved}, kinds)
+	assert.Equal(t, []string{first[0].Key, edit[0].Key, edit[0].Key}, keys)
 }
 
 // TestItemSummaryNamesWhoMadeOrDeletedAnObject: the resolution notice's "Was" line of a Missing

@@ -152,7 +152,7 @@ func (a *Auditor) argoVerdicts(ctx context.Context, c *live.Cache, app *argocd.A
 	return nil
 }
 
-const argoOnlyNote = "Argo CD reports OutOfSync where the auditor's comparison found no difference"
+const argoOnlyNote = drift.ArgoCDOnlyNote
 
 // keepArgoOnly carries the objects only Argo CD flagged in the env's last full audit of the same
 // revision into rep, when Argo CD has no verdict now: no verdict is not a resolution.

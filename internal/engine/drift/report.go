@@ -67,6 +67,14 @@ type Application struct {
 	Renderer string `json:"renderer,omitempty"`
 }
 
+// ArgoCDOnlyNote marks a Modified object only Argo CD's status calls OutOfSync: the auditor's
+// own comparison found no difference. Argo CD's status lags a write by its reconcile, so such an
+// object is often there for one audit only.
+const ArgoCDOnlyNote = "Argo CD reports OutOfSync where the auditor's comparison found no difference"
+
+// ArgoCDOnly says whether o is only Argo CD's verdict (see ArgoCDOnlyNote).
+func ArgoCDOnly(o *Object) bool { return o.Status == Modified && o.Note == ArgoCDOnlyNote }
+
 // NotAuditedNowNote marks an object of an Application not audited now (its cluster unreachable,
 // its source not rendering), as its last audit found it: a drift nobody can see is not resolved.
 const NotAuditedNowNote = "as its Application's last audit found it: that Application is not audited now"

@@ -298,6 +298,9 @@ func (c *Cache) runWatched(w *watched, m *meta.RESTMapping, gvk schema.GroupVers
 				return fmt.Errorf("watch %s: %w", gvk.Kind, err)
 			}
 		}
+		if c.onInformer != nil {
+			c.onInformer(gvk, inf)
+		}
 		go inf.Run(w.stop)
 	}
 	return nil

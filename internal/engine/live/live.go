@@ -47,6 +47,9 @@ type Cache struct {
 
 	watchStarts atomic.Int64
 
+	// onInformer, when set, is called with each informer before it runs (SetInformerHook).
+	onInformer func(schema.GroupVersionKind, cache.SharedIndexInformer)
+
 	serverMu sync.Mutex
 	server   *Server
 	serverAt time.Time
@@ -117,6 +120,13 @@ func New(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 	c.upgrading = map[schema.GroupVersionKind]*watched{}
 	c.missing = map[schema.GroupVersionKind]time.Time{}
 	return c, nil
+}
+
+// SetInformerHook has hook called with each informer the cache starts, before it runs, so that
+// a handler it adds sees the informer's initial list as such (isInInitialList) rather than as a
+// replay of the store. Call it before the first Watch.
+func (c *Cache) SetInformerHook(hook func(schema.GroupVersionKind, cache.SharedIndexInformer)) {
+	c.onInformer = hook
 }
 
 // ScopeTo watches namespaced kinds only in namespaces (one informer per namespace), and the

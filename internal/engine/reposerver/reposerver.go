@@ -15,17 +15,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/argoproj/argo-cd/v3/common"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/argo-cd/v3/reposerver/apiclient"
-	"github.com/argoproj/argo-cd/v3/util/settings"
 	utiltls "github.com/argoproj/argo-cd/v3/util/tls"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 // Config says how to reach the repo-server, as the application controller's flags do.
@@ -262,10 +257,7 @@ func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
 			VerifySignature:                 req.SourceIntegrity != nil, //nolint:staticcheck // as the controller sends it
 		})
 		if err != nil {
-			if code := status.Code(err); (code == codes.Unavailable || code == codes.DeadlineExceeded && ctx.Err() == nil) && !tlsFailure(err) {
-				err = fmt.Errorf("%w: %w", ErrUnreachable, err)
-			}
-			return nil, fmt.Errorf("Application %s: source %d of %d: repo-server: %w", app.Name, i+1, len(sources), err)
+			return nil, fmt.Errorf("Application %s: source %d of %d: repo-server: %w", app.Name, i+1, len(sources), callError(ctx, err))
 		}
 		// The repo-server renders whatever the verdict; the controller refuses a commit that
 		// fails the project's source integrity (a ComparisonError, and no sync). So does the
@@ -273,15 +265,35 @@ func (c *Client) Manifests(ctx context.Context, req Request) (*Result, error) {
 		if err := resp.SourceIntegrityResult.AsError(); err != nil {
 			return nil, fmt.Errorf("Application %s: source %d of %d: the project's source integrity refuses revision %s: %w", app.Name, i+1, len(sources), resp.Revision, err)
 		}
-		for j, m := range resp.Manifests {
-			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON([]byte(m)); err != nil {
-				// Never the manifest itself in the message: it may be a Secret.
-				return nil, fmt.Errorf("Application %s: source %d: manifest %d of the repo-server does not decode", app.Name, i+1, j+1)
-			}
-			out.Objects = append(out.Objects, u)
+		objs, err := decodeManifests(app.Name, i, resp.Manifests)
+		if err != nil {
+			return nil, err
 		}
+		out.Objects = append(out.Objects, objs...)
 		out.Revisions = append(out.Revisions, resp.Revision)
+	}
+	return out, nil
+}
+
+// callError marks err ErrUnreachable when the repo-server could not be reached (not a TLS
+// failure, not the caller's own deadline).
+func callError(ctx context.Context, err error) error {
+	if code := status.Code(err); (code == codes.Unavailable || code == codes.DeadlineExceeded && ctx.Err() == nil) && !tlsFailure(err) {
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	return err
+}
+
+// decodeManifests decodes the manifests the repo-server rendered for source i of app.
+func decodeManifests(app string, i int, manifests []string) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(manifests))
+	for j, m := range manifests {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON([]byte(m)); err != nil {
+			// Never the manifest itself in the message: it may be a Secret.
+			return nil, fmt.Errorf("Application %s: source %d: manifest %d of the repo-server does not decode", app, i+1, j+1)
+		}
+		out = append(out, u)
 	}
 	return out, nil
 }
@@ -327,77 +339,3 @@ func FromUnstructured(u *unstructured.Unstructured) (*v1alpha1.Application, erro
 	}
 	return &app, nil
 }
-
-// Settings are the argocd-cm settings the controller puts in every manifest request.
-type Settings struct {
-	AppLabelKey, TrackingMethod, InstallationID string
-	Kustomize                                   *v1alpha1.KustomizeOptions
-	Helm                                        *v1alpha1.HelmOptions
-	EnabledSourceTypes                          map[string]bool
-}
-
-// SettingsFrom reads them from argocd-cm's data with Argo CD's own settings manager (v3.6.1),
-// so every key and default is as the controller reads it. The manager is given that one
-// ConfigMap and nothing else: the auditor never reads Argo CD's Secrets.
-func SettingsFrom(ctx context.Context, data map[string]string) (Settings, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops the manager's informers on the in-memory copy
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: common.ArgoCDConfigMapName, Namespace: settingsNamespace,
-		Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"}}, Data: data}
-	mgr := settings.NewSettingsManager(ctx, fake.NewClientset(cm), settingsNamespace)
-	var s Settings
-	var err error
-	if s.AppLabelKey, err = mgr.GetAppInstanceLabelKey(); err != nil {
-		return Settings{}, fmt.Errorf("argocd-cm: %w", err)
-	}
-	if s.TrackingMethod, err = mgr.GetTrackingMethod(); err != nil {
-		return Settings{}, fmt.Errorf("argocd-cm: %w", err)
-	}
-	if s.InstallationID, err = mgr.GetInstallationID(); err != nil {
-		return Settings{}, fmt.Errorf("argocd-cm: %w", err)
-	}
-	if s.Kustomize, err = mgr.GetKustomizeSettings(); err != nil {
-		return Settings{}, fmt.Errorf("argocd-cm: %w", err)
-	}
-	if s.Helm, err = mgr.GetHelmSettings(); err != nil {
-		return Settings{}, fmt.Errorf("argocd-cm: %w", err)
-	}
-	if s.EnabledSourceTypes, err = mgr.GetEnabledSourceTypes(); err != nil {
-		return Settings{}, fmt.Errorf("argocd-cm: %w", err)
-	}
-	return s, nil
-}
-
-// settingsNamespace is where the in-memory copy of argocd-cm is read from.
-const settingsNamespace = "argocd"
-
-// Untrack takes out of objs the tracking metadata the repo-server writes in (the tracking
-// annotation, or the instance label with label tracking): Argo CD's bookkeeping, not Git's.
-func Untrack(objs []*unstructured.Unstructured, s Settings) {
-	for _, o := range objs {
-		if s.AppLabelKey == "" {
-			return
-		}
-		if a := o.GetAnnotations(); a != nil && s.TrackingMethod != string(v1alpha1.TrackingMethodLabel) {
-			if _, ok := a[TrackingAnnotation]; ok {
-				delete(a, TrackingAnnotation)
-				o.SetAnnotations(a)
-				if len(a) == 0 {
-					unstructured.RemoveNestedField(o.Object, "metadata", "annotations")
-				}
-			}
-		}
-		if l := o.GetLabels(); l != nil && s.TrackingMethod != string(v1alpha1.TrackingMethodAnnotation) {
-			if _, ok := l[s.AppLabelKey]; ok {
-				delete(l, s.AppLabelKey)
-				o.SetLabels(l)
-				if len(l) == 0 {
-					unstructured.RemoveNestedField(o.Object, "metadata", "labels")
-				}
-			}
-		}
-	}
-}
-
-// TrackingAnnotation is the annotation Argo CD tracks its objects by.
-const TrackingAnnotation = common.AnnotationKeyAppInstance

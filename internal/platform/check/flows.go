@@ -187,6 +187,7 @@ func (s *flowsSpec) flows(objs []*unstructured.Unstructured) ([]flow, []string, 
 				out = append(out, flow{src: p, dst: t.pod, port: t.port, proto: corev1.ProtocolTCP, why: t.why})
 			}
 		}
+		out = append(out, pickerFlows(objs, universe)...)
 	}
 	return out, misses, nil
 }

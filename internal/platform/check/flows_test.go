@@ -65,7 +65,7 @@ func TestFlowsAllowedNamesEachDeniedFlow(t *testing.T) {
 		change func(spec map[string]any)
 		want   []string
 	}{
-		{"vLLM no longer lets Prometheus scrape it", "llm-inference/vllm", func(spec map[string]any) {
+		{"vLLM no longer lets Prometheus or the pickers in", "llm-inference/vllm", func(spec map[string]any) {
 			rules := spec["ingress"].([]any)
 			from := rules[0].(map[string]any)["from"].([]any)
 			rules[0].(map[string]any)["from"] = from[:1] // the Gateway's pods only
@@ -73,6 +73,10 @@ func TestFlowsAllowedNamesEachDeniedFlow(t *testing.T) {
 			"prometheus → Deployment llm-inference/vllm-qwen: 8000/TCP (scrape of ServiceMonitor llm-monitoring/vllm) is denied: ingress of the destination: no rule of NetworkPolicy default-deny, vllm in llm-inference allows it",
 			"prometheus → Deployment llm-inference/vllm-llama: 8000/TCP (scrape of ServiceMonitor llm-monitoring/vllm) is denied: ingress of the destination: no rule of NetworkPolicy default-deny, vllm in llm-inference allows it",
 			"prometheus → Deployment llm-inference/vllm-qwen-canary: 8000/TCP (scrape of ServiceMonitor llm-monitoring/vllm) is denied: ingress of the destination: no rule of NetworkPolicy default-deny, vllm in llm-inference allows it",
+			// nor the endpoint pickers read its metrics
+			"Deployment llm-inference/epp-qwen → Deployment llm-inference/vllm-qwen: 8000/TCP (the endpoint picker of InferencePool llm-inference/qwen reads its pods' metrics) is denied: ingress of the destination: no rule of NetworkPolicy default-deny, vllm in llm-inference allows it",
+			"Deployment llm-inference/epp-llama → Deployment llm-inference/vllm-llama: 8000/TCP (the endpoint picker of InferencePool llm-inference/llama reads its pods' metrics) is denied: ingress of the destination: no rule of NetworkPolicy default-deny, vllm in llm-inference allows it",
+			"Deployment llm-inference/epp-qwen-canary → Deployment llm-inference/vllm-qwen-canary: 8000/TCP (the endpoint picker of InferencePool llm-inference/qwen-canary reads its pods' metrics) is denied: ingress of the destination: no rule of NetworkPolicy default-deny, vllm in llm-inference allows it",
 		}},
 		{"llm-api's DNS only over UDP", "llm-api/allow-dns", func(spec map[string]any) {
 			to := spec["egress"].([]any)[0].(map[string]any)
@@ -105,6 +109,13 @@ func TestFlowsAllowedNamesEachDeniedFlow(t *testing.T) {
 			"gateway → Deployment llm-inference/epp-qwen: 9002/TCP (the Gateway asks the endpoint picker of InferencePool llm-inference/qwen (HTTPRoute llm-inference/qwen)) is denied: ingress of the destination: no rule of NetworkPolicy default-deny, endpoint-picker in llm-inference allows it",
 			"gateway → Deployment llm-inference/epp-qwen-canary: 9002/TCP (the Gateway asks the endpoint picker of InferencePool llm-inference/qwen-canary (HTTPRoute llm-inference/qwen)) is denied: ingress of the destination: no rule of NetworkPolicy default-deny, endpoint-picker in llm-inference allows it",
 			"gateway → Deployment llm-inference/epp-llama: 9002/TCP (the Gateway asks the endpoint picker of InferencePool llm-inference/llama (HTTPRoute llm-inference/llama)) is denied: ingress of the destination: no rule of NetworkPolicy default-deny, endpoint-picker in llm-inference allows it",
+		}},
+		{"the endpoint pickers no longer reach vLLM's metrics", "llm-inference/endpoint-picker", func(spec map[string]any) {
+			spec["egress"] = spec["egress"].([]any)[1:] // the API server only
+		}, []string{
+			"Deployment llm-inference/epp-qwen → Deployment llm-inference/vllm-qwen: 8000/TCP (the endpoint picker of InferencePool llm-inference/qwen reads its pods' metrics) is denied: egress of the source: no rule of NetworkPolicy allow-dns, default-deny, endpoint-picker in llm-inference allows it",
+			"Deployment llm-inference/epp-qwen-canary → Deployment llm-inference/vllm-qwen-canary: 8000/TCP (the endpoint picker of InferencePool llm-inference/qwen-canary reads its pods' metrics) is denied: egress of the source: no rule of NetworkPolicy allow-dns, default-deny, endpoint-picker in llm-inference allows it",
+			"Deployment llm-inference/epp-llama → Deployment llm-inference/vllm-llama: 8000/TCP (the endpoint picker of InferencePool llm-inference/llama reads its pods' metrics) is denied: egress of the source: no rule of NetworkPolicy allow-dns, default-deny, endpoint-picker in llm-inference allows it",
 		}},
 	}
 	for _, tc := range cases {

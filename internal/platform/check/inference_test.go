@@ -165,6 +165,14 @@ func TestCheckInferenceRules(t *testing.T) {
 			"inference-route", "HTTPRoute llm-inference/llama", "sends to InferencePool llm-batch/llama in another namespace", 3},
 		{"a canary whose weights do not sum", "overlays/prod/canary/route-split.yaml", "weight: 10", "weight: 20",
 			"inference-canary-weights", "HTTPRoute llm-inference/qwen", "rule 1 splits between pools with weights summing to 110", 1},
+		{"a canary pool selecting the stable pods", "overlays/prod/canary/canary.yaml", "      app.kubernetes.io/name: vllm-qwen-canary\n  targetPorts:", "      app.kubernetes.io/name: vllm-qwen\n  targetPorts:",
+			"inference-pool", "InferencePool llm-inference/qwen", "and InferencePool llm-inference/qwen-canary select the same pods (Deployment llm-inference/vllm-qwen)", 1},
+		{"a pool's target port vLLM does not serve on", "base/vllm/qwen.yaml", "--port=8000", "--port=8001",
+			"inference-pool", "InferencePool llm-inference/qwen", "targets port 8000, but container vllm of Deployment llm-inference/vllm-qwen serves on 8001 (--port)", 3},
+		{"a picker that may not read objectives", "base/vllm/picker.yaml", `resources: ["inferenceobjectives"]`, `resources: ["inferencemodelrewrites"]`,
+			"inference-pool", "InferencePool llm-inference/qwen", "its endpoint picker Deployment llm-inference/epp-qwen runs as ServiceAccount endpoint-picker, which may not get, list, watch inferenceobjectives.inference.networking.x-k8s.io", 3},
+		{"an objective of a pool that is not rendered", "base/vllm/objectives.yaml", "    name: llama\n  priority: -10", "    name: llama-v2\n  priority: -10",
+			"inference-pool", "InferenceObjective llm-inference/llama-batch", "names InferencePool llm-inference/llama-v2, which the env does not render", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, commit, edit := repoCopy(t)

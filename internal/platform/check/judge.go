@@ -195,6 +195,10 @@ func platformRules(t *tree, envSrc render.Source, env string, objs []*unstructur
 	add(vllmWeights(objs), nil)
 	add(vllmDtype(objs), nil)
 	add(inferencePools(objs), nil)
+	add(inferencePoolOverlaps(objs), nil)
+	add(inferencePoolPorts(objs), nil)
+	add(inferencePickerRBAC(objs), nil)
+	add(inferenceObjectivePools(objs), nil)
 	out.gpuPools = gpuPoolPosture(objs)
 	add(gpuNodeClassRoot(objs), nil)
 	if err := gpuStackRule(t, envSrc, env, objs, out, add); err != nil {

@@ -69,19 +69,20 @@ func (o *Options) defaults() {
 
 // operators name who installs a group's CRDs: what the fix of a missing API says.
 var operators = map[string]string{
-	"keda.sh":                     "KEDA",
-	"karpenter.sh":                "Karpenter",
-	"karpenter.k8s.aws":           "Karpenter's AWS provider",
-	"postgresql.cnpg.io":          "CloudNativePG",
-	"barmancloud.cnpg.io":         "CloudNativePG's Barman Cloud plugin",
-	"cert-manager.io":             "cert-manager",
-	"external-secrets.io":         "External Secrets Operator",
-	"monitoring.coreos.com":       "kube-prometheus-stack (the Prometheus Operator)",
-	"gateway.networking.k8s.io":   "the Gateway API CRDs (with a Gateway controller)",
-	"inference.networking.k8s.io": "the Gateway API Inference Extension's CRDs (config/crd/bases of sigs.k8s.io/gateway-api-inference-extension v1.6.2), with a Gateway that supports InferencePool",
-	"argoproj.io":                 "Argo CD",
-	"nvidia.com":                  "NVIDIA's GPU Operator",
-	"storage.k8s.io":              "a storage provisioner",
+	"keda.sh":                       "KEDA",
+	"karpenter.sh":                  "Karpenter",
+	"karpenter.k8s.aws":             "Karpenter's AWS provider",
+	"postgresql.cnpg.io":            "CloudNativePG",
+	"barmancloud.cnpg.io":           "CloudNativePG's Barman Cloud plugin",
+	"cert-manager.io":               "cert-manager",
+	"external-secrets.io":           "External Secrets Operator",
+	"monitoring.coreos.com":         "kube-prometheus-stack (the Prometheus Operator)",
+	"gateway.networking.k8s.io":     "the Gateway API CRDs (with a Gateway controller)",
+	"inference.networking.k8s.io":   "the Gateway API Inference Extension's CRDs (config/crd/bases of sigs.k8s.io/gateway-api-inference-extension v1.6.2), with a Gateway that supports InferencePool",
+	"inference.networking.x-k8s.io": "the InferenceObjective CRD the endpoint picker v1.5.0 reads (config/crd/bases of sigs.k8s.io/gateway-api-inference-extension v1.5.0)",
+	"argoproj.io":                   "Argo CD",
+	"nvidia.com":                    "NVIDIA's GPU Operator",
+	"storage.k8s.io":                "a storage provisioner",
 }
 
 // Run checks the cluster cfg reaches against objs, the objects env deploys (its overlay, its
@@ -109,6 +110,7 @@ func Run(ctx context.Context, cfg *rest.Config, env string, objs []*unstructured
 	rep.Checks = append(rep.Checks, objectChecks(ctx, dyn, objs, served)...)
 	rep.Checks = append(rep.Checks, prometheusChecks(ctx, dyn, objs, served)...)
 	rep.Checks = append(rep.Checks, inferenceChecks(ctx, dyn, objs, served)...)
+	rep.Checks = append(rep.Checks, poolStatusChecks(ctx, dyn, objs, served)...)
 	rep.Checks = append(rep.Checks, healthChecks(ctx, kube, objs, opts.ArgoCDNamespace)...)
 	rep.Checks = append(rep.Checks, auditorChecks(ctx, kube, objs, served, opts.Auditor, opts.ArgoCDNamespace)...)
 	rep.OK = true

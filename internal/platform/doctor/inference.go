@@ -75,3 +75,76 @@ func inferenceChecks(ctx context.Context, dyn dynamic.Interface, objs []*unstruc
 	}
 	return out
 }
+
+var inferencePoolGVR = schema.GroupVersionResource{Group: "inference.networking.k8s.io", Version: "v1", Resource: "inferencepools"}
+
+// poolStatusChecks: each InferencePool the render has and the cluster holds is Accepted, with its
+// references resolved, by every Gateway that reports on it (status.parents, written by the
+// Gateway's controller). A pool no Gateway reports on takes no traffic yet. A pool the cluster
+// does not hold is not checked: Argo CD has not synced it.
+func poolStatusChecks(ctx context.Context, dyn dynamic.Interface, objs []*unstructured.Unstructured, served map[schema.GroupVersion]map[string]resource) []Check {
+	if _, ok := served[inferencePoolGVR.GroupVersion()]["InferencePool"]; !ok {
+		return nil // apiChecks names the API missing
+	}
+	var out []Check
+	for _, o := range objs {
+		if o.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: inferencePoolGVR.Group, Kind: "InferencePool"}) {
+			continue
+		}
+		c := Check{Area: "object", Name: "InferencePool " + o.GetNamespace() + "/" + o.GetName() + " accepted"}
+		pool, err := dyn.Resource(inferencePoolGVR).Namespace(o.GetNamespace()).Get(ctx, o.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			c.Error = true
+			c.Detail = "cannot read it: " + err.Error()
+		default:
+			c.OK, c.Detail = poolAccepted(pool)
+			if !c.OK {
+				c.Fix = "read the Gateway controller's status message; check the GatewayClass supports pools and the pool's picker Service and target port (docs/platform.md, \"The request path\")"
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// poolAccepted reads a pool's status.parents: every parent's Accepted and ResolvedRefs are True,
+// and there is at least one parent.
+func poolAccepted(pool *unstructured.Unstructured) (bool, string) {
+	parents, _, _ := unstructured.NestedSlice(pool.Object, "status", "parents")
+	if len(parents) == 0 {
+		return false, "no Gateway reports on it (status.parents is empty): no accepted route sends to it, or the Gateway's controller does not know pools"
+	}
+	ok := true
+	var said []string
+	for _, p := range parents {
+		m, _ := p.(map[string]any)
+		ns, _, _ := unstructured.NestedString(m, "parentRef", "namespace")
+		if ns == "" {
+			ns = pool.GetNamespace()
+		}
+		kind, _, _ := unstructured.NestedString(m, "parentRef", "kind")
+		if kind == "" {
+			kind = "Gateway"
+		}
+		name, _, _ := unstructured.NestedString(m, "parentRef", "name")
+		parent := fmt.Sprintf("%s %s/%s", kind, ns, name)
+		conds, _, _ := unstructured.NestedSlice(m, "conditions")
+		status := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": conds}}}
+		var wrong []string
+		for _, t := range []string{"Accepted", "ResolvedRefs"} {
+			if good, why := conditionTrue(status, t); !good {
+				wrong = append(wrong, fmt.Sprintf("not %s (%s)", t, why))
+			}
+		}
+		if len(wrong) == 0 {
+			said = append(said, parent+": Accepted, ResolvedRefs")
+			continue
+		}
+		ok = false
+		said = append(said, parent+": "+strings.Join(wrong, ", "))
+	}
+	return ok, strings.Join(said, "; ")
+}

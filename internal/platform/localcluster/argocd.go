@@ -40,17 +40,18 @@ var argoConfigFiles = []string{
 // hold back every later sync wave, so the test cluster configures their health as Healthy, with a
 // message saying it was not exercised.
 var NotExercised = map[string]string{
-	"autoscaling/HorizontalPodAutoscaler":       "metrics-server",
-	"keda.sh/ScaledObject":                      "KEDA's operator",
-	"karpenter.sh/NodePool":                     "Karpenter",
-	"karpenter.k8s.aws/EC2NodeClass":            "Karpenter's AWS provider",
-	"postgresql.cnpg.io/Cluster":                "CloudNativePG",
-	"postgresql.cnpg.io/Database":               "CloudNativePG",
-	"gateway.networking.k8s.io/Gateway":         "a Gateway API implementation",
-	"gateway.networking.k8s.io/HTTPRoute":       "a Gateway API implementation",
-	"inference.networking.k8s.io/InferencePool": "a Gateway API implementation with the inference extension",
-	"cert-manager.io/Certificate":               "cert-manager",
-	"external-secrets.io/ExternalSecret":        "the External Secrets Operator",
+	"autoscaling/HorizontalPodAutoscaler":              "metrics-server",
+	"keda.sh/ScaledObject":                             "KEDA's operator",
+	"karpenter.sh/NodePool":                            "Karpenter",
+	"karpenter.k8s.aws/EC2NodeClass":                   "Karpenter's AWS provider",
+	"postgresql.cnpg.io/Cluster":                       "CloudNativePG",
+	"postgresql.cnpg.io/Database":                      "CloudNativePG",
+	"gateway.networking.k8s.io/Gateway":                "a Gateway API implementation",
+	"gateway.networking.k8s.io/HTTPRoute":              "a Gateway API implementation",
+	"inference.networking.k8s.io/InferencePool":        "a Gateway API implementation with the inference extension",
+	"inference.networking.x-k8s.io/InferenceObjective": "the endpoint picker",
+	"cert-manager.io/Certificate":                      "cert-manager",
+	"external-secrets.io/ExternalSecret":               "the External Secrets Operator",
 }
 
 // argoSettings are what the test cluster adds to argocd-cm.

@@ -44,6 +44,10 @@ var UpstreamCRDs = []CRDSource{
 	// InferencePool (v1): the routes' backends, each with its endpoint picker.
 	{"sigs.k8s.io/gateway-api-inference-extension", "v1.6.2", []string{
 		"config/crd/bases/inference.networking.k8s.io_inferencepools.yaml"}},
+	// InferenceObjective (v1alpha2): a request's priority in its pool, as the pickers' release reads
+	// it (epp v1.5.0, base/vllm/picker.yaml); the v1.6 module no longer ships the kind.
+	{"sigs.k8s.io/gateway-api-inference-extension", "v1.5.0", []string{
+		"config/crd/bases/inference.networking.x-k8s.io_inferenceobjectives.yaml"}},
 	{"github.com/prometheus-operator/prometheus-operator", "v0.85.0", []string{
 		"example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml",
 		"example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml",
@@ -126,7 +130,7 @@ func InstallUpstreamCRDs(ctx context.Context, cfg *rest.Config, log io.Writer) e
 		return fmt.Errorf("install CRDs: %w", err)
 	}
 	if log != nil {
-		fmt.Fprintf(log, "installing %d upstream CRDs (Argo CD, KEDA, Karpenter and its AWS provider, Gateway API, Prometheus Operator, CloudNativePG and its Barman Cloud plugin, cert-manager, External Secrets)\n", len(crds))
+		fmt.Fprintf(log, "installing %d upstream CRDs (Argo CD, KEDA, Karpenter and its AWS provider, Gateway API and its inference extension, Prometheus Operator, CloudNativePG and its Barman Cloud plugin, cert-manager, External Secrets)\n", len(crds))
 	}
 	force := true
 	for _, crd := range crds {

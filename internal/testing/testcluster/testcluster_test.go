@@ -118,6 +118,7 @@ func TestUpstreamCRDsValidateSchemas(t *testing.T) {
 	app := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
 	so := schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
 	pool := schema.GroupVersionResource{Group: "inference.networking.k8s.io", Version: "v1", Resource: "inferencepools"}
+	objective := schema.GroupVersionResource{Group: "inference.networking.x-k8s.io", Version: "v1alpha2", Resource: "inferenceobjectives"}
 	cases := []struct {
 		name    string
 		gvr     schema.GroupVersionResource
@@ -195,6 +196,18 @@ spec:
   targetPorts: [{number: 8000}]
   endpointPickerRef: {name: epp-qwen}
 `, "port is required"},
+		{"valid inferenceobjective", objective, `
+apiVersion: inference.networking.x-k8s.io/v1alpha2
+kind: InferenceObjective
+metadata: {name: qwen-batch, namespace: NS}
+spec: {poolRef: {name: qwen}, priority: -10}
+`, ""},
+		{"inferenceobjective without its pool", objective, `
+apiVersion: inference.networking.x-k8s.io/v1alpha2
+kind: InferenceObjective
+metadata: {name: orphan, namespace: NS}
+spec: {priority: 10}
+`, "poolRef"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
