@@ -17,6 +17,9 @@ const peopleWait = 10 * time.Second
 type peopleWaits struct {
 	on  func(cluster string) bool // audit events come from cluster ("" for Argo CD's own)
 	now func() time.Time
+	// unnamed says a person found is not the one yet: a write argocd-server made, whose Argo CD
+	// user its record, read a moment later, names (nil: every person found is).
+	unnamed func(*drift.Actor) bool
 
 	mu        sync.Mutex
 	firstSeen map[string]time.Time     // fields without a person yet: when first seen
@@ -53,7 +56,7 @@ func (p *peopleWaits) check(rep *drift.Report) (hold bool, again []drift.Ref) {
 		for _, f := range o.Fields {
 			// From when the daemon first saw the field without a person (not managedFields' time,
 			// which a writer that keeps writing keeps fresh).
-			if f.Actor == nil && seen(rep.Env+"|"+objectKey(o)+"|"+f.Path) < peopleWait {
+			if (f.Actor == nil || p.unnamed != nil && p.unnamed(f.Actor)) && seen(rep.Env+"|"+objectKey(o)+"|"+f.Path) < peopleWait {
 				wait = true
 			}
 		}

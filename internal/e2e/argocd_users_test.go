@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/llm-gitops/platform/internal/engine/drift"
+	"github.com/llm-gitops/platform/internal/testing/testcluster"
+)
+
+var (
+	argoServerOnce sync.Once
+	argoServer     *testcluster.ArgoCDServer
+	argoServerErr  error
+	alicePassword  string
+)
+
+// startArgoCDServer runs argocd-server once per package, with the local account alice.
+func startArgoCDServer(t *testing.T) *testcluster.ArgoCDServer {
+	t.Helper()
+	argoServerOnce.Do(func() {
+		b := make([]byte, 12)
+		_, _ = rand.Read(b)
+		alicePassword = hex.EncodeToString(b)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		argoServer, argoServerErr = cluster.StartArgoCDServer(ctx, testcluster.ArgoCDAccount{Name: "alice", Password: alicePassword})
+	})
+	require.NoError(t, argoServerErr)
+	return argoServer
+}
+
+// argocdCLI runs Argo CD's own CLI (the binary the controller runs) with its config in cfg.
+func argocdCLI(t *testing.T, cfg string, args ...string) string {
+	t.Helper()
+	bins, err := testcluster.FindBinaries()
+	require.NoError(t, err)
+	cmd := exec.Command(bins.ArgoCD, append([]string{"--config", cfg}, args...)...)
+	cmd.Env = append(os.Environ(), "ARGOCD_BINARY_NAME=argocd")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "argocd %s: %s", args[0], out)
+	return string(out)
+}
+
+// TestArgoCDUserNamedThroughArgoCDServer: argocd-server runs in the cluster as its
+// ServiceAccount; alice, a local Argo CD user, logs in with the real CLI and patches qdrant's
+// replicas through `argocd app patch-resource`. The daemon (reading the API server's audit log and
+// argocd-server's Events) names alice, from Argo CD's record, with the ServiceAccount as who
+// wrote. Bob's own kubectl edit in the same test stays bob's, named by the audit log.
+func TestArgoCDUserNamedThroughArgoCDServer(t *testing.T) {
+	testcluster.Need(t)
+	srv := startArgoCDServer(t)
+	f := platform(t)
+	c := newChat(t)
+	d := startDaemon(t, f, c, "auditEvents: {file: "+cluster.AuditLog+"}")
+	rag, api := f.NS("rag"), f.NS("api")
+
+	cfg := filepath.Join(t.TempDir(), "argocd-config")
+	argocdCLI(t, cfg, "login", srv.Addr, "--plaintext", "--username", "alice", "--password", alicePassword)
+	argocdCLI(t, cfg, "app", "patch-resource", f.App(), "--kind", "StatefulSet", "--group", "apps", "--resource-name", "qdrant",
+		"--namespace", rag, "--patch", `{"spec":{"replicas":3}}`, "--patch-type", "application/merge-patch+json")
+	kubectl(t, "--context", "bob", "-n", api, "set", "env", "deployment/rag-api", "-c", "api", "QDRANT_URL-")
+
+	const replicas, env = ".spec.replicas", ".spec.template.spec.containers[name=api].env[name=QDRANT_URL]"
+	var rep drift.Report
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		rep = driftReport(t, d.Addr())
+		return actor(&rep, "qdrant", replicas) == "alice" && actor(&rep, "rag-api", env) == "bob", nil
+	})
+	require.NoError(t, err, "drift never named alice and bob: %v", fieldsOf(&rep))
+	alice, bob := fieldActor(&rep, "qdrant", replicas), fieldActor(&rep, "rag-api", env)
+	assert.Equal(t, "Argo CD", alice.From, "alice named by Argo CD's record")
+	assert.Equal(t, srv.User, alice.Via, "argocd-server's ServiceAccount wrote")
+	assert.Equal(t, "patch", alice.Verb)
+	assert.Equal(t, "audit log", bob.From, "bob's own edit named by the audit log")
+	assert.Empty(t, bob.Via)
+
+	err = wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return strings.Contains(strings.Join(c.messages(), "\n"), "named by Argo CD's record"), nil
+	})
+	require.NoError(t, err, "chat never named alice from Argo CD's record: %v", c.messages())
+	var said string
+	for _, m := range c.messages() {
+		if strings.Contains(m, "named by Argo CD's record") {
+			said = m
+		}
+	}
+	assert.Contains(t, said, "alice")
+	assert.Contains(t, said, "written by "+srv.User)
+}
+
+// driftReport is the report GET /api/v1/drift serves (the API is open).
+func driftReport(t *testing.T, addr string) drift.Report {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/api/v1/drift?env=prod")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var rep drift.Report
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
+	return rep
+}
+
+// fieldActor is the actor the report names on an object's field (nil: none).
+func fieldActor(rep *drift.Report, name, path string) *drift.Actor {
+	for _, o := range rep.Objects {
+		for _, fd := range o.Fields {
+			if o.Name == name && fd.Path == path {
+				return fd.Actor
+			}
+		}
+	}
+	return nil
+}
