@@ -99,6 +99,8 @@ func TestArgoCDUserNamedThroughArgoCDServer(t *testing.T) {
 			said = m
 		}
 	}
+	t.Logf("report: alice %+v; bob %+v", *alice, *bob)
+	t.Logf("chat: %s", said)
 	assert.Contains(t, said, "alice")
 	assert.Contains(t, said, "written by "+srv.User)
 }
