@@ -68,7 +68,9 @@ func AttributeOn(cluster string, objs []drift.Object, c *live.Cache, people *aud
 		}
 		ref := auditlog.Object{Cluster: cluster, Group: gv.Group, Resource: m.Resource.Resource, Namespace: o.Namespace, Name: o.Name}
 		// A write argocd-server made names the Argo CD user who asked, when Argo CD recorded it.
-		via := func(a *drift.Actor) *drift.Actor { return people.ThroughArgoCD(a, gvk.GroupKind(), o.Namespace, o.Name) }
+		via := func(a *drift.Actor) *drift.Actor {
+			return people.ThroughArgoCD(a, gvk.GroupKind(), o.Namespace, o.Name)
+		}
 		if o.Status == drift.Missing {
 			if o.Actor = via(people.Deleter(ref)); o.Actor != nil {
 				named++
