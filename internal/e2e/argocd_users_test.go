@@ -99,6 +99,18 @@ func TestArgoCDUserNamedThroughArgoCDServer(t *testing.T) {
 			said = m
 		}
 	}
+	// auditor diff reads no audit log here: the people come from the daemon (--daemon).
+	bin := auditorBinary(t)
+	args := []string{"diff", "--env", "prod", "--repo", f.Dir, "--kubeconfig", cluster.Kubeconfig, "--cache-dir", "off", "-o", "json"}
+	alone, code := auditorJSON(t, bin, args...)
+	require.Equal(t, 1, code)
+	assert.Nil(t, fieldActor(alone, "qdrant", replicas), "without a source, nobody")
+	assert.Nil(t, fieldActor(alone, "rag-api", env), "without a source, nobody")
+	cli, code := auditorJSON(t, bin, append(args, "--daemon", "http://"+d.Addr())...)
+	require.Equal(t, 1, code)
+	assert.Equal(t, alice, fieldActor(cli, "qdrant", replicas), "auditor diff names alice as the daemon does")
+	assert.Equal(t, bob, fieldActor(cli, "rag-api", env), "auditor diff names bob as the daemon does")
+
 	t.Logf("report: alice %+v; bob %+v", *alice, *bob)
 	t.Logf("chat: %s", said)
 	assert.Contains(t, said, "alice")
