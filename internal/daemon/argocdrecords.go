@@ -13,9 +13,6 @@ import (
 	"github.com/llm-gitops/platform/internal/engine/auditlog"
 )
 
-// argoRecordSelector picks the Events argocd-server records on Applications.
-const argoRecordSelector = "involvedObject.kind=Application,source=argocd-server"
-
 // followArgoCD watches the Events argocd-server records on the Applications of Argo CD's
 // namespace ("alice patched resource apps/Deployment 'web'") and keeps its users' actions in the
 // people store: a write argocd-server's ServiceAccount made then names the Argo CD user who asked
@@ -34,7 +31,7 @@ func (d *Daemon) followArgoCD(ctx context.Context) error {
 		return fmt.Errorf("argo cd records: %w", err)
 	}
 	lw := cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "events", ns, func(o *metav1.ListOptions) {
-		o.FieldSelector = argoRecordSelector
+		o.FieldSelector = auditlog.ArgoCDRecordSelector
 	})
 	inf := cache.NewSharedIndexInformer(lw, &corev1.Event{}, 0, cache.Indexers{})
 	var warned sync.Once

@@ -108,8 +108,8 @@ func TestArgoCDUserNamedThroughArgoCDServer(t *testing.T) {
 	assert.Nil(t, fieldActor(alone, "rag-api", env), "without a source, nobody")
 	cli, code := auditorJSON(t, bin, append(args, "--daemon", "http://"+d.Addr())...)
 	require.Equal(t, 1, code)
-	assert.Equal(t, alice, fieldActor(cli, "qdrant", replicas), "auditor diff names alice as the daemon does")
-	assert.Equal(t, bob, fieldActor(cli, "rag-api", env), "auditor diff names bob as the daemon does")
+	assert.Equal(t, person(alice), person(fieldActor(cli, "qdrant", replicas)), "auditor diff names alice as the daemon does")
+	assert.Equal(t, person(bob), person(fieldActor(cli, "rag-api", env)), "auditor diff names bob as the daemon does")
 
 	t.Logf("report: alice %+v; bob %+v", *alice, *bob)
 	t.Logf("chat: %s", said)
@@ -138,4 +138,12 @@ func fieldActor(rep *drift.Report, name, path string) *drift.Actor {
 		}
 	}
 	return nil
+}
+
+// person is who an actor names, from which source, through whom, by which write.
+func person(a *drift.Actor) string {
+	if a == nil {
+		return ""
+	}
+	return a.User + " from " + a.From + " via " + a.Via + " write " + a.AuditID
 }
