@@ -110,6 +110,11 @@ func TestArgoCDUserNamedThroughArgoCDServer(t *testing.T) {
 	require.Equal(t, 1, code)
 	assert.Equal(t, person(alice), person(fieldActor(cli, "qdrant", replicas)), "auditor diff names alice as the daemon does")
 	assert.Equal(t, person(bob), person(fieldActor(cli, "rag-api", env)), "auditor diff names bob as the daemon does")
+	// With the audit log, auditor diff reads Argo CD's records itself.
+	logged, code := auditorJSON(t, bin, append(args, "--audit-log", cluster.AuditLog)...)
+	require.Equal(t, 1, code)
+	assert.Equal(t, person(alice), person(fieldActor(logged, "qdrant", replicas)), "auditor diff --audit-log names alice from Argo CD's record")
+	assert.Equal(t, "bob", actor(logged, "rag-api", env))
 
 	t.Logf("report: alice %+v; bob %+v", *alice, *bob)
 	t.Logf("chat: %s", said)
