@@ -52,7 +52,8 @@ func (p *peopleWaits) check(rep *drift.Report) (hold bool, again []drift.Ref) {
 		if !p.on(o.Cluster) {
 			continue // nobody's audit events come from that cluster
 		}
-		wait := false
+		// A Missing or Extra object whose person is argocd-server's, its user not named yet.
+		wait := o.Actor != nil && p.unnamed != nil && p.unnamed(o.Actor) && seen(rep.Env+"|"+objectKey(o)+"|") < peopleWait
 		for _, f := range o.Fields {
 			// From when the daemon first saw the field without a person (not managedFields' time,
 			// which a writer that keeps writing keeps fresh).

@@ -215,7 +215,13 @@ func TestPeopleWaitsHoldAWriteThroughArgoCDForItsUser(t *testing.T) {
 	hold, again := p.check(object(&drift.Actor{User: server, From: auditlog.SourceAuditLog}))
 	assert.True(t, hold, "argocd-server's write waits for its user")
 	assert.Len(t, again, 1)
+	deleted := &drift.Report{Env: "prod-deleted", Objects: []drift.Object{{Kind: "PodDisruptionBudget", Namespace: "llm-rag", Name: "qdrant",
+		Status: drift.Missing, Actor: &drift.Actor{User: server, Verb: "delete", From: auditlog.SourceAuditLog}}}}
+	hold, _ = p.check(deleted)
+	assert.True(t, hold, "argocd-server's deletion waits for its user")
 	now = now.Add(peopleWait)
+	hold, _ = p.check(deleted)
+	assert.False(t, hold, "past peopleWait: the deletion announced with the ServiceAccount")
 	hold, _ = p.check(object(&drift.Actor{User: server, From: auditlog.SourceAuditLog}))
 	assert.False(t, hold, "past peopleWait: announced with the ServiceAccount")
 	// Fresh fields (another env): a person named is not waited for.

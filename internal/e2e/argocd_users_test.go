@@ -57,8 +57,9 @@ func argocdCLI(t *testing.T, cfg string, args ...string) string {
 }
 
 // TestArgoCDUserNamedThroughArgoCDServer: argocd-server runs in the cluster as its
-// ServiceAccount; alice, a local Argo CD user, logs in with the real CLI and patches qdrant's
-// replicas through `argocd app patch-resource`. The daemon (reading the API server's audit log and
+// ServiceAccount; alice, a local Argo CD user, logs in with the real CLI, patches qdrant's
+// replicas through `argocd app patch-resource` and deletes its PodDisruptionBudget through
+// `argocd app delete-resource`. The daemon (reading the API server's audit log and
 // argocd-server's Events) names alice, from Argo CD's record, with the ServiceAccount as who
 // wrote. Bob's own kubectl edit in the same test stays bob's, named by the audit log.
 func TestArgoCDUserNamedThroughArgoCDServer(t *testing.T) {
@@ -73,15 +74,21 @@ func TestArgoCDUserNamedThroughArgoCDServer(t *testing.T) {
 	argocdCLI(t, cfg, "login", srv.Addr, "--plaintext", "--username", "alice", "--password", alicePassword)
 	argocdCLI(t, cfg, "app", "patch-resource", f.App(), "--kind", "StatefulSet", "--group", "apps", "--resource-name", "qdrant",
 		"--namespace", rag, "--patch", `{"spec":{"replicas":3}}`, "--patch-type", "application/merge-patch+json")
+	argocdCLI(t, cfg, "app", "delete-resource", f.App(), "--kind", "PodDisruptionBudget", "--group", "policy", "--resource-name", "qdrant",
+		"--namespace", rag)
 	kubectl(t, "--context", "bob", "-n", api, "set", "env", "deployment/rag-api", "-c", "api", "QDRANT_URL-")
 
 	const replicas, env = ".spec.replicas", ".spec.template.spec.containers[name=api].env[name=QDRANT_URL]"
 	var rep drift.Report
 	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		rep = driftReport(t, d.Addr())
-		return actor(&rep, "qdrant", replicas) == "alice" && actor(&rep, "rag-api", env) == "bob", nil
+		pdb := objectActor(&rep, "PodDisruptionBudget", "qdrant")
+		return actor(&rep, "qdrant", replicas) == "alice" && actor(&rep, "rag-api", env) == "bob" && pdb != nil && pdb.User == "alice", nil
 	})
-	require.NoError(t, err, "drift never named alice and bob: %v", fieldsOf(&rep))
+	require.NoError(t, err, "drift never named alice and bob: %v; the PDB deleted by %+v", fieldsOf(&rep), objectActor(&rep, "PodDisruptionBudget", "qdrant"))
+	deleted := objectActor(&rep, "PodDisruptionBudget", "qdrant")
+	assert.Equal(t, "alice from Argo CD via "+srv.User, deleted.User+" from "+deleted.From+" via "+deleted.Via, "the deletion through Argo CD")
+	assert.Equal(t, "delete", deleted.Verb)
 	alice, bob := fieldActor(&rep, "qdrant", replicas), fieldActor(&rep, "rag-api", env)
 	assert.Equal(t, "Argo CD", alice.From, "alice named by Argo CD's record")
 	assert.Equal(t, srv.User, alice.Via, "argocd-server's ServiceAccount wrote")
@@ -151,4 +158,14 @@ func person(a *drift.Actor) string {
 		return ""
 	}
 	return a.User + " from " + a.From + " via " + a.Via + " write " + a.AuditID
+}
+
+// objectActor is the person the report names on a Missing or Extra object (nil: none).
+func objectActor(rep *drift.Report, kind, name string) *drift.Actor {
+	for _, o := range rep.Objects {
+		if o.Kind == kind && o.Name == name {
+			return o.Actor
+		}
+	}
+	return nil
 }
