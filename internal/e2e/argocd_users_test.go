@@ -125,6 +125,14 @@ func TestArgoCDUserNamedThroughArgoCDServer(t *testing.T) {
 
 	t.Logf("report: alice %+v; bob %+v", *alice, *bob)
 	t.Logf("chat: %s", said)
+	var deletion string
+	for _, m := range c.messages() {
+		if strings.Contains(m, "PodDisruptionBudget") && strings.Contains(m, "Deleted by") {
+			deletion = m
+		}
+	}
+	assert.Contains(t, deletion, "Deleted by:* alice (delete at ", "chat names alice on the deletion")
+	assert.Contains(t, deletion, "named by Argo CD's record")
 	assert.Contains(t, said, "alice")
 	assert.Contains(t, said, "written by "+srv.User)
 }
