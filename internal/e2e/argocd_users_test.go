@@ -126,11 +126,15 @@ func TestArgoCDUserNamedThroughArgoCDServer(t *testing.T) {
 	t.Logf("report: alice %+v; bob %+v", *alice, *bob)
 	t.Logf("chat: %s", said)
 	var deletion string
-	for _, m := range c.messages() {
-		if strings.Contains(m, "PodDisruptionBudget") && strings.Contains(m, "Deleted by") {
-			deletion = m
+	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		for _, m := range c.messages() {
+			if strings.Contains(m, "PodDisruptionBudget") && strings.Contains(m, "Deleted by") {
+				deletion = m
+			}
 		}
-	}
+		return deletion != "", nil
+	})
+	require.NoError(t, err, "chat never told of the deletion: %v", c.messages())
 	assert.Contains(t, deletion, "Deleted by:* alice (delete at ", "chat names alice on the deletion")
 	assert.Contains(t, deletion, "named by Argo CD's record")
 	assert.Contains(t, said, "alice")
