@@ -215,6 +215,9 @@ func TestPeopleWaitsHoldAWriteThroughArgoCDForItsUser(t *testing.T) {
 	hold, again := p.check(object(&drift.Actor{User: server, From: auditlog.SourceAuditLog}))
 	assert.True(t, hold, "argocd-server's write waits for its user")
 	assert.Len(t, again, 1)
+	gone := &drift.Report{Env: "prod-gone", Objects: []drift.Object{{Kind: "ConfigMap", Namespace: "llm-rag", Name: "settings", Status: drift.Missing}}}
+	hold, _ = p.check(gone)
+	assert.True(t, hold, "a deletion waits for its person")
 	deleted := &drift.Report{Env: "prod-deleted", Objects: []drift.Object{{Kind: "PodDisruptionBudget", Namespace: "llm-rag", Name: "qdrant",
 		Status: drift.Missing, Actor: &drift.Actor{User: server, Verb: "delete", From: auditlog.SourceAuditLog}}}}
 	hold, _ = p.check(deleted)

@@ -90,7 +90,10 @@ func (c *Cluster) argoServerKubeconfig(ctx context.Context, cs kubernetes.Interf
 	if _, err := cs.CoreV1().ServiceAccounts(ArgoCDNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("argocd-server service account: %w", err)
 	}
-	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "testcluster-argocd-server"},
+	// Labelled as an installer's, as Argo CD's install labels its own: not an Extra object of the
+	// envs audited on this cluster (drift.DefaultExtraIgnore).
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "testcluster-argocd-server",
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "testcluster"}},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "argocd-server", Namespace: ArgoCDNamespace}}}
 	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
