@@ -31,6 +31,7 @@ type diffOptions struct {
 	timings      bool
 	timeout      time.Duration
 	repoServer   reposerver.Config
+	daemon       daemonFlags
 }
 
 func newDiffCommand() *cobra.Command {
@@ -62,7 +63,8 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
   auditor diff --all -o json
   auditor diff --env prod --app llm-policies
   auditor diff --env prod --repo file:///srv/git/platform.git -o json
-  auditor diff --env prod -o patch | git apply   # make Git say what runs`,
+  auditor diff --env prod -o patch | git apply   # make Git say what runs
+  auditor diff --env prod --daemon http://auditor.auditor:8080   # the people the daemon names`,
 		RunE: runE(o),
 	}
 	addEnvFlag(cmd, &o.env, "env", "env (as the repository's .auditor.yaml names it, else a directory under overlays/)")
@@ -71,6 +73,7 @@ Exit codes: 0 in sync, 1 drift, >1 error.`,
 	_ = cmd.RegisterFlagCompletionFunc("app", completeApps)
 	cmd.Flags().BoolVar(&o.all, "all", false, "audit every env of the repository (its .auditor.yaml's, else the directories under overlays/)")
 	cmd.Flags().BoolVar(&o.timings, "timings", false, "print how long each stage took (git, render, live, schema, compare, argocd) to stderr")
+	o.daemon.add(cmd)
 	o.addAuditFlags(cmd)
 	return cmd
 }
@@ -139,6 +142,7 @@ func (o *diffOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return failed(err)
 	}
+	o.daemon.takePeople(ctx, rep, os.Stderr)
 	if o.app != "" {
 		if rep, err = onlyApplication(rep, o.app); err != nil {
 			return err

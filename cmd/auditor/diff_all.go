@@ -49,6 +49,7 @@ func (o *diffOptions) runAll(ctx context.Context, w io.Writer, a *audit.Auditor)
 			errs = append(errs, fmt.Errorf("%s: %w", env, err))
 			continue
 		}
+		o.daemon.takePeople(ctx, rep, os.Stderr)
 		if o.app != "" {
 			if !hasApplication(rep, o.app) {
 				known = append(known, env+": "+applicationNames(rep))

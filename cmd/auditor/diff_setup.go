@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/llm-gitops/platform/internal/daemon/fleet"
 	"github.com/llm-gitops/platform/internal/engine/argocd"
@@ -67,6 +70,13 @@ func (o *diffOptions) auditor(ctx context.Context, timing func(stage string, too
 	people, err := loadAuditLog(ctx, o.auditLog)
 	if err != nil {
 		return nil, nil, err
+	}
+	if people != nil { // a write argocd-server made names the Argo CD user its record names
+		if cs, err := kubernetes.NewForConfig(cfg); err == nil {
+			if err := auditlog.LoadArgoCD(ctx, cs, appNamespace, people); err != nil {
+				fmt.Fprintf(os.Stderr, "warning: %v: writes through argocd-server name its ServiceAccount\n", err)
+			}
+		}
 	}
 	c := audit.Config{Repo: repo, Live: cache, AppNamespace: appNamespace, People: people, Steps: []drift.Step{cost.Step{}}, Timing: timing}
 	// An Application on another cluster is read through the kubeconfig context that reaches it.

@@ -6,10 +6,12 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -261,4 +263,42 @@ func TestAdmissionFedDaemonNamesThePerson(t *testing.T) {
 	assert.Contains(t, text.String(), "by alice with kubectl-edit")
 	assert.Contains(t, text.String(), "named by the admission webhook")
 	assert.Contains(t, text.String(), "admitted; made only if the live object shows it", "bob's refused write is listed as admitted only")
+
+	// auditor diff has no admission source of its own: --daemon takes the people from this one.
+	diff := func(args ...string) (string, int) {
+		cmd := exec.Command(auditorBinary(t), append([]string{"diff", "--env", "prod", "--repo", h.p.Dir, "--kubeconfig", cluster.Kubeconfig,
+			"--cache-dir", "off"}, args...)...)
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		require.NoError(t, err)
+		return string(out), 0
+	}
+	out, code := diff("-o", "json", "--daemon", "http://"+d.d.Addr())
+	require.Equal(t, 1, code, "%s", out)
+	var rep drift.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	var people []string
+	for _, o := range rep.Objects {
+		if o.Actor != nil {
+			people = append(people, o.Kind+"/"+o.Name+" "+o.Actor.User+" "+o.Actor.From)
+		}
+		for _, f := range o.Fields {
+			if f.Actor != nil && (f.Path == ".spec.replicas" || strings.Contains(f.Path, "AUDITOR_ADMISSION")) {
+				people = append(people, o.Kind+"/"+o.Name+" "+f.Path+" "+f.Actor.User+" "+f.Actor.From)
+			}
+		}
+	}
+	assert.ElementsMatch(t, []string{
+		"StatefulSet/qdrant .spec.replicas alice admission",
+		"Deployment/rag-api .spec.template.spec.containers[name=api].env[name=AUDITOR_ADMISSION] bob admission",
+		"PodDisruptionBudget/qdrant alice admission",
+	}, people, "auditor diff -o json names the people the admission webhook named")
+	out, _ = diff("--daemon", "http://"+d.d.Addr())
+	assert.Contains(t, out, "by alice with kubectl-edit", "auditor diff's text")
+	assert.Contains(t, out, "(named by the admission webhook)", "auditor diff's text")
+	out, _ = diff("-o", "json")
+	assert.NotContains(t, out, `"actor"`, "without --daemon, auditor diff names nobody here")
 }

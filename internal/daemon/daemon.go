@@ -119,6 +119,7 @@ func New(cfg *Config, restCfg *rest.Config, log *slog.Logger) (*Daemon, error) {
 	d.identity = leaderIdentity(cfg.LeaderElection)
 	if cfg.AuditEvents.enabled() || slices.ContainsFunc(cfg.Clusters, func(c fleet.Cluster) bool { return c.AuditLog != "" }) {
 		d.people = auditlog.NewStore(cfg.AuditEvents.Max)
+		d.waits.unnamed = d.people.ViaArgoCDServer
 	}
 	switch {
 	case d.sharding != nil:

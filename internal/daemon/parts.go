@@ -87,6 +87,7 @@ func (d *Daemon) parts() *lifecycle.Group {
 		g.Add("admission webhook", d.serveAdmission)
 	}
 	if d.people != nil {
+		g.Add("Argo CD's records", d.followArgoCD)
 		logs := []auditlog.File{{Path: d.cfg.AuditEvents.File}}
 		for _, c := range d.cfg.Clusters {
 			logs = append(logs, auditlog.File{Path: c.AuditLog, Cluster: c.Name}) // the people behind edits on that cluster

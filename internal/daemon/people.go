@@ -17,6 +17,9 @@ const peopleWait = 10 * time.Second
 type peopleWaits struct {
 	on  func(cluster string) bool // audit events come from cluster ("" for Argo CD's own)
 	now func() time.Time
+	// unnamed says a person found is not the one yet: a write argocd-server made, whose Argo CD
+	// user its record, read a moment later, names (nil: every person found is).
+	unnamed func(*drift.Actor) bool
 
 	mu        sync.Mutex
 	firstSeen map[string]time.Time     // fields without a person yet: when first seen
@@ -27,11 +30,11 @@ func newPeopleWaits(on func(string) bool) *peopleWaits {
 	return &peopleWaits{on: on, now: time.Now, firstSeen: map[string]time.Time{}, held: map[string]*drift.Report{}}
 }
 
-// check says whether rep is held back: a field written in the last peopleWait on a cluster
-// whose audit events are read has no person yet. again are the objects to audit once more in
-// a second, by when the event has usually arrived: those held, and those a controller rule
-// excused on a manager's name alone (a person writing under a controller's name is then new
-// drift). Past peopleWait a drift is announced as it is.
+// check says whether rep is held back: a field written, or a Missing or Extra object seen, in
+// the last peopleWait on a cluster whose audit events are read has no person yet. again are the
+// objects to audit once more in a second, by when the event has usually arrived: those held, and
+// those a controller rule excused on a manager's name alone (a person writing under a
+// controller's name is then new drift). Past peopleWait a drift is announced as it is.
 func (p *peopleWaits) check(rep *drift.Report) (hold bool, again []drift.Ref) {
 	now := p.now()
 	p.mu.Lock()
@@ -49,11 +52,13 @@ func (p *peopleWaits) check(rep *drift.Report) (hold bool, again []drift.Ref) {
 		if !p.on(o.Cluster) {
 			continue // nobody's audit events come from that cluster
 		}
-		wait := false
+		// A Missing or Extra object without its person yet (or argocd-server's, its user not named yet).
+		whole := o.Status == drift.Missing || o.Status == drift.Extra
+		wait := whole && (o.Actor == nil || p.unnamed != nil && p.unnamed(o.Actor)) && seen(rep.Env+"|"+objectKey(o)+"|") < peopleWait
 		for _, f := range o.Fields {
 			// From when the daemon first saw the field without a person (not managedFields' time,
 			// which a writer that keeps writing keeps fresh).
-			if f.Actor == nil && seen(rep.Env+"|"+objectKey(o)+"|"+f.Path) < peopleWait {
+			if (f.Actor == nil || p.unnamed != nil && p.unnamed(f.Actor)) && seen(rep.Env+"|"+objectKey(o)+"|"+f.Path) < peopleWait {
 				wait = true
 			}
 		}

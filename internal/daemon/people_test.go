@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llm-gitops/platform/internal/engine/auditlog"
 	"github.com/llm-gitops/platform/internal/engine/drift"
 	"github.com/llm-gitops/platform/internal/testing/testcluster"
 )
@@ -195,4 +196,42 @@ func TestPeopleWaitsHoldANewDriftForItsPerson(t *testing.T) {
 	p.hold(held)
 	assert.Same(t, held, p.take("prod"))
 	assert.Nil(t, p.take("prod"), "a held report is taken once")
+}
+
+// TestPeopleWaitsHoldAWriteThroughArgoCDForItsUser: a field whose person is argocd-server's
+// ServiceAccount, its Argo CD user not named yet, is held back as one without a person; named
+// from Argo CD's record, or past peopleWait, it is not.
+func TestPeopleWaitsHoldAWriteThroughArgoCDForItsUser(t *testing.T) {
+	const server = "system:serviceaccount:argocd:argocd-server"
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	people := auditlog.NewStore(0)
+	people.SetArgoCDServer(server)
+	p := newPeopleWaits(func(cluster string) bool { return cluster == "" })
+	p.now, p.unnamed = func() time.Time { return now }, people.ViaArgoCDServer
+	object := func(a *drift.Actor) *drift.Report {
+		return &drift.Report{Env: "prod", Objects: []drift.Object{{Kind: "StatefulSet", Namespace: "llm-rag", Name: "qdrant",
+			Status: drift.Modified, Fields: []drift.Field{{Path: ".spec.replicas", Actor: a}}}}}
+	}
+	hold, again := p.check(object(&drift.Actor{User: server, From: auditlog.SourceAuditLog}))
+	assert.True(t, hold, "argocd-server's write waits for its user")
+	assert.Len(t, again, 1)
+	gone := &drift.Report{Env: "prod-gone", Objects: []drift.Object{{Kind: "ConfigMap", Namespace: "llm-rag", Name: "settings", Status: drift.Missing}}}
+	hold, _ = p.check(gone)
+	assert.True(t, hold, "a deletion waits for its person")
+	deleted := &drift.Report{Env: "prod-deleted", Objects: []drift.Object{{Kind: "PodDisruptionBudget", Namespace: "llm-rag", Name: "qdrant",
+		Status: drift.Missing, Actor: &drift.Actor{User: server, Verb: "delete", From: auditlog.SourceAuditLog}}}}
+	hold, _ = p.check(deleted)
+	assert.True(t, hold, "argocd-server's deletion waits for its user")
+	now = now.Add(peopleWait)
+	hold, _ = p.check(deleted)
+	assert.False(t, hold, "past peopleWait: the deletion announced with the ServiceAccount")
+	hold, _ = p.check(object(&drift.Actor{User: server, From: auditlog.SourceAuditLog}))
+	assert.False(t, hold, "past peopleWait: announced with the ServiceAccount")
+	// Fresh fields (another env): a person named is not waited for.
+	for _, a := range []*drift.Actor{{User: "alice", Via: server, From: auditlog.SourceArgoCD}, {User: "bob", From: auditlog.SourceAuditLog}} {
+		rep := object(a)
+		rep.Env = "staging-" + a.User
+		hold, _ = p.check(rep)
+		assert.False(t, hold, "%s named", a.User)
+	}
 }

@@ -67,8 +67,12 @@ func AttributeOn(cluster string, objs []drift.Object, c *live.Cache, people *aud
 			continue
 		}
 		ref := auditlog.Object{Cluster: cluster, Group: gv.Group, Resource: m.Resource.Resource, Namespace: o.Namespace, Name: o.Name}
+		// A write argocd-server made names the Argo CD user who asked, when Argo CD recorded it.
+		via := func(a *drift.Actor) *drift.Actor {
+			return people.ThroughArgoCD(a, gvk.GroupKind(), o.Namespace, o.Name)
+		}
 		if o.Status == drift.Missing {
-			if o.Actor = people.Deleter(ref); o.Actor != nil {
+			if o.Actor = via(people.Deleter(ref)); o.Actor != nil {
 				named++
 			}
 			continue
@@ -78,13 +82,13 @@ func AttributeOn(cluster string, objs []drift.Object, c *live.Cache, people *aud
 			now = auditlog.Live{UID: string(l.GetUID()), ResourceVersion: l.GetResourceVersion()}
 		}
 		if o.Status == drift.Extra {
-			if o.Actor = people.Creator(ref, now.UID); o.Actor != nil {
+			if o.Actor = via(people.Creator(ref, now.UID)); o.Actor != nil {
 				named++
 			}
 			continue
 		}
 		for j := range o.Fields {
-			if o.Fields[j].Actor = people.Who(ref, now, &o.Fields[j], applier); o.Fields[j].Actor != nil {
+			if o.Fields[j].Actor = via(people.Who(ref, now, &o.Fields[j], applier)); o.Fields[j].Actor != nil {
 				named++
 			}
 		}
@@ -123,7 +127,8 @@ func (e *events) WriterOf(l *unstructured.Unstructured, f *drift.Field) *drift.A
 	if !ok {
 		return nil
 	}
-	return e.people.Who(ref, auditlog.Live{UID: string(l.GetUID()), ResourceVersion: l.GetResourceVersion()}, f, e.applier)
+	a := e.people.Who(ref, auditlog.Live{UID: string(l.GetUID()), ResourceVersion: l.GetResourceVersion()}, f, e.applier)
+	return e.people.ThroughArgoCD(a, l.GroupVersionKind().GroupKind(), l.GetNamespace(), l.GetName())
 }
 
 // CreatorOf is drift.Events.CreatorOf.
@@ -132,7 +137,7 @@ func (e *events) CreatorOf(l *unstructured.Unstructured) *drift.Actor {
 	if !ok {
 		return nil
 	}
-	return e.people.Creator(ref, string(l.GetUID()))
+	return e.people.ThroughArgoCD(e.people.Creator(ref, string(l.GetUID())), l.GroupVersionKind().GroupKind(), l.GetNamespace(), l.GetName())
 }
 
 // UnverifiedWait is how long after a write excused on a controller's name alone the audit

@@ -67,6 +67,8 @@ type Store struct {
 
 	respMu sync.Mutex // orders the diffs of writes' responses; taken before mu, never inside it
 	resp   responses  // the latest response per object
+
+	argo argoRecords // what argocd-server recorded of its users' writes
 }
 
 type held struct {

@@ -160,6 +160,9 @@ type Write struct {
 	// From is the source that saw the write (drift.Actor.From). A write seen only in
 	// "admission" was admitted, not necessarily made: a later step may have refused it.
 	From string `json:"from,omitempty"`
+	// Via is who wrote for User when a tool did (drift.Actor.Via): argocd-server's
+	// ServiceAccount, for a write From "Argo CD".
+	Via string `json:"via,omitempty"`
 }
 
 // Change is a field a write changed: Old → New. Change is changed, added, removed, or set (the

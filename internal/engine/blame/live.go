@@ -56,9 +56,10 @@ func (b *Blame) AddLive(c Cluster, people *auditlog.Store, rep *drift.Report) {
 		ws = ws[:DefaultMaxWrites]
 	}
 	for _, w := range ws {
-		out := Write{User: w.Actor.User, ImpersonatedUser: w.Actor.ImpersonatedUser, Groups: w.Actor.Groups, Tool: w.Manager,
-			Subresource: w.Subresource, Verb: w.Actor.Verb, Time: w.Actor.Time, UserAgent: w.Actor.UserAgent, AuditID: w.Actor.AuditID,
-			ResourceVersion: w.ResourceVersion, ChangesFrom: w.ChangesFrom, ChangesTruncated: w.ChangesTruncated, Changes: []Change{}, From: w.Actor.From}
+		a := people.ThroughArgoCD(&w.Actor, gvk.GroupKind(), b.Object.Namespace, b.Object.Name) // argocd-server's write: its user
+		out := Write{User: a.User, ImpersonatedUser: a.ImpersonatedUser, Groups: a.Groups, Tool: w.Manager,
+			Subresource: w.Subresource, Verb: a.Verb, Time: a.Time, UserAgent: a.UserAgent, AuditID: a.AuditID,
+			ResourceVersion: w.ResourceVersion, ChangesFrom: w.ChangesFrom, ChangesTruncated: w.ChangesTruncated, Changes: []Change{}, From: a.From, Via: a.Via}
 		for _, ch := range w.Changes {
 			out.Changes = append(out.Changes, Change{Path: ch.Path, Old: ch.From, New: ch.To, Change: ch.Change})
 		}

@@ -178,7 +178,12 @@ func driftLine(f Field, d drift.Field) string {
 }
 
 // writer is who made a write: the user, and whom they acted as.
-func writer(w Write) string { return drift.Person(w.User, w.ImpersonatedUser) }
+func writer(w Write) string {
+	if w.Via != "" {
+		return w.User + " (via " + w.Via + ")"
+	}
+	return drift.Person(w.User, w.ImpersonatedUser)
+}
 
 // tool is the field manager of a write, and the subresource it wrote.
 func tool(w Write) string {

@@ -13,13 +13,16 @@ func Person(user, impersonatedUser string) string {
 func (a *Actor) Person() string { return Person(a.User, a.ImpersonatedUser) }
 
 // NamedBy says where the person was named, for a report's text: " (named by the admission
-// webhook)", " (named by the audit log)"; "" when From is not set.
+// webhook)", " (named by the audit log)", " (named by Argo CD's record; written by
+// system:serviceaccount:argocd:argocd-server)"; "" when From is not set.
 func (a *Actor) NamedBy() string {
 	switch a.From {
 	case "":
 		return ""
 	case "admission":
 		return " (named by the admission webhook)"
+	case "Argo CD":
+		return " (named by Argo CD's record; written by " + a.Via + ")"
 	}
 	return " (named by the " + a.From + ")"
 }

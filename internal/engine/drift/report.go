@@ -220,8 +220,12 @@ type Actor struct {
 	Match string `json:"match"`
 	// From names the source that named the person: "audit log" (a file kube-apiserver or a
 	// managed cluster's export wrote), "audit webhook" (kube-apiserver's webhook backend) or
-	// "admission" (the auditor's validating admission webhook, which any cluster can call).
+	// "admission" (the auditor's validating admission webhook, which any cluster can call), or
+	// "Argo CD" (argocd-server's record of the action its user asked for).
 	From string `json:"from,omitempty"`
+	// Via is who wrote for the person, when a tool did: argocd-server's ServiceAccount, for a
+	// person From "Argo CD".
+	Via string `json:"via,omitempty"`
 }
 
 // Writer is a managedFields entry: who wrote, how, and when. An empty Manager means nobody can be

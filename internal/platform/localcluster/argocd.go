@@ -136,7 +136,7 @@ func (c *Cluster) startArgoCD(ctx context.Context, ports []int) error {
 		return err
 	}
 	c.procs = append(c.procs, ctrl)
-	c.argoEnv = common
+	c.argoEnv, c.redis = common, redisAddr
 	c.ArgoCDMetrics = "127.0.0.1:" + strconv.Itoa(ports[3])
 	return waitHTTP(ctx, ctrl, "http://"+c.ArgoCDMetrics+"/healthz", nil, 60*time.Second)
 }

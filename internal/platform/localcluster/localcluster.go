@@ -87,6 +87,7 @@ type Cluster struct {
 	opts    Options
 	apiArgs []string
 	argoEnv []string // the environment Argo CD's processes run with
+	redis   string   // the host:port of Argo CD's Redis
 	tempDir bool
 	procs   []*process
 	members []*Cluster // further clusters (AddCluster), stopped with this one

@@ -39,6 +39,10 @@ type (
 	State = localcluster.State
 	// CRDSource is one upstream module's CRDs.
 	CRDSource = localcluster.CRDSource
+	// ArgoCDAccount is a local Argo CD user of argocd-server (Cluster.StartArgoCDServer).
+	ArgoCDAccount = localcluster.ArgoCDAccount
+	// ArgoCDServer is argocd-server running beside the application controller.
+	ArgoCDServer = localcluster.ArgoCDServer
 )
 
 // Constants of the local cluster.
