@@ -199,6 +199,8 @@ func TestCheckInferenceRules(t *testing.T) {
 			"inference-pool", "InferencePool llm-inference/llama", "has objectives but no batch one", 3},
 		{"an objective naming its pool in the wrong group", "base/vllm/objectives.yaml", "    group: inference.networking.k8s.io\n    kind: InferencePool\n    name: qwen\n  priority: -10", "    group: inference.networking.x-k8s.io\n    kind: InferencePool\n    name: qwen\n  priority: -10",
 			"inference-pool", "InferenceObjective llm-inference/qwen-batch", `names its pool in group "inference.networking.x-k8s.io", not inference.networking.k8s.io`, 3},
+		{"a picker that may not reach the API server", "base/network/inference.yaml", "    - ports:\n        - protocol: TCP\n          port: 443\n        - protocol: TCP\n          port: 6443\n", "",
+			"flows-allowed", "Deployment llm-inference/epp-qwen → kube-apiserver (198.51.100.1)", "443/TCP (the pickers watch their pool, its pods and objectives (Service kubernetes)) is denied", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, commit, edit := repoCopy(t)
