@@ -69,7 +69,8 @@ func backendRefsOf(objs []*unstructured.Unstructured) []routeBackendRef {
 }
 
 // inferenceRoutes is rule inference-route: a route sends only to an InferencePool the env renders
-// in the route's own namespace. A pool elsewhere needs a ReferenceGrant and another team's
+// in the route's own namespace, in the pool's API group (the Gateway API defaults a backendRef's
+// group to the core group). A pool elsewhere needs a ReferenceGrant and another team's
 // picker; a missing one answers every request with an error.
 func inferenceRoutes(objs []*unstructured.Unstructured) []Violation {
 	pools := map[string]bool{}
@@ -80,13 +81,16 @@ func inferenceRoutes(objs []*unstructured.Unstructured) []Violation {
 	}
 	var out []Violation
 	for _, b := range backendRefsOf(objs) {
-		if !b.isPool() {
+		if b.kind != inferencePoolGK.Kind {
 			continue
 		}
 		switch {
 		case b.ns != b.route.GetNamespace():
 			out = append(out, Violation{Rule: "inference-route", Object: id(b.route), Message: fmt.Sprintf(
 				"sends to InferencePool %s/%s in another namespace: keep the pool, its picker and the route in %s", b.ns, b.name, b.route.GetNamespace())})
+		case b.kind == inferencePoolGK.Kind && b.group != inferencePoolGK.Group:
+			out = append(out, Violation{Rule: "inference-route", Object: id(b.route), Message: fmt.Sprintf(
+				"sends to kind InferencePool %s in group %q, not %s: the Gateway finds no such backend and answers its requests with an error", b.name, b.group, inferencePoolGK.Group)})
 		case !pools[b.ns+"/"+b.name]:
 			out = append(out, Violation{Rule: "inference-route", Object: id(b.route), Message: fmt.Sprintf(
 				"sends to InferencePool %s/%s, which the env does not render: the Gateway answers its requests with an error", b.ns, b.name)})
@@ -218,12 +222,11 @@ func pickerProblems(pool *unstructured.Unstructured, name string, objs []*unstru
 		pod := podTemplate(d)
 		cs, _, _ := unstructured.NestedSlice(pod, "containers")
 		for _, c := range cs {
-			args := flags(asMap(c)["args"])
-			for flag, want := range map[string]string{"--pool-name": pool.GetName(), "--pool-namespace": pool.GetNamespace()} {
-				if got, ok := args[flag]; ok && got != want {
-					out = append(out, Violation{Rule: "inference-pool", Object: id(pool), Message: fmt.Sprintf(
-						"its endpoint picker %s serves %s=%s, not %s: it picks among another pool's pods", id(d), flag, got, want)})
-				}
+			if !isPickerContainer(asMap(c)) {
+				continue
+			}
+			for _, msg := range pickerContainerProblems(pool, svc, d, asMap(c), objs) {
+				out = append(out, Violation{Rule: "inference-pool", Object: id(pool), Message: msg})
 			}
 		}
 	}

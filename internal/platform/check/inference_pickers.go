@@ -92,8 +92,11 @@ func isVLLMContainer(c map[string]any) bool {
 	return name == "vllm" || strings.Contains(image, "vllm-openai")
 }
 
-// inferenceObjectivePools: an InferenceObjective names a pool the env renders in its namespace.
-// Otherwise no picker reads it, and the requests that name it run at priority 0.
+// inferenceObjectivePools: an InferenceObjective names a pool the env renders in its namespace,
+// in the pool's group, at a priority no higher than the interactive 0. Otherwise no picker reads
+// it, and the requests that name it run at priority 0; or its clients outrank rag-api. A pool
+// with objectives has an interactive one (0) and a batch one (below 0). A pool with none (the
+// canary) gets no batch request: the route sends those to the stable pool.
 func inferenceObjectivePools(objs []*unstructured.Unstructured) []Violation {
 	pools := map[string]bool{}
 	for _, p := range objects(objs, inferencePoolGK) {
@@ -103,10 +106,30 @@ func inferenceObjectivePools(objs []*unstructured.Unstructured) []Violation {
 	for _, o := range objects(objs, inferenceObjectiveGK) {
 		name, _, _ := unstructured.NestedString(o.Object, "spec", "poolRef", "name")
 		group, ok, _ := unstructured.NestedString(o.Object, "spec", "poolRef", "group")
-		if ok && group != inferencePoolGK.Group || !pools[o.GetNamespace()+"/"+name] {
+		switch {
+		case ok && group != inferencePoolGK.Group:
+			out = append(out, Violation{Rule: "inference-pool", Object: id(o), Message: fmt.Sprintf(
+				"names its pool in group %q, not %s: no picker reads it, and the requests naming it run at priority 0", group, inferencePoolGK.Group)})
+		case !pools[o.GetNamespace()+"/"+name]:
 			out = append(out, Violation{Rule: "inference-pool", Object: id(o), Message: fmt.Sprintf(
 				"names InferencePool %s/%s, which the env does not render: no picker reads it, and the requests naming it run at priority 0",
 				o.GetNamespace(), name)})
+		}
+		if p := priority(o); p > 0 {
+			out = append(out, Violation{Rule: "inference-pool", Object: id(o), Message: fmt.Sprintf(
+				"has priority %d, above the interactive 0: any client naming it outranks every request without an objective (rag-api)", p)})
+		}
+	}
+	for _, p := range objects(objs, inferencePoolGK) {
+		own := poolObjectives(p, objs)
+		if len(own) == 0 {
+			continue
+		}
+		if !slices.ContainsFunc(own, func(o *unstructured.Unstructured) bool { return priority(o) == 0 }) {
+			out = append(out, Violation{Rule: "inference-pool", Object: id(p), Message: "has objectives but no interactive one (priority 0): add <pool>-interactive as base/vllm/objectives.yaml does"})
+		}
+		if !slices.ContainsFunc(own, func(o *unstructured.Unstructured) bool { return priority(o) < 0 }) {
+			out = append(out, Violation{Rule: "inference-pool", Object: id(p), Message: "has objectives but no batch one (priority below 0): batch requests run at priority 0, beside interactive ones"})
 		}
 	}
 	return out
@@ -116,15 +139,14 @@ func inferenceObjectivePools(objs []*unstructured.Unstructured) []Violation {
 type pickerGrant struct{ group, resource string }
 
 // inferencePickerRBAC: each pool's picker runs as a ServiceAccount that may get, list and watch
-// pods and InferencePools in its namespace, and InferenceObjectives when the env renders any.
-// The picker starts its watches at once; one refused, it does not start and the pool fails.
+// pods, InferencePools, InferenceObjectives and InferenceModelRewrites in its namespace, as the
+// upstream chart grants. The v1.5.0 picker watches the last two whenever their CRDs are served;
+// it starts its watches at once, and one refused, it does not start and the pool fails.
 func inferencePickerRBAC(objs []*unstructured.Unstructured) []Violation {
 	var out []Violation
 	for _, p := range objects(objs, inferencePoolGK) {
-		need := []pickerGrant{{"", "pods"}, {inferencePoolGK.Group, "inferencepools"}}
-		if slices.ContainsFunc(objects(objs, inferenceObjectiveGK), func(o *unstructured.Unstructured) bool { return o.GetNamespace() == p.GetNamespace() }) {
-			need = append(need, pickerGrant{inferenceObjectiveGK.Group, "inferenceobjectives"})
-		}
+		need := []pickerGrant{{"", "pods"}, {inferencePoolGK.Group, "inferencepools"},
+			{inferenceObjectiveGK.Group, "inferenceobjectives"}, {inferenceObjectiveGK.Group, "inferencemodelrewrites"}}
 		for _, d := range pickerDeployments(p, objs) {
 			sa, _, _ := unstructured.NestedString(podTemplate(d), "serviceAccountName")
 			if sa == "" {

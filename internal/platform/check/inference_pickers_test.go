@@ -37,7 +37,7 @@ spec: {poolRef: {group: inference.networking.k8s.io, kind: InferencePool, name: 
 const (
 	grantPods       = `{apiGroups: [""], resources: [pods], verbs: [get, list, watch]}`
 	grantPools      = `{apiGroups: [inference.networking.k8s.io], resources: [inferencepools], verbs: [get, list, watch]}`
-	grantObjectives = `{apiGroups: [inference.networking.x-k8s.io], resources: [inferenceobjectives], verbs: [get, list, watch]}`
+	grantObjectives = `{apiGroups: [inference.networking.x-k8s.io], resources: [inferenceobjectives, inferencemodelrewrites], verbs: [get, list, watch]}`
 )
 
 // pickerManifest is the pooled fixture with the picker running as ServiceAccount endpoint-picker,
@@ -57,12 +57,15 @@ func TestInferencePickerRBAC(t *testing.T) {
 		name, rules, extra string
 		want               []string
 	}{
-		{name: "pods, pools and objectives", rules: all, extra: fmt.Sprintf(objective, "qwen")},
-		{name: "no objective rendered: none needed", rules: grantPods + ", " + grantPools},
+		{name: "pods, pools, objectives and rewrites", rules: all, extra: fmt.Sprintf(objective, "qwen")},
+		{name: "no objective rendered: still needed, as the upstream chart grants", rules: grantPods + ", " + grantPools, want: []string{
+			"inference-pool InferencePool llm-inference/qwen: its endpoint picker Deployment llm-inference/epp-qwen runs as ServiceAccount endpoint-picker, which may not get, list, watch inferenceobjectives.inference.networking.x-k8s.io in llm-inference",
+			"inference-pool InferencePool llm-inference/qwen: its endpoint picker Deployment llm-inference/epp-qwen runs as ServiceAccount endpoint-picker, which may not get, list, watch inferencemodelrewrites.inference.networking.x-k8s.io in llm-inference",
+		}},
+		{name: "no model rewrites", rules: grantPods + ", " + grantPools + `, {apiGroups: [inference.networking.x-k8s.io], resources: [inferenceobjectives], verbs: [get, list, watch]}`,
+			want: []string{"inference-pool InferencePool llm-inference/qwen: its endpoint picker Deployment llm-inference/epp-qwen runs as ServiceAccount endpoint-picker, which may not get, list, watch inferencemodelrewrites.inference.networking.x-k8s.io in llm-inference: the picker does not start"}},
 		{name: "wildcards", rules: `{apiGroups: ["*"], resources: ["*"], verbs: ["*"]}`, extra: fmt.Sprintf(objective, "qwen")},
-		{name: "objectives rendered, not granted", rules: grantPods + ", " + grantPools, extra: fmt.Sprintf(objective, "qwen"),
-			want: []string{"inference-pool InferencePool llm-inference/qwen: its endpoint picker Deployment llm-inference/epp-qwen runs as ServiceAccount endpoint-picker, which may not get, list, watch inferenceobjectives.inference.networking.x-k8s.io in llm-inference: the picker does not start"}},
-		{name: "pods without watch", rules: `{apiGroups: [""], resources: [pods], verbs: [get, list]}, ` + grantPools,
+		{name: "pods without watch", rules: `{apiGroups: [""], resources: [pods], verbs: [get, list]}, ` + grantPools + ", " + grantObjectives,
 			want: []string{"inference-pool InferencePool llm-inference/qwen: its endpoint picker Deployment llm-inference/epp-qwen runs as ServiceAccount endpoint-picker, which may not watch pods in llm-inference"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,6 +77,8 @@ func TestInferencePickerRBAC(t *testing.T) {
 		assertViolations(t, []string{
 			"inference-pool InferencePool llm-inference/qwen: its endpoint picker Deployment llm-inference/epp-qwen runs as ServiceAccount endpoint-picker, which may not get, list, watch pods in llm-inference",
 			"inference-pool InferencePool llm-inference/qwen: its endpoint picker Deployment llm-inference/epp-qwen runs as ServiceAccount endpoint-picker, which may not get, list, watch inferencepools.inference.networking.k8s.io in llm-inference",
+			"inference-pool InferencePool llm-inference/qwen: its endpoint picker Deployment llm-inference/epp-qwen runs as ServiceAccount endpoint-picker, which may not get, list, watch inferenceobjectives.inference.networking.x-k8s.io in llm-inference",
+			"inference-pool InferencePool llm-inference/qwen: its endpoint picker Deployment llm-inference/epp-qwen runs as ServiceAccount endpoint-picker, which may not get, list, watch inferencemodelrewrites.inference.networking.x-k8s.io in llm-inference",
 		}, inferencePickerRBAC(parseObjects(t, m)))
 	})
 }
@@ -115,9 +120,36 @@ spec:
 	}
 }
 
+// interactive is the interactive InferenceObjective of pool qwen.
+const interactive = `
+---
+apiVersion: inference.networking.x-k8s.io/v1alpha2
+kind: InferenceObjective
+metadata: {name: qwen-interactive, namespace: llm-inference}
+spec: {poolRef: {group: inference.networking.k8s.io, kind: InferencePool, name: qwen}, priority: 0}`
+
 func TestInferenceObjectivePools(t *testing.T) {
 	base := fmt.Sprintf(pooled, "app.kubernetes.io/name: vllm-qwen", "epp-qwen", toPool)
-	assertViolations(t, nil, inferenceObjectivePools(parseObjects(t, base+fmt.Sprintf(objective, "qwen"))))
-	assertViolations(t, []string{"inference-pool InferenceObjective llm-inference/qwen-batch: names InferencePool llm-inference/qwen-v2, which the env does not render"},
-		inferenceObjectivePools(parseObjects(t, base+fmt.Sprintf(objective, "qwen-v2"))))
+	both := base + interactive + fmt.Sprintf(objective, "qwen")
+	for _, tc := range []struct {
+		name, manifest string
+		want           []string
+	}{
+		{name: "interactive and batch", manifest: both},
+		{name: "no objectives", manifest: base},
+		{name: "a pool that is not rendered", manifest: base + interactive + fmt.Sprintf(objective, "qwen-v2"), want: []string{
+			"inference-pool InferenceObjective llm-inference/qwen-batch: names InferencePool llm-inference/qwen-v2, which the env does not render",
+			"inference-pool InferencePool llm-inference/qwen: has objectives but no batch one (priority below 0)"}},
+		{name: "the pool's group wrong", manifest: strings.Replace(both, "{group: inference.networking.k8s.io, kind: InferencePool, name: qwen}, priority: -10", "{group: inference.networking.x-k8s.io, kind: InferencePool, name: qwen}, priority: -10", 1),
+			want: []string{"inference-pool InferenceObjective llm-inference/qwen-batch: names its pool in group \"inference.networking.x-k8s.io\", not inference.networking.k8s.io"}},
+		{name: "a priority above 0", manifest: strings.Replace(both, "priority: 0}", "priority: 5}", 1), want: []string{
+			"inference-pool InferenceObjective llm-inference/qwen-interactive: has priority 5, above the interactive 0",
+			"inference-pool InferencePool llm-inference/qwen: has objectives but no interactive one (priority 0)"}},
+		{name: "no batch objective", manifest: base + interactive,
+			want: []string{"inference-pool InferencePool llm-inference/qwen: has objectives but no batch one (priority below 0)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assertViolations(t, tc.want, inferenceObjectivePools(parseObjects(t, tc.manifest)))
+		})
+	}
 }
