@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/llm-gitops/platform/internal/engine/drift"
 )
 
 // yamlEdit is a YAML file (one or more documents) edited as text: a scalar is replaced where it
@@ -60,19 +62,8 @@ func yamlValues(data []byte) ([]any, error) {
 	return out, nil
 }
 
-// normal is v as JSON reads it back (numbers float64, maps map[string]any); v itself when it
-// has no JSON form.
-func normal(v any) any {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	var out any
-	if json.Unmarshal(data, &out) != nil {
-		return v
-	}
-	return out
-}
+// normal is v as JSON reads it back (drift.AsJSON).
+func normal(v any) any { return drift.AsJSON(v) }
 
 // set writes value at path in document doc, creating the mappings the path names that are not
 // there.

@@ -72,10 +72,12 @@ func sameState(f, g *Field) bool {
 	if f.Path != g.Path || f.Change != g.Change || f.Writer != g.Writer {
 		return false
 	}
-	return reflect.DeepEqual(asJSON(f.Live), asJSON(g.Live))
+	return reflect.DeepEqual(AsJSON(f.Live), AsJSON(g.Live))
 }
 
-func asJSON(v any) any {
+// AsJSON is v as JSON reads it back (numbers float64, maps map[string]any); v itself when it
+// has no JSON form. Values decoded from YAML, from JSON or built in code then compare alike.
+func AsJSON(v any) any {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return v
